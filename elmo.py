@@ -1,0 +1,780 @@
+"""The ELMo bidirectional language model (Peters et al. 2018) in PaddlePaddle.
+
+Computes exactly what allenai/bilm-tf and AllenNLP's `_ElmoBiLm` compute (see
+`../shared/REFERENCE-ELMO.md`), loads and writes their `options.json` + `weights.hdf5` files, and
+offers the pieces users plug into downstream models:
+
+- `BiLM`: char CNN + highway + projection, then separate forward and backward stacks of LSTMs with
+  a projection, cell/projection clipping and optional residual connections. Returns L + 1 layers
+  `[batch, time, 2 * projection_dim]` and a mask, in a stateful or a stateless mode.
+- `ScalarMix` and `Elmo`: softmax-normalised layer weights times gamma, for downstream models.
+- `ELMoEmbedder`: sentences (lists of tokens) in, numpy arrays `[3, n_tokens, dim]` out.
+"""
+import copy
+import json
+import math
+import os
+
+import numpy as np
+import paddle
+import paddle.nn as nn
+import paddle.nn.functional as F
+
+from dataset import BOS_TOKEN, EOS_TOKEN, N_CHARACTERS, CharMapper, check_sentences
+
+# --------------------------------------------------------------------------------------------
+# Options (the bilm-tf format)
+# --------------------------------------------------------------------------------------------
+
+ORIGINAL_FILTERS = [[1, 32], [2, 32], [3, 64], [4, 128], [5, 256], [6, 512], [7, 1024]]
+
+
+def make_options(projection_dim=512, cell_dim=4096, n_layers=2, filters=None, n_highway=2,
+                 char_embed_dim=16, max_characters_per_token=50, activation='relu', cell_clip=3.0,
+                 proj_clip=3.0, use_skip_connections=True, dropout=0.1):
+    """An options dict in the bilm-tf format; the defaults are the original ELMo model."""
+    return {
+        'bidirectional': True,
+        'char_cnn': {
+            'activation': activation,
+            'embedding': {'dim': char_embed_dim},
+            'filters': copy.deepcopy(filters or ORIGINAL_FILTERS),
+            'max_characters_per_token': max_characters_per_token,
+            'n_characters': N_CHARACTERS,
+            'n_highway': n_highway,
+        },
+        'dropout': dropout,
+        'lstm': {
+            'cell_clip': cell_clip,
+            'dim': cell_dim,
+            'n_layers': n_layers,
+            'proj_clip': proj_clip,
+            'projection_dim': projection_dim,
+            'use_skip_connections': use_skip_connections,
+        },
+    }
+
+
+_REQUIRED = {
+    'char_cnn': ('embedding', 'filters', 'n_highway', 'max_characters_per_token'),
+    'lstm': ('dim', 'projection_dim', 'n_layers'),
+}
+
+
+def check_options(options, source='options'):
+    """Raise ValueError naming `source` and the key when `options` is not a usable bilm-tf config."""
+    for section, keys in _REQUIRED.items():
+        if not isinstance(options.get(section), dict):
+            raise ValueError(f'{source}: missing section "{section}" (a bilm-tf options file needs '
+                             f'"char_cnn" and "lstm")')
+        for key in keys:
+            if key not in options[section]:
+                raise ValueError(f'{source}: missing "{section}.{key}"')
+    cnn, lstm = options['char_cnn'], options['lstm']
+    if cnn.get('activation', 'relu') not in ('relu', 'tanh'):
+        raise ValueError(f'{source}: char_cnn.activation must be "relu" or "tanh", '
+                         f'got {cnn["activation"]!r}')
+    if cnn.get('n_characters', N_CHARACTERS) not in (261, 262):
+        raise ValueError(f'{source}: char_cnn.n_characters must be 261 or 262, got {cnn["n_characters"]}')
+    max_chars = cnn['max_characters_per_token']
+    for width, n in cnn['filters']:
+        if not (1 <= width <= max_chars and n >= 1):
+            raise ValueError(f'{source}: char_cnn.filters entry [{width}, {n}] needs '
+                             f'1 <= width <= max_characters_per_token ({max_chars}) and n >= 1')
+    if lstm['n_layers'] < 1:
+        raise ValueError(f'{source}: lstm.n_layers must be >= 1, got {lstm["n_layers"]}')
+    if not options.get('bidirectional', True):
+        raise ValueError(f'{source}: only bidirectional models are supported')
+
+
+def load_options(path):
+    """Read and check an options.json file."""
+    try:
+        with open(path, encoding='utf-8') as f:
+            options = json.load(f)
+    except FileNotFoundError:
+        raise FileNotFoundError(f'{path}: options file not found') from None
+    except json.JSONDecodeError as e:
+        raise ValueError(f'{path}: not valid JSON (line {e.lineno}: {e.msg})') from None
+    check_options(options, path)
+    return options
+
+
+def save_json_atomic(obj, path):
+    tmp = f'{path}.tmp'
+    with open(tmp, 'w', encoding='utf-8') as f:
+        json.dump(obj, f, indent=2, sort_keys=True)
+    os.replace(tmp, path)
+
+
+# --------------------------------------------------------------------------------------------
+# The model
+# --------------------------------------------------------------------------------------------
+
+def _normal(std):
+    return nn.initializer.Normal(mean=0.0, std=std)
+
+
+class Highway(nn.Layer):
+    """y = t * relu(x W_transform + b) + (1 - t) * x with t = sigmoid(x W_carry + b_carry).
+
+    bilm-tf's "carry" gate multiplies the transform branch; the nonlinearity is always relu.
+    """
+
+    def __init__(self, dim):
+        super().__init__()
+        # bilm-tf init: carry bias -2 so that layers start close to the identity.
+        self.carry = nn.Linear(dim, dim, weight_attr=paddle.ParamAttr(initializer=_normal(math.sqrt(1.0 / dim))),
+                               bias_attr=paddle.ParamAttr(initializer=nn.initializer.Constant(-2.0)))
+        self.transform = nn.Linear(dim, dim, weight_attr=paddle.ParamAttr(initializer=_normal(math.sqrt(1.0 / dim))),
+                                   bias_attr=paddle.ParamAttr(initializer=nn.initializer.Constant(0.0)))
+
+    def forward(self, x):
+        gate = F.sigmoid(self.carry(x))
+        return gate * F.relu(self.transform(x)) + (1.0 - gate) * x
+
+
+class CharEncoder(nn.Layer):
+    """Char ids [tokens, max_chars] -> token representations [tokens, projection_dim].
+
+    Each convolution runs as one matrix multiply over all windows of the token (the 50 positions,
+    PAD included, as the reference does); this is several times faster than Conv2D on CPU.
+    """
+
+    def __init__(self, options):
+        super().__init__()
+        cnn = options['char_cnn']
+        self.max_chars = cnn['max_characters_per_token']
+        self.char_dim = cnn['embedding']['dim']
+        self.widths = [w for w, _ in cnn['filters']]
+        self.activation = F.relu if cnn.get('activation', 'relu') == 'relu' else F.tanh
+        n_filters = sum(n for _, n in cnn['filters'])
+        # Row 0 is the padding char: it stays zero (padding_idx) and gets no gradient.
+        self.char_embed = nn.Embedding(N_CHARACTERS, self.char_dim, padding_idx=0,
+                                       weight_attr=paddle.ParamAttr(initializer=nn.initializer.Uniform(-1.0, 1.0)))
+        self.conv_weights = nn.ParameterList()
+        self.conv_biases = nn.ParameterList()
+        for width, n in cnn['filters']:
+            std = math.sqrt(1.0 / (width * self.char_dim)) if self.activation is F.relu else None
+            init = _normal(std) if std else nn.initializer.Uniform(-0.05, 0.05)
+            self.conv_weights.append(self.create_parameter([width * self.char_dim, n], default_initializer=init))
+            self.conv_biases.append(self.create_parameter([n], is_bias=True,
+                                                          default_initializer=nn.initializer.Constant(0.0)))
+        self.highways = nn.LayerList([Highway(n_filters) for _ in range(cnn['n_highway'])])
+        proj_dim = options['lstm']['projection_dim']
+        self.projection = nn.Linear(n_filters, proj_dim,
+                                    weight_attr=paddle.ParamAttr(initializer=_normal(math.sqrt(1.0 / n_filters))),
+                                    bias_attr=paddle.ParamAttr(initializer=nn.initializer.Constant(0.0)))
+
+    def forward(self, char_ids):
+        """char_ids: int64 [tokens, max_chars] -> float32 [tokens, projection_dim]."""
+        chars = self.char_embed(char_ids)  # [tokens, max_chars, char_dim]
+        pooled = []
+        for width, weight, bias in zip(self.widths, self.conv_weights, self.conv_biases):
+            n_windows = self.max_chars - width + 1
+            windows = chars if width == 1 else paddle.concat(
+                [chars[:, k:k + n_windows] for k in range(width)], axis=-1)  # [tokens, windows, width*char_dim]
+            # Max over positions of the pre-activation, as the reference; the activation is monotonic.
+            pooled.append(paddle.max(paddle.matmul(windows, weight), axis=1) + bias)
+        x = self.activation(paddle.concat(pooled, axis=-1))  # [tokens, n_filters]
+        for highway in self.highways:
+            x = highway(x)
+        return self.projection(x)
+
+
+class LstmLayer(nn.Layer):
+    """One LSTM layer with a projection, in the bilm-tf parameter layout.
+
+    W: [input_dim + projection_dim, 4 * dim], rows [input; previous h], gate blocks i, j, f, o.
+    B: [4 * dim], with TensorFlow's forget bias of 1.0 already folded into the f block.
+    W_P: [dim, projection_dim], no bias.
+    """
+
+    def __init__(self, input_dim, dim, projection_dim):
+        super().__init__()
+        self.input_dim, self.dim, self.projection_dim = input_dim, dim, projection_dim
+        glorot = nn.initializer.XavierUniform()
+        self.W = self.create_parameter([input_dim + projection_dim, 4 * dim], default_initializer=glorot)
+        bias = np.zeros(4 * dim, dtype=np.float32)
+        bias[2 * dim:3 * dim] = 1.0  # TF forget bias, trained with as bilm-tf does
+        self.B = self.create_parameter([4 * dim], is_bias=True, default_initializer=nn.initializer.Assign(bias))
+        self.W_P = self.create_parameter([dim, projection_dim], default_initializer=glorot)
+
+
+class LstmStack(nn.Layer):
+    """One direction: n_layers of LstmLayer, cell and projection clipping, residual from layer 1 on."""
+
+    def __init__(self, options):
+        super().__init__()
+        lstm = options['lstm']
+        self.dim, self.projection_dim = lstm['dim'], lstm['projection_dim']
+        self.cell_clip = lstm.get('cell_clip') or None  # 0 / null: no clipping
+        self.proj_clip = lstm.get('proj_clip') or None
+        self.use_skip = bool(lstm.get('use_skip_connections', False))
+        self.dropout = float(options.get('dropout', 0.0) or 0.0)
+        self.layers = nn.LayerList([LstmLayer(self.projection_dim, self.dim, self.projection_dim)
+                                    for _ in range(lstm['n_layers'])])
+
+    def forward(self, x, batch_sizes, states):
+        """Run the stack over rows sorted by length, longest first.
+
+        x: [batch, time, projection_dim]; batch_sizes[t]: rows still running at step t
+        (non-increasing; rows past their length are neither computed nor advanced);
+        states: per layer (h [batch, projection_dim], c [batch, dim]).
+        Returns (outputs per layer [batch, time, projection_dim] with zeros at padding, final states).
+        """
+        outputs, finals = [], []
+        for i, (layer, (h, c)) in enumerate(zip(self.layers, states)):
+            if self.training and self.dropout > 0:
+                x = F.dropout(x, self.dropout, training=True)
+            out, final = self._run_layer(layer, x, batch_sizes, h, c)
+            if self.use_skip and i > 0:
+                out = out + x  # padding rows of x are zero, so padding stays zero
+            outputs.append(out)
+            finals.append(final)
+            x = out
+        return outputs, finals
+
+    def _run_layer(self, layer, x, batch_sizes, h, c):
+        batch, time = x.shape[0], x.shape[1]
+        w_input, w_hidden = layer.W[:layer.input_dim], layer.W[layer.input_dim:]
+        # The input-to-gate product for all steps at once; only h @ W_hidden stays in the loop.
+        gates_in = paddle.unbind(paddle.transpose(paddle.matmul(x, w_input) + layer.B, [1, 0, 2]), axis=0)
+        zeros = None
+        steps = []
+        for t in range(time):
+            n = int(batch_sizes[t])
+            h_n, c_n = self._step(layer, gates_in[t][:n] if n < batch else gates_in[t],
+                                  h[:n] if n < batch else h, c[:n] if n < batch else c, w_hidden)
+            if n < batch:
+                if zeros is None:
+                    zeros = paddle.zeros([batch, self.projection_dim], dtype=x.dtype)
+                steps.append(paddle.concat([h_n, zeros[n:]], axis=0))
+                h, c = paddle.concat([h_n, h[n:]], axis=0), paddle.concat([c_n, c[n:]], axis=0)
+            else:
+                steps.append(h_n)
+                h, c = h_n, c_n
+        return paddle.stack(steps, axis=1), (h, c)
+
+    def _step(self, layer, gates_in, h, c, w_hidden):
+        gates = gates_in + paddle.matmul(h, w_hidden)
+        i, j, f, o = paddle.split(gates, 4, axis=-1)
+        c = F.sigmoid(i) * paddle.tanh(j) + F.sigmoid(f) * c
+        if self.cell_clip:
+            c = paddle.clip(c, -self.cell_clip, self.cell_clip)
+        h = paddle.matmul(F.sigmoid(o) * paddle.tanh(c), layer.W_P)
+        if self.proj_clip:
+            h = paddle.clip(h, -self.proj_clip, self.proj_clip)
+        return h, c
+
+
+class BiLM(nn.Layer):
+    """The ELMo biLM: CharEncoder, then a forward and a backward LstmStack.
+
+    Stateful mode (as bilm-tf and AllenNLP): each batch row starts from the final state its row
+    reached in the previous batch; rows beyond the batch keep their state; `reset_states()` zeroes
+    them. Stateless mode: every row starts from zeros, so a sentence's result does not depend on
+    the batch or on earlier calls.
+    """
+
+    def __init__(self, options, stateful=False):
+        super().__init__()
+        check_options(options)
+        self.options = copy.deepcopy(options)
+        self.stateful = stateful
+        self.projection_dim = options['lstm']['projection_dim']
+        self.n_layers = options['lstm']['n_layers']
+        self.char_encoder = CharEncoder(options)
+        self.forward_stack = LstmStack(options)
+        self.backward_stack = LstmStack(options)
+        self._states = None  # [direction][layer] -> (h [rows, P], c [rows, D]), detached
+
+    # ---- state ----------------------------------------------------------------------------
+    def reset_states(self):
+        self._states = None
+
+    def _initial_states(self, direction, batch):
+        stack = (self.forward_stack, self.backward_stack)[direction]
+        zeros = lambda n: [(paddle.zeros([n, stack.projection_dim]), paddle.zeros([n, stack.dim]))
+                           for _ in range(self.n_layers)]
+        stored = self._states[direction] if self.stateful and self._states else None
+        if stored is None:
+            return zeros(batch)
+        rows = stored[0][0].shape[0]
+        if rows >= batch:
+            return [(h[:batch], c[:batch]) for h, c in stored]
+        return [(paddle.concat([h, zh]), paddle.concat([c, zc]))
+                for (h, c), (zh, zc) in zip(stored, zeros(batch - rows))]
+
+    def _store_states(self, direction, finals):
+        if not self.stateful:
+            return
+        finals = [(h.detach(), c.detach()) for h, c in finals]  # gradients stop at batch boundaries
+        if self._states is None:
+            self._states = [None, None]
+        stored = self._states[direction]
+        batch = finals[0][0].shape[0]
+        if stored is not None and stored[0][0].shape[0] > batch:
+            finals = [(paddle.concat([h, sh[batch:]]), paddle.concat([c, sc[batch:]]))
+                      for (h, c), (sh, sc) in zip(finals, stored)]
+        self._states[direction] = finals
+
+    # ---- forward --------------------------------------------------------------------------
+    def token_embedding(self, char_ids, chunk=4096):
+        """char_ids [batch, time, max_chars] -> [batch, time, projection_dim] (zeros at padding).
+
+        Tokens go through the char CNN in chunks, so very long inputs keep a bounded peak memory.
+        """
+        batch, time, max_chars = char_ids.shape
+        flat = char_ids.reshape([batch * time, max_chars])
+        parts = [self.char_encoder(flat[s:s + chunk]) for s in range(0, batch * time, chunk)]
+        x = parts[0] if len(parts) == 1 else paddle.concat(parts)
+        mask = (char_ids > 0).any(axis=-1).astype(x.dtype).reshape([batch * time, 1])
+        return (x * mask).reshape([batch, time, self.projection_dim])
+
+    def forward(self, char_ids, lengths=None, token_embeddings=None):
+        """Run the biLM on sentences that already hold <S> and </S>.
+
+        char_ids: int64 [batch, time, max_chars] (0 = padding), or None with `token_embeddings`
+            [batch, time, projection_dim] precomputed (zeros at padding) and `lengths`.
+        lengths: int array [batch] of real tokens per row (padding is at the end); derived from
+            char_ids when None.
+        Returns dict: 'activations', a list of n_layers + 1 tensors [batch, time, 2 * projection_dim]
+        (layer 0 is [x; x], then [forward; backward] per layer), and 'mask' [batch, time] bool.
+        """
+        if token_embeddings is None:
+            token_embeddings = self.token_embedding(char_ids)
+        batch, time = token_embeddings.shape[0], token_embeddings.shape[1]
+        if lengths is None:
+            lengths = (char_ids > 0).any(axis=-1).astype('int64').sum(axis=1).numpy()
+        lengths = np.asarray(lengths, dtype=np.int64)
+        forward_out, backward_out = self.contextual(token_embeddings, lengths)
+        mask = paddle.to_tensor(np.arange(time)[None, :] < lengths[:, None])
+        layers = [paddle.concat([token_embeddings, token_embeddings], axis=-1)]
+        layers += [paddle.concat([f, b], axis=-1) for f, b in zip(forward_out, backward_out)]
+        return {'activations': layers, 'mask': mask}
+
+    def contextual(self, x, lengths):
+        """Both LSTM stacks over x [batch, time, P] with per-row lengths (numpy [batch]).
+
+        Returns (forward outputs, backward outputs): lists per layer of [batch, time, P], in the
+        input's order; the backward stack reads each row reversed within its own length.
+        """
+        batch, time = x.shape[0], x.shape[1]
+        order = np.argsort(-lengths, kind='stable')  # longest first lets the active batch shrink
+        sorted_lengths = lengths[order]
+        batch_sizes = (sorted_lengths[None, :] > np.arange(time)[:, None]).sum(axis=1)
+        # One gather both sorts the rows and (for the backward stack) reverses each within its length.
+        steps = np.arange(time)[None, :]
+        reverse_steps = np.where(steps < sorted_lengths[:, None], sorted_lengths[:, None] - 1 - steps, steps)
+        flat_x = x.reshape([batch * time, -1])
+        forward_index = order[:, None] * time + steps
+        backward_index = order[:, None] * time + reverse_steps
+        outputs = []
+        for direction, (stack, index) in enumerate(((self.forward_stack, forward_index),
+                                                    (self.backward_stack, backward_index))):
+            inputs = paddle.gather(flat_x, paddle.to_tensor(index.reshape(-1))).reshape([batch, time, -1])
+            states = self._initial_states(direction, batch)
+            order_t = paddle.to_tensor(order)
+            states = [(paddle.gather(h, order_t), paddle.gather(c, order_t)) for h, c in states]
+            layer_outs, finals = stack(inputs, batch_sizes, states)
+            # Undo the gather: scatter rows (and steps) back to where they came from.
+            restore = np.empty(batch * time, dtype=np.int64)
+            restore[index.reshape(-1)] = np.arange(batch * time)
+            restore_t = paddle.to_tensor(restore)
+            outputs.append([paddle.gather(o.reshape([batch * time, -1]), restore_t).reshape([batch, time, -1])
+                            for o in layer_outs])
+            inverse = paddle.to_tensor(np.argsort(order))
+            self._store_states(direction, [(paddle.gather(h, inverse), paddle.gather(c, inverse))
+                                           for h, c in finals])
+        return outputs[0], outputs[1]
+
+    def lm_outputs(self, forward_char_ids, backward_char_ids):
+        """Top-layer outputs for language-model training on full windows.
+
+        forward_char_ids / backward_char_ids: [batch, unroll, max_chars]; the backward stream is
+        already reversed (it is a separate stream, as in bilm-tf's training), so it is read as is.
+        Returns (forward top [batch, unroll, P], backward top [batch, unroll, P]).
+        """
+        batch, time = forward_char_ids.shape[0], forward_char_ids.shape[1]
+        batch_sizes = np.full(time, batch)
+        tops = []
+        for direction, (stack, ids) in enumerate(((self.forward_stack, forward_char_ids),
+                                                  (self.backward_stack, backward_char_ids))):
+            layer_outs, finals = stack(self.token_embedding(ids), batch_sizes,
+                                       self._initial_states(direction, batch))
+            self._store_states(direction, finals)
+            tops.append(layer_outs[-1])
+        return tops[0], tops[1]
+
+
+def remove_sentence_boundaries(tensor, mask):
+    """Drop <S> and </S> from [batch, time, ...] outputs: -> ([batch, time - 2, ...], mask).
+
+    Rows are shifted left by one and the position of each row's </S> is zeroed.
+    """
+    lengths = mask.astype('int64').sum(axis=1)
+    time = tensor.shape[1]
+    inner = tensor[:, 1:time - 1]
+    new_mask = paddle.arange(time - 2)[None, :] < (lengths - 2)[:, None]
+    shape = [-1, time - 2] + [1] * (len(tensor.shape) - 2)
+    return inner * new_mask.astype(tensor.dtype).reshape(shape), new_mask
+
+
+# --------------------------------------------------------------------------------------------
+# Weights: bilm-tf / AllenNLP hdf5, and our checkpoints
+# --------------------------------------------------------------------------------------------
+
+def _forget_bias(dim):
+    shift = np.zeros(4 * dim, dtype=np.float32)
+    shift[2 * dim:3 * dim] = 1.0
+    return shift
+
+
+def hdf5_layout(bilm):
+    """(dataset name, parameter, file->ours, ours->file) for every parameter of `bilm`."""
+    same = lambda a: a
+    enc = bilm.char_encoder
+    layout = [('char_embed', enc.char_embed.weight,
+               lambda a: np.concatenate([np.zeros((1, a.shape[1]), a.dtype), a]),  # prepend padding row
+               lambda a: a[1:])]
+    for i, (width, weight, bias) in enumerate(zip(enc.widths, enc.conv_weights, enc.conv_biases)):
+        file_shape = (1, width, enc.char_dim, weight.shape[1])
+        layout.append((f'CNN/W_cnn_{i}', weight, lambda a: a.reshape(a.shape[1] * a.shape[2], a.shape[3]),
+                       lambda a, s=file_shape: a.reshape(s)))
+        layout.append((f'CNN/b_cnn_{i}', bias, same, same))
+    for k, highway in enumerate(enc.highways):
+        for part in ('carry', 'transform'):
+            linear = getattr(highway, part)
+            layout += [(f'CNN_high_{k}/W_{part}', linear.weight, same, same),
+                       (f'CNN_high_{k}/b_{part}', linear.bias, same, same)]
+    layout += [('CNN_proj/W_proj', enc.projection.weight, same, same),
+               ('CNN_proj/b_proj', enc.projection.bias, same, same)]
+    for direction, stack in enumerate((bilm.forward_stack, bilm.backward_stack)):
+        for k, layer in enumerate(stack.layers):
+            prefix = f'RNN_{direction}/RNN/MultiRNNCell/Cell{k}/LSTMCell'
+            shift = _forget_bias(layer.dim)
+            layout += [(f'{prefix}/W_0', layer.W, same, same),
+                       (f'{prefix}/B', layer.B, lambda a, s=shift: a + s, lambda a, s=shift: a - s),
+                       (f'{prefix}/W_P_0', layer.W_P, same, same)]
+    return layout
+
+
+def _file_shape(param, to_file):
+    return tuple(to_file(np.zeros(param.shape, dtype=np.float32)).shape)
+
+
+def load_hdf5_weights(bilm, weight_file):
+    """Fill `bilm` from a bilm-tf / AllenNLP weights.hdf5; shape mismatches name the dataset."""
+    import h5py
+    try:
+        fin = h5py.File(weight_file, 'r')
+    except (FileNotFoundError, OSError) as e:
+        raise FileNotFoundError(f'{weight_file}: cannot open as hdf5 ({e})') from None
+    with fin, paddle.no_grad():
+        for name, param, from_file, to_file in hdf5_layout(bilm):
+            if name not in fin:
+                raise ValueError(f'{weight_file}: dataset "{name}" is missing (options ask for it)')
+            array = fin[name][...]
+            expected = _file_shape(param, to_file)
+            if tuple(array.shape) != expected:
+                raise ValueError(f'{weight_file}: dataset "{name}" has shape {tuple(array.shape)}, '
+                                 f'options imply {expected}')
+            param.set_value(from_file(array.astype(np.float32)))
+    return bilm
+
+
+def save_hdf5_weights(bilm, weight_file, extra=None):
+    """Write `bilm` (and optional extra {name: array}, e.g. a softmax) as weights.hdf5, atomically."""
+    import h5py
+    tmp = f'{weight_file}.tmp'
+    with h5py.File(tmp, 'w') as fout:
+        for name, param, _, to_file in hdf5_layout(bilm):
+            fout.create_dataset(name, data=to_file(param.numpy()))
+        for name, array in (extra or {}).items():
+            fout.create_dataset(name, data=array)
+    os.replace(tmp, weight_file)
+
+
+def checkpoint_paths(prefix):
+    """'DIR/N' -> (DIR/options.json, DIR/N.pdparams)."""
+    return os.path.join(os.path.dirname(prefix) or '.', 'options.json'), f'{prefix}.pdparams'
+
+
+def bilm_state_from_checkpoint(params_file):
+    """The BiLM part of a checkpoint's state dict (keys without the 'bilm.' prefix)."""
+    if not os.path.exists(params_file):
+        raise FileNotFoundError(f'{params_file}: checkpoint not found')
+    state = paddle.load(params_file)
+    if any(k.startswith('bilm.') for k in state):
+        state = {k[len('bilm.'):]: v for k, v in state.items() if k.startswith('bilm.')}
+    return state
+
+
+def load_bilm(params_file=None, options_file=None, weight_file=None, stateful=False):
+    """A BiLM from a checkpoint prefix ('DIR/N') or from bilm-tf options + hdf5 weights."""
+    if params_file is not None:
+        if options_file is not None or weight_file is not None:
+            raise ValueError('give either params_file (a checkpoint prefix) or options_file + weight_file')
+        options_file, ckpt = checkpoint_paths(params_file)
+        bilm = BiLM(load_options(options_file), stateful=stateful)
+        state = bilm_state_from_checkpoint(ckpt)
+        expected = bilm.state_dict()
+        for key, value in expected.items():
+            if key not in state:
+                raise ValueError(f'{ckpt}: parameter "{key}" is missing (options.json asks for it)')
+            if tuple(state[key].shape) != tuple(value.shape):
+                raise ValueError(f'{ckpt}: parameter "{key}" has shape {tuple(state[key].shape)}, '
+                                 f'{options_file} implies {tuple(value.shape)}')
+        bilm.set_state_dict({k: state[k] for k in expected})
+        return bilm
+    if options_file is None or weight_file is None:
+        raise ValueError('give params_file (a checkpoint prefix like checkpoints/10000) '
+                         'or both options_file and weight_file')
+    return load_hdf5_weights(BiLM(load_options(options_file), stateful=stateful), weight_file)
+
+
+def export_weights(bilm, output_dir, extra=None):
+    """Write output_dir/options.json and output_dir/weights.hdf5, loadable by AllenNLP and bilm-tf."""
+    os.makedirs(output_dir, exist_ok=True)
+    options = copy.deepcopy(bilm.options)
+    options['char_cnn']['n_characters'] = N_CHARACTERS  # prediction-time value, as bilm-tf expects
+    save_json_atomic(options, os.path.join(output_dir, 'options.json'))
+    save_hdf5_weights(bilm, os.path.join(output_dir, 'weights.hdf5'), extra)
+
+
+# --------------------------------------------------------------------------------------------
+# Downstream layers
+# --------------------------------------------------------------------------------------------
+
+class ScalarMix(nn.Layer):
+    """gamma * sum_k softmax(w)_k * layer_k, optionally layer-normalising each layer first.
+
+    With `do_layer_norm`, each layer is normalised by the mean and variance of its unmasked
+    entries over the whole batch (as AllenNLP). `l2_penalty()` is l2_coef * sum(w^2): it pulls the
+    weights toward equal, as bilm-tf's `weight_layers(l2_coef=...)`.
+    """
+
+    def __init__(self, n_layers, do_layer_norm=False, l2_coef=0.0, initial_weights=None, trainable=True):
+        super().__init__()
+        init = np.zeros(n_layers, np.float32) if initial_weights is None else np.asarray(initial_weights, np.float32)
+        if init.shape != (n_layers,):
+            raise ValueError(f'initial_weights must have {n_layers} values, got {init.shape}')
+        self.weights_ = self.create_parameter([n_layers], default_initializer=nn.initializer.Assign(init))
+        self.gamma = self.create_parameter([1], default_initializer=nn.initializer.Constant(1.0))
+        self.weights_.stop_gradient = self.gamma.stop_gradient = not trainable
+        self.do_layer_norm, self.l2_coef = do_layer_norm, l2_coef
+
+    def normalized_weights(self):
+        return F.softmax(self.weights_)
+
+    def l2_penalty(self):
+        return self.l2_coef * paddle.sum(self.weights_ ** 2)
+
+    def forward(self, layers, mask=None):
+        """layers: list of [batch, time, dim]; mask: [batch, time] (needed for layer norm)."""
+        if len(layers) != self.weights_.shape[0]:
+            raise ValueError(f'ScalarMix built for {self.weights_.shape[0]} layers got {len(layers)}')
+        weights = self.normalized_weights()
+        if self.do_layer_norm:
+            if mask is None:
+                raise ValueError('ScalarMix with do_layer_norm needs the mask')
+            layers = [_masked_layer_norm(x, mask) for x in layers]
+        mixed = sum(weights[k] * x for k, x in enumerate(layers))
+        return self.gamma * mixed
+
+
+def _masked_layer_norm(x, mask):
+    m = mask.astype(x.dtype).unsqueeze(-1)
+    count = m.sum() * x.shape[-1]
+    mean = (x * m).sum() / count
+    var = (((x - mean) * m) ** 2).sum() / count
+    return (x - mean) / paddle.sqrt(var + 1e-12)
+
+
+class Elmo(nn.Layer):
+    """ELMo for downstream models: char ids -> one or more scalar mixes of the biLM layers + mask.
+
+    The biLM is frozen by default (run without gradients, in eval mode); `requires_grad=True`
+    fine-tunes it. Sentence boundaries are removed from the outputs: pass char ids made with
+    `CharMapper.batch(sentences)` (which adds <S> and </S>).
+    """
+
+    def __init__(self, bilm, num_output_representations=1, requires_grad=False, do_layer_norm=False,
+                 dropout=0.5, l2_coef=0.0):
+        super().__init__()
+        self.bilm = bilm
+        self.requires_grad = requires_grad
+        for p in self.bilm.parameters():
+            p.stop_gradient = not requires_grad
+        n = bilm.n_layers + 1
+        self.scalar_mixes = nn.LayerList([ScalarMix(n, do_layer_norm, l2_coef)
+                                          for _ in range(num_output_representations)])
+        self.dropout = nn.Dropout(dropout)
+
+    @classmethod
+    def from_files(cls, params_file=None, options_file=None, weight_file=None, **kwargs):
+        return cls(load_bilm(params_file, options_file, weight_file), **kwargs)
+
+    def train(self):
+        super().train()
+        if not self.requires_grad:
+            self.bilm.eval()  # a frozen biLM never uses dropout
+        return self
+
+    def bilm_layers(self, char_ids, lengths=None):
+        """The biLM's activations and mask, boundaries kept (what a cache would store)."""
+        if self.requires_grad:
+            return self.bilm(char_ids, lengths)
+        with paddle.no_grad():
+            return self.bilm(char_ids, lengths)
+
+    def mix(self, activations, mask):
+        """Scalar mixes of precomputed activations (boundaries kept) -> dict of representations."""
+        stripped = [remove_sentence_boundaries(a, mask) for a in activations]
+        layers, new_mask = [s[0] for s in stripped], stripped[0][1]
+        reps = [self.dropout(mix(layers, new_mask)) for mix in self.scalar_mixes]
+        return {'elmo_representations': reps, 'mask': new_mask}
+
+    def forward(self, char_ids, lengths=None):
+        out = self.bilm_layers(char_ids, lengths)
+        return self.mix(out['activations'], out['mask'])
+
+    def l2_penalty(self):
+        return sum(mix.l2_penalty() for mix in self.scalar_mixes)
+
+
+# --------------------------------------------------------------------------------------------
+# ELMoEmbedder: the Python API
+# --------------------------------------------------------------------------------------------
+
+class ELMoEmbedder:
+    """Sentences (lists of str tokens) -> numpy ELMo layers.
+
+    >>> embedder = ELMoEmbedder(options_file='options.json', weight_file='weights.hdf5')
+    >>> [e.shape for e in embedder.encode([['Hello', 'world', '.'], ['Bye']])]
+    [(3, 3, 1024), (3, 1, 1024)]
+
+    params_file: a checkpoint prefix of ours ('checkpoints/10000'); or options_file + weight_file
+        in the bilm-tf / AllenNLP format.
+    batch_size: sentences per batch in `encode` / `embed_file`.
+    stateful: carry LSTM state from batch to batch per row, as AllenNLP's ElmoEmbedder and bilm-tf
+        do; the default (stateless) makes a sentence's embedding independent of other inputs.
+    token_cache_size: char-CNN outputs of up to this many distinct tokens are kept, so a known word
+        goes through the char CNN once (0 disables the cache).
+    """
+
+    def __init__(self, params_file=None, options_file=None, weight_file=None, batch_size=64,
+                 device='cpu', stateful=False, token_cache_size=50000):
+        paddle.set_device(device)
+        self.bilm = load_bilm(params_file, options_file, weight_file, stateful=stateful)
+        self.bilm.eval()
+        self.batch_size = batch_size
+        self.stateful = stateful
+        self.mapper = CharMapper(self.bilm.options['char_cnn']['max_characters_per_token'])
+        self.token_cache_size = token_cache_size
+        self._token_cache = {}
+
+    @property
+    def dim(self):
+        return 2 * self.bilm.projection_dim
+
+    def reset_states(self):
+        self.bilm.reset_states()
+
+    # ---- core -----------------------------------------------------------------------------
+    def _token_vectors(self, tokens):
+        """Distinct tokens -> numpy [len(tokens), P]; runs the char CNN only on uncached ones."""
+        missing = [t for t in tokens if t not in self._token_cache]
+        if missing:
+            ids = paddle.to_tensor(self.mapper.tokens(missing))
+            vectors = self.bilm.token_embedding(ids.unsqueeze(0))[0].numpy()
+            fresh = dict(zip(missing, vectors))
+        else:
+            fresh = {}
+        room = self.token_cache_size - len(self._token_cache)
+        for token in missing[:max(room, 0)]:
+            self._token_cache[token] = fresh[token]
+        return np.stack([self._token_cache[t] if t in self._token_cache else fresh[t] for t in tokens])
+
+    def _run_batch(self, sentences):
+        """One batch through the biLM -> (activations [layers, batch, time, 2P] numpy, lengths)."""
+        check_sentences(sentences)
+        padded = [[BOS_TOKEN, *s, EOS_TOKEN] for s in sentences]
+        lengths = np.array([len(s) for s in padded], dtype=np.int64)
+        vocab = list(dict.fromkeys(t for s in padded for t in s))
+        index = {t: i for i, t in enumerate(vocab)}
+        vectors = self._token_vectors(vocab)  # [distinct, P]
+        positions = np.zeros((len(padded), lengths.max()), dtype=np.int64)
+        for row, s in enumerate(padded):
+            positions[row, :len(s)] = [index[t] + 1 for t in s]  # 0 selects the zero (padding) row
+        table = np.concatenate([np.zeros((1, vectors.shape[1]), np.float32), vectors])
+        with paddle.no_grad():
+            x = paddle.to_tensor(table[positions])
+            out = self.bilm(None, lengths, token_embeddings=x)
+            layers = np.stack([a.numpy() for a in out['activations']])
+        return layers, lengths
+
+    def embed_batch(self, sentences):
+        """One batch -> list of float32 [n_layers + 1, n_tokens, 2P], boundaries removed."""
+        sentences = [list(s) if not isinstance(s, str) else s for s in sentences]
+        if not sentences:
+            return []
+        layers, lengths = self._run_batch(sentences)
+        return [np.ascontiguousarray(layers[:, row, 1:n - 1]) for row, n in enumerate(lengths)]
+
+    def embed_sentence(self, tokens):
+        return self.embed_batch([tokens])[0]
+
+    def _batches(self, sentences, batch_size):
+        """Index batches: in order when stateful (row state matters), else grouped by length."""
+        order = np.arange(len(sentences))
+        if not self.stateful:
+            order = np.argsort([len(s) for s in sentences], kind='stable')
+        for start in range(0, len(order), batch_size):
+            yield order[start:start + batch_size]
+
+    def encode(self, sentences, batch_size=None):
+        """List of token lists -> list of float32 [n_layers + 1, n_tokens, 2P], input order kept."""
+        check_sentences(sentences)
+        results = [None] * len(sentences)
+        for idx in self._batches(sentences, batch_size or self.batch_size):
+            for i, emb in zip(idx, self.embed_batch([sentences[i] for i in idx])):
+                results[i] = emb
+        return results
+
+    def hub_outputs(self, sentences, mix_weights=None, gamma=1.0):
+        """TF-Hub-style outputs for a batch, padded to its longest sentence (numpy arrays).
+
+        word_emb [batch, time, P] (char-CNN token representation), lstm_outputs1/2
+        [batch, time, 2P], elmo [batch, time, 2P] = gamma * sum softmax(mix_weights)_k layer_k
+        (equal weights by default), default [batch, 2P] = mean of elmo over real tokens only,
+        sequence_len [batch].
+        """
+        embs = self.encode(sentences)
+        n_layers = self.bilm.n_layers + 1
+        w = np.zeros(n_layers) if mix_weights is None else np.asarray(mix_weights, dtype=np.float64)
+        w = np.exp(w - w.max())
+        w = (w / w.sum()).astype(np.float32)
+        lengths = np.array([e.shape[1] for e in embs], dtype=np.int64)
+        padded = np.zeros((n_layers, len(embs), int(lengths.max(initial=0)), self.dim), np.float32)
+        for row, e in enumerate(embs):
+            padded[:, row, :e.shape[1]] = e
+        elmo = gamma * np.tensordot(w, padded, axes=1)
+        out = {'word_emb': padded[0, :, :, :self.bilm.projection_dim],
+               'elmo': elmo, 'sequence_len': lengths,
+               'default': elmo.sum(axis=1) / np.maximum(lengths, 1)[:, None]}
+        for k in range(1, n_layers):
+            out[f'lstm_outputs{k}'] = padded[k]
+        return out
+
+    def embed_file(self, input_file, output_file, output_format='all', batch_size=None, progress=True):
+        """Embed a one-sentence-per-line file (whitespace tokens) into hdf5, as `allennlp elmo` did.
+
+        Datasets: str(line index) -> [n_layers + 1, n_tokens, 2P] ('all'), [n_tokens, 2P] ('top' or
+        'average'); plus 'sentence_to_index', a JSON string {sentence: index}. Lines are streamed
+        in chunks, so memory stays flat however long the file is; the output appears atomically.
+        """
+        from run_embed import embed_file
+        return embed_file(self, input_file, output_file, output_format, batch_size or self.batch_size,
+                          progress)

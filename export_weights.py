@@ -1,0 +1,30 @@
+"""Export a checkpoint of ours to the bilm-tf / AllenNLP format (options.json + weights.hdf5).
+
+    python export_weights.py --init_from_ckpt checkpoints/final --output_dir elmo_export
+
+The files load in AllenNLP (`Elmo(options_file, weight_file, ...)`) and in bilm-tf. When the
+checkpoint holds a softmax, it is added as `softmax/W` and `softmax/b` (both readers ignore them;
+run_eval.py uses them for perplexity).
+"""
+import os
+
+import args as cli
+
+
+def main():
+    p = cli.parser(__doc__.split('\n')[0])
+    p.add_argument('--init_from_ckpt', required=True, help='checkpoint prefix, e.g. checkpoints/10000')
+    p.add_argument('--output_dir', required=True, help='directory for options.json and weights.hdf5')
+    a = p.parse_args()
+    import paddle
+    from elmo import checkpoint_paths, export_weights, load_bilm
+    paddle.set_device('cpu')
+    bilm = load_bilm(params_file=a.init_from_ckpt)
+    state = paddle.load(checkpoint_paths(a.init_from_ckpt)[1])
+    extra = {f'softmax/{k}': state[f'softmax.{k}'].numpy() for k in ('W', 'b') if f'softmax.{k}' in state}
+    export_weights(bilm, a.output_dir, extra)
+    print(f'wrote {os.path.join(a.output_dir, "options.json")} and {os.path.join(a.output_dir, "weights.hdf5")}')
+
+
+if __name__ == '__main__':
+    cli.run(main)
