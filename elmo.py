@@ -186,7 +186,8 @@ class LstmLayer(nn.Layer):
     """One LSTM layer with a projection, in the bilm-tf parameter layout.
 
     W: [input_dim + projection_dim, 4 * dim], rows [input; previous h], gate blocks i, j, f, o.
-    B: [4 * dim], with TensorFlow's forget bias of 1.0 already folded into the f block.
+    B: [4 * dim] as stored; TensorFlow's forget bias of 1.0 is added to the f block at run time
+       (kept out of B so that weights round-trip bit for bit).
     W_P: [dim, projection_dim], no bias.
     """
 
@@ -195,10 +196,14 @@ class LstmLayer(nn.Layer):
         self.input_dim, self.dim, self.projection_dim = input_dim, dim, projection_dim
         glorot = nn.initializer.XavierUniform()
         self.W = self.create_parameter([input_dim + projection_dim, 4 * dim], default_initializer=glorot)
-        bias = np.zeros(4 * dim, dtype=np.float32)
-        bias[2 * dim:3 * dim] = 1.0  # TF forget bias, trained with as bilm-tf does
-        self.B = self.create_parameter([4 * dim], is_bias=True, default_initializer=nn.initializer.Assign(bias))
+        self.B = self.create_parameter([4 * dim], is_bias=True, default_initializer=nn.initializer.Constant(0.0))
         self.W_P = self.create_parameter([dim, projection_dim], default_initializer=glorot)
+        forget = np.zeros(4 * dim, dtype=np.float32)
+        forget[2 * dim:3 * dim] = 1.0
+        self.register_buffer('forget_bias', paddle.to_tensor(forget), persistable=False)
+
+    def bias(self):
+        return self.B + self.forget_bias
 
 
 class LstmStack(nn.Layer):
@@ -239,7 +244,7 @@ class LstmStack(nn.Layer):
         batch, time = x.shape[0], x.shape[1]
         w_input, w_hidden = layer.W[:layer.input_dim], layer.W[layer.input_dim:]
         # The input-to-gate product for all steps at once; only h @ W_hidden stays in the loop.
-        gates_in = paddle.unbind(paddle.transpose(paddle.matmul(x, w_input) + layer.B, [1, 0, 2]), axis=0)
+        gates_in = paddle.unbind(paddle.transpose(paddle.matmul(x, w_input) + layer.bias(), [1, 0, 2]), axis=0)
         zeros = None
         steps = []
         for t in range(time):
@@ -425,12 +430,6 @@ def remove_sentence_boundaries(tensor, mask):
 # Weights: bilm-tf / AllenNLP hdf5, and our checkpoints
 # --------------------------------------------------------------------------------------------
 
-def _forget_bias(dim):
-    shift = np.zeros(4 * dim, dtype=np.float32)
-    shift[2 * dim:3 * dim] = 1.0
-    return shift
-
-
 def hdf5_layout(bilm):
     """(dataset name, parameter, file->ours, ours->file) for every parameter of `bilm`."""
     same = lambda a: a
@@ -453,9 +452,8 @@ def hdf5_layout(bilm):
     for direction, stack in enumerate((bilm.forward_stack, bilm.backward_stack)):
         for k, layer in enumerate(stack.layers):
             prefix = f'RNN_{direction}/RNN/MultiRNNCell/Cell{k}/LSTMCell'
-            shift = _forget_bias(layer.dim)
             layout += [(f'{prefix}/W_0', layer.W, same, same),
-                       (f'{prefix}/B', layer.B, lambda a, s=shift: a + s, lambda a, s=shift: a - s),
+                       (f'{prefix}/B', layer.B, same, same),
                        (f'{prefix}/W_P_0', layer.W_P, same, same)]
     return layout
 
@@ -665,9 +663,12 @@ class ELMoEmbedder:
     """
 
     def __init__(self, params_file=None, options_file=None, weight_file=None, batch_size=64,
-                 device='cpu', stateful=False, token_cache_size=50000):
+                 device='cpu', stateful=False, token_cache_size=50000, bilm=None):
         paddle.set_device(device)
-        self.bilm = load_bilm(params_file, options_file, weight_file, stateful=stateful)
+        if bilm is None:
+            bilm = load_bilm(params_file, options_file, weight_file, stateful=stateful)
+        self.bilm = bilm  # `bilm=`: an in-memory BiLM (e.g. being trained) instead of files
+        self.bilm.stateful = stateful
         self.bilm.eval()
         self.batch_size = batch_size
         self.stateful = stateful
