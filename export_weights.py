@@ -21,7 +21,9 @@ def main():
     paddle.set_device('cpu')
     bilm = load_bilm(params_file=a.init_from_ckpt)
     state = paddle.load(checkpoint_paths(a.init_from_ckpt)[1])
-    extra = {f'softmax/{k}': state[f'softmax.{k}'].numpy() for k in ('W', 'b') if f'softmax.{k}' in state}
+    extra = {}
+    if 'softmax.W' in state:  # bilm-tf's layout: W [vocab, projection_dim], b [vocab]
+        extra = {'softmax/W': state['softmax.W'].numpy(), 'softmax/b': state['softmax.b'].numpy().reshape(-1)}
     export_weights(bilm, a.output_dir, extra)
     print(f'wrote {os.path.join(a.output_dir, "options.json")} and {os.path.join(a.output_dir, "weights.hdf5")}')
 

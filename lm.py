@@ -1,0 +1,218 @@
+"""The biLM training objective: a softmax over the vocabulary on top of the biLM.
+
+Training uses sampled softmax as bilm-tf does (TensorFlow's `sampled_softmax_loss` with the
+log-uniform candidate sampler, unique candidates shared by the batch, logits corrected by the log
+expected count, accidental hits removed). Evaluation uses the full softmax, computed in vocabulary
+chunks so that an 800k vocabulary fits in memory.
+"""
+import math
+import os
+
+import numpy as np
+import paddle
+import paddle.nn as nn
+import paddle.nn.functional as F
+
+from elmo import BiLM, checkpoint_paths, load_bilm, load_options
+
+NEG_INF = -1e30  # an accidental hit's logit: exp() of it is exactly 0 in float32
+
+
+class LogUniformSampler:
+    """Unique candidates from P(k) = log((k + 2) / (k + 1)) / log(V + 1) over frequency-ranked ids.
+
+    Like TensorFlow's log_uniform_candidate_sampler(unique=True): draws until `n` distinct ids are
+    found and reports each id's expected count 1 - (1 - P(k))^n_draws. When n >= V every id is
+    taken with expected count 1, so the sampled loss becomes the exact full softmax.
+    """
+
+    def __init__(self, vocab_size, n, seed=0):
+        self.vocab_size, self.n = vocab_size, n
+        self.rng = np.random.default_rng(seed)
+        self._log_range = math.log(vocab_size + 1)
+
+    def probability(self, ids):
+        ids = np.asarray(ids, dtype=np.float64)
+        return (np.log(ids + 2) - np.log(ids + 1)) / self._log_range
+
+    def _draw(self, size):
+        return (np.exp(self.rng.random(size) * self._log_range).astype(np.int64) - 1).clip(0, self.vocab_size - 1)
+
+    def sample(self):
+        """-> (n distinct candidate ids int64, number of draws it took; None when all ids are taken)."""
+        if self.n >= self.vocab_size:
+            return np.arange(self.vocab_size, dtype=np.int64), None
+        draws = np.empty(0, dtype=np.int64)
+        while True:
+            draws = np.concatenate([draws, self._draw(2 * self.n + 1024)])
+            _, first = np.unique(draws, return_index=True)
+            if len(first) >= self.n:
+                first.sort()  # positions where a new id appeared, in draw order
+                return draws[first[:self.n]], int(first[self.n - 1]) + 1
+
+    def expected_count(self, ids, n_draws):
+        if n_draws is None:
+            return np.ones(len(ids), dtype=np.float64)
+        return -np.expm1(n_draws * np.log1p(-self.probability(ids)))
+
+    def state(self):
+        return self.rng.bit_generator.state
+
+    def set_state(self, state):
+        self.rng.bit_generator.state = state
+
+
+class Softmax(nn.Layer):
+    """W [vocab, projection_dim] and b [vocab], read by row so that gradients stay sparse."""
+
+    def __init__(self, vocab_size, dim):
+        super().__init__()
+        self.vocab_size = vocab_size
+        self.W = self.create_parameter([vocab_size, dim],
+                                       default_initializer=nn.initializer.Normal(0.0, 1.0 / math.sqrt(dim)))
+        self.b = self.create_parameter([vocab_size, 1], is_bias=True,
+                                       default_initializer=nn.initializer.Constant(0.0))
+
+    def rows(self, ids):
+        """ids [n] -> (W rows [n, dim], b [n]) with sparse (SelectedRows) gradients."""
+        return F.embedding(ids, self.W, sparse=True), F.embedding(ids, self.b, sparse=True).squeeze(-1)
+
+    def sampled_loss(self, h, targets, sampler):
+        """Mean sampled-softmax loss. h: [n, dim]; targets: int64 [n]."""
+        candidates, n_draws = sampler.sample()
+        target_np = targets.numpy()
+        log_q_true = paddle.to_tensor(np.log(sampler.expected_count(target_np, n_draws)).astype(np.float32))
+        log_q_cand = paddle.to_tensor(np.log(sampler.expected_count(candidates, n_draws)).astype(np.float32))
+        cand_t = paddle.to_tensor(candidates)
+        w_true, b_true = self.rows(targets)
+        w_cand, b_cand = self.rows(cand_t)
+        true_logits = (h * w_true).sum(axis=-1) + b_true - log_q_true  # [n]
+        cand_logits = paddle.matmul(h, w_cand, transpose_y=True) + b_cand - log_q_cand  # [n, n_candidates]
+        hits = targets.unsqueeze(1) == cand_t.unsqueeze(0)
+        cand_logits = paddle.where(hits, paddle.full_like(cand_logits, NEG_INF), cand_logits)
+        logits = paddle.concat([true_logits.unsqueeze(1), cand_logits], axis=1)
+        return (paddle.logsumexp(logits, axis=1) - true_logits).mean()
+
+    def full_losses(self, h, targets, chunk=32768):
+        """Per-token full-softmax losses [n]: logsumexp over the vocabulary in chunks, minus target logit."""
+        w_true, b_true = self.W[targets], self.b[targets].squeeze(-1)
+        true_logits = (h * w_true).sum(axis=-1) + b_true
+        lse = None
+        for start in range(0, self.vocab_size, chunk):
+            part = paddle.matmul(h, self.W[start:start + chunk], transpose_y=True) + self.b[start:start + chunk].squeeze(-1)
+            part_lse = paddle.logsumexp(part, axis=1)
+            lse = part_lse if lse is None else paddle.logsumexp(paddle.stack([lse, part_lse], axis=1), axis=1)
+        return lse - true_logits
+
+
+class LanguageModel(nn.Layer):
+    """BiLM + a softmax shared by both directions, with dropout before it.
+
+    Batches are the dicts made by dataset.LMStream (numpy arrays): 'char_ids', 'next_token_ids' and
+    their '_reverse' twins, each [batch, unroll(, max_chars)]. In training mode the loss is the
+    sampled softmax; in eval mode it is the full softmax. The biLM is stateful: each row's state
+    carries over to the next batch, with gradients cut at the boundary.
+    """
+
+    def __init__(self, options, vocab_size, n_negative_samples=8192, seed=0):
+        super().__init__()
+        self.bilm = BiLM(options, stateful=True)
+        self.softmax = Softmax(vocab_size, options['lstm']['projection_dim'])
+        self.dropout = float(options.get('dropout', 0.0) or 0.0)
+        self.sampler = LogUniformSampler(vocab_size, n_negative_samples, seed)
+
+    def forward(self, batch):
+        """-> dict(loss (mean of the two directions), forward_loss, backward_loss), 0-d tensors."""
+        tensor = lambda k: paddle.to_tensor(batch[k])
+        tops = self.bilm.lm_outputs(tensor('char_ids'), tensor('char_ids_reverse'))
+        losses = []
+        for top, key in zip(tops, ('next_token_ids', 'next_token_ids_reverse')):
+            h = top.reshape([-1, top.shape[-1]])
+            if self.training and self.dropout > 0:
+                h = F.dropout(h, self.dropout, training=True)
+            targets = tensor(key).reshape([-1])
+            if self.training:
+                losses.append(self.softmax.sampled_loss(h, targets, self.sampler))
+            else:
+                losses.append(self.softmax.full_losses(h, targets).mean())
+        return {'loss': 0.5 * (losses[0] + losses[1]), 'forward_loss': losses[0], 'backward_loss': losses[1]}
+
+    def token_losses(self, batch):
+        """Eval helper: per-token full-softmax losses (forward [n], backward [n]) as numpy arrays."""
+        tensor = lambda k: paddle.to_tensor(batch[k])
+        with paddle.no_grad():
+            tops = self.bilm.lm_outputs(tensor('char_ids'), tensor('char_ids_reverse'))
+            return [self.softmax.full_losses(top.reshape([-1, top.shape[-1]]), tensor(key).reshape([-1])).numpy()
+                    for top, key in zip(tops, ('next_token_ids', 'next_token_ids_reverse'))]
+
+
+def evaluate(model, batches, max_tokens=None, progress=None):
+    """Full-softmax perplexity of `model` over eval batches (dataset.iter_eval_batches).
+
+    Every target is weighted by batch['weights'] so each data token counts once. Forward and
+    backward perplexities are exp of each direction's mean loss; 'perplexity' is exp of the mean
+    of the two losses, the figure bilm-tf reports. The LSTM state starts from zeros and is carried
+    across batches; the model's own carried state and train/eval mode are restored afterwards.
+    """
+    saved, was_training = model.bilm.get_states(), model.training
+    model.bilm.reset_states()
+    model.eval()
+    totals, n_tokens = np.zeros(2), 0.0
+    try:
+        for batch in batches:
+            weights = batch['weights'].reshape(-1).astype(np.float64)
+            losses = model.token_losses(batch)
+            totals += [float((loss * weights).sum()) for loss in losses]
+            n_tokens += weights.sum()
+            if progress is not None:
+                progress.update(int(weights.sum()))
+            if max_tokens and n_tokens >= max_tokens:
+                break
+    finally:
+        model.bilm.set_states(saved)
+        model.train(was_training)
+    if n_tokens == 0:
+        raise ValueError('no tokens to evaluate (is the data empty?)')
+    forward, backward = totals / n_tokens
+    return {'n_tokens': int(n_tokens), 'forward_loss': forward, 'backward_loss': backward,
+            'forward_perplexity': math.exp(forward), 'backward_perplexity': math.exp(backward),
+            'perplexity': math.exp(0.5 * (forward + backward))}
+
+
+def load_language_model(vocab_size, params_file=None, options_file=None, weight_file=None):
+    """A LanguageModel from our checkpoint prefix, or from hdf5 weights that hold softmax/W and softmax/b.
+
+    The softmax must have `vocab_size` rows (the vocabulary it was trained with).
+    """
+    if params_file is not None:
+        options_path, ckpt = checkpoint_paths(params_file)
+        model = LanguageModel(load_options(options_path), vocab_size)
+        if not os.path.exists(ckpt):
+            raise FileNotFoundError(f'{ckpt}: checkpoint not found')
+        state = paddle.load(ckpt)
+        if 'softmax.W' not in state:
+            raise ValueError(f'{ckpt}: no softmax (softmax.W) in this checkpoint')
+        _check_softmax_rows(state['softmax.W'].shape, vocab_size, ckpt)
+        model.set_state_dict(state)
+        return model
+    import h5py
+    bilm = load_bilm(options_file=options_file, weight_file=weight_file)
+    with h5py.File(weight_file, 'r') as f:
+        if 'softmax/W' not in f or 'softmax/b' not in f:
+            raise ValueError(f'{weight_file}: no softmax/W and softmax/b datasets; perplexity needs the '
+                             f'softmax (export_weights.py writes it from a checkpoint of ours)')
+        W, b = f['softmax/W'][...], f['softmax/b'][...]
+    _check_softmax_rows(W.shape, vocab_size, weight_file)
+    model = LanguageModel(bilm.options, vocab_size)
+    model.bilm = bilm
+    model.bilm.stateful = True
+    with paddle.no_grad():
+        model.softmax.W.set_value(W.astype(np.float32))
+        model.softmax.b.set_value(b.reshape(-1, 1).astype(np.float32))
+    return model
+
+
+def _check_softmax_rows(shape, vocab_size, source):
+    if shape[0] != vocab_size:
+        raise ValueError(f'{source}: the softmax has {shape[0]} rows but the vocabulary has {vocab_size} '
+                         f'tokens (use the vocabulary the model was trained with)')

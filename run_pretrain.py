@@ -1,0 +1,305 @@
+"""Pretrain the ELMo biLM with sampled softmax, as bilm-tf does, on one device or many.
+
+    python run_pretrain.py --train_data_path 'data/train/*' --vocab_file data/vocab-15w.txt
+    python -m paddle.distributed.launch --gpus '0,1,2,3' run_pretrain.py --device gpu ...
+    OMP_NUM_THREADS=1 python -m paddle.distributed.launch --nproc_per_node 2 run_pretrain.py --device cpu ...
+
+Writes to --save_dir: options.json (the model, bilm-tf format), N.pdparams / N.pdopt every
+--save_freq steps and final.* at the end (atomically), train_log.csv and train_curve.png.
+"""
+import csv
+import math
+import os
+import sys
+import time
+
+import numpy as np
+import paddle
+import paddle.distributed as dist
+
+import args as cli
+from dataset import LMStream, Vocabulary, count_tokens, iter_eval_batches
+from elmo import checkpoint_paths, load_options, make_options, save_json_atomic
+from lm import LanguageModel, evaluate
+
+LOG_FIELDS = ['step', 'elapsed_s', 'loss', 'forward_loss', 'backward_loss', 'forward_perplexity',
+              'backward_perplexity', 'tokens_per_s', 'dev_forward_perplexity', 'dev_backward_perplexity',
+              'dev_perplexity']
+
+
+# ---- configuration ---------------------------------------------------------------------------
+
+def model_options(a):
+    return make_options(projection_dim=a.projection_dim, cell_dim=a.cell_dim, n_layers=a.num_layers,
+                        filters=a.cnn_filters, n_highway=a.num_highways, char_embed_dim=a.char_embed_dim,
+                        max_characters_per_token=a.max_characters_per_token, cell_clip=a.cell_clip,
+                        proj_clip=a.proj_clip, use_skip_connections=a.use_skip_connections,
+                        dropout=a.dropout)
+
+
+def record_training(options, a, vocab, n_train_tokens, world_size):
+    """Add bilm-tf's bookkeeping keys, so options.json also says how the model was trained."""
+    options.update(n_tokens_vocab=vocab.size, unroll_steps=a.unroll_steps, batch_size=a.batch_size,
+                   n_negative_samples_batch=a.n_negative_samples, n_train_tokens=n_train_tokens,
+                   n_epochs=a.epochs, all_clip_norm_val=a.max_grad_norm, lr=a.lr, n_gpus=world_size)
+    return options
+
+
+def total_steps(a, n_train_tokens, world_size):
+    if a.max_steps:
+        return a.max_steps
+    return max(1, math.ceil(a.epochs * n_train_tokens / (a.batch_size * a.unroll_steps * world_size)))
+
+
+def check_args(a):
+    for name in ('batch_size', 'unroll_steps', 'epochs', 'save_freq', 'log_freq', 'n_negative_samples'):
+        if getattr(a, name) < 1:
+            raise cli.UserError(f'--{name} must be >= 1, got {getattr(a, name)}')
+    if not 0 <= a.dropout < 1:
+        raise cli.UserError(f'--dropout must be in [0, 1), got {a.dropout}')
+    if a.init_from_ckpt and not os.path.exists(f'{a.init_from_ckpt}.pdparams'):
+        raise cli.UserError(f'--init_from_ckpt {a.init_from_ckpt}: {a.init_from_ckpt}.pdparams not found '
+                            f'(give DIR/N without the suffix)')
+
+
+# ---- checkpoints -----------------------------------------------------------------------------
+
+def gather_train_state(model, stream, step, world_size):
+    """Everything a resumed run needs beyond the weights, from every rank (rank order)."""
+    local = {'stream': stream.state_dict(), 'sampler': model.sampler.state(),
+             'lstm_states': model.bilm.get_states(), 'paddle_rng': paddle.get_rng_state()}
+    ranks = [local]
+    if world_size > 1:
+        ranks = []
+        dist.all_gather_object(ranks, local)
+    return {'step': step, 'world_size': world_size, 'ranks': ranks}
+
+
+def save_checkpoint(prefix, model, optimizer, train_state):
+    """prefix.pdparams (model) and prefix.pdopt (optimizer state + 'train_state'), atomically.
+
+    Each file is written under a temporary name and renamed; .pdopt is renamed first, so a
+    .pdparams that exists always has its .pdopt, and a kill mid-save leaves older checkpoints intact.
+    """
+    opt_state = dict(optimizer.state_dict())
+    opt_state['train_state'] = train_state
+    for obj, path in ((opt_state, f'{prefix}.pdopt'), (model.state_dict(), f'{prefix}.pdparams')):
+        paddle.save(obj, f'{path}.tmp')
+    os.replace(f'{prefix}.pdopt.tmp', f'{prefix}.pdopt')
+    os.replace(f'{prefix}.pdparams.tmp', f'{prefix}.pdparams')
+
+
+def load_checkpoint(prefix, model, optimizer, stream, rank, world_size):
+    """Restore model, optimizer, step, data position, sampler, LSTM and RNG state; -> step."""
+    params, opt_path = f'{prefix}.pdparams', f'{prefix}.pdopt'
+    if not os.path.exists(opt_path):
+        raise cli.UserError(f'{opt_path} not found: --init_from_ckpt needs both .pdparams and .pdopt')
+    state = paddle.load(params)
+    missing = set(model.state_dict()) - set(state)
+    if missing:
+        raise cli.UserError(f'{params}: missing parameters {sorted(missing)[:3]}')
+    model.set_state_dict(state)
+    opt_state = paddle.load(opt_path)
+    train_state = opt_state.pop('train_state')
+    optimizer.set_state_dict(opt_state)
+    if train_state['world_size'] != world_size:
+        raise cli.UserError(f'{opt_path} was saved by {train_state["world_size"]} processes; resume with '
+                            f'the same number (got {world_size})')
+    mine = train_state['ranks'][rank]
+    stream.load_state_dict(mine['stream'])
+    model.sampler.set_state(mine['sampler'])
+    model.bilm.set_states(mine['lstm_states'])
+    paddle.set_rng_state(mine['paddle_rng'])
+    return train_state['step']
+
+
+# ---- logging ---------------------------------------------------------------------------------
+
+class TrainLog:
+    """Log lines on stdout, rows in train_log.csv and a curve in train_curve.png (rank 0 only)."""
+
+    def __init__(self, save_dir, total, start_step):
+        self.csv_path = os.path.join(save_dir, 'train_log.csv')
+        self.png_path = os.path.join(save_dir, 'train_curve.png')
+        self.total, self.start_step = total, start_step
+        self.rows = self._read_rows(start_step)
+        self.t0 = time.time()
+
+    def _read_rows(self, up_to_step):
+        """Rows of an earlier run up to the resumed step (later rows belong to a lost future)."""
+        if up_to_step == 0 or not os.path.exists(self.csv_path):
+            return []
+        with open(self.csv_path, newline='') as f:
+            return [r for r in csv.DictReader(f) if int(r['step']) <= up_to_step]
+
+    def log(self, step, losses, tokens_per_s, dev=None):
+        fwd, bwd = losses
+        elapsed = time.time() - self.t0
+        rate = (step - self.start_step) / max(elapsed, 1e-9)
+        eta = (self.total - step) / max(rate, 1e-9)
+        row = {'step': step, 'elapsed_s': round(elapsed, 1), 'loss': 0.5 * (fwd + bwd), 'forward_loss': fwd,
+               'backward_loss': bwd, 'forward_perplexity': math.exp(min(fwd, 50)),
+               'backward_perplexity': math.exp(min(bwd, 50)), 'tokens_per_s': round(tokens_per_s)}
+        if dev:
+            row.update(dev_forward_perplexity=dev['forward_perplexity'],
+                       dev_backward_perplexity=dev['backward_perplexity'], dev_perplexity=dev['perplexity'])
+        self.rows.append(row)
+        line = (f'step {step}/{self.total} | loss {row["loss"]:.4f} | sampled ppl fwd {row["forward_perplexity"]:.1f} '
+                f'bwd {row["backward_perplexity"]:.1f} | {tokens_per_s:,.0f} tok/s | '
+                f'elapsed {_hms(elapsed)} | ETA {_hms(eta)}')
+        if dev:
+            line += (f' | dev ppl fwd {dev["forward_perplexity"]:.1f} bwd {dev["backward_perplexity"]:.1f} '
+                     f'mean {dev["perplexity"]:.1f} ({dev["n_tokens"]} tokens)')
+        print(line, flush=True)
+        self.write_csv()
+
+    def write_csv(self):
+        tmp = f'{self.csv_path}.tmp'
+        with open(tmp, 'w', newline='') as f:
+            writer = csv.DictWriter(f, LOG_FIELDS)
+            writer.writeheader()
+            writer.writerows(self.rows)
+        os.replace(tmp, self.csv_path)
+
+    def plot(self):
+        import matplotlib
+        matplotlib.use('Agg')
+        import matplotlib.pyplot as plt
+        if not self.rows:
+            return
+        steps = [int(r['step']) for r in self.rows]
+        fig, ax = plt.subplots(figsize=(7, 4))
+        for key, label in (('forward_perplexity', 'train fwd (sampled)'), ('backward_perplexity', 'train bwd (sampled)'),
+                           ('dev_forward_perplexity', 'dev fwd (full softmax)'),
+                           ('dev_backward_perplexity', 'dev bwd (full softmax)')):
+            points = [(s, float(r[key])) for s, r in zip(steps, self.rows) if r.get(key) not in (None, '')]
+            if points:
+                ax.plot(*zip(*points), marker='o' if key.startswith('dev') else None, markersize=3, label=label)
+        ax.set_xlabel('step')
+        ax.set_ylabel('perplexity')
+        ax.set_yscale('log')
+        ax.grid(True, which='both', alpha=0.3)
+        ax.legend()
+        fig.tight_layout()
+        tmp = f'{self.png_path}.tmp.png'
+        fig.savefig(tmp, dpi=100)
+        plt.close(fig)
+        os.replace(tmp, self.png_path)
+
+
+def _hms(seconds):
+    seconds = int(seconds)
+    return f'{seconds // 3600}:{seconds // 60 % 60:02d}:{seconds % 60:02d}'
+
+
+# ---- training --------------------------------------------------------------------------------
+
+def setup_device(device):
+    world_size = dist.get_world_size()
+    if device == 'gpu':
+        paddle.set_device(f'gpu:{dist.ParallelEnv().device_id}' if world_size > 1 else 'gpu')
+    else:
+        paddle.set_device('cpu')
+    if world_size > 1:
+        dist.init_parallel_env()
+    return dist.get_rank(), world_size
+
+
+def mean_over_ranks(values, world_size):
+    t = paddle.to_tensor(np.asarray(values, dtype=np.float32))
+    if world_size > 1:
+        dist.all_reduce(t)
+        t = t / world_size
+    return t.numpy().tolist()
+
+
+def main():
+    a = cli.pretrain_parser().parse_args()
+    check_args(a)
+    rank, world_size = setup_device(a.device)
+    vocab = Vocabulary(a.vocab_file, a.max_characters_per_token)
+    if a.init_from_ckpt:
+        options = load_options(checkpoint_paths(a.init_from_ckpt)[0])  # the checkpoint defines the model
+    else:
+        options = model_options(a)
+    n_train_tokens = a.n_train_tokens or count_tokens(a.train_data_path)['n_tokens']
+    options = record_training(options, a, vocab, n_train_tokens, world_size)
+    total = total_steps(a, n_train_tokens, world_size)
+
+    paddle.seed(a.seed)  # identical initial weights on every rank
+    model = LanguageModel(options, vocab.size, a.n_negative_samples, seed=a.seed * 1000 + rank)
+    paddle.seed(a.seed * 1000 + rank)  # but different dropout masks
+    optimizer = paddle.optimizer.Adagrad(a.lr, epsilon=1e-10, parameters=model.parameters(),
+                                         initial_accumulator_value=1.0,
+                                         grad_clip=paddle.nn.ClipGradByGlobalNorm(a.max_grad_norm))
+    stream = LMStream(a.train_data_path, vocab, a.batch_size, a.unroll_steps, seed=a.seed, rank=rank,
+                      world_size=world_size)
+    step = 0
+    if a.init_from_ckpt:
+        step = load_checkpoint(a.init_from_ckpt, model, optimizer, stream, rank, world_size)
+    trainer = paddle.DataParallel(model) if world_size > 1 else model
+    model.train()
+
+    log = None
+    if rank == 0:
+        os.makedirs(a.save_dir, exist_ok=True)
+        save_json_atomic(options, os.path.join(a.save_dir, 'options.json'))
+        log = TrainLog(a.save_dir, total, step)
+        print(f'{world_size} process(es), {total} steps of {a.batch_size}x{a.unroll_steps} tokens per process '
+              f'({n_train_tokens:,} training tokens x {a.epochs} epochs), vocab {vocab.size:,}, '
+              f'{sum(int(np.prod(p.shape)) for p in model.parameters()):,} parameters', flush=True)
+    last_saved = a.init_from_ckpt
+    window_losses, window_t0, window_steps = [], time.time(), 0
+    batches = iter(stream)
+    while step < total:
+        out = trainer(next(batches))
+        out['loss'].backward()
+        optimizer.step()
+        optimizer.clear_grad()
+        step += 1
+        window_steps += 1
+        losses = mean_over_ranks([float(out['forward_loss']), float(out['backward_loss'])], world_size)
+        if not all(math.isfinite(x) for x in losses):
+            if rank == 0:
+                print(f'error: non-finite loss {losses} at step {step}; stopping. Last good checkpoint: '
+                      f'{last_saved or "none"} (resume from it, perhaps with a lower --lr)', file=sys.stderr)
+            return 1
+        window_losses.append(losses)
+        at_save = step % a.save_freq == 0
+        at_eval = a.dev_data_path and a.eval_freq and step % a.eval_freq == 0
+        if step % a.log_freq == 0 or at_eval or step == total:
+            tokens_per_s = window_steps * a.batch_size * a.unroll_steps * world_size / (time.time() - window_t0)
+            dev = None
+            if at_eval and rank == 0:
+                dev = evaluate(model, iter_eval_batches(a.dev_data_path, vocab, a.batch_size, a.unroll_steps),
+                               a.eval_max_tokens)
+            if rank == 0:
+                log.log(step, np.mean(window_losses, axis=0).tolist(), tokens_per_s, dev)
+            window_losses, window_t0, window_steps = [], time.time(), 0
+        if at_save and step < total:
+            state = gather_train_state(model, stream, step, world_size)
+            if rank == 0:
+                save_checkpoint(os.path.join(a.save_dir, str(step)), model, optimizer, state)
+                last_saved = os.path.join(a.save_dir, str(step))
+                log.plot()
+            window_t0 = time.time()  # saving is not training time
+    state = gather_train_state(model, stream, step, world_size)
+    if rank == 0:
+        if a.dev_data_path:
+            dev = evaluate(model, iter_eval_batches(a.dev_data_path, vocab, a.batch_size, a.unroll_steps),
+                           a.eval_max_tokens)
+            print(f'dev ({dev["n_tokens"]} tokens): perplexity fwd {dev["forward_perplexity"]:.2f} '
+                  f'bwd {dev["backward_perplexity"]:.2f} mean {dev["perplexity"]:.2f}', flush=True)
+            if log.rows:
+                log.rows[-1].update(dev_forward_perplexity=dev['forward_perplexity'],
+                                    dev_backward_perplexity=dev['backward_perplexity'],
+                                    dev_perplexity=dev['perplexity'])
+                log.write_csv()
+        save_checkpoint(os.path.join(a.save_dir, 'final'), model, optimizer, state)
+        log.plot()
+        print(f'saved {os.path.join(a.save_dir, "final")}.pdparams after {step} steps', flush=True)
+    return 0
+
+
+if __name__ == '__main__':
+    cli.run(main)
