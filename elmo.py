@@ -298,6 +298,17 @@ class BiLM(nn.Layer):
     def reset_states(self):
         self._states = None
 
+    def get_states(self):
+        """The carried LSTM states as numpy arrays (None before the first batch), for checkpoints."""
+        if self._states is None:
+            return None
+        return [None if d is None else [(h.numpy(), c.numpy()) for h, c in d] for d in self._states]
+
+    def set_states(self, states):
+        """Restore what get_states() returned."""
+        self._states = None if states is None else [
+            None if d is None else [(paddle.to_tensor(h), paddle.to_tensor(c)) for h, c in d] for d in states]
+
     def _initial_states(self, direction, batch):
         stack = (self.forward_stack, self.backward_stack)[direction]
         zeros = lambda n: [(paddle.zeros([n, stack.projection_dim]), paddle.zeros([n, stack.dim]))
@@ -614,9 +625,9 @@ class Elmo(nn.Layer):
     def from_files(cls, params_file=None, options_file=None, weight_file=None, **kwargs):
         return cls(load_bilm(params_file, options_file, weight_file), **kwargs)
 
-    def train(self):
-        super().train()
-        if not self.requires_grad:
+    def train(self, mode=True):
+        super().train(mode)
+        if mode and not self.requires_grad:
             self.bilm.eval()  # a frozen biLM never uses dropout
         return self
 
