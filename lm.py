@@ -63,7 +63,13 @@ class LogUniformSampler:
 
 
 class Softmax(nn.Layer):
-    """W [vocab, projection_dim] and b [vocab], read by row so that gradients stay sparse."""
+    """W [vocab, projection_dim] and b [vocab, 1] over the vocabulary, shared by both directions.
+
+    A training step works on the rows it needs only: `select_rows(ids)` copies W[ids] and b[ids]
+    into small leaf tensors that receive dense [n_rows, dim] gradients, and the optimizer applies
+    them to those rows (as bilm-tf's sparse IndexedSlices updates). Unlike Paddle's sparse
+    (SelectedRows) gradients, these can be all-reduced across ranks.
+    """
 
     def __init__(self, vocab_size, dim):
         super().__init__()
@@ -72,23 +78,33 @@ class Softmax(nn.Layer):
                                        default_initializer=nn.initializer.Normal(0.0, 1.0 / math.sqrt(dim)))
         self.b = self.create_parameter([vocab_size, 1], is_bias=True,
                                        default_initializer=nn.initializer.Constant(0.0))
+        self.row_ids = self.W_rows = self.b_rows = None
+
+    def select_rows(self, ids):
+        """ids: sorted unique int64 numpy array of the rows this step reads."""
+        index = paddle.to_tensor(ids)
+        with paddle.no_grad():
+            self.W_rows, self.b_rows = paddle.gather(self.W, index), paddle.gather(self.b, index)
+        self.W_rows.stop_gradient = self.b_rows.stop_gradient = False
+        self.row_ids = ids
 
     def rows(self, ids):
-        """ids [n] -> (W rows [n, dim], b [n]) with sparse (SelectedRows) gradients."""
-        return F.embedding(ids, self.W, sparse=True), F.embedding(ids, self.b, sparse=True).squeeze(-1)
+        """ids (numpy, all among the selected rows) -> (W rows [n, dim], b [n])."""
+        pos = paddle.to_tensor(np.searchsorted(self.row_ids, ids))
+        return paddle.gather(self.W_rows, pos), paddle.gather(self.b_rows, pos).squeeze(-1)
 
-    def sampled_loss(self, h, targets, sampler):
-        """Mean sampled-softmax loss. h: [n, dim]; targets: int64 [n]."""
-        candidates, n_draws = sampler.sample()
-        target_np = targets.numpy()
-        log_q_true = paddle.to_tensor(np.log(sampler.expected_count(target_np, n_draws)).astype(np.float32))
-        log_q_cand = paddle.to_tensor(np.log(sampler.expected_count(candidates, n_draws)).astype(np.float32))
-        cand_t = paddle.to_tensor(candidates)
+    def sampled_loss(self, h, targets, candidates, log_q_true, log_q_cand):
+        """Mean sampled-softmax loss over tokens.
+
+        h: [n, dim]; targets: int64 numpy [n]; candidates: int64 numpy [n_candidates] (shared by the
+        batch); log_q_*: log expected counts (numpy) subtracted from the logits.
+        """
         w_true, b_true = self.rows(targets)
-        w_cand, b_cand = self.rows(cand_t)
-        true_logits = (h * w_true).sum(axis=-1) + b_true - log_q_true  # [n]
-        cand_logits = paddle.matmul(h, w_cand, transpose_y=True) + b_cand - log_q_cand  # [n, n_candidates]
-        hits = targets.unsqueeze(1) == cand_t.unsqueeze(0)
+        w_cand, b_cand = self.rows(candidates)
+        true_logits = (h * w_true).sum(axis=-1) + b_true - paddle.to_tensor(log_q_true.astype(np.float32))
+        cand_logits = (paddle.matmul(h, w_cand, transpose_y=True) + b_cand
+                       - paddle.to_tensor(log_q_cand.astype(np.float32)))  # [n, n_candidates]
+        hits = paddle.to_tensor(targets[:, None] == candidates[None, :])
         cand_logits = paddle.where(hits, paddle.full_like(cand_logits, NEG_INF), cand_logits)
         logits = paddle.concat([true_logits.unsqueeze(1), cand_logits], axis=1)
         return (paddle.logsumexp(logits, axis=1) - true_logits).mean()
@@ -105,13 +121,17 @@ class Softmax(nn.Layer):
         return lse - true_logits
 
 
+DIRECTIONS = (('char_ids', 'next_token_ids'), ('char_ids_reverse', 'next_token_ids_reverse'))
+
+
 class LanguageModel(nn.Layer):
     """BiLM + a softmax shared by both directions, with dropout before it.
 
     Batches are the dicts made by dataset.LMStream (numpy arrays): 'char_ids', 'next_token_ids' and
     their '_reverse' twins, each [batch, unroll(, max_chars)]. In training mode the loss is the
-    sampled softmax; in eval mode it is the full softmax. The biLM is stateful: each row's state
-    carries over to the next batch, with gradients cut at the boundary.
+    sampled softmax; in eval mode it is the full softmax (`token_losses` gives it per token).
+    The biLM is stateful: each row's state carries over to the next batch, with gradients cut at
+    the boundary.
     """
 
     def __init__(self, options, vocab_size, n_negative_samples=8192, seed=0):
@@ -121,29 +141,97 @@ class LanguageModel(nn.Layer):
         self.dropout = float(options.get('dropout', 0.0) or 0.0)
         self.sampler = LogUniformSampler(vocab_size, n_negative_samples, seed)
 
-    def forward(self, batch):
-        """-> dict(loss (mean of the two directions), forward_loss, backward_loss), 0-d tensors."""
-        tensor = lambda k: paddle.to_tensor(batch[k])
-        tops = self.bilm.lm_outputs(tensor('char_ids'), tensor('char_ids_reverse'))
-        losses = []
-        for top, key in zip(tops, ('next_token_ids', 'next_token_ids_reverse')):
-            h = top.reshape([-1, top.shape[-1]])
-            if self.training and self.dropout > 0:
-                h = F.dropout(h, self.dropout, training=True)
-            targets = tensor(key).reshape([-1])
-            if self.training:
-                losses.append(self.softmax.sampled_loss(h, targets, self.sampler))
-            else:
-                losses.append(self.softmax.full_losses(h, targets).mean())
+    def forward(self, batch, agree_rows=None):
+        """-> dict(loss (mean of the two directions), forward_loss, backward_loss), 0-d tensors.
+
+        agree_rows: in training, a function that turns this rank's softmax row ids into the union
+        over all ranks (so every rank's row gradients line up for the all-reduce).
+        """
+        tops = self.bilm.lm_outputs(*(paddle.to_tensor(batch[chars]) for chars, _ in DIRECTIONS))
+        hs = [top.reshape([-1, top.shape[-1]]) for top in tops]
+        targets = [batch[key].reshape(-1) for _, key in DIRECTIONS]
+        if not self.training:
+            losses = [self.softmax.full_losses(h, paddle.to_tensor(t)).mean() for h, t in zip(hs, targets)]
+        else:
+            if self.dropout > 0:
+                hs = [F.dropout(h, self.dropout, training=True) for h in hs]
+            samples = [self.sampler.sample() for _ in DIRECTIONS]  # one candidate set per direction
+            ids = np.unique(np.concatenate(targets + [c for c, _ in samples]))
+            self.softmax.select_rows(agree_rows(ids) if agree_rows else ids)
+            losses = [self.softmax.sampled_loss(h, t, c, np.log(self.sampler.expected_count(t, n)),
+                                                np.log(self.sampler.expected_count(c, n)))
+                      for h, t, (c, n) in zip(hs, targets, samples)]
         return {'loss': 0.5 * (losses[0] + losses[1]), 'forward_loss': losses[0], 'backward_loss': losses[1]}
 
     def token_losses(self, batch):
         """Eval helper: per-token full-softmax losses (forward [n], backward [n]) as numpy arrays."""
-        tensor = lambda k: paddle.to_tensor(batch[k])
         with paddle.no_grad():
-            tops = self.bilm.lm_outputs(tensor('char_ids'), tensor('char_ids_reverse'))
-            return [self.softmax.full_losses(top.reshape([-1, top.shape[-1]]), tensor(key).reshape([-1])).numpy()
-                    for top, key in zip(tops, ('next_token_ids', 'next_token_ids_reverse'))]
+            tops = self.bilm.lm_outputs(*(paddle.to_tensor(batch[chars]) for chars, _ in DIRECTIONS))
+            return [self.softmax.full_losses(top.reshape([-1, top.shape[-1]]),
+                                             paddle.to_tensor(batch[key].reshape(-1))).numpy()
+                    for top, (_, key) in zip(tops, DIRECTIONS)]
+
+
+class Adagrad:
+    """bilm-tf's optimizer: Adagrad (accumulators start at `initial_accumulator`) after clipping all
+    gradients by their global norm, with gradients averaged over ranks in one all-reduce.
+
+    Dense parameters are updated whole; the softmax only in the rows the step selected. The update
+    is TensorFlow's: acc += g^2; w -= lr * g / sqrt(acc).
+    """
+
+    def __init__(self, model, lr, max_grad_norm, initial_accumulator=1.0, world_size=1):
+        self.model, self.lr, self.max_grad_norm, self.world_size = model, lr, max_grad_norm, world_size
+        self.softmax = model.softmax
+        self.dense = [(n, p) for n, p in model.named_parameters()
+                      if not p.stop_gradient and not n.startswith('softmax.')]
+        self.sparse = [('softmax.W', self.softmax.W), ('softmax.b', self.softmax.b)]
+        self.accumulators = {n: paddle.full(p.shape, initial_accumulator, dtype=p.dtype)
+                             for n, p in self.dense + self.sparse}
+
+    def _gradients(self):
+        """Averaged, clipped gradients: dense ones by name, then the softmax rows; and the global norm."""
+        grads = [p.grad if p.grad is not None else paddle.zeros_like(p) for _, p in self.dense]
+        grads += [self.softmax.W_rows.grad, self.softmax.b_rows.grad]
+        flat = paddle.concat([g.reshape([-1]) for g in grads])
+        if self.world_size > 1:
+            import paddle.distributed as dist
+            dist.all_reduce(flat)
+            flat = flat / self.world_size
+        norm = float(paddle.linalg.norm(flat))
+        if norm > self.max_grad_norm:
+            flat = flat * (self.max_grad_norm / norm)
+        return paddle.split(flat, [int(np.prod(g.shape)) for g in grads]), [g.shape for g in grads], norm
+
+    @paddle.no_grad()
+    def step(self):
+        """Apply one update; returns the global gradient norm before clipping."""
+        parts, shapes, norm = self._gradients()
+        for (name, p), g, shape in zip(self.dense, parts, shapes):
+            g = g.reshape(shape)
+            acc = self.accumulators[name]
+            acc.add_(g * g)
+            p.subtract_(self.lr * g * paddle.rsqrt(acc))
+        ids = paddle.to_tensor(self.softmax.row_ids)
+        for (name, p), g, shape in zip(self.sparse, parts[len(self.dense):], shapes[len(self.dense):]):
+            g = g.reshape(shape)
+            acc = paddle.gather(self.accumulators[name], ids) + g * g
+            paddle.scatter_(self.accumulators[name], ids, acc)
+            paddle.scatter_(p, ids, paddle.gather(p, ids) - self.lr * g * paddle.rsqrt(acc))
+        return norm
+
+    def clear_grad(self):
+        self.model.clear_gradients()
+        self.softmax.W_rows = self.softmax.b_rows = None
+
+    def state_dict(self):
+        return {name: acc for name, acc in self.accumulators.items()}
+
+    def set_state_dict(self, state):
+        for name, acc in self.accumulators.items():
+            if name not in state or tuple(state[name].shape) != tuple(acc.shape):
+                raise ValueError(f'optimizer state for "{name}" is missing or has the wrong shape')
+            acc.set_value(state[name])
 
 
 def evaluate(model, batches, max_tokens=None, progress=None):

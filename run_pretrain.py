@@ -20,7 +20,7 @@ import paddle.distributed as dist
 import args as cli
 from dataset import LMStream, Vocabulary, count_tokens, iter_eval_batches
 from elmo import checkpoint_paths, load_options, make_options, save_json_atomic
-from lm import LanguageModel, evaluate
+from lm import Adagrad, LanguageModel, evaluate
 
 LOG_FIELDS = ['step', 'elapsed_s', 'loss', 'forward_loss', 'backward_loss', 'forward_perplexity',
               'backward_perplexity', 'tokens_per_s', 'dev_forward_perplexity', 'dev_backward_perplexity',
@@ -205,6 +205,13 @@ def setup_device(device):
     return dist.get_rank(), world_size
 
 
+def union_over_ranks(ids):
+    """Sorted union of every rank's softmax row ids (the rows each rank's gradient covers)."""
+    gathered = []
+    dist.all_gather_object(gathered, ids)
+    return np.unique(np.concatenate(gathered))
+
+
 def mean_over_ranks(values, world_size):
     t = paddle.to_tensor(np.asarray(values, dtype=np.float32))
     if world_size > 1:
@@ -229,15 +236,15 @@ def main():
     paddle.seed(a.seed)  # identical initial weights on every rank
     model = LanguageModel(options, vocab.size, a.n_negative_samples, seed=a.seed * 1000 + rank)
     paddle.seed(a.seed * 1000 + rank)  # but different dropout masks
-    optimizer = paddle.optimizer.Adagrad(a.lr, epsilon=1e-10, parameters=model.parameters(),
-                                         initial_accumulator_value=1.0,
-                                         grad_clip=paddle.nn.ClipGradByGlobalNorm(a.max_grad_norm))
+    optimizer = Adagrad(model, a.lr, a.max_grad_norm, initial_accumulator=1.0, world_size=world_size)
     stream = LMStream(a.train_data_path, vocab, a.batch_size, a.unroll_steps, seed=a.seed, rank=rank,
                       world_size=world_size)
     step = 0
     if a.init_from_ckpt:
         step = load_checkpoint(a.init_from_ckpt, model, optimizer, stream, rank, world_size)
-    trainer = paddle.DataParallel(model) if world_size > 1 else model
+    agree_rows = None
+    if world_size > 1:
+        agree_rows = lambda ids: union_over_ranks(ids)
     model.train()
 
     log = None
@@ -252,7 +259,7 @@ def main():
     window_losses, window_t0, window_steps = [], time.time(), 0
     batches = iter(stream)
     while step < total:
-        out = trainer(next(batches))
+        out = model(next(batches), agree_rows)
         out['loss'].backward()
         optimizer.step()
         optimizer.clear_grad()

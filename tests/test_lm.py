@@ -4,7 +4,7 @@ import paddle
 import pytest
 
 from conftest import tiny_options
-from lm import LanguageModel, LogUniformSampler, Softmax
+from lm import Adagrad, LanguageModel, LogUniformSampler, Softmax
 
 
 def test_sampler_draws_follow_the_log_uniform_distribution():
@@ -33,55 +33,90 @@ def test_unique_sampling_and_expected_counts_match_simulation():
     np.testing.assert_allclose(hits / n_runs, expected / n_runs, atol=0.04)
 
 
+def sampled(softmax, h, targets, sampler):
+    """The training path: pick the rows, then the sampled loss with TF's corrections."""
+    cand, draws = sampler.sample()
+    softmax.select_rows(np.unique(np.concatenate([targets, cand])))
+    log_q = lambda ids: np.log(sampler.expected_count(ids, draws))
+    return softmax.sampled_loss(h, targets, cand, log_q(targets), log_q(cand)), cand, draws
+
+
 def test_sampled_loss_equals_full_softmax_loss_when_every_class_is_sampled():
     paddle.seed(3)
     softmax = Softmax(37, 8)
     h = paddle.randn([11, 8])
-    targets = paddle.to_tensor(np.random.RandomState(0).randint(0, 37, 11))
-    full = float(softmax.full_losses(h, targets, chunk=10).mean())
-    sampled = float(softmax.sampled_loss(h, targets, LogUniformSampler(37, 37)))
+    targets = np.random.RandomState(0).randint(0, 37, 11)
+    full = float(softmax.full_losses(h, paddle.to_tensor(targets), chunk=10).mean())
+    loss, _, _ = sampled(softmax, h, targets, LogUniformSampler(37, 37))
     logits = (h @ softmax.W.T + softmax.b.squeeze(-1)).numpy()
-    direct = np.mean(np.log(np.exp(logits).sum(1)) - logits[np.arange(11), targets.numpy()])
+    direct = np.mean(np.log(np.exp(logits).sum(1)) - logits[np.arange(11), targets])
     assert full == pytest.approx(direct, abs=1e-5)
-    assert sampled == pytest.approx(full, abs=1e-5)
+    assert float(loss) == pytest.approx(full, abs=1e-5)
 
 
 def test_accidental_hits_are_removed_and_logits_corrected():
     paddle.seed(4)
     softmax = Softmax(50, 4)
     h = paddle.randn([6, 4])
-    targets = paddle.to_tensor(np.array([0, 1, 2, 3, 4, 5]))
+    t = np.array([0, 1, 2, 3, 4, 5])
     sampler = LogUniformSampler(50, 10, seed=5)
-    state = sampler.state()
-    got = float(softmax.sampled_loss(h, targets, sampler))
-    sampler.set_state(state)
-    ids, draws = sampler.sample()
-    W, b = softmax.W.numpy(), softmax.b.numpy()[:, 0]
-    hn, t = h.numpy(), targets.numpy()
+    got, ids, draws = sampled(softmax, h, t, sampler)
+    assert np.isin(t, ids).any()  # the head ids are almost surely drawn: hits do occur
+    W, b, hn = softmax.W.numpy(), softmax.b.numpy()[:, 0], h.numpy()
     log_q = lambda k: np.log(sampler.expected_count(k, draws))
     true = (hn * W[t]).sum(1) + b[t] - log_q(t)
     cand = hn @ W[ids].T + b[ids] - log_q(ids)[None, :]
     cand[t[:, None] == ids[None, :]] = -np.inf  # a target among the candidates is not a negative
     logits = np.concatenate([true[:, None], cand], 1)
     want = np.mean(np.log(np.exp(logits).sum(1)) - true)
-    assert got == pytest.approx(want, abs=1e-5)
+    assert float(got) == pytest.approx(want, abs=1e-5)
 
 
-def test_softmax_gradients_are_sparse_rows():
-    softmax = Softmax(1000, 4)
-    h = paddle.randn([3, 4])
-    loss = softmax.sampled_loss(h, paddle.to_tensor(np.array([1, 2, 3])), LogUniformSampler(1000, 5, seed=0))
-    loss.backward()
-    assert softmax.W.grad.shape[0] < 1000  # only the touched rows, as bilm-tf's IndexedSlices
+def test_adagrad_updates_only_the_selected_softmax_rows_with_the_tf_rule():
+    paddle.seed(0)
+    model = LanguageModel(tiny_options(), 1000, n_negative_samples=5)
+    opt = Adagrad(model, lr=0.2, max_grad_norm=1e9, initial_accumulator=1.0)
+    before = model.softmax.W.numpy().copy()
+    dense_before = model.bilm.forward_stack.layers[0].W_P.numpy().copy()
+    model.train()
+    out = model(random_batch(np.random.RandomState(0), 1000))
+    out['loss'].backward()
+    g_rows = model.softmax.W_rows.grad.numpy()
+    g_dense = model.bilm.forward_stack.layers[0].W_P.grad.numpy()
+    selected = model.softmax.row_ids
+    opt.step()
+    opt.clear_grad()
+    after = model.softmax.W.numpy()
+    changed = np.where((after != before).any(axis=1))[0]
+    assert set(changed) <= set(selected) and len(selected) < 1000
+    np.testing.assert_allclose(after[selected], before[selected] - 0.2 * g_rows / np.sqrt(1 + g_rows ** 2),
+                               rtol=1e-5, atol=1e-7)
+    np.testing.assert_allclose(model.bilm.forward_stack.layers[0].W_P.numpy(),
+                               dense_before - 0.2 * g_dense / np.sqrt(1 + g_dense ** 2), rtol=1e-5, atol=1e-7)
+
+
+def test_gradients_are_clipped_by_their_global_norm():
+    paddle.seed(0)
+    model = LanguageModel(tiny_options(), 40, n_negative_samples=10)
+    opt = Adagrad(model, lr=0.2, max_grad_norm=1e-3)
+    model.train()
+    model(random_batch(np.random.RandomState(1), 40))['loss'].backward()
+    parts, _, norm = opt._gradients()
+    clipped = float(np.sqrt(sum(float((p * p).sum()) for p in parts)))
+    assert norm > 1e-3 and clipped == pytest.approx(1e-3, rel=1e-4)
+
+
+def random_batch(rng, vocab, batch=2, time=4):
+    b = {k: rng.randint(1, 262, (batch, time, 50)) for k in ('char_ids', 'char_ids_reverse')}
+    b.update({k: rng.randint(0, vocab, (batch, time)) for k in ('next_token_ids', 'next_token_ids_reverse')})
+    return b
 
 
 def test_language_model_trains_and_carries_state():
     paddle.seed(0)
     model = LanguageModel(tiny_options(), 30, n_negative_samples=30)
-    rng = np.random.RandomState(0)
-    batch = {k: rng.randint(1, 262, (2, 4, 50)) for k in ('char_ids', 'char_ids_reverse')}
-    batch.update({k: rng.randint(0, 30, (2, 4)) for k in ('next_token_ids', 'next_token_ids_reverse')})
-    opt = paddle.optimizer.Adagrad(0.2, parameters=model.parameters(), initial_accumulator_value=1.0)
+    batch = random_batch(np.random.RandomState(0), 30)
+    opt = Adagrad(model, lr=0.2, max_grad_norm=10.0)
     model.train()
     first = float(model(batch)['loss'])
     for _ in range(30):
