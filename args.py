@@ -1,6 +1,13 @@
 """Command-line options shared by the scripts, and the one way they report user errors."""
 import argparse
+import os
 import sys
+import warnings
+
+# Paddle's import prints a ccache notice and C++ info logs on stderr; a user's error must be the
+# one line there. Set before anything imports paddle (the scripts import this module first).
+os.environ.setdefault('GLOG_minloglevel', '2')
+warnings.filterwarnings('ignore', message='No ccache found')
 
 
 class UserError(Exception):

@@ -13,11 +13,11 @@ import os
 import sys
 import time
 
+import args as cli  # first: it quiets Paddle's import-time noise on stderr
 import numpy as np
 import paddle
 import paddle.distributed as dist
 
-import args as cli
 from dataset import LMStream, Vocabulary, count_tokens, iter_eval_batches
 from elmo import checkpoint_paths, load_options, make_options, save_json_atomic
 from lm import Adagrad, LanguageModel, evaluate

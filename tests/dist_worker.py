@@ -1,0 +1,40 @@
+"""Runs run_pretrain.main() and records, for the tests, what this rank read and its final weights.
+
+Used as the launched script in test_pretrain.py (not a test itself): writes
+$ELMO_TEST_OUT/seen.RANK.json (sentences the rank's stream read) and weights.RANK.pdparams.
+"""
+import json
+import os
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+import paddle  # noqa: E402
+
+import dataset  # noqa: E402
+import run_pretrain  # noqa: E402
+
+seen, models = [], []
+_next_sentence = dataset.SentenceSource.next_sentence
+_LanguageModel = run_pretrain.LanguageModel
+
+
+def recording_next_sentence(self):
+    sentence = _next_sentence(self)
+    seen.append(' '.join(sentence))
+    return sentence
+
+
+def recording_model(*args, **kwargs):
+    models.append(_LanguageModel(*args, **kwargs))
+    return models[-1]
+
+
+dataset.SentenceSource.next_sentence = recording_next_sentence
+run_pretrain.LanguageModel = recording_model
+if __name__ == '__main__':
+    code = run_pretrain.main()
+    rank, out = paddle.distributed.get_rank(), os.environ['ELMO_TEST_OUT']
+    with open(os.path.join(out, f'seen.{rank}.json'), 'w') as f:
+        json.dump(seen, f)
+    paddle.save(models[0].state_dict(), os.path.join(out, f'weights.{rank}.pdparams'))
+    sys.exit(code)

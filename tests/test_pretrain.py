@@ -1,0 +1,157 @@
+"""run_pretrain.py and run_eval.py end to end: distributed launch, kill and resume, NaN, perplexity."""
+import json
+import math
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import numpy as np
+import paddle
+import pytest
+
+from conftest import ROOT, tiny_options
+
+WORDS = ('the cat sat on a mat while dogs ran in parks near old houses and birds sang '
+         'songs about rain wind sun snow').split()
+TINY_MODEL = ['--projection_dim', '8', '--cell_dim', '16', '--num_layers', '2', '--char_embed_dim', '4',
+              '--cnn_filters', '[[1, 4], [2, 8], [3, 8]]', '--num_highways', '1', '--n_negative_samples', '10',
+              '--batch_size', '4', '--unroll_steps', '5']
+ENV = dict(os.environ, OMP_NUM_THREADS='1', PYTHONUNBUFFERED='1')
+
+
+@pytest.fixture(scope='module')
+def corpus(tmp_path_factory):
+    """Two training shards, a held-out file and a vocabulary, all made up here."""
+    d = tmp_path_factory.mktemp('corpus')
+    rng = np.random.RandomState(0)
+    for name, n in (('train.0.txt', 60), ('train.1.txt', 60), ('heldout.txt', 20)):
+        lines = [' '.join(rng.choice(WORDS, rng.randint(3, 9))) + f' s{name[:5]}{i}' for i in range(n)]
+        (d / name).write_text('\n'.join(lines) + '\n')
+    vocab = ['<S>', '</S>', '<UNK>'] + WORDS
+    (d / 'vocab.txt').write_text('\n'.join(vocab) + '\n')
+    return d
+
+
+def pretrain_args(corpus, save_dir, *extra):
+    return ['--train_data_path', str(corpus / 'train.*.txt'), '--vocab_file', str(corpus / 'vocab.txt'),
+            '--save_dir', str(save_dir), '--log_freq', '5', '--seed', '3', '--dropout', '0.1'] + TINY_MODEL + list(extra)
+
+
+def run(script, args, **kw):
+    return subprocess.run([sys.executable, os.path.join(ROOT, script)] + args, capture_output=True, text=True,
+                          env=ENV, cwd=ROOT, **kw)
+
+
+def load(path):
+    return {k: v.numpy() for k, v in paddle.load(str(path)).items()}
+
+
+def assert_same_weights(a, b):
+    assert a.keys() == b.keys()
+    for k in a:
+        np.testing.assert_array_equal(a[k], b[k], err_msg=k)
+
+
+def test_two_process_cpu_launch_reads_disjoint_data_and_ends_with_identical_weights(corpus, tmp_path):
+    out = tmp_path / 'out'
+    out.mkdir()
+    cmd = [sys.executable, '-m', 'paddle.distributed.launch', '--nproc_per_node', '2', '--log_dir',
+           str(tmp_path / 'logs'), os.path.join(ROOT, 'tests', 'dist_worker.py')]
+    cmd += pretrain_args(corpus, tmp_path / 'ckpt', '--max_steps', '8', '--save_freq', '4')
+    proc = subprocess.run(cmd, capture_output=True, text=True, env=dict(ENV, ELMO_TEST_OUT=str(out)),
+                          cwd=ROOT, timeout=300)
+    logs = ''.join(p.read_text() for p in (tmp_path / 'logs').glob('workerlog.*'))
+    assert proc.returncode == 0, logs[-3000:]
+    seen = [set(json.loads((out / f'seen.{r}.json').read_text())) for r in (0, 1)]
+    assert seen[0] and seen[1] and not seen[0] & seen[1]
+    files = [set((corpus / f'train.{i}.txt').read_text().splitlines()) for i in (0, 1)]
+    assert any(seen[0] <= f for f in files) and any(seen[1] <= f for f in files)  # a shard each
+    w0, w1 = load(out / 'weights.0.pdparams'), load(out / 'weights.1.pdparams')
+    assert_same_weights(w0, w1)
+    assert_same_weights(w0, load(tmp_path / 'ckpt' / 'final.pdparams'))
+    assert 'step 8/8' in logs and (tmp_path / 'ckpt' / '4.pdopt').exists()
+
+
+def test_killed_run_resumes_exactly_where_it_stopped(corpus, tmp_path):
+    whole = run('run_pretrain.py', pretrain_args(corpus, tmp_path / 'whole', '--max_steps', '16', '--save_freq', '4'))
+    assert whole.returncode == 0, whole.stderr[-2000:]
+    killed_dir = tmp_path / 'killed'
+    proc = subprocess.Popen([sys.executable, os.path.join(ROOT, 'run_pretrain.py')] +
+                            pretrain_args(corpus, killed_dir, '--max_steps', '16', '--save_freq', '4'),
+                            env=ENV, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    deadline = time.time() + 120
+    while not (killed_dir / '8.pdparams').exists() and proc.poll() is None and time.time() < deadline:
+        time.sleep(0.02)
+    proc.send_signal(signal.SIGKILL)  # somewhere after checkpoint 8, maybe mid-save of 12
+    proc.wait()
+    assert (killed_dir / '8.pdparams').exists() and not (killed_dir / 'final.pdparams').exists()
+    resumed = run('run_pretrain.py', pretrain_args(corpus, killed_dir, '--max_steps', '16', '--save_freq', '4',
+                                                   '--init_from_ckpt', str(killed_dir / '8')))
+    assert resumed.returncode == 0, resumed.stderr[-2000:]
+    assert 'step 10/16' in resumed.stdout and 'step 5/16' not in resumed.stdout
+    assert_same_weights(load(tmp_path / 'whole' / 'final.pdparams'), load(killed_dir / 'final.pdparams'))
+    rows = (killed_dir / 'train_log.csv').read_text().splitlines()
+    assert [r.split(',')[0] for r in rows[1:]] == ['5', '10', '15', '16']
+    assert (killed_dir / 'train_curve.png').stat().st_size > 1000
+
+
+def test_non_finite_loss_stops_with_a_clear_message(corpus, tmp_path):
+    proc = run('run_pretrain.py', pretrain_args(corpus, tmp_path, '--max_steps', '30', '--save_freq', '2',
+                                                '--lr', '1e30', '--max_grad_norm', '1e30'))
+    assert proc.returncode == 1
+    assert 'non-finite loss' in proc.stderr and 'Last good checkpoint' in proc.stderr
+    assert 'Traceback' not in proc.stderr
+
+
+def test_bad_arguments_fail_with_one_line(corpus, tmp_path):
+    proc = run('run_pretrain.py', pretrain_args(corpus, tmp_path, '--init_from_ckpt', str(tmp_path / 'nope')))
+    assert proc.returncode == 2
+    assert proc.stderr.strip().splitlines() == [f'error: --init_from_ckpt {tmp_path / "nope"}: '
+                                                f'{tmp_path / "nope"}.pdparams not found (give DIR/N without the suffix)']
+    proc = run('run_pretrain.py', ['--train_data_path', str(corpus / 'missing*'), '--vocab_file',
+                                   str(corpus / 'vocab.txt'), '--save_dir', str(tmp_path)] + TINY_MODEL)
+    assert proc.returncode == 2 and 'missing*' in proc.stderr and 'Traceback' not in proc.stderr
+
+
+def test_eval_perplexity_of_a_uniform_model_is_the_vocabulary_size(corpus, tmp_path):
+    from lm import LanguageModel
+    vocab_size = len((corpus / 'vocab.txt').read_text().split())
+    model = LanguageModel(tiny_options(), vocab_size)
+    with paddle.no_grad():  # zero softmax: every word has probability 1 / V whatever the LSTM says
+        model.softmax.W.set_value(np.zeros(model.softmax.W.shape, np.float32))
+        model.softmax.b.set_value(np.zeros(model.softmax.b.shape, np.float32))
+    (tmp_path / 'options.json').write_text(json.dumps(tiny_options()))
+    paddle.save(model.state_dict(), str(tmp_path / 'u.pdparams'))
+    args = ['--dev_data_path', str(corpus / 'heldout.txt'), '--vocab_file', str(corpus / 'vocab.txt'),
+            '--init_from_ckpt', str(tmp_path / 'u'), '--batch_size', '3', '--output_json', str(tmp_path / 'r.json')]
+    proc = run('run_eval.py', args)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    result = json.loads((tmp_path / 'r.json').read_text())
+    lines = (corpus / 'heldout.txt').read_text().splitlines()
+    assert result['n_tokens'] == sum(len(l.split()) + 1 for l in lines)  # every word and sentence end
+    for key in ('forward_perplexity', 'backward_perplexity', 'perplexity'):
+        assert result[key] == pytest.approx(vocab_size, rel=1e-5)
+
+
+def test_eval_of_a_trained_model_is_deterministic_and_export_keeps_the_softmax(corpus, tmp_path):
+    train = run('run_pretrain.py', pretrain_args(corpus, tmp_path / 'ck', '--max_steps', '20', '--save_freq', '100'))
+    assert train.returncode == 0, train.stderr[-2000:]
+    common = ['--dev_data_path', str(corpus / 'heldout.txt'), '--vocab_file', str(corpus / 'vocab.txt')]
+    results = []
+    for i, source in enumerate((['--init_from_ckpt', str(tmp_path / 'ck' / 'final')],
+                                ['--init_from_ckpt', str(tmp_path / 'ck' / 'final')], 'export')):
+        if source == 'export':
+            exp = run('export_weights.py', ['--init_from_ckpt', str(tmp_path / 'ck' / 'final'), '--output_dir',
+                                            str(tmp_path / 'exp')])
+            assert exp.returncode == 0, exp.stderr
+            source = ['--options_file', str(tmp_path / 'exp' / 'options.json'),
+                      '--weight_file', str(tmp_path / 'exp' / 'weights.hdf5')]
+        proc = run('run_eval.py', common + source + ['--output_json', str(tmp_path / f'{i}.json')])
+        assert proc.returncode == 0, proc.stderr[-2000:]
+        results.append(json.loads((tmp_path / f'{i}.json').read_text()))
+    assert results[0]['perplexity'] == results[1]['perplexity']
+    assert results[2]['perplexity'] == pytest.approx(results[0]['perplexity'], rel=1e-6)
+    vocab_size = len((corpus / 'vocab.txt').read_text().split())
+    assert math.isfinite(results[0]['perplexity']) and results[0]['perplexity'] < vocab_size
