@@ -105,19 +105,26 @@ class Softmax(nn.Layer):
     def sampled_loss(self, h, targets, candidates, log_q_true, log_q_cand):
         """Mean sampled-softmax loss over tokens.
 
-        h: [n, dim]; targets: int64 numpy [n]; candidates: int64 numpy [n_candidates] (shared by the
-        batch); log_q_*: log expected counts (numpy) subtracted from the logits.
+        h: [n, dim]; targets: int64 numpy [n]; candidates: distinct int64 numpy [n_candidates]
+        (shared by the batch); log_q_*: log expected counts (numpy) subtracted from the logits.
+        An accidental hit (a row's target among the candidates) is not a negative: as its logit
+        equals the true logit, the row simply takes that candidate column as its label and drops
+        its separate true column. No broadcast op is differentiated (their backward is slow on
+        CPU): the bias and the correction ride in the matmul as an extra column.
         """
+        n = len(targets)
         w_true, b_true = self.rows(targets)
         w_cand, b_cand = self.rows(candidates)
         true_logits = (h * w_true).sum(axis=-1) + b_true - paddle.to_tensor(log_q_true.astype(np.float32))
-        cand_logits = (paddle.matmul(h, w_cand, transpose_y=True) + b_cand
-                       - paddle.to_tensor(log_q_cand.astype(np.float32)))  # [n, n_candidates]
-        hits = targets[:, None] == candidates[None, :]
-        if hits.any():  # x + NEG_INF == NEG_INF in float32: the hit drops out of the sum
-            cand_logits = cand_logits + paddle.to_tensor(hits.astype(np.float32) * np.float32(NEG_INF))
-        logits = paddle.concat([true_logits.unsqueeze(1), cand_logits], axis=1)
-        return (logsumexp(logits) - true_logits).mean()
+        h1 = paddle.concat([h, paddle.ones([n, 1], dtype=h.dtype)], axis=1)
+        w1 = paddle.concat([w_cand, (b_cand - paddle.to_tensor(log_q_cand.astype(np.float32))).unsqueeze(1)], axis=1)
+        cand_logits = paddle.matmul(h1, w1, transpose_y=True)  # [n, n_candidates]
+        position = {int(c): k for k, c in enumerate(candidates)}
+        labels = np.array([position.get(int(t), -1) + 1 for t in targets], dtype=np.int64)  # 0: true column
+        hit = (labels > 0).astype(np.float32)
+        true_column = true_logits + paddle.to_tensor(hit * np.float32(NEG_INF))
+        logits = paddle.concat([true_column.unsqueeze(1), cand_logits], axis=1)
+        return F.cross_entropy(logits, paddle.to_tensor(labels))
 
     def full_losses(self, h, targets, chunk=32768):
         """Per-token full-softmax losses [n]: logsumexp over the vocabulary in chunks, minus target logit."""
