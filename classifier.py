@@ -1,0 +1,464 @@
+"""Two-class sentence classification with a bag-of-vectors head: the protocol both sides share.
+
+run_finetune.py (ELMo features) and word2vec_base.py (word2vec features) differ only in the
+features module they plug into `SentenceClassifier`; everything else lives here, so the two
+numbers they print are comparable:
+
+- data: `read_polarity` reads a directory with one positive and one negative file (one sentence
+  per line, UTF-8 with a Latin-1 fallback) and optionally splits clitics the way the pretraining
+  corpus does (`it's` -> `it 's`, `doesn't` -> `doesn 't`);
+- folds: `make_folds` gives stratified k-fold cross-validation with a dev split carved from each
+  training fold (early stopping), or one stratified split for smoke runs;
+- model: features [batch, time, dim] + mask -> dropout -> masked mean -> MLP -> logits [batch, 2];
+- training: Adam, cross-entropy (+ the features' penalty), early stopping on dev accuracy with the
+  best epoch's weights restored, then test accuracy;
+- results: a table and a JSON file with the same keys from both scripts.
+
+A features module is an `nn.Layer` whose `forward(indices)` takes sentence indices (numpy int
+array) into the dataset and returns (features [batch, time, dim] float32, mask [batch, time]
+bool). It may also define `penalty()` (a loss term), `lr_groups()` (a list of (parameters,
+learning rate) that train at their own rate), `layer_weights()` (JSON-able, for the output) and
+`dim` (its feature size).
+"""
+import os
+import random
+import re
+import sys
+import time
+from dataclasses import dataclass
+
+import numpy as np
+import paddle
+import paddle.nn as nn
+import paddle.nn.functional as F
+
+TOKENIZATIONS = ('split_clitics', 'as_is')
+# The pretraining corpus (1B Word style) splits clitics *with* the apostrophe: "don 't", "it 's".
+_CLITIC = re.compile(r"^([^']+)('(?:s|t|re|ve|ll|d|m))$", re.IGNORECASE)
+SINGLE_SPLIT_TEST_FRACTION = 0.1  # --folds 1: the test share (a 10-fold fold's size)
+
+
+# --------------------------------------------------------------------------------------------
+# Data
+# --------------------------------------------------------------------------------------------
+
+@dataclass
+class Dataset:
+    sentences: list  # token lists
+    labels: np.ndarray  # int64 [n]: 1 for the positive file, 0 for the negative one
+    sources: dict  # file path -> {'lines': n, 'encoding': 'utf-8' | 'latin-1'}
+    tokenization: str
+
+
+def split_clitics(tokens):
+    """['it's', 'fun'] -> ['it', "'s", 'fun']: the pretraining corpus's tokenization of clitics."""
+    out = []
+    for token in tokens:
+        m = _CLITIC.match(token)
+        out.extend(m.groups() if m else (token,))
+    return out
+
+
+def read_sentences(path):
+    """A one-sentence-per-line file -> (token lists, encoding used).
+
+    The whole file is decoded as UTF-8, or as Latin-1 if that fails (the original rt-polarity
+    release is Latin-1). An empty line is an error, not a skipped sentence.
+    """
+    if not os.path.isfile(path):
+        raise FileNotFoundError(f'{path}: data file not found')
+    with open(path, 'rb') as f:
+        raw = f.read()
+    try:
+        text, encoding = raw.decode('utf-8'), 'utf-8'
+    except UnicodeDecodeError:
+        text, encoding = raw.decode('latin-1'), 'latin-1'
+    lines = text.split('\n')
+    if lines and lines[-1] == '':
+        lines.pop()  # the file's final newline
+    sentences = []
+    for number, line in enumerate(lines, 1):
+        tokens = line.split()
+        if not tokens:
+            raise ValueError(f'{path}:{number}: empty line (expected one sentence per line)')
+        sentences.append(tokens)
+    if not sentences:
+        raise ValueError(f'{path}: no sentences')
+    return sentences, encoding
+
+
+def read_polarity(data_dir, pos_file='rt-polarity.pos', neg_file='rt-polarity.neg',
+                  tokenization='split_clitics'):
+    """Read data_dir/pos_file (label 1) and data_dir/neg_file (label 0) into a Dataset."""
+    if tokenization not in TOKENIZATIONS:
+        raise ValueError(f'tokenization must be one of {TOKENIZATIONS}, got {tokenization!r}')
+    if not os.path.isdir(data_dir):
+        raise FileNotFoundError(f'{data_dir}: --data_dir is not a directory')
+    sentences, labels, sources = [], [], {}
+    for name, label in ((pos_file, 1), (neg_file, 0)):
+        path = os.path.join(data_dir, name)
+        part, encoding = read_sentences(path)
+        sources[path] = {'lines': len(part), 'encoding': encoding}
+        sentences += part
+        labels += [label] * len(part)
+    if tokenization == 'split_clitics':
+        sentences = [split_clitics(s) for s in sentences]
+    return Dataset(sentences, np.array(labels, dtype=np.int64), sources, tokenization)
+
+
+# --------------------------------------------------------------------------------------------
+# Folds
+# --------------------------------------------------------------------------------------------
+
+@dataclass
+class Fold:
+    train: np.ndarray  # sorted sentence indices
+    dev: np.ndarray
+    test: np.ndarray
+
+
+def make_folds(labels, n_folds=10, seed=1, dev_fraction=0.1):
+    """Stratified folds: each sentence is in exactly one test set; dev is carved from the rest.
+
+    n_folds == 1: one stratified split with SINGLE_SPLIT_TEST_FRACTION of the data as test.
+    The same (labels, n_folds, seed, dev_fraction) always give the same folds.
+    """
+    from sklearn.model_selection import StratifiedKFold, train_test_split
+    labels = np.asarray(labels)
+    if n_folds < 1:
+        raise ValueError(f'--folds must be >= 1, got {n_folds}')
+    if not 0 < dev_fraction < 1:
+        raise ValueError(f'--dev_fraction must be between 0 and 1, got {dev_fraction}')
+    smallest = int(np.bincount(labels).min()) if len(labels) else 0
+    needed = max(n_folds, 2)
+    if smallest < needed:
+        raise ValueError(f'--folds {n_folds} needs at least {needed} sentences per class; the '
+                         f'smallest class has {smallest}')
+    everything = np.arange(len(labels))
+    if n_folds == 1:
+        try:
+            rest, test = train_test_split(everything, test_size=SINGLE_SPLIT_TEST_FRACTION,
+                                          stratify=labels, random_state=seed)
+        except ValueError as e:
+            raise ValueError(f'--folds 1: cannot split {len(labels)} sentences into a stratified '
+                             f'{SINGLE_SPLIT_TEST_FRACTION:.0%} test set ({e})') from None
+        outer = [(rest, test)]
+    else:
+        outer = StratifiedKFold(n_folds, shuffle=True, random_state=seed).split(everything, labels)
+    folds = []
+    for k, (rest, test) in enumerate(outer):
+        try:
+            train, dev = train_test_split(rest, test_size=dev_fraction, stratify=labels[rest],
+                                          random_state=seed + k)
+        except ValueError as e:
+            raise ValueError(f'--dev_fraction {dev_fraction}: cannot carve a stratified dev split '
+                             f'from {len(rest)} training sentences ({e})') from None
+        folds.append(Fold(np.sort(train), np.sort(dev), np.sort(test)))
+    return folds
+
+
+# --------------------------------------------------------------------------------------------
+# Model
+# --------------------------------------------------------------------------------------------
+
+def masked_mean(x, mask):
+    """x [batch, time, dim], mask [batch, time] bool -> [batch, dim]; a row without tokens gives 0."""
+    m = mask.astype(x.dtype).unsqueeze(-1)
+    return (x * m).sum(axis=1) / paddle.clip(m.sum(axis=1), min=1.0)
+
+
+class BowHead(nn.Layer):
+    """features [batch, time, dim] + mask -> dropout -> masked mean -> MLP -> logits [batch, classes].
+
+    hidden_dim 0 makes the MLP a single linear layer (logistic regression on the mean).
+    """
+
+    def __init__(self, input_dim, hidden_dim=256, dropout=0.2, n_classes=2):
+        super().__init__()
+        self.dropout = nn.Dropout(dropout)
+        self.hidden = nn.Linear(input_dim, hidden_dim) if hidden_dim else None
+        self.output = nn.Linear(hidden_dim or input_dim, n_classes)
+
+    def forward(self, features, mask):
+        x = masked_mean(self.dropout(features), mask)
+        if self.hidden is not None:
+            x = self.dropout(F.relu(self.hidden(x)))
+        return self.output(x)
+
+
+class SentenceClassifier(nn.Layer):
+    """Sentence indices -> logits [batch, 2]: a features module, then the shared BowHead."""
+
+    def __init__(self, features, hidden_dim=256, dropout=0.2, n_classes=2):
+        super().__init__()
+        self.features = features
+        self.head = BowHead(features.dim, hidden_dim, dropout, n_classes)
+
+    def forward(self, indices):
+        x, mask = self.features(indices)
+        return self.head(x, mask)
+
+    def penalty(self):
+        return self.features.penalty() if hasattr(self.features, 'penalty') else None
+
+    def layer_weights(self):
+        return self.features.layer_weights() if hasattr(self.features, 'layer_weights') else None
+
+
+def make_optimizer(model, lr):
+    """Adam over the trainable parameters; those in features.lr_groups() get their own rate."""
+    special = model.features.lr_groups() if hasattr(model.features, 'lr_groups') else []
+    taken = {id(p) for params, _ in special for p in params}
+    groups = [{'params': [p for p in model.parameters() if not p.stop_gradient and id(p) not in taken]}]
+    for params, group_lr in special:
+        # Paddle reads a group's learning_rate as a scale of the optimizer's rate.
+        groups.append({'params': [p for p in params if not p.stop_gradient], 'learning_rate': group_lr / lr})
+    return paddle.optimizer.Adam(learning_rate=lr, parameters=[g for g in groups if g['params']])
+
+
+# --------------------------------------------------------------------------------------------
+# Training and evaluation
+# --------------------------------------------------------------------------------------------
+
+@dataclass
+class TrainConfig:
+    lr: float = 1e-3
+    batch_size: int = 32
+    epochs: int = 20
+    patience: int = 3
+    seed: int = 1
+    progress: bool = True
+
+
+def set_seed(seed):
+    random.seed(seed)
+    np.random.seed(seed % 2 ** 32)
+    paddle.seed(seed)
+
+
+def show_bars(progress):
+    """Progress bars only on a terminal: in a log file the per-epoch lines say enough."""
+    return progress and sys.stderr.isatty()
+
+
+def predict(model, indices, batch_size, sentences=None):
+    """Logits float32 [len(indices), classes] in the order of `indices` (eval mode, no gradients).
+
+    With `sentences`, batches are formed from length-sorted indices: little padding, same results.
+    """
+    indices = np.asarray(indices)
+    order = np.argsort([len(sentences[i]) for i in indices], kind='stable') if sentences else \
+        np.arange(len(indices))
+    model.eval()
+    parts = []
+    with paddle.no_grad():
+        for start in range(0, len(order), batch_size):
+            parts.append(model(indices[order[start:start + batch_size]]).numpy())
+    logits = np.concatenate(parts) if parts else np.zeros((0, 2), np.float32)
+    out = np.empty_like(logits)
+    out[order] = logits
+    return out
+
+
+def evaluate(model, indices, labels, batch_size, sentences=None):
+    """-> (accuracy, mean cross-entropy) of `model` on the sentences `indices`."""
+    logits = predict(model, indices, batch_size, sentences)
+    gold = labels[np.asarray(indices)]
+    shifted = logits - logits.max(axis=1, keepdims=True)
+    log_probs = shifted - np.log(np.exp(shifted).sum(axis=1, keepdims=True))
+    loss = float(-log_probs[np.arange(len(gold)), gold].mean())
+    return float((logits.argmax(axis=1) == gold).mean()), loss
+
+
+def _trainable_snapshot(model):
+    return {name: p.numpy().copy() for name, p in model.named_parameters() if not p.stop_gradient}
+
+
+def _restore(model, snapshot):
+    with paddle.no_grad():
+        for name, p in model.named_parameters():
+            if name in snapshot:
+                p.set_value(snapshot[name])
+
+
+def train_epoch(model, optimizer, indices, labels, batch_size, rng, desc, progress=True):
+    """One pass over `indices` in a random order -> mean training loss."""
+    from tqdm import tqdm
+    model.train()
+    order = rng.permutation(indices)
+    total, batches = 0.0, 0
+    bar = tqdm(range(0, len(order), batch_size), desc=desc, unit='batch', leave=False,
+               disable=not show_bars(progress))
+    for start in bar:
+        idx = order[start:start + batch_size]
+        loss = F.cross_entropy(model(idx), paddle.to_tensor(labels[idx]))
+        penalty = model.penalty()
+        if penalty is not None:
+            loss = loss + penalty
+        loss.backward()
+        optimizer.step()
+        optimizer.clear_grad()
+        total += float(loss)
+        batches += 1
+        bar.set_postfix(loss=f'{total / batches:.4f}', refresh=False)
+    return total / max(batches, 1)
+
+
+def train_fold(model, data, fold, cfg, name='fold'):
+    """Train on fold.train, early-stop on fold.dev accuracy, restore the best epoch's weights.
+
+    Returns {'dev_accuracy', 'best_epoch', 'epochs_run'}.
+    """
+    optimizer = make_optimizer(model, cfg.lr)
+    rng = np.random.default_rng(cfg.seed)
+    best_accuracy, best_epoch, snapshot = -1.0, 0, None
+    epoch = 0
+    for epoch in range(1, cfg.epochs + 1):
+        train_loss = train_epoch(model, optimizer, fold.train, data.labels, cfg.batch_size, rng,
+                                 f'{name} epoch {epoch}/{cfg.epochs}', cfg.progress)
+        dev_accuracy, dev_loss = evaluate(model, fold.dev, data.labels, cfg.batch_size, data.sentences)
+        improved = dev_accuracy > best_accuracy
+        if improved:
+            best_accuracy, best_epoch, snapshot = dev_accuracy, epoch, _trainable_snapshot(model)
+        if cfg.progress:
+            print(f'{name} epoch {epoch}: train loss {train_loss:.4f}, dev loss {dev_loss:.4f}, '
+                  f'dev accuracy {dev_accuracy:.4f}{" *" if improved else ""}', file=sys.stderr)
+        if epoch - best_epoch >= cfg.patience:
+            break
+    if snapshot is not None:
+        _restore(model, snapshot)
+    return {'dev_accuracy': best_accuracy, 'best_epoch': best_epoch, 'epochs_run': epoch}
+
+
+def cross_validate(data, folds, build_model, cfg):
+    """For each fold: build_model(k) (after seeding with cfg.seed + k), train, test.
+
+    Returns a list of per-fold dicts: test_accuracy, dev_accuracy, best_epoch, epochs_run,
+    seconds, layer_weights.
+    """
+    results = []
+    for k, fold in enumerate(folds):
+        start = time.time()
+        set_seed(cfg.seed + k)  # each fold's initialisation and order do not depend on earlier folds
+        model = build_model(k)
+        fold_cfg = TrainConfig(**{**cfg.__dict__, 'seed': cfg.seed + k})
+        result = train_fold(model, data, fold, fold_cfg, name=f'fold {k + 1}/{len(folds)}')
+        result['test_accuracy'], _ = evaluate(model, fold.test, data.labels, cfg.batch_size, data.sentences)
+        result['layer_weights'] = model.layer_weights()
+        result['seconds'] = time.time() - start
+        if cfg.progress:
+            print(f'fold {k + 1}/{len(folds)}: test accuracy {result["test_accuracy"]:.4f} '
+                  f'(best epoch {result["best_epoch"]}, {result["seconds"]:.1f} s)', file=sys.stderr)
+        results.append(result)
+    return results
+
+
+# --------------------------------------------------------------------------------------------
+# Results
+# --------------------------------------------------------------------------------------------
+
+def summarize(results, args, data, features_info=None):
+    """The output JSON: the same keys from both scripts. accuracy_std is the sample std (ddof=1)."""
+    accuracies = [r['test_accuracy'] for r in results]
+    return {
+        'accuracy_mean': float(np.mean(accuracies)),
+        'accuracy_std': float(np.std(accuracies, ddof=1)) if len(accuracies) > 1 else 0.0,
+        'fold_accuracies': accuracies,
+        'layer_weights': [r['layer_weights'] for r in results] if results[0]['layer_weights'] is not None else None,
+        'args': {k: v for k, v in vars(args).items() if not k.startswith('_')},
+        'fold_dev_accuracies': [r['dev_accuracy'] for r in results],
+        'fold_best_epochs': [r['best_epoch'] for r in results],
+        'fold_seconds': [r['seconds'] for r in results],
+        'data': {'sources': data.sources, 'sentences': len(data.sentences), 'tokenization': data.tokenization},
+        'features': features_info or {},
+    }
+
+
+def format_table(summary):
+    lines = [f'{"fold":>4}  {"dev acc":>7}  {"test acc":>8}  {"best epoch":>10}  {"seconds":>8}']
+    for k, (dev, test, epoch, seconds) in enumerate(zip(summary['fold_dev_accuracies'], summary['fold_accuracies'],
+                                                        summary['fold_best_epochs'], summary['fold_seconds'])):
+        lines.append(f'{k + 1:>4}  {dev:>7.4f}  {test:>8.4f}  {epoch:>10}  {seconds:>8.1f}')
+    n = len(summary['fold_accuracies'])
+    lines.append(f'accuracy {summary["accuracy_mean"]:.4f} ± {summary["accuracy_std"]:.4f} '
+                 f'({n} fold{"s" if n > 1 else ""}, mean ± sample std)')
+    return '\n'.join(lines)
+
+
+def prepare_output(path):
+    """Check early (before hours of training) that the JSON can be written; make its directory."""
+    if path is None:
+        return
+    directory = os.path.dirname(os.path.abspath(path))
+    try:
+        os.makedirs(directory, exist_ok=True)
+    except OSError as e:
+        raise ValueError(f'--output_json {path}: cannot create directory {directory} ({e.strerror})') from None
+    if not os.access(directory, os.W_OK):
+        raise ValueError(f'--output_json {path}: directory {directory} is not writable')
+
+
+# --------------------------------------------------------------------------------------------
+# Command line (shared by run_finetune.py and word2vec_base.py)
+# --------------------------------------------------------------------------------------------
+
+def add_protocol_args(p):
+    d = p.add_argument_group('data')
+    d.add_argument('--data_dir', required=True, help='directory holding the positive and negative files')
+    d.add_argument('--pos_file', default='rt-polarity.pos', help='positive sentences, one per line, in --data_dir')
+    d.add_argument('--neg_file', default='rt-polarity.neg', help='negative sentences, one per line, in --data_dir')
+    d.add_argument('--tokenization', default='split_clitics', choices=TOKENIZATIONS,
+                   help="split_clitics: it's -> it 's, doesn't -> doesn 't (as in the pretraining corpus); "
+                        'as_is: whitespace tokens unchanged')
+    t = p.add_argument_group('protocol and classifier')
+    t.add_argument('--folds', type=int, default=10, help='k-fold cross-validation; 1: one split (10%% test)')
+    t.add_argument('--dev_fraction', type=float, default=0.1,
+                   help='share of each training fold held out for early stopping')
+    t.add_argument('--seed', type=int, default=1, help='fixes folds, initialisation, batch order and dropout')
+    t.add_argument('--batch_size', type=int, default=32, help='sentences per training batch')
+    t.add_argument('--epochs', type=int, default=20, help='maximum epochs per fold')
+    t.add_argument('--patience', type=int, default=3, help='stop after this many epochs without a better dev accuracy')
+    t.add_argument('--lr', type=float, default=1e-3, help='Adam learning rate of the classifier (and scalar mix)')
+    t.add_argument('--hidden_dim', type=int, default=256, help='MLP hidden size (0: a linear classifier)')
+    t.add_argument('--dropout', type=float, default=0.2, help='dropout on the token features and the hidden layer')
+    t.add_argument('--output_json', help='write the results here (accuracy_mean, accuracy_std, '
+                   'fold_accuracies, layer_weights, args, ...)')
+    t.add_argument('--quiet', action='store_true', help='no progress bars or per-epoch lines')
+
+
+def check_protocol_args(a):
+    """Raise ValueError naming the option when a protocol option is out of range."""
+    for name in ('batch_size', 'epochs', 'patience'):
+        if getattr(a, name) < 1:
+            raise ValueError(f'--{name} must be >= 1, got {getattr(a, name)}')
+    if a.hidden_dim < 0:
+        raise ValueError(f'--hidden_dim must be >= 0, got {a.hidden_dim}')
+    if not 0 <= a.dropout < 1:
+        raise ValueError(f'--dropout must be in [0, 1), got {a.dropout}')
+    if a.lr <= 0:
+        raise ValueError(f'--lr must be > 0, got {a.lr}')
+    prepare_output(a.output_json)
+
+
+def train_config(a):
+    return TrainConfig(lr=a.lr, batch_size=a.batch_size, epochs=a.epochs, patience=a.patience, seed=a.seed,
+                       progress=not a.quiet)
+
+
+def load_data(a):
+    """Read the dataset named by the options and say how each file was decoded."""
+    data = read_polarity(a.data_dir, a.pos_file, a.neg_file, a.tokenization)
+    for path, info in data.sources.items():
+        print(f'read {path}: {info["lines"]} sentences ({info["encoding"]})', file=sys.stderr)
+    return data
+
+
+def report(results, a, data, features_info=None):
+    """Print the accuracy table; write --output_json (atomically) if given. Returns the summary."""
+    from elmo import save_json_atomic
+    summary = summarize(results, a, data, features_info)
+    print(format_table(summary))
+    if a.output_json:
+        save_json_atomic(summary, a.output_json)
+        print(f'wrote {a.output_json}')
+    return summary

@@ -1,0 +1,212 @@
+"""ELMo + bag-of-vectors sentence classification (rt-polarity by default), k-fold cross-validated.
+
+    python run_finetune.py --data_dir ../shared/data/rt-polarity --init_from_ckpt checkpoints/final \
+        --seed 1 --output_json results/elmo_bow.json
+    python run_finetune.py --data_dir ../shared/data/rt-polarity --options_file options.json \
+        --weight_file weights.hdf5 --folds 1 --epochs 2        # a quick smoke run
+
+Model: char ids -> biLM -> scalar mix (softmax layer weights and gamma, optional layer norm, L2
+toward equal weights) -> dropout -> masked mean over real tokens -> MLP -> 2 classes (the head
+and protocol are classifier.py's, shared with word2vec_base.py).
+
+The biLM is frozen by default: its layers are computed once per sentence (stateless, boundaries
+removed) into an on-disk float32 cache that every epoch and every fold reuse, so an epoch costs
+only the scalar mix and the head. --trainable fine-tunes the biLM at its own --bilm_lr; it is then
+recomputed every batch, and each fold starts again from the loaded weights.
+"""
+import os
+import shutil
+import sys
+import tempfile
+import time
+
+import args as cli  # first: it quiets Paddle's import-time noise on stderr
+import numpy as np
+import paddle
+import paddle.nn as nn
+
+from classifier import (SentenceClassifier, add_protocol_args, check_protocol_args, cross_validate, load_data,
+                        make_folds, report, show_bars, train_config)
+from dataset import CharMapper
+from elmo import ELMoEmbedder, Elmo, load_bilm
+
+
+class ActivationCache:
+    """A frozen biLM's layers for every sentence, computed once.
+
+    One float32 memmap [total tokens, n_layers + 1, 2 * projection_dim] in a fresh temporary
+    directory (sentence boundaries removed); rows offsets[i]:offsets[i + 1] belong to sentence i.
+    On disk rather than in RAM because a 1024-dim model on rt-polarity needs ~3 GB; the OS page
+    cache keeps in memory what fits. `close()` deletes the directory.
+    """
+
+    def __init__(self, bilm, sentences, directory=None, batch_size=64, device='cpu', progress=True):
+        from tqdm import tqdm
+        lengths = np.array([len(s) for s in sentences], dtype=np.int64)
+        self.offsets = np.concatenate([[0], np.cumsum(lengths)])
+        self.n_layers, self.dim = bilm.n_layers + 1, 2 * bilm.projection_dim
+        self.directory = tempfile.mkdtemp(prefix='elmo-layer-cache-', dir=directory)
+        try:
+            self.array = np.memmap(os.path.join(self.directory, 'layers.f32'), dtype=np.float32, mode='w+',
+                                   shape=(int(self.offsets[-1]), self.n_layers, self.dim))
+            # ELMoEmbedder runs each distinct token through the char CNN once (its token cache).
+            embedder = ELMoEmbedder(bilm=bilm, batch_size=batch_size, device=device)
+            order = np.argsort(lengths, kind='stable')  # similar lengths share a batch: little padding
+            chunk = batch_size * 16
+            with tqdm(total=len(sentences), desc='caching biLM layers', unit='sent', disable=not show_bars(progress)) as bar:
+                for start in range(0, len(order), chunk):
+                    idx = order[start:start + chunk]
+                    for i, layers in zip(idx, embedder.encode([sentences[i] for i in idx], batch_size)):
+                        self.array[self.offsets[i]:self.offsets[i + 1]] = layers.transpose(1, 0, 2)
+                    bar.update(len(idx))
+            self.array.flush()
+        except BaseException:
+            self.close()
+            raise
+
+    @property
+    def nbytes(self):
+        return int(self.array.nbytes)
+
+    def batch(self, indices):
+        """Sentence indices -> (n_layers tensors [batch, time, dim], mask [batch, time] bool)."""
+        indices = np.asarray(indices)
+        lengths = self.offsets[indices + 1] - self.offsets[indices]
+        time_steps = int(max(lengths.max(initial=0), 1))
+        padded = np.zeros((len(indices), self.n_layers, time_steps, self.dim), dtype=np.float32)
+        for row, i in enumerate(indices):
+            padded[row, :, :lengths[row]] = self.array[self.offsets[i]:self.offsets[i + 1]].transpose(1, 0, 2)
+        layers = [paddle.to_tensor(padded[:, k]) for k in range(self.n_layers)]
+        mask = paddle.to_tensor(np.arange(time_steps)[None, :] < lengths[:, None])
+        return layers, mask
+
+    def close(self):
+        self.array = None
+        shutil.rmtree(self.directory, ignore_errors=True)
+
+
+def set_training(layer, mode):
+    """Set the mode flag of `layer` and its sublayers only (Layer.train() also flips Paddle's global mode)."""
+    for sub in [layer, *layer.sublayers()]:
+        sub.training = mode
+
+
+class ElmoFeatures(nn.Layer):
+    """Sentence indices -> (scalar mix of the biLM layers [batch, time, 2P], mask [batch, time]).
+
+    With a cache (frozen biLM) the layers come from it; otherwise the biLM runs on the sentences'
+    char ids. Elmo's own dropout should be 0: the shared head applies the dropout.
+    """
+
+    def __init__(self, elmo, sentences, cache=None, bilm_lr=None):
+        super().__init__()
+        if cache is not None and elmo.requires_grad:
+            raise ValueError('a trainable biLM cannot read its layers from a cache')
+        self.elmo, self.sentences, self.cache, self.bilm_lr = elmo, sentences, cache, bilm_lr
+        self.mapper = CharMapper(elmo.bilm.options['char_cnn']['max_characters_per_token'])
+        self.dim = 2 * elmo.bilm.projection_dim
+
+    def forward(self, indices):
+        if self.cache is not None:
+            layers, mask = self.cache.batch(indices)
+            return self.elmo.scalar_mixes[0](layers, mask), mask
+        if not self.elmo.requires_grad:
+            # The parent's train() sets every sublayer's flag, bypassing Elmo.train(); a frozen
+            # biLM must not apply its dropout.
+            set_training(self.elmo.bilm, False)
+        char_ids, lengths = self.mapper.batch([self.sentences[i] for i in indices])
+        out = self.elmo(paddle.to_tensor(char_ids), lengths)
+        return out['elmo_representations'][0], out['mask']
+
+    def penalty(self):
+        return self.elmo.l2_penalty()
+
+    def lr_groups(self):
+        return [(list(self.elmo.bilm.parameters()), self.bilm_lr)] if self.elmo.requires_grad else []
+
+    def layer_weights(self):
+        mix = self.elmo.scalar_mixes[0]
+        return {'weights': [float(w) for w in mix.normalized_weights().numpy()], 'gamma': float(mix.gamma.numpy()[0])}
+
+
+def model_builder(bilm, sentences, trainable=False, bilm_lr=2e-5, layer_norm=False, l2_coef=1e-3,
+                  hidden_dim=256, dropout=0.2, cache=None):
+    """-> build_model(fold) making a fresh classifier; a trainable biLM is reset to its loaded weights first."""
+    initial = {name: p.numpy().copy() for name, p in bilm.named_parameters()} if trainable else None
+
+    def build_model(fold):
+        if initial is not None:
+            with paddle.no_grad():
+                for name, p in bilm.named_parameters():
+                    p.set_value(initial[name])
+        elmo = Elmo(bilm, requires_grad=trainable, do_layer_norm=layer_norm, dropout=0.0, l2_coef=l2_coef)
+        return SentenceClassifier(ElmoFeatures(elmo, sentences, cache, bilm_lr), hidden_dim, dropout)
+
+    return build_model
+
+
+def add_elmo_args(p):
+    e = p.add_argument_group('ELMo')
+    e.add_argument('--trainable', action='store_true',
+                   help='fine-tune the biLM at --bilm_lr (recomputed every batch); default: frozen and cached')
+    e.add_argument('--bilm_lr', type=float, default=2e-5, help='Adam learning rate of the biLM with --trainable')
+    e.add_argument('--layer_norm', action='store_true', help='layer-normalise each biLM layer before mixing')
+    e.add_argument('--l2_coef', type=float, default=1e-3,
+                   help='L2 penalty on the scalar-mix weights (pulls them toward equal weights)')
+    e.add_argument('--no_cache', action='store_true',
+                   help='frozen biLM: recompute its layers every batch instead of caching them on disk')
+    e.add_argument('--cache_dir', help='directory for the layer cache (default: the system temp dir); '
+                   'the cache is deleted at exit')
+    e.add_argument('--bilm_batch_size', type=int, default=64, help='sentences per biLM batch when caching')
+
+
+def check_elmo_args(a):
+    if a.bilm_lr <= 0:
+        raise cli.UserError(f'--bilm_lr must be > 0, got {a.bilm_lr}')
+    if a.l2_coef < 0:
+        raise cli.UserError(f'--l2_coef must be >= 0, got {a.l2_coef}')
+    if a.bilm_batch_size < 1:
+        raise cli.UserError(f'--bilm_batch_size must be >= 1, got {a.bilm_batch_size}')
+    if a.cache_dir and (a.trainable or a.no_cache):
+        raise cli.UserError('--cache_dir is for the frozen biLM\'s cache; it has no use with '
+                            '--trainable or --no_cache')
+    if a.cache_dir and not os.path.isdir(a.cache_dir):
+        raise FileNotFoundError(f'{a.cache_dir}: --cache_dir is not a directory')
+
+
+def main():
+    p = cli.parser(__doc__.split('\n')[0])
+    cli.add_model_source(p)
+    cli.add_device(p)
+    add_protocol_args(p)
+    add_elmo_args(p)
+    a = p.parse_args()
+    source = cli.model_source(a)
+    check_protocol_args(a)
+    check_elmo_args(a)
+    paddle.set_device(a.device)
+    data = load_data(a)
+    folds = make_folds(data.labels, a.folds, a.seed, a.dev_fraction)
+    bilm = load_bilm(**source)
+    info = {'projection_dim': bilm.projection_dim, 'n_layers': bilm.n_layers + 1, 'trainable': a.trainable,
+            'cached': not (a.trainable or a.no_cache)}
+    cache = None
+    try:
+        if info['cached']:
+            start = time.time()
+            cache = ActivationCache(bilm, data.sentences, a.cache_dir, a.bilm_batch_size, a.device, not a.quiet)
+            info['cache_seconds'] = time.time() - start
+            info['cache_bytes'] = cache.nbytes
+            print(f'cached {len(data.sentences)} sentences\' biLM layers ({cache.nbytes / 2 ** 20:.0f} MiB) '
+                  f'in {info["cache_seconds"]:.1f} s', file=sys.stderr)
+        build = model_builder(bilm, data.sentences, a.trainable, a.bilm_lr, a.layer_norm, a.l2_coef,
+                              a.hidden_dim, a.dropout, cache)
+        results = cross_validate(data, folds, build, train_config(a))
+    finally:
+        if cache is not None:
+            cache.close()
+    report(results, a, data, info)
+
+
+if __name__ == '__main__':
+    cli.run(main)

@@ -1,0 +1,296 @@
+"""Downstream classification: data, folds, the shared head, the ELMo layer cache, both scripts end to end."""
+import json
+import os
+import subprocess
+import sys
+
+import numpy as np
+import paddle
+import pytest
+
+from conftest import FIXTURE, ROOT, SHARED, require, tiny_options
+from classifier import (BowHead, Dataset, make_folds, make_optimizer, predict, read_polarity, split_clitics,
+                        train_epoch)
+
+RT = os.path.join(SHARED, 'data', 'rt-polarity')
+CORPUS = os.path.join(SHARED, 'data', 'lm-corpus', 'train.txt')
+# Cache and live paths do the same float32 arithmetic on differently padded batches; 1e-5 allows
+# for BLAS summation order while a wrong layer, row or boundary moves logits by far more.
+TOL = 1e-5
+
+
+def head_lines(path, n):
+    with open(path, encoding='utf-8') as f:
+        return [next(f) for _ in range(n)]
+
+
+@pytest.fixture
+def rt_slice(tmp_path):
+    """100 positive + 100 negative rt-polarity lines in a fresh directory."""
+    require(RT)
+    for name in ('rt-polarity.pos', 'rt-polarity.neg'):
+        (tmp_path / name).write_text(''.join(head_lines(os.path.join(RT, name), 100)), encoding='utf-8')
+    return tmp_path
+
+
+def fixture_bilm():
+    from elmo import load_bilm
+    require(FIXTURE)
+    return load_bilm(options_file=os.path.join(FIXTURE, 'options.json'),
+                     weight_file=os.path.join(FIXTURE, 'lm_weights.hdf5'))
+
+
+def small_dataset(n_per_class=20):
+    require(RT)
+    sentences, labels = [], []
+    for name, label in (('rt-polarity.pos', 1), ('rt-polarity.neg', 0)):
+        lines = head_lines(os.path.join(RT, name), n_per_class)
+        sentences += [split_clitics(line.split()) for line in lines]
+        labels += [label] * len(lines)
+    return Dataset(sentences, np.array(labels, dtype=np.int64), {}, 'split_clitics')
+
+
+def run_script(script, *argv):
+    env = dict(os.environ, OMP_NUM_THREADS='1')
+    return subprocess.run([sys.executable, os.path.join(ROOT, script), *argv], capture_output=True, text=True,
+                          env=env, cwd=ROOT)
+
+
+# ---- data ------------------------------------------------------------------------------------
+
+def test_read_polarity_falls_back_to_latin1_per_file_and_reports_it(tmp_path):
+    (tmp_path / 'rt-polarity.pos').write_bytes('un film très beau \n'.encode('utf-8'))
+    (tmp_path / 'rt-polarity.neg').write_bytes('un caf\xe9 froid\nennuyeux\n'.encode('latin-1'))
+    data = read_polarity(str(tmp_path))
+    assert data.sentences == [['un', 'film', 'très', 'beau'], ['un', 'café', 'froid'], ['ennuyeux']]
+    assert data.labels.tolist() == [1, 0, 0]
+    encodings = {os.path.basename(k): v['encoding'] for k, v in data.sources.items()}
+    assert encodings == {'rt-polarity.pos': 'utf-8', 'rt-polarity.neg': 'latin-1'}
+
+
+def test_empty_line_is_an_error_naming_file_and_line(tmp_path):
+    (tmp_path / 'a.pos').write_text('good\n\nbad\n', encoding='utf-8')
+    (tmp_path / 'a.neg').write_text('bad\n', encoding='utf-8')
+    with pytest.raises(ValueError, match=r'a\.pos:2: empty line'):
+        read_polarity(str(tmp_path), 'a.pos', 'a.neg')
+
+
+def test_split_clitics_follows_the_pretraining_corpus():
+    assert split_clitics("it's a film that doesn't work , you'll see rock'n'roll o'clock ' 's".split()) == \
+        ['it', "'s", 'a', 'film', 'that', 'doesn', "'t", 'work', ',', 'you', "'ll", 'see', "rock'n'roll",
+         "o'clock", "'", "'s"]
+
+
+# ---- folds -----------------------------------------------------------------------------------
+
+def test_folds_are_disjoint_cover_the_data_and_are_stratified():
+    labels = np.array([1] * 61 + [0] * 42)
+    folds = make_folds(labels, n_folds=10, seed=3, dev_fraction=0.1)
+    assert len(folds) == 10
+    all_tests = np.concatenate([f.test for f in folds])
+    assert sorted(all_tests.tolist()) == list(range(len(labels)))  # each sentence tested exactly once
+    for f in folds:
+        parts = [set(f.train.tolist()), set(f.dev.tolist()), set(f.test.tolist())]
+        assert sum(map(len, parts)) == len(labels) and set.union(*parts) == set(range(len(labels)))
+        assert len(f.dev) > 0 and abs(labels[f.test].mean() - labels.mean()) < 0.1
+    again = make_folds(labels, n_folds=10, seed=3)
+    assert all(np.array_equal(a.test, b.test) and np.array_equal(a.dev, b.dev) for a, b in zip(folds, again))
+    other = make_folds(labels, n_folds=10, seed=4)
+    assert not all(np.array_equal(a.test, b.test) for a, b in zip(folds, other))
+
+
+def test_single_split_and_too_few_sentences():
+    labels = np.array([1] * 50 + [0] * 50)
+    (fold,) = make_folds(labels, n_folds=1, seed=1)
+    assert len(fold.test) == 10 and len(fold.train) + len(fold.dev) == 90
+    assert not set(fold.test) & (set(fold.train) | set(fold.dev))
+    with pytest.raises(ValueError, match='--folds 10 needs at least 10 sentences per class'):
+        make_folds(np.array([1] * 5 + [0] * 50), n_folds=10)
+
+
+# ---- head ------------------------------------------------------------------------------------
+
+def test_head_ignores_padded_positions():
+    paddle.seed(0)
+    head = BowHead(input_dim=6, hidden_dim=5, dropout=0.0)
+    head.eval()
+    x = np.random.RandomState(0).randn(2, 4, 6).astype(np.float32)
+    mask = np.array([[True, True, False, False], [True, True, True, True]])
+    garbage = x.copy()
+    garbage[0, 2:] = 1e3
+    a = head(paddle.to_tensor(x), paddle.to_tensor(mask)).numpy()
+    b = head(paddle.to_tensor(garbage), paddle.to_tensor(mask)).numpy()
+    np.testing.assert_allclose(a, b, atol=1e-6)
+    alone = head(paddle.to_tensor(x[:1, :2]), paddle.to_tensor(mask[:1, :2])).numpy()
+    np.testing.assert_allclose(a[:1], alone, atol=1e-6)  # a mean over real tokens, not over time
+
+
+# ---- ELMo features ---------------------------------------------------------------------------
+
+def test_cache_gives_the_same_predictions_as_recomputing_the_bilm():
+    from run_finetune import ActivationCache, model_builder
+    bilm, data = fixture_bilm(), small_dataset(15)
+    cache = ActivationCache(bilm, data.sentences, progress=False)
+    try:
+        paddle.seed(0)
+        model = model_builder(bilm, data.sentences, layer_norm=True, cache=cache)(0)
+        with paddle.no_grad():  # non-default mix weights, so every layer's slot matters
+            model.features.elmo.scalar_mixes[0].weights_.set_value(np.array([0.3, -0.5, 0.9], np.float32))
+        indices = np.arange(len(data.sentences))
+        cached = predict(model, indices, 8, data.sentences)
+        model.features.cache = None
+        live = predict(model, indices, 8, data.sentences)
+    finally:
+        cache.close()
+    assert not os.path.exists(cache.directory)
+    np.testing.assert_allclose(cached, live, atol=TOL, rtol=0)
+    assert np.abs(cached).max() > 1e-3
+
+
+def _bilm_params(bilm):
+    return {name: p.numpy().copy() for name, p in bilm.named_parameters()}
+
+
+def _largest_change(before, bilm):
+    return max(np.abs(before[k] - v).max() for k, v in _bilm_params(bilm).items())
+
+
+def _train_steps(bilm, data, steps=2, **kw):
+    """A few Adam steps on short sentences (backward through the biLM is slow) -> (build, model)."""
+    from run_finetune import model_builder
+    build = model_builder(bilm, data.sentences, **kw)
+    model = build(0)
+    optimizer = make_optimizer(model, 1e-3)
+    indices = np.argsort([len(s) for s in data.sentences])[:8]  # the shortest sentences, both classes
+    for _ in range(steps):
+        train_epoch(model, optimizer, indices, data.labels, 8, np.random.default_rng(0), '', progress=False)
+    return build, model
+
+
+def test_frozen_bilm_does_not_change_but_the_scalar_mix_does():
+    bilm, data = fixture_bilm(), small_dataset(20)
+    before = _bilm_params(bilm)
+    _, model = _train_steps(bilm, data)
+    assert _largest_change(before, bilm) == 0
+    mix = model.features.elmo.scalar_mixes[0]
+    assert np.abs(mix.weights_.numpy()).max() > 0 and mix.gamma.numpy()[0] != 1.0
+
+
+def test_trainable_bilm_changes_at_its_own_rate_and_each_fold_restarts_from_the_loaded_weights():
+    bilm, data = fixture_bilm(), small_dataset(20)
+    assert set(data.labels[np.argsort([len(s) for s in data.sentences])[:8]]) == {0, 1}
+    before = _bilm_params(bilm)
+    build, _ = _train_steps(bilm, data, trainable=True, bilm_lr=1e-3)
+    assert _largest_change(before, bilm) > 1e-4
+    build(1)  # the next fold's model
+    assert _largest_change(before, bilm) == 0
+    # A tiny biLM rate barely moves it while the head trains at --lr: the rate groups are honoured.
+    _, model = _train_steps(bilm, data, trainable=True, bilm_lr=1e-10)
+    assert _largest_change(before, bilm) < 1e-7
+    assert np.abs(model.features.elmo.scalar_mixes[0].weights_.numpy()).max() > 1e-4
+
+
+def test_frozen_bilm_has_no_dropout_when_the_classifier_is_in_train_mode():
+    from elmo import BiLM
+    from run_finetune import model_builder
+    paddle.seed(0)
+    bilm = BiLM(tiny_options(dropout=0.5))
+    sentences = [['a', 'good', 'film'], ['bad']]
+    model = model_builder(bilm, sentences, dropout=0.0)(0)
+    model.train()
+    first = model(np.array([0, 1])).numpy()
+    np.testing.assert_array_equal(first, model(np.array([0, 1])).numpy())
+
+
+# ---- word2vec features -----------------------------------------------------------------------
+
+def _toy_vectors():
+    from gensim.models import KeyedVectors
+    kv = KeyedVectors(vector_size=3)
+    kv.add_vectors(['the', 'Spielberg', 'film'], np.array([[1, 0, 0], [0, 2, 0], [0, 0, 4]], np.float32))
+    return kv
+
+
+def test_word2vec_lookup_falls_back_on_case_and_handles_oov_as_documented():
+    from word2vec_base import UNK, Word2VecFeatures, lookup_table
+    sentences = [['the', 'spielberg', 'film'], ['zzz', 'film'], ['zzz']]
+    table, ids, stats = lookup_table(sentences, _toy_vectors(), oov='unk')
+    assert stats['oov_tokens'] == 2 and stats['oov_types'] == 1 and stats['tokens'] == 6
+    assert stats['sentences_without_known_tokens'] == 1
+    np.testing.assert_array_equal(table[ids[0]], [[1, 0, 0], [0, 2, 0], [0, 0, 4]])  # 'spielberg' -> 'Spielberg'
+    assert ids[1][0] == UNK
+    features = Word2VecFeatures(table, ids, 'unk')
+    with paddle.no_grad():
+        features.unk.set_value(np.array([5, 5, 5], np.float32))
+    x, mask = features(np.array([1, 2]))
+    np.testing.assert_array_equal(x.numpy()[0], [[5, 5, 5], [0, 0, 4]])
+    assert mask.numpy().tolist() == [[True, True], [True, False]]
+
+    table, ids, stats = lookup_table(sentences, _toy_vectors(), oov='skip')
+    features = Word2VecFeatures(table, ids, 'skip')
+    assert features.unk is None and len(ids[1]) == 1 and len(ids[2]) == 0
+    x, mask = features(np.array([1, 2]))
+    np.testing.assert_array_equal(x.numpy()[0, 0], [0, 0, 4])
+    assert mask.numpy().tolist() == [[True], [False]]
+
+
+@pytest.mark.parametrize('name', ['v.bin', 'v.bin.gz', 'v.txt'])
+def test_saved_vectors_load_back_unchanged(tmp_path, name):
+    from word2vec_base import load_vectors, save_vectors
+    kv = _toy_vectors()
+    save_vectors(kv, str(tmp_path / name))
+    loaded = load_vectors(str(tmp_path / name))
+    assert list(loaded.index_to_key) == list(kv.index_to_key)
+    np.testing.assert_array_equal(loaded.vectors, kv.vectors)
+    assert os.listdir(tmp_path) == [name]  # no temp file left behind
+
+
+# ---- the scripts, end to end -----------------------------------------------------------------
+
+def _check_result(path, n_folds):
+    with open(path) as f:
+        result = json.load(f)
+    assert {'accuracy_mean', 'accuracy_std', 'fold_accuracies', 'layer_weights', 'args'} <= set(result)
+    assert len(result['fold_accuracies']) == n_folds
+    assert all(0 <= a <= 1 for a in result['fold_accuracies'])
+    assert result['accuracy_mean'] == pytest.approx(np.mean(result['fold_accuracies']))
+    return result
+
+
+def test_run_finetune_end_to_end_on_a_slice(rt_slice, tmp_path):
+    require(FIXTURE)
+    out = tmp_path / 'results' / 'elmo.json'
+    proc = run_script('run_finetune.py', '--data_dir', str(rt_slice), '--options_file',
+                      os.path.join(FIXTURE, 'options.json'), '--weight_file', os.path.join(FIXTURE, 'lm_weights.hdf5'),
+                      '--folds', '2', '--epochs', '2', '--seed', '1', '--output_json', str(out), '--quiet')
+    assert proc.returncode == 0, proc.stderr
+    result = _check_result(out, 2)
+    assert 'accuracy' in proc.stdout and '(utf-8)' in proc.stderr
+    assert len(result['layer_weights']) == 2
+    assert sum(result['layer_weights'][0]['weights']) == pytest.approx(1.0, abs=1e-5)
+    assert result['args']['folds'] == 2 and result['data']['sentences'] == 200
+
+
+def test_word2vec_base_end_to_end_trains_saves_and_reuses_vectors(rt_slice, tmp_path):
+    require(CORPUS)
+    corpus = tmp_path / 'corpus.txt'
+    corpus.write_text(''.join(head_lines(CORPUS, 400)), encoding='utf-8')
+    saved, out = tmp_path / 'w2v.bin', tmp_path / 'w2v.json'
+    proc = run_script('word2vec_base.py', '--data_dir', str(rt_slice), '--train_word2vec_on', str(corpus),
+                      '--w2v_dim', '16', '--w2v_min_count', '1', '--save_word2vec', str(saved), '--folds', '1',
+                      '--epochs', '2', '--output_json', str(out), '--quiet')
+    assert proc.returncode == 0, proc.stderr
+    result = _check_result(out, 1)
+    assert result['layer_weights'] is None and result['features']['dim'] == 16
+    assert 0 < result['features']['oov_rate'] < 1
+    from word2vec_base import load_vectors
+    assert load_vectors(str(saved)).vector_size == 16
+
+
+def test_bad_input_is_one_line_error_with_exit_code_2(tmp_path):
+    (tmp_path / 'rt-polarity.pos').write_text('good\n', encoding='utf-8')
+    proc = run_script('word2vec_base.py', '--data_dir', str(tmp_path), '--pretrained_word2vec_file',
+                      str(tmp_path / 'missing.bin'))
+    assert proc.returncode == 2
+    assert proc.stderr.strip().splitlines()[-1].startswith('error: ') and 'missing.bin' in proc.stderr
+    assert 'Traceback' not in proc.stderr
