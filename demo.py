@@ -2,14 +2,16 @@
 
 Runs the real scripts end to end (build_vocab.py, run_pretrain.py, run_eval.py) on
 demo/sample_train.txt (our own sentences), then shows with ELMoEmbedder that the same word gets
-different vectors in different contexts: each ambiguous word is closer to itself in a sentence of
-the same sense than in one of the other sense. Takes about two minutes on 2 CPU cores.
+different vectors in different contexts: for ambiguous words (bank, bat, spring) in held-out
+sentences, the LSTM layers' vector is nearest to the right sense's centroid, while the
+context-free layer 0 can only guess. Takes about two minutes on 2 CPU cores.
 """
 import os
 import subprocess
 import sys
 import time
 
+import args  # noqa: F401  (first: it quiets Paddle's import-time noise)
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -22,21 +24,28 @@ MODEL_FLAGS = ['--projection_dim', '64', '--cell_dim', '256', '--num_layers', '2
                '--n_negative_samples', '256', '--batch_size', '32', '--unroll_steps', '20', '--dropout', '0.1']
 STEPS = 300
 
-# (word, sentence, sense): two sentences per sense, none of them in the training data.
+# Held-out probe sentences (not in the training data): (word, sentence, sense).
 PROBES = [
-    ('bank', 'the ducks swam near the bank of the quiet river .', 'river'),
-    ('bank', 'we had a picnic on the bank of the stream .', 'river'),
-    ('bank', 'my mother paid the loan at the bank on monday .', 'money'),
-    ('bank', 'the bank sent a letter about the savings account .', 'money'),
-    ('bat', 'a bat flew over the barn at night .', 'animal'),
-    ('bat', 'the small bat slept in the dark cave .', 'animal'),
-    ('bat', 'he swung the bat and hit the ball in baseball .', 'sport'),
-    ('bat', 'the player lost his bat before the cricket match .', 'sport'),
-    ('spring', 'the flowers return every spring after winter .', 'season'),
-    ('spring', 'in early spring the meadow is green .', 'season'),
-    ('spring', 'they drank water from a cold spring in the rocks .', 'water'),
-    ('spring', 'a spring feeds the lake below the hills .', 'water'),
+    ('bank', 'the heron walked along the muddy bank of the creek .', 'river'),
+    ('bank', 'reeds grow thick on the grassy bank of the canal .', 'river'),
+    ('bank', 'my uncle asked the bank for a loan on friday .', 'money'),
+    ('bank', 'the banker deposited the cheque at the bank on payday .', 'money'),
+    ('bat', 'at dusk a bat flew out of the barn and hunted moths .', 'animal'),
+    ('bat', 'the bat hung upside down from the roof of the cave .', 'animal'),
+    ('bat', 'his sister swung the bat and hit the ball in softball .', 'sport'),
+    ('bat', 'the cricket player dropped the bat and ran .', 'sport'),
+    ('spring', 'the daffodils appear every spring after the cold winter .', 'season'),
+    ('spring', 'the lambs come back every spring to the meadow .', 'season'),
+    ('spring', 'the tourist drank cold water from a spring under the rocks .', 'water'),
+    ('spring', 'a clear spring feeds the stream below the hills .', 'water'),
 ]
+# Training sentences that contain the word and a cue of exactly one sense define that sense.
+CUES = {'bank': {'river': {'river', 'stream', 'lake', 'canal', 'creek', 'boat', 'reeds', 'muddy', 'grassy', 'flood'},
+                 'money': {'loan', 'interest', 'deposited', 'cash', 'savings', 'account', 'cheque', 'refused'}},
+        'bat': {'animal': {'cave', 'barn', 'insects', 'dusk', 'owl', 'fox', 'heron', 'tower', 'roof'},
+                'sport': {'swung', 'ball', 'player', 'base', 'willow', 'cricket', 'baseball', 'softball'}},
+        'spring': {'season': {'flowers', 'blossoms', 'daffodils', 'winter', 'warm', 'meadow', 'lambs', 'leaves'},
+                   'water': {'water', 'drank', 'rocks', 'feeds', 'village', 'hills', 'mountain'}}}
 
 
 def run(step, args):
@@ -45,36 +54,47 @@ def run(step, args):
     subprocess.run([sys.executable] + args, check=True, cwd=HERE, env=env)
 
 
-def cosine(a, b):
-    return float(a @ b / (np.linalg.norm(a) * np.linalg.norm(b) + 1e-12))
+def word_vectors(embedder, sentences, word):
+    """All layers' vectors of `word` in each sentence -> [n_sentences, layers, dim]."""
+    embs = embedder.encode([s.split() for s in sentences])
+    return np.stack([e[:, s.split().index(word)] for e, s in zip(embs, sentences)])
+
+
+def sense_centroids(embedder, train, word, senses):
+    """Mean vectors of `word` per sense over training sentences with a cue of that sense only."""
+    centroids = {}
+    for sense, cues in senses.items():
+        others = set().union(*(c for s, c in senses.items() if s != sense))
+        chosen = [s for s in train if word in s.split() and cues & set(s.split()) and not others & set(s.split())]
+        centroids[sense] = word_vectors(embedder, chosen[:20], word).mean(axis=0)  # [layers, dim]
+    return centroids
 
 
 def show_contexts(params_file):
+    """Nearest sense centroid of each probe, per layer: context-free layer 0 can only guess."""
     from elmo import ELMoEmbedder
     embedder = ELMoEmbedder(params_file)
-    vectors = []
-    for word, sentence, _ in PROBES:
-        tokens = sentence.split()
-        top = embedder.embed_sentence(tokens)[2]  # [n_tokens, dim], top biLM layer
-        vectors.append(top[tokens.index(word)])
-    print('\n== the same word, different vectors (cosine similarity of the top layer)')
-    ok = 0
-    for word in dict.fromkeys(w for w, _, _ in PROBES):
-        idx = [i for i, p in enumerate(PROBES) if p[0] == word]
-        same = [cosine(vectors[i], vectors[j]) for i in idx for j in idx if i < j and PROBES[i][2] == PROBES[j][2]]
-        other = [cosine(vectors[i], vectors[j]) for i in idx for j in idx if i < j and PROBES[i][2] != PROBES[j][2]]
-        senses = sorted({PROBES[i][2] for i in idx})
-        verdict = 'yes' if min(same) > max(other) else 'not yet'
-        ok += verdict == 'yes'
-        print(f'  {word!r}: same sense ({" / ".join(senses)}) {np.mean(same):.3f}, other sense {np.mean(other):.3f}'
-              f' -> senses separated: {verdict}')
-        for i in idx:
-            print(f'      [{PROBES[i][2]:>6}] {PROBES[i][1]}')
-    layer0 = embedder.embed_sentence(PROBES[0][1].split())[0][PROBES[0][1].split().index('bank')]
-    layer0b = embedder.embed_sentence(PROBES[2][1].split())[0][PROBES[2][1].split().index('bank')]
-    print(f'  (layer 0, the context-free char-CNN vector, is identical in both senses: '
-          f'cosine {cosine(layer0, layer0b):.3f})')
-    return ok
+    with open(TRAIN, encoding='utf-8') as f:
+        train = f.read().splitlines()
+    print('\n== the same word, different vectors: which sense is each held-out use nearest to?')
+    n_layers = embedder.bilm.n_layers + 1
+    correct = np.zeros(n_layers, dtype=int)
+    for word, senses in CUES.items():
+        centroids = sense_centroids(embedder, train, word, senses)
+        probes = [p for p in PROBES if p[0] == word]
+        vectors = word_vectors(embedder, [p[1] for p in probes], word)
+        for (_, sentence, sense), v in zip(probes, vectors):
+            guesses = []
+            for layer in range(n_layers):
+                cos = {s: v[layer] @ c[layer] / (np.linalg.norm(v[layer]) * np.linalg.norm(c[layer]) + 1e-12)
+                       for s, c in centroids.items()}
+                guesses.append(max(cos, key=cos.get))
+            correct += [g == sense for g in guesses]
+            print(f'  [{sense:>6}] {sentence:<62} layer 0: {guesses[0]:<6} top: {guesses[-1]}')
+    for layer in range(n_layers):
+        kind = 'char CNN, context-free' if layer == 0 else f'LSTM layer {layer}'
+        print(f'  layer {layer} ({kind}): {correct[layer]}/{len(PROBES)} senses right')
+    return correct
 
 
 def main():
@@ -87,7 +107,7 @@ def main():
         '--save_freq', '1000', '--dev_data_path', HELDOUT, '--eval_freq', '100', '--seed', '1'] + MODEL_FLAGS)
     run('held-out perplexity (full softmax)', ['run_eval.py', '--dev_data_path', HELDOUT, '--vocab_file', VOCAB,
         '--init_from_ckpt', os.path.join(CKPT, 'final'), '--batch_size', '8'])
-    show_contexts(os.path.join(CKPT, 'final'))
+    show_contexts(os.path.join(CKPT, "final"))
     print(f'\nDone in {time.time() - t0:.0f} s. Checkpoint: {os.path.relpath(CKPT, HERE)}/final, '
           f'training curve: {os.path.relpath(CKPT, HERE)}/train_curve.png')
 
