@@ -1,0 +1,305 @@
+"""Embedding speed: ELMoEmbedder tokens/s and peak memory, next to the arithmetic floor.
+
+    python benchmarks/bench_embed.py                     # the full table (~10 min on 2 idle cores)
+    python benchmarks/bench_embed.py --configs small --n_sentences 200 --cache on   # a quick look
+    python benchmarks/bench_embed.py --configs none --embed_file_lines 10000,100000  # memory vs lines
+
+Every configuration (random weights: the speed does not depend on the values) runs in its own
+process, so that its peak memory (ru_maxrss: the whole process, Python and Paddle included) is its
+own: `iter_embeddings` (what `encode` runs; each batch's arrays are dropped as they come, as
+embed_file writes them out) over the first --n_sentences lines (whitespace tokens) in batches of
+--batch_size, stateless and stateful, with the char-CNN cache of known words on (50000 words) and
+off. One two-sentence call warms up first (thread pool, allocator); the timed run starts with an
+empty cache. "tokens/CPU-s" divides by the process's CPU time instead of the wall time: it moves
+less when other jobs share the cores.
+
+tokens/s counts real tokens (not <S> and </S>). The floor: FLOPs per token of the configuration
+(benchmarks/common.py: flops_breakdown; <S> and </S> not counted; with the cache on, the char CNN,
+highway and projection count as free) divided by the float32 matmul rate measured at the start on
+the same threads. ratio = tokens/s / floor tokens/s. "GFLOP/s" is the same counting per second.
+"CNN runs/token" is the share of tokens that went through the char CNN.
+"""
+import argparse
+import json
+import os
+import sys
+import tempfile
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+import args as cli  # noqa: E402
+import common  # noqa: E402
+
+DEFAULT_DATA = os.path.join(common.SHARED, 'data', 'rt-polarity', 'rt-polarity.pos')
+DEFAULT_CORPUS = os.path.join(common.SHARED, 'data', 'lm-corpus', 'train.txt')
+CACHE_SIZE = 50000
+CONFIGS = {  # make_options keyword arguments
+    'original': dict(projection_dim=512, cell_dim=4096, n_layers=2, n_highway=2),
+    'small': dict(projection_dim=128, cell_dim=1024, n_layers=2, n_highway=1),
+    'tiny': dict(projection_dim=32, cell_dim=128, n_layers=2, n_highway=1,
+                 filters=[[1, 16], [2, 16], [3, 32], [4, 64]]),
+}
+
+
+def config_options(name):
+    from elmo import make_options
+    # Original filters, char embedding 16, clips 3, residual unless the config says otherwise.
+    return make_options(cell_clip=3.0, proj_clip=3.0, use_skip_connections=True, dropout=0.0, **CONFIGS[name])
+
+
+def read_sentences(path, n):
+    """First n lines of a one-sentence-per-line file -> (token lists, encoding used)."""
+    if not os.path.isfile(path):
+        raise cli.UserError(f'{path}: data file not found (../shared must be beside this checkout, '
+                            f'or pass --data_file)')
+    with open(path, 'rb') as f:
+        raw = [line for _, line in zip(range(n), f)]
+    try:
+        text, encoding = [line.decode('utf-8') for line in raw], 'utf-8'
+    except UnicodeDecodeError:
+        text, encoding = [line.decode('latin-1') for line in raw], 'latin-1'
+    return [line.split() for line in text], encoding
+
+
+# --------------------------------------------------------------------------------------------
+# Workers (one process per measurement)
+# --------------------------------------------------------------------------------------------
+
+def count_char_cnn_tokens(bilm):
+    """Count the real tokens that go through bilm.token_embedding (the char CNN) from now on."""
+    counter = [0]
+    inner = bilm.token_embedding
+
+    def counting(char_ids, *args, **kwargs):
+        counter[0] += int((char_ids > 0).any(axis=-1).astype('int64').sum())
+        return inner(char_ids, *args, **kwargs)
+
+    bilm.token_embedding = counting
+    return counter
+
+
+def build_embedder(spec):
+    common.set_threads(spec['threads'])
+    import paddle
+    from elmo import BiLM, ELMoEmbedder
+    paddle.set_device(spec['device'])
+    paddle.seed(spec['seed'])
+    bilm = BiLM(config_options(spec['config']))
+    make = lambda: ELMoEmbedder(bilm=bilm, batch_size=spec['batch_size'], device=spec['device'],
+                                stateful=spec.get('stateful', False),
+                                token_cache_size=CACHE_SIZE if spec.get('cache', True) else 0)
+    make().encode([['A', 'warm-up', 'sentence', '.'], ['Another', 'one']])
+    bilm.reset_states()
+    return bilm, make()
+
+
+def embed_worker(spec):
+    sentences, _ = read_sentences(spec['data_file'], spec['n_sentences'])
+    bilm, embedder = build_embedder(spec)
+    counter = count_char_cnn_tokens(bilm)
+    model_mb = common.current_rss_mb()
+    start, cpu = time.perf_counter(), time.process_time()
+    for _ in embedder.iter_embeddings(sentences):
+        pass
+    seconds, cpu = time.perf_counter() - start, time.process_time() - cpu
+    return dict(tokens=sum(len(s) for s in sentences), sentences=len(sentences), seconds=seconds,
+                cpu_seconds=cpu, cnn_tokens=counter[0], peak_rss_mb=common.peak_rss_mb(), model_rss_mb=model_mb)
+
+
+def embed_file_worker(spec):
+    _, embedder = build_embedder(spec)
+    model_mb = common.current_rss_mb()
+    start = time.perf_counter()
+    lines = embedder.embed_file(spec['input_file'], spec['output_file'], spec['output_format'], progress=False)
+    seconds = time.perf_counter() - start
+    return dict(lines=lines, seconds=seconds, peak_rss_mb=common.peak_rss_mb(), model_rss_mb=model_mb)
+
+
+WORKERS = {'embed': embed_worker, 'embed_file': embed_file_worker}
+
+
+def run_measurement(spec):
+    env = common.thread_env(spec['threads'])
+    return common.run_worker([os.path.abspath(__file__), '--worker', json.dumps(spec)], env=env)
+
+
+# --------------------------------------------------------------------------------------------
+# The benchmark
+# --------------------------------------------------------------------------------------------
+
+def embed_rows(a, rate):
+    rows = []
+    for config in a.configs:
+        options = config_options(config)
+        for mode in a.modes:
+            for cache in a.cache:
+                spec = dict(kind='embed', config=config, stateful=mode == 'stateful', cache=cache == 'on',
+                            data_file=a.data_file, n_sentences=a.n_sentences, batch_size=a.batch_size,
+                            threads=a.threads, device=a.device, seed=a.seed)
+                print(f'  {config} {mode} cache {cache} ...', end=' ', flush=True)
+                r = run_measurement(spec)
+                load = common.load_average()[0]
+                print(f'{r["tokens"] / r["seconds"]:.0f} tokens/s, {r["seconds"]:.1f} s, load {load}', flush=True)
+                fpt = common.flops_per_token(options, cached_char_cnn=cache == 'on')
+                tps = r['tokens'] / r['seconds']
+                floor = rate * 1e9 / fpt
+                rows.append({'config': config, 'mode': mode, 'cache': cache, 'tokens/s': tps,
+                             'peak MB': r['peak_rss_mb'], 'GFLOP/s': tps * fpt / 1e9, 'floor tokens/s': floor,
+                             'ratio': tps / floor, 'CNN runs/token': r['cnn_tokens'] / r['tokens'],
+                             'tokens/CPU-s': r['tokens'] / r['cpu_seconds'], 'seconds': r['seconds'],
+                             'load (1 min)': load})
+    return rows
+
+
+def write_lines(source, n, path):
+    """The first n lines of `source` (repeated if it is shorter) -> path."""
+    written = 0
+    with open(path, 'wb') as out:
+        while written < n:
+            with open(source, 'rb') as f:
+                for line in f:
+                    out.write(line)
+                    written += 1
+                    if written == n:
+                        break
+            if written == 0:
+                raise cli.UserError(f'{source}: empty file')
+
+
+def embed_file_rows(a):
+    if not os.path.isfile(a.embed_file_source):
+        raise cli.UserError(f'{a.embed_file_source}: --embed_file_source not found')
+    rows = []
+    with tempfile.TemporaryDirectory(prefix='bench_embed_') as tmp:
+        for n in a.embed_file_lines:
+            input_file, output_file = os.path.join(tmp, f'{n}.txt'), os.path.join(tmp, f'{n}.hdf5')
+            write_lines(a.embed_file_source, n, input_file)
+            spec = dict(kind='embed_file', config=a.embed_file_config, input_file=input_file,
+                        output_file=output_file, output_format=a.embed_file_format, batch_size=a.batch_size,
+                        threads=a.threads, device=a.device, seed=a.seed)
+            print(f'  embed_file {n} lines ({a.embed_file_config}) ...', end=' ', flush=True)
+            r = run_measurement(spec)
+            load = common.load_average()[0]
+            print(f'{r["seconds"]:.0f} s, load {load}', flush=True)
+            rows.append({'config': a.embed_file_config, 'lines': n, 'format': a.embed_file_format,
+                         'peak MB': r['peak_rss_mb'], 'after model build MB': r['model_rss_mb'],
+                         'sentences/s': r['lines'] / r['seconds'], 'output MB': os.path.getsize(output_file) / 2 ** 20,
+                         'load (1 min)': load})
+            os.remove(output_file)
+            os.remove(input_file)
+    return rows
+
+
+def print_floors(a, rate):
+    for config in a.configs:
+        options = config_options(config)
+        full = common.flops_breakdown(options)
+        cached = common.flops_per_token(options, cached_char_cnn=True)
+        print(f'{config}: {full["total"] / 1e6:.1f} MFLOP/token (char CNN {full["char_cnn"] / 1e6:.1f}, highway '
+              f'{full["highway"] / 1e6:.1f}, projection {full["projection"] / 1e6:.1f}, LSTMs {full["lstm"] / 1e6:.1f}) '
+              f'-> floor {rate * 1e9 / full["total"]:.0f} tokens/s; with cached token vectors '
+              f'{cached / 1e6:.1f} MFLOP/token -> floor {rate * 1e9 / cached:.0f} tokens/s')
+
+
+def parse_args(argv=None):
+    p = cli.parser(__doc__.split('\n')[0])
+    p.add_argument('--data_file', default=DEFAULT_DATA, help='sentences to embed, one per line, whitespace tokens')
+    p.add_argument('--n_sentences', type=int, default=2000, help='embed the first N lines')
+    p.add_argument('--batch_size', type=int, default=64, help='sentences per batch')
+    p.add_argument('--threads', type=int, default=2, help='CPU threads (OMP/MKL and Paddle)')
+    cli.add_device(p)
+    p.add_argument('--configs', default='original,small',
+                   help=f'comma-separated, from {", ".join(CONFIGS)}; "none" skips the encode table')
+    p.add_argument('--modes', default='stateless,stateful', help='comma-separated: stateless, stateful')
+    p.add_argument('--cache', default='on,off', help='char-CNN cache of known words: on, off or on,off')
+    p.add_argument('--matmul_size', type=int, default=4096, help='n of the [n, n] matmul that sets the floor')
+    p.add_argument('--matmul_seconds', type=float, default=3.0, help='how long to measure the matmul rate')
+    p.add_argument('--embed_file_lines', default='',
+                   help='comma-separated line counts (e.g. 10000,100000): embed_file peak memory per count')
+    p.add_argument('--embed_file_source', default=DEFAULT_CORPUS, help='lines for the embed_file files')
+    p.add_argument('--embed_file_config', default='tiny', choices=list(CONFIGS),
+                   help='model for the embed_file runs (memory growth does not depend on its size)')
+    p.add_argument('--embed_file_format', default='all', choices=['all', 'top', 'average'],
+                   help='embed_file output_format')
+    p.add_argument('--seed', type=int, default=0, help='random weights seed')
+    p.add_argument('--json_out', help='also write the results to this JSON file')
+    p.add_argument('--worker', help=argparse.SUPPRESS)  # internal: one measurement, JSON spec
+    a = p.parse_args(argv)
+    return a if a.worker else check_args(p, a)
+
+
+def _list(value, allowed, option):
+    items = [] if value in ('', 'none') else [v.strip() for v in value.split(',') if v.strip()]
+    bad = [v for v in items if v not in allowed]
+    if bad:
+        raise cli.UserError(f'{option}: unknown value(s) {", ".join(bad)}; expected {", ".join(allowed)}')
+    return items
+
+
+def check_args(p, a):
+    a.configs = _list(a.configs, list(CONFIGS), '--configs')
+    a.modes = _list(a.modes, ['stateless', 'stateful'], '--modes')
+    a.cache = _list(a.cache, ['on', 'off'], '--cache')
+    try:
+        a.embed_file_lines = [int(v) for v in a.embed_file_lines.split(',') if v.strip()]
+    except ValueError:
+        raise cli.UserError(f'--embed_file_lines: expected comma-separated integers, got {a.embed_file_lines!r}')
+    for name in ('n_sentences', 'batch_size', 'threads', 'matmul_size'):
+        if getattr(a, name) < 1:
+            raise cli.UserError(f'--{name} must be >= 1, got {getattr(a, name)}')
+    if any(n < 1 for n in a.embed_file_lines):
+        raise cli.UserError('--embed_file_lines: counts must be >= 1')
+    if a.configs and a.modes and a.cache:
+        read_sentences(a.data_file, 1)  # fail now, not after the matmul measurement
+    return a
+
+
+def main():
+    a = parse_args()
+    if a.worker:
+        spec = json.loads(a.worker)
+        print(json.dumps(WORKERS[spec['kind']](spec)))
+        return 0
+    try:
+        run_benchmark(a)
+    except RuntimeError as e:  # a worker failed: its last error line, no traceback
+        print(f'error: {e}', file=sys.stderr)
+        return 1
+    return 0
+
+
+def run_benchmark(a):
+    common.set_threads(a.threads)
+    import paddle
+    paddle.set_device(a.device)
+    info = common.machine_info()
+    common.print_machine_info(info)
+    rate = common.measure_matmul_gflops(a.matmul_size, a.matmul_seconds)
+    print(f'float32 matmul [{a.matmul_size}]^2, {a.threads} threads, {a.device}: {rate:.1f} GFLOP/s (best of '
+          f'{a.matmul_seconds:g} s)')
+    results = {'machine': info, 'matmul_gflops': rate, 'args': {k: v for k, v in vars(a).items() if k != 'worker'}}
+    if a.configs and a.modes and a.cache:
+        print_floors(a, rate)
+        _, encoding = read_sentences(a.data_file, a.n_sentences)
+        print(f'encode: first {a.n_sentences} lines of {a.data_file} ({encoding}), batch {a.batch_size}')
+        results['encode'] = embed_rows(a, rate)
+        common.print_table(results['encode'])
+    if a.embed_file_lines:
+        print(f'embed_file: lines of {a.embed_file_source}, batch {a.batch_size}')
+        results['embed_file'] = embed_file_rows(a)
+        common.print_table(results['embed_file'])
+    results['matmul_gflops_end'] = common.measure_matmul_gflops(a.matmul_size, a.matmul_seconds)
+    results['load_average_end'] = common.load_average()
+    print(f'float32 matmul rate at the end: {results["matmul_gflops_end"]:.1f} GFLOP/s; '
+          f'load average {results["load_average_end"]}')
+    if a.json_out:
+        tmp = f'{a.json_out}.tmp'
+        with open(tmp, 'w', encoding='utf-8') as f:
+            json.dump(results, f, indent=2)
+        os.replace(tmp, a.json_out)
+
+
+if __name__ == '__main__':
+    cli.run(main)

@@ -1,0 +1,105 @@
+"""Pretraining speed: training tokens/s and peak memory, next to the arithmetic floor.
+
+    python benchmarks/bench_pretrain.py                       # small and original, 2 threads
+    python benchmarks/bench_pretrain.py --configs small --steps 20
+
+Tokens/s counts forward-direction target tokens (batch x unroll per step), as bilm-tf's logs do.
+Each configuration trains on ../shared/data/lm-corpus/train.txt with a 150k-word vocabulary built
+from it (cached under ~/.cache/elmo-paddle), sampled softmax with 8192 negatives, Adagrad and
+global-norm clipping, exactly the run_pretrain.py step, in its own process (so the peak memory is
+its own). The floor is the configuration's training FLOPs per token (benchmarks/common.py:
+flops_breakdown, forward + backward = 3x the forward products) at the float32 matmul rate
+measured at the start of the run; the ratio achieved/floor is the figure to compare across machines.
+"""
+import argparse
+import json
+import os
+import sys
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import common  # noqa: E402
+
+CONFIGS = {
+    # LSTM 1024 -> 128, the original char CNN, 1 highway (as bench_embed.py's small)
+    'small': dict(model=dict(projection_dim=128, cell_dim=1024, n_highway=1), batch_size=32),
+    # the paper's model; a few steps only
+    'original': dict(model=dict(projection_dim=512, cell_dim=4096, n_highway=2), batch_size=128),
+}
+VOCAB_SIZE, NEGATIVES, UNROLL = 150_000, 8192, 20
+TRAIN = os.path.join(common.SHARED, 'data', 'lm-corpus', 'train.txt')
+
+
+def vocabulary_file():
+    """The 150k most frequent words of train.txt (+ <S> </S> <UNK>), built once and cached."""
+    from dataset import build_vocabulary, count_words, write_vocabulary
+    path = os.path.join(os.path.expanduser('~/.cache/elmo-paddle'), f'lm-corpus-vocab-{VOCAB_SIZE}.txt')
+    if not os.path.exists(path):
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        write_vocabulary(build_vocabulary(count_words(TRAIN), max_vocab_size=VOCAB_SIZE), path)
+    return path
+
+
+def worker(name, steps, warmup):
+    """Train `steps` timed steps of configuration `name`; print one JSON line."""
+    import numpy as np
+    import paddle
+    from dataset import LMStream, Vocabulary
+    from elmo import make_options
+    from lm import Adagrad, LanguageModel
+    cfg = CONFIGS[name]
+    paddle.set_device('cpu')
+    paddle.seed(0)
+    vocab = Vocabulary(vocabulary_file())
+    options = make_options(**cfg['model'], dropout=0.1)
+    model = LanguageModel(options, vocab.size, NEGATIVES)
+    optimizer = Adagrad(model, lr=0.2, max_grad_norm=10.0)
+    batches = iter(LMStream(TRAIN, vocab, cfg['batch_size'], UNROLL, seed=0))
+    model.train()
+    times = []
+    for step in range(warmup + steps):
+        batch = next(batches)
+        t0 = time.perf_counter()
+        out = model(batch)
+        out['loss'].backward()
+        optimizer.step()
+        optimizer.clear_grad()
+        float(out['loss'])
+        times.append(time.perf_counter() - t0)
+    step_s = float(np.median(times[warmup:]))
+    print(json.dumps({'step_s': step_s, 'tokens_per_s': cfg['batch_size'] * UNROLL / step_s,
+                      'peak_mb': common.peak_rss_mb(), 'options': options}))
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__.split('\n')[0])
+    p.add_argument('--configs', default='small,original', help='comma-separated: ' + ', '.join(CONFIGS))
+    p.add_argument('--steps', type=int, default=10, help='timed steps per configuration (median reported)')
+    p.add_argument('--warmup', type=int, default=2, help='untimed steps first')
+    p.add_argument('--threads', type=int, default=2, help='CPU threads')
+    p.add_argument('--worker', help=argparse.SUPPRESS)
+    a = p.parse_args()
+    common.set_threads(a.threads)
+    if a.worker:
+        return worker(a.worker, a.steps, a.warmup)
+    common.print_machine_info()
+    vocabulary_file()  # build outside the timed workers
+    gflops = common.measure_matmul_gflops()
+    print(f'float32 matmul rate: {gflops:.1f} GFLOP/s ({a.threads} threads)')
+    rows = []
+    for name in a.configs.split(','):
+        steps = a.steps if name != 'original' else min(a.steps, 3)
+        r = common.run_worker([__file__, '--worker', name, '--steps', str(steps), '--warmup', str(a.warmup),
+                               '--threads', str(a.threads)], env=common.thread_env(a.threads))
+        parts = common.flops_breakdown(r['options'], training=True, n_negative_samples=NEGATIVES)
+        floor = gflops * 1e9 / parts['total']
+        rows.append({'config': name, 'batch': CONFIGS[name]['batch_size'], 'steps': steps,
+                     's/step': round(r['step_s'], 3), 'tokens/s': r['tokens_per_s'],
+                     'peak MB': r['peak_mb'], 'GFLOP/token': parts['total'] / 1e9,
+                     'GFLOP/s': r['tokens_per_s'] * parts['total'] / 1e9,
+                     'floor tokens/s': floor, 'achieved/floor': f"{r['tokens_per_s'] / floor:.0%}"})
+    common.print_table(rows)
+
+
+if __name__ == '__main__':
+    main()

@@ -1,0 +1,256 @@
+"""Shared measuring tools for the benchmarks: threads, the float32 matmul rate, FLOPs per token of
+a configuration, peak memory, machine facts, isolated worker runs and Markdown tables.
+
+The arithmetic floor of a run is `flops_per_token(options) / measure_matmul_gflops()`: the time
+per token if every matrix product of the model ran at the speed of one large square matmul on
+this machine. Elementwise work (sigmoid, tanh, clipping, the max-pool) is not counted, so a real
+run is always slower than its floor unless it skips arithmetic the reference does.
+"""
+import datetime
+import json
+import os
+import platform
+import resource
+import subprocess
+import sys
+import time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+SHARED = os.path.abspath(os.path.join(ROOT, '..', 'shared'))
+if ROOT not in sys.path:
+    sys.path.insert(0, ROOT)
+
+THREAD_ENV = ('OMP_NUM_THREADS', 'MKL_NUM_THREADS', 'OPENBLAS_NUM_THREADS')
+
+
+# --------------------------------------------------------------------------------------------
+# Threads
+# --------------------------------------------------------------------------------------------
+
+def thread_env(threads):
+    """Environment variables that fix the CPU thread count; must be set before paddle is imported."""
+    return {name: str(threads) for name in THREAD_ENV}
+
+
+def set_threads(threads):
+    """Use `threads` CPU threads in this process: the environment (for BLAS libraries that read it
+    at load time, and for child processes) and Paddle's own setting when it exists."""
+    os.environ.update(thread_env(threads))
+    import paddle
+    core = getattr(getattr(paddle, 'base', None), 'core', None)
+    if core is not None and hasattr(core, 'set_num_threads'):
+        core.set_num_threads(threads)
+
+
+# --------------------------------------------------------------------------------------------
+# Speed of the machine
+# --------------------------------------------------------------------------------------------
+
+def _synchronize():
+    import paddle
+    if paddle.device.get_device().startswith('gpu'):
+        paddle.device.synchronize()
+
+
+def measure_matmul_gflops(n=4096, seconds=3.0):
+    """float32 GFLOP/s of Paddle's [n, n] x [n, n] matmul on the current device (best round).
+
+    The best of repeated single products is the machine's rate; the median would mostly measure
+    whatever else is running. One product is 2 * n^3 FLOPs.
+    """
+    import paddle
+    a = paddle.randn([n, n], dtype='float32')
+    b = paddle.randn([n, n], dtype='float32')
+    paddle.matmul(a, b)  # warm-up: thread pool, page faults of the output
+    _synchronize()
+    best, start = 0.0, time.perf_counter()
+    while True:
+        t = time.perf_counter()
+        paddle.matmul(a, b)
+        _synchronize()
+        best = max(best, 2.0 * n ** 3 / (time.perf_counter() - t) / 1e9)
+        if time.perf_counter() - start >= seconds:
+            return best
+
+
+# --------------------------------------------------------------------------------------------
+# FLOPs of a configuration
+# --------------------------------------------------------------------------------------------
+
+def flops_breakdown(options, *, training=False, vocab_size=None, n_negative_samples=None,
+                    cached_char_cnn=False):
+    """FLOPs per token by part, counting 2 * m * n * k per matrix product.
+
+    Forward, per token (options in the bilm-tf format; F = total filters, P = projection_dim,
+    D = lstm dim, C = char embedding dim, M = max_characters_per_token):
+      char_cnn   sum over filters (width w, n filters) of 2 * (M - w + 1) * w * C * n
+                 (all M positions, PAD included, as the reference convolves them)
+      highway    n_highway * 2 * (2 * F * F)          (carry and transform products)
+      projection 2 * F * P
+      lstm       per layer and direction: 2 * (P + P) * 4D (input and previous h to the gates)
+                 + 2 * D * P (the projection); times n_layers, times 2 directions
+      softmax    training only, per direction: 2 * P * (n_negative_samples + 1) with a sampled
+                 softmax (shared negatives plus the true word), else 2 * P * vocab_size
+    cached_char_cnn: the token representations come from a cache (char CNN, highway and
+    projection cost nothing). training: forward + backward ~= 3x the forward products; the char
+    CNN is counted once per token (the reversed stream holds the same tokens; bilm-tf computes
+    it twice). Elementwise work is not counted.
+    """
+    cnn, lstm = options['char_cnn'], options['lstm']
+    if training and cached_char_cnn:
+        raise ValueError('cached_char_cnn applies to inference only (training updates the char CNN)')
+    if training and n_negative_samples is None and vocab_size is None:
+        raise ValueError('training FLOPs need n_negative_samples (sampled softmax) or vocab_size (full softmax)')
+    max_chars, char_dim = cnn['max_characters_per_token'], cnn['embedding']['dim']
+    n_filters = sum(n for _, n in cnn['filters'])
+    P, D, L = lstm['projection_dim'], lstm['dim'], lstm['n_layers']
+    parts = {
+        'char_cnn': sum(2 * (max_chars - w + 1) * w * char_dim * n for w, n in cnn['filters']),
+        'highway': cnn['n_highway'] * 2 * (2 * n_filters * n_filters),
+        'projection': 2 * n_filters * P,
+        'lstm': 2 * L * (2 * (P + P) * 4 * D + 2 * D * P),
+        'softmax': 0,
+    }
+    if cached_char_cnn:
+        parts.update(char_cnn=0, highway=0, projection=0)
+    if training:
+        classes = n_negative_samples + 1 if n_negative_samples is not None else vocab_size
+        parts['softmax'] = 2 * (2 * P * classes)
+        parts = {k: 3 * v for k, v in parts.items()}
+    parts['total'] = sum(parts.values())
+    return parts
+
+
+def flops_per_token(options, *, training=False, vocab_size=None, n_negative_samples=None,
+                    cached_char_cnn=False):
+    """Total FLOPs per token of a configuration; see flops_breakdown for what is counted."""
+    return flops_breakdown(options, training=training, vocab_size=vocab_size,
+                           n_negative_samples=n_negative_samples, cached_char_cnn=cached_char_cnn)['total']
+
+
+# --------------------------------------------------------------------------------------------
+# Memory and machine
+# --------------------------------------------------------------------------------------------
+
+def peak_rss_mb():
+    """Peak resident memory of this process so far, in MB (the whole process, Python included)."""
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    return peak / 2 ** 20 if sys.platform == 'darwin' else peak / 1024  # bytes on macOS, KB on Linux
+
+
+def current_rss_mb():
+    """Resident memory now, in MB (Linux /proc; None elsewhere)."""
+    try:
+        with open('/proc/self/status') as f:
+            for line in f:
+                if line.startswith('VmRSS:'):
+                    return int(line.split()[1]) / 1024
+    except OSError:
+        pass
+    return None
+
+
+def _cpu_model():
+    try:
+        with open('/proc/cpuinfo') as f:
+            for line in f:
+                if line.startswith('model name'):
+                    return line.split(':', 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or 'unknown'
+
+
+def _ram_gb():
+    try:
+        with open('/proc/meminfo') as f:
+            return round(int(f.readline().split()[1]) / 2 ** 20, 1)
+    except (OSError, ValueError, IndexError):
+        return None
+
+
+def _git_commit():
+    try:
+        commit = subprocess.run(['git', 'rev-parse', '--short', 'HEAD'], cwd=ROOT, capture_output=True,
+                                text=True, check=True).stdout.strip()
+        dirty = subprocess.run(['git', 'status', '--porcelain', '--untracked-files=no'], cwd=ROOT,
+                               capture_output=True, text=True).stdout.strip()
+        return commit + ('+uncommitted changes' if dirty else '')
+    except (OSError, subprocess.CalledProcessError):
+        return 'unknown'
+
+
+def load_average():
+    """(1, 5, 15)-minute load averages, rounded."""
+    return tuple(round(x, 2) for x in os.getloadavg())
+
+
+def busiest_processes(n=3):
+    """The n other processes using the most CPU (lifetime average), as 'pid %cpu command' lines:
+    other work on the machine explains slow numbers."""
+    try:
+        out = subprocess.run(['ps', '-eo', 'pid,pcpu,args', '--sort=-pcpu'], capture_output=True,
+                             text=True, check=True).stdout.splitlines()[1:]
+    except (OSError, subprocess.CalledProcessError):
+        return []
+    others = [line.strip() for line in out if line.split()[0] != str(os.getpid())]
+    return [line[:110] for line in others[:n]]
+
+
+def machine_info():
+    """Facts to record next to every number."""
+    import paddle
+    return {
+        'date': datetime.datetime.now(datetime.timezone.utc).strftime('%Y-%m-%d %H:%M UTC'),
+        'cpu': _cpu_model(),
+        'nproc': os.cpu_count(),
+        'ram_gb': _ram_gb(),
+        'python': platform.python_version(),
+        'paddle': paddle.__version__,
+        'commit': _git_commit(),
+        'load_average': load_average(),
+    }
+
+
+def print_machine_info(info=None):
+    info = info or machine_info()
+    print(f"date {info['date']} | commit {info['commit']} | {info['cpu']}, nproc {info['nproc']}, "
+          f"RAM {info['ram_gb']} GB | Python {info['python']}, Paddle {info['paddle']} | "
+          f"load average {info['load_average']}")
+    for line in busiest_processes():
+        print(f'  busy: {line}')
+
+
+# --------------------------------------------------------------------------------------------
+# Isolated runs and tables
+# --------------------------------------------------------------------------------------------
+
+def run_worker(argv, env=None, timeout=None):
+    """Run `python argv...` in a fresh process (so its peak memory is its own) and return the JSON
+    object it prints on its last stdout line. Raises RuntimeError with the worker's error."""
+    proc = subprocess.run([sys.executable, *argv], capture_output=True, text=True, timeout=timeout,
+                          env={**os.environ, **(env or {})})
+    lines = proc.stdout.strip().splitlines()
+    if proc.returncode != 0 or not lines:
+        tail = (proc.stderr.strip().splitlines() or ['(no output)'])[-1]
+        raise RuntimeError(f'worker {" ".join(argv[:1])} failed (exit {proc.returncode}): {tail}')
+    return json.loads(lines[-1])
+
+
+def _cell(value):
+    if isinstance(value, float):
+        return f'{value:.0f}' if abs(value) >= 100 else f'{value:.3g}'
+    return str(value)
+
+
+def print_table(rows, columns=None):
+    """Print rows (dicts) as a Markdown table; columns default to the keys of the first row."""
+    if not rows:
+        return
+    columns = columns or list(rows[0])
+    cells = [[_cell(row.get(c, '')) for c in columns] for row in rows]
+    widths = [max(len(c), *(len(r[i]) for r in cells)) for i, c in enumerate(columns)]
+    print('| ' + ' | '.join(c.ljust(w) for c, w in zip(columns, widths)) + ' |')
+    print('|' + '|'.join('-' * (w + 2) for w in widths) + '|')
+    for r in cells:
+        print('| ' + ' | '.join(v.rjust(w) for v, w in zip(r, widths)) + ' |')

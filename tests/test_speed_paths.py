@@ -1,0 +1,212 @@
+"""The fast paths of the embedder compute exactly what the plain formulas compute.
+
+CharEncoder skips all-PAD windows and token_embedding sorts tokens by length; LstmStack packs rows
+time-major and regroups the gates. Each is checked against a direct implementation written here
+(full 50-position convolution; a per-row float64 LSTM), values and gradients.
+"""
+import numpy as np
+import paddle
+import paddle.nn.functional as F
+import pytest
+
+from conftest import tiny_options
+from dataset import CharMapper
+from elmo import BiLM, CharEncoder, ELMoEmbedder, LstmStack
+
+# float32 against float64 / another summation order: ~1e-7 relative; a wrong window, gate or row
+# moves values by > 1e-3.
+TOL = 1e-5
+
+
+def full_window_char_encoder(enc, char_ids):
+    """The reference computation: every one of the max_chars positions, PAD windows included."""
+    chars = enc.char_embed(char_ids)  # [tokens, max_chars, char_dim]
+    pooled = []
+    for width, weight, bias in zip(enc.widths, enc.conv_weights, enc.conv_biases):
+        n_windows = enc.max_chars - width + 1
+        windows = paddle.concat([chars[:, k:k + n_windows] for k in range(width)], axis=-1)
+        pooled.append(paddle.max(paddle.matmul(windows, weight), axis=1) + bias)
+    x = enc.activation(paddle.concat(pooled, axis=-1))
+    for highway in enc.highways:
+        x = highway(x)
+    return enc.projection(x)
+
+
+def make_encoder(seed=0, **overrides):
+    paddle.seed(seed)
+    return CharEncoder(tiny_options(**overrides))
+
+
+WORDS = ['a', 'of', 'the', 'movie', 'extraordinarily', 'x' * 60, 'é', '中文', '<S>', '</S>']
+
+
+@pytest.mark.parametrize('words', [WORDS, ['a', 'an', 'the'], ['y' * 48]], ids=['mixed', 'short', 'longest'])
+def test_char_encoder_skipping_pad_windows_matches_full_convolution(words):
+    enc = make_encoder(filters=[[1, 4], [2, 8], [3, 8], [7, 6]])
+    ids = paddle.to_tensor(CharMapper().tokens(words))
+    with paddle.no_grad():
+        np.testing.assert_allclose(enc(ids).numpy(), full_window_char_encoder(enc, ids).numpy(), atol=TOL, rtol=0)
+
+
+def test_char_encoder_gradients_match_full_convolution():
+    ids = paddle.to_tensor(CharMapper().tokens(['a', 'movie', 'the', 'zz']))
+    grads = []
+    for forward in (lambda e: e(ids), lambda e: full_window_char_encoder(e, ids)):
+        enc = make_encoder(seed=3, filters=[[1, 4], [2, 8], [5, 6]])
+        (forward(enc) ** 2).sum().backward()
+        grads.append({n: p.grad.numpy() for n, p in enc.named_parameters() if p.grad is not None})
+    assert grads[0].keys() == grads[1].keys() and any('char_embed' in n for n in grads[0])
+    for name in grads[0]:
+        np.testing.assert_allclose(grads[0][name], grads[1][name], atol=1e-4, rtol=1e-4, err_msg=name)
+
+
+def test_token_embedding_sorts_chunks_and_restores_positions_with_zero_padding():
+    paddle.seed(1)
+    bilm = BiLM(tiny_options())
+    mapper = CharMapper()
+    sentences = [['extraordinarily', 'a', 'long', 'sentence', 'here'], ['b'], ['the', 'x' * 60]]
+    ids, lengths = mapper.batch(sentences)
+    with paddle.no_grad():
+        got = bilm.token_embedding(paddle.to_tensor(ids), chunk=3).numpy()  # several chunks
+        for row, sentence in enumerate(sentences):
+            tokens = ['<S>', *sentence, '</S>']
+            alone = full_window_char_encoder(bilm.char_encoder, paddle.to_tensor(mapper.tokens(tokens))).numpy()
+            np.testing.assert_allclose(got[row, :len(tokens)], alone, atol=TOL, rtol=0)
+            assert np.all(got[row, len(tokens):] == 0)
+        empty = bilm.token_embedding(paddle.zeros([2, 3, 50], dtype='int64')).numpy()
+    assert empty.shape == (2, 3, bilm.projection_dim) and np.all(empty == 0)
+
+
+# ---- LSTM -----------------------------------------------------------------------------------
+
+def sigmoid(x):
+    return 1.0 / (1.0 + np.exp(-x))
+
+
+def reference_stack(stack, x, lengths, states):
+    """Per-row float64 LSTM in the bilm-tf layout (gates i, j, f, o; forget bias 1)."""
+    clip = lambda v, k: np.clip(v, -k, k) if k else v
+    layers = [(l.W.numpy().astype(np.float64), (l.B.numpy() + l.forget_bias.numpy()).astype(np.float64),
+               l.W_P.numpy().astype(np.float64)) for l in stack.layers]
+    batch, time, _ = x.shape
+    outputs = [np.zeros((batch, time, stack.projection_dim)) for _ in layers]
+    finals = [[None] * batch for _ in layers]
+    for r in range(batch):
+        inputs = x[r].astype(np.float64)
+        for k, (W, B, W_P) in enumerate(layers):
+            h, c = states[k][0][r].astype(np.float64), states[k][1][r].astype(np.float64)
+            for t in range(lengths[r]):
+                i, j, f, o = np.split(np.concatenate([inputs[t], h]) @ W + B, 4)
+                c = clip(sigmoid(i) * np.tanh(j) + sigmoid(f) * c, stack.cell_clip)
+                h = clip((sigmoid(o) * np.tanh(c)) @ W_P, stack.proj_clip)
+                outputs[k][r, t] = h + (inputs[t] if stack.use_skip and k > 0 else 0)
+            finals[k][r] = (h, c)
+            inputs = outputs[k][r]
+    return outputs, [(np.stack([f[0] for f in fs]), np.stack([f[1] for f in fs])) for fs in finals]
+
+
+def random_case(stack, lengths, time, seed=0):
+    rng = np.random.RandomState(seed)
+    batch = len(lengths)
+    x = rng.uniform(-1, 1, (batch, time, stack.projection_dim)).astype(np.float32)
+    for r, n in enumerate(lengths):
+        x[r, n:] = 0
+    states = [(rng.uniform(-1, 1, (batch, stack.projection_dim)).astype(np.float32),
+               rng.uniform(-2, 2, (batch, stack.dim)).astype(np.float32)) for _ in stack.layers]
+    return x, states
+
+
+def make_stack(seed=0, **overrides):
+    paddle.seed(seed)
+    stack = LstmStack(tiny_options(**overrides))
+    stack.eval()
+    with paddle.no_grad():  # a non-zero bias so that a misplaced gate block shows
+        for layer in stack.layers:
+            layer.B.set_value(np.random.RandomState(seed).uniform(-1, 1, layer.B.shape).astype(np.float32))
+    return stack
+
+
+@pytest.mark.parametrize('buffer_mb', [64, 0], ids=['one-group', 'step-groups'])
+@pytest.mark.parametrize('lengths', [[5, 5, 5], [7, 4, 4, 1, 0], [1]], ids=['full', 'shrinking', 'one'])
+def test_packed_stack_matches_per_row_reference(lengths, buffer_mb):
+    stack = make_stack(cell_clip=0.5, proj_clip=0.3)  # small clips so that clipping is exercised
+    stack.GATE_BUFFER_MB = buffer_mb  # 0: input-to-gate products in groups of one or two steps
+    time = max(lengths) + 2  # trailing padding columns too
+    x, states = random_case(stack, lengths, time)
+    batch_sizes = (np.array(lengths)[None, :] > np.arange(time)[:, None]).sum(axis=1)
+    with paddle.no_grad():
+        outs, finals = stack(paddle.to_tensor(x), batch_sizes,
+                             [(paddle.to_tensor(h), paddle.to_tensor(c)) for h, c in states])
+    ref_outs, ref_finals = reference_stack(stack, x, lengths, states)
+    for got, ref in zip(outs, ref_outs):
+        np.testing.assert_allclose(got.numpy(), ref, atol=TOL, rtol=0)
+    for (h, c), (rh, rc) in zip(finals, ref_finals):
+        np.testing.assert_allclose(h.numpy(), rh, atol=TOL, rtol=0)
+        np.testing.assert_allclose(c.numpy(), rc, atol=TOL, rtol=0)
+    assert np.all(outs[-1].numpy()[:, max(lengths):] == 0)
+
+
+def naive_paddle_stack(stack, x, lengths, states):
+    """Straight per-row, per-step formulas in Paddle (autograd reference for the gradients)."""
+    outputs = []
+    for r, n in enumerate(lengths):
+        inputs = [x[r, t] for t in range(n)]
+        for k, layer in enumerate(stack.layers):
+            h, c = states[k][0][r], states[k][1][r]
+            outs = []
+            for t in range(n):
+                gates = paddle.matmul(paddle.concat([inputs[t], h]), layer.W) + layer.B + layer.forget_bias
+                i, j, f, o = paddle.split(gates, 4)
+                c = paddle.clip(F.sigmoid(i) * paddle.tanh(j) + F.sigmoid(f) * c, -stack.cell_clip, stack.cell_clip)
+                h = paddle.clip(paddle.matmul(F.sigmoid(o) * paddle.tanh(c), layer.W_P), -stack.proj_clip, stack.proj_clip)
+                outs.append(h + inputs[t] if k > 0 else h)
+            inputs = outs
+        outputs.append(paddle.stack(inputs))
+    return outputs
+
+
+@pytest.mark.parametrize('buffer_mb', [64, 0], ids=['one-group', 'step-groups'])
+def test_packed_stack_gradients_match_naive_steps(buffer_mb):
+    lengths = [4, 2, 1]
+    grads = []
+    for packed in (True, False):
+        stack = make_stack(seed=5, cell_clip=0.5, proj_clip=0.3)
+        stack.GATE_BUFFER_MB = buffer_mb
+        stack.train()  # dropout is 0 in tiny_options: training mode, same values
+        x_np, states_np = random_case(stack, lengths, 4, seed=2)
+        x = paddle.to_tensor(x_np, stop_gradient=False)
+        states = [(paddle.to_tensor(h, stop_gradient=False), paddle.to_tensor(c, stop_gradient=False))
+                  for h, c in states_np]
+        if packed:
+            outs, _ = stack(x, np.array([3, 2, 1, 1]), states)
+            loss = sum((outs[-1][r, :n] ** 2).sum() for r, n in enumerate(lengths))
+        else:
+            loss = sum((o ** 2).sum() for o in naive_paddle_stack(stack, x, lengths, states))
+        loss.backward()
+        named = {n: p.grad.numpy() for n, p in stack.named_parameters()}
+        named.update(x=x.grad.numpy(), h0=states[0][0].grad.numpy(), c1=states[1][1].grad.numpy())
+        grads.append(named)
+    for name in grads[0]:
+        np.testing.assert_allclose(grads[0][name], grads[1][name], atol=1e-5, rtol=1e-4, err_msg=name)
+
+
+def test_stateful_embedder_gives_same_results_with_and_without_token_cache(tiny_bilm):
+    batches = [[['a', 'b', 'c'], ['dd']], [['a'], ['e', 'f', 'g', 'h'], ['b', 'b']], [['c']]]
+    results = []
+    for cache in (0, 50000):
+        embedder = ELMoEmbedder(bilm=tiny_bilm, stateful=True, token_cache_size=cache)
+        embedder.reset_states()  # the state lives in the shared biLM
+        results.append([embedder.embed_batch(b) for b in batches])
+    for got, ref in zip(results[1], results[0]):
+        for g, r in zip(got, ref):
+            np.testing.assert_array_equal(g, r)
+
+
+def test_full_token_cache_serves_known_words_and_computes_the_rest(tiny_bilm):
+    sentences = [[f'w{i}', f'w{i + 1}', 'shared'] for i in range(12)]
+    reference = ELMoEmbedder(bilm=tiny_bilm, token_cache_size=0).encode(sentences)
+    embedder = ELMoEmbedder(bilm=tiny_bilm, token_cache_size=3)
+    got = embedder.encode(sentences, batch_size=4)
+    assert len(embedder._token_cache) == 3
+    for g, r in zip(got, reference):
+        np.testing.assert_allclose(g, r, atol=3e-6, rtol=0)  # batch shapes differ: BLAS order only
