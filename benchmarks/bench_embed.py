@@ -1,6 +1,6 @@
 """Embedding speed: ELMoEmbedder tokens/s and peak memory, next to the arithmetic floor.
 
-    python benchmarks/bench_embed.py                     # the full table (~10 min on 2 idle cores)
+    python benchmarks/bench_embed.py                     # the full table (~20 min on a busy 2-core box)
     python benchmarks/bench_embed.py --configs small --n_sentences 200 --cache on   # a quick look
     python benchmarks/bench_embed.py --configs none --embed_file_lines 10000,100000  # memory vs lines
 

@@ -210,3 +210,20 @@ def test_full_token_cache_serves_known_words_and_computes_the_rest(tiny_bilm):
     assert len(embedder._token_cache) == 3
     for g, r in zip(got, reference):
         np.testing.assert_allclose(g, r, atol=3e-6, rtol=0)  # batch shapes differ: BLAS order only
+
+
+def test_flops_per_token_counts_the_original_configuration_by_hand():
+    from benchmarks.common import flops_breakdown, flops_per_token
+    from elmo import make_options
+    options = make_options()  # the original ELMo: filters up to [7, 1024], 2 highways, 4096 -> 512
+    parts = flops_breakdown(options)
+    # sum over [w, n] of 2 * (50 - w + 1) * w * 16 * n; 2 highways x 2 products of 2048^2;
+    # 2048 -> 512; 2 layers x 2 directions x (2 * 1024 * 16384 + 2 * 4096 * 512)
+    assert parts['char_cnn'] == 17616896 and parts['highway'] == 33554432
+    assert parts['projection'] == 2097152 and parts['lstm'] == 150994944
+    assert parts['total'] == 204263424
+    assert flops_per_token(options, cached_char_cnn=True) == 150994944
+    # training: 3x (forward + backward), plus a sampled softmax over 8192 + 1 classes per direction
+    assert flops_per_token(options, training=True, n_negative_samples=8192) == 3 * (204263424 + 2 * 2 * 512 * 8193)
+    with pytest.raises(ValueError, match='n_negative_samples'):
+        flops_per_token(options, training=True)
