@@ -462,32 +462,38 @@ class BiLM(nn.Layer):
 
     # ---- forward --------------------------------------------------------------------------
     def token_embedding(self, char_ids, chunk=1024):
-        """char_ids [batch, time, max_chars] -> [batch, time, projection_dim] (zeros at padding).
+        """char_ids [batch, time, max_chars] (tensor or numpy) -> [batch, time, projection_dim].
 
-        Only real tokens go through the char CNN, shortest first in chunks of `chunk`: a chunk of
-        short words skips most all-PAD windows (see CharEncoder), and the peak memory stays bounded
-        however long the input.
+        Each distinct real token goes through the char CNN once (gradients add up through the
+        gather), shortest first in chunks of `chunk`: a chunk of short words skips most all-PAD
+        windows (see CharEncoder), and the peak memory stays bounded however long the input.
+        Padding (all-zero) tokens embed to zeros.
         """
         batch, time, max_chars = char_ids.shape
-        flat = char_ids.reshape([batch * time, max_chars])
-        order = self._tokens_by_length(flat.numpy())
-        if len(order) == 0:
+        ids = char_ids.numpy() if isinstance(char_ids, paddle.Tensor) else np.asarray(char_ids)
+        distinct, slot = self._distinct_tokens(ids.reshape(batch * time, max_chars))
+        if len(distinct) == 0:
             return paddle.zeros([batch, time, self.projection_dim])
-        parts = [self.char_encoder(paddle.gather(flat, paddle.to_tensor(order[s:s + chunk])))
-                 for s in range(0, len(order), chunk)]
-        encoded = parts[0] if len(parts) == 1 else paddle.concat(parts)  # [real tokens, P], sorted
+        parts = [self.char_encoder(paddle.to_tensor(distinct[s:s + chunk])) for s in range(0, len(distinct), chunk)]
+        encoded = parts[0] if len(parts) == 1 else paddle.concat(parts)  # [distinct real tokens, P]
         # Row 0 of the table is the zero vector that padding positions pick.
         table = paddle.concat([paddle.zeros([1, self.projection_dim], dtype=encoded.dtype), encoded])
-        index = np.zeros(batch * time, dtype=np.int64)
-        index[order] = np.arange(1, len(order) + 1)
-        return paddle.gather(table, paddle.to_tensor(index)).reshape([batch, time, self.projection_dim])
+        return paddle.gather(table, paddle.to_tensor(slot)).reshape([batch, time, self.projection_dim])
 
-    def _tokens_by_length(self, ids):
-        """Rows of ids [tokens, max_chars] that are real tokens (not all 0), by used chars, stably."""
-        real = np.nonzero((ids > 0).any(axis=1))[0]
-        not_pad = ids[real] != self.char_encoder.pad_id
+    def _distinct_tokens(self, ids):
+        """ids [tokens, max_chars] -> (distinct real tokens sorted by used chars, stably;
+        slot [tokens]: 1 + each token's row among them, 0 for padding)."""
+        ids = np.ascontiguousarray(ids, dtype=np.int64)
+        _, first, inverse = np.unique(ids.view(np.dtype((np.void, ids.shape[1] * 8))).ravel(),
+                                      return_index=True, return_inverse=True)
+        distinct = ids[first]
+        real = np.nonzero((distinct > 0).any(axis=1))[0]
+        not_pad = distinct[real] != self.char_encoder.pad_id
         used = np.where(not_pad.any(axis=1), ids.shape[1] - np.argmax(not_pad[:, ::-1], axis=1), 0)
-        return real[np.argsort(used, kind='stable')]
+        order = real[np.argsort(used, kind='stable')]
+        rank = np.zeros(len(distinct), dtype=np.int64)
+        rank[order] = np.arange(1, len(order) + 1)
+        return distinct[order], rank[inverse.reshape(-1)]
 
     def forward(self, char_ids, lengths=None, token_embeddings=None):
         """Run the biLM on sentences that already hold <S> and </S>.
@@ -551,20 +557,13 @@ class BiLM(nn.Layer):
 
         forward_char_ids / backward_char_ids: numpy int [batch, unroll, max_chars]; the backward
         stream is already reversed (a separate stream, as in bilm-tf's training), so it is read as
-        is. Both streams hold the same words, so the char CNN runs once per distinct token of the
-        two (gradients add up through the gather). All-zero (padding) tokens embed to zeros.
+        is. Both streams hold the same words: token_embedding runs the char CNN once per distinct
+        token of the two.
         Returns (forward top [batch, unroll, P], backward top [batch, unroll, P]).
         """
-        batch, time, max_chars = forward_char_ids.shape
-        both = np.ascontiguousarray(np.concatenate([forward_char_ids, backward_char_ids]).reshape(-1, max_chars),
-                                    dtype=np.int64)
-        _, first, inverse = np.unique(both.view(np.dtype((np.void, max_chars * 8))).ravel(),
-                                      return_index=True, return_inverse=True)
-        distinct = both[first]
-        emb = self.char_encoder(paddle.to_tensor(distinct))  # [distinct, P]
-        if not distinct[:, 0].all():  # a padding token is present: it must embed to zeros
-            emb = emb * paddle.to_tensor(distinct.any(axis=1, keepdims=True).astype(np.float32))
-        x = paddle.gather(emb, paddle.to_tensor(inverse.reshape(-1))).reshape([2, batch, time, -1])
+        batch, time = forward_char_ids.shape[:2]
+        x = self.token_embedding(np.concatenate([forward_char_ids, backward_char_ids]))  # [2 * batch, time, P]
+        x = x.reshape([2, batch, time, -1])
         batch_sizes = np.full(time, batch)
         tops = []
         for direction, stack in enumerate((self.forward_stack, self.backward_stack)):
