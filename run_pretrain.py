@@ -242,10 +242,12 @@ def main():
     step = 0
     if a.init_from_ckpt:
         step = load_checkpoint(a.init_from_ckpt, model, optimizer, stream, rank, world_size)
-    agree_rows = None
-    if world_size > 1:
-        agree_rows = lambda ids: union_over_ranks(ids)
+    agree_rows = union_over_ranks if world_size > 1 else None
     model.train()
+
+    def dev_eval():  # held-out perplexity on the first --eval_max_tokens targets
+        return evaluate(model, iter_eval_batches(a.dev_data_path, vocab, a.batch_size, a.unroll_steps),
+                        a.eval_max_tokens)
 
     log = None
     if rank == 0:
@@ -278,8 +280,7 @@ def main():
             tokens_per_s = window_steps * a.batch_size * a.unroll_steps * world_size / (time.time() - window_t0)
             dev = None
             if at_eval and rank == 0:
-                dev = evaluate(model, iter_eval_batches(a.dev_data_path, vocab, a.batch_size, a.unroll_steps),
-                               a.eval_max_tokens)
+                dev = dev_eval()
             if rank == 0:
                 log.log(step, np.mean(window_losses, axis=0).tolist(), tokens_per_s, dev)
             window_losses, window_t0, window_steps = [], time.time(), 0
@@ -293,8 +294,7 @@ def main():
     state = gather_train_state(model, stream, step, world_size)
     if rank == 0:
         if a.dev_data_path:
-            dev = evaluate(model, iter_eval_batches(a.dev_data_path, vocab, a.batch_size, a.unroll_steps),
-                           a.eval_max_tokens)
+            dev = dev_eval()
             print(f'dev ({dev["n_tokens"]} tokens): perplexity fwd {dev["forward_perplexity"]:.2f} '
                   f'bwd {dev["backward_perplexity"]:.2f} mean {dev["perplexity"]:.2f}', flush=True)
             if log.rows:
