@@ -60,11 +60,12 @@ def test_run_embed_cli_on_the_fixture(fixture_dir, tmp_path):
     cmd = [sys.executable, os.path.join(ROOT, 'run_embed.py'), str(src), str(tmp_path / 'o.hdf5'),
            '--options_file', os.path.join(fixture_dir, 'options.json'),
            '--weight_file', os.path.join(fixture_dir, 'lm_weights.hdf5'), '--output_format', 'top']
-    proc = subprocess.run(cmd, capture_output=True, text=True)
+    env = dict(os.environ, OMP_NUM_THREADS='1')  # Paddle's import warns on stderr when it is > 1
+    proc = subprocess.run(cmd, capture_output=True, text=True, env=env)
     assert proc.returncode == 0, proc.stderr[-2000:]
     with h5py.File(tmp_path / 'o.hdf5', 'r') as f:
         assert f['0'].shape == (3, 32) and f['1'].shape == (2, 32)
-    proc = subprocess.run(cmd[:4], capture_output=True, text=True)
+    proc = subprocess.run(cmd[:4], capture_output=True, text=True, env=env)
     assert proc.returncode == 2 and proc.stderr.strip().splitlines() == [
         'error: no model: give --init_from_ckpt DIR/N or --options_file and --weight_file']
 
