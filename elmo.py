@@ -19,6 +19,7 @@ import numpy as np
 import paddle
 import paddle.nn as nn
 import paddle.nn.functional as F
+from paddle.autograd import PyLayer
 
 from dataset import BOS_TOKEN, EOS_TOKEN, N_CHARACTERS, CharMapper, check_sentences
 
@@ -115,6 +116,30 @@ def _normal(std):
     return nn.initializer.Normal(mean=0.0, std=std)
 
 
+class _AddBias(PyLayer):
+    @staticmethod
+    def forward(ctx, x, bias):
+        ctx.rows = x.shape[0]
+        return x + bias
+
+    @staticmethod
+    def backward(ctx, grad):
+        # The bias gradient as a [1, rows] x [rows, k] product: Paddle's CPU column sum (the
+        # backward of a broadcast add) is ~70x slower (20.8 ms vs 0.29 ms for [640, 4096]).
+        ones = paddle.ones([1, ctx.rows], dtype=grad.dtype)
+        return grad, paddle.matmul(ones, grad).reshape([grad.shape[1]])
+
+
+def add_bias(x, bias):
+    """x [rows, k] + bias [k], with a fast backward on CPU."""
+    return _AddBias.apply(x, bias)
+
+
+def linear(x, layer):
+    """x [rows, in] through an nn.Linear `layer` (weight [in, out], bias [out]) -> [rows, out]."""
+    return add_bias(paddle.matmul(x, layer.weight), layer.bias)
+
+
 class Highway(nn.Layer):
     """y = t * relu(x W_transform + b) + (1 - t) * x with t = sigmoid(x W_carry + b_carry).
 
@@ -130,8 +155,9 @@ class Highway(nn.Layer):
                                    bias_attr=paddle.ParamAttr(initializer=nn.initializer.Constant(0.0)))
 
     def forward(self, x):
-        gate = F.sigmoid(self.carry(x))
-        return gate * F.relu(self.transform(x)) + (1.0 - gate) * x
+        """x: [tokens, dim] -> [tokens, dim]."""
+        gate = F.sigmoid(linear(x, self.carry))
+        return gate * F.relu(linear(x, self.transform)) + (1.0 - gate) * x
 
 
 class CharEncoder(nn.Layer):
@@ -192,13 +218,10 @@ class CharEncoder(nn.Layer):
             windows = self.char_embed(window_ids).reshape([n_windows, tokens, width * self.char_dim])
             # Max over positions of the pre-activation, as the reference; the activation is monotonic.
             pooled.append(max_over_positions(paddle.matmul(windows, weight)))  # [tokens, n]
-        # Biases added as a matmul with ones: a broadcast add's backward is slow on CPU.
-        bias = paddle.concat(list(self.conv_biases)).unsqueeze(0)
-        pooled.append(paddle.matmul(paddle.ones([tokens, 1]), bias))
-        x = self.activation(paddle.concat(pooled[:-1], axis=-1) + pooled[-1])  # [tokens, n_filters]
+        x = self.activation(add_bias(paddle.concat(pooled, axis=-1), paddle.concat(list(self.conv_biases))))
         for highway in self.highways:
-            x = highway(x)
-        return self.projection(x)
+            x = highway(x)  # [tokens, n_filters]
+        return linear(x, self.projection)
 
     def used_chars(self, char_ids):
         """Positions up to the last non-PAD char of any token in char_ids [tokens, max_chars] (>= 1)."""
@@ -253,14 +276,11 @@ class LstmStack(nn.Layer):
 
     The recurrence runs on a packed, time-major layout (as PyTorch's PackedSequence): step t holds
     the batch_sizes[t] rows still running, so padding is never computed and the active batch
-    shrinks without copies. Inside the loop the gates are [4, rows, dim] blocks in the order
-    i, f, o, j: one sigmoid covers three gates and each gate is a contiguous block (elementwise ops
-    on strided column slices are slow), and the batched h @ W_hidden [4, P, dim] product runs
-    faster than one [P, 4 * dim] product on CPU. The parameters keep the bilm-tf layout; the
-    regrouped copy of W_hidden is rebuilt on every call (cheap next to the loop, always current).
+    shrinks without copies. The input-to-gate product runs for many steps at once; only
+    h @ W_hidden stays in the loop. No parameter is sliced (Paddle's CPU slice backward is ~40x
+    slower than split's) and no broadcast op is differentiated.
     """
 
-    GATE_ORDER = (0, 2, 3, 1)  # i, f, o, j from bilm-tf's i, j, f, o
     GATE_BUFFER_MB = 64  # input-to-gate products per group of steps (see _run_layer)
 
     def __init__(self, options):
@@ -304,21 +324,12 @@ class LstmStack(nn.Layer):
             x = out
         return outputs, finals
 
-    def hidden_weights(self, layer):
-        """W_hidden regrouped as [4, P, dim], gates i, f, o, j (one copy; differentiable)."""
-        rows = np.arange(layer.projection_dim)[None, :] * 4 + np.array(self.GATE_ORDER)[:, None]
-        flat = layer.W[layer.input_dim:].reshape([layer.projection_dim * 4, self.dim])
-        return paddle.gather(flat, paddle.to_tensor(rows.ravel())).reshape([4, layer.projection_dim, self.dim])
-
     def _run_layer(self, layer, x, batch_sizes, h, c):
         """x: packed [tokens, input_dim] -> (packed outputs [tokens, P], final (h [batch, P], c [batch, D]))."""
-        w_hidden = self.hidden_weights(layer)
-        # The bias rides in the matmul as an extra input column of ones: a broadcast add's backward
-        # (a column sum) is ~100x slower than this on Paddle's CPU kernels, and one buffer is made.
-        w_input = paddle.concat([layer.W[:layer.input_dim], layer.bias().unsqueeze(0)])  # [input_dim + 1, 4D]
-        # The input-to-gate product runs for many steps at once (only h @ W_hidden stays in the
-        # loop), in groups of steps whose gates fit GATE_BUFFER_MB: a whole batch of long sentences
-        # would need three [tokens, 4D] buffers at once (780 MB for 64 rt-polarity sentences).
+        w_input, w_hidden = paddle.split(layer.W, [layer.input_dim, layer.projection_dim])
+        bias = layer.bias()
+        # Groups of steps whose gates fit GATE_BUFFER_MB: a whole batch of long sentences would
+        # need three [tokens, 4D] buffers at once (780 MB for 64 rt-polarity sentences).
         groups = step_groups(batch_sizes, max(int(batch_sizes[0]), (self.GATE_BUFFER_MB << 20) // (16 * self.dim)))
         # split (not slicing) keeps the backward pass linear in the number of steps.
         xs = paddle.split(x, [int(batch_sizes[a:b].sum()) for a, b in groups]) if len(groups) > 1 else [x]
@@ -327,7 +338,8 @@ class LstmStack(nn.Layer):
         steps = []
         for (first, last), x_group in zip(groups, xs):
             sizes = batch_sizes[first:last].tolist()
-            for n, gates_in in zip(sizes, self._input_gates(x_group, w_input, sizes)):
+            gates = add_bias(paddle.matmul(x_group, w_input), bias)  # [group tokens, 4D]
+            for n, gates_in in zip(sizes, paddle.split(gates, sizes) if len(sizes) > 1 else [gates]):
                 if n < rows:
                     stopped.append((h[n:rows], c[n:rows]))
                     h, c, rows = h[:n], c[:n], n
@@ -338,21 +350,11 @@ class LstmStack(nn.Layer):
             c = paddle.concat([c] + [s[1] for s in reversed(stopped)])
         return (steps[0] if len(steps) == 1 else paddle.concat(steps)), (h, c)
 
-    def _input_gates(self, x, w_input, sizes):
-        """Packed x [tokens, input_dim] of consecutive steps with `sizes` rows -> per step [4, n, D]."""
-        tokens = x.shape[0]
-        ones = paddle.ones([tokens, 1], dtype=x.dtype)
-        gates = paddle.matmul(paddle.concat([x, ones], axis=1), w_input)  # [tokens, 4D]
-        # One gather makes each step's [4, rows, D] block contiguous, in gate order i, f, o, j.
-        gates = paddle.gather(gates.reshape([tokens * 4, self.dim]),
-                              paddle.to_tensor(step_blocks_index(np.asarray(sizes), self.GATE_ORDER)))
-        parts = paddle.split(gates, [4 * n for n in sizes]) if len(sizes) > 1 else [gates]
-        return [part.reshape([4, n, self.dim]) for part, n in zip(parts, sizes)]
-
     def _step(self, layer, gates_in, h, c, w_hidden):
-        """gates_in [4, n, D] (i, f, o, j), h [n, P], c [n, D] -> (h, c) of the next step."""
-        # unbind, not slicing: Paddle's CPU slice backward is ~40x slower
-        i, f, o, j = paddle.unbind(gates_in + paddle.matmul(h, w_hidden))  # each [n, D]
+        """gates_in [n, 4D] (blocks i, j, f, o), h [n, P], c [n, D] -> (h, c) of the next step."""
+        # split copies each gate into a contiguous [n, D] block (elementwise ops on strided column
+        # slices are slow), and its backward is one concat.
+        i, j, f, o = paddle.split(gates_in + paddle.matmul(h, w_hidden), 4, axis=1)
         c = F.sigmoid(i) * paddle.tanh(j) + F.sigmoid(f) * c
         if self.cell_clip:
             c = paddle.clip(c, -self.cell_clip, self.cell_clip)
@@ -387,15 +389,6 @@ def step_groups(batch_sizes, max_rows):
         rows += n
     groups.append((first, len(batch_sizes)))
     return groups
-
-
-def step_blocks_index(batch_sizes, gate_order):
-    """Rows of packed gates viewed as [tokens * 4, D] (token-major), reordered step by step into
-    [4, batch_sizes[t], D] blocks with the gates in `gate_order`."""
-    offsets = np.concatenate([[0], np.cumsum(batch_sizes)[:-1]])
-    gate = np.asarray(gate_order)[:, None]
-    return np.concatenate([((off + np.arange(n))[None, :] * 4 + gate).ravel()
-                           for off, n in zip(offsets, batch_sizes)]).astype(np.int64)
 
 
 class BiLM(nn.Layer):
@@ -564,11 +557,11 @@ class BiLM(nn.Layer):
         batch, time = forward_char_ids.shape[:2]
         # One chunk: a training window is small, and splitting it costs more op overhead than it saves.
         x = self.token_embedding(np.concatenate([forward_char_ids, backward_char_ids]), chunk=2 * batch * time)
-        x = x.reshape([2, batch, time, -1])
+        xs = paddle.unbind(x.reshape([2, batch, time, -1]))  # unbind, not x[d]: slice backward is slow
         batch_sizes = np.full(time, batch)
         tops = []
         for direction, stack in enumerate((self.forward_stack, self.backward_stack)):
-            layer_outs, finals = stack(x[direction], batch_sizes, self._initial_states(direction, batch))
+            layer_outs, finals = stack(xs[direction], batch_sizes, self._initial_states(direction, batch))
             self._store_states(direction, finals)
             tops.append(layer_outs[-1])
         return tops[0], tops[1]
