@@ -232,19 +232,44 @@ class CharEncoder(nn.Layer):
 
 
 def max_over_positions(x):
-    """[positions, tokens, n] -> [tokens, n]: the max over positions, as paddle.max(x, axis=0).
+    """[positions, tokens, n] -> [tokens, n]: the max over positions.
 
-    With gradients: argmax + take_along_axis, since paddle.max's backward on CPU is ~100x slower
-    (4.6 s vs 0.04 s for [46, 640, 64]). Without (inference): a running paddle.maximum over the
-    contiguous [tokens, n] slabs, 6x faster than argmax + take_along_axis and 4x faster than
-    paddle.max (7 ms vs 47 ms and 28 ms for [8, 1024, 1024], one thread); its backward is slow.
+    A running paddle.maximum over the contiguous [tokens, n] slabs: 4x faster than paddle.max and
+    argmax (7 ms vs 28 ms for [16, 494, 1024], 2 threads). With gradients it is _MaxOverPositions.
     """
     if not x.stop_gradient:
-        return paddle.take_along_axis(x, paddle.argmax(x, axis=0, keepdim=True), axis=0).squeeze(0)
+        return _MaxOverPositions.apply(x)
+    return _running_max(x)
+
+
+def _running_max(x):
     best = x[0]
     for k in range(1, x.shape[0]):
         best = paddle.maximum(best, x[k])
     return best
+
+
+class _MaxOverPositions(PyLayer):
+    """Max over the leading axis whose gradient is split equally among tied maxima, as TensorFlow's
+    reduce_max (bilm-tf). Ties are common: every all-PAD window of a token gives the same value.
+
+    Paddle's own backward routes are slow on CPU: max(axis)'s ~100x, argmax + take_along_axis's
+    (scatter, expand) 73 ms against this one's 44 ms for [20, 494, 1024] forward and backward.
+    """
+
+    @staticmethod
+    def forward(ctx, x):
+        best = _running_max(x)
+        ctx.save_for_backward(x, best)
+        return best
+
+    @staticmethod
+    def backward(ctx, grad):
+        x, best = ctx.saved_tensor()
+        # >= is == here (best is the max), and 5x faster than == in Paddle's CPU kernels.
+        hits = [(x[k] >= best).astype(grad.dtype) for k in range(x.shape[0])]
+        share = grad / paddle.add_n(hits)
+        return paddle.stack([hit * share for hit in hits])
 
 
 class LstmLayer(nn.Layer):

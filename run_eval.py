@@ -26,12 +26,11 @@ def main():
     p.add_argument('--max_tokens', type=int, help='stop after this many target tokens (default: all)')
     p.add_argument('--output_json', help='also write the figures here')
     a = p.parse_args()
-    import paddle
     from tqdm import tqdm
     from dataset import Vocabulary, count_tokens, iter_eval_batches
     from elmo import save_json_atomic
     from lm import evaluate, load_language_model
-    paddle.set_device(a.device)
+    cli.set_device(a.device)
     source = cli.model_source(a)
     vocab = Vocabulary(a.vocab_file)
     model = load_language_model(vocab.size, **source)

@@ -184,7 +184,7 @@ def main():
     source = cli.model_source(a)
     check_protocol_args(a)
     check_elmo_args(a)
-    paddle.set_device(a.device)
+    cli.set_device(a.device)
     data = load_data(a)
     folds = make_folds(data.labels, a.folds, a.seed, a.dev_fraction)
     bilm = load_bilm(**source)

@@ -199,7 +199,7 @@ def setup_device(device):
     if device == 'gpu':
         paddle.set_device(f'gpu:{dist.ParallelEnv().device_id}' if world_size > 1 else 'gpu')
     else:
-        paddle.set_device('cpu')
+        cli.set_device('cpu')
     if world_size > 1:
         dist.init_parallel_env()
     return dist.get_rank(), world_size

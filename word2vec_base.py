@@ -285,7 +285,7 @@ def main():
     a = p.parse_args()
     check_protocol_args(a)
     check_word2vec_args(a)
-    paddle.set_device(a.device)
+    cli.set_device(a.device)
     data = load_data(a)  # before the (long) training, so a bad --data_dir fails at once
     folds = make_folds(data.labels, a.folds, a.seed, a.dev_fraction)
     info = {}

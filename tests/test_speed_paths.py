@@ -11,7 +11,7 @@ import pytest
 
 from conftest import tiny_options
 from dataset import CharMapper
-from elmo import BiLM, CharEncoder, ELMoEmbedder, LstmStack
+from elmo import BiLM, CharEncoder, ELMoEmbedder, LstmStack, add_bias, max_over_positions
 
 # float32 against float64 / another summation order: ~1e-7 relative; a wrong window, gate or row
 # moves values by > 1e-3.
@@ -30,6 +30,30 @@ def full_window_char_encoder(enc, char_ids):
     for highway in enc.highways:
         x = highway(x)
     return enc.projection(x)
+
+
+def test_max_over_positions_splits_the_gradient_among_ties_like_reduce_max():
+    x_np = np.random.default_rng(0).normal(size=(5, 3, 4)).astype(np.float32)
+    x_np[1:4, 0, 0] = x_np[:, 0, 0].max() + 1.0  # three tied maxima
+    x = paddle.to_tensor(x_np, stop_gradient=False)
+    g = np.arange(12, dtype=np.float32).reshape(3, 4) + 1
+    y = max_over_positions(x)
+    (y * paddle.to_tensor(g)).sum().backward()
+    hits = x_np == x_np.max(axis=0)
+    np.testing.assert_array_equal(y.numpy(), x_np.max(axis=0))
+    np.testing.assert_allclose(x.grad.numpy(), hits * g / hits.sum(axis=0), rtol=1e-6)
+    with paddle.no_grad():
+        np.testing.assert_array_equal(max_over_positions(paddle.to_tensor(x_np)).numpy(), x_np.max(axis=0))
+
+
+def test_add_bias_gradients_are_the_broadcast_add_gradients():
+    x = paddle.randn([6, 5])
+    b = paddle.randn([5])
+    x.stop_gradient = b.stop_gradient = False
+    g = paddle.randn([6, 5])
+    (add_bias(x, b) * g).sum().backward()
+    np.testing.assert_allclose(x.grad.numpy(), g.numpy())
+    np.testing.assert_allclose(b.grad.numpy(), g.numpy().sum(axis=0), rtol=1e-6, atol=1e-6)
 
 
 def make_encoder(seed=0, **overrides):
