@@ -416,6 +416,38 @@ def step_groups(batch_sizes, max_rows):
     return groups
 
 
+def length_chunks(used, max_size, position_cost=25, chunk_cost=100):
+    """Split tokens sorted by used chars (ascending) into char-CNN chunks -> list of (start, end).
+
+    A chunk of n tokens whose longest uses u chars costs about n * (u + 1) window products, plus
+    per-op overhead that grows with its window positions and its number of ops (position_cost and
+    chunk_cost, in token-windows, measured on CPU). The split minimises that total (dynamic
+    programming over the distinct lengths); chunks larger than max_size are then cut evenly.
+    """
+    used = np.asarray(used)
+    if len(used) == 0:
+        return []
+    ends = np.flatnonzero(np.diff(used)) + 1
+    ends = np.append(ends, len(used))  # end of each run of equal lengths
+    starts = np.concatenate([[0], ends[:-1]])
+    best = [0.0] + [math.inf] * len(ends)
+    cut = [0] * (len(ends) + 1)
+    for j in range(1, len(ends) + 1):
+        windows = int(used[ends[j - 1] - 1]) + 1
+        for i in range(j):
+            cost = best[i] + (ends[j - 1] - starts[i] + position_cost) * windows + chunk_cost
+            if cost < best[j]:
+                best[j], cut[j] = cost, i
+    chunks, j = [], len(ends)
+    while j > 0:
+        start, end = int(starts[cut[j]]), int(ends[j - 1])
+        pieces = -(-(end - start) // max_size)
+        bounds = np.linspace(start, end, pieces + 1).round().astype(int)
+        chunks[:0] = list(zip(bounds[:-1].tolist(), bounds[1:].tolist()))
+        j = cut[j]
+    return chunks
+
+
 class BiLM(nn.Layer):
     """The ELMo biLM: CharEncoder, then a forward and a backward LstmStack.
 
@@ -483,16 +515,16 @@ class BiLM(nn.Layer):
         """char_ids [batch, time, max_chars] (tensor or numpy) -> [batch, time, projection_dim].
 
         Each distinct real token goes through the char CNN once (gradients add up through the
-        gather), shortest first in chunks of `chunk`: a chunk of short words skips most all-PAD
-        windows (see CharEncoder), and the peak memory stays bounded however long the input.
-        Padding (all-zero) tokens embed to zeros.
+        gather), in chunks of similar lengths (length_chunks) of at most `chunk` tokens: a chunk
+        of short words skips most all-PAD windows (see CharEncoder), and the peak memory stays
+        bounded however long the input. Padding (all-zero) tokens embed to zeros.
         """
         batch, time, max_chars = char_ids.shape
         ids = char_ids.numpy() if isinstance(char_ids, paddle.Tensor) else np.asarray(char_ids)
-        distinct, slot = self._distinct_tokens(ids.reshape(batch * time, max_chars))
+        distinct, used, slot = self._distinct_tokens(ids.reshape(batch * time, max_chars))
         if len(distinct) == 0:
             return paddle.zeros([batch, time, self.projection_dim])
-        parts = [self.char_encoder(paddle.to_tensor(distinct[s:s + chunk])) for s in range(0, len(distinct), chunk)]
+        parts = [self.char_encoder(paddle.to_tensor(distinct[a:b])) for a, b in length_chunks(used, chunk)]
         encoded = parts[0] if len(parts) == 1 else paddle.concat(parts)  # [distinct real tokens, P]
         # Row 0 of the table is the zero vector that padding positions pick.
         table = paddle.concat([paddle.zeros([1, self.projection_dim], dtype=encoded.dtype), encoded])
@@ -500,7 +532,8 @@ class BiLM(nn.Layer):
 
     def _distinct_tokens(self, ids):
         """ids [tokens, max_chars] -> (distinct real tokens sorted by used chars, stably;
-        slot [tokens]: 1 + each token's row among them, 0 for padding)."""
+        their used chars (position of the last non-PAD char); slot [tokens]: 1 + each token's
+        row among them, 0 for padding)."""
         ids = np.ascontiguousarray(ids, dtype=np.int64)
         _, first, inverse = np.unique(ids.view(np.dtype((np.void, ids.shape[1] * 8))).ravel(),
                                       return_index=True, return_inverse=True)
@@ -508,10 +541,11 @@ class BiLM(nn.Layer):
         real = np.nonzero((distinct > 0).any(axis=1))[0]
         not_pad = distinct[real] != self.char_encoder.pad_id
         used = np.where(not_pad.any(axis=1), ids.shape[1] - np.argmax(not_pad[:, ::-1], axis=1), 0)
-        order = real[np.argsort(used, kind='stable')]
+        by_length = np.argsort(used, kind='stable')
+        order = real[by_length]
         rank = np.zeros(len(distinct), dtype=np.int64)
         rank[order] = np.arange(1, len(order) + 1)
-        return distinct[order], rank[inverse.reshape(-1)]
+        return distinct[order], used[by_length], rank[inverse.reshape(-1)]
 
     def forward(self, char_ids, lengths=None, token_embeddings=None):
         """Run the biLM on sentences that already hold <S> and </S>.

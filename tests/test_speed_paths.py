@@ -11,7 +11,7 @@ import pytest
 
 from conftest import tiny_options
 from dataset import CharMapper
-from elmo import BiLM, CharEncoder, ELMoEmbedder, LstmStack, add_bias, max_over_positions
+from elmo import BiLM, CharEncoder, ELMoEmbedder, LstmStack, add_bias, length_chunks, max_over_positions
 
 # float32 against float64 / another summation order: ~1e-7 relative; a wrong window, gate or row
 # moves values by > 1e-3.
@@ -82,6 +82,20 @@ def test_char_encoder_gradients_match_full_convolution():
     assert grads[0].keys() == grads[1].keys() and any('char_embed' in n for n in grads[0])
     for name in grads[0]:
         np.testing.assert_allclose(grads[0][name], grads[1][name], atol=1e-4, rtol=1e-4, err_msg=name)
+
+
+def test_length_chunks_cover_the_tokens_in_order_and_separate_rare_long_words():
+    def check(used, max_size):
+        chunks = length_chunks(used, max_size)
+        assert chunks[0][0] == 0 and chunks[-1][1] == len(used)
+        assert all(a < b and b - a <= max_size for a, b in chunks)
+        assert all(b == a2 for (_, b), (a2, _) in zip(chunks, chunks[1:]))
+        return chunks
+    assert check([7] * 300, 1024) == [(0, 300)]
+    assert check([5] * 400 + [40] * 10, 1024) == [(0, 400), (400, 410)]  # 10 long words do not widen 400
+    assert check([5, 6, 7, 8], 1024) == [(0, 4)]  # a few windows more beat another chunk's overhead
+    assert len(check([5] * 2500, 1024)) == 3
+    assert length_chunks([], 8) == []
 
 
 def test_token_embedding_sorts_chunks_and_restores_positions_with_zero_padding():
