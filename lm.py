@@ -14,7 +14,7 @@ import paddle.nn as nn
 import paddle.nn.functional as F
 from paddle import _C_ops
 
-from elmo import BiLM, checkpoint_paths, load_bilm, load_options
+from elmo import BiLM, add_bias, checkpoint_paths, load_bilm, load_options
 
 NEG_INF = -1e30  # an accidental hit's logit: exp() of it is exactly 0 in float32
 
@@ -110,16 +110,13 @@ class Softmax(nn.Layer):
         (shared by the batch); log_q_*: log expected counts (numpy) subtracted from the logits.
         An accidental hit (a row's target among the candidates) is not a negative: as its logit
         equals the true logit, the row simply takes that candidate column as its label and drops
-        its separate true column. No broadcast op is differentiated (their backward is slow on
-        CPU): the bias and the correction ride in the matmul as an extra column.
+        its separate true column.
         """
-        n = len(targets)
         w_true, b_true = self.rows(targets)
         w_cand, b_cand = self.rows(candidates)
         true_logits = (h * w_true).sum(axis=-1) + b_true - paddle.to_tensor(log_q_true.astype(np.float32))
-        h1 = paddle.concat([h, paddle.ones([n, 1], dtype=h.dtype)], axis=1)
-        w1 = paddle.concat([w_cand, (b_cand - paddle.to_tensor(log_q_cand.astype(np.float32))).unsqueeze(1)], axis=1)
-        cand_logits = paddle.matmul(h1, w1, transpose_y=True)  # [n, n_candidates]
+        cand_logits = add_bias(paddle.matmul(h, w_cand, transpose_y=True),
+                               b_cand - paddle.to_tensor(log_q_cand.astype(np.float32)))  # [n, n_candidates]
         position = {int(c): k for k, c in enumerate(candidates)}
         labels = np.array([position.get(int(t), -1) + 1 for t in targets], dtype=np.int64)  # 0: true column
         hit = (labels > 0).astype(np.float32)
