@@ -161,6 +161,9 @@ def make_folds(labels, n_folds=10, seed=1, dev_fraction=0.1):
 # Model
 # --------------------------------------------------------------------------------------------
 
+FEATURE_NORMS = ('batchnorm', 'none')
+
+
 def masked_mean(x, mask):
     """x [batch, time, dim], mask [batch, time] bool -> [batch, dim]; a row without tokens gives 0."""
     m = mask.astype(x.dtype).unsqueeze(-1)
@@ -168,19 +171,28 @@ def masked_mean(x, mask):
 
 
 class BowHead(nn.Layer):
-    """features [batch, time, dim] + mask -> dropout -> masked mean -> MLP -> logits [batch, classes].
+    """features [batch, time, dim] + mask -> dropout -> masked mean [batch, dim] -> (batch norm) ->
+    MLP -> logits [batch, classes].
 
+    feature_norm 'batchnorm' standardizes each dimension of the mean (batch statistics in training,
+    running ones at test time): the dimensions of biLM layers differ in scale by orders of
+    magnitude, and an MLP at Adam's default step size then leans on the few largest.
     hidden_dim 0 makes the MLP a single linear layer (logistic regression on the mean).
     """
 
-    def __init__(self, input_dim, hidden_dim=256, dropout=0.2, n_classes=2):
+    def __init__(self, input_dim, hidden_dim=256, dropout=0.2, n_classes=2, feature_norm='batchnorm'):
         super().__init__()
+        if feature_norm not in FEATURE_NORMS:
+            raise ValueError(f'feature_norm must be one of {FEATURE_NORMS}, got {feature_norm!r}')
         self.dropout = nn.Dropout(dropout)
+        self.norm = nn.BatchNorm1D(input_dim) if feature_norm == 'batchnorm' else None
         self.hidden = nn.Linear(input_dim, hidden_dim) if hidden_dim else None
         self.output = nn.Linear(hidden_dim or input_dim, n_classes)
 
     def forward(self, features, mask):
         x = masked_mean(self.dropout(features), mask)
+        if self.norm is not None:
+            x = self.norm(x)
         if self.hidden is not None:
             x = self.dropout(F.relu(self.hidden(x)))
         return self.output(x)
@@ -189,10 +201,10 @@ class BowHead(nn.Layer):
 class SentenceClassifier(nn.Layer):
     """Sentence indices -> logits [batch, 2]: a features module, then the shared BowHead."""
 
-    def __init__(self, features, hidden_dim=256, dropout=0.2, n_classes=2):
+    def __init__(self, features, hidden_dim=256, dropout=0.2, n_classes=2, feature_norm='batchnorm'):
         super().__init__()
         self.features = features
-        self.head = BowHead(features.dim, hidden_dim, dropout, n_classes)
+        self.head = BowHead(features.dim, hidden_dim, dropout, n_classes, feature_norm)
 
     def forward(self, indices):
         x, mask = self.features(indices)
@@ -421,6 +433,8 @@ def add_protocol_args(p):
     t.add_argument('--lr', type=float, default=1e-3, help='Adam learning rate of the classifier (and scalar mix)')
     t.add_argument('--hidden_dim', type=int, default=256, help='MLP hidden size (0: a linear classifier)')
     t.add_argument('--dropout', type=float, default=0.2, help='dropout on the token features and the hidden layer')
+    t.add_argument('--feature_norm', default='batchnorm', choices=FEATURE_NORMS,
+                   help='batchnorm: standardize each dimension of the mean feature vector before the MLP')
     t.add_argument('--output_json', help='write the results here (accuracy_mean, accuracy_std, '
                    'fold_accuracies, layer_weights, args, ...)')
     t.add_argument('--quiet', action='store_true', help='no progress bars or per-epoch lines')

@@ -130,7 +130,7 @@ class ElmoFeatures(nn.Layer):
 
 
 def model_builder(bilm, sentences, trainable=False, bilm_lr=2e-5, layer_norm=False, l2_coef=1e-3,
-                  hidden_dim=256, dropout=0.2, cache=None):
+                  hidden_dim=256, dropout=0.2, cache=None, feature_norm='batchnorm'):
     """-> build_model(fold) making a fresh classifier; a trainable biLM is reset to its loaded weights first."""
     initial = {name: p.numpy().copy() for name, p in bilm.named_parameters()} if trainable else None
 
@@ -140,7 +140,8 @@ def model_builder(bilm, sentences, trainable=False, bilm_lr=2e-5, layer_norm=Fal
                 for name, p in bilm.named_parameters():
                     p.set_value(initial[name])
         elmo = Elmo(bilm, requires_grad=trainable, do_layer_norm=layer_norm, dropout=0.0, l2_coef=l2_coef)
-        return SentenceClassifier(ElmoFeatures(elmo, sentences, cache, bilm_lr), hidden_dim, dropout)
+        return SentenceClassifier(ElmoFeatures(elmo, sentences, cache, bilm_lr), hidden_dim, dropout,
+                                  feature_norm=feature_norm)
 
     return build_model
 
@@ -200,7 +201,7 @@ def main():
             print(f'cached {len(data.sentences)} sentences\' biLM layers ({cache.nbytes / 2 ** 20:.0f} MiB) '
                   f'in {info["cache_seconds"]:.1f} s', file=sys.stderr)
         build = model_builder(bilm, data.sentences, a.trainable, a.bilm_lr, a.layer_norm, a.l2_coef,
-                              a.hidden_dim, a.dropout, cache)
+                              a.hidden_dim, a.dropout, cache, a.feature_norm)
         results = cross_validate(data, folds, build, train_config(a))
     finally:
         if cache is not None:

@@ -298,7 +298,8 @@ def main():
     del kv  # only the rows the data uses are kept (the table)
 
     def build_model(fold):
-        return SentenceClassifier(Word2VecFeatures(table, token_ids, a.oov), a.hidden_dim, a.dropout)
+        return SentenceClassifier(Word2VecFeatures(table, token_ids, a.oov), a.hidden_dim, a.dropout,
+                                  feature_norm=a.feature_norm)
 
     results = cross_validate(data, folds, build_model, train_config(a))
     report(results, a, data, info)
