@@ -25,6 +25,7 @@ import random
 import re
 import sys
 import time
+import warnings
 from dataclasses import dataclass
 
 import numpy as np
@@ -162,6 +163,8 @@ def make_folds(labels, n_folds=10, seed=1, dev_fraction=0.1):
 # --------------------------------------------------------------------------------------------
 
 FEATURE_NORMS = ('batchnorm', 'none')
+# Paddle's BatchNorm1D warns on every training call that it tracks running statistics (as intended).
+warnings.filterwarnings('ignore', message='When training, we now always track global mean and variance')
 
 
 def masked_mean(x, mask):
@@ -283,14 +286,20 @@ def evaluate(model, indices, labels, batch_size, sentences=None):
 
 
 def _trainable_snapshot(model):
-    return {name: p.numpy().copy() for name, p in model.named_parameters() if not p.stop_gradient}
+    """Everything training changes: the trainable parameters and the batch-norm running
+    statistics (Paddle keeps those as stop_gradient parameters); not the frozen biLM."""
+    names = {name for name, p in model.named_parameters() if not p.stop_gradient}
+    for prefix, layer in model.named_sublayers(include_self=True):
+        if isinstance(layer, nn.BatchNorm1D):
+            names.update(f'{prefix}.{stat}'.lstrip('.') for stat in ('_mean', '_variance'))
+    return {name: t.numpy().copy() for name, t in model.state_dict().items() if name in names}
 
 
 def _restore(model, snapshot):
     with paddle.no_grad():
-        for name, p in model.named_parameters():
+        for name, t in model.state_dict().items():
             if name in snapshot:
-                p.set_value(snapshot[name])
+                t.set_value(snapshot[name])
 
 
 def train_epoch(model, optimizer, indices, labels, batch_size, rng, desc, progress=True):

@@ -125,6 +125,24 @@ def test_head_ignores_padded_positions():
     np.testing.assert_allclose(a[:1], alone, atol=1e-6)  # a mean over real tokens, not over time
 
 
+def test_early_stopping_restores_the_best_epochs_batch_norm_statistics_too():
+    from classifier import _restore, _trainable_snapshot
+    paddle.seed(0)
+    head = BowHead(input_dim=6, hidden_dim=5, dropout=0.0, feature_norm='batchnorm')
+    x, mask = paddle.randn([8, 3, 6]), paddle.ones([8, 3], dtype='bool')
+    head.train()
+    head(x, mask)
+    best = _trainable_snapshot(head)
+    assert any('_mean' in name for name in best)  # the running statistics are part of it
+    head(x * 10 + 5, mask)  # a later epoch moves parameters' statistics
+    head.eval()
+    moved = head(x, mask).numpy()
+    _restore(head, best)
+    for name, t in head.state_dict().items():
+        np.testing.assert_array_equal(t.numpy(), best[name], err_msg=name)
+    assert not np.allclose(head(x, mask).numpy(), moved)
+
+
 # ---- ELMo features ---------------------------------------------------------------------------
 
 def test_cache_gives_the_same_predictions_as_recomputing_the_bilm():
