@@ -712,14 +712,28 @@ def checkpoint_paths(prefix):
     return os.path.join(os.path.dirname(prefix) or '.', 'options.json'), f'{prefix}.pdparams'
 
 
-def bilm_state_from_checkpoint(params_file):
-    """The BiLM part of a checkpoint's state dict (keys without the 'bilm.' prefix)."""
-    if not os.path.exists(params_file):
-        raise FileNotFoundError(f'{params_file}: checkpoint not found')
-    state = paddle.load(params_file)
-    if any(k.startswith('bilm.') for k in state):
-        state = {k[len('bilm.'):]: v for k, v in state.items() if k.startswith('bilm.')}
-    return state
+def load_checkpoint(params_file, stateful=False):
+    """A checkpoint prefix ('DIR/N') -> (BiLM, the checkpoint's whole state dict).
+
+    The state dict may be a LanguageModel's (keys 'bilm.*', 'softmax.*') or a BiLM's own.
+    """
+    options_file, ckpt = checkpoint_paths(params_file)
+    if not os.path.exists(ckpt):
+        raise FileNotFoundError(f'{ckpt}: checkpoint not found')
+    full = paddle.load(ckpt)
+    state = full
+    if any(k.startswith('bilm.') for k in full):
+        state = {k[len('bilm.'):]: v for k, v in full.items() if k.startswith('bilm.')}
+    bilm = BiLM(load_options(options_file), stateful=stateful)
+    expected = bilm.state_dict()
+    for key, value in expected.items():
+        if key not in state:
+            raise ValueError(f'{ckpt}: parameter "{key}" is missing (options.json asks for it)')
+        if tuple(state[key].shape) != tuple(value.shape):
+            raise ValueError(f'{ckpt}: parameter "{key}" has shape {tuple(state[key].shape)}, '
+                             f'{options_file} implies {tuple(value.shape)}')
+    bilm.set_state_dict({k: state[k] for k in expected})
+    return bilm, full
 
 
 def load_bilm(params_file=None, options_file=None, weight_file=None, stateful=False):
@@ -727,18 +741,7 @@ def load_bilm(params_file=None, options_file=None, weight_file=None, stateful=Fa
     if params_file is not None:
         if options_file is not None or weight_file is not None:
             raise ValueError('give either params_file (a checkpoint prefix) or options_file + weight_file')
-        options_file, ckpt = checkpoint_paths(params_file)
-        bilm = BiLM(load_options(options_file), stateful=stateful)
-        state = bilm_state_from_checkpoint(ckpt)
-        expected = bilm.state_dict()
-        for key, value in expected.items():
-            if key not in state:
-                raise ValueError(f'{ckpt}: parameter "{key}" is missing (options.json asks for it)')
-            if tuple(state[key].shape) != tuple(value.shape):
-                raise ValueError(f'{ckpt}: parameter "{key}" has shape {tuple(state[key].shape)}, '
-                                 f'{options_file} implies {tuple(value.shape)}')
-        bilm.set_state_dict({k: state[k] for k in expected})
-        return bilm
+        return load_checkpoint(params_file, stateful)[0]
     if options_file is None or weight_file is None:
         raise ValueError('give params_file (a checkpoint prefix like checkpoints/10000) '
                          'or both options_file and weight_file')

@@ -17,10 +17,9 @@ def main():
     p.add_argument('--output_dir', required=True, help='directory for options.json and weights.hdf5')
     a = p.parse_args()
     import paddle
-    from elmo import checkpoint_paths, export_weights, load_bilm
+    from elmo import export_weights, load_checkpoint
     paddle.set_device('cpu')
-    bilm = load_bilm(params_file=a.init_from_ckpt)
-    state = paddle.load(checkpoint_paths(a.init_from_ckpt)[1])
+    bilm, state = load_checkpoint(a.init_from_ckpt)
     extra = {}
     if 'softmax.W' in state:  # bilm-tf's layout: W [vocab, projection_dim], b [vocab]
         extra = {'softmax/W': state['softmax.W'].numpy(), 'softmax/b': state['softmax.b'].numpy().reshape(-1)}

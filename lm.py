@@ -162,29 +162,32 @@ class LanguageModel(nn.Layer):
         agree_rows: in training, a function that turns this rank's softmax row ids into the union
         over all ranks (so every rank's row gradients line up for the all-reduce).
         """
+        if not self.training:
+            losses = [loss.mean() for loss in self.full_softmax_losses(batch)]
+            return {'loss': 0.5 * (losses[0] + losses[1]), 'forward_loss': losses[0], 'backward_loss': losses[1]}
         tops = self.bilm.lm_outputs(*(batch[chars] for chars, _ in DIRECTIONS))
         hs = [top.reshape([-1, top.shape[-1]]) for top in tops]
         targets = [batch[key].reshape(-1) for _, key in DIRECTIONS]
-        if not self.training:
-            losses = [self.softmax.full_losses(h, paddle.to_tensor(t)).mean() for h, t in zip(hs, targets)]
-        else:
-            if self.dropout > 0:
-                hs = [F.dropout(h, self.dropout, training=True) for h in hs]
-            samples = [self.sampler.sample() for _ in DIRECTIONS]  # one candidate set per direction
-            ids = np.unique(np.concatenate(targets + [c for c, _ in samples]))
-            self.softmax.select_rows(agree_rows(ids) if agree_rows else ids)
-            losses = [self.softmax.sampled_loss(h, t, c, np.log(self.sampler.expected_count(t, n)),
-                                                np.log(self.sampler.expected_count(c, n)))
-                      for h, t, (c, n) in zip(hs, targets, samples)]
+        if self.dropout > 0:
+            hs = [F.dropout(h, self.dropout, training=True) for h in hs]
+        samples = [self.sampler.sample() for _ in DIRECTIONS]  # one candidate set per direction
+        ids = np.unique(np.concatenate(targets + [c for c, _ in samples]))
+        self.softmax.select_rows(agree_rows(ids) if agree_rows else ids)
+        losses = [self.softmax.sampled_loss(h, t, c, np.log(self.sampler.expected_count(t, n)),
+                                            np.log(self.sampler.expected_count(c, n)))
+                  for h, t, (c, n) in zip(hs, targets, samples)]
         return {'loss': 0.5 * (losses[0] + losses[1]), 'forward_loss': losses[0], 'backward_loss': losses[1]}
 
+    def full_softmax_losses(self, batch):
+        """Per-token full-softmax losses, tensors (forward [n], backward [n]), n = batch x unroll."""
+        tops = self.bilm.lm_outputs(*(batch[chars] for chars, _ in DIRECTIONS))
+        return [self.softmax.full_losses(top.reshape([-1, top.shape[-1]]), paddle.to_tensor(batch[key].reshape(-1)))
+                for top, (_, key) in zip(tops, DIRECTIONS)]
+
     def token_losses(self, batch):
-        """Eval helper: per-token full-softmax losses (forward [n], backward [n]) as numpy arrays."""
+        """Eval helper: full_softmax_losses as numpy arrays, without gradients."""
         with paddle.no_grad():
-            tops = self.bilm.lm_outputs(*(batch[chars] for chars, _ in DIRECTIONS))
-            return [self.softmax.full_losses(top.reshape([-1, top.shape[-1]]),
-                                             paddle.to_tensor(batch[key].reshape(-1))).numpy()
-                    for top, (_, key) in zip(tops, DIRECTIONS)]
+            return [loss.numpy() for loss in self.full_softmax_losses(batch)]
 
 
 class Adagrad:
