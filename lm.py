@@ -117,8 +117,7 @@ class Softmax(nn.Layer):
         true_logits = (h * w_true).sum(axis=-1) + b_true - paddle.to_tensor(log_q_true.astype(np.float32))
         cand_logits = add_bias(paddle.matmul(h, w_cand, transpose_y=True),
                                b_cand - paddle.to_tensor(log_q_cand.astype(np.float32)))  # [n, n_candidates]
-        position = {int(c): k for k, c in enumerate(candidates)}
-        labels = np.array([position.get(int(t), -1) + 1 for t in targets], dtype=np.int64)  # 0: true column
+        labels = candidate_labels(targets, candidates)
         hit = (labels > 0).astype(np.float32)
         true_column = true_logits + paddle.to_tensor(hit * np.float32(NEG_INF))
         logits = paddle.concat([true_column.unsqueeze(1), cand_logits], axis=1)
@@ -134,6 +133,15 @@ class Softmax(nn.Layer):
             part_lse = logsumexp(part)
             lse = part_lse if lse is None else logsumexp(paddle.stack([lse, part_lse], axis=1))
         return lse - true_logits
+
+
+def candidate_labels(targets, candidates):
+    """For each target: 1 + its column among the distinct candidates, or 0 (the true column) when
+    it is not among them."""
+    order = np.argsort(candidates, kind='stable')
+    where = np.searchsorted(candidates, targets, sorter=order).clip(0, len(candidates) - 1)
+    column = order[where]
+    return np.where(candidates[column] == targets, column + 1, 0).astype(np.int64)
 
 
 DIRECTIONS = (('char_ids', 'next_token_ids'), ('char_ids_reverse', 'next_token_ids_reverse'))

@@ -127,3 +127,10 @@ def test_language_model_trains_and_carries_state():
         opt.clear_grad()
     assert float(out['loss']) < first - 0.5
     assert model.bilm.get_states() is not None  # state carried for the next batch
+
+
+def test_candidate_labels_point_each_accidental_hit_at_its_candidate_column():
+    from lm import candidate_labels
+    candidates = np.array([7, 3, 11, 0])  # distinct, in draw order (not sorted)
+    targets = np.array([3, 5, 0, 11, 12, 7, 3])
+    np.testing.assert_array_equal(candidate_labels(targets, candidates), [2, 0, 4, 3, 0, 1, 2])
