@@ -85,12 +85,6 @@ class ActivationCache:
         shutil.rmtree(self.directory, ignore_errors=True)
 
 
-def set_training(layer, mode):
-    """Set the mode flag of `layer` and its sublayers only (Layer.train() also flips Paddle's global mode)."""
-    for sub in [layer, *layer.sublayers()]:
-        sub.training = mode
-
-
 class ElmoFeatures(nn.Layer):
     """Sentence indices -> (scalar mix of the biLM layers [batch, time, 2P], mask [batch, time]).
 
@@ -110,10 +104,7 @@ class ElmoFeatures(nn.Layer):
         if self.cache is not None:
             layers, mask = self.cache.batch(indices)
             return self.elmo.scalar_mixes[0](layers, mask), mask
-        if not self.elmo.requires_grad:
-            # The parent's train() sets every sublayer's flag, bypassing Elmo.train(); a frozen
-            # biLM must not apply its dropout.
-            set_training(self.elmo.bilm, False)
+        # A frozen biLM applies no dropout even in train mode: Elmo.bilm_layers sees to that.
         char_ids, lengths = self.mapper.batch([self.sentences[i] for i in indices])
         out = self.elmo(paddle.to_tensor(char_ids), lengths)
         return out['elmo_representations'][0], out['mask']
