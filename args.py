@@ -46,17 +46,6 @@ def add_device(p):
                    help='cpu, or gpu (needs paddlepaddle-gpu)')
 
 
-def set_device(device):
-    """paddle.set_device(device); on CPU, glibc also keeps freed blocks for reuse
-    (elmo.keep_freed_memory): Paddle allocates every op's output afresh, and returning those
-    MB-sized buffers to the OS costs 10-25% of a CPU training step or embedding batch in page faults."""
-    import paddle
-    paddle.set_device(device)
-    if device == 'cpu':
-        from elmo import keep_freed_memory
-        keep_freed_memory()
-
-
 def run(main):
     """Call main(); a user mistake becomes one line on stderr and exit code 2, no traceback."""
     try:

@@ -888,6 +888,15 @@ def keep_freed_memory(mmap_threshold_mb=256, trim_threshold_mb=512):
         return False
 
 
+def use_device(device, reuse_memory=True):
+    """paddle.set_device(device); on CPU with reuse_memory, also keep_freed_memory(): Paddle
+    allocates every op's output afresh, and returning those MB-sized buffers to the OS costs
+    10-25% of a CPU training step or embedding batch in page faults."""
+    paddle.set_device(device)
+    if reuse_memory and device == 'cpu':
+        keep_freed_memory()
+
+
 class ELMoEmbedder:
     """Sentences (lists of str tokens) -> numpy ELMo layers.
 
@@ -907,9 +916,7 @@ class ELMoEmbedder:
 
     def __init__(self, params_file=None, options_file=None, weight_file=None, batch_size=64,
                  device='cpu', stateful=False, token_cache_size=50000, bilm=None, reuse_memory=True):
-        paddle.set_device(device)
-        if reuse_memory and device == 'cpu':
-            keep_freed_memory()
+        use_device(device, reuse_memory)
         if bilm is None:
             bilm = load_bilm(params_file, options_file, weight_file, stateful=stateful)
         self.bilm = bilm  # `bilm=`: an in-memory BiLM (e.g. being trained) instead of files

@@ -170,9 +170,14 @@ class LanguageModel(nn.Layer):
         agree_rows: in training, a function that turns this rank's softmax row ids into the union
         over all ranks (so every rank's row gradients line up for the all-reduce).
         """
-        if not self.training:
+        if self.training:
+            losses = self.sampled_losses(batch, agree_rows)
+        else:
             losses = [loss.mean() for loss in self.full_softmax_losses(batch)]
-            return {'loss': 0.5 * (losses[0] + losses[1]), 'forward_loss': losses[0], 'backward_loss': losses[1]}
+        return {'loss': 0.5 * (losses[0] + losses[1]), 'forward_loss': losses[0], 'backward_loss': losses[1]}
+
+    def sampled_losses(self, batch, agree_rows=None):
+        """Mean sampled-softmax losses (forward, backward), after dropout on the top layer."""
         tops = self.bilm.lm_outputs(*(batch[chars] for chars, _ in DIRECTIONS))
         hs = [top.reshape([-1, top.shape[-1]]) for top in tops]
         targets = [batch[key].reshape(-1) for _, key in DIRECTIONS]
@@ -181,10 +186,9 @@ class LanguageModel(nn.Layer):
         samples = [self.sampler.sample() for _ in DIRECTIONS]  # one candidate set per direction
         ids = np.unique(np.concatenate(targets + [c for c, _ in samples]))
         self.softmax.select_rows(agree_rows(ids) if agree_rows else ids)
-        losses = [self.softmax.sampled_loss(h, t, c, np.log(self.sampler.expected_count(t, n)),
-                                            np.log(self.sampler.expected_count(c, n)))
-                  for h, t, (c, n) in zip(hs, targets, samples)]
-        return {'loss': 0.5 * (losses[0] + losses[1]), 'forward_loss': losses[0], 'backward_loss': losses[1]}
+        return [self.softmax.sampled_loss(h, t, c, np.log(self.sampler.expected_count(t, n)),
+                                          np.log(self.sampler.expected_count(c, n)))
+                for h, t, (c, n) in zip(hs, targets, samples)]
 
     def full_softmax_losses(self, batch):
         """Per-token full-softmax losses, tensors (forward [n], backward [n]), n = batch x unroll."""
@@ -207,7 +211,7 @@ class Adagrad:
     """
 
     def __init__(self, model, lr, max_grad_norm, initial_accumulator=1.0, world_size=1):
-        self.model, self.lr, self.max_grad_norm, self.world_size = model, lr, max_grad_norm, world_size
+        self.model, self.max_grad_norm, self.world_size = model, max_grad_norm, world_size
         self.softmax = model.softmax
         self.dense = [(n, p) for n, p in model.named_parameters()
                       if not p.stop_gradient and not n.startswith('softmax.')]

@@ -28,9 +28,9 @@ def main():
     a = p.parse_args()
     from tqdm import tqdm
     from dataset import Vocabulary, count_tokens, iter_eval_batches
-    from elmo import save_json_atomic
+    from elmo import save_json_atomic, use_device
     from lm import evaluate, load_language_model
-    cli.set_device(a.device)
+    use_device(a.device)
     source = cli.model_source(a)
     vocab = Vocabulary(a.vocab_file)
     model = load_language_model(vocab.size, **source)

@@ -28,7 +28,7 @@ import paddle.nn as nn
 from classifier import (SentenceClassifier, add_protocol_args, check_protocol_args, cross_validate, load_data,
                         make_folds, report, show_bars, train_config)
 from dataset import CharMapper
-from elmo import ELMoEmbedder, Elmo, load_bilm
+from elmo import ELMoEmbedder, Elmo, load_bilm, use_device
 
 
 class ActivationCache:
@@ -176,7 +176,7 @@ def main():
     source = cli.model_source(a)
     check_protocol_args(a)
     check_elmo_args(a)
-    cli.set_device(a.device)
+    use_device(a.device)
     data = load_data(a)
     folds = make_folds(data.labels, a.folds, a.seed, a.dev_fraction)
     bilm = load_bilm(**source)

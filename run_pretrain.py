@@ -19,7 +19,7 @@ import paddle
 import paddle.distributed as dist
 
 from dataset import LMStream, Vocabulary, count_tokens, iter_eval_batches
-from elmo import checkpoint_paths, load_options, make_options, save_json_atomic
+from elmo import checkpoint_paths, load_options, make_options, save_json_atomic, use_device
 from lm import Adagrad, LanguageModel, evaluate
 
 LOG_FIELDS = ['step', 'elapsed_s', 'loss', 'forward_loss', 'backward_loss', 'forward_perplexity',
@@ -199,7 +199,7 @@ def setup_device(device):
     if device == 'gpu':
         paddle.set_device(f'gpu:{dist.ParallelEnv().device_id}' if world_size > 1 else 'gpu')
     else:
-        cli.set_device('cpu')
+        use_device('cpu')
     if world_size > 1:
         dist.init_parallel_env()
     return dist.get_rank(), world_size

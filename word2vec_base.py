@@ -32,6 +32,7 @@ import paddle.nn.functional as F
 
 from classifier import (SentenceClassifier, add_protocol_args, check_protocol_args, cross_validate, load_data,
                         make_folds, report, train_config)
+from elmo import use_device
 
 OOV_MODES = ('unk', 'skip')
 PAD, UNK = 0, 1  # rows of the lookup table; word vectors start at row 2
@@ -285,7 +286,7 @@ def main():
     a = p.parse_args()
     check_protocol_args(a)
     check_word2vec_args(a)
-    cli.set_device(a.device)
+    use_device(a.device)
     data = load_data(a)  # before the (long) training, so a bad --data_dir fails at once
     folds = make_folds(data.labels, a.folds, a.seed, a.dev_fraction)
     info = {}

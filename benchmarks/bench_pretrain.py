@@ -44,12 +44,11 @@ def worker(name, steps, warmup):
     """Train `steps` timed steps of configuration `name`; print one JSON line."""
     import numpy as np
     import paddle
-    import args as cli
     from dataset import LMStream, Vocabulary
-    from elmo import make_options
+    from elmo import make_options, use_device
     from lm import Adagrad, LanguageModel
     cfg = CONFIGS[name]
-    cli.set_device('cpu')  # as run_pretrain.py (glibc keeps freed memory)
+    use_device('cpu')  # as run_pretrain.py (glibc keeps freed memory)
     paddle.seed(0)
     vocab = Vocabulary(vocabulary_file())
     options = make_options(**cfg['model'], dropout=0.1)
