@@ -21,6 +21,7 @@ import paddle.nn as nn
 import paddle.nn.functional as F
 from paddle.autograd import PyLayer
 
+import kernels
 from dataset import BOS_TOKEN, EOS_TOKEN, N_CHARACTERS, CharMapper, check_sentences
 
 # --------------------------------------------------------------------------------------------
@@ -217,7 +218,7 @@ class CharEncoder(nn.Layer):
                 [n_windows, width, tokens]).transpose([0, 2, 1])  # [windows, tokens, width]
             windows = self.char_embed(window_ids).reshape([n_windows, tokens, width * self.char_dim])
             # Max over positions of the pre-activation, as the reference; the activation is monotonic.
-            pooled.append(max_over_positions(paddle.matmul(windows, weight)))  # [tokens, n]
+            pooled.append(kernels.max_over_positions(paddle.matmul(windows, weight)))  # [tokens, n]
         x = self.activation(add_bias(paddle.concat(pooled, axis=-1), paddle.concat(list(self.conv_biases))))
         for highway in self.highways:
             x = highway(x)  # [tokens, n_filters]
@@ -229,47 +230,6 @@ class CharEncoder(nn.Layer):
             return 1
         not_pad = (char_ids != self.pad_id).astype('int32') * paddle.arange(1, char_ids.shape[1] + 1, dtype='int32')
         return max(int(not_pad.max()), 1)
-
-
-def max_over_positions(x):
-    """[positions, tokens, n] -> [tokens, n]: the max over positions.
-
-    A running paddle.maximum over the contiguous [tokens, n] slabs: 4x faster than paddle.max and
-    argmax (7 ms vs 28 ms for [16, 494, 1024], 2 threads). With gradients it is _MaxOverPositions.
-    """
-    if not x.stop_gradient:
-        return _MaxOverPositions.apply(x)
-    return _running_max(x)
-
-
-def _running_max(x):
-    best = x[0]
-    for k in range(1, x.shape[0]):
-        best = paddle.maximum(best, x[k])
-    return best
-
-
-class _MaxOverPositions(PyLayer):
-    """Max over the leading axis whose gradient is split equally among tied maxima, as TensorFlow's
-    reduce_max (bilm-tf). Ties are common: every all-PAD window of a token gives the same value.
-
-    Paddle's own backward routes are slow on CPU: max(axis)'s ~100x, argmax + take_along_axis's
-    (scatter, expand) 73 ms against this one's 44 ms for [20, 494, 1024] forward and backward.
-    """
-
-    @staticmethod
-    def forward(ctx, x):
-        best = _running_max(x)
-        ctx.save_for_backward(x, best)
-        return best
-
-    @staticmethod
-    def backward(ctx, grad):
-        x, best = ctx.saved_tensor()
-        # >= is == here (best is the max), and 5x faster than == in Paddle's CPU kernels.
-        hits = [(x[k] >= best).astype(grad.dtype) for k in range(x.shape[0])]
-        share = grad / paddle.add_n(hits)
-        return paddle.stack([hit * share for hit in hits])
 
 
 class LstmLayer(nn.Layer):
@@ -358,35 +318,31 @@ class LstmStack(nn.Layer):
         groups = step_groups(batch_sizes, max(int(batch_sizes[0]), (self.GATE_BUFFER_MB << 20) // (16 * self.dim)))
         # split (not slicing) keeps the backward pass linear in the number of steps.
         xs = paddle.split(x, [int(batch_sizes[a:b].sum()) for a, b in groups]) if len(groups) > 1 else [x]
-        rows = h.shape[0]
-        stopped = []  # (h, c) of rows that finished, last rows first
-        steps = []
+        outputs = []
         for (first, last), x_group in zip(groups, xs):
-            sizes = batch_sizes[first:last].tolist()
+            sizes = batch_sizes[first:last]
             gates = add_bias(paddle.matmul(x_group, w_input), bias)  # [group tokens, 4D]
-            for n, gates_in in zip(sizes, paddle.split(gates, sizes) if len(sizes) > 1 else [gates]):
-                if n < rows:
-                    stopped.append((h[n:rows], c[n:rows]))
-                    h, c, rows = h[:n], c[:n], n
-                h, c = self._step(layer, gates_in, h, c, w_hidden)
-                steps.append(h)
-        if stopped:
-            h = paddle.concat([h] + [s[0] for s in reversed(stopped)])
-            c = paddle.concat([c] + [s[1] for s in reversed(stopped)])
-        return (steps[0] if len(steps) == 1 else paddle.concat(steps)), (h, c)
+            h_all, c_all = kernels.recurrence(gates, sizes, h, c, w_hidden, layer.W_P,
+                                              self.cell_clip, self.proj_clip)
+            h, c = last_states(h_all, c_all, h, c, sizes)
+            outputs.append(h_all)
+        return (outputs[0] if len(outputs) == 1 else paddle.concat(outputs)), (h, c)
 
-    def _step(self, layer, gates_in, h, c, w_hidden):
-        """gates_in [n, 4D] (blocks i, j, f, o), h [n, P], c [n, D] -> (h, c) of the next step."""
-        # split copies each gate into a contiguous [n, D] block (elementwise ops on strided column
-        # slices are slow), and its backward is one concat.
-        i, j, f, o = paddle.split(gates_in + paddle.matmul(h, w_hidden), 4, axis=1)
-        c = F.sigmoid(i) * paddle.tanh(j) + F.sigmoid(f) * c
-        if self.cell_clip:
-            c = paddle.clip(c, -self.cell_clip, self.cell_clip)
-        h = paddle.matmul(F.sigmoid(o) * paddle.tanh(c), layer.W_P)
-        if self.proj_clip:
-            h = paddle.clip(h, -self.proj_clip, self.proj_clip)
-        return h, c
+
+def last_states(h_all, c_all, h0, c0, batch_sizes):
+    """Each row's state after its last step -> (h [B, P], c [B, D]); rows that did not run keep h0, c0.
+
+    h_all [tokens, P], c_all [tokens, D]: packed outputs of steps with batch_sizes[t] rows.
+    """
+    sizes = np.asarray(batch_sizes, dtype=np.int64)
+    rows = np.arange(h0.shape[0])
+    steps_run = (sizes[None, :] > rows[:, None]).sum(axis=1)  # [B]
+    offsets = np.concatenate([[0], np.cumsum(sizes)])
+    # Index into [packed rows; h0 rows]: the row's last step, or its initial state.
+    index = np.where(steps_run > 0, offsets[np.maximum(steps_run - 1, 0)] + rows, offsets[-1] + rows)
+    index = paddle.to_tensor(index)
+    return (paddle.gather(paddle.concat([h_all, h0]), index),
+            paddle.gather(paddle.concat([c_all, c0]), index))
 
 
 def packing_indices(batch_sizes, batch, time):

@@ -1,21 +1,36 @@
 """The fast paths of the embedder compute exactly what the plain formulas compute.
 
 CharEncoder skips all-PAD windows and token_embedding sorts tokens by length; LstmStack packs rows
-time-major and regroups the gates. Each is checked against a direct implementation written here
-(full 50-position convolution; a per-row float64 LSTM), values and gradients.
+time-major and regroups the gates. The LSTM recurrence and the char CNN's max-pool run in CPU
+kernels (kernels.cc) or as Python loops of Paddle ops. Each is checked against a direct
+implementation written here (full 50-position convolution; a per-row float64 LSTM), values and
+gradients, once with the kernels and once with the loops.
 """
 import numpy as np
 import paddle
 import paddle.nn.functional as F
 import pytest
 
+import kernels
 from conftest import tiny_options
 from dataset import CharMapper
-from elmo import BiLM, CharEncoder, ELMoEmbedder, LstmStack, add_bias, length_chunks, max_over_positions
+from elmo import BiLM, CharEncoder, ELMoEmbedder, LstmStack, add_bias, length_chunks
+from kernels import max_over_positions
 
 # float32 against float64 / another summation order: ~1e-7 relative; a wrong window, gate or row
 # moves values by > 1e-3.
 TOL = 1e-5
+NO_KERNELS = 'CPU kernels unavailable here (no C++ compiler or Paddle headers)'
+
+
+@pytest.fixture(params=['kernels', 'python'])
+def implementation(request, monkeypatch):
+    """Run with the CPU kernels (kernels.cc), then with the Python loops of Paddle ops."""
+    if request.param == 'python':
+        monkeypatch.setattr(kernels, '_ops', False)
+    elif kernels.kernel() is None:
+        pytest.skip(NO_KERNELS)
+    return request.param
 
 
 def full_window_char_encoder(enc, char_ids):
@@ -32,7 +47,7 @@ def full_window_char_encoder(enc, char_ids):
     return enc.projection(x)
 
 
-def test_max_over_positions_splits_the_gradient_among_ties_like_reduce_max():
+def test_max_over_positions_splits_the_gradient_among_ties_like_reduce_max(implementation):
     x_np = np.random.default_rng(0).normal(size=(5, 3, 4)).astype(np.float32)
     x_np[1:4, 0, 0] = x_np[:, 0, 0].max() + 1.0  # three tied maxima
     x = paddle.to_tensor(x_np, stop_gradient=False)
@@ -65,14 +80,14 @@ WORDS = ['a', 'of', 'the', 'movie', 'extraordinarily', 'x' * 60, 'é', '中文',
 
 
 @pytest.mark.parametrize('words', [WORDS, ['a', 'an', 'the'], ['y' * 48]], ids=['mixed', 'short', 'longest'])
-def test_char_encoder_skipping_pad_windows_matches_full_convolution(words):
+def test_char_encoder_skipping_pad_windows_matches_full_convolution(words, implementation):
     enc = make_encoder(filters=[[1, 4], [2, 8], [3, 8], [7, 6]])
     ids = paddle.to_tensor(CharMapper().tokens(words))
     with paddle.no_grad():
         np.testing.assert_allclose(enc(ids).numpy(), full_window_char_encoder(enc, ids).numpy(), atol=TOL, rtol=0)
 
 
-def test_char_encoder_gradients_match_full_convolution():
+def test_char_encoder_gradients_match_full_convolution(implementation):
     ids = paddle.to_tensor(CharMapper().tokens(['a', 'movie', 'the', 'zz']))
     grads = []
     for forward in (lambda e: e(ids), lambda e: full_window_char_encoder(e, ids)):
@@ -116,6 +131,34 @@ def test_token_embedding_sorts_chunks_and_restores_positions_with_zero_padding()
 
 
 # ---- LSTM -----------------------------------------------------------------------------------
+
+def test_recurrence_kernel_matches_the_loop_in_values_and_gradients():
+    """Rows that end early, rows that never run (B > batch_sizes[0]), clipping, and a loss on c."""
+    if kernels.kernel() is None:
+        pytest.skip(NO_KERNELS)
+    rng = np.random.RandomState(3)
+    D, P, B, sizes = 6, 4, 5, [4, 4, 3, 1]
+    arrays = [rng.normal(0, 2, (sum(sizes), 4 * D)), rng.normal(0, 0.5, (P, 4 * D)),
+              rng.normal(0, 0.5, (D, P)), rng.normal(0, 1, (B, P)), rng.normal(0, 2, (B, D))]
+    weights = [rng.normal(size=(sum(sizes), P)), rng.normal(size=(sum(sizes), D))]
+    results = []
+    for fn in (kernels.recurrence, kernels.loop_recurrence):
+        gates, w_hidden, w_proj, h0, c0 = [paddle.to_tensor(a.astype(np.float32), stop_gradient=False) for a in arrays]
+        h, c = fn(gates, sizes, h0, c0, w_hidden, w_proj, cell_clip=1.5, proj_clip=0.4)
+        loss = (h * paddle.to_tensor(weights[0].astype(np.float32))).sum() + \
+            (c * paddle.to_tensor(weights[1].astype(np.float32))).sum()
+        loss.backward()
+        results.append([h.numpy(), c.numpy()] + [t.grad.numpy() for t in (gates, w_hidden, w_proj, h0, c0)])
+        with paddle.no_grad():  # the inference path keeps no activations
+            h_inf, c_inf = fn(gates, sizes, h0, c0, w_hidden, w_proj, cell_clip=1.5, proj_clip=0.4)
+        np.testing.assert_array_equal(h_inf.numpy(), h.numpy())
+        np.testing.assert_array_equal(c_inf.numpy(), c.numpy())
+    assert np.abs(results[0][0]).max() == np.float32(0.4) and np.abs(results[0][1]).max() == np.float32(1.5)
+    names = ['h', 'c', 'd gates', 'd w_hidden', 'd w_proj', 'd h0', 'd c0']
+    for name, fused, loop in zip(names, *results):
+        np.testing.assert_allclose(fused, loop, atol=1e-5, rtol=1e-5, err_msg=name)
+    assert np.all(results[0][5][sizes[0]:] == 0) and np.all(results[0][6][sizes[0]:] == 0)
+
 
 def sigmoid(x):
     return 1.0 / (1.0 + np.exp(-x))
@@ -166,7 +209,7 @@ def make_stack(seed=0, **overrides):
 
 @pytest.mark.parametrize('buffer_mb', [64, 0], ids=['one-group', 'step-groups'])
 @pytest.mark.parametrize('lengths', [[5, 5, 5], [7, 4, 4, 1, 0], [1]], ids=['full', 'shrinking', 'one'])
-def test_packed_stack_matches_per_row_reference(lengths, buffer_mb):
+def test_packed_stack_matches_per_row_reference(lengths, buffer_mb, implementation):
     stack = make_stack(cell_clip=0.5, proj_clip=0.3)  # small clips so that clipping is exercised
     stack.GATE_BUFFER_MB = buffer_mb  # 0: input-to-gate products in groups of one or two steps
     time = max(lengths) + 2  # trailing padding columns too
@@ -204,7 +247,7 @@ def naive_paddle_stack(stack, x, lengths, states):
 
 
 @pytest.mark.parametrize('buffer_mb', [64, 0], ids=['one-group', 'step-groups'])
-def test_packed_stack_gradients_match_naive_steps(buffer_mb):
+def test_packed_stack_gradients_match_naive_steps(buffer_mb, implementation):
     lengths = [4, 2, 1]
     grads = []
     for packed in (True, False):

@@ -1,0 +1,275 @@
+// CPU kernels for the two loops that Paddle runs op by op, each op 20-40 us of single-threaded
+// overhead: the LSTM recurrence (~30 ops per step forward and backward; here a step is two
+// Paddle matmuls and one vectorised pass over the gates) and the char CNN's max-pool (one op per
+// window position). Built and wrapped by kernels.py, which also holds the Python versions.
+//
+// The recurrence: one LSTM layer in one direction (bilm-tf's LSTMCell with projection) on the
+// packed time-major rows of elmo.LstmStack.
+//
+// Layout (n_t = batch_sizes[t] rows run at step t, non-increasing; row r of step t is packed
+// row offset[t] + r, and row r of step t-1 is its previous state):
+//   gates_x [tokens, 4D]  x @ W_input + bias, gate blocks i, j, f, o (pre-activation)
+//   w_hidden [P, 4D], w_proj [D, P], h0 [B, P], c0 [B, D] with B >= n_0
+//   h [tokens, P] (after projection clipping), c [tokens, D] (after cell clipping)
+// A clip of 0 means no clipping. The gradient of a clip passes where |clipped value| < clip,
+// as Paddle's clip (the input equals the output there).
+#include "paddle/extension.h"
+
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <vector>
+
+using paddle::Tensor;
+
+namespace {
+
+std::vector<int64_t> Offsets(const std::vector<int64_t>& batch_sizes) {
+  std::vector<int64_t> offset(batch_sizes.size() + 1, 0);
+  for (size_t t = 0; t < batch_sizes.size(); ++t) offset[t + 1] = offset[t] + batch_sizes[t];
+  return offset;
+}
+
+Tensor Empty(int64_t rows, int64_t cols) {
+  return paddle::empty({rows, cols}, paddle::DataType::FLOAT32, paddle::CPUPlace());
+}
+
+Tensor Zeros(int64_t rows, int64_t cols) {
+  return paddle::zeros({rows, cols}, paddle::DataType::FLOAT32, paddle::CPUPlace());
+}
+
+// exp, sigmoid and tanh written so that gcc vectorises the gate loops (scalar libm calls cost
+// ~20 ns per element, most of a step). exp: x = n ln2 + r with |r| <= ln2 / 2 and Cephes' degree-6
+// polynomial for exp(r); relative error < 1e-7 on [-87, 88] (inputs are clamped there, which
+// sigmoid and tanh do not notice). Absolute errors: sigmoid < 1e-7, tanh < 2e-7. NaN propagates.
+inline float Exp(float x) {
+  x = x < -87.f ? -87.f : x;
+  x = x > 88.f ? 88.f : x;
+  const float n = (x * 1.44269504088896341f + 12582912.f) - 12582912.f;  // round to nearest
+  const float r = (x - n * 0.693359375f) + n * 2.12194440e-4f;           // x - n ln2 in two parts
+  float p = 1.9875691500e-4f;
+  p = p * r + 1.3981999507e-3f;
+  p = p * r + 8.3334519073e-3f;
+  p = p * r + 4.1665795894e-2f;
+  p = p * r + 1.6666665459e-1f;
+  p = p * r + 5.0000001201e-1f;
+  const int32_t bits = (static_cast<int32_t>(n) + 127) << 23;  // 2^n
+  return (p * r * r + r + 1.f) * __builtin_bit_cast(float, bits);
+}
+
+inline float Sigmoid(float x) { return 1.f / (1.f + Exp(-x)); }
+
+inline float Tanh(float x) {
+  // Near 0, 1 - 2 / (exp(2x) + 1) cancels: a Taylor polynomial there (error < 1e-9 for |x| < 1/4).
+  const float x2 = x * x;
+  const float near_zero = x * (1.f + x2 * (-1.f / 3 + x2 * (2.f / 15 + x2 * (-17.f / 315 + x2 * (62.f / 2835)))));
+  const float elsewhere = 1.f - 2.f / (Exp(2.f * x) + 1.f);
+  return std::fabs(x) < 0.25f ? near_zero : elsewhere;
+}
+
+// NaN passes through, as in Paddle's clip (a diverging run must show a non-finite loss).
+inline float Clip(float x, float clip) {
+  if (clip <= 0.f) return x;
+  return x < -clip ? -clip : (x > clip ? clip : x);
+}
+
+// 1 where the gradient passes a clip of `clip` whose output is `y`.
+inline float ClipPass(float y, float clip) {
+  return (clip <= 0.f || std::fabs(y) < clip) ? 1.f : 0.f;
+}
+
+void CheckInputs(const Tensor& gates_x, const Tensor& w_hidden, const Tensor& w_proj,
+                 const Tensor& h0, const Tensor& c0, const std::vector<int64_t>& offset,
+                 const std::vector<int64_t>& batch_sizes) {
+  PD_CHECK(gates_x.is_cpu() && w_hidden.is_cpu() && w_proj.is_cpu(), "fused_lstm runs on CPU only");
+  PD_CHECK(gates_x.dtype() == paddle::DataType::FLOAT32, "fused_lstm: float32 only");
+  const int64_t D = w_proj.shape()[0], P = w_proj.shape()[1];
+  PD_CHECK(w_hidden.shape()[0] == P && w_hidden.shape()[1] == 4 * D, "fused_lstm: w_hidden must be [P, 4D]");
+  PD_CHECK(gates_x.shape()[0] == offset.back() && gates_x.shape()[1] == 4 * D,
+           "fused_lstm: gates_x must be [sum(batch_sizes), 4D]");
+  PD_CHECK(!batch_sizes.empty() && batch_sizes[0] <= h0.shape()[0] && h0.shape()[0] == c0.shape()[0],
+           "fused_lstm: h0/c0 need at least batch_sizes[0] rows");
+  for (size_t t = 0; t < batch_sizes.size(); ++t) {
+    PD_CHECK(batch_sizes[t] > 0 && (t == 0 || batch_sizes[t] <= batch_sizes[t - 1]),
+             "fused_lstm: batch_sizes must be positive and non-increasing");
+  }
+}
+
+}  // namespace
+
+// -> h [tokens, P], c [tokens, D], acts [tokens, 4D] (sigmoid i, tanh j, sigmoid f, sigmoid o),
+//    m [tokens, D] (o * tanh(c), the projection's input). With save=false acts is empty and m
+//    holds only the last step's rows (inference keeps no activations).
+std::vector<Tensor> LstmForward(const Tensor& gates_x, const Tensor& w_hidden, const Tensor& w_proj,
+                                const Tensor& h0, const Tensor& c0,
+                                const std::vector<int64_t>& batch_sizes, float cell_clip,
+                                float proj_clip, bool save) {
+  const auto offset = Offsets(batch_sizes);
+  CheckInputs(gates_x, w_hidden, w_proj, h0, c0, offset, batch_sizes);
+  const int64_t D = w_proj.shape()[0], P = w_proj.shape()[1], tokens = offset.back();
+  Tensor h = Empty(tokens, P), c = Empty(tokens, D);
+  Tensor acts = Empty(save ? tokens : 0, 4 * D), m = Empty(save ? tokens : batch_sizes[0], D);
+  std::vector<float> scratch(save ? 0 : 4 * D);  // activations of one row, when none are kept
+  const float* gx = gates_x.data<float>();
+  float* c_out = c.data<float>();
+  for (size_t t = 0; t < batch_sizes.size(); ++t) {
+    const int64_t n = batch_sizes[t], at = offset[t];
+    const Tensor h_prev = t == 0 ? h0.slice(0, n) : h.slice(offset[t - 1], offset[t - 1] + n);
+    const float* c_prev = t == 0 ? c0.data<float>() : c_out + offset[t - 1] * D;
+    Tensor rec = paddle::experimental::matmul(h_prev, w_hidden);  // [n, 4D]
+    const float* r = rec.data<float>();
+    Tensor m_t = save ? m.slice(at, at + n) : m.slice(0, n);
+    float* m_rows = m_t.data<float>();
+    for (int64_t row = 0; row < n; ++row) {
+      const float* g = gx + (at + row) * 4 * D;
+      const float* rr = r + row * 4 * D;
+      float* a = save ? acts.data<float>() + (at + row) * 4 * D : scratch.data();
+      const float* cp = c_prev + row * D;
+      float* c_row = c_out + (at + row) * D;
+      float* m_row = m_rows + row * D;
+#pragma omp simd
+      for (int64_t k = 0; k < D; ++k) {
+        const float i = Sigmoid(g[k] + rr[k]), j = Tanh(g[D + k] + rr[D + k]);
+        const float f = Sigmoid(g[2 * D + k] + rr[2 * D + k]), o = Sigmoid(g[3 * D + k] + rr[3 * D + k]);
+        const float cell = Clip(i * j + f * cp[k], cell_clip);
+        c_row[k] = cell;
+        m_row[k] = o * Tanh(cell);
+        a[k] = i, a[D + k] = j, a[2 * D + k] = f, a[3 * D + k] = o;
+      }
+    }
+    Tensor projected = paddle::experimental::matmul(m_t, w_proj);  // [n, P]
+    const float* hp = projected.data<float>();
+    float* h_rows = h.data<float>() + at * P;
+#pragma omp simd
+    for (int64_t e = 0; e < n * P; ++e) h_rows[e] = Clip(hp[e], proj_clip);
+  }
+  return {h, c, acts, m};
+}
+
+// Gradients of LstmForward(save=true) from grad_h [tokens, P] and grad_c [tokens, D]
+// -> grad_gates_x [tokens, 4D], grad_w_hidden [P, 4D], grad_w_proj [D, P], grad_h0 [B, P], grad_c0 [B, D].
+std::vector<Tensor> LstmBackward(const Tensor& w_hidden, const Tensor& w_proj, const Tensor& h0,
+                                 const Tensor& c0, const Tensor& h, const Tensor& c,
+                                 const Tensor& acts, const Tensor& m, const Tensor& grad_h,
+                                 const Tensor& grad_c, const std::vector<int64_t>& batch_sizes,
+                                 float cell_clip, float proj_clip) {
+  const auto offset = Offsets(batch_sizes);
+  const int64_t D = w_proj.shape()[0], P = w_proj.shape()[1], tokens = offset.back();
+  const int64_t B = h0.shape()[0], T = static_cast<int64_t>(batch_sizes.size());
+  PD_CHECK(acts.shape()[0] == tokens && m.shape()[0] == tokens,
+           "fused_lstm backward needs the forward's saved activations (save=true)");
+  Tensor grad_gates = Empty(tokens, 4 * D), grad_h_raw = Empty(tokens, P), h_prev_all = Empty(tokens, P);
+  Tensor grad_h0 = Zeros(B, P), grad_c0 = Zeros(B, D);
+  std::vector<float> dc_carry(batch_sizes[0] * D, 0.f);  // d loss / d c of the next step's previous state
+  const std::vector<float> zeros(P, 0.f);
+  Tensor dh_carry;                                       // [n_{t+1}, P], d loss / d h_prev of the next step
+  const float *hv = h.data<float>(), *cv = c.data<float>(), *av = acts.data<float>();
+  const float *gh = grad_h.data<float>(), *gc = grad_c.data<float>();
+  float* dg = grad_gates.data<float>();
+  float* dhr = grad_h_raw.data<float>();
+  for (int64_t t = T - 1; t >= 0; --t) {
+    const int64_t n = batch_sizes[t], at = offset[t], n_next = t + 1 < T ? batch_sizes[t + 1] : 0;
+    for (int64_t row = 0; row < n; ++row) {
+      const float* carried = row < n_next ? dh_carry.data<float>() + row * P : zeros.data();
+      const int64_t e = (at + row) * P;
+#pragma omp simd
+      for (int64_t p = 0; p < P; ++p) dhr[e + p] = (gh[e + p] + carried[p]) * ClipPass(hv[e + p], proj_clip);
+    }
+    Tensor dm = paddle::experimental::matmul(grad_h_raw.slice(at, at + n), w_proj, false, true);  // [n, D]
+    const float* dmv = dm.data<float>();
+    const float* c_prev = t == 0 ? c0.data<float>() : cv + offset[t - 1] * D;
+    for (int64_t row = 0; row < n; ++row) {
+      const float* a = av + (at + row) * 4 * D;
+      const float* cp = c_prev + row * D;
+      const float* cell = cv + (at + row) * D;
+      const float* gcell = gc + (at + row) * D;
+      const float* dmr = dmv + row * D;
+      float* d = dg + (at + row) * 4 * D;
+      float* carry = dc_carry.data() + row * D;
+      const float keep = row < n_next ? 1.f : 0.f;  // rows that end here have no next step
+#pragma omp simd
+      for (int64_t k = 0; k < D; ++k) {
+        const float i = a[k], j = a[D + k], f = a[2 * D + k], o = a[3 * D + k];
+        const float tc = Tanh(cell[k]);
+        const float dc = (gcell[k] + keep * carry[k] + dmr[k] * o * (1.f - tc * tc)) * ClipPass(cell[k], cell_clip);
+        d[k] = dc * j * i * (1.f - i);
+        d[D + k] = dc * i * (1.f - j * j);
+        d[2 * D + k] = dc * cp[k] * f * (1.f - f);
+        d[3 * D + k] = dmr[k] * tc * o * (1.f - o);
+        carry[k] = dc * f;
+      }
+    }
+    dh_carry = paddle::experimental::matmul(grad_gates.slice(at, at + n), w_hidden, false, true);  // [n, P]
+    const float* prev = t == 0 ? h0.data<float>() : hv + offset[t - 1] * P;
+    std::memcpy(h_prev_all.data<float>() + at * P, prev, sizeof(float) * n * P);
+  }
+  std::memcpy(grad_h0.data<float>(), dh_carry.data<float>(), sizeof(float) * batch_sizes[0] * P);
+  std::memcpy(grad_c0.data<float>(), dc_carry.data(), sizeof(float) * batch_sizes[0] * D);
+  Tensor grad_w_hidden = paddle::experimental::matmul(h_prev_all, grad_gates, true, false);
+  Tensor grad_w_proj = paddle::experimental::matmul(m, grad_h_raw, true, false);
+  return {grad_gates, grad_w_hidden, grad_w_proj, grad_h0, grad_c0};
+}
+
+PD_BUILD_OP(elmo_lstm_forward)
+    .Inputs({"GatesX", "WHidden", "WProj", "H0", "C0"})
+    .Outputs({"H", "C", "Acts", "M"})
+    .Attrs({"batch_sizes: std::vector<int64_t>", "cell_clip: float", "proj_clip: float", "save: bool"})
+    .SetKernelFn(PD_KERNEL(LstmForward));
+
+PD_BUILD_OP(elmo_lstm_backward)
+    .Inputs({"WHidden", "WProj", "H0", "C0", "H", "C", "Acts", "M", "GradH", "GradC"})
+    .Outputs({"GradGatesX", "GradWHidden", "GradWProj", "GradH0", "GradC0"})
+    .Attrs({"batch_sizes: std::vector<int64_t>", "cell_clip: float", "proj_clip: float"})
+    .SetKernelFn(PD_KERNEL(LstmBackward));
+
+// Max over the leading axis of x [positions, rows, n] -> [rows, n] (the char CNN's max-pool;
+// Paddle runs it as one maximum op per position). NaN wins, as a diverging run must show.
+std::vector<Tensor> MaxOverPositions(const Tensor& x) {
+  PD_CHECK(x.is_cpu() && x.dtype() == paddle::DataType::FLOAT32 && x.shape().size() == 3 && x.shape()[0] > 0,
+           "max_over_positions: float32 CPU [positions, rows, n]");
+  const int64_t positions = x.shape()[0], inner = x.shape()[1] * x.shape()[2];
+  Tensor best = Empty(x.shape()[1], x.shape()[2]);
+  const float* xv = x.data<float>();
+  float* b = best.data<float>();
+  std::memcpy(b, xv, sizeof(float) * inner);
+  for (int64_t k = 1; k < positions; ++k) {
+    const float* xk = xv + k * inner;
+#pragma omp simd
+    for (int64_t e = 0; e < inner; ++e) b[e] = (xk[e] > b[e] || xk[e] != xk[e]) ? xk[e] : b[e];
+  }
+  return {best};
+}
+
+// Its gradient, split equally among tied maxima as TensorFlow's reduce_max (bilm-tf): ties are
+// common, every all-PAD window of a token gives the same value.
+std::vector<Tensor> MaxOverPositionsBackward(const Tensor& x, const Tensor& best, const Tensor& grad) {
+  const int64_t positions = x.shape()[0], inner = x.shape()[1] * x.shape()[2];
+  Tensor grad_x = paddle::empty(x.shape(), paddle::DataType::FLOAT32, paddle::CPUPlace());
+  std::vector<float> share(inner, 0.f);
+  const float *xv = x.data<float>(), *b = best.data<float>(), *g = grad.data<float>();
+  float* gx = grad_x.data<float>();
+  for (int64_t k = 0; k < positions; ++k) {
+    const float* xk = xv + k * inner;
+#pragma omp simd
+    for (int64_t e = 0; e < inner; ++e) share[e] += xk[e] == b[e] ? 1.f : 0.f;
+  }
+#pragma omp simd
+  for (int64_t e = 0; e < inner; ++e) share[e] = g[e] / share[e];
+  for (int64_t k = 0; k < positions; ++k) {
+    const float* xk = xv + k * inner;
+    float* gk = gx + k * inner;
+#pragma omp simd
+    for (int64_t e = 0; e < inner; ++e) gk[e] = xk[e] == b[e] ? share[e] : 0.f;
+  }
+  return {grad_x};
+}
+
+PD_BUILD_OP(elmo_max_over_positions)
+    .Inputs({"X"})
+    .Outputs({"Out"})
+    .SetKernelFn(PD_KERNEL(MaxOverPositions));
+
+PD_BUILD_OP(elmo_max_over_positions_backward)
+    .Inputs({"X", "Out", "GradOut"})
+    .Outputs({"GradX"})
+    .SetKernelFn(PD_KERNEL(MaxOverPositionsBackward));
