@@ -100,10 +100,12 @@ void CheckInputs(const Tensor& gates_x, const Tensor& w_hidden, const Tensor& w_
 // -> h [tokens, P], c [tokens, D], acts [tokens, 4D] (sigmoid i, tanh j, sigmoid f, sigmoid o),
 //    m [tokens, D] (o * tanh(c), the projection's input). With save=false acts is empty and m
 //    holds only the last step's rows (inference keeps no activations).
-std::vector<Tensor> LstmForward(const Tensor& gates_x, const Tensor& w_hidden, const Tensor& w_proj,
-                                const Tensor& h0, const Tensor& c0,
+std::vector<Tensor> LstmForward(const Tensor& gates_x_in, const Tensor& w_hidden, const Tensor& w_proj,
+                                const Tensor& h0_in, const Tensor& c0_in,
                                 const std::vector<int64_t>& batch_sizes, float cell_clip,
                                 float proj_clip, bool save) {
+  // The loops read raw rows: strided views (Paddle 3 slices may be) are copied first.
+  const Tensor gates_x = gates_x_in.contiguous(), h0 = h0_in.contiguous(), c0 = c0_in.contiguous();
   const auto offset = Offsets(batch_sizes);
   CheckInputs(gates_x, w_hidden, w_proj, h0, c0, offset, batch_sizes);
   const int64_t D = w_proj.shape()[0], P = w_proj.shape()[1], tokens = offset.back();
@@ -148,11 +150,13 @@ std::vector<Tensor> LstmForward(const Tensor& gates_x, const Tensor& w_hidden, c
 
 // Gradients of LstmForward(save=true) from grad_h [tokens, P] and grad_c [tokens, D]
 // -> grad_gates_x [tokens, 4D], grad_w_hidden [P, 4D], grad_w_proj [D, P], grad_h0 [B, P], grad_c0 [B, D].
-std::vector<Tensor> LstmBackward(const Tensor& w_hidden, const Tensor& w_proj, const Tensor& h0,
-                                 const Tensor& c0, const Tensor& h, const Tensor& c,
-                                 const Tensor& acts, const Tensor& m, const Tensor& grad_h,
-                                 const Tensor& grad_c, const std::vector<int64_t>& batch_sizes,
+std::vector<Tensor> LstmBackward(const Tensor& w_hidden, const Tensor& w_proj, const Tensor& h0_in,
+                                 const Tensor& c0_in, const Tensor& h, const Tensor& c,
+                                 const Tensor& acts, const Tensor& m, const Tensor& grad_h_in,
+                                 const Tensor& grad_c_in, const std::vector<int64_t>& batch_sizes,
                                  float cell_clip, float proj_clip) {
+  const Tensor h0 = h0_in.contiguous(), c0 = c0_in.contiguous();
+  const Tensor grad_h = grad_h_in.contiguous(), grad_c = grad_c_in.contiguous();
   const auto offset = Offsets(batch_sizes);
   const int64_t D = w_proj.shape()[0], P = w_proj.shape()[1], tokens = offset.back();
   const int64_t B = h0.shape()[0], T = static_cast<int64_t>(batch_sizes.size());
@@ -224,7 +228,8 @@ PD_BUILD_OP(elmo_lstm_backward)
 
 // Max over the leading axis of x [positions, rows, n] -> [rows, n] (the char CNN's max-pool;
 // Paddle runs it as one maximum op per position). NaN wins, as a diverging run must show.
-std::vector<Tensor> MaxOverPositions(const Tensor& x) {
+std::vector<Tensor> MaxOverPositions(const Tensor& x_in) {
+  const Tensor x = x_in.contiguous();
   PD_CHECK(x.is_cpu() && x.dtype() == paddle::DataType::FLOAT32 && x.shape().size() == 3 && x.shape()[0] > 0,
            "max_over_positions: float32 CPU [positions, rows, n]");
   const int64_t positions = x.shape()[0], inner = x.shape()[1] * x.shape()[2];
@@ -242,7 +247,8 @@ std::vector<Tensor> MaxOverPositions(const Tensor& x) {
 
 // Its gradient, split equally among tied maxima as TensorFlow's reduce_max (bilm-tf): ties are
 // common, every all-PAD window of a token gives the same value.
-std::vector<Tensor> MaxOverPositionsBackward(const Tensor& x, const Tensor& best, const Tensor& grad) {
+std::vector<Tensor> MaxOverPositionsBackward(const Tensor& x_in, const Tensor& best, const Tensor& grad_in) {
+  const Tensor x = x_in.contiguous(), grad = grad_in.contiguous();  // best is the forward's own
   const int64_t positions = x.shape()[0], inner = x.shape()[1] * x.shape()[2];
   Tensor grad_x = paddle::empty(x.shape(), paddle::DataType::FLOAT32, paddle::CPUPlace());
   std::vector<float> share(inner, 0.f);

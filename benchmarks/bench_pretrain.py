@@ -28,6 +28,7 @@ CONFIGS = {
 }
 VOCAB_SIZE, NEGATIVES, UNROLL = 150_000, 8192, 20
 TRAIN = os.path.join(common.SHARED, 'data', 'lm-corpus', 'train.txt')
+# ELMO_CPU_KERNELS=0 in the environment measures the same step with Paddle ops only (kernels.py).
 
 
 def vocabulary_file():
@@ -99,6 +100,10 @@ def main():
                      'GFLOP/s': r['tokens_per_s'] * parts['total'] / 1e9,
                      'floor tokens/s': floor, 'achieved/floor': f"{r['tokens_per_s'] / floor:.0%}"})
     common.print_table(rows)
+    # The machine's speed drifts (this 2-core VM: 130-240 GFLOP/s within minutes): a rate far
+    # from the first one means the ratios above are off by as much.
+    print(f'float32 matmul rate at the end: {common.measure_matmul_gflops():.1f} GFLOP/s; '
+          f'load average {common.load_average()}')
 
 
 if __name__ == '__main__':

@@ -209,14 +209,21 @@ def machine_info():
         'paddle': paddle.__version__,
         'commit': _git_commit(),
         'load_average': load_average(),
+        'cpu_kernels': _cpu_kernels(),
     }
+
+
+def _cpu_kernels():
+    """'on' when kernels.cc is built and used on CPU, else 'off' (ELMO_CPU_KERNELS=0, no compiler)."""
+    import kernels
+    return 'on' if kernels.kernel() is not None else 'off'
 
 
 def print_machine_info(info=None):
     info = info or machine_info()
     print(f"date {info['date']} | commit {info['commit']} | {info['cpu']}, nproc {info['nproc']}, "
           f"RAM {info['ram_gb']} GB | Python {info['python']}, Paddle {info['paddle']} | "
-          f"load average {info['load_average']}")
+          f"CPU kernels {info['cpu_kernels']} | load average {info['load_average']}")
     for line in busiest_processes():
         print(f'  busy: {line}')
 
