@@ -1,7 +1,8 @@
-// CPU kernels for the two loops that Paddle runs op by op, each op 20-40 us of single-threaded
-// overhead: the LSTM recurrence (~30 ops per step forward and backward; here a step is two
-// Paddle matmuls and one vectorised pass over the gates) and the char CNN's max-pool (one op per
-// window position). Built and wrapped by kernels.py, which also holds the Python versions.
+// CPU kernels for what Paddle runs op by op, each op 20-40 us of single-threaded overhead, or
+// with slow scalar math: the LSTM recurrence (~30 ops per step forward and backward; here a step
+// is two Paddle matmuls and one vectorised pass over the gates), the char CNN's max-pool (one op
+// per window position) and the sampled-softmax cross-entropy. Built and wrapped by kernels.py,
+// which also holds the Paddle-op versions.
 //
 // The recurrence: one LSTM layer in one direction (bilm-tf's LSTMCell with projection) on the
 // packed time-major rows of elmo.LstmStack.
@@ -279,3 +280,72 @@ PD_BUILD_OP(elmo_max_over_positions_backward)
     .Inputs({"X", "Out", "GradOut"})
     .Outputs({"GradX"})
     .SetKernelFn(PD_KERNEL(MaxOverPositionsBackward));
+
+// Sampled-softmax cross-entropy per row (lm.Softmax.sampled_loss). Row i's logits are its true
+// logit followed by the C candidate logits; labels[i] = 0 means the true column is the label,
+// k > 0 means candidate k - 1 is the row's own target (an accidental hit): the label is that
+// column and the true column is left out. -> loss [n], lse [n] (log-sum-exp, for the backward).
+// Paddle's cross_entropy also needs the two concatenated into [n, C + 1]: 3x slower here.
+std::vector<Tensor> SampledSoftmaxLoss(const Tensor& true_in, const Tensor& cand_in, const Tensor& labels_in) {
+  const Tensor true_logits = true_in.contiguous(), cand = cand_in.contiguous(), labels = labels_in.contiguous();
+  PD_CHECK(cand.is_cpu() && cand.dtype() == paddle::DataType::FLOAT32 && cand.shape().size() == 2,
+           "sampled_softmax_losses: float32 CPU candidate logits [n, C]");
+  const int64_t n = cand.shape()[0], C = cand.shape()[1];
+  PD_CHECK(true_logits.numel() == n && labels.numel() == n && labels.dtype() == paddle::DataType::INT64,
+           "sampled_softmax_losses: true logits [n] and int64 labels [n]");
+  Tensor loss = paddle::empty({n}, paddle::DataType::FLOAT32, paddle::CPUPlace());
+  Tensor lse = paddle::empty({n}, paddle::DataType::FLOAT32, paddle::CPUPlace());
+  const float *tv = true_logits.data<float>(), *cv = cand.data<float>();
+  const int64_t* lv = labels.data<int64_t>();
+  float *loss_v = loss.data<float>(), *lse_v = lse.data<float>();
+  for (int64_t i = 0; i < n; ++i) {
+    const int64_t label = lv[i];
+    PD_CHECK(label >= 0 && label <= C, "sampled_softmax_losses: label out of range");
+    const float* row = cv + i * C;
+    float top = label == 0 ? tv[i] : row[0];
+    // A NaN logit is skipped here but makes the sum below NaN. (std::fmax does not vectorise.)
+#pragma omp simd reduction(max : top)
+    for (int64_t j = 0; j < C; ++j) top = row[j] > top ? row[j] : top;
+    float sum = label == 0 ? Exp(tv[i] - top) : 0.f;
+#pragma omp simd reduction(+ : sum)
+    for (int64_t j = 0; j < C; ++j) sum += Exp(row[j] - top);
+    lse_v[i] = top + std::log(sum);
+    loss_v[i] = lse_v[i] - (label == 0 ? tv[i] : row[label - 1]);
+  }
+  return {loss, lse};
+}
+
+// Its gradient: softmax minus the label's one-hot, times the row's loss gradient.
+std::vector<Tensor> SampledSoftmaxLossBackward(const Tensor& true_in, const Tensor& cand_in,
+                                               const Tensor& labels_in, const Tensor& lse,
+                                               const Tensor& grad_in) {
+  const Tensor true_logits = true_in.contiguous(), cand = cand_in.contiguous();
+  const Tensor labels = labels_in.contiguous(), grad = grad_in.contiguous();
+  const int64_t n = cand.shape()[0], C = cand.shape()[1];
+  Tensor grad_true = paddle::empty({n}, paddle::DataType::FLOAT32, paddle::CPUPlace());
+  Tensor grad_cand = Empty(n, C);
+  const float *tv = true_logits.data<float>(), *cv = cand.data<float>();
+  const float *lse_v = lse.data<float>(), *gv = grad.data<float>();
+  const int64_t* lv = labels.data<int64_t>();
+  float *dt = grad_true.data<float>(), *dc = grad_cand.data<float>();
+  for (int64_t i = 0; i < n; ++i) {
+    const float g = gv[i], l = lse_v[i];
+    const float* row = cv + i * C;
+    float* d = dc + i * C;
+    dt[i] = lv[i] == 0 ? g * (Exp(tv[i] - l) - 1.f) : 0.f;
+#pragma omp simd
+    for (int64_t j = 0; j < C; ++j) d[j] = g * Exp(row[j] - l);
+    if (lv[i] > 0) d[lv[i] - 1] -= g;
+  }
+  return {grad_true, grad_cand};
+}
+
+PD_BUILD_OP(elmo_sampled_softmax_loss)
+    .Inputs({"TrueLogits", "CandLogits", "Labels"})
+    .Outputs({"Loss", "Lse"})
+    .SetKernelFn(PD_KERNEL(SampledSoftmaxLoss));
+
+PD_BUILD_OP(elmo_sampled_softmax_loss_backward)
+    .Inputs({"TrueLogits", "CandLogits", "Labels", "Lse", "GradLoss"})
+    .Outputs({"GradTrue", "GradCand"})
+    .SetKernelFn(PD_KERNEL(SampledSoftmaxLossBackward));

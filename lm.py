@@ -14,9 +14,9 @@ import paddle.nn as nn
 import paddle.nn.functional as F
 from paddle import _C_ops
 
+import kernels
 from elmo import BiLM, add_bias, checkpoint_paths, load_bilm, load_options
 
-NEG_INF = -1e30  # an accidental hit's logit: exp() of it is exactly 0 in float32
 
 
 class LogUniformSampler:
@@ -117,11 +117,7 @@ class Softmax(nn.Layer):
         true_logits = (h * w_true).sum(axis=-1) + b_true - paddle.to_tensor(log_q_true.astype(np.float32))
         cand_logits = add_bias(paddle.matmul(h, w_cand, transpose_y=True),
                                b_cand - paddle.to_tensor(log_q_cand.astype(np.float32)))  # [n, n_candidates]
-        labels = candidate_labels(targets, candidates)
-        hit = (labels > 0).astype(np.float32)
-        true_column = true_logits + paddle.to_tensor(hit * np.float32(NEG_INF))
-        logits = paddle.concat([true_column.unsqueeze(1), cand_logits], axis=1)
-        return F.cross_entropy(logits, paddle.to_tensor(labels))
+        return kernels.sampled_softmax_losses(true_logits, cand_logits, candidate_labels(targets, candidates)).mean()
 
     def full_losses(self, h, targets, chunk=32768):
         """Per-token full-softmax losses [n]: logsumexp over the vocabulary in chunks, minus target logit."""

@@ -160,6 +160,33 @@ def test_recurrence_kernel_matches_the_loop_in_values_and_gradients():
     assert np.all(results[0][5][sizes[0]:] == 0) and np.all(results[0][6][sizes[0]:] == 0)
 
 
+def test_sampled_softmax_losses_kernel_matches_cross_entropy_with_accidental_hits(monkeypatch):
+    if kernels.kernel() is None:
+        pytest.skip(NO_KERNELS)
+    rng = np.random.RandomState(4)
+    n, C = 7, 9
+    true_np, cand_np = rng.normal(0, 3, n).astype(np.float32), rng.normal(0, 3, (n, C)).astype(np.float32)
+    labels = np.array([0, 3, 0, 9, 1, 0, 0], dtype=np.int64)  # rows 1, 3, 4: the target is a candidate
+    cand_np[labels > 0, labels[labels > 0] - 1] = true_np[labels > 0]  # a hit's logit is the true logit
+    weights = paddle.to_tensor(rng.uniform(0.5, 2, n).astype(np.float32))
+    results = []
+    for use_kernel in (True, False):
+        if not use_kernel:
+            monkeypatch.setattr(kernels, '_ops', False)  # the Paddle-op version
+        t, c = (paddle.to_tensor(a, stop_gradient=False) for a in (true_np, cand_np))
+        losses = kernels.sampled_softmax_losses(t, c, labels)
+        (losses * weights).sum().backward()
+        results.append((losses.numpy(), t.grad.numpy(), c.grad.numpy()))
+    logits = np.concatenate([true_np[:, None], cand_np], axis=1).astype(np.float64)
+    logits[labels > 0, 0] = -np.inf
+    picked = logits[np.arange(n), labels]
+    expected = np.log(np.exp(logits - logits.max(1, keepdims=True)).sum(1)) + logits.max(1) - picked
+    for got, ref in zip(results[0], results[1]):
+        np.testing.assert_allclose(got, ref, atol=1e-5, rtol=1e-5)
+    np.testing.assert_allclose(results[0][0], expected, atol=1e-5, rtol=1e-5)
+    assert np.all(results[0][1][labels > 0] == 0)  # a left-out true column gets no gradient
+
+
 def sigmoid(x):
     return 1.0 / (1.0 + np.exp(-x))
 
