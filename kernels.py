@@ -1,12 +1,13 @@
-"""CPU kernels (kernels.cc) for three hot spots of Paddle's CPU ops, and the Paddle-op versions they replace.
+"""CPU kernels (kernels.cc) for the hot spots of Paddle's CPU ops, and the Paddle-op versions they replace.
 
-    h_all, c_all = recurrence(gates_x, batch_sizes, h0, c0, w_hidden, w_proj, cell_clip, proj_clip)
+    h_all, c_all = recurrence(gates_x, bias, batch_sizes, h0, c0, w_hidden, w_proj, cell_clip, proj_clip)
     best = max_over_positions(x)   # [positions, rows, n] -> [rows, n]
-    losses = sampled_softmax_losses(true_logits, cand_logits, labels)   # [n]
+    losses = sampled_softmax_losses(true_logits, cand_logits, cand_bias, labels)   # [n]
+    y = add_bias(x, bias)          # [rows, k] + [k]
 
 recurrence: one LSTM layer in one direction on the packed time-major rows of elmo.LstmStack.
-Step t runs the first batch_sizes[t] rows; gates_x [tokens, 4D] holds x @ W_input + bias for every
-step (gate blocks i, j, f, o); the results are h [tokens, P] and c [tokens, D] for every packed row.
+Step t runs the first batch_sizes[t] rows; gates_x [tokens, 4D] + bias [4D] is x @ W_input + b for
+every step (gate blocks i, j, f, o); the results are h [tokens, P] and c [tokens, D] for every packed row.
 As a Python loop it costs ~30 Paddle ops per step (forward and backward), each 20-40 us of
 single-threaded overhead on CPU; the kernel does a step in two matmuls and one pass over the gates.
 
@@ -16,6 +17,9 @@ as TensorFlow's reduce_max. As Paddle ops it is one maximum per window position.
 sampled_softmax_losses: cross-entropy over [true logit, candidate logits] per row. As Paddle ops
 it is a concat into [n, C + 1] and cross_entropy, whose CPU kernel evaluates exp one element at
 a time (16 ms for [640, 8193]; the kernel: 3x faster with the concat gone).
+
+The kernels also add the biases themselves: Paddle's broadcast add costs 3x a same-shape add on
+CPU, and its backward (a column sum) far more; add_bias is that add with a matmul backward.
 
 The kernels are compiled on first use with Paddle's C++ extension tools (g++, ~20 s, cached in
 ~/.cache/elmo-paddle/ops). The Python versions stay as the path for GPUs, for machines without a
@@ -50,6 +54,11 @@ def kernel():
             except Exception as e:  # no compiler, no headers: the Python loop still works
                 warnings.warn(f'CPU kernels unavailable, using Python loops of Paddle ops ({type(e).__name__}: {e})')
     return _ops or None
+
+
+def _kernels_for(x):
+    """The kernels when x (float32) is on the CPU and they are available, else None."""
+    return kernel() if x.place.is_cpu_place() and x.dtype == paddle.float32 else None
 
 
 def _build():
@@ -87,16 +96,35 @@ def _output_to(file):
         os.close(saved[0]), os.close(saved[1])
 
 
-def _kernels_for(x):
-    return kernel() if x.place.is_cpu_place() and x.dtype == paddle.float32 else None
+# --------------------------------------------------------------------------------------------
+# Bias add with a fast backward
+# --------------------------------------------------------------------------------------------
+
+def add_bias(x, bias):
+    """x [rows, k] + bias [k], with a fast backward on CPU."""
+    return _AddBias.apply(x, bias)
+
+
+class _AddBias(PyLayer):
+    @staticmethod
+    def forward(ctx, x, bias):
+        ctx.rows = x.shape[0]
+        return x + bias
+
+    @staticmethod
+    def backward(ctx, grad):
+        # The bias gradient as a [1, rows] x [rows, k] product: Paddle's CPU column sum (the
+        # backward of a broadcast add) is ~70x slower (20.8 ms vs 0.29 ms for [640, 4096]).
+        ones = paddle.ones([1, ctx.rows], dtype=grad.dtype)
+        return grad, paddle.matmul(ones, grad).reshape([grad.shape[1]])
 
 
 # --------------------------------------------------------------------------------------------
 # LSTM recurrence
 # --------------------------------------------------------------------------------------------
 
-def recurrence(gates_x, batch_sizes, h0, c0, w_hidden, w_proj, cell_clip=None, proj_clip=None):
-    """Run the steps -> (h [tokens, P], c [tokens, D]), packed as gates_x [tokens, 4D].
+def recurrence(gates_x, bias, batch_sizes, h0, c0, w_hidden, w_proj, cell_clip=None, proj_clip=None):
+    """Run the steps -> (h [tokens, P], c [tokens, D]), packed as gates_x [tokens, 4D] (bias [4D] not added).
 
     batch_sizes: positive, non-increasing rows per step; h0 [B, P], c0 [B, D] with B >= batch_sizes[0];
     cell_clip / proj_clip: None for no clipping. Uses the fused kernel on CPU when it is available.
@@ -104,9 +132,9 @@ def recurrence(gates_x, batch_sizes, h0, c0, w_hidden, w_proj, cell_clip=None, p
     sizes = [int(n) for n in batch_sizes]
     ops = _kernels_for(gates_x)
     if ops is None:
-        return loop_recurrence(gates_x, sizes, h0, c0, w_hidden, w_proj, cell_clip, proj_clip)
+        return loop_recurrence(gates_x, bias, sizes, h0, c0, w_hidden, w_proj, cell_clip, proj_clip)
     clips = (float(cell_clip or 0.0), float(proj_clip or 0.0))
-    inputs = (gates_x, w_hidden, w_proj, h0, c0)
+    inputs = (gates_x, bias, w_hidden, w_proj, h0, c0)
     if paddle.is_grad_enabled() and not all(t.stop_gradient for t in inputs):
         return _FusedRecurrence.apply(*inputs, sizes, *clips)
     h, c, _, _ = ops.elmo_lstm_forward(*inputs, sizes, *clips, False)
@@ -115,11 +143,12 @@ def recurrence(gates_x, batch_sizes, h0, c0, w_hidden, w_proj, cell_clip=None, p
 
 class _FusedRecurrence(PyLayer):
     @staticmethod
-    def forward(ctx, gates_x, w_hidden, w_proj, h0, c0, sizes, cell_clip, proj_clip):
-        h, c, acts, m = kernel().elmo_lstm_forward(gates_x, w_hidden, w_proj, h0, c0, sizes, cell_clip, proj_clip, True)
+    def forward(ctx, gates_x, bias, w_hidden, w_proj, h0, c0, sizes, cell_clip, proj_clip):
+        h, c, acts, m = kernel().elmo_lstm_forward(gates_x, bias, w_hidden, w_proj, h0, c0, sizes, cell_clip,
+                                                   proj_clip, True)
         ctx.save_for_backward(w_hidden, w_proj, h0, c0, h, c, acts, m)
         ctx.args = (sizes, cell_clip, proj_clip)
-        ctx.needs = [not t.stop_gradient for t in (gates_x, w_hidden, w_proj, h0, c0)]
+        ctx.needs = [not t.stop_gradient for t in (gates_x, bias, w_hidden, w_proj, h0, c0)]
         return h, c
 
     @staticmethod
@@ -132,8 +161,9 @@ class _FusedRecurrence(PyLayer):
         return tuple(g if need else None for g, need in zip(grads, ctx.needs))
 
 
-def loop_recurrence(gates_x, batch_sizes, h0, c0, w_hidden, w_proj, cell_clip=None, proj_clip=None):
+def loop_recurrence(gates_x, bias, batch_sizes, h0, c0, w_hidden, w_proj, cell_clip=None, proj_clip=None):
     """recurrence() as a Python loop of Paddle ops (any device, autograd)."""
+    gates_x = add_bias(gates_x, bias)
     h, c = h0, c0
     hs, cs = [], []
     sizes = [int(n) for n in batch_sizes]
@@ -215,10 +245,10 @@ def _running_max(x):
 NEG_INF = -1e30  # a left-out true logit: exp() of it is exactly 0 in float32
 
 
-def sampled_softmax_losses(true_logits, cand_logits, labels):
-    """Per-row cross-entropy [n] over the logits [true_logits[i], cand_logits[i, :]].
+def sampled_softmax_losses(true_logits, cand_logits, cand_bias, labels):
+    """Per-row cross-entropy [n] over the logits [true_logits[i], cand_logits[i, :] + cand_bias].
 
-    true_logits [n], cand_logits [n, C]; labels: int64 numpy [n], 0 when the row's target is the
+    true_logits [n], cand_logits [n, C], cand_bias [C]; labels: int64 numpy [n], 0 when the row's target is the
     true column, k > 0 when it is candidate k - 1 (an accidental hit): then the true column,
     which holds the same word, is left out of the row.
     """
@@ -227,19 +257,20 @@ def sampled_softmax_losses(true_logits, cand_logits, labels):
     if ops is None:
         hit = (labels > 0).astype('float32')
         true_column = true_logits + paddle.to_tensor(hit * np.float32(NEG_INF))
-        logits = paddle.concat([true_column.unsqueeze(1), cand_logits], axis=1)
+        logits = paddle.concat([true_column.unsqueeze(1), add_bias(cand_logits, cand_bias)], axis=1)
         return F.cross_entropy(logits, labels_t, reduction='none').squeeze(-1)
-    if paddle.is_grad_enabled() and not (true_logits.stop_gradient and cand_logits.stop_gradient):
-        return _KernelSampledSoftmaxLoss.apply(true_logits, cand_logits, labels_t)
-    return ops.elmo_sampled_softmax_loss(true_logits, cand_logits, labels_t)[0]
+    inputs = (true_logits, cand_logits, cand_bias)
+    if paddle.is_grad_enabled() and not all(t.stop_gradient for t in inputs):
+        return _KernelSampledSoftmaxLoss.apply(*inputs, labels_t)
+    return ops.elmo_sampled_softmax_loss(*inputs, labels_t)[0]
 
 
 class _KernelSampledSoftmaxLoss(PyLayer):
     @staticmethod
-    def forward(ctx, true_logits, cand_logits, labels):
-        loss, lse = kernel().elmo_sampled_softmax_loss(true_logits, cand_logits, labels)
-        ctx.save_for_backward(true_logits, cand_logits, labels, lse)
-        ctx.needs = (not true_logits.stop_gradient, not cand_logits.stop_gradient)
+    def forward(ctx, true_logits, cand_logits, cand_bias, labels):
+        loss, lse = kernel().elmo_sampled_softmax_loss(true_logits, cand_logits, cand_bias, labels)
+        ctx.save_for_backward(true_logits, cand_logits, cand_bias, labels, lse)
+        ctx.needs = [not t.stop_gradient for t in (true_logits, cand_logits, cand_bias)]
         return loss
 
     @staticmethod

@@ -15,7 +15,7 @@ import paddle.nn.functional as F
 from paddle import _C_ops
 
 import kernels
-from elmo import BiLM, add_bias, checkpoint_paths, load_bilm, load_options
+from elmo import BiLM, checkpoint_paths, load_bilm, load_options
 
 
 
@@ -115,9 +115,10 @@ class Softmax(nn.Layer):
         w_true, b_true = self.rows(targets)
         w_cand, b_cand = self.rows(candidates)
         true_logits = (h * w_true).sum(axis=-1) + b_true - paddle.to_tensor(log_q_true.astype(np.float32))
-        cand_logits = add_bias(paddle.matmul(h, w_cand, transpose_y=True),
-                               b_cand - paddle.to_tensor(log_q_cand.astype(np.float32)))  # [n, n_candidates]
-        return kernels.sampled_softmax_losses(true_logits, cand_logits, candidate_labels(targets, candidates)).mean()
+        cand_logits = paddle.matmul(h, w_cand, transpose_y=True)  # [n, n_candidates]
+        cand_bias = b_cand - paddle.to_tensor(log_q_cand.astype(np.float32))
+        labels = candidate_labels(targets, candidates)
+        return kernels.sampled_softmax_losses(true_logits, cand_logits, cand_bias, labels).mean()
 
     def full_losses(self, h, targets, chunk=32768):
         """Per-token full-softmax losses [n]: logsumexp over the vocabulary in chunks, minus target logit."""

@@ -14,8 +14,8 @@ import pytest
 import kernels
 from conftest import tiny_options
 from dataset import CharMapper
-from elmo import BiLM, CharEncoder, ELMoEmbedder, LstmStack, add_bias, length_chunks
-from kernels import max_over_positions
+from elmo import BiLM, CharEncoder, ELMoEmbedder, LstmStack, length_chunks
+from kernels import add_bias, max_over_positions
 
 # float32 against float64 / another summation order: ~1e-7 relative; a wrong window, gate or row
 # moves values by > 1e-3.
@@ -138,26 +138,27 @@ def test_recurrence_kernel_matches_the_loop_in_values_and_gradients():
         pytest.skip(NO_KERNELS)
     rng = np.random.RandomState(3)
     D, P, B, sizes = 6, 4, 5, [4, 4, 3, 1]
-    arrays = [rng.normal(0, 2, (sum(sizes), 4 * D)), rng.normal(0, 0.5, (P, 4 * D)),
+    arrays = [rng.normal(0, 2, (sum(sizes), 4 * D)), rng.normal(0, 1, 4 * D), rng.normal(0, 0.5, (P, 4 * D)),
               rng.normal(0, 0.5, (D, P)), rng.normal(0, 1, (B, P)), rng.normal(0, 2, (B, D))]
     weights = [rng.normal(size=(sum(sizes), P)), rng.normal(size=(sum(sizes), D))]
     results = []
     for fn in (kernels.recurrence, kernels.loop_recurrence):
-        gates, w_hidden, w_proj, h0, c0 = [paddle.to_tensor(a.astype(np.float32), stop_gradient=False) for a in arrays]
-        h, c = fn(gates, sizes, h0, c0, w_hidden, w_proj, cell_clip=1.5, proj_clip=0.4)
+        tensors = [paddle.to_tensor(a.astype(np.float32), stop_gradient=False) for a in arrays]
+        gates, bias, w_hidden, w_proj, h0, c0 = tensors
+        h, c = fn(gates, bias, sizes, h0, c0, w_hidden, w_proj, cell_clip=1.5, proj_clip=0.4)
         loss = (h * paddle.to_tensor(weights[0].astype(np.float32))).sum() + \
             (c * paddle.to_tensor(weights[1].astype(np.float32))).sum()
         loss.backward()
-        results.append([h.numpy(), c.numpy()] + [t.grad.numpy() for t in (gates, w_hidden, w_proj, h0, c0)])
+        results.append([h.numpy(), c.numpy()] + [t.grad.numpy() for t in tensors])
         with paddle.no_grad():  # the inference path keeps no activations
-            h_inf, c_inf = fn(gates, sizes, h0, c0, w_hidden, w_proj, cell_clip=1.5, proj_clip=0.4)
+            h_inf, c_inf = fn(gates, bias, sizes, h0, c0, w_hidden, w_proj, cell_clip=1.5, proj_clip=0.4)
         np.testing.assert_array_equal(h_inf.numpy(), h.numpy())
         np.testing.assert_array_equal(c_inf.numpy(), c.numpy())
     assert np.abs(results[0][0]).max() == np.float32(0.4) and np.abs(results[0][1]).max() == np.float32(1.5)
-    names = ['h', 'c', 'd gates', 'd w_hidden', 'd w_proj', 'd h0', 'd c0']
+    names = ['h', 'c', 'd gates', 'd bias', 'd w_hidden', 'd w_proj', 'd h0', 'd c0']
     for name, fused, loop in zip(names, *results):
         np.testing.assert_allclose(fused, loop, atol=1e-5, rtol=1e-5, err_msg=name)
-    assert np.all(results[0][5][sizes[0]:] == 0) and np.all(results[0][6][sizes[0]:] == 0)
+    assert np.all(results[0][6][sizes[0]:] == 0) and np.all(results[0][7][sizes[0]:] == 0)
 
 
 def test_sampled_softmax_losses_kernel_matches_cross_entropy_with_accidental_hits(monkeypatch):
@@ -166,18 +167,20 @@ def test_sampled_softmax_losses_kernel_matches_cross_entropy_with_accidental_hit
     rng = np.random.RandomState(4)
     n, C = 7, 9
     true_np, cand_np = rng.normal(0, 3, n).astype(np.float32), rng.normal(0, 3, (n, C)).astype(np.float32)
+    bias_np = rng.normal(0, 1, C).astype(np.float32)
     labels = np.array([0, 3, 0, 9, 1, 0, 0], dtype=np.int64)  # rows 1, 3, 4: the target is a candidate
-    cand_np[labels > 0, labels[labels > 0] - 1] = true_np[labels > 0]  # a hit's logit is the true logit
+    hits = labels > 0  # a hit's logit is the true logit
+    cand_np[hits, labels[hits] - 1] = true_np[hits] - bias_np[labels[hits] - 1]
     weights = paddle.to_tensor(rng.uniform(0.5, 2, n).astype(np.float32))
     results = []
     for use_kernel in (True, False):
         if not use_kernel:
             monkeypatch.setattr(kernels, '_ops', False)  # the Paddle-op version
-        t, c = (paddle.to_tensor(a, stop_gradient=False) for a in (true_np, cand_np))
-        losses = kernels.sampled_softmax_losses(t, c, labels)
+        t, c, b = (paddle.to_tensor(a, stop_gradient=False) for a in (true_np, cand_np, bias_np))
+        losses = kernels.sampled_softmax_losses(t, c, b, labels)
         (losses * weights).sum().backward()
-        results.append((losses.numpy(), t.grad.numpy(), c.grad.numpy()))
-    logits = np.concatenate([true_np[:, None], cand_np], axis=1).astype(np.float64)
+        results.append((losses.numpy(), t.grad.numpy(), c.grad.numpy(), b.grad.numpy()))
+    logits = np.concatenate([true_np[:, None], cand_np + bias_np], axis=1).astype(np.float64)
     logits[labels > 0, 0] = -np.inf
     picked = logits[np.arange(n), labels]
     expected = np.log(np.exp(logits - logits.max(1, keepdims=True)).sum(1)) + logits.max(1) - picked
