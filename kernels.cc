@@ -83,17 +83,17 @@ inline float ClipPass(float y, float clip) {
 void CheckInputs(const Tensor& gates_x, const Tensor& w_hidden, const Tensor& w_proj,
                  const Tensor& h0, const Tensor& c0, const std::vector<int64_t>& offset,
                  const std::vector<int64_t>& batch_sizes) {
-  PD_CHECK(gates_x.is_cpu() && w_hidden.is_cpu() && w_proj.is_cpu(), "fused_lstm runs on CPU only");
-  PD_CHECK(gates_x.dtype() == paddle::DataType::FLOAT32, "fused_lstm: float32 only");
+  PD_CHECK(gates_x.is_cpu() && w_hidden.is_cpu() && w_proj.is_cpu(), "lstm kernel: CPU tensors only");
+  PD_CHECK(gates_x.dtype() == paddle::DataType::FLOAT32, "lstm kernel: float32 only");
   const int64_t D = w_proj.shape()[0], P = w_proj.shape()[1];
-  PD_CHECK(w_hidden.shape()[0] == P && w_hidden.shape()[1] == 4 * D, "fused_lstm: w_hidden must be [P, 4D]");
+  PD_CHECK(w_hidden.shape()[0] == P && w_hidden.shape()[1] == 4 * D, "lstm kernel: w_hidden must be [P, 4D]");
   PD_CHECK(gates_x.shape()[0] == offset.back() && gates_x.shape()[1] == 4 * D,
-           "fused_lstm: gates_x must be [sum(batch_sizes), 4D]");
+           "lstm kernel: gates_x must be [sum(batch_sizes), 4D]");
   PD_CHECK(!batch_sizes.empty() && batch_sizes[0] <= h0.shape()[0] && h0.shape()[0] == c0.shape()[0],
-           "fused_lstm: h0/c0 need at least batch_sizes[0] rows");
+           "lstm kernel: h0/c0 need at least batch_sizes[0] rows");
   for (size_t t = 0; t < batch_sizes.size(); ++t) {
     PD_CHECK(batch_sizes[t] > 0 && (t == 0 || batch_sizes[t] <= batch_sizes[t - 1]),
-             "fused_lstm: batch_sizes must be positive and non-increasing");
+             "lstm kernel: batch_sizes must be positive and non-increasing");
   }
 }
 
@@ -111,7 +111,7 @@ std::vector<Tensor> LstmForward(const Tensor& gates_x_in, const Tensor& bias_in,
   const Tensor bias = bias_in.contiguous();
   const auto offset = Offsets(batch_sizes);
   CheckInputs(gates_x, w_hidden, w_proj, h0, c0, offset, batch_sizes);
-  PD_CHECK(bias.numel() == gates_x.shape()[1], "lstm: bias must be [4D]");
+  PD_CHECK(bias.numel() == gates_x.shape()[1], "lstm kernel: bias must be [4D]");
   const int64_t D = w_proj.shape()[0], P = w_proj.shape()[1], tokens = offset.back();
   Tensor h = Empty(tokens, P), c = Empty(tokens, D);
   Tensor acts = Empty(save ? tokens : 0, 4 * D), m = Empty(save ? tokens : batch_sizes[0], D);
@@ -167,7 +167,7 @@ std::vector<Tensor> LstmBackward(const Tensor& w_hidden, const Tensor& w_proj, c
   const int64_t D = w_proj.shape()[0], P = w_proj.shape()[1], tokens = offset.back();
   const int64_t B = h0.shape()[0], T = static_cast<int64_t>(batch_sizes.size());
   PD_CHECK(acts.shape()[0] == tokens && m.shape()[0] == tokens,
-           "fused_lstm backward needs the forward's saved activations (save=true)");
+           "lstm kernel: the backward needs the forward's saved activations (save=true)");
   Tensor grad_gates = Empty(tokens, 4 * D), grad_h_raw = Empty(tokens, P), h_prev_all = Empty(tokens, P);
   Tensor grad_h0 = Zeros(B, P), grad_c0 = Zeros(B, D);
   std::vector<float> dc_carry(batch_sizes[0] * D, 0.f);  // d loss / d c of the next step's previous state
