@@ -138,8 +138,8 @@ class Highway(nn.Layer):
 
     def forward(self, x):
         """x: [tokens, dim] -> [tokens, dim]."""
-        gate = F.sigmoid(linear(x, self.carry))
-        return gate * F.relu(linear(x, self.transform)) + (1.0 - gate) * x
+        return kernels.highway_gate(paddle.matmul(x, self.carry.weight), self.carry.bias,
+                                    paddle.matmul(x, self.transform.weight), self.transform.bias, x)
 
 
 class CharEncoder(nn.Layer):

@@ -365,3 +365,71 @@ PD_BUILD_OP(elmo_sampled_softmax_loss_backward)
     .Inputs({"TrueLogits", "CandLogits", "CandBias", "Labels", "Lse", "GradLoss"})
     .Outputs({"GradTrue", "GradCand", "GradCandBias"})
     .SetKernelFn(PD_KERNEL(SampledSoftmaxLossBackward));
+
+// The highway layer's gating (elmo.Highway), on the two products x W_carry and x W_transform:
+// y = g * relu(t) + (1 - g) * x with g = sigmoid(carry + carry_bias), t = transform + transform_bias.
+// As Paddle ops: two broadcast bias adds and six elementwise ops forward, more backward.
+std::vector<Tensor> HighwayGate(const Tensor& carry_in, const Tensor& carry_bias_in, const Tensor& transform_in,
+                                const Tensor& transform_bias_in, const Tensor& x_in) {
+  const Tensor carry = carry_in.contiguous(), transform = transform_in.contiguous(), x = x_in.contiguous();
+  const Tensor carry_bias = carry_bias_in.contiguous(), transform_bias = transform_bias_in.contiguous();
+  PD_CHECK(x.is_cpu() && x.dtype() == paddle::DataType::FLOAT32 && x.shape().size() == 2,
+           "highway kernel: float32 CPU [tokens, dim]");
+  const int64_t rows = x.shape()[0], dim = x.shape()[1];
+  PD_CHECK(carry.shape() == x.shape() && transform.shape() == x.shape() && carry_bias.numel() == dim &&
+               transform_bias.numel() == dim,
+           "highway kernel: carry and transform [tokens, dim], biases [dim]");
+  Tensor y = Empty(rows, dim);
+  const float *a = carry.data<float>(), *t = transform.data<float>(), *xv = x.data<float>();
+  const float *bc = carry_bias.data<float>(), *bt = transform_bias.data<float>();
+  float* yv = y.data<float>();
+  for (int64_t r = 0; r < rows; ++r) {
+    const int64_t at = r * dim;
+#pragma omp simd
+    for (int64_t k = 0; k < dim; ++k) {
+      const float g = Sigmoid(a[at + k] + bc[k]), tr = t[at + k] + bt[k];
+      yv[at + k] = g * (tr > 0.f ? tr : 0.f) + (1.f - g) * xv[at + k];
+    }
+  }
+  return {y};
+}
+
+// Its gradients -> d carry, d carry_bias, d transform, d transform_bias, d x (the gating's part).
+std::vector<Tensor> HighwayGateBackward(const Tensor& carry_in, const Tensor& carry_bias_in,
+                                        const Tensor& transform_in, const Tensor& transform_bias_in,
+                                        const Tensor& x_in, const Tensor& grad_in) {
+  const Tensor carry = carry_in.contiguous(), transform = transform_in.contiguous(), x = x_in.contiguous();
+  const Tensor carry_bias = carry_bias_in.contiguous(), transform_bias = transform_bias_in.contiguous();
+  const Tensor grad = grad_in.contiguous();
+  const int64_t rows = x.shape()[0], dim = x.shape()[1];
+  Tensor d_carry = Empty(rows, dim), d_transform = Empty(rows, dim), d_x = Empty(rows, dim);
+  Tensor d_carry_bias = paddle::zeros({dim}, paddle::DataType::FLOAT32, paddle::CPUPlace());
+  Tensor d_transform_bias = paddle::zeros({dim}, paddle::DataType::FLOAT32, paddle::CPUPlace());
+  const float *a = carry.data<float>(), *t = transform.data<float>(), *xv = x.data<float>();
+  const float *bc = carry_bias.data<float>(), *bt = transform_bias.data<float>(), *dy = grad.data<float>();
+  float *da = d_carry.data<float>(), *dt = d_transform.data<float>(), *dx = d_x.data<float>();
+  float *dbc = d_carry_bias.data<float>(), *dbt = d_transform_bias.data<float>();
+  for (int64_t r = 0; r < rows; ++r) {
+    const int64_t at = r * dim;
+#pragma omp simd
+    for (int64_t k = 0; k < dim; ++k) {
+      const float g = Sigmoid(a[at + k] + bc[k]), tr = t[at + k] + bt[k], d = dy[at + k];
+      da[at + k] = d * ((tr > 0.f ? tr : 0.f) - xv[at + k]) * g * (1.f - g);
+      dt[at + k] = tr > 0.f ? d * g : 0.f;
+      dx[at + k] = d * (1.f - g);
+      dbc[k] += da[at + k];
+      dbt[k] += dt[at + k];
+    }
+  }
+  return {d_carry, d_carry_bias, d_transform, d_transform_bias, d_x};
+}
+
+PD_BUILD_OP(elmo_highway_gate)
+    .Inputs({"Carry", "CarryBias", "Transform", "TransformBias", "X"})
+    .Outputs({"Y"})
+    .SetKernelFn(PD_KERNEL(HighwayGate));
+
+PD_BUILD_OP(elmo_highway_gate_backward)
+    .Inputs({"Carry", "CarryBias", "Transform", "TransformBias", "X", "GradY"})
+    .Outputs({"GradCarry", "GradCarryBias", "GradTransform", "GradTransformBias", "GradX"})
+    .SetKernelFn(PD_KERNEL(HighwayGateBackward));

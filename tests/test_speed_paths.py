@@ -132,62 +132,76 @@ def test_token_embedding_sorts_chunks_and_restores_positions_with_zero_padding()
 
 # ---- LSTM -----------------------------------------------------------------------------------
 
-def test_recurrence_kernel_matches_the_loop_in_values_and_gradients():
-    """Rows that end early, rows that never run (B > batch_sizes[0]), clipping, and a loss on c."""
+def kernel_and_paddle_ops(monkeypatch, fn, arrays):
+    """Run fn(*tensors) with the CPU kernels, then with Paddle ops, and backpropagate the same random
+    linear loss on its outputs -> two lists [outputs..., input gradients...] (numpy)."""
     if kernels.kernel() is None:
         pytest.skip(NO_KERNELS)
+    results = []
+    for use_kernels in (True, False):
+        if not use_kernels:
+            monkeypatch.setattr(kernels, '_ops', False)
+        tensors = [paddle.to_tensor(np.asarray(a, dtype=np.float32), stop_gradient=False) for a in arrays]
+        outs = fn(*tensors)
+        outs = outs if isinstance(outs, tuple) else (outs,)
+        rng = np.random.RandomState(9)
+        loss = sum((o * paddle.to_tensor(rng.normal(size=o.shape).astype(np.float32))).sum() for o in outs)
+        loss.backward()
+        results.append([o.numpy() for o in outs] + [t.grad.numpy() for t in tensors])
+    return results
+
+
+def assert_kernel_matches(results, names):
+    for name, got, ref in zip(names, *results):
+        np.testing.assert_allclose(got, ref, atol=1e-5, rtol=1e-5, err_msg=name)
+
+
+def test_recurrence_kernel_matches_the_loop_in_values_and_gradients(monkeypatch):
+    """Rows that end early, rows that never run (B > batch_sizes[0]), clipping, and a loss on c."""
     rng = np.random.RandomState(3)
     D, P, B, sizes = 6, 4, 5, [4, 4, 3, 1]
     arrays = [rng.normal(0, 2, (sum(sizes), 4 * D)), rng.normal(0, 1, 4 * D), rng.normal(0, 0.5, (P, 4 * D)),
               rng.normal(0, 0.5, (D, P)), rng.normal(0, 1, (B, P)), rng.normal(0, 2, (B, D))]
-    weights = [rng.normal(size=(sum(sizes), P)), rng.normal(size=(sum(sizes), D))]
-    results = []
-    for fn in (kernels.recurrence, kernels.loop_recurrence):
-        tensors = [paddle.to_tensor(a.astype(np.float32), stop_gradient=False) for a in arrays]
-        gates, bias, w_hidden, w_proj, h0, c0 = tensors
-        h, c = fn(gates, bias, sizes, h0, c0, w_hidden, w_proj, cell_clip=1.5, proj_clip=0.4)
-        loss = (h * paddle.to_tensor(weights[0].astype(np.float32))).sum() + \
-            (c * paddle.to_tensor(weights[1].astype(np.float32))).sum()
-        loss.backward()
-        results.append([h.numpy(), c.numpy()] + [t.grad.numpy() for t in tensors])
-        with paddle.no_grad():  # the inference path keeps no activations
-            h_inf, c_inf = fn(gates, bias, sizes, h0, c0, w_hidden, w_proj, cell_clip=1.5, proj_clip=0.4)
+
+    def run(gates, bias, w_hidden, w_proj, h0, c0):
+        h, c = kernels.recurrence(gates, bias, sizes, h0, c0, w_hidden, w_proj, cell_clip=1.5, proj_clip=0.4)
+        with paddle.no_grad():  # the inference path keeps no activations, and gives the same values
+            h_inf, c_inf = kernels.recurrence(gates, bias, sizes, h0, c0, w_hidden, w_proj, 1.5, 0.4)
         np.testing.assert_array_equal(h_inf.numpy(), h.numpy())
         np.testing.assert_array_equal(c_inf.numpy(), c.numpy())
+        return h, c
+
+    results = kernel_and_paddle_ops(monkeypatch, run, arrays)
     assert np.abs(results[0][0]).max() == np.float32(0.4) and np.abs(results[0][1]).max() == np.float32(1.5)
-    names = ['h', 'c', 'd gates', 'd bias', 'd w_hidden', 'd w_proj', 'd h0', 'd c0']
-    for name, fused, loop in zip(names, *results):
-        np.testing.assert_allclose(fused, loop, atol=1e-5, rtol=1e-5, err_msg=name)
+    assert_kernel_matches(results, ['h', 'c', 'd gates', 'd bias', 'd w_hidden', 'd w_proj', 'd h0', 'd c0'])
     assert np.all(results[0][6][sizes[0]:] == 0) and np.all(results[0][7][sizes[0]:] == 0)
 
 
 def test_sampled_softmax_losses_kernel_matches_cross_entropy_with_accidental_hits(monkeypatch):
-    if kernels.kernel() is None:
-        pytest.skip(NO_KERNELS)
     rng = np.random.RandomState(4)
     n, C = 7, 9
-    true_np, cand_np = rng.normal(0, 3, n).astype(np.float32), rng.normal(0, 3, (n, C)).astype(np.float32)
-    bias_np = rng.normal(0, 1, C).astype(np.float32)
+    true_np, cand_np, bias_np = rng.normal(0, 3, n), rng.normal(0, 3, (n, C)), rng.normal(0, 1, C)
     labels = np.array([0, 3, 0, 9, 1, 0, 0], dtype=np.int64)  # rows 1, 3, 4: the target is a candidate
     hits = labels > 0  # a hit's logit is the true logit
     cand_np[hits, labels[hits] - 1] = true_np[hits] - bias_np[labels[hits] - 1]
-    weights = paddle.to_tensor(rng.uniform(0.5, 2, n).astype(np.float32))
-    results = []
-    for use_kernel in (True, False):
-        if not use_kernel:
-            monkeypatch.setattr(kernels, '_ops', False)  # the Paddle-op version
-        t, c, b = (paddle.to_tensor(a, stop_gradient=False) for a in (true_np, cand_np, bias_np))
-        losses = kernels.sampled_softmax_losses(t, c, b, labels)
-        (losses * weights).sum().backward()
-        results.append((losses.numpy(), t.grad.numpy(), c.grad.numpy(), b.grad.numpy()))
-    logits = np.concatenate([true_np[:, None], cand_np + bias_np], axis=1).astype(np.float64)
-    logits[labels > 0, 0] = -np.inf
-    picked = logits[np.arange(n), labels]
-    expected = np.log(np.exp(logits - logits.max(1, keepdims=True)).sum(1)) + logits.max(1) - picked
-    for got, ref in zip(results[0], results[1]):
-        np.testing.assert_allclose(got, ref, atol=1e-5, rtol=1e-5)
+    results = kernel_and_paddle_ops(monkeypatch, lambda t, c, b: kernels.sampled_softmax_losses(t, c, b, labels),
+                                    [true_np, cand_np, bias_np])
+    assert_kernel_matches(results, ['losses', 'd true', 'd candidates', 'd bias'])
+    logits = np.concatenate([true_np[:, None], cand_np + bias_np], axis=1).astype(np.float32).astype(np.float64)
+    logits[hits, 0] = -np.inf
+    top = logits.max(1)
+    expected = np.log(np.exp(logits - top[:, None]).sum(1)) + top - logits[np.arange(n), labels]
     np.testing.assert_allclose(results[0][0], expected, atol=1e-5, rtol=1e-5)
-    assert np.all(results[0][1][labels > 0] == 0)  # a left-out true column gets no gradient
+    assert np.all(results[0][1][hits] == 0)  # a left-out true column gets no gradient
+
+
+def test_highway_gate_kernel_matches_paddle_ops(monkeypatch):
+    rng = np.random.RandomState(5)
+    tokens, dim = 6, 10
+    arrays = [rng.normal(0, 2, (tokens, dim)), rng.normal(0, 1, dim), rng.normal(0, 2, (tokens, dim)),
+              rng.normal(0, 1, dim), rng.normal(0, 1, (tokens, dim))]
+    results = kernel_and_paddle_ops(monkeypatch, kernels.highway_gate, arrays)
+    assert_kernel_matches(results, ['y', 'd carry', 'd carry bias', 'd transform', 'd transform bias', 'd x'])
 
 
 def sigmoid(x):
