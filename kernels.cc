@@ -17,6 +17,7 @@
 // as Paddle's clip (the input equals the output there).
 #include "paddle/extension.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <cstring>
@@ -235,41 +236,43 @@ PD_BUILD_OP(elmo_lstm_backward)
     .Attrs({"batch_sizes: std::vector<int64_t>", "cell_clip: float", "proj_clip: float"})
     .SetKernelFn(PD_KERNEL(LstmBackward));
 
-// Max over the leading axis of x [positions, rows, n] -> [rows, n] (the char CNN's max-pool;
-// Paddle runs it as one maximum op per position). NaN wins, as a diverging run must show.
+// Max over the leading axis of x [positions, rows, n] -> best [rows, n] and ties [rows, n], the
+// number of positions that reach it (the char CNN's max-pool; Paddle runs it as one maximum op per
+// position). Counting here saves the backward a pass over x. NaN wins, as a diverging run must show.
 std::vector<Tensor> MaxOverPositions(const Tensor& x_in) {
   const Tensor x = x_in.contiguous();
   PD_CHECK(x.is_cpu() && x.dtype() == paddle::DataType::FLOAT32 && x.shape().size() == 3 && x.shape()[0] > 0,
            "max_over_positions: float32 CPU [positions, rows, n]");
   const int64_t positions = x.shape()[0], inner = x.shape()[1] * x.shape()[2];
-  Tensor best = Empty(x.shape()[1], x.shape()[2]);
+  Tensor best = Empty(x.shape()[1], x.shape()[2]), ties = Empty(x.shape()[1], x.shape()[2]);
   const float* xv = x.data<float>();
-  float* b = best.data<float>();
+  float *b = best.data<float>(), *c = ties.data<float>();
   std::memcpy(b, xv, sizeof(float) * inner);
+  std::fill(c, c + inner, 1.f);
   for (int64_t k = 1; k < positions; ++k) {
     const float* xk = xv + k * inner;
 #pragma omp simd
-    for (int64_t e = 0; e < inner; ++e) b[e] = (xk[e] > b[e] || xk[e] != xk[e]) ? xk[e] : b[e];
+    for (int64_t e = 0; e < inner; ++e) {
+      const bool above = xk[e] > b[e] || xk[e] != xk[e];
+      c[e] = above ? 1.f : c[e] + (xk[e] == b[e] ? 1.f : 0.f);
+      b[e] = above ? xk[e] : b[e];
+    }
   }
-  return {best};
+  return {best, ties};
 }
 
 // Its gradient, split equally among tied maxima as TensorFlow's reduce_max (bilm-tf): ties are
 // common, every all-PAD window of a token gives the same value.
-std::vector<Tensor> MaxOverPositionsBackward(const Tensor& x_in, const Tensor& best, const Tensor& grad_in) {
-  const Tensor x = x_in.contiguous(), grad = grad_in.contiguous();  // best is the forward's own
+std::vector<Tensor> MaxOverPositionsBackward(const Tensor& x_in, const Tensor& best, const Tensor& ties,
+                                             const Tensor& grad_in) {
+  const Tensor x = x_in.contiguous(), grad = grad_in.contiguous();  // best, ties: the forward's own
   const int64_t positions = x.shape()[0], inner = x.shape()[1] * x.shape()[2];
   Tensor grad_x = paddle::empty(x.shape(), paddle::DataType::FLOAT32, paddle::CPUPlace());
-  std::vector<float> share(inner, 0.f);
-  const float *xv = x.data<float>(), *b = best.data<float>(), *g = grad.data<float>();
+  std::vector<float> share(inner);
+  const float *xv = x.data<float>(), *b = best.data<float>(), *c = ties.data<float>(), *g = grad.data<float>();
   float* gx = grad_x.data<float>();
-  for (int64_t k = 0; k < positions; ++k) {
-    const float* xk = xv + k * inner;
 #pragma omp simd
-    for (int64_t e = 0; e < inner; ++e) share[e] += xk[e] == b[e] ? 1.f : 0.f;
-  }
-#pragma omp simd
-  for (int64_t e = 0; e < inner; ++e) share[e] = g[e] / share[e];
+  for (int64_t e = 0; e < inner; ++e) share[e] = g[e] / c[e];
   for (int64_t k = 0; k < positions; ++k) {
     const float* xk = xv + k * inner;
     float* gk = gx + k * inner;
@@ -281,11 +284,11 @@ std::vector<Tensor> MaxOverPositionsBackward(const Tensor& x_in, const Tensor& b
 
 PD_BUILD_OP(elmo_max_over_positions)
     .Inputs({"X"})
-    .Outputs({"Out"})
+    .Outputs({"Out", "Ties"})
     .SetKernelFn(PD_KERNEL(MaxOverPositions));
 
 PD_BUILD_OP(elmo_max_over_positions_backward)
-    .Inputs({"X", "Out", "GradOut"})
+    .Inputs({"X", "Out", "Ties", "GradOut"})
     .Outputs({"GradX"})
     .SetKernelFn(PD_KERNEL(MaxOverPositionsBackward));
 

@@ -199,20 +199,19 @@ def max_over_positions(x):
         return _LoopMaxOverPositions.apply(x) if not x.stop_gradient else _running_max(x)
     if paddle.is_grad_enabled() and not x.stop_gradient:
         return _KernelMaxOverPositions.apply(x)
-    return ops.elmo_max_over_positions(x)
+    return ops.elmo_max_over_positions(x)[0]
 
 
 class _KernelMaxOverPositions(PyLayer):
     @staticmethod
     def forward(ctx, x):
-        best = kernel().elmo_max_over_positions(x)
-        ctx.save_for_backward(x, best)
+        best, ties = kernel().elmo_max_over_positions(x)
+        ctx.save_for_backward(x, best, ties)
         return best
 
     @staticmethod
     def backward(ctx, grad):
-        x, best = ctx.saved_tensor()
-        return kernel().elmo_max_over_positions_backward(x, best, grad)
+        return kernel().elmo_max_over_positions_backward(*ctx.saved_tensor(), grad)
 
 
 class _LoopMaxOverPositions(PyLayer):

@@ -6,6 +6,9 @@ kernels (kernels.cc) or as Python loops of Paddle ops. Each is checked against a
 implementation written here (full 50-position convolution; a per-row float64 LSTM), values and
 gradients, once with the kernels and once with the loops.
 """
+import os
+import shutil
+
 import numpy as np
 import paddle
 import paddle.nn.functional as F
@@ -131,6 +134,14 @@ def test_token_embedding_sorts_chunks_and_restores_positions_with_zero_padding()
 
 
 # ---- LSTM -----------------------------------------------------------------------------------
+
+@pytest.mark.skipif(shutil.which('g++') is None, reason='no g++: the Paddle-op versions are used')
+def test_cpu_kernels_build_where_there_is_a_compiler():
+    """A broken build would silently fall back to the slow Paddle ops: fail loudly instead."""
+    if os.environ.get('ELMO_CPU_KERNELS', '1') == '0':
+        pytest.skip('ELMO_CPU_KERNELS=0')
+    assert kernels.kernel() is not None
+
 
 def kernel_and_paddle_ops(monkeypatch, fn, arrays):
     """Run fn(*tensors) with the CPU kernels, then with Paddle ops, and backpropagate the same random
