@@ -1,8 +1,9 @@
 // CPU kernels for what Paddle runs op by op, each op 20-40 us of single-threaded overhead, or
 // with slow scalar math: the LSTM recurrence (~30 ops per step forward and backward; here a step
 // is two Paddle matmuls and one vectorised pass over the gates), the char CNN's max-pool (one op
-// per window position) and the sampled-softmax cross-entropy. Built and wrapped by kernels.py,
-// which also holds the Paddle-op versions.
+// per window position), the highway gating and the sampled-softmax cross-entropy. Built and
+// wrapped by kernels.py, which also holds the Paddle-op versions; large loops run on the OpenMP
+// threads of Paddle's libiomp5 when kernels.py links it (else on one thread).
 //
 // The recurrence: one LSTM layer in one direction (bilm-tf's LSTMCell with projection) on the
 // packed time-major rows of elmo.LstmStack.
@@ -70,6 +71,25 @@ inline float Tanh(float x) {
   return std::fabs(x) < 0.25f ? near_zero : elsewhere;
 }
 
+// Loops over at least this many elements are split among the OpenMP threads (Paddle's own: the
+// kernels link Intel's libiomp5, whose threads MKL leaves spinning between products).
+constexpr int64_t kParallelMin = 16384;
+constexpr int64_t kBlock = 4096;  // elements of one thread's block
+
+// out[j] += sum over rows of x[row, j], x [rows, cols]; threads take blocks of columns.
+void ColumnSums(const float* x, int64_t rows, int64_t cols, float* out) {
+  constexpr int64_t kColumns = 512;
+#pragma omp parallel for if (rows * cols >= kParallelMin)
+  for (int64_t start = 0; start < cols; start += kColumns) {
+    const int64_t end = std::min(cols, start + kColumns);
+    for (int64_t r = 0; r < rows; ++r) {
+      const float* row = x + r * cols;
+#pragma omp simd
+      for (int64_t j = start; j < end; ++j) out[j] += row[j];
+    }
+  }
+}
+
 // NaN passes through, as in Paddle's clip (a diverging run must show a non-finite loss).
 inline float Clip(float x, float clip) {
   if (clip <= 0.f) return x;
@@ -116,7 +136,8 @@ std::vector<Tensor> LstmForward(const Tensor& gates_x_in, const Tensor& bias_in,
   const int64_t D = w_proj.shape()[0], P = w_proj.shape()[1], tokens = offset.back();
   Tensor h = Empty(tokens, P), c = Empty(tokens, D);
   Tensor acts = Empty(save ? tokens : 0, 4 * D), m = Empty(save ? tokens : batch_sizes[0], D);
-  std::vector<float> scratch(save ? 0 : 4 * D);  // activations of one row, when none are kept
+  // Activations of the current step's rows, when none are kept (one row each: threads share it).
+  std::vector<float> scratch(save ? 0 : batch_sizes[0] * 4 * D);
   const float *gx = gates_x.data<float>(), *b = bias.data<float>();
   float* c_out = c.data<float>();
   for (size_t t = 0; t < batch_sizes.size(); ++t) {
@@ -127,10 +148,11 @@ std::vector<Tensor> LstmForward(const Tensor& gates_x_in, const Tensor& bias_in,
     const float* r = rec.data<float>();
     Tensor m_t = save ? m.slice(at, at + n) : m.slice(0, n);
     float* m_rows = m_t.data<float>();
+#pragma omp parallel for if (n * D >= kParallelMin)
     for (int64_t row = 0; row < n; ++row) {
       const float* g = gx + (at + row) * 4 * D;
       const float* rr = r + row * 4 * D;
-      float* a = save ? acts.data<float>() + (at + row) * 4 * D : scratch.data();
+      float* a = save ? acts.data<float>() + (at + row) * 4 * D : scratch.data() + row * 4 * D;
       const float* cp = c_prev + row * D;
       float* c_row = c_out + (at + row) * D;
       float* m_row = m_rows + row * D;
@@ -182,6 +204,7 @@ std::vector<Tensor> LstmBackward(const Tensor& w_hidden, const Tensor& w_proj, c
   float* dhr = grad_h_raw.data<float>();
   for (int64_t t = T - 1; t >= 0; --t) {
     const int64_t n = batch_sizes[t], at = offset[t], n_next = t + 1 < T ? batch_sizes[t + 1] : 0;
+#pragma omp parallel for if (n * P >= kParallelMin)
     for (int64_t row = 0; row < n; ++row) {
       const float* carried = row < n_next ? dh_carry.data<float>() + row * P : zeros.data();
       const int64_t e = (at + row) * P;
@@ -191,6 +214,7 @@ std::vector<Tensor> LstmBackward(const Tensor& w_hidden, const Tensor& w_proj, c
     Tensor dm = paddle::experimental::matmul(grad_h_raw.slice(at, at + n), w_proj, false, true);  // [n, D]
     const float* dmv = dm.data<float>();
     const float* c_prev = t == 0 ? c0.data<float>() : cv + offset[t - 1] * D;
+#pragma omp parallel for if (n * D >= kParallelMin)
     for (int64_t row = 0; row < n; ++row) {
       const float* a = av + (at + row) * 4 * D;
       const float* cp = c_prev + row * D;
@@ -210,7 +234,6 @@ std::vector<Tensor> LstmBackward(const Tensor& w_hidden, const Tensor& w_proj, c
         d[2 * D + k] = dc * cp[k] * f * (1.f - f);
         d[3 * D + k] = dmr[k] * tc * o * (1.f - o);
         carry[k] = dc * f;
-        db[k] += d[k], db[D + k] += d[D + k], db[2 * D + k] += d[2 * D + k], db[3 * D + k] += d[3 * D + k];
       }
     }
     dh_carry = paddle::experimental::matmul(grad_gates.slice(at, at + n), w_hidden, false, true);  // [n, P]
@@ -219,6 +242,7 @@ std::vector<Tensor> LstmBackward(const Tensor& w_hidden, const Tensor& w_proj, c
   }
   std::memcpy(grad_h0.data<float>(), dh_carry.data<float>(), sizeof(float) * batch_sizes[0] * P);
   std::memcpy(grad_c0.data<float>(), dc_carry.data(), sizeof(float) * batch_sizes[0] * D);
+  ColumnSums(dg, tokens, 4 * D, db);
   Tensor grad_w_hidden = paddle::experimental::matmul(h_prev_all, grad_gates, true, false);
   Tensor grad_w_proj = paddle::experimental::matmul(m, grad_h_raw, true, false);
   return {grad_gates, grad_bias, grad_w_hidden, grad_w_proj, grad_h0, grad_c0};
@@ -247,15 +271,20 @@ std::vector<Tensor> MaxOverPositions(const Tensor& x_in) {
   Tensor best = Empty(x.shape()[1], x.shape()[2]), ties = Empty(x.shape()[1], x.shape()[2]);
   const float* xv = x.data<float>();
   float *b = best.data<float>(), *c = ties.data<float>();
-  std::memcpy(b, xv, sizeof(float) * inner);
-  std::fill(c, c + inner, 1.f);
-  for (int64_t k = 1; k < positions; ++k) {
-    const float* xk = xv + k * inner;
+  // Threads take blocks of the [rows, n] outputs and run over all positions for them.
+#pragma omp parallel for if (positions * inner >= kParallelMin)
+  for (int64_t start = 0; start < inner; start += kBlock) {
+    const int64_t end = std::min(inner, start + kBlock);
+    std::memcpy(b + start, xv + start, sizeof(float) * (end - start));
+    std::fill(c + start, c + end, 1.f);
+    for (int64_t k = 1; k < positions; ++k) {
+      const float* xk = xv + k * inner;
 #pragma omp simd
-    for (int64_t e = 0; e < inner; ++e) {
-      const bool above = xk[e] > b[e] || xk[e] != xk[e];
-      c[e] = above ? 1.f : c[e] + (xk[e] == b[e] ? 1.f : 0.f);
-      b[e] = above ? xk[e] : b[e];
+      for (int64_t e = start; e < end; ++e) {
+        const bool above = xk[e] > b[e] || xk[e] != xk[e];
+        c[e] = above ? 1.f : c[e] + (xk[e] == b[e] ? 1.f : 0.f);
+        b[e] = above ? xk[e] : b[e];
+      }
     }
   }
   return {best, ties};
@@ -268,16 +297,17 @@ std::vector<Tensor> MaxOverPositionsBackward(const Tensor& x_in, const Tensor& b
   const Tensor x = x_in.contiguous(), grad = grad_in.contiguous();  // best, ties: the forward's own
   const int64_t positions = x.shape()[0], inner = x.shape()[1] * x.shape()[2];
   Tensor grad_x = paddle::empty(x.shape(), paddle::DataType::FLOAT32, paddle::CPUPlace());
-  std::vector<float> share(inner);
   const float *xv = x.data<float>(), *b = best.data<float>(), *c = ties.data<float>(), *g = grad.data<float>();
   float* gx = grad_x.data<float>();
+#pragma omp parallel for if (positions * inner >= kParallelMin)
+  for (int64_t start = 0; start < inner; start += kBlock) {
+    const int64_t end = std::min(inner, start + kBlock);
+    for (int64_t k = 0; k < positions; ++k) {
+      const float* xk = xv + k * inner;
+      float* gk = gx + k * inner;
 #pragma omp simd
-  for (int64_t e = 0; e < inner; ++e) share[e] = g[e] / c[e];
-  for (int64_t k = 0; k < positions; ++k) {
-    const float* xk = xv + k * inner;
-    float* gk = gx + k * inner;
-#pragma omp simd
-    for (int64_t e = 0; e < inner; ++e) gk[e] = xk[e] == b[e] ? share[e] : 0.f;
+      for (int64_t e = start; e < end; ++e) gk[e] = xk[e] == b[e] ? g[e] / c[e] : 0.f;
+    }
   }
   return {grad_x};
 }
@@ -313,9 +343,10 @@ std::vector<Tensor> SampledSoftmaxLoss(const Tensor& true_in, const Tensor& cand
   const float *tv = true_logits.data<float>(), *cv = cand.data<float>(), *bv = bias.data<float>();
   const int64_t* lv = labels.data<int64_t>();
   float *loss_v = loss.data<float>(), *lse_v = lse.data<float>();
+  for (int64_t i = 0; i < n; ++i) PD_CHECK(lv[i] >= 0 && lv[i] <= C, "sampled_softmax_losses: label out of range");
+#pragma omp parallel for
   for (int64_t i = 0; i < n; ++i) {
     const int64_t label = lv[i];
-    PD_CHECK(label >= 0 && label <= C, "sampled_softmax_losses: label out of range");
     const float* row = cv + i * C;
     float top = label == 0 ? tv[i] : row[0] + bv[0];
     // A NaN logit is skipped here but makes the sum below NaN. (std::fmax does not vectorise.)
@@ -345,6 +376,7 @@ std::vector<Tensor> SampledSoftmaxLossBackward(const Tensor& true_in, const Tens
   const float *lse_v = lse.data<float>(), *gv = grad.data<float>();
   const int64_t* lv = labels.data<int64_t>();
   float *dt = grad_true.data<float>(), *dc = grad_cand.data<float>();
+#pragma omp parallel for
   for (int64_t i = 0; i < n; ++i) {
     const float g = gv[i], l = lse_v[i];
     const float* row = cv + i * C;
@@ -353,9 +385,8 @@ std::vector<Tensor> SampledSoftmaxLossBackward(const Tensor& true_in, const Tens
 #pragma omp simd
     for (int64_t j = 0; j < C; ++j) d[j] = g * Exp(row[j] + bv[j] - l);
     if (lv[i] > 0) d[lv[i] - 1] -= g;
-#pragma omp simd
-    for (int64_t j = 0; j < C; ++j) gb[j] += d[j];
   }
+  ColumnSums(dc, n, C, gb);
   return {grad_true, grad_cand, grad_bias};
 }
 
@@ -386,6 +417,7 @@ std::vector<Tensor> HighwayGate(const Tensor& carry_in, const Tensor& carry_bias
   const float *a = carry.data<float>(), *t = transform.data<float>(), *xv = x.data<float>();
   const float *bc = carry_bias.data<float>(), *bt = transform_bias.data<float>();
   float* yv = y.data<float>();
+#pragma omp parallel for if (rows * dim >= kParallelMin)
   for (int64_t r = 0; r < rows; ++r) {
     const int64_t at = r * dim;
 #pragma omp simd
@@ -412,6 +444,7 @@ std::vector<Tensor> HighwayGateBackward(const Tensor& carry_in, const Tensor& ca
   const float *bc = carry_bias.data<float>(), *bt = transform_bias.data<float>(), *dy = grad.data<float>();
   float *da = d_carry.data<float>(), *dt = d_transform.data<float>(), *dx = d_x.data<float>();
   float *dbc = d_carry_bias.data<float>(), *dbt = d_transform_bias.data<float>();
+#pragma omp parallel for if (rows * dim >= kParallelMin)
   for (int64_t r = 0; r < rows; ++r) {
     const int64_t at = r * dim;
 #pragma omp simd
@@ -420,10 +453,10 @@ std::vector<Tensor> HighwayGateBackward(const Tensor& carry_in, const Tensor& ca
       da[at + k] = d * ((tr > 0.f ? tr : 0.f) - xv[at + k]) * g * (1.f - g);
       dt[at + k] = tr > 0.f ? d * g : 0.f;
       dx[at + k] = d * (1.f - g);
-      dbc[k] += da[at + k];
-      dbt[k] += dt[at + k];
     }
   }
+  ColumnSums(da, rows, dim, dbc);
+  ColumnSums(dt, rows, dim, dbt);
   return {d_carry, d_carry_bias, d_transform, d_transform_bias, d_x};
 }
 
