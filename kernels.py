@@ -146,7 +146,7 @@ def recurrence(gates_x, bias, batch_sizes, h0, c0, w_hidden, w_proj, cell_clip=N
     """Run the steps -> (h [tokens, P], c [tokens, D]), packed as gates_x [tokens, 4D] (bias [4D] not added).
 
     batch_sizes: positive, non-increasing rows per step; h0 [B, P], c0 [B, D] with B >= batch_sizes[0];
-    cell_clip / proj_clip: None for no clipping. Uses the fused kernel on CPU when it is available.
+    cell_clip / proj_clip: None for no clipping. Runs the kernel on CPU when it is available.
     """
     sizes = [int(n) for n in batch_sizes]
     ops = _kernels_for(gates_x)
@@ -155,12 +155,12 @@ def recurrence(gates_x, bias, batch_sizes, h0, c0, w_hidden, w_proj, cell_clip=N
     clips = (float(cell_clip or 0.0), float(proj_clip or 0.0))
     inputs = (gates_x, bias, w_hidden, w_proj, h0, c0)
     if paddle.is_grad_enabled() and not all(t.stop_gradient for t in inputs):
-        return _FusedRecurrence.apply(*inputs, sizes, *clips)
+        return _KernelRecurrence.apply(*inputs, sizes, *clips)
     h, c, _, _ = ops.elmo_lstm_forward(*inputs, sizes, *clips, False)
     return h, c
 
 
-class _FusedRecurrence(PyLayer):
+class _KernelRecurrence(PyLayer):
     @staticmethod
     def forward(ctx, gates_x, bias, w_hidden, w_proj, h0, c0, sizes, cell_clip, proj_clip):
         h, c, acts, m = kernel().elmo_lstm_forward(gates_x, bias, w_hidden, w_proj, h0, c0, sizes, cell_clip,
