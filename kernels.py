@@ -26,14 +26,16 @@ The kernels also add the biases themselves: Paddle's broadcast add costs 3x a sa
 CPU, and its backward (a column sum) far more; add_bias is that add with a matmul backward.
 
 The kernels are compiled on first use with Paddle's C++ extension tools (g++, ~20 s, cached in
-~/.cache/elmo-paddle/ops). Their loops over large tensors are split among OpenMP threads from
+~/.cache/elmo-paddle/ops/<CPU tag>). Their loops over large tensors are split among OpenMP threads from
 Paddle's own Intel OpenMP runtime (the threads MKL uses), when the wheel ships it. The Python versions stay as the path for GPUs, for machines without a
 compiler (a warning says so) and as the references the kernels are tested against.
 ELMO_CPU_KERNELS=0 turns the kernels off.
 """
 import contextlib
 import fcntl
+import hashlib
 import os
+import platform
 import sys
 import tempfile
 import warnings
@@ -44,7 +46,18 @@ import paddle.nn.functional as F
 from paddle.autograd import PyLayer
 
 SOURCE = os.path.join(os.path.dirname(os.path.abspath(__file__)), 'kernels.cc')
-BUILD_DIR = os.path.join(os.path.expanduser('~'), '.cache', 'elmo-paddle', 'ops')
+def _cpu_tag():
+    """A short tag of this CPU's instruction-set flags: a -march=native build is only valid on the
+    kind of CPU that built it (a home directory or image moved to an older CPU must rebuild)."""
+    try:
+        with open('/proc/cpuinfo', encoding='utf-8') as f:
+            flags = next((line for line in f if line.startswith('flags')), '')
+    except OSError:
+        flags = ''
+    return hashlib.sha1((platform.machine() + flags).encode()).hexdigest()[:12]
+
+
+BUILD_DIR = os.path.join(os.path.expanduser('~'), '.cache', 'elmo-paddle', 'ops', _cpu_tag())
 _ops = None  # the compiled module, or False once it is known to be unavailable
 
 
