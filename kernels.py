@@ -26,9 +26,10 @@ The kernels also add the biases themselves: Paddle's broadcast add costs 3x a sa
 CPU, and its backward (a column sum) far more; add_bias is that add with a matmul backward.
 
 The kernels are compiled on first use with Paddle's C++ extension tools (g++, ~20 s, cached in
-~/.cache/elmo-paddle/ops/<CPU tag>). Their loops over large tensors are split among OpenMP threads from
-Paddle's own Intel OpenMP runtime (the threads MKL uses), when the wheel ships it. The Python versions stay as the path for GPUs, for machines without a
-compiler (a warning says so) and as the references the kernels are tested against.
+~/.cache/elmo-paddle/ops/<CPU tag>). Their loops over large tensors are split among OpenMP
+threads from Paddle's own Intel OpenMP runtime (the threads MKL uses), when the wheel ships it.
+The Python versions stay as the path for GPUs, for machines without a compiler (a warning says
+so) and as the references the kernels are tested against.
 ELMO_CPU_KERNELS=0 turns the kernels off.
 """
 import contextlib
@@ -46,18 +47,6 @@ import paddle.nn.functional as F
 from paddle.autograd import PyLayer
 
 SOURCE = os.path.join(os.path.dirname(os.path.abspath(__file__)), 'kernels.cc')
-def _cpu_tag():
-    """A short tag of this CPU's instruction-set flags: a -march=native build is only valid on the
-    kind of CPU that built it (a home directory or image moved to an older CPU must rebuild)."""
-    try:
-        with open('/proc/cpuinfo', encoding='utf-8') as f:
-            flags = next((line for line in f if line.startswith('flags')), '')
-    except OSError:
-        flags = ''
-    return hashlib.sha1((platform.machine() + flags).encode()).hexdigest()[:12]
-
-
-BUILD_DIR = os.path.join(os.path.expanduser('~'), '.cache', 'elmo-paddle', 'ops', _cpu_tag())
 _ops = None  # the compiled module, or False once it is known to be unavailable
 
 
@@ -79,12 +68,36 @@ def _kernels_for(x):
     return kernel() if x.place.is_cpu_place() and x.dtype == paddle.float32 else None
 
 
+def _tracks_grad(tensors):
+    """Whether autograd must see an op on these tensors (else the kernel runs without a PyLayer)."""
+    return paddle.is_grad_enabled() and not all(t.stop_gradient for t in tensors)
+
+
+def _needed_grads(ctx, grads):
+    """A PyLayer's input gradients, None for inputs that had stop_gradient (ctx.needs, set in forward)."""
+    return tuple(g if need else None for g, need in zip(grads, ctx.needs))
+
+
+def _build_dir():
+    """~/.cache/elmo-paddle/ops/<tag of this CPU's instruction-set flags>: a -march=native build is
+    only valid on the kind of CPU that built it (a home directory or image moved to an older CPU
+    must rebuild)."""
+    try:
+        with open('/proc/cpuinfo', encoding='utf-8') as f:
+            flags = next((line for line in f if line.startswith('flags')), '')
+    except OSError:
+        flags = ''
+    tag = hashlib.sha1((platform.machine() + flags).encode()).hexdigest()[:12]
+    return os.path.join(os.path.expanduser('~'), '.cache', 'elmo-paddle', 'ops', tag)
+
+
 def _build():
-    os.makedirs(BUILD_DIR, exist_ok=True)
+    build_dir = _build_dir()
+    os.makedirs(build_dir, exist_ok=True)
     # Distributed ranks start together: one builds, the others wait and load the result.
-    with open(os.path.join(BUILD_DIR, 'build.lock'), 'w') as lock:
+    with open(os.path.join(build_dir, 'build.lock'), 'w') as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
-        if not os.path.exists(os.path.join(BUILD_DIR, 'elmo_kernels', 'version.txt')):
+        if not os.path.exists(os.path.join(build_dir, 'elmo_kernels', 'version.txt')):
             print('building the CPU kernels (once, ~20 s)', file=sys.stderr, flush=True)
         # Paddle's loader talks on stdout and stderr (its own and its build process's) even when
         # nothing is rebuilt, and stdout may be a script's output: keep it all, show it on failure.
@@ -92,7 +105,7 @@ def _build():
             try:
                 from paddle.utils.cpp_extension import load
                 # Built for the machine that runs it (-march=native: AVX where there is AVX).
-                return load(name='elmo_kernels', sources=[SOURCE], build_directory=BUILD_DIR, verbose=False,
+                return load(name='elmo_kernels', sources=[SOURCE], build_directory=build_dir, verbose=False,
                             **_openmp_flags(['-O3', '-march=native']))
             except Exception as e:
                 sys.stdout.flush()
@@ -167,7 +180,7 @@ def recurrence(gates_x, bias, batch_sizes, h0, c0, w_hidden, w_proj, cell_clip=N
         return loop_recurrence(gates_x, bias, sizes, h0, c0, w_hidden, w_proj, cell_clip, proj_clip)
     clips = (float(cell_clip or 0.0), float(proj_clip or 0.0))
     inputs = (gates_x, bias, w_hidden, w_proj, h0, c0)
-    if paddle.is_grad_enabled() and not all(t.stop_gradient for t in inputs):
+    if _tracks_grad(inputs):
         return _KernelRecurrence.apply(*inputs, sizes, *clips)
     h, c, _, _ = ops.elmo_lstm_forward(*inputs, sizes, *clips, False)
     return h, c
@@ -189,8 +202,7 @@ class _KernelRecurrence(PyLayer):
         h, c = saved[4], saved[5]
         grad_h = paddle.zeros_like(h) if grad_h is None else grad_h
         grad_c = paddle.zeros_like(c) if grad_c is None else grad_c
-        grads = kernel().elmo_lstm_backward(*saved, grad_h, grad_c, *ctx.args)
-        return tuple(g if need else None for g, need in zip(grads, ctx.needs))
+        return _needed_grads(ctx, kernel().elmo_lstm_backward(*saved, grad_h, grad_c, *ctx.args))
 
 
 def loop_recurrence(gates_x, bias, batch_sizes, h0, c0, w_hidden, w_proj, cell_clip=None, proj_clip=None):
@@ -225,7 +237,7 @@ def max_over_positions(x):
     ops = _kernels_for(x)
     if ops is None:
         return _LoopMaxOverPositions.apply(x) if not x.stop_gradient else _running_max(x)
-    if paddle.is_grad_enabled() and not x.stop_gradient:
+    if _tracks_grad([x]):
         return _KernelMaxOverPositions.apply(x)
     return ops.elmo_max_over_positions(x)[0]
 
@@ -291,7 +303,7 @@ def sampled_softmax_losses(true_logits, cand_logits, cand_bias, labels):
         logits = paddle.concat([true_column.unsqueeze(1), add_bias(cand_logits, cand_bias)], axis=1)
         return F.cross_entropy(logits, labels_t, reduction='none').squeeze(-1)
     inputs = (true_logits, cand_logits, cand_bias)
-    if paddle.is_grad_enabled() and not all(t.stop_gradient for t in inputs):
+    if _tracks_grad(inputs):
         return _KernelSampledSoftmaxLoss.apply(*inputs, labels_t)
     return ops.elmo_sampled_softmax_loss(*inputs, labels_t)[0]
 
@@ -306,8 +318,7 @@ class _KernelSampledSoftmaxLoss(PyLayer):
 
     @staticmethod
     def backward(ctx, grad):
-        grads = kernel().elmo_sampled_softmax_loss_backward(*ctx.saved_tensor(), grad)
-        return tuple(g if need else None for g, need in zip(grads, ctx.needs))
+        return _needed_grads(ctx, kernel().elmo_sampled_softmax_loss_backward(*ctx.saved_tensor(), grad))
 
 
 # --------------------------------------------------------------------------------------------
@@ -324,7 +335,7 @@ def highway_gate(carry, carry_bias, transform, transform_bias, x):
     if ops is None:
         gate = F.sigmoid(add_bias(carry, carry_bias))
         return gate * F.relu(add_bias(transform, transform_bias)) + (1.0 - gate) * x
-    if paddle.is_grad_enabled() and not all(t.stop_gradient for t in inputs):
+    if _tracks_grad(inputs):
         return _KernelHighwayGate.apply(*inputs)
     return ops.elmo_highway_gate(*inputs)
 
@@ -338,5 +349,4 @@ class _KernelHighwayGate(PyLayer):
 
     @staticmethod
     def backward(ctx, grad):
-        grads = kernel().elmo_highway_gate_backward(*ctx.saved_tensor(), grad)
-        return tuple(g if need else None for g, need in zip(grads, ctx.needs))
+        return _needed_grads(ctx, kernel().elmo_highway_gate_backward(*ctx.saved_tensor(), grad))
