@@ -34,12 +34,12 @@ std::vector<int64_t> Offsets(const std::vector<int64_t>& batch_sizes) {
   return offset;
 }
 
-Tensor Empty(int64_t rows, int64_t cols) {
-  return paddle::empty({rows, cols}, paddle::DataType::FLOAT32, paddle::CPUPlace());
+Tensor Empty(const std::vector<int64_t>& shape) {
+  return paddle::empty(shape, paddle::DataType::FLOAT32, paddle::CPUPlace());
 }
 
-Tensor Zeros(int64_t rows, int64_t cols) {
-  return paddle::zeros({rows, cols}, paddle::DataType::FLOAT32, paddle::CPUPlace());
+Tensor Zeros(const std::vector<int64_t>& shape) {
+  return paddle::zeros(shape, paddle::DataType::FLOAT32, paddle::CPUPlace());
 }
 
 // exp, sigmoid and tanh written so that gcc vectorises the gate loops (scalar libm calls cost
@@ -134,8 +134,8 @@ std::vector<Tensor> LstmForward(const Tensor& gates_x_in, const Tensor& bias_in,
   CheckInputs(gates_x, w_hidden, w_proj, h0, c0, offset, batch_sizes);
   PD_CHECK(bias.numel() == gates_x.shape()[1], "lstm kernel: bias must be [4D]");
   const int64_t D = w_proj.shape()[0], P = w_proj.shape()[1], tokens = offset.back();
-  Tensor h = Empty(tokens, P), c = Empty(tokens, D);
-  Tensor acts = Empty(save ? tokens : 0, 4 * D), m = Empty(save ? tokens : batch_sizes[0], D);
+  Tensor h = Empty({tokens, P}), c = Empty({tokens, D});
+  Tensor acts = Empty({save ? tokens : 0, 4 * D}), m = Empty({save ? tokens : batch_sizes[0], D});
   // Activations of the current step's rows, when none are kept (one row each: threads share it).
   std::vector<float> scratch(save ? 0 : batch_sizes[0] * 4 * D);
   const float *gx = gates_x.data<float>(), *b = bias.data<float>();
@@ -191,15 +191,15 @@ std::vector<Tensor> LstmBackward(const Tensor& w_hidden, const Tensor& w_proj, c
   const int64_t B = h0.shape()[0], T = static_cast<int64_t>(batch_sizes.size());
   PD_CHECK(acts.shape()[0] == tokens && m.shape()[0] == tokens,
            "lstm kernel: the backward needs the forward's saved activations (save=true)");
-  Tensor grad_gates = Empty(tokens, 4 * D), grad_h_raw = Empty(tokens, P), h_prev_all = Empty(tokens, P);
-  Tensor grad_h0 = Zeros(B, P), grad_c0 = Zeros(B, D);
+  Tensor grad_gates = Empty({tokens, 4 * D}), grad_h_raw = Empty({tokens, P}), h_prev_all = Empty({tokens, P});
+  Tensor grad_h0 = Zeros({B, P}), grad_c0 = Zeros({B, D});
   std::vector<float> dc_carry(batch_sizes[0] * D, 0.f);  // d loss / d c of the next step's previous state
   const std::vector<float> zeros(P, 0.f);
   Tensor dh_carry;                                       // [n_{t+1}, P], d loss / d h_prev of the next step
   const float *hv = h.data<float>(), *cv = c.data<float>(), *av = acts.data<float>();
   const float *gh = grad_h.data<float>(), *gc = grad_c.data<float>();
   float* dg = grad_gates.data<float>();
-  Tensor grad_bias = paddle::zeros({4 * D}, paddle::DataType::FLOAT32, paddle::CPUPlace());
+  Tensor grad_bias = Zeros({4 * D});
   float* db = grad_bias.data<float>();
   float* dhr = grad_h_raw.data<float>();
   for (int64_t t = T - 1; t >= 0; --t) {
@@ -268,7 +268,7 @@ std::vector<Tensor> MaxOverPositions(const Tensor& x_in) {
   PD_CHECK(x.is_cpu() && x.dtype() == paddle::DataType::FLOAT32 && x.shape().size() == 3 && x.shape()[0] > 0,
            "max_over_positions: float32 CPU [positions, rows, n]");
   const int64_t positions = x.shape()[0], inner = x.shape()[1] * x.shape()[2];
-  Tensor best = Empty(x.shape()[1], x.shape()[2]), ties = Empty(x.shape()[1], x.shape()[2]);
+  Tensor best = Empty({x.shape()[1], x.shape()[2]}), ties = Empty({x.shape()[1], x.shape()[2]});
   const float* xv = x.data<float>();
   float *b = best.data<float>(), *c = ties.data<float>();
   // Threads take blocks of the [rows, n] outputs and run over all positions for them.
@@ -296,7 +296,7 @@ std::vector<Tensor> MaxOverPositionsBackward(const Tensor& x_in, const Tensor& b
                                              const Tensor& grad_in) {
   const Tensor x = x_in.contiguous(), grad = grad_in.contiguous();  // best, ties: the forward's own
   const int64_t positions = x.shape()[0], inner = x.shape()[1] * x.shape()[2];
-  Tensor grad_x = paddle::empty(x.shape(), paddle::DataType::FLOAT32, paddle::CPUPlace());
+  Tensor grad_x = Empty(x.shape());
   const float *xv = x.data<float>(), *b = best.data<float>(), *c = ties.data<float>(), *g = grad.data<float>();
   float* gx = grad_x.data<float>();
 #pragma omp parallel for if (positions * inner >= kParallelMin)
@@ -338,8 +338,8 @@ std::vector<Tensor> SampledSoftmaxLoss(const Tensor& true_in, const Tensor& cand
   PD_CHECK(true_logits.numel() == n && labels.numel() == n && labels.dtype() == paddle::DataType::INT64,
            "sampled_softmax_losses: true logits [n] and int64 labels [n]");
   PD_CHECK(bias.numel() == C, "sampled_softmax_losses: candidate bias [C]");
-  Tensor loss = paddle::empty({n}, paddle::DataType::FLOAT32, paddle::CPUPlace());
-  Tensor lse = paddle::empty({n}, paddle::DataType::FLOAT32, paddle::CPUPlace());
+  Tensor loss = Empty({n});
+  Tensor lse = Empty({n});
   const float *tv = true_logits.data<float>(), *cv = cand.data<float>(), *bv = bias.data<float>();
   const int64_t* lv = labels.data<int64_t>();
   float *loss_v = loss.data<float>(), *lse_v = lse.data<float>();
@@ -368,9 +368,9 @@ std::vector<Tensor> SampledSoftmaxLossBackward(const Tensor& true_in, const Tens
   const Tensor true_logits = true_in.contiguous(), cand = cand_in.contiguous(), bias = bias_in.contiguous();
   const Tensor labels = labels_in.contiguous(), grad = grad_in.contiguous();
   const int64_t n = cand.shape()[0], C = cand.shape()[1];
-  Tensor grad_true = paddle::empty({n}, paddle::DataType::FLOAT32, paddle::CPUPlace());
-  Tensor grad_cand = Empty(n, C);
-  Tensor grad_bias = paddle::zeros({C}, paddle::DataType::FLOAT32, paddle::CPUPlace());
+  Tensor grad_true = Empty({n});
+  Tensor grad_cand = Empty({n, C});
+  Tensor grad_bias = Zeros({C});
   float* gb = grad_bias.data<float>();
   const float *tv = true_logits.data<float>(), *cv = cand.data<float>(), *bv = bias.data<float>();
   const float *lse_v = lse.data<float>(), *gv = grad.data<float>();
@@ -413,7 +413,7 @@ std::vector<Tensor> HighwayGate(const Tensor& carry_in, const Tensor& carry_bias
   PD_CHECK(carry.shape() == x.shape() && transform.shape() == x.shape() && carry_bias.numel() == dim &&
                transform_bias.numel() == dim,
            "highway kernel: carry and transform [tokens, dim], biases [dim]");
-  Tensor y = Empty(rows, dim);
+  Tensor y = Empty({rows, dim});
   const float *a = carry.data<float>(), *t = transform.data<float>(), *xv = x.data<float>();
   const float *bc = carry_bias.data<float>(), *bt = transform_bias.data<float>();
   float* yv = y.data<float>();
@@ -437,9 +437,9 @@ std::vector<Tensor> HighwayGateBackward(const Tensor& carry_in, const Tensor& ca
   const Tensor carry_bias = carry_bias_in.contiguous(), transform_bias = transform_bias_in.contiguous();
   const Tensor grad = grad_in.contiguous();
   const int64_t rows = x.shape()[0], dim = x.shape()[1];
-  Tensor d_carry = Empty(rows, dim), d_transform = Empty(rows, dim), d_x = Empty(rows, dim);
-  Tensor d_carry_bias = paddle::zeros({dim}, paddle::DataType::FLOAT32, paddle::CPUPlace());
-  Tensor d_transform_bias = paddle::zeros({dim}, paddle::DataType::FLOAT32, paddle::CPUPlace());
+  Tensor d_carry = Empty({rows, dim}), d_transform = Empty({rows, dim}), d_x = Empty({rows, dim});
+  Tensor d_carry_bias = Zeros({dim});
+  Tensor d_transform_bias = Zeros({dim});
   const float *a = carry.data<float>(), *t = transform.data<float>(), *xv = x.data<float>();
   const float *bc = carry_bias.data<float>(), *bt = transform_bias.data<float>(), *dy = grad.data<float>();
   float *da = d_carry.data<float>(), *dt = d_transform.data<float>(), *dx = d_x.data<float>();
