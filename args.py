@@ -58,14 +58,57 @@ def run(main):
         sys.exit(130)
 
 
+# Each preset is a full model + optimisation recipe; an explicit flag overrides one value of it.
+PRESETS = {
+    # Peters et al. (2018) / bilm-tf's 1B Word model and recipe.
+    'original': dict(projection_dim=512, cell_dim=4096, num_layers=2, cell_clip=3.0, proj_clip=3.0,
+                     use_skip_connections=True, char_embed_dim=16, cnn_filters='original', num_highways=2,
+                     dropout=0.1, n_negative_samples=8192, batch_size=128, unroll_steps=20, lr=0.2,
+                     max_grad_norm=10.0, optimizer='adagrad', warmup_steps=0),
+    # AllenNLP's elmo_2x1024_128_2048cnn_1xhighway, trained with bilm-tf's recipe.
+    'small': dict(projection_dim=128, cell_dim=1024, num_layers=2, cell_clip=3.0, proj_clip=3.0,
+                  use_skip_connections=True, char_embed_dim=16, cnn_filters='original', num_highways=1,
+                  dropout=0.1, n_negative_samples=8192, batch_size=128, unroll_steps=20, lr=0.2,
+                  max_grad_norm=10.0, optimizer='adagrad', warmup_steps=0),
+    # The most held-out perplexity per hour of a 2-core CPU (BENCHMARKS.md, "A budget recipe").
+    'budget': dict(projection_dim=128, cell_dim=512, num_layers=2, cell_clip=3.0, proj_clip=3.0,
+                   use_skip_connections=True, char_embed_dim=16,
+                   cnn_filters=[[1, 32], [2, 32], [3, 64], [4, 128], [5, 256], [6, 256]], num_highways=1,
+                   dropout=0.1, n_negative_samples=4096, batch_size=64, unroll_steps=20, lr=0.2,
+                   max_grad_norm=10.0, optimizer='adagrad', warmup_steps=0),
+}
+
+
+def _preset_help(name, text):
+    values = ', '.join(f'{preset} {_flag_value(PRESETS[preset][name])}' for preset in PRESETS)
+    return f'{text} (default from --preset: {values})'
+
+
+def _flag_value(value):
+    import json
+    return json.dumps(value) if isinstance(value, list) else value
+
+
+def apply_preset(a):
+    """Fill every preset-managed flag the user did not give from --preset; -> names given explicitly."""
+    from elmo import ORIGINAL_FILTERS
+    explicit = []
+    for name, value in PRESETS[a.preset].items():
+        if getattr(a, name) is None:
+            setattr(a, name, ORIGINAL_FILTERS if value == 'original' else value)
+        else:
+            explicit.append(name)
+    return explicit
+
+
 def pretrain_parser():
     """run_pretrain.py's options: the original PaddleNLP example's flags plus bilm-tf's knobs.
 
-    Defaults reproduce the paper's model and recipe (Adagrad lr 0.2, global-norm clip 10, dropout
-    0.1, batch 128 per device, unroll 20, 10 epochs, LSTM 4096 -> 512, 2 layers, residual).
+    Model and optimisation flags default to --preset (original: the paper's model and bilm-tf's
+    recipe: Adagrad lr 0.2, global-norm clip 10, dropout 0.1, batch 128 per device, unroll 20,
+    LSTM 4096 -> 512, 2 layers, residual); call apply_preset after parsing.
     """
     import json
-    from elmo import ORIGINAL_FILTERS
     p = parser('Pretrain the ELMo biLM with sampled softmax '
                '(one process, or many under python -m paddle.distributed.launch).')
     d = p.add_argument_group('data')
@@ -74,29 +117,40 @@ def pretrain_parser():
     d.add_argument('--dev_data_path', help='held-out glob: full-softmax perplexity every --eval_freq steps')
     d.add_argument('--n_train_tokens', type=int, help='training tokens per epoch (default: counted once '
                    'from the data and cached next to it)')
+    p.add_argument('--preset', default='original', choices=list(PRESETS),
+                   help='model and optimisation recipe: original (the paper\'s), small (AllenNLP\'s '
+                   '2x1024_128 model), budget (best held-out perplexity in an hour of a 2-core CPU); '
+                   'explicit flags override its values')
     m = p.add_argument_group('model')
-    m.add_argument('--projection_dim', type=int, default=512, help='LSTM projection and token dim')
-    m.add_argument('--cell_dim', type=int, default=4096, help='LSTM cells per layer')
-    m.add_argument('--num_layers', type=int, default=2, help='LSTM layers per direction')
-    m.add_argument('--cell_clip', type=float, default=3.0, help='clip LSTM cells to +-this (0: off)')
-    m.add_argument('--proj_clip', type=float, default=3.0, help='clip projected states to +-this (0: off)')
-    m.add_argument('--use_skip_connections', action=argparse.BooleanOptionalAction, default=True,
-                   help='residual connection around LSTM layers after the first')
-    m.add_argument('--char_embed_dim', type=int, default=16, help='char embedding size')
-    m.add_argument('--cnn_filters', type=json.loads, default=ORIGINAL_FILTERS,
-                   help='JSON list of [width, n_filters] for the char CNN')
-    m.add_argument('--num_highways', type=int, default=2, help='highway layers after the char CNN')
+    m.add_argument('--projection_dim', type=int, help=_preset_help('projection_dim', 'LSTM projection and token dim'))
+    m.add_argument('--cell_dim', type=int, help=_preset_help('cell_dim', 'LSTM cells per layer'))
+    m.add_argument('--num_layers', type=int, help=_preset_help('num_layers', 'LSTM layers per direction'))
+    m.add_argument('--cell_clip', type=float, help=_preset_help('cell_clip', 'clip LSTM cells to +-this (0: off)'))
+    m.add_argument('--proj_clip', type=float, help=_preset_help('proj_clip', 'clip projected states to +-this (0: off)'))
+    m.add_argument('--use_skip_connections', action=argparse.BooleanOptionalAction,
+                   help=_preset_help('use_skip_connections', 'residual connection around LSTM layers after the first'))
+    m.add_argument('--char_embed_dim', type=int, help=_preset_help('char_embed_dim', 'char embedding size'))
+    m.add_argument('--cnn_filters', type=json.loads,
+                   help=_preset_help('cnn_filters', 'JSON list of [width, n_filters] for the char CNN'))
+    m.add_argument('--num_highways', type=int, help=_preset_help('num_highways', 'highway layers after the char CNN'))
     m.add_argument('--max_characters_per_token', type=int, default=50, help='chars per token (longer '
                    'tokens are cut)')
-    m.add_argument('--dropout', type=float, default=0.1, help='dropout on LSTM inputs and before the softmax')
-    m.add_argument('--n_negative_samples', type=int, default=8192, help='sampled-softmax candidates per batch')
+    m.add_argument('--dropout', type=float, help=_preset_help('dropout', 'dropout on LSTM inputs and before the softmax'))
+    m.add_argument('--n_negative_samples', type=int,
+                   help=_preset_help('n_negative_samples', 'sampled-softmax candidates per batch'))
     t = p.add_argument_group('training')
-    t.add_argument('--batch_size', type=int, default=128, help='rows per batch per device')
-    t.add_argument('--unroll_steps', type=int, default=20, help='tokens per row per batch (BPTT window)')
+    t.add_argument('--batch_size', type=int, help=_preset_help('batch_size', 'rows per batch per device'))
+    t.add_argument('--unroll_steps', type=int, help=_preset_help('unroll_steps', 'tokens per row per batch (BPTT window)'))
     t.add_argument('--epochs', type=int, default=10, help='passes over n_train_tokens')
     t.add_argument('--max_steps', type=int, help='stop after this many steps (overrides --epochs)')
-    t.add_argument('--lr', type=float, default=0.2, help='Adagrad learning rate')
-    t.add_argument('--max_grad_norm', type=float, default=10.0, help='global gradient-norm clip')
+    t.add_argument('--max_minutes', type=float, help='stop after this many minutes of training (evaluation and '
+                   'saving not counted), save a checkpoint DIR/STEP that resumes exactly, evaluate, exit 0')
+    t.add_argument('--optimizer', choices=['adagrad', 'adam'], help=_preset_help('optimizer', 'adagrad: '
+                   'bilm-tf\'s (accumulators from 1.0); adam: with linear warm-up'))
+    t.add_argument('--lr', type=float, help=_preset_help('lr', 'learning rate'))
+    t.add_argument('--warmup_steps', type=int, help=_preset_help('warmup_steps', 'adam: linear warm-up steps'))
+    t.add_argument('--max_grad_norm', type=float, help=_preset_help('max_grad_norm', 'global gradient-norm clip '
+                   '(of the gradient of loss x unroll_steps, as bilm-tf)'))
     t.add_argument('--seed', type=int, default=0, help='seeds data order, init, sampling and dropout')
     t.add_argument('--save_dir', default='checkpoints', help='where options.json and checkpoints go')
     t.add_argument('--init_from_ckpt', help='resume from DIR/N (model, optimizer, step, data position)')
@@ -104,7 +158,9 @@ def pretrain_parser():
     t.add_argument('--log_freq', type=int, default=100, help='log every N steps')
     t.add_argument('--eval_freq', type=int, default=0, help='with --dev_data_path: evaluate every N '
                    'steps (0: only at the end)')
-    t.add_argument('--eval_max_tokens', type=int, default=50000, help='tokens of --dev_data_path used by the '
-                   'periodic evaluation (run_eval.py does the whole set)')
+    t.add_argument('--eval_minutes', type=float, default=0, help='with --dev_data_path: evaluate every this '
+                   'many minutes of training (0: off)')
+    t.add_argument('--eval_max_tokens', type=int, default=51200, help='target tokens of --dev_data_path used by '
+                   'the evaluation during training (run_eval.py does the whole set)')
     add_device(p)
     return p

@@ -199,23 +199,21 @@ class LanguageModel(nn.Layer):
             return [loss.numpy() for loss in self.full_softmax_losses(batch)]
 
 
-class Adagrad:
-    """bilm-tf's optimizer: Adagrad (accumulators start at `initial_accumulator`) after clipping all
-    gradients by their global norm, with gradients averaged over ranks in one all-reduce.
+class Optimizer:
+    """bilm-tf's update around a rule: gradients averaged over ranks in one all-reduce, then all of
+    them clipped together by their global norm, then the rule applied (`_apply`).
 
-    Dense parameters are updated whole; the softmax only in the rows the step selected. The update
-    is TensorFlow's: acc += g^2; w -= lr * g / sqrt(acc).
+    Dense parameters are updated whole; the softmax only in the rows the step selected (as
+    bilm-tf's sparse IndexedSlices updates: a row no batch touched keeps its weights and state).
     """
 
-    def __init__(self, model, lr, max_grad_norm, initial_accumulator=1.0, world_size=1):
-        self.model, self.max_grad_norm, self.world_size = model, max_grad_norm, world_size
+    def __init__(self, model, lr, max_grad_norm, world_size=1):
+        self.model, self.lr, self.max_grad_norm, self.world_size = model, lr, max_grad_norm, world_size
         self.softmax = model.softmax
         self.dense = [(n, p) for n, p in model.named_parameters()
                       if not p.stop_gradient and not n.startswith('softmax.')]
         self.sparse = [('softmax.W', self.softmax.W), ('softmax.b', self.softmax.b)]
-        self.accumulators = {n: paddle.full(p.shape, initial_accumulator, dtype=p.dtype)
-                             for n, p in self.dense + self.sparse}
-        self.lr_tensor = paddle.to_tensor([lr], dtype='float32')
+        self.n_updates = 0
 
     def _gradients(self):
         """Averaged, clipped gradients: dense ones in self.dense's order, then the softmax rows."""
@@ -237,36 +235,128 @@ class Adagrad:
     def step(self):
         """Apply one update; returns the global gradient norm before clipping."""
         grads, norm = self._gradients()
+        self.n_updates += 1
+        lr = paddle.to_tensor([self.learning_rate()], dtype='float32')
         for (name, p), g in zip(self.dense, grads):
-            _adagrad_update(p, g, self.accumulators[name], self.lr_tensor)
+            self._apply(name, p, g, lr)
         ids = paddle.to_tensor(self.softmax.row_ids)
         for (name, p), g in zip(self.sparse, grads[len(self.dense):]):
-            rows, acc = paddle.gather(p, ids), paddle.gather(self.accumulators[name], ids)
-            _adagrad_update(rows, g, acc, self.lr_tensor)
-            paddle.scatter_(self.accumulators[name], ids, acc)
+            rows = paddle.gather(p, ids)
+            state = {k: paddle.gather(v, ids) for k, v in self.slots[name].items()}
+            self._apply_rows(name, rows, g, state, lr)
+            for k, v in state.items():
+                paddle.scatter_(self.slots[name][k], ids, v)
             paddle.scatter_(p, ids, rows)
         return norm
+
+    def learning_rate(self):
+        return self.lr
 
     def clear_grad(self):
         self.model.clear_gradients()
         self.softmax.W_rows = self.softmax.b_rows = None
 
     def state_dict(self):
-        return {name: acc for name, acc in self.accumulators.items()}
+        state = {f'{name}.{k}' if k != 'accumulator' else name: v
+                 for name, slots in self.slots.items() for k, v in slots.items()}
+        state['n_updates'] = self.n_updates
+        return state
 
     def set_state_dict(self, state):
-        for name, acc in self.accumulators.items():
-            if name not in state or tuple(state[name].shape) != tuple(acc.shape):
-                raise ValueError(f'optimizer state for "{name}" is missing or has the wrong shape')
-            acc.set_value(state[name])
+        for name, slots in self.slots.items():
+            for k, v in slots.items():
+                key = f'{name}.{k}' if k != 'accumulator' else name
+                if key not in state or tuple(state[key].shape) != tuple(v.shape):
+                    raise ValueError(f'optimizer state for "{key}" is missing or has the wrong shape')
+                v.set_value(state[key])
+        self.n_updates = int(state.get('n_updates', 0))
+
+
+class Adagrad(Optimizer):
+    """bilm-tf's optimizer: TensorFlow's Adagrad, accumulators from `initial_accumulator`
+    (acc += g^2; w -= lr * g / sqrt(acc))."""
+
+    def __init__(self, model, lr, max_grad_norm, initial_accumulator=1.0, world_size=1):
+        super().__init__(model, lr, max_grad_norm, world_size)
+        self.slots = {n: {'accumulator': paddle.full(p.shape, initial_accumulator, dtype=p.dtype)}
+                      for n, p in self.dense + self.sparse}
+
+    def _apply(self, name, param, grad, lr):
+        _adagrad_update(param, grad, self.slots[name]['accumulator'], lr)
+
+    def _apply_rows(self, name, rows, grad, state, lr):
+        _adagrad_update(rows, grad, state['accumulator'], lr)
+
+
+class Adam(Optimizer):
+    """Adam with linear warm-up (not in bilm-tf; the budget recipe's option).
+
+    lr rises linearly from lr / warmup_steps to lr over the first `warmup_steps` updates, then stays.
+    The softmax rows are updated lazily (only the rows a step selected, their moments decayed only
+    when selected, as TensorFlow's LazyAdam): a dense Adam over a 100k x dim softmax every step
+    would cost as much as the rest of the update.
+    """
+
+    def __init__(self, model, lr, max_grad_norm, warmup_steps=0, beta1=0.9, beta2=0.999, epsilon=1e-8,
+                 world_size=1):
+        super().__init__(model, lr, max_grad_norm, world_size)
+        self.warmup_steps, self.beta1, self.beta2, self.epsilon = warmup_steps, beta1, beta2, epsilon
+        self.slots = {n: {'m': paddle.zeros(p.shape, dtype=p.dtype), 'v': paddle.zeros(p.shape, dtype=p.dtype)}
+                      for n, p in self.dense + self.sparse}
+
+    def learning_rate(self):
+        warm = min(1.0, self.n_updates / self.warmup_steps) if self.warmup_steps else 1.0
+        t = self.n_updates  # bias correction folded into the step size, as the Adam paper's last form
+        return self.lr * warm * math.sqrt(1 - self.beta2 ** t) / (1 - self.beta1 ** t)
+
+    def _apply(self, name, param, grad, lr):
+        self._update(param, grad, self.slots[name], lr)
+
+    def _apply_rows(self, name, rows, grad, state, lr):
+        self._update(rows, grad, state, lr)
+
+    def _update(self, param, grad, state, lr):
+        m, v = state['m'], state['v']
+        m.set_value(self.beta1 * m + (1 - self.beta1) * grad)
+        v.set_value(self.beta2 * v + (1 - self.beta2) * grad * grad)
+        param.set_value(param - lr * m / (paddle.sqrt(v) + self.epsilon))
+
+
+def make_optimizer(model, name, lr, max_grad_norm, warmup_steps=0, world_size=1):
+    """'adagrad' (bilm-tf's: accumulators from 1.0) or 'adam' (with warm-up)."""
+    if name == 'adagrad':
+        return Adagrad(model, lr, max_grad_norm, initial_accumulator=1.0, world_size=world_size)
+    if name == 'adam':
+        return Adam(model, lr, max_grad_norm, warmup_steps=warmup_steps, world_size=world_size)
+    raise ValueError(f'unknown optimizer {name!r} (adagrad or adam)')
 
 
 def _adagrad_update(param, grad, accumulator, lr):
     """In place: accumulator += grad^2; param -= lr * grad / sqrt(accumulator) (TensorFlow's
-    ApplyAdagrad). Paddle's fused adagrad kernel (what paddle.optimizer.Adagrad runs; epsilon 0
-    gives TF's formula) makes one pass instead of six elementwise ops: 10.6 vs 16.7 ms for 4M
-    parameters on CPU."""
+    ApplyAdagrad). Paddle's fused adagrad kernel (what paddle.optimizer.Adagrad runs) with epsilon 0
+    gives TF's formula in one pass instead of six elementwise ops."""
     _C_ops.adagrad_(param, grad, accumulator, lr, None, 0.0, False)
+
+
+def train_step(model, optimizer, batch, agree_rows=None):
+    """One training step as bilm-tf takes it -> (model output dict, global gradient norm).
+
+    The gradient is that of `total_loss * unroll_steps` (bilm-tf's training.py), not of the mean
+    loss: with Adagrad's accumulators starting at 1.0 and the global-norm clip at 10, the plain mean
+    makes every early update ~unroll_steps times smaller and the clip never acts. Under several
+    ranks the optimizer averages each rank's scaled gradient before clipping, as bilm-tf's towers.
+    """
+    out = model(batch, agree_rows)
+    unroll_steps = batch['next_token_ids'].shape[1]
+    (out['loss'] * unroll_steps).backward()
+    norm = optimizer.step()
+    optimizer.clear_grad()
+    return out, norm
+
+
+# The layout of every held-out figure (run_eval.py's defaults, run_pretrain.py's evaluation): the
+# first N targets of a file depend on how its sentences are laid out in rows.
+EVAL_BATCH_SIZE, EVAL_UNROLL_STEPS = 64, 20
 
 
 def evaluate(model, batches, max_tokens=None, progress=None):

@@ -21,7 +21,8 @@ def main():
     p.add_argument('--vocab_file', required=True, help='the vocabulary the model was trained with')
     cli.add_model_source(p)
     cli.add_device(p)
-    p.add_argument('--batch_size', type=int, default=64, help='rows per batch')
+    p.add_argument('--batch_size', type=int, default=64, help='rows per batch (changes which targets '
+                   'come first, hence the figure of a --max_tokens evaluation)')
     p.add_argument('--unroll_steps', type=int, default=20, help='tokens per row per batch')
     p.add_argument('--max_tokens', type=int, help='stop after this many target tokens (default: all)')
     p.add_argument('--output_json', help='also write the figures here')

@@ -20,9 +20,9 @@ import paddle.distributed as dist
 
 from dataset import LMStream, Vocabulary, count_tokens, iter_eval_batches
 from elmo import checkpoint_paths, load_options, make_options, save_json_atomic, use_device
-from lm import Adagrad, LanguageModel, evaluate
+from lm import EVAL_BATCH_SIZE, EVAL_UNROLL_STEPS, LanguageModel, evaluate, make_optimizer, train_step
 
-LOG_FIELDS = ['step', 'elapsed_s', 'loss', 'forward_loss', 'backward_loss', 'forward_perplexity',
+LOG_FIELDS = ['step', 'tokens', 'train_minutes', 'elapsed_s', 'loss', 'forward_loss', 'backward_loss', 'forward_perplexity',
               'backward_perplexity', 'tokens_per_s', 'dev_forward_perplexity', 'dev_backward_perplexity',
               'dev_perplexity']
 
@@ -38,10 +38,11 @@ def model_options(a):
 
 
 def record_training(options, a, vocab, n_train_tokens, world_size):
-    """Add bilm-tf's bookkeeping keys, so options.json also says how the model was trained."""
+    """Add bilm-tf's bookkeeping keys and ours, so options.json also says how the model was trained."""
     options.update(n_tokens_vocab=vocab.size, unroll_steps=a.unroll_steps, batch_size=a.batch_size,
                    n_negative_samples_batch=a.n_negative_samples, n_train_tokens=n_train_tokens,
-                   n_epochs=a.epochs, all_clip_norm_val=a.max_grad_norm, lr=a.lr, n_gpus=world_size)
+                   n_epochs=a.epochs, all_clip_norm_val=a.max_grad_norm, lr=a.lr, n_gpus=world_size,
+                   preset=a.preset, optimizer=a.optimizer, warmup_steps=a.warmup_steps, seed=a.seed)
     return options
 
 
@@ -55,6 +56,11 @@ def check_args(a):
     for name in ('batch_size', 'unroll_steps', 'epochs', 'save_freq', 'log_freq', 'n_negative_samples'):
         if getattr(a, name) < 1:
             raise cli.UserError(f'--{name} must be >= 1, got {getattr(a, name)}')
+    for name in ('lr', 'max_grad_norm'):
+        if not getattr(a, name) > 0:
+            raise cli.UserError(f'--{name} must be > 0, got {getattr(a, name)}')
+    if a.max_minutes is not None and not a.max_minutes > 0:
+        raise cli.UserError(f'--max_minutes must be > 0, got {a.max_minutes}')
     if not 0 <= a.dropout < 1:
         raise cli.UserError(f'--dropout must be in [0, 1), got {a.dropout}')
     if a.init_from_ckpt and not os.path.exists(f'{a.init_from_ckpt}.pdparams'):
@@ -64,7 +70,27 @@ def check_args(a):
 
 # ---- checkpoints -----------------------------------------------------------------------------
 
-def gather_train_state(model, stream, step, world_size):
+class TrainingClock:
+    """Training time: the steps themselves, not evaluation or saving; this run's and, for the logs,
+    the earlier runs' of a resumed training too."""
+
+    def __init__(self, earlier_seconds=0.0):
+        self.earlier, self.run, self._t0 = earlier_seconds, 0.0, None
+
+    def start(self):
+        self._t0 = time.perf_counter()
+
+    def stop(self):
+        self.run += time.perf_counter() - self._t0
+
+    def run_minutes(self):
+        return self.run / 60
+
+    def total_minutes(self):
+        return (self.earlier + self.run) / 60
+
+
+def gather_train_state(model, stream, step, world_size, clock):
     """Everything a resumed run needs beyond the weights, from every rank (rank order)."""
     local = {'stream': stream.state_dict(), 'sampler': model.sampler.state(),
              'lstm_states': model.bilm.get_states(), 'paddle_rng': paddle.get_rng_state()}
@@ -72,7 +98,8 @@ def gather_train_state(model, stream, step, world_size):
     if world_size > 1:
         ranks = []
         dist.all_gather_object(ranks, local)
-    return {'step': step, 'world_size': world_size, 'ranks': ranks}
+    return {'step': step, 'world_size': world_size, 'ranks': ranks,
+            'train_seconds': clock.total_minutes() * 60}
 
 
 def save_checkpoint(prefix, model, optimizer, train_state):
@@ -89,7 +116,7 @@ def save_checkpoint(prefix, model, optimizer, train_state):
     os.replace(f'{prefix}.pdparams.tmp', f'{prefix}.pdparams')
 
 
-def load_checkpoint(prefix, model, optimizer, stream, rank, world_size):
+def load_checkpoint(prefix, model, optimizer, stream, rank, world_size, clock):
     """Restore model, optimizer, step, data position, sampler, LSTM and RNG state; -> step."""
     params, opt_path = f'{prefix}.pdparams', f'{prefix}.pdopt'
     if not os.path.exists(opt_path):
@@ -110,6 +137,7 @@ def load_checkpoint(prefix, model, optimizer, stream, rank, world_size):
     model.sampler.set_state(mine['sampler'])
     model.bilm.set_states(mine['lstm_states'])
     paddle.set_rng_state(mine['paddle_rng'])
+    clock.earlier = train_state.get('train_seconds', 0.0)
     return train_state['step']
 
 
@@ -132,12 +160,15 @@ class TrainLog:
         with open(self.csv_path, newline='') as f:
             return [r for r in csv.DictReader(f) if int(r['step']) <= up_to_step]
 
-    def log(self, step, losses, tokens_per_s, dev=None):
+    def log(self, step, tokens, train_minutes, losses, tokens_per_s, dev=None):
+        """tokens: training tokens seen (all ranks); train_minutes: training time so far (evaluation
+        and saving not counted, earlier runs of a resumed one included)."""
         fwd, bwd = losses
         elapsed = time.time() - self.t0
         rate = (step - self.start_step) / max(elapsed, 1e-9)
         eta = (self.total - step) / max(rate, 1e-9)
-        row = {'step': step, 'elapsed_s': round(elapsed, 1), 'loss': 0.5 * (fwd + bwd), 'forward_loss': fwd,
+        row = {'step': step, 'tokens': tokens, 'train_minutes': round(train_minutes, 3),
+               'elapsed_s': round(elapsed, 1), 'loss': 0.5 * (fwd + bwd), 'forward_loss': fwd,
                'backward_loss': bwd, 'forward_perplexity': math.exp(min(fwd, 50)),
                'backward_perplexity': math.exp(min(bwd, 50)), 'tokens_per_s': round(tokens_per_s)}
         if dev:
@@ -222,6 +253,7 @@ def mean_over_ranks(values, world_size):
 
 def main():
     a = cli.pretrain_parser().parse_args()
+    cli.apply_preset(a)
     check_args(a)
     rank, world_size = setup_device(a.device)
     vocab = Vocabulary(a.vocab_file, a.max_characters_per_token)
@@ -232,42 +264,55 @@ def main():
     n_train_tokens = a.n_train_tokens or count_tokens(a.train_data_path)['n_tokens']
     options = record_training(options, a, vocab, n_train_tokens, world_size)
     total = total_steps(a, n_train_tokens, world_size)
+    tokens_per_step = a.batch_size * a.unroll_steps * world_size
 
     paddle.seed(a.seed)  # identical initial weights on every rank
     model = LanguageModel(options, vocab.size, a.n_negative_samples, seed=a.seed * 1000 + rank)
     paddle.seed(a.seed * 1000 + rank)  # but different dropout masks
-    optimizer = Adagrad(model, a.lr, a.max_grad_norm, initial_accumulator=1.0, world_size=world_size)
+    optimizer = make_optimizer(model, a.optimizer, a.lr, a.max_grad_norm, a.warmup_steps, world_size)
     stream = LMStream(a.train_data_path, vocab, a.batch_size, a.unroll_steps, seed=a.seed, rank=rank,
                       world_size=world_size)
-    step = 0
+    step, clock = 0, TrainingClock()
     if a.init_from_ckpt:
-        step = load_checkpoint(a.init_from_ckpt, model, optimizer, stream, rank, world_size)
+        step = load_checkpoint(a.init_from_ckpt, model, optimizer, stream, rank, world_size, clock)
     agree_rows = union_over_ranks if world_size > 1 else None
     model.train()
 
-    def dev_eval():  # held-out perplexity on the first --eval_max_tokens targets
-        return evaluate(model, iter_eval_batches(a.dev_data_path, vocab, a.batch_size, a.unroll_steps),
+    def dev_eval():  # held-out perplexity on the first --eval_max_tokens targets, run_eval.py's layout
+        return evaluate(model, iter_eval_batches(a.dev_data_path, vocab, EVAL_BATCH_SIZE, EVAL_UNROLL_STEPS),
                         a.eval_max_tokens)
+
+    def save(prefix):
+        state = gather_train_state(model, stream, step, world_size, clock)
+        if rank == 0:
+            save_checkpoint(os.path.join(a.save_dir, prefix), model, optimizer, state)
+            log.plot()
+        return os.path.join(a.save_dir, prefix)
 
     log = None
     if rank == 0:
         os.makedirs(a.save_dir, exist_ok=True)
         save_json_atomic(options, os.path.join(a.save_dir, 'options.json'))
         log = TrainLog(a.save_dir, total, step)
-        print(f'{world_size} process(es), {total} steps of {a.batch_size}x{a.unroll_steps} tokens per process '
-              f'({n_train_tokens:,} training tokens x {a.epochs} epochs), vocab {vocab.size:,}, '
+        print(f'preset {a.preset}, {a.optimizer} lr {a.lr}: {world_size} process(es), {total} steps of '
+              f'{a.batch_size}x{a.unroll_steps} tokens per process ({n_train_tokens:,} training tokens x '
+              f'{a.epochs} epochs), vocab {vocab.size:,}, '
               f'{sum(int(np.prod(p.shape)) for p in model.parameters()):,} parameters', flush=True)
     last_saved = a.init_from_ckpt
     window_losses, window_t0, window_steps = [], time.time(), 0
+    next_eval_minutes = _next_multiple(clock.total_minutes(), a.eval_minutes)
+    out_of_time = False
     batches = iter(stream)
-    while step < total:
-        out = model(next(batches), agree_rows)
-        out['loss'].backward()
-        optimizer.step()
-        optimizer.clear_grad()
+    while step < total and not out_of_time:
+        clock.start()
+        out, _ = train_step(model, optimizer, next(batches), agree_rows)
+        losses = [float(out['forward_loss']), float(out['backward_loss'])]
+        clock.stop()
         step += 1
         window_steps += 1
-        losses = mean_over_ranks([float(out['forward_loss']), float(out['backward_loss'])], world_size)
+        want_stop = float(a.max_minutes is not None and clock.run_minutes() >= a.max_minutes)
+        *losses, stop_votes = mean_over_ranks(losses + [want_stop], world_size)
+        out_of_time = stop_votes > 0  # rank 0's clock or any other: every rank stops at this step
         if not all(math.isfinite(x) for x in losses):
             if rank == 0:
                 print(f'error: non-finite loss {losses} at step {step}; stopping. Last good checkpoint: '
@@ -275,37 +320,45 @@ def main():
             return 1
         window_losses.append(losses)
         at_save = step % a.save_freq == 0
-        at_eval = a.dev_data_path and a.eval_freq and step % a.eval_freq == 0
-        if step % a.log_freq == 0 or at_eval or step == total:
-            tokens_per_s = window_steps * a.batch_size * a.unroll_steps * world_size / (time.time() - window_t0)
+        at_eval = a.dev_data_path and ((a.eval_freq and step % a.eval_freq == 0)
+                                       or (a.eval_minutes and clock.total_minutes() >= next_eval_minutes))
+        if step % a.log_freq == 0 or at_eval or step == total or out_of_time:
+            tokens_per_s = window_steps * tokens_per_step / (time.time() - window_t0)
             dev = None
-            if at_eval and rank == 0:
-                dev = dev_eval()
+            if at_eval:
+                next_eval_minutes = _next_multiple(clock.total_minutes(), a.eval_minutes)
+                if rank == 0:
+                    dev = dev_eval()
             if rank == 0:
-                log.log(step, np.mean(window_losses, axis=0).tolist(), tokens_per_s, dev)
+                log.log(step, step * tokens_per_step, clock.total_minutes(),
+                        np.mean(window_losses, axis=0).tolist(), tokens_per_s, dev)
             window_losses, window_t0, window_steps = [], time.time(), 0
-        if at_save and step < total:
-            state = gather_train_state(model, stream, step, world_size)
-            if rank == 0:
-                save_checkpoint(os.path.join(a.save_dir, str(step)), model, optimizer, state)
-                last_saved = os.path.join(a.save_dir, str(step))
-                log.plot()
+        if (at_save or out_of_time) and step < total:
+            last_saved = save(str(step))
             window_t0 = time.time()  # saving is not training time
-    state = gather_train_state(model, stream, step, world_size)
+    if rank == 0 and a.dev_data_path:
+        dev = dev_eval()
+        print(f'dev ({dev["n_tokens"]} tokens): perplexity fwd {dev["forward_perplexity"]:.2f} '
+              f'bwd {dev["backward_perplexity"]:.2f} mean {dev["perplexity"]:.2f}', flush=True)
+        if log.rows:
+            log.rows[-1].update(dev_forward_perplexity=dev['forward_perplexity'],
+                                dev_backward_perplexity=dev['backward_perplexity'],
+                                dev_perplexity=dev['perplexity'])
+            log.write_csv()
+    if step < total:
+        if rank == 0:
+            print(f'stopped after {clock.run_minutes():.1f} minutes of training (--max_minutes) at step '
+                  f'{step}/{total}; saved {last_saved}.pdparams. Resume with --init_from_ckpt {last_saved}',
+                  flush=True)
+        return 0
+    last_saved = save('final')
     if rank == 0:
-        if a.dev_data_path:
-            dev = dev_eval()
-            print(f'dev ({dev["n_tokens"]} tokens): perplexity fwd {dev["forward_perplexity"]:.2f} '
-                  f'bwd {dev["backward_perplexity"]:.2f} mean {dev["perplexity"]:.2f}', flush=True)
-            if log.rows:
-                log.rows[-1].update(dev_forward_perplexity=dev['forward_perplexity'],
-                                    dev_backward_perplexity=dev['backward_perplexity'],
-                                    dev_perplexity=dev['perplexity'])
-                log.write_csv()
-        save_checkpoint(os.path.join(a.save_dir, 'final'), model, optimizer, state)
-        log.plot()
-        print(f'saved {os.path.join(a.save_dir, "final")}.pdparams after {step} steps', flush=True)
+        print(f'saved {last_saved}.pdparams after {step} steps', flush=True)
     return 0
+
+
+def _next_multiple(minutes, every):
+    return (math.floor(minutes / every) + 1) * every if every else math.inf
 
 
 if __name__ == '__main__':
