@@ -63,15 +63,6 @@ class LogUniformSampler:
         self.rng.bit_generator.state = state
 
 
-def logsumexp(x):
-    """log(sum(exp(x), axis=1)) for [n, k]; Paddle's CPU logsumexp is ~10x slower than this.
-
-    The max is a constant shift (detached): the gradient is softmax(x) either way.
-    """
-    shift = paddle.max(x, axis=1, keepdim=True).detach()
-    return paddle.log(paddle.exp(x - shift).sum(axis=1)) + shift.squeeze(1)
-
-
 class Softmax(nn.Layer):
     """W [vocab, projection_dim] and b [vocab, 1] over the vocabulary, shared by both directions.
 
@@ -120,16 +111,21 @@ class Softmax(nn.Layer):
         labels = candidate_labels(targets, candidates)
         return kernels.sampled_softmax_losses(true_logits, cand_logits, cand_bias, labels).mean()
 
-    def full_losses(self, h, targets, chunk=32768):
-        """Per-token full-softmax losses [n]: logsumexp over the vocabulary in chunks, minus target logit."""
-        w_true, b_true = self.W[targets], self.b[targets].squeeze(-1)
-        true_logits = (h * w_true).sum(axis=-1) + b_true
-        lse = None
-        for start in range(0, self.vocab_size, chunk):
-            part = paddle.matmul(h, self.W[start:start + chunk], transpose_y=True) + self.b[start:start + chunk].squeeze(-1)
-            part_lse = logsumexp(part)
-            lse = part_lse if lse is None else logsumexp(paddle.stack([lse, part_lse], axis=1))
-        return lse - true_logits
+    def full_losses(self, h, targets, max_logits=2 ** 25):
+        """Per-token full-softmax losses [n]; h: [n, dim], targets: int64 numpy [n].
+
+        The [rows, vocab] logits are made a block of rows at a time (at most `max_logits` floats, 128
+        MB) and go through the fused cross-entropy kernel with every word as a candidate: one pass
+        over the logits instead of the five elementwise ops of a logsumexp.
+        """
+        rows = max(1, max_logits // self.vocab_size)
+        bias = self.b.squeeze(-1)
+        losses = []
+        for start in range(0, h.shape[0], rows):
+            part, t = h[start:start + rows], targets[start:start + rows]
+            logits = paddle.matmul(part, self.W, transpose_y=True)  # [rows, vocab]
+            losses.append(kernels.sampled_softmax_losses(paddle.zeros([part.shape[0]]), logits, bias, t + 1))
+        return paddle.concat(losses) if len(losses) > 1 else losses[0]
 
 
 def candidate_labels(targets, candidates):
@@ -190,7 +186,7 @@ class LanguageModel(nn.Layer):
     def full_softmax_losses(self, batch):
         """Per-token full-softmax losses, tensors (forward [n], backward [n]), n = batch x unroll."""
         tops = self.bilm.lm_outputs(*(batch[chars] for chars, _ in DIRECTIONS))
-        return [self.softmax.full_losses(top.reshape([-1, top.shape[-1]]), paddle.to_tensor(batch[key].reshape(-1)))
+        return [self.softmax.full_losses(top.reshape([-1, top.shape[-1]]), batch[key].reshape(-1).astype(np.int64))
                 for top, (_, key) in zip(tops, DIRECTIONS)]
 
     def token_losses(self, batch):

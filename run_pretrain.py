@@ -320,9 +320,10 @@ def main():
             return 1
         window_losses.append(losses)
         at_save = step % a.save_freq == 0
-        at_eval = a.dev_data_path and ((a.eval_freq and step % a.eval_freq == 0)
-                                       or (a.eval_minutes and clock.total_minutes() >= next_eval_minutes))
-        if step % a.log_freq == 0 or at_eval or step == total or out_of_time:
+        last = step == total or out_of_time  # the final evaluation follows the loop
+        at_eval = a.dev_data_path and not last and ((a.eval_freq and step % a.eval_freq == 0) or
+                                                    (a.eval_minutes and clock.total_minutes() >= next_eval_minutes))
+        if step % a.log_freq == 0 or at_eval or last:
             tokens_per_s = window_steps * tokens_per_step / (time.time() - window_t0)
             dev = None
             if at_eval:

@@ -27,18 +27,8 @@ CONFIGS = {
     'original': dict(model=dict(projection_dim=512, cell_dim=4096, n_highway=2), batch_size=128),
 }
 VOCAB_SIZE, NEGATIVES, UNROLL = 150_000, 8192, 20
-TRAIN = os.path.join(common.SHARED, 'data', 'lm-corpus', 'train.txt')
+TRAIN = os.path.join(common.LM_CORPUS, 'train.txt')
 # ELMO_CPU_KERNELS=0 in the environment measures the same step with Paddle ops only (kernels.py).
-
-
-def vocabulary_file():
-    """The 150k most frequent words of train.txt (+ <S> </S> <UNK>), built once and cached."""
-    from dataset import build_vocabulary, count_words, write_vocabulary
-    path = os.path.join(os.path.expanduser('~/.cache/elmo-paddle'), f'lm-corpus-vocab-{VOCAB_SIZE}.txt')
-    if not os.path.exists(path):
-        os.makedirs(os.path.dirname(path), exist_ok=True)
-        write_vocabulary(build_vocabulary(count_words(TRAIN), max_vocab_size=VOCAB_SIZE), path)
-    return path
 
 
 def worker(name, steps, warmup):
@@ -47,11 +37,11 @@ def worker(name, steps, warmup):
     import paddle
     from dataset import LMStream, Vocabulary
     from elmo import make_options, use_device
-    from lm import Adagrad, LanguageModel
+    from lm import Adagrad, LanguageModel, train_step
     cfg = CONFIGS[name]
     use_device('cpu')  # as run_pretrain.py (glibc keeps freed memory)
     paddle.seed(0)
-    vocab = Vocabulary(vocabulary_file())
+    vocab = Vocabulary(common.lm_corpus_vocabulary(VOCAB_SIZE))
     options = make_options(**cfg['model'], dropout=0.1)
     model = LanguageModel(options, vocab.size, NEGATIVES)
     optimizer = Adagrad(model, lr=0.2, max_grad_norm=10.0)
@@ -61,10 +51,7 @@ def worker(name, steps, warmup):
     for step in range(warmup + steps):
         batch = next(batches)
         t0 = time.perf_counter()
-        out = model(batch)
-        out['loss'].backward()
-        optimizer.step()
-        optimizer.clear_grad()
+        out, _ = train_step(model, optimizer, batch)
         float(out['loss'])
         times.append(time.perf_counter() - t0)
     step_s = float(np.median(times[warmup:]))
@@ -84,7 +71,7 @@ def main():
     if a.worker:
         return worker(a.worker, a.steps, a.warmup)
     common.print_machine_info()
-    vocabulary_file()  # build outside the timed workers
+    common.lm_corpus_vocabulary(VOCAB_SIZE)  # build outside the timed workers
     gflops = common.measure_matmul_gflops()
     print(f'float32 matmul rate: {gflops:.1f} GFLOP/s ({a.threads} threads)')
     rows = []

@@ -129,6 +129,24 @@ def flops_per_token(options, *, training=False, vocab_size=None, n_negative_samp
 
 
 # --------------------------------------------------------------------------------------------
+# Data
+# --------------------------------------------------------------------------------------------
+
+LM_CORPUS = os.path.join(SHARED, 'data', 'lm-corpus')
+
+
+def lm_corpus_vocabulary(size):
+    """The `size` most frequent words of lm-corpus train.txt + <S> </S> <UNK>, built once and cached."""
+    from dataset import build_vocabulary, count_words, write_vocabulary
+    path = os.path.join(os.path.expanduser('~/.cache/elmo-paddle'), f'lm-corpus-vocab-{size}.txt')
+    if not os.path.exists(path):
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        write_vocabulary(build_vocabulary(count_words(os.path.join(LM_CORPUS, 'train.txt')),
+                                          max_vocab_size=size), path)
+    return path
+
+
+# --------------------------------------------------------------------------------------------
 # Memory and machine
 # --------------------------------------------------------------------------------------------
 

@@ -1,0 +1,201 @@
+"""One training step equals bilm-tf's update, computed independently (one rank and two).
+
+The reference below evaluates TensorFlow's `sampled_softmax_loss` (log-uniform expected counts,
+accidental hits masked out) and its gradients in NumPy from the biLM's top-layer outputs; the
+biLM's own gradients come from Paddle's backward through a fresh copy of the model, seeded with the
+NumPy gradient of the outputs (the chain rule). Then, in NumPy, bilm-tf's step: gradients of
+total_loss * unroll_steps, the mean over ranks, the global-norm clip at 10 over every gradient
+(softmax rows deduplicated), and Adagrad from accumulators of 1.0 on the touched softmax rows only.
+
+Run as a script under paddle.distributed.launch, this file is also the two-rank worker.
+"""
+import os
+import subprocess
+import sys
+
+import numpy as np
+import paddle
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from conftest import ROOT, tiny_options  # noqa: E402
+
+VOCAB, NEGATIVES, BATCH, UNROLL, LR = 40, 9, 3, 5, 0.2
+CLIP = 1.0  # this tiny model's scaled gradient norm is ~2.4: bilm-tf's 10 would never act
+
+
+def make_model():
+    from lm import LanguageModel
+    paddle.seed(7)
+    model = LanguageModel(tiny_options(dropout=0.0), VOCAB, NEGATIVES)
+    model.train()
+    return model
+
+
+def make_case(rank):
+    """-> (batch, [(forward candidates, n_draws), (backward candidates, n_draws)]) of one rank.
+
+    Each direction's candidates include one accidental hit (a target of that direction)."""
+    rng = np.random.RandomState(100 + rank)
+    chars = rng.randint(1, 262, (BATCH, UNROLL, 50)).astype(np.int32)
+    targets = rng.randint(0, VOCAB, (BATCH, UNROLL)).astype(np.int64)
+    batch = {'char_ids': chars, 'next_token_ids': targets,
+             'char_ids_reverse': chars[:, ::-1].copy(), 'next_token_ids_reverse': rng.randint(0, VOCAB, (BATCH, UNROLL))}
+    samples = []
+    for key in ('next_token_ids', 'next_token_ids_reverse'):
+        hit = int(batch[key][0, 0])
+        others = rng.choice([i for i in range(VOCAB) if i != hit], NEGATIVES - 1, replace=False)
+        samples.append((np.concatenate([others, [hit]]).astype(np.int64), 15 + rank))
+    return batch, samples
+
+
+def fix_candidates(model, samples):
+    """Make the model's sampler return the given candidate sets, forward then backward."""
+    queue = list(samples)
+    model.sampler.sample = lambda: queue.pop(0)
+
+
+# ---- the reference, in NumPy --------------------------------------------------------------------
+
+def log_expected_count(ids, n_draws):
+    p = (np.log(ids + 2.0) - np.log(ids + 1.0)) / np.log(VOCAB + 1.0)
+    return np.log(1.0 - (1.0 - p) ** n_draws)
+
+
+def sampled_softmax(h, targets, candidates, n_draws, W, b):
+    """TF's sampled_softmax_loss per row and its gradients: -> (losses [n], dh, dW [V, d], db [V])."""
+    true_logits = (h * W[targets]).sum(1) + b[targets] - log_expected_count(targets, n_draws)
+    cand_logits = h @ W[candidates].T + b[candidates] - log_expected_count(candidates, n_draws)
+    cand_logits = np.where(candidates[None, :] == targets[:, None], -np.inf, cand_logits)  # accidental hits
+    logits = np.concatenate([true_logits[:, None], cand_logits], axis=1)
+    shift = logits.max(1, keepdims=True)
+    p = np.exp(logits - shift)
+    p /= p.sum(1, keepdims=True)
+    losses = -np.log(p[:, 0])
+    d = p.copy()
+    d[:, 0] -= 1.0  # d loss_i / d logits_i
+    dh = d[:, :1] * W[targets] + d[:, 1:] @ W[candidates]
+    dW, db = np.zeros_like(W), np.zeros_like(b)
+    np.add.at(dW, targets, d[:, :1] * h)
+    np.add.at(db, targets, d[:, 0])
+    np.add.at(dW, candidates, d[:, 1:].T @ h)
+    np.add.at(db, candidates, d[:, 1:].sum(0))
+    return losses, dh, dW, db
+
+
+def reference_gradients(rank):
+    """bilm-tf's gradients of total_loss * unroll_steps for one rank: -> ({name: grad}, touched rows)."""
+    batch, samples = make_case(rank)
+    model = make_model()
+    W = model.softmax.W.numpy().astype(np.float64)
+    b = model.softmax.b.numpy()[:, 0].astype(np.float64)
+    tops = model.bilm.lm_outputs(batch['char_ids'], batch['char_ids_reverse'])
+    grads = {'softmax.W': np.zeros_like(W), 'softmax.b': np.zeros_like(b)}
+    upstream, touched = [], []
+    for top, key, (cands, n_draws) in zip(tops, ('next_token_ids', 'next_token_ids_reverse'), samples):
+        h = top.numpy().reshape(-1, top.shape[-1]).astype(np.float64)
+        targets = batch[key].reshape(-1)
+        losses, dh, dW, db = sampled_softmax(h, targets, cands, n_draws, W, b)
+        scale = 0.5 / len(targets) * UNROLL  # total_loss = 0.5 * (mean fwd + mean bwd), times unroll_steps
+        upstream.append(paddle.to_tensor((dh * scale).reshape(top.shape).astype(np.float32)))
+        grads['softmax.W'] += dW * scale
+        grads['softmax.b'] += db * scale
+        touched.append(np.concatenate([targets, cands]))
+    dense = [(n, p) for n, p in model.named_parameters() if not p.stop_gradient and not n.startswith('softmax.')]
+    chain = (tops[0] * upstream[0]).sum() + (tops[1] * upstream[1]).sum()
+    for (name, _), g in zip(dense, paddle.grad(chain, [p for _, p in dense], allow_unused=True)):
+        grads[name] = np.zeros(_.shape) if g is None else g.numpy().astype(np.float64)
+    return grads, np.unique(np.concatenate(touched))
+
+
+def reference_update(ranks, clip):
+    """Weights after one bilm-tf step over `ranks` (each rank's own batch and candidates)."""
+    per_rank = [reference_gradients(r) for r in ranks]
+    grads = {k: np.mean([g[k] for g, _ in per_rank], axis=0) for k in per_rank[0][0]}
+    rows = np.unique(np.concatenate([t for _, t in per_rank]))
+    norm = np.sqrt(sum((g ** 2).sum() for g in grads.values()))  # softmax: zero outside the touched rows
+    if norm > clip:
+        grads = {k: g * clip / norm for k, g in grads.items()}
+    weights = {k: v.numpy().astype(np.float64) for k, v in make_model().state_dict().items()}
+    for name, g in grads.items():
+        w, g = weights[name], g.reshape(weights[name].shape)
+        new = w - LR * g / np.sqrt(1.0 + g * g)  # Adagrad, accumulator from 1.0, one step
+        if name.startswith('softmax.'):  # sparse: untouched rows keep their weights exactly
+            new = np.where(np.isin(np.arange(len(w)), rows).reshape((-1,) + (1,) * (w.ndim - 1)), new, w)
+        weights[name] = new
+    return weights, norm
+
+
+# ---- ours -------------------------------------------------------------------------------------
+
+def our_update(rank, world_size, clip):
+    from lm import Adagrad, train_step
+    model = make_model()
+    batch, samples = make_case(rank)
+    fix_candidates(model, samples)
+    agree_rows = None
+    if world_size > 1:
+        from run_pretrain import union_over_ranks
+        agree_rows = union_over_ranks
+    optimizer = Adagrad(model, LR, clip, initial_accumulator=1.0, world_size=world_size)
+    _, norm = train_step(model, optimizer, batch, agree_rows)
+    return {k: v.numpy() for k, v in model.state_dict().items()}, norm
+
+
+def assert_weights_match(ours, ref):
+    assert ours.keys() == ref.keys()
+    for k in ref:  # float32 arithmetic against float64: relative 1e-4 of the update's scale
+        np.testing.assert_allclose(ours[k], ref[k], rtol=1e-4, atol=2e-5, err_msg=k)
+
+
+def test_one_step_equals_bilm_tf_update_with_the_clip_active():
+    ref, ref_norm = reference_update([0], clip=CLIP)
+    assert ref_norm > CLIP * 1.5, 'the case must exercise the clip'
+    ours, norm = our_update(0, 1, clip=CLIP)
+    assert norm == np_approx(ref_norm)
+    assert_weights_match(ours, ref)
+
+
+def test_one_step_equals_bilm_tf_update_with_the_clip_inactive():
+    ref, ref_norm = reference_update([0], clip=1e6)
+    ours, norm = our_update(0, 1, clip=1e6)
+    assert norm == np_approx(ref_norm)
+    assert_weights_match(ours, ref)
+
+
+def test_the_step_differs_from_the_plain_mean_loss_gradient():
+    """Guard for the reference itself: without the unroll_steps factor the update is another one."""
+    ours, _ = our_update(0, 1, clip=1e6)
+    before = {k: v.numpy() for k, v in make_model().state_dict().items()}
+    grads, _ = reference_gradients(0)
+    g = grads['bilm.forward_stack.layers.0.W'] / UNROLL  # the plain mean loss's gradient
+    weak = before['bilm.forward_stack.layers.0.W'] - LR * g / np.sqrt(1.0 + g * g)
+    assert not np.allclose(ours['bilm.forward_stack.layers.0.W'], weak, rtol=1e-3, atol=1e-5)
+
+
+def test_two_ranks_step_equals_the_mean_of_each_ranks_scaled_gradient(tmp_path):
+    env = dict(os.environ, OMP_NUM_THREADS='1', ELMO_TEST_OUT=str(tmp_path))
+    for clip in (CLIP, 1e6):
+        cmd = [sys.executable, '-m', 'paddle.distributed.launch', '--nproc_per_node', '2', '--log_dir',
+               str(tmp_path / f'logs{clip:g}'), os.path.abspath(__file__), str(clip)]
+        proc = subprocess.run(cmd, capture_output=True, text=True, env=env, cwd=ROOT, timeout=300)
+        assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
+        ref, ref_norm = reference_update([0, 1], clip=clip)
+        for rank in (0, 1):
+            ours = {k: v.numpy() for k, v in paddle.load(str(tmp_path / f'step.{clip:g}.{rank}.pdparams')).items()}
+            assert_weights_match(ours, ref)
+        assert (ref_norm > clip) == (clip == CLIP)
+
+
+def np_approx(x):
+    import pytest
+    return pytest.approx(x, rel=1e-4)
+
+
+if __name__ == '__main__':  # the two-rank worker
+    import paddle.distributed as dist
+    paddle.set_device('cpu')
+    dist.init_parallel_env()
+    clip = float(sys.argv[1])
+    weights, _ = our_update(dist.get_rank(), dist.get_world_size(), clip)
+    paddle.save({k: paddle.to_tensor(v) for k, v in weights.items()},
+                os.path.join(os.environ['ELMO_TEST_OUT'], f'step.{clip:g}.{dist.get_rank()}.pdparams'))
