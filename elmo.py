@@ -166,8 +166,11 @@ class CharEncoder(nn.Layer):
         self.conv_weights = nn.ParameterList()
         self.conv_biases = nn.ParameterList()
         for width, n in cnn['filters']:
-            std = math.sqrt(1.0 / (width * self.char_dim)) if self.activation is F.relu else None
-            init = _normal(std) if std else nn.initializer.Uniform(-0.05, 0.05)
+            # bilm-tf: uniform +-0.05 (Kim et al. 2015) for relu, normal(sqrt(1 / fan_in)) for tanh
+            if self.activation is F.relu:
+                init = nn.initializer.Uniform(-0.05, 0.05)
+            else:
+                init = _normal(math.sqrt(1.0 / (width * self.char_dim)))
             self.conv_weights.append(self.create_parameter([width * self.char_dim, n], default_initializer=init))
             self.conv_biases.append(self.create_parameter([n], is_bias=True,
                                                           default_initializer=nn.initializer.Constant(0.0)))

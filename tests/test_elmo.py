@@ -220,3 +220,18 @@ def test_inputs_edge_cases(tiny_bilm):
     assert embedder.encode([]) == []
     long_sentence = ['word%d' % (i % 50) for i in range(5000)]
     assert embedder.embed_sentence(long_sentence).shape == (3, 5000, 16)
+
+
+def test_char_cnn_weights_start_as_bilm_tf_s():
+    """relu: uniform +-0.05 (bilm-tf's training.py, after Kim et al. 2015); tanh: normal(sqrt(1/fan_in))."""
+    from elmo import BiLM
+    paddle.seed(0)
+    for activation in ('relu', 'tanh'):
+        options = tiny_options(filters=[[1, 64], [3, 256]])
+        options['char_cnn']['activation'] = activation
+        weights = [w.numpy() for w in BiLM(options).char_encoder.conv_weights]
+        for (width, _), w in zip(options['char_cnn']['filters'], weights):
+            if activation == 'relu':
+                assert np.abs(w).max() <= 0.05 and np.std(w) == pytest.approx(0.05 / np.sqrt(3), rel=0.05)
+            else:
+                assert np.std(w) == pytest.approx(np.sqrt(1.0 / (width * 4)), rel=0.05)

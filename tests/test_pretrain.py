@@ -155,3 +155,46 @@ def test_eval_of_a_trained_model_is_deterministic_and_export_keeps_the_softmax(c
     assert results[2]['perplexity'] == pytest.approx(results[0]['perplexity'], rel=1e-6)
     vocab_size = len((corpus / 'vocab.txt').read_text().split())
     assert math.isfinite(results[0]['perplexity']) and results[0]['perplexity'] < vocab_size
+
+
+def test_max_minutes_stops_saves_a_checkpoint_that_resumes_exactly_and_exits_0(corpus, tmp_path):
+    whole = run('run_pretrain.py', pretrain_args(corpus, tmp_path / 'whole', '--max_steps', '12'))
+    assert whole.returncode == 0, whole.stderr[-2000:]
+    slot = tmp_path / 'slot'
+    stopped = run('run_pretrain.py', pretrain_args(corpus, slot, '--max_steps', '12', '--max_minutes', '0.0001',
+                                                   '--dev_data_path', str(corpus / 'heldout.txt')))
+    assert stopped.returncode == 0, stopped.stderr[-2000:]
+    saved = [p.stem for p in slot.glob('*.pdparams')]
+    assert len(saved) == 1 and saved[0] != 'final' and 1 <= int(saved[0]) < 12
+    assert f'Resume with --init_from_ckpt {slot / saved[0]}' in stopped.stdout
+    assert 'dev (' in stopped.stdout  # evaluated before exiting
+    resumed = run('run_pretrain.py', pretrain_args(corpus, slot, '--max_steps', '12',
+                                                   '--init_from_ckpt', str(slot / saved[0])))
+    assert resumed.returncode == 0, resumed.stderr[-2000:]
+    assert_same_weights(load(tmp_path / 'whole' / 'final.pdparams'), load(slot / 'final.pdparams'))
+
+
+def test_a_preset_reaches_the_model_and_an_explicit_flag_overrides_it(corpus, tmp_path):
+    import args as cli
+    base = ['--train_data_path', str(corpus / 'train.*.txt'), '--vocab_file', str(corpus / 'vocab.txt'),
+            '--save_dir', str(tmp_path), '--max_steps', '1', '--log_freq', '1']
+    proc = run('run_pretrain.py', base + ['--preset', 'budget', '--cell_dim', '64'])
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    options = json.loads((tmp_path / 'options.json').read_text())
+    budget = cli.PRESETS['budget']
+    assert options['lstm']['dim'] == 64  # explicit
+    assert options['lstm']['projection_dim'] == budget['projection_dim']  # the rest from the preset
+    assert options['char_cnn']['filters'] == budget['cnn_filters']
+    assert options['char_cnn']['n_highway'] == budget['num_highways']
+    assert (options['batch_size'], options['n_negative_samples_batch'], options['lr'], options['optimizer']) == \
+        (budget['batch_size'], budget['n_negative_samples'], budget['lr'], budget['optimizer'])
+    assert options['preset'] == 'budget'
+    state = paddle.load(str(tmp_path / 'final.pdparams'))
+    assert tuple(state['bilm.forward_stack.layers.0.W_P'].shape) == (64, budget['projection_dim'])
+    for name in ('original', 'small'):  # bilm-tf's recipe is the default of both
+        a = cli.pretrain_parser().parse_args(['--train_data_path', 'x', '--vocab_file', 'v', '--preset', name])
+        cli.apply_preset(a)
+        assert (a.optimizer, a.lr, a.max_grad_norm, a.batch_size, a.unroll_steps, a.n_negative_samples) == \
+            ('adagrad', 0.2, 10.0, 128, 20, 8192)
+    a = cli.pretrain_parser().parse_args(['--train_data_path', 'x', '--vocab_file', 'v'])
+    assert a.preset == 'original' and cli.apply_preset(a) == [] and a.cell_dim == 4096 and a.projection_dim == 512
