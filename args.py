@@ -64,18 +64,21 @@ PRESETS = {
     'original': dict(projection_dim=512, cell_dim=4096, num_layers=2, cell_clip=3.0, proj_clip=3.0,
                      use_skip_connections=True, char_embed_dim=16, cnn_filters='original', num_highways=2,
                      dropout=0.1, n_negative_samples=8192, batch_size=128, unroll_steps=20, lr=0.2,
-                     max_grad_norm=10.0, optimizer='adagrad', warmup_steps=0),
+                     max_grad_norm=10.0, optimizer='adagrad', warmup_steps=0,
+                     reset_state_at_sentence_start=False),
     # AllenNLP's elmo_2x1024_128_2048cnn_1xhighway, trained with bilm-tf's recipe.
     'small': dict(projection_dim=128, cell_dim=1024, num_layers=2, cell_clip=3.0, proj_clip=3.0,
                   use_skip_connections=True, char_embed_dim=16, cnn_filters='original', num_highways=1,
                   dropout=0.1, n_negative_samples=8192, batch_size=128, unroll_steps=20, lr=0.2,
-                  max_grad_norm=10.0, optimizer='adagrad', warmup_steps=0),
+                  max_grad_norm=10.0, optimizer='adagrad', warmup_steps=0,
+                     reset_state_at_sentence_start=False),
     # The most held-out perplexity per hour of a 2-core CPU (BENCHMARKS.md, "A budget recipe").
     'budget': dict(projection_dim=128, cell_dim=512, num_layers=2, cell_clip=3.0, proj_clip=3.0,
                    use_skip_connections=True, char_embed_dim=16,
                    cnn_filters=[[1, 32], [2, 32], [3, 64], [4, 128], [5, 256], [6, 256]], num_highways=1,
                    dropout=0.1, n_negative_samples=4096, batch_size=64, unroll_steps=20, lr=0.2,
-                   max_grad_norm=10.0, optimizer='adagrad', warmup_steps=0),
+                   max_grad_norm=10.0, optimizer='adagrad', warmup_steps=0,
+                     reset_state_at_sentence_start=False),
 }
 
 
@@ -149,6 +152,10 @@ def pretrain_parser():
                    'bilm-tf\'s (accumulators from 1.0); adam: with linear warm-up'))
     t.add_argument('--lr', type=float, help=_preset_help('lr', 'learning rate'))
     t.add_argument('--warmup_steps', type=int, help=_preset_help('warmup_steps', 'adam: linear warm-up steps'))
+    t.add_argument('--reset_state_at_sentence_start', action=argparse.BooleanOptionalAction,
+                   help=_preset_help('reset_state_at_sentence_start', 'not bilm-tf\'s: a row whose window '
+                   'begins with a new sentence starts from a zero LSTM state, as embedding does (bilm-tf '
+                   'never resets, and its models can fail from a zero state)'))
     t.add_argument('--max_grad_norm', type=float, help=_preset_help('max_grad_norm', 'global gradient-norm clip '
                    '(of the gradient of loss x unroll_steps, as bilm-tf)'))
     t.add_argument('--seed', type=int, default=0, help='seeds data order, init, sampling and dropout')

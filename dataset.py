@@ -575,6 +575,7 @@ class _RowBatcher:
         # Flat B * T ids, row after row.
         tok, nxt, rtok, rnxt = (array.array('q') for _ in range(4))
         lengths, oov_forward, oov_backward = [], [], []
+        starts = np.zeros(B, dtype=bool)
         for r in range(B):
             t = 0
             while t < T:
@@ -586,6 +587,7 @@ class _RowBatcher:
                         break
                     s = self.rows[r] = _RowSentence(words, self.vocab)
                 p = s.pos
+                starts[r] |= t == 0 and p == 0
                 k = min(s.n_pairs - p, T - t)
                 tok += s.ids[p:p + k]
                 nxt += s.ids[p + 1:p + k + 1]
@@ -614,6 +616,7 @@ class _RowBatcher:
             batch['char_ids' + name] = self._char_ids(ids, oov, weights).reshape(B, T, -1)
         batch['next_token_ids'] = np.frombuffer(nxt, dtype=np.int64).reshape(B, T)
         batch['next_token_ids_reverse'] = np.frombuffer(rnxt, dtype=np.int64).reshape(B, T)
+        batch['sentence_start'] = starts
         return batch, weights
 
     def _char_ids(self, flat_ids, oov, weights):
@@ -636,6 +639,7 @@ class LMStream:
         next_token_ids [B, T] int64       targets w_{k+1}
         token_ids_reverse, char_ids_reverse, next_token_ids_reverse: the same for the backward
                                           direction, which reads every sentence reversed.
+        sentence_start [B] bool           the row's window begins with a new sentence
     Every sentence is `<S> w1 .. wn </S>` and gives n + 1 (input, target) pairs per direction;
     `</S>` is never a forward input and `<S>` never a backward one. `state_dict()` after a batch
     and `load_state_dict()` on a new stream continue with exactly the batches that would have

@@ -424,6 +424,18 @@ class BiLM(nn.Layer):
         self._states = None if states is None else [
             None if d is None else [(paddle.to_tensor(h), paddle.to_tensor(c)) for h, c in d] for d in states]
 
+    def zero_state_rows(self, rows):
+        """Carried states of the rows where `rows` (bool numpy [batch]) is true start again from zeros."""
+        if self._states is None or not rows.any():
+            return
+        for direction, stored in enumerate(self._states):
+            if stored is None:
+                continue
+            keep = np.ones(stored[0][0].shape[0], dtype=np.float32)
+            keep[:len(rows)][rows] = 0.0
+            keep = paddle.to_tensor(keep).unsqueeze(1)
+            self._states[direction] = [(h * keep, c * keep) for h, c in stored]
+
     def _initial_states(self, direction, batch):
         stack = (self.forward_stack, self.backward_stack)[direction]
         zeros = lambda n: [(paddle.zeros([n, stack.projection_dim]), paddle.zeros([n, stack.dim]))

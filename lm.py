@@ -156,6 +156,9 @@ class LanguageModel(nn.Layer):
         self.softmax = Softmax(vocab_size, options['lstm']['projection_dim'])
         self.dropout = float(options.get('dropout', 0.0) or 0.0)
         self.sampler = LogUniformSampler(vocab_size, n_negative_samples, seed)
+        # Not bilm-tf's: a row whose window begins a sentence starts it from a zero state, as an
+        # embedder starts every sentence (see run_pretrain.py --reset_state_at_sentence_start).
+        self.reset_state_at_sentence_start = bool(options.get('reset_state_at_sentence_start', False))
 
     def forward(self, batch, agree_rows=None):
         """-> dict(loss (mean of the two directions), forward_loss, backward_loss), 0-d tensors.
@@ -171,6 +174,8 @@ class LanguageModel(nn.Layer):
 
     def sampled_losses(self, batch, agree_rows=None):
         """Mean sampled-softmax losses (forward, backward), after dropout on the top layer."""
+        if self.reset_state_at_sentence_start:
+            self.bilm.zero_state_rows(batch['sentence_start'])
         tops = self.bilm.lm_outputs(*(batch[chars] for chars, _ in DIRECTIONS))
         hs = [top.reshape([-1, top.shape[-1]]) for top in tops]
         targets = [batch[key].reshape(-1) for _, key in DIRECTIONS]

@@ -42,7 +42,8 @@ def record_training(options, a, vocab, n_train_tokens, world_size):
     options.update(n_tokens_vocab=vocab.size, unroll_steps=a.unroll_steps, batch_size=a.batch_size,
                    n_negative_samples_batch=a.n_negative_samples, n_train_tokens=n_train_tokens,
                    n_epochs=a.epochs, all_clip_norm_val=a.max_grad_norm, lr=a.lr, n_gpus=world_size,
-                   preset=a.preset, optimizer=a.optimizer, warmup_steps=a.warmup_steps, seed=a.seed)
+                   preset=a.preset, optimizer=a.optimizer, warmup_steps=a.warmup_steps, seed=a.seed,
+                   reset_state_at_sentence_start=a.reset_state_at_sentence_start)
     return options
 
 

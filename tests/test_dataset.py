@@ -144,7 +144,8 @@ def test_batch_format(corpus):
     pattern, _, vocab = corpus
     batch = take(LMStream(pattern, vocab, batch_size=3, unroll_steps=5), 1)[0]
     assert sorted(batch) == sorted(['token_ids', 'char_ids', 'next_token_ids', 'token_ids_reverse',
-                                    'char_ids_reverse', 'next_token_ids_reverse'])
+                                    'char_ids_reverse', 'next_token_ids_reverse', 'sentence_start'])
+    assert batch.pop('sentence_start').tolist() == [True] * 3
     for key, value in batch.items():
         assert value.dtype == np.int64
         assert value.shape == ((3, 5, 50) if key.startswith('char') else (3, 5)), key
@@ -452,3 +453,9 @@ def test_build_vocab_script_reports_bad_input(tmp_path):
                              str(tmp_path / 'v.txt'), '--max_vocab_size', '0')
     assert result.returncode == 2 and '--max_vocab_size' in result.stderr
     assert not (tmp_path / 'v.txt').exists()
+
+
+def test_sentence_start_marks_the_rows_whose_window_begins_a_sentence(corpus):
+    pattern, _, vocab = corpus
+    for batch in take(LMStream(pattern, vocab, batch_size=4, unroll_steps=3, chunk_lines=5), 20):
+        assert batch['sentence_start'].tolist() == (batch['token_ids'][:, 0] == vocab.bos).tolist()
