@@ -134,3 +134,29 @@ def test_candidate_labels_point_each_accidental_hit_at_its_candidate_column():
     candidates = np.array([7, 3, 11, 0])  # distinct, in draw order (not sorted)
     targets = np.array([3, 5, 0, 11, 12, 7, 3])
     np.testing.assert_array_equal(candidate_labels(targets, candidates), [2, 0, 4, 3, 0, 1, 2])
+
+
+def test_reset_state_at_sentence_start_runs_those_rows_from_zeros_and_keeps_the_others():
+    rng = np.random.RandomState(0)
+    first, second = random_batch(rng, 30, batch=3), random_batch(rng, 30, batch=3)
+    first['sentence_start'] = np.array([True, True, True])
+    second['sentence_start'] = np.array([True, False, True])
+    outputs = {}
+    for reset in (False, True):
+        paddle.seed(0)
+        options = tiny_options()
+        options['reset_state_at_sentence_start'] = reset
+        model = LanguageModel(options, 30, n_negative_samples=30)
+        model.train()
+        model.sampled_losses(first)
+        model.sampled_losses(second)
+        outputs[reset] = [np.concatenate([h, c], axis=1) for d in model.bilm.get_states() for h, c in d]
+        paddle.seed(0)
+        fresh = LanguageModel(tiny_options(), 30, n_negative_samples=30)
+        fresh.train()
+        fresh.sampled_losses({k: v[[0, 2]] for k, v in second.items() if k != 'sentence_start'})  # from zeros
+        outputs['fresh'] = [np.concatenate([h, c], axis=1) for d in fresh.bilm.get_states() for h, c in d]
+    for with_reset, without, fresh in zip(outputs[True], outputs[False], outputs['fresh']):
+        np.testing.assert_allclose(with_reset[[0, 2]], fresh, rtol=1e-5, atol=1e-6)
+        np.testing.assert_allclose(with_reset[1], without[1], rtol=1e-5, atol=1e-6)
+        assert not np.allclose(without[0], fresh[0], atol=1e-4)  # without the reset, row 0 differs
