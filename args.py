@@ -97,6 +97,7 @@ def _flag_value(value):
 def apply_preset(a):
     """Fill every preset-managed flag the user did not give from --preset; -> names given explicitly."""
     from elmo import ORIGINAL_FILTERS
+    a.preset = a.preset or 'original'
     explicit = []
     for name, value in PRESETS[a.preset].items():
         if getattr(a, name) is None:
@@ -122,10 +123,10 @@ def pretrain_parser():
     d.add_argument('--dev_data_path', help='held-out glob: full-softmax perplexity every --eval_freq steps')
     d.add_argument('--n_train_tokens', type=int, help='training tokens per epoch (default: counted once '
                    'from the data and cached next to it)')
-    p.add_argument('--preset', default='original', choices=list(PRESETS),
-                   help='model and optimisation recipe: original (the paper\'s), small (AllenNLP\'s '
-                   '2x1024_128 model), budget (best held-out perplexity in an hour of a 2-core CPU); '
-                   'explicit flags override its values')
+    p.add_argument('--preset', choices=list(PRESETS),
+                   help='model and optimisation recipe: original (the paper\'s, the default), small '
+                   '(AllenNLP\'s 2x1024_128 model), budget (best held-out perplexity in an hour of a 2-core '
+                   'CPU); explicit flags override its values. Resuming, the default is the checkpoint\'s')
     m = p.add_argument_group('model')
     m.add_argument('--projection_dim', type=int, help=_preset_help('projection_dim', 'LSTM projection and token dim'))
     m.add_argument('--cell_dim', type=int, help=_preset_help('cell_dim', 'LSTM cells per layer'))

@@ -254,6 +254,8 @@ def mean_over_ranks(values, world_size):
 
 def main():
     a = cli.pretrain_parser().parse_args()
+    if a.init_from_ckpt and a.preset is None:  # resume with the recipe the checkpoint was trained with
+        a.preset = load_options(checkpoint_paths(a.init_from_ckpt)[0]).get('preset')
     cli.apply_preset(a)
     check_args(a)
     rank, world_size = setup_device(a.device)

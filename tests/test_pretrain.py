@@ -197,4 +197,19 @@ def test_a_preset_reaches_the_model_and_an_explicit_flag_overrides_it(corpus, tm
         assert (a.optimizer, a.lr, a.max_grad_norm, a.batch_size, a.unroll_steps, a.n_negative_samples) == \
             ('adagrad', 0.2, 10.0, 128, 20, 8192)
     a = cli.pretrain_parser().parse_args(['--train_data_path', 'x', '--vocab_file', 'v'])
-    assert a.preset == 'original' and cli.apply_preset(a) == [] and a.cell_dim == 4096 and a.projection_dim == 512
+    assert cli.apply_preset(a) == [] and a.preset == 'original' and a.cell_dim == 4096 and a.projection_dim == 512
+
+
+def test_resuming_without_preset_keeps_the_checkpoints_recipe(corpus, tmp_path):
+    small = ['--cell_dim', '16', '--projection_dim', '8', '--cnn_filters', '[[1, 4], [2, 8]]', '--batch_size', '4',
+             '--unroll_steps', '5', '--n_negative_samples', '10']
+    base = ['--train_data_path', str(corpus / 'train.*.txt'), '--vocab_file', str(corpus / 'vocab.txt'),
+            '--save_dir', str(tmp_path), '--max_steps', '6', '--save_freq', '3', '--log_freq', '3'] + small
+    first = run('run_pretrain.py', base + ['--preset', 'budget', '--max_minutes', '0.0001'])
+    assert first.returncode == 0, first.stderr[-2000:]
+    step = next(p.stem for p in tmp_path.glob('*.pdparams'))
+    resumed = run('run_pretrain.py', base + ['--init_from_ckpt', str(tmp_path / step)])
+    assert resumed.returncode == 0, resumed.stderr[-2000:]
+    assert 'preset budget, adam' in resumed.stdout
+    options = json.loads((tmp_path / 'options.json').read_text())
+    assert (options['preset'], options['optimizer'], options['reset_state_at_sentence_start']) == ('budget', 'adam', True)
