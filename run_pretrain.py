@@ -64,6 +64,9 @@ def check_args(a):
         raise cli.UserError(f'--max_minutes must be > 0, got {a.max_minutes}')
     if not 0 <= a.dropout < 1:
         raise cli.UserError(f'--dropout must be in [0, 1), got {a.dropout}')
+
+
+def check_checkpoint_arg(a):
     if a.init_from_ckpt and not os.path.exists(f'{a.init_from_ckpt}.pdparams'):
         raise cli.UserError(f'--init_from_ckpt {a.init_from_ckpt}: {a.init_from_ckpt}.pdparams not found '
                             f'(give DIR/N without the suffix)')
@@ -254,6 +257,7 @@ def mean_over_ranks(values, world_size):
 
 def main():
     a = cli.pretrain_parser().parse_args()
+    check_checkpoint_arg(a)
     if a.init_from_ckpt and a.preset is None:  # resume with the recipe the checkpoint was trained with
         a.preset = load_options(checkpoint_paths(a.init_from_ckpt)[0]).get('preset')
     cli.apply_preset(a)
