@@ -670,6 +670,11 @@ class LMStream:
         self._batcher.load_state_dict(state['rows'])
 
 
+# The layout of every held-out figure (run_eval.py's defaults, run_pretrain.py's evaluation): the
+# first N targets of a file depend on how its sentences are laid out in rows.
+EVAL_BATCH_SIZE, EVAL_UNROLL_STEPS = 64, 20
+
+
 def iter_eval_batches(file_pattern, vocab, batch_size, unroll_steps):
     """One deterministic pass over a corpus glob (files sorted, no shuffle) in LMStream batches.
 

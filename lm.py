@@ -202,7 +202,8 @@ class LanguageModel(nn.Layer):
 
 class Optimizer:
     """bilm-tf's update around a rule: gradients averaged over ranks in one all-reduce, then all of
-    them clipped together by their global norm, then the rule applied (`_apply`).
+    them clipped together by their global norm, then the rule (`_update` on a parameter or on the
+    selected softmax rows, with their slots) applied.
 
     Dense parameters are updated whole; the softmax only in the rows the step selected (as
     bilm-tf's sparse IndexedSlices updates: a row no batch touched keeps its weights and state).
@@ -239,12 +240,12 @@ class Optimizer:
         self.n_updates += 1
         lr = paddle.to_tensor([self.learning_rate()], dtype='float32')
         for (name, p), g in zip(self.dense, grads):
-            self._apply(name, p, g, lr)
+            self._update(p, g, self.slots[name], lr)
         ids = paddle.to_tensor(self.softmax.row_ids)
         for (name, p), g in zip(self.sparse, grads[len(self.dense):]):
             rows = paddle.gather(p, ids)
             state = {k: paddle.gather(v, ids) for k, v in self.slots[name].items()}
-            self._apply_rows(name, rows, g, state, lr)
+            self._update(rows, g, state, lr)
             for k, v in state.items():
                 paddle.scatter_(self.slots[name][k], ids, v)
             paddle.scatter_(p, ids, rows)
@@ -257,19 +258,23 @@ class Optimizer:
         self.model.clear_gradients()
         self.softmax.W_rows = self.softmax.b_rows = None
 
+    def _state_items(self):
+        """(checkpoint key, slot tensor) pairs; Adagrad's accumulators keep the bare parameter name
+        they had before there were other rules, so older checkpoints still load."""
+        for name, slots in self.slots.items():
+            for k, v in slots.items():
+                yield (name if k == 'accumulator' else f'{name}.{k}'), v
+
     def state_dict(self):
-        state = {f'{name}.{k}' if k != 'accumulator' else name: v
-                 for name, slots in self.slots.items() for k, v in slots.items()}
+        state = dict(self._state_items())
         state['n_updates'] = self.n_updates
         return state
 
     def set_state_dict(self, state):
-        for name, slots in self.slots.items():
-            for k, v in slots.items():
-                key = f'{name}.{k}' if k != 'accumulator' else name
-                if key not in state or tuple(state[key].shape) != tuple(v.shape):
-                    raise ValueError(f'optimizer state for "{key}" is missing or has the wrong shape')
-                v.set_value(state[key])
+        for key, v in self._state_items():
+            if key not in state or tuple(state[key].shape) != tuple(v.shape):
+                raise ValueError(f'optimizer state for "{key}" is missing or has the wrong shape')
+            v.set_value(state[key])
         self.n_updates = int(state.get('n_updates', 0))
 
 
@@ -282,11 +287,8 @@ class Adagrad(Optimizer):
         self.slots = {n: {'accumulator': paddle.full(p.shape, initial_accumulator, dtype=p.dtype)}
                       for n, p in self.dense + self.sparse}
 
-    def _apply(self, name, param, grad, lr):
-        _adagrad_update(param, grad, self.slots[name]['accumulator'], lr)
-
-    def _apply_rows(self, name, rows, grad, state, lr):
-        _adagrad_update(rows, grad, state['accumulator'], lr)
+    def _update(self, param, grad, state, lr):
+        _adagrad_update(param, grad, state['accumulator'], lr)
 
 
 class Adam(Optimizer):
@@ -309,12 +311,6 @@ class Adam(Optimizer):
         warm = min(1.0, self.n_updates / self.warmup_steps) if self.warmup_steps else 1.0
         t = self.n_updates  # bias correction folded into the step size, as the Adam paper's last form
         return self.lr * warm * math.sqrt(1 - self.beta2 ** t) / (1 - self.beta1 ** t)
-
-    def _apply(self, name, param, grad, lr):
-        self._update(param, grad, self.slots[name], lr)
-
-    def _apply_rows(self, name, rows, grad, state, lr):
-        self._update(rows, grad, state, lr)
 
     def _update(self, param, grad, state, lr):
         m, v = state['m'], state['v']
@@ -353,11 +349,6 @@ def train_step(model, optimizer, batch, agree_rows=None):
     norm = optimizer.step()
     optimizer.clear_grad()
     return out, norm
-
-
-# The layout of every held-out figure (run_eval.py's defaults, run_pretrain.py's evaluation): the
-# first N targets of a file depend on how its sentences are laid out in rows.
-EVAL_BATCH_SIZE, EVAL_UNROLL_STEPS = 64, 20
 
 
 def evaluate(model, batches, max_tokens=None, progress=None):

@@ -13,6 +13,7 @@ import json
 import os
 
 import args as cli
+from dataset import EVAL_BATCH_SIZE, EVAL_UNROLL_STEPS
 
 
 def main():
@@ -21,9 +22,9 @@ def main():
     p.add_argument('--vocab_file', required=True, help='the vocabulary the model was trained with')
     cli.add_model_source(p)
     cli.add_device(p)
-    p.add_argument('--batch_size', type=int, default=64, help='rows per batch (changes which targets '
+    p.add_argument('--batch_size', type=int, default=EVAL_BATCH_SIZE, help='rows per batch (changes which targets '
                    'come first, hence the figure of a --max_tokens evaluation)')
-    p.add_argument('--unroll_steps', type=int, default=20, help='tokens per row per batch')
+    p.add_argument('--unroll_steps', type=int, default=EVAL_UNROLL_STEPS, help='tokens per row per batch')
     p.add_argument('--max_tokens', type=int, help='stop after this many target tokens (default: all)')
     p.add_argument('--output_json', help='also write the figures here')
     a = p.parse_args()

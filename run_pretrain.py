@@ -18,9 +18,9 @@ import numpy as np
 import paddle
 import paddle.distributed as dist
 
-from dataset import LMStream, Vocabulary, count_tokens, iter_eval_batches
+from dataset import EVAL_BATCH_SIZE, EVAL_UNROLL_STEPS, LMStream, Vocabulary, count_tokens, iter_eval_batches
 from elmo import checkpoint_paths, load_options, make_options, save_json_atomic, use_device
-from lm import EVAL_BATCH_SIZE, EVAL_UNROLL_STEPS, LanguageModel, evaluate, make_optimizer, train_step
+from lm import LanguageModel, evaluate, make_optimizer, train_step
 
 LOG_FIELDS = ['step', 'tokens', 'train_minutes', 'elapsed_s', 'loss', 'forward_loss', 'backward_loss', 'forward_perplexity',
               'backward_perplexity', 'tokens_per_s', 'dev_forward_perplexity', 'dev_backward_perplexity',
