@@ -2,21 +2,27 @@
 import argparse
 import os
 import sys
+
 import warnings
 
+from fileio import InputError
+
 # Paddle's import prints a ccache notice and C++ info logs on stderr; a user's error must be the
-# one line there. Set before anything imports paddle (the scripts import this module first).
+# one line there. Set before anything imports paddle: the scripts import this module first (it is
+# theirs; the library sets nothing process-wide).
 os.environ.setdefault('GLOG_minloglevel', '2')
 warnings.filterwarnings('ignore', message='No ccache found')
 
 
-class UserError(Exception):
-    """A mistake in the user's input: reported as one line on stderr, exit code 2."""
+class _OneLineErrors(argparse.ArgumentParser):
+    """argparse, with a bad flag reported as one line (argparse prints the whole usage first)."""
+
+    def error(self, message):
+        self.exit(2, f'error: {message} (see {self.prog} --help)\n')
 
 
 def parser(description):
-    return argparse.ArgumentParser(description=description,
-                                   formatter_class=argparse.ArgumentDefaultsHelpFormatter)
+    return _OneLineErrors(description=description, formatter_class=argparse.ArgumentDefaultsHelpFormatter)
 
 
 def add_model_source(p, required=True):
@@ -33,11 +39,11 @@ def model_source(args):
     """-> dict(params_file=..., options_file=..., weight_file=...) after checking the combination."""
     ckpt, opts, weights = args.init_from_ckpt, args.options_file, args.weight_file
     if ckpt and (opts or weights):
-        raise UserError('give either --init_from_ckpt or --options_file with --weight_file, not both')
+        raise InputError('give either --init_from_ckpt or --options_file with --weight_file, not both')
     if (opts is None) != (weights is None):
-        raise UserError('--options_file and --weight_file go together')
+        raise InputError('--options_file and --weight_file go together')
     if not ckpt and not opts and args._model_source_required:
-        raise UserError('no model: give --init_from_ckpt DIR/N or --options_file and --weight_file')
+        raise InputError('no model: give --init_from_ckpt DIR/N or --options_file and --weight_file')
     return dict(params_file=ckpt, options_file=opts, weight_file=weights)
 
 
@@ -47,10 +53,11 @@ def add_device(p):
 
 
 def run(main):
-    """Call main(); a user mistake becomes one line on stderr and exit code 2, no traceback."""
+    """Call main(); a user mistake (InputError, a missing file) becomes one line on stderr and exit
+    code 2. Anything else is a bug and keeps its traceback."""
     try:
         sys.exit(main() or 0)
-    except (UserError, FileNotFoundError, ValueError, TypeError) as e:
+    except (InputError, FileNotFoundError) as e:
         print(f'error: {e}', file=sys.stderr)
         sys.exit(2)
     except KeyboardInterrupt:
@@ -73,9 +80,9 @@ PRESETS = {
                   max_grad_norm=10.0, optimizer='adagrad', warmup_steps=0,
                   reset_state_at_sentence_start=False),
     # The most held-out perplexity per hour of a 2-core CPU (BENCHMARKS.md, "Screens"): the small
-    # model with a narrower char CNN and fewer negatives (1.6x the tokens/s), Adam with warm-up, and
-    # rows that begin a sentence start from a zero state.
-    'budget': dict(projection_dim=128, cell_dim=512, num_layers=2, cell_clip=3.0, proj_clip=3.0,
+    # model with a narrower char CNN and LSTM and fewer negatives (more tokens/s), Adam with
+    # warm-up, and rows that begin a sentence start from a zero state.
+    'budget': dict(projection_dim=128, cell_dim=256, num_layers=2, cell_clip=3.0, proj_clip=3.0,
                    use_skip_connections=True, char_embed_dim=16,
                    cnn_filters=[[1, 32], [2, 32], [3, 64], [4, 128], [5, 128]], num_highways=1,
                    dropout=0.1, n_negative_samples=1024, batch_size=64, unroll_steps=20, lr=0.004,
@@ -96,7 +103,7 @@ def _flag_value(value):
 
 def apply_preset(a):
     """Fill every preset-managed flag the user did not give from --preset; -> names given explicitly."""
-    from elmo import ORIGINAL_FILTERS
+    from bilm import ORIGINAL_FILTERS
     a.preset = a.preset or 'original'
     explicit = []
     for name, value in PRESETS[a.preset].items():
@@ -139,8 +146,8 @@ def pretrain_parser():
     m.add_argument('--cnn_filters', type=json.loads,
                    help=_preset_help('cnn_filters', 'JSON list of [width, n_filters] for the char CNN'))
     m.add_argument('--num_highways', type=int, help=_preset_help('num_highways', 'highway layers after the char CNN'))
-    m.add_argument('--max_characters_per_token', type=int, default=50, help='chars per token (longer '
-                   'tokens are cut)')
+    m.add_argument('--max_characters_per_token', type=int, help='chars per token, longer tokens are cut '
+                   '(default 50, or the checkpoint\'s when resuming)')
     m.add_argument('--dropout', type=float, help=_preset_help('dropout', 'dropout on LSTM inputs and before the softmax'))
     m.add_argument('--n_negative_samples', type=int,
                    help=_preset_help('n_negative_samples', 'sampled-softmax candidates per batch'))

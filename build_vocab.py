@@ -23,9 +23,9 @@ def main():
                    help='do not write <S>, </S>, <UNK> first (Vocabulary adds them when loading)')
     a = p.parse_args()
     if a.min_count < 1:
-        raise cli.UserError(f'--min_count must be >= 1, got {a.min_count}')
+        raise cli.InputError(f'--min_count must be >= 1, got {a.min_count}')
     if a.max_vocab_size is not None and a.max_vocab_size < 1:
-        raise cli.UserError(f'--max_vocab_size must be >= 1, got {a.max_vocab_size}')
+        raise cli.InputError(f'--max_vocab_size must be >= 1, got {a.max_vocab_size}')
     counts = dataset.count_words(a.train_data_path)
     tokens = dataset.build_vocabulary(counts, a.min_count, a.max_vocab_size,
                                       special_tokens=not a.no_special_tokens)

@@ -33,6 +33,9 @@ import paddle
 import paddle.nn as nn
 import paddle.nn.functional as F
 
+from bilm import set_mode
+from fileio import InputError, write_json_atomic
+
 TOKENIZATIONS = ('split_clitics', 'as_is')
 # The pretraining corpus (1B Word style) splits clitics *with* the apostrophe: "don 't", "it 's".
 _CLITIC = re.compile(r"^([^']+)('(?:s|t|re|ve|ll|d|m))$", re.IGNORECASE)
@@ -81,10 +84,10 @@ def read_sentences(path):
     for number, line in enumerate(lines, 1):
         tokens = line.split()
         if not tokens:
-            raise ValueError(f'{path}:{number}: empty line (expected one sentence per line)')
+            raise InputError(f'{path}:{number}: empty line (expected one sentence per line)')
         sentences.append(tokens)
     if not sentences:
-        raise ValueError(f'{path}: no sentences')
+        raise InputError(f'{path}: no sentences')
     return sentences, encoding
 
 
@@ -92,7 +95,7 @@ def read_polarity(data_dir, pos_file='rt-polarity.pos', neg_file='rt-polarity.ne
                   tokenization='split_clitics'):
     """Read data_dir/pos_file (label 1) and data_dir/neg_file (label 0) into a Dataset."""
     if tokenization not in TOKENIZATIONS:
-        raise ValueError(f'tokenization must be one of {TOKENIZATIONS}, got {tokenization!r}')
+        raise InputError(f'tokenization must be one of {TOKENIZATIONS}, got {tokenization!r}')
     if not os.path.isdir(data_dir):
         raise FileNotFoundError(f'{data_dir}: --data_dir is not a directory')
     sentences, labels, sources = [], [], {}
@@ -127,13 +130,13 @@ def make_folds(labels, n_folds=10, seed=1, dev_fraction=0.1):
     from sklearn.model_selection import StratifiedKFold, train_test_split
     labels = np.asarray(labels)
     if n_folds < 1:
-        raise ValueError(f'--folds must be >= 1, got {n_folds}')
+        raise InputError(f'--folds must be >= 1, got {n_folds}')
     if not 0 < dev_fraction < 1:
-        raise ValueError(f'--dev_fraction must be between 0 and 1, got {dev_fraction}')
+        raise InputError(f'--dev_fraction must be between 0 and 1, got {dev_fraction}')
     smallest = int(np.bincount(labels).min()) if len(labels) else 0
     needed = max(n_folds, 2)
     if smallest < needed:
-        raise ValueError(f'--folds {n_folds} needs at least {needed} sentences per class; the '
+        raise InputError(f'--folds {n_folds} needs at least {needed} sentences per class; the '
                          f'smallest class has {smallest}')
     everything = np.arange(len(labels))
     if n_folds == 1:
@@ -141,7 +144,7 @@ def make_folds(labels, n_folds=10, seed=1, dev_fraction=0.1):
             rest, test = train_test_split(everything, test_size=SINGLE_SPLIT_TEST_FRACTION,
                                           stratify=labels, random_state=seed)
         except ValueError as e:
-            raise ValueError(f'--folds 1: cannot split {len(labels)} sentences into a stratified '
+            raise InputError(f'--folds 1: cannot split {len(labels)} sentences into a stratified '
                              f'{SINGLE_SPLIT_TEST_FRACTION:.0%} test set ({e})') from None
         outer = [(rest, test)]
     else:
@@ -152,7 +155,7 @@ def make_folds(labels, n_folds=10, seed=1, dev_fraction=0.1):
             train, dev = train_test_split(rest, test_size=dev_fraction, stratify=labels[rest],
                                           random_state=seed + k)
         except ValueError as e:
-            raise ValueError(f'--dev_fraction {dev_fraction}: cannot carve a stratified dev split '
+            raise InputError(f'--dev_fraction {dev_fraction}: cannot carve a stratified dev split '
                              f'from {len(rest)} training sentences ({e})') from None
         folds.append(Fold(np.sort(train), np.sort(dev), np.sort(test)))
     return folds
@@ -164,7 +167,7 @@ def make_folds(labels, n_folds=10, seed=1, dev_fraction=0.1):
 
 FEATURE_NORMS = ('batchnorm', 'none')
 # Paddle's BatchNorm1D warns on every training call that it tracks running statistics (as intended).
-warnings.filterwarnings('ignore', message='When training, we now always track global mean and variance')
+_BATCHNORM_NOTICE = 'When training, we now always track global mean and variance'
 
 
 def masked_mean(x, mask):
@@ -186,7 +189,7 @@ class BowHead(nn.Layer):
     def __init__(self, input_dim, hidden_dim=256, dropout=0.2, n_classes=2, feature_norm='batchnorm'):
         super().__init__()
         if feature_norm not in FEATURE_NORMS:
-            raise ValueError(f'feature_norm must be one of {FEATURE_NORMS}, got {feature_norm!r}')
+            raise InputError(f'feature_norm must be one of {FEATURE_NORMS}, got {feature_norm!r}')
         self.dropout = nn.Dropout(dropout)
         self.norm = nn.BatchNorm1D(input_dim) if feature_norm == 'batchnorm' else None
         self.hidden = nn.Linear(input_dim, hidden_dim) if hidden_dim else None
@@ -195,7 +198,9 @@ class BowHead(nn.Layer):
     def forward(self, features, mask):
         x = masked_mean(self.dropout(features), mask)
         if self.norm is not None:
-            x = self.norm(x)
+            with warnings.catch_warnings():
+                warnings.filterwarnings('ignore', message=_BATCHNORM_NOTICE)
+                x = self.norm(x)
         if self.hidden is not None:
             x = self.dropout(F.relu(self.hidden(x)))
         return self.output(x)
@@ -220,15 +225,17 @@ class SentenceClassifier(nn.Layer):
         return self.features.layer_weights() if hasattr(self.features, 'layer_weights') else None
 
 
-def make_optimizer(model, lr):
-    """Adam over the trainable parameters; those in features.lr_groups() get their own rate."""
+def make_optimizer(model, lr, weight_decay=0.0):
+    """Adam over the trainable parameters; those in features.lr_groups() get their own rate.
+    weight_decay: L2 regularisation coefficient, as Paddle's Adam(weight_decay=float)."""
     special = model.features.lr_groups() if hasattr(model.features, 'lr_groups') else []
     taken = {id(p) for params, _ in special for p in params}
     groups = [{'params': [p for p in model.parameters() if not p.stop_gradient and id(p) not in taken]}]
     for params, group_lr in special:
         # Paddle reads a group's learning_rate as a scale of the optimizer's rate.
         groups.append({'params': [p for p in params if not p.stop_gradient], 'learning_rate': group_lr / lr})
-    return paddle.optimizer.Adam(learning_rate=lr, parameters=[g for g in groups if g['params']])
+    return paddle.optimizer.Adam(learning_rate=lr, parameters=[g for g in groups if g['params']],
+                                 weight_decay=weight_decay or None)
 
 
 # --------------------------------------------------------------------------------------------
@@ -243,6 +250,8 @@ class TrainConfig:
     patience: int = 3
     seed: int = 1
     progress: bool = True
+    weight_decay: float = 0.0
+    logging_step: int = 0  # print the running loss every this many batches (0: per epoch only)
 
 
 def set_seed(seed):
@@ -264,7 +273,7 @@ def predict(model, indices, batch_size, sentences=None):
     indices = np.asarray(indices)
     order = np.argsort([len(sentences[i]) for i in indices], kind='stable') if sentences else \
         np.arange(len(indices))
-    model.eval()
+    set_mode(model, False)
     parts = []
     with paddle.no_grad():
         for start in range(0, len(order), batch_size):
@@ -302,10 +311,10 @@ def _restore(model, snapshot):
                 t.set_value(snapshot[name])
 
 
-def train_epoch(model, optimizer, indices, labels, batch_size, rng, desc, progress=True):
+def train_epoch(model, optimizer, indices, labels, batch_size, rng, desc, progress=True, logging_step=0):
     """One pass over `indices` in a random order -> mean training loss."""
     from tqdm import tqdm
-    model.train()
+    set_mode(model, True)
     order = rng.permutation(indices)
     total, batches = 0.0, 0
     bar = tqdm(range(0, len(order), batch_size), desc=desc, unit='batch', leave=False,
@@ -322,6 +331,8 @@ def train_epoch(model, optimizer, indices, labels, batch_size, rng, desc, progre
         total += float(loss)
         batches += 1
         bar.set_postfix(loss=f'{total / batches:.4f}', refresh=False)
+        if logging_step and batches % logging_step == 0:
+            print(f'{desc} step {batches}, loss {total / batches:.4f}', file=sys.stderr, flush=True)
     return total / max(batches, 1)
 
 
@@ -330,13 +341,13 @@ def train_fold(model, data, fold, cfg, name='fold'):
 
     Returns {'dev_accuracy', 'best_epoch', 'epochs_run'}.
     """
-    optimizer = make_optimizer(model, cfg.lr)
+    optimizer = make_optimizer(model, cfg.lr, cfg.weight_decay)
     rng = np.random.default_rng(cfg.seed)
     best_accuracy, best_epoch, snapshot = -1.0, 0, None
     epoch = 0
     for epoch in range(1, cfg.epochs + 1):
         train_loss = train_epoch(model, optimizer, fold.train, data.labels, cfg.batch_size, rng,
-                                 f'{name} epoch {epoch}/{cfg.epochs}', cfg.progress)
+                                 f'{name} epoch {epoch}/{cfg.epochs}', cfg.progress, cfg.logging_step)
         dev_accuracy, dev_loss = evaluate(model, fold.dev, data.labels, cfg.batch_size, data.sentences)
         improved = dev_accuracy > best_accuracy
         if improved:
@@ -414,9 +425,9 @@ def prepare_output(path):
     try:
         os.makedirs(directory, exist_ok=True)
     except OSError as e:
-        raise ValueError(f'--output_json {path}: cannot create directory {directory} ({e.strerror})') from None
+        raise InputError(f'--output_json {path}: cannot create directory {directory} ({e.strerror})') from None
     if not os.access(directory, os.W_OK):
-        raise ValueError(f'--output_json {path}: directory {directory} is not writable')
+        raise InputError(f'--output_json {path}: directory {directory} is not writable')
 
 
 # --------------------------------------------------------------------------------------------
@@ -440,7 +451,15 @@ def add_protocol_args(p):
     t.add_argument('--epochs', type=int, default=20, help='maximum epochs per fold')
     t.add_argument('--patience', type=int, default=3, help='stop after this many epochs without a better dev accuracy')
     t.add_argument('--lr', type=float, default=1e-3, help='Adam learning rate of the classifier (and scalar mix)')
-    t.add_argument('--hidden_dim', type=int, default=256, help='MLP hidden size (0: a linear classifier)')
+    t.add_argument('--weight_decay', type=float, default=0.0, help='Adam L2 regularisation coefficient '
+                   '(the PaddleNLP example\'s default: 1e-4)')
+    t.add_argument('--max_seq_len', type=int, help='cut sentences to this many tokens, counting ELMo\'s <S> and '
+                   '</S> (as the PaddleNLP example; default: no limit)')
+    t.add_argument('--logging_step', type=int, default=0, help='print the running training loss every this many '
+                   'batches (0: once per epoch)')
+    t.add_argument('--hidden_dim', '--sent_embedding_dim', dest='hidden_dim', type=int, default=256,
+                   help='MLP hidden size (0: a linear classifier); --sent_embedding_dim is the PaddleNLP '
+                   'example\'s name for it')
     t.add_argument('--dropout', type=float, default=0.2, help='dropout on the token features and the hidden layer')
     t.add_argument('--feature_norm', default='batchnorm', choices=FEATURE_NORMS,
                    help='batchnorm: standardize each dimension of the mean feature vector before the MLP')
@@ -453,35 +472,57 @@ def check_protocol_args(a):
     """Raise ValueError naming the option when a protocol option is out of range."""
     for name in ('batch_size', 'epochs', 'patience'):
         if getattr(a, name) < 1:
-            raise ValueError(f'--{name} must be >= 1, got {getattr(a, name)}')
+            raise InputError(f'--{name} must be >= 1, got {getattr(a, name)}')
     if a.hidden_dim < 0:
-        raise ValueError(f'--hidden_dim must be >= 0, got {a.hidden_dim}')
+        raise InputError(f'--hidden_dim must be >= 0, got {a.hidden_dim}')
     if not 0 <= a.dropout < 1:
-        raise ValueError(f'--dropout must be in [0, 1), got {a.dropout}')
-    if a.lr <= 0:
-        raise ValueError(f'--lr must be > 0, got {a.lr}')
+        raise InputError(f'--dropout must be in [0, 1), got {a.dropout}')
+    if not a.lr > 0:
+        raise InputError(f'--lr must be > 0, got {a.lr}')
+    if not a.weight_decay >= 0:
+        raise InputError(f'--weight_decay must be >= 0, got {a.weight_decay}')
+    if a.logging_step < 0:
+        raise InputError(f'--logging_step must be >= 0, got {a.logging_step}')
+    if a.max_seq_len is not None and a.max_seq_len < 3:
+        raise InputError(f'--max_seq_len must be >= 3 (room for <S>, a word and </S>), got {a.max_seq_len}')
     prepare_output(a.output_json)
 
 
 def train_config(a):
     return TrainConfig(lr=a.lr, batch_size=a.batch_size, epochs=a.epochs, patience=a.patience, seed=a.seed,
-                       progress=not a.quiet)
+                       progress=not a.quiet, weight_decay=a.weight_decay, logging_step=a.logging_step)
 
 
-def load_data(a):
-    """Read the dataset named by the options and say how each file was decoded."""
+def runs_on_this_rank(script):
+    """Under paddle.distributed.launch with several ranks, only rank 0 runs the protocol (the folds
+    of rt-polarity are small, and N copies would fight over one output file): -> False elsewhere."""
+    import paddle.distributed as dist
+    rank, world_size = dist.get_rank(), dist.get_world_size()
+    if world_size > 1:
+        print(f'{script}: {world_size} ranks launched; rank 0 runs all folds, the others exit '
+              f'(this is rank {rank})', file=sys.stderr, flush=True)
+    return rank == 0
+
+
+def load_data(a, boundary_tokens=0):
+    """Read the dataset named by the options and say how each file was decoded. With --max_seq_len,
+    sentences keep their first max_seq_len - boundary_tokens words (ELMo adds <S> and </S>: 2)."""
     data = read_polarity(a.data_dir, a.pos_file, a.neg_file, a.tokenization)
     for path, info in data.sources.items():
         print(f'read {path}: {info["lines"]} sentences ({info["encoding"]})', file=sys.stderr)
+    if a.max_seq_len:
+        limit = a.max_seq_len - boundary_tokens
+        n_cut = sum(len(s) > limit for s in data.sentences)
+        data.sentences = [s[:limit] for s in data.sentences]
+        print(f'--max_seq_len {a.max_seq_len}: cut {n_cut} sentences to {limit} words', file=sys.stderr)
     return data
 
 
 def report(results, a, data, features_info=None):
     """Print the accuracy table; write --output_json (atomically) if given. Returns the summary."""
-    from elmo import save_json_atomic
     summary = summarize(results, a, data, features_info)
     print(format_table(summary))
     if a.output_json:
-        save_json_atomic(summary, a.output_json)
+        write_json_atomic(summary, a.output_json)
         print(f'wrote {a.output_json}')
     return summary

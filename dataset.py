@@ -7,14 +7,14 @@ its UTF-8 bytes cut to `max_chars - 2`, wrapped as [BOW, bytes..., EOW, PAD, ...
 """
 import array
 import collections
-import glob
 import itertools
 import json
 import logging
 import os
-import tempfile
 
 import numpy as np
+
+from fileio import InputError, iter_lines, list_files, write_text_atomic
 
 BOS_CHAR = 256  # <S>
 EOS_CHAR = 257  # </S>
@@ -119,8 +119,8 @@ SPECIAL_TOKENS = (BOS_TOKEN, EOS_TOKEN, UNK_TOKEN)  # bilm-tf order: ids 0, 1, 2
 def tokens_to_char_ids(tokens, max_chars=50):
     """list of n tokens -> int64 [n, max_chars]; row i equals token_to_char_ids(tokens[i]).
 
-    Vectorised (one scatter of all UTF-8 bytes) because a per-token loop takes ~7 s for the
-    800k-word 1B Word vocabulary.
+    Vectorised (one scatter of all UTF-8 bytes) because a per-token loop takes seconds for the
+    800k-word 1B Word vocabulary (BENCHMARKS.md, "Measured choices").
     """
     n = len(tokens)
     encoded = [t.encode('utf-8', 'ignore')[:max_chars - 2] for t in tokens]
@@ -139,22 +139,8 @@ def tokens_to_char_ids(tokens, max_chars=50):
     return ids
 
 
-def _write_atomic(path, text):
-    """Write `text` (UTF-8) to a temp file beside `path`, then rename: no half-written outputs."""
-    directory = os.path.dirname(os.path.abspath(path))
-    fd, tmp = tempfile.mkstemp(prefix=os.path.basename(path) + '.', suffix='.tmp', dir=directory)
-    try:
-        with os.fdopen(fd, 'w', encoding='utf-8', newline='\n') as f:
-            f.write(text)
-        os.chmod(tmp, 0o644)
-        os.replace(tmp, path)
-    finally:
-        if os.path.exists(tmp):
-            os.remove(tmp)
-
-
 def _utf8_error(path, line_no, error):
-    return ValueError(f'{path}:{line_no}: not valid UTF-8 ({error.reason} at byte {error.start} '
+    return InputError(f'{path}:{line_no}: not valid UTF-8 ({error.reason} at byte {error.start} '
                       f'of the line)')
 
 
@@ -174,19 +160,19 @@ def _read_vocabulary_file(path):
         lines.pop()  # the newline that ends the last line
     tokens = [line.strip() for line in lines]
     if not tokens:
-        raise ValueError(f'{path}: empty vocabulary file; expected one token per line')
+        raise InputError(f'{path}: empty vocabulary file; expected one token per line')
     # Fast C-level checks first; the line-by-line search only runs to name a bad line.
     if ' '.join(tokens).split() != tokens or len(set(tokens)) != len(tokens):
         first_line = {}
         for line_no, token in enumerate(tokens, 1):
             if not token:
-                raise ValueError(f'{path}:{line_no}: empty line; expected one token per line')
+                raise InputError(f'{path}:{line_no}: empty line; expected one token per line')
             if token.split() != [token]:
-                raise ValueError(f'{path}:{line_no}: {token!r} contains whitespace; expected one '
+                raise InputError(f'{path}:{line_no}: {token!r} contains whitespace; expected one '
                                  f'token per line')
             first = first_line.setdefault(token, line_no)
             if first != line_no:
-                raise ValueError(f'{path}:{line_no}: duplicate token {token!r} (first on line {first})')
+                raise InputError(f'{path}:{line_no}: duplicate token {token!r} (first on line {first})')
     return tokens
 
 
@@ -231,26 +217,6 @@ class Vocabulary:
 
 # ---- corpus files ------------------------------------------------------------------------------
 
-def list_files(file_pattern):
-    """Sorted files matching a glob; FileNotFoundError naming the pattern when there are none."""
-    files = sorted(p for p in glob.glob(file_pattern) if os.path.isfile(p))
-    if not files:
-        raise FileNotFoundError(f'{file_pattern}: no files match this pattern')
-    return files
-
-
-def _iter_file_lines(path, start_byte=0, start_line=0):
-    """Yield (0-based line number, length in bytes, decoded line) from `start_byte` on."""
-    with open(path, 'rb') as f:
-        f.seek(start_byte)
-        for line_no, raw in enumerate(f, start_line):
-            try:
-                text = raw.decode('utf-8')
-            except UnicodeDecodeError as e:
-                raise _utf8_error(path, line_no + 1, e) from None
-            yield line_no, len(raw), text
-
-
 def _is_blank(text):
     return not text or text.isspace()
 
@@ -263,7 +229,7 @@ def _warn_skipped(path, n_skipped):
 def _iter_file_sentences(path, progress_bar=None):
     """Yield the sentences (token lists) of one file in order; empty lines skipped and reported."""
     n_skipped = 0
-    for _, n_bytes, text in _iter_file_lines(path):
+    for _, n_bytes, text in iter_lines(path):
         if progress_bar is not None:
             progress_bar.update(n_bytes)
         if _is_blank(text):
@@ -358,7 +324,7 @@ def count_tokens(file_pattern, cache_dir=None, progress=True):
 def _save_counts_cache(cache_path, entries):
     try:
         os.makedirs(os.path.dirname(cache_path), exist_ok=True)
-        _write_atomic(cache_path, json.dumps(entries, indent=1, sort_keys=True))
+        write_text_atomic(cache_path, json.dumps(entries, indent=1, sort_keys=True))
     except OSError as e:  # the counts are right; only the next call will be slower
         log.warning('%s: could not write the token-count cache (%s)', cache_path, e)
 
@@ -381,9 +347,9 @@ def build_vocabulary(counts, min_count=1, max_vocab_size=None, special_tokens=Tr
     then the words by descending count, ties by token string; words under `min_count` dropped,
     then at most `max_vocab_size` words kept (the specials are not counted in it)."""
     if min_count < 1:
-        raise ValueError(f'min_count must be >= 1, got {min_count}')
+        raise InputError(f'min_count must be >= 1, got {min_count}')
     if max_vocab_size is not None and max_vocab_size < 1:
-        raise ValueError(f'max_vocab_size must be >= 1, got {max_vocab_size}')
+        raise InputError(f'max_vocab_size must be >= 1, got {max_vocab_size}')
     specials = list(SPECIAL_TOKENS) if special_tokens else []
     for token in specials:
         if counts.get(token):
@@ -396,7 +362,7 @@ def build_vocabulary(counts, min_count=1, max_vocab_size=None, special_tokens=Tr
 
 def write_vocabulary(tokens, path):
     """One token per line, written atomically."""
-    _write_atomic(path, ''.join(f'{t}\n' for t in tokens))
+    write_text_atomic(path, ''.join(f'{t}\n' for t in tokens))
 
 
 # ---- the shared sentence sequence ---------------------------------------------------------------
@@ -415,11 +381,11 @@ class SentenceSource:
     def __init__(self, file_pattern, seed=0, rank=0, world_size=1, shuffle=True,
                  chunk_lines=100_000):
         if not isinstance(seed, int) or seed < 0:
-            raise ValueError(f'seed must be an integer >= 0, got {seed!r}')
+            raise InputError(f'seed must be an integer >= 0, got {seed!r}')
         if world_size < 1 or not 0 <= rank < world_size:
-            raise ValueError(f'need 0 <= rank < world_size, got rank {rank}, world_size {world_size}')
+            raise InputError(f'need 0 <= rank < world_size, got rank {rank}, world_size {world_size}')
         if chunk_lines < 1:
-            raise ValueError(f'chunk_lines must be >= 1, got {chunk_lines}')
+            raise InputError(f'chunk_lines must be >= 1, got {chunk_lines}')
         self.file_pattern = file_pattern
         self.files = list_files(file_pattern)
         self.seed, self.rank, self.world_size = seed, rank, world_size
@@ -453,7 +419,7 @@ class SentenceSource:
         mine = self.state_dict()
         for key in ('files', 'seed', 'rank', 'world_size', 'shuffle', 'chunk_lines'):
             if state.get(key) != mine[key]:
-                raise ValueError(f'stream state does not fit {self.file_pattern}: it was saved with '
+                raise InputError(f'stream state does not fit {self.file_pattern}: it was saved with '
                                  f'{key}={state.get(key)!r}, this stream has {mine[key]!r}')
         self._set_position(state)
 
@@ -483,7 +449,7 @@ class SentenceSource:
     def _read_chunk(self):
         path = self.pass_files(self.pass_index)[self._file_index]
         lines, n_skipped, end_byte, end_line = [], 0, self._chunk_byte, self._chunk_line
-        rows = _iter_file_lines(path, self._chunk_byte, self._chunk_line)
+        rows = iter_lines(path, self._chunk_byte, self._chunk_line)
         for line_no, n_bytes, text in itertools.islice(rows, self.chunk_lines):
             end_byte, end_line = end_byte + n_bytes, line_no + 1
             if self.split_lines and line_no % self.world_size != self.rank:
@@ -515,7 +481,7 @@ class SentenceSource:
         self._file_index, self._chunk_byte, self._chunk_line, self._skipped = self._file_index + 1, 0, 0, 0
         if self._file_index == len(files):
             if not self._pass_sentences:
-                raise ValueError(f'{self.file_pattern}: no sentences for rank {self.rank} of '
+                raise InputError(f'{self.file_pattern}: no sentences for rank {self.rank} of '
                                  f'{self.world_size} in pass {self.pass_index} (files: '
                                  f'{", ".join(files)})')
             self.pass_index, self._file_index, self._pass_sentences = self.pass_index + 1, 0, 0
@@ -553,7 +519,7 @@ class _RowBatcher:
 
     def __init__(self, vocab, batch_size, unroll_steps):
         if batch_size < 1 or unroll_steps < 1:
-            raise ValueError(f'batch_size and unroll_steps must be >= 1, got {batch_size}, '
+            raise InputError(f'batch_size and unroll_steps must be >= 1, got {batch_size}, '
                              f'{unroll_steps}')
         self.vocab, self.batch_size, self.unroll_steps = vocab, batch_size, unroll_steps
         self.rows = [None] * batch_size
@@ -564,7 +530,7 @@ class _RowBatcher:
 
     def load_state_dict(self, rows):
         if len(rows) != self.batch_size:
-            raise ValueError(f'stream state has {len(rows)} rows, this stream has batch_size '
+            raise InputError(f'stream state has {len(rows)} rows, this stream has batch_size '
                              f'{self.batch_size}')
         self.rows = [None if r is None else _RowSentence(r[0], self.vocab, r[1]) for r in rows]
 
@@ -662,9 +628,9 @@ class LMStream:
 
     def load_state_dict(self, state):
         if state.get('version') != 1:
-            raise ValueError(f'unknown stream state version {state.get("version")!r}')
+            raise InputError(f'unknown stream state version {state.get("version")!r}')
         if state['unroll_steps'] != self._batcher.unroll_steps:
-            raise ValueError(f'stream state was saved with unroll_steps {state["unroll_steps"]}, '
+            raise InputError(f'stream state was saved with unroll_steps {state["unroll_steps"]}, '
                              f'this stream has {self._batcher.unroll_steps}')
         self.source.load_state_dict(state['source'])
         self._batcher.load_state_dict(state['rows'])

@@ -17,7 +17,7 @@ def main():
     p.add_argument('--output_dir', required=True, help='directory for options.json and weights.hdf5')
     a = p.parse_args()
     import paddle
-    from elmo import export_weights, load_checkpoint
+    from model_io import export_weights, load_checkpoint
     paddle.set_device('cpu')
     bilm, state = load_checkpoint(a.init_from_ckpt)
     extra = {}

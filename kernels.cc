@@ -58,7 +58,9 @@ inline float Exp(float x) {
   p = p * r + 1.6666665459e-1f;
   p = p * r + 5.0000001201e-1f;
   const int32_t bits = (static_cast<int32_t>(n) + 127) << 23;  // 2^n
-  return (p * r * r + r + 1.f) * __builtin_bit_cast(float, bits);
+  float two_n;
+  std::memcpy(&two_n, &bits, sizeof two_n);  // a bit cast any C++11 compiler folds to a move
+  return (p * r * r + r + 1.f) * two_n;
 }
 
 inline float Sigmoid(float x) { return 1.f / (1.f + Exp(-x)); }

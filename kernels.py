@@ -9,15 +9,16 @@
 recurrence: one LSTM layer in one direction on the packed time-major rows of elmo.LstmStack.
 Step t runs the first batch_sizes[t] rows; gates_x [tokens, 4D] + bias [4D] is x @ W_input + b for
 every step (gate blocks i, j, f, o); the results are h [tokens, P] and c [tokens, D] for every packed row.
-As a Python loop it costs ~30 Paddle ops per step (forward and backward), each 20-40 us of
-single-threaded overhead on CPU; the kernel does a step in two matmuls and one pass over the gates.
+As a Python loop it costs ~30 Paddle ops per step (forward and backward), each with tens of
+microseconds of single-threaded overhead on CPU; the kernel does a step in two matmuls and one pass
+over the gates.
 
 max_over_positions: the char CNN's max-pool, with the gradient split equally among tied maxima
 as TensorFlow's reduce_max. As Paddle ops it is one maximum per window position.
 
 sampled_softmax_losses: cross-entropy over [true logit, candidate logits] per row. As Paddle ops
 it is a concat into [n, C + 1] and cross_entropy, whose CPU kernel evaluates exp one element at
-a time (16 ms for [640, 8193]; the kernel: 3x faster with the concat gone).
+a time; the kernel vectorises it and needs no concat.
 
 highway_gate: y = g * relu(t) + (1 - g) * x, g = sigmoid(carry + carry_bias), t = transform +
 transform_bias, on the highway's two products. As Paddle ops: eight ops forward, more backward.
@@ -25,24 +26,29 @@ transform_bias, on the highway's two products. As Paddle ops: eight ops forward,
 The kernels also add the biases themselves: Paddle's broadcast add costs 3x a same-shape add on
 CPU, and its backward (a column sum) far more; add_bias is that add with a matmul backward.
 
-The kernels are compiled on first use with Paddle's C++ extension tools (g++, ~20 s, cached in
-~/.cache/elmo-paddle/ops/<CPU tag>). Their loops over large tensors are split among OpenMP
+The kernels are compiled on first use with Paddle's C++ extension tools (g++, once, cached in
+~/.cache/elmo-paddle/ops/<tag>). Their loops over large tensors are split among OpenMP
 threads from Paddle's own Intel OpenMP runtime (the threads MKL uses), when the wheel ships it.
 The Python versions stay as the path for GPUs, for machines without a compiler (a warning says
 so) and as the references the kernels are tested against.
 ELMO_CPU_KERNELS=0 turns the kernels off.
 """
 import contextlib
-import fcntl
 import hashlib
 import os
 import platform
+import subprocess
 import sys
 import tempfile
 import warnings
 
 import numpy as np
-import paddle
+
+with warnings.catch_warnings():
+    # Importing Paddle imports its C++-extension tools, which warn that ccache is missing; our one
+    # extension is built once and cached, so ccache would not help (elmo.py imports this module first).
+    warnings.filterwarnings('ignore', message='No ccache found')
+    import paddle
 import paddle.nn.functional as F
 from paddle.autograd import PyLayer
 
@@ -78,25 +84,48 @@ def _needed_grads(ctx, grads):
     return tuple(g if need else None for g, need in zip(grads, ctx.needs))
 
 
+def _compiler_version():
+    """The first line of `$CXX --version` (Paddle builds with $CXX, else g++)."""
+    cxx = os.environ.get('CXX', 'g++')
+    try:
+        out = subprocess.run([cxx, '--version'], capture_output=True, text=True, timeout=30).stdout
+    except (OSError, subprocess.SubprocessError):
+        return f'{cxx}: not found'
+    return (out.splitlines() or [''])[0]
+
+
 def _build_dir():
-    """~/.cache/elmo-paddle/ops/<tag of this CPU's instruction-set flags>: a -march=native build is
-    only valid on the kind of CPU that built it (a home directory or image moved to an older CPU
-    must rebuild)."""
+    """~/.cache/elmo-paddle/ops/<tag>: the tag covers what makes a build invalid elsewhere: this
+    CPU's instruction-set flags (a -march=native build only runs on its kind of CPU), the Paddle
+    version (its headers and ABI) and the compiler."""
     try:
         with open('/proc/cpuinfo', encoding='utf-8') as f:
             flags = next((line for line in f if line.startswith('flags')), '')
     except OSError:
         flags = ''
-    tag = hashlib.sha1((platform.machine() + flags).encode()).hexdigest()[:12]
+    key = '\n'.join([platform.machine(), flags, paddle.__version__, _compiler_version()])
+    tag = hashlib.sha1(key.encode()).hexdigest()[:12]
     return os.path.join(os.path.expanduser('~'), '.cache', 'elmo-paddle', 'ops', tag)
+
+
+@contextlib.contextmanager
+def _exclusive(lock_path):
+    """Hold an exclusive lock on lock_path (POSIX), so that ranks starting together build once."""
+    try:
+        import fcntl
+    except ImportError:  # Windows: no lock; concurrent first builds are merely wasted work
+        yield
+        return
+    with open(lock_path, 'w') as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        yield
 
 
 def _build():
     build_dir = _build_dir()
     os.makedirs(build_dir, exist_ok=True)
     # Distributed ranks start together: one builds, the others wait and load the result.
-    with open(os.path.join(build_dir, 'build.lock'), 'w') as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
+    with _exclusive(os.path.join(build_dir, 'build.lock')):
         if not os.path.exists(os.path.join(build_dir, 'elmo_kernels', 'version.txt')):
             print('building the CPU kernels (once, ~20 s)', file=sys.stderr, flush=True)
         # Paddle's loader talks on stdout and stderr (its own and its build process's) even when
@@ -110,7 +139,11 @@ def _build():
             except Exception as e:
                 sys.stdout.flush()
                 log.seek(0)
-                raise RuntimeError(f'{e}\n{log.read().decode(errors="replace")[-3000:]}') from e
+                log_path = os.path.join(build_dir, 'build-error.log')
+                with open(log_path, 'wb') as saved:
+                    saved.write(log.read())
+                first = (str(e).strip().splitlines() or [type(e).__name__])[0][:200]
+                raise RuntimeError(f'{first}; the compiler output is in {log_path}') from None
 
 
 def _openmp_flags(cflags):
@@ -159,7 +192,7 @@ class _AddBias(PyLayer):
     @staticmethod
     def backward(ctx, grad):
         # The bias gradient as a [1, rows] x [rows, k] product: Paddle's CPU column sum (the
-        # backward of a broadcast add) is ~70x slower (20.8 ms vs 0.29 ms for [640, 4096]).
+        # backward of a broadcast add) is far slower (BENCHMARKS.md, "Measured choices").
         ones = paddle.ones([1, ctx.rows], dtype=grad.dtype)
         return grad, paddle.matmul(ones, grad).reshape([grad.shape[1]])
 
@@ -255,8 +288,8 @@ class _KernelMaxOverPositions(PyLayer):
 
 
 class _LoopMaxOverPositions(PyLayer):
-    """Paddle's own routes are slow on CPU: max(axis)'s backward ~100x, argmax + take_along_axis's
-    (scatter, expand) 73 ms against this one's 44 ms for [20, 494, 1024] forward and backward."""
+    """Paddle's own routes are slower on CPU: max(axis)'s backward, and argmax + take_along_axis's
+    (scatter, expand) (BENCHMARKS.md, "Measured choices")."""
 
     @staticmethod
     def forward(ctx, x):
@@ -267,14 +300,14 @@ class _LoopMaxOverPositions(PyLayer):
     @staticmethod
     def backward(ctx, grad):
         x, best = ctx.saved_tensor()
-        # >= is == here (best is the max), and 5x faster than == in Paddle's CPU kernels.
+        # >= is == here (best is the max), and faster than == in Paddle's CPU kernels.
         hits = [(x[k] >= best).astype(grad.dtype) for k in range(x.shape[0])]
         share = grad / paddle.add_n(hits)
         return paddle.stack([hit * share for hit in hits])
 
 
 def _running_max(x):
-    """A running paddle.maximum over the contiguous [rows, n] slabs: 4x faster than paddle.max."""
+    """A running paddle.maximum over the contiguous [rows, n] slabs (faster than paddle.max on CPU)."""
     best = x[0]
     for k in range(1, x.shape[0]):
         best = paddle.maximum(best, x[k])

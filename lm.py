@@ -6,7 +6,6 @@ expected count, accidental hits removed). Evaluation uses the full softmax, comp
 chunks so that an 800k vocabulary fits in memory.
 """
 import math
-import os
 
 import numpy as np
 import paddle
@@ -15,7 +14,9 @@ import paddle.nn.functional as F
 from paddle import _C_ops
 
 import kernels
-from elmo import BiLM, checkpoint_paths, load_bilm, load_options
+from bilm import BiLM, set_mode
+from fileio import InputError
+from model_io import check_softmax_rows, checkpoint_paths, load_bilm, load_state_checked, read_checkpoint
 
 
 
@@ -152,6 +153,7 @@ class LanguageModel(nn.Layer):
 
     def __init__(self, options, vocab_size, n_negative_samples=8192, seed=0):
         super().__init__()
+        self.vocab_size = vocab_size
         self.bilm = BiLM(options, stateful=True)
         self.softmax = Softmax(vocab_size, options['lstm']['projection_dim'])
         self.dropout = float(options.get('dropout', 0.0) or 0.0)
@@ -227,7 +229,7 @@ class Optimizer:
             dist.all_reduce(flat)
             grads = [g.reshape(shape) for g, shape in
                      zip(paddle.split(flat / self.world_size, [g.size for g in grads]), [g.shape for g in grads])]
-        # squared_l2_norm (Paddle's own global-norm clipping uses it): 2.3x faster than dot on CPU.
+        # squared_l2_norm, as Paddle's own global-norm clipping: faster than dot on CPU.
         norm = math.sqrt(float(paddle.add_n([_C_ops.squared_l2_norm(g) for g in grads]).sum()))
         if norm > self.max_grad_norm:
             grads = [g * (self.max_grad_norm / norm) for g in grads]
@@ -273,7 +275,7 @@ class Optimizer:
     def set_state_dict(self, state):
         for key, v in self._state_items():
             if key not in state or tuple(state[key].shape) != tuple(v.shape):
-                raise ValueError(f'optimizer state for "{key}" is missing or has the wrong shape')
+                raise InputError(f'optimizer state for "{key}" is missing or has the wrong shape')
             v.set_value(state[key])
         self.n_updates = int(state.get('n_updates', 0))
 
@@ -325,7 +327,7 @@ def make_optimizer(model, name, lr, max_grad_norm, warmup_steps=0, world_size=1)
         return Adagrad(model, lr, max_grad_norm, initial_accumulator=1.0, world_size=world_size)
     if name == 'adam':
         return Adam(model, lr, max_grad_norm, warmup_steps=warmup_steps, world_size=world_size)
-    raise ValueError(f'unknown optimizer {name!r} (adagrad or adam)')
+    raise InputError(f'unknown optimizer {name!r} (adagrad or adam)')
 
 
 def _adagrad_update(param, grad, accumulator, lr):
@@ -361,7 +363,7 @@ def evaluate(model, batches, max_tokens=None, progress=None):
     """
     saved, was_training = model.bilm.get_states(), model.training
     model.bilm.reset_states()
-    model.eval()
+    set_mode(model, False)
     totals, n_tokens = np.zeros(2), 0.0
     try:
         for batch in batches:
@@ -375,9 +377,9 @@ def evaluate(model, batches, max_tokens=None, progress=None):
                 break
     finally:
         model.bilm.set_states(saved)
-        model.train(was_training)
+        set_mode(model, was_training)
     if n_tokens == 0:
-        raise ValueError('no tokens to evaluate (is the data empty?)')
+        raise InputError('no tokens to evaluate (is the data empty?)')
     forward, backward = totals / n_tokens
     return {'n_tokens': int(n_tokens), 'forward_loss': forward, 'backward_loss': backward,
             'forward_perplexity': math.exp(forward), 'backward_perplexity': math.exp(backward),
@@ -390,24 +392,17 @@ def load_language_model(vocab_size, params_file=None, options_file=None, weight_
     The softmax must have `vocab_size` rows (the vocabulary it was trained with).
     """
     if params_file is not None:
-        options_path, ckpt = checkpoint_paths(params_file)
-        model = LanguageModel(load_options(options_path), vocab_size)
-        if not os.path.exists(ckpt):
-            raise FileNotFoundError(f'{ckpt}: checkpoint not found')
-        state = paddle.load(ckpt)
-        if 'softmax.W' not in state:
-            raise ValueError(f'{ckpt}: no softmax (softmax.W) in this checkpoint')
-        _check_softmax_rows(state['softmax.W'].shape, vocab_size, ckpt)
-        model.set_state_dict(state)
-        return model
+        options, state = read_checkpoint(params_file, vocab_size, require_softmax=True)
+        options_file, ckpt = checkpoint_paths(params_file)
+        return load_state_checked(LanguageModel(options, vocab_size), state, ckpt, options_file)
     import h5py
     bilm = load_bilm(options_file=options_file, weight_file=weight_file)
     with h5py.File(weight_file, 'r') as f:
         if 'softmax/W' not in f or 'softmax/b' not in f:
-            raise ValueError(f'{weight_file}: no softmax/W and softmax/b datasets; perplexity needs the '
+            raise InputError(f'{weight_file}: no softmax/W and softmax/b datasets; perplexity needs the '
                              f'softmax (export_weights.py writes it from a checkpoint of ours)')
         W, b = f['softmax/W'][...], f['softmax/b'][...]
-    _check_softmax_rows(W.shape, vocab_size, weight_file)
+    check_softmax_rows(W.shape, vocab_size, weight_file)
     model = LanguageModel(bilm.options, vocab_size)
     model.bilm = bilm
     model.bilm.stateful = True
@@ -415,9 +410,3 @@ def load_language_model(vocab_size, params_file=None, options_file=None, weight_
         model.softmax.W.set_value(W.astype(np.float32))
         model.softmax.b.set_value(b.reshape(-1, 1).astype(np.float32))
     return model
-
-
-def _check_softmax_rows(shape, vocab_size, source):
-    if shape[0] != vocab_size:
-        raise ValueError(f'{source}: the softmax has {shape[0]} rows but the vocabulary has {vocab_size} '
-                         f'tokens (use the vocabulary the model was trained with)')

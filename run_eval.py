@@ -9,8 +9,6 @@ mean as bilm-tf reports it: exp of the mean of the two losses. Every target toke
 (each word and each sentence end) counts once; the LSTM state is carried across batches from
 zeros, so the result is deterministic.
 """
-import json
-import os
 
 import args as cli
 from dataset import EVAL_BATCH_SIZE, EVAL_UNROLL_STEPS
@@ -30,13 +28,14 @@ def main():
     a = p.parse_args()
     from tqdm import tqdm
     from dataset import Vocabulary, count_tokens, iter_eval_batches
-    from elmo import save_json_atomic, use_device
+    from embedder import use_device
+    from fileio import write_json_atomic
     from lm import evaluate, load_language_model
     use_device(a.device)
     source = cli.model_source(a)
+    counts = count_tokens(a.dev_data_path)  # the data first: a bad glob fails before a model loads
     vocab = Vocabulary(a.vocab_file)
     model = load_language_model(vocab.size, **source)
-    counts = count_tokens(a.dev_data_path)
     expected = counts['n_tokens'] + counts['n_sentences']  # every word and every sentence end
     with tqdm(total=min(expected, a.max_tokens or expected), unit='tok', desc='evaluating') as bar:
         result = evaluate(model, iter_eval_batches(a.dev_data_path, vocab, a.batch_size, a.unroll_steps),
@@ -47,7 +46,7 @@ def main():
     print(f'perplexity (exp of the mean of the two losses, as bilm-tf): {result["perplexity"]:.3f}')
     if a.output_json:
         result['args'] = vars(a)
-        save_json_atomic(result, a.output_json)
+        write_json_atomic(result, a.output_json)
 
 
 if __name__ == '__main__':

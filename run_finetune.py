@@ -26,9 +26,10 @@ import paddle
 import paddle.nn as nn
 
 from classifier import (SentenceClassifier, add_protocol_args, check_protocol_args, cross_validate, load_data,
-                        make_folds, report, show_bars, train_config)
+                        make_folds, report, runs_on_this_rank, show_bars, train_config)
 from dataset import CharMapper
 from elmo import ELMoEmbedder, Elmo, load_bilm, use_device
+from word_vectors import Word2VecFeatures, load_vectors, lookup_table
 
 
 class ActivationCache:
@@ -40,7 +41,7 @@ class ActivationCache:
     cache keeps in memory what fits. `close()` deletes the directory.
     """
 
-    def __init__(self, bilm, sentences, directory=None, batch_size=64, device='cpu', progress=True):
+    def __init__(self, bilm, sentences, directory=None, batch_size=64, progress=True):
         from tqdm import tqdm
         lengths = np.array([len(s) for s in sentences], dtype=np.int64)
         self.offsets = np.concatenate([[0], np.cumsum(lengths)])
@@ -50,7 +51,7 @@ class ActivationCache:
             self.array = np.memmap(os.path.join(self.directory, 'layers.f32'), dtype=np.float32, mode='w+',
                                    shape=(int(self.offsets[-1]), self.n_layers, self.dim))
             # ELMoEmbedder runs each distinct token through the char CNN once (its token cache).
-            embedder = ELMoEmbedder(bilm=bilm, batch_size=batch_size, device=device)
+            embedder = ELMoEmbedder(bilm=bilm, batch_size=batch_size)
             order = np.argsort(lengths, kind='stable')  # similar lengths share a batch: little padding
             chunk = batch_size * 16
             with tqdm(total=len(sentences), desc='caching biLM layers', unit='sent', disable=not show_bars(progress)) as bar:
@@ -120,9 +121,36 @@ class ElmoFeatures(nn.Layer):
         return {'weights': [float(w) for w in mix.normalized_weights().numpy()], 'gamma': float(mix.gamma.numpy()[0])}
 
 
+class ConcatFeatures(nn.Layer):
+    """ELMo and word2vec token features side by side, [batch, time, 2P + dim]: the paper's way of using
+    ELMo, concatenated with a context-free word vector before the task model."""
+
+    def __init__(self, elmo_features, word_features):
+        super().__init__()
+        self.elmo_features, self.word_features = elmo_features, word_features
+        self.dim = elmo_features.dim + word_features.dim
+
+    def forward(self, indices):
+        elmo, mask = self.elmo_features(indices)
+        words, _ = self.word_features(indices)  # the same tokens, so the same [batch, time] layout
+        return paddle.concat([elmo, words], axis=-1), mask
+
+    def penalty(self):
+        return self.elmo_features.penalty()
+
+    def lr_groups(self):
+        return self.elmo_features.lr_groups()
+
+    def layer_weights(self):
+        return self.elmo_features.layer_weights()
+
+
 def model_builder(bilm, sentences, trainable=False, bilm_lr=2e-5, layer_norm=False, l2_coef=1e-3,
-                  hidden_dim=256, dropout=0.2, cache=None, feature_norm='batchnorm'):
-    """-> build_model(fold) making a fresh classifier; a trainable biLM is reset to its loaded weights first."""
+                  hidden_dim=256, dropout=0.2, cache=None, feature_norm='batchnorm', word_table=None):
+    """-> build_model(fold) making a fresh classifier; a trainable biLM is reset to its loaded weights first.
+
+    word_table: (table, token ids) of word_vectors.lookup_table, to concatenate word2vec vectors
+    to the ELMo features of each token."""
     initial = {name: p.numpy().copy() for name, p in bilm.named_parameters()} if trainable else None
 
     def build_model(fold):
@@ -131,8 +159,10 @@ def model_builder(bilm, sentences, trainable=False, bilm_lr=2e-5, layer_norm=Fal
                 for name, p in bilm.named_parameters():
                     p.set_value(initial[name])
         elmo = Elmo(bilm, requires_grad=trainable, do_layer_norm=layer_norm, dropout=0.0, l2_coef=l2_coef)
-        return SentenceClassifier(ElmoFeatures(elmo, sentences, cache, bilm_lr), hidden_dim, dropout,
-                                  feature_norm=feature_norm)
+        features = ElmoFeatures(elmo, sentences, cache, bilm_lr)
+        if word_table is not None:
+            features = ConcatFeatures(features, Word2VecFeatures(*word_table))
+        return SentenceClassifier(features, hidden_dim, dropout, feature_norm=feature_norm)
 
     return build_model
 
@@ -150,18 +180,22 @@ def add_elmo_args(p):
     e.add_argument('--cache_dir', help='directory for the layer cache (default: the system temp dir); '
                    'the cache is deleted at exit')
     e.add_argument('--bilm_batch_size', type=int, default=64, help='sentences per biLM batch when caching')
+    e.add_argument('--concat_word2vec', help='word2vec file (.bin / .txt): concatenate each token\'s word vector to '
+                   'its ELMo features (the paper\'s use of ELMo); tokens without a vector share one learned vector')
 
 
 def check_elmo_args(a):
     if a.bilm_lr <= 0:
-        raise cli.UserError(f'--bilm_lr must be > 0, got {a.bilm_lr}')
+        raise cli.InputError(f'--bilm_lr must be > 0, got {a.bilm_lr}')
     if a.l2_coef < 0:
-        raise cli.UserError(f'--l2_coef must be >= 0, got {a.l2_coef}')
+        raise cli.InputError(f'--l2_coef must be >= 0, got {a.l2_coef}')
     if a.bilm_batch_size < 1:
-        raise cli.UserError(f'--bilm_batch_size must be >= 1, got {a.bilm_batch_size}')
+        raise cli.InputError(f'--bilm_batch_size must be >= 1, got {a.bilm_batch_size}')
     if a.cache_dir and (a.trainable or a.no_cache):
-        raise cli.UserError('--cache_dir is for the frozen biLM\'s cache; it has no use with '
+        raise cli.InputError('--cache_dir is for the frozen biLM\'s cache; it has no use with '
                             '--trainable or --no_cache')
+    if a.concat_word2vec and not os.path.isfile(a.concat_word2vec):
+        raise FileNotFoundError(f'{a.concat_word2vec}: --concat_word2vec file not found')
     if a.cache_dir and not os.path.isdir(a.cache_dir):
         raise FileNotFoundError(f'{a.cache_dir}: --cache_dir is not a directory')
 
@@ -176,8 +210,10 @@ def main():
     source = cli.model_source(a)
     check_protocol_args(a)
     check_elmo_args(a)
+    if not runs_on_this_rank('run_finetune.py'):
+        return 0
     use_device(a.device)
-    data = load_data(a)
+    data = load_data(a, boundary_tokens=2)  # <S> and </S>
     folds = make_folds(data.labels, a.folds, a.seed, a.dev_fraction)
     bilm = load_bilm(**source)
     info = {'projection_dim': bilm.projection_dim, 'n_layers': bilm.n_layers + 1, 'trainable': a.trainable,
@@ -186,13 +222,18 @@ def main():
     try:
         if info['cached']:
             start = time.time()
-            cache = ActivationCache(bilm, data.sentences, a.cache_dir, a.bilm_batch_size, a.device, not a.quiet)
+            cache = ActivationCache(bilm, data.sentences, a.cache_dir, a.bilm_batch_size, not a.quiet)
             info['cache_seconds'] = time.time() - start
             info['cache_bytes'] = cache.nbytes
             print(f'cached {len(data.sentences)} sentences\' biLM layers ({cache.nbytes / 2 ** 20:.0f} MiB) '
                   f'in {info["cache_seconds"]:.1f} s', file=sys.stderr)
+        word_table = None
+        if a.concat_word2vec:
+            table, token_ids, stats = lookup_table(data.sentences, load_vectors(a.concat_word2vec))
+            word_table = (table, token_ids)
+            info.update(concat_word2vec=a.concat_word2vec, word2vec_dim=table.shape[1], word2vec_oov=stats)
         build = model_builder(bilm, data.sentences, a.trainable, a.bilm_lr, a.layer_norm, a.l2_coef,
-                              a.hidden_dim, a.dropout, cache, a.feature_norm)
+                              a.hidden_dim, a.dropout, cache, a.feature_norm, word_table)
         results = cross_validate(data, folds, build, train_config(a))
     finally:
         if cache is not None:

@@ -10,6 +10,7 @@ Writes to --save_dir: options.json (the model, bilm-tf format), N.pdparams / N.p
 import csv
 import math
 import os
+import signal
 import sys
 import time
 
@@ -19,7 +20,10 @@ import paddle
 import paddle.distributed as dist
 
 from dataset import EVAL_BATCH_SIZE, EVAL_UNROLL_STEPS, LMStream, Vocabulary, count_tokens, iter_eval_batches
-from elmo import checkpoint_paths, load_options, make_options, save_json_atomic, use_device
+from bilm import make_options
+from embedder import use_device
+from fileio import atomic_path, write_csv_atomic, write_json_atomic
+from model_io import checkpoint_paths, load_state_checked, read_checkpoint, read_options_of, read_paddle_file
 from lm import LanguageModel, evaluate, make_optimizer, train_step
 
 LOG_FIELDS = ['step', 'tokens', 'train_minutes', 'elapsed_s', 'loss', 'forward_loss', 'backward_loss', 'forward_perplexity',
@@ -35,6 +39,32 @@ def model_options(a):
                         max_characters_per_token=a.max_characters_per_token, cell_clip=a.cell_clip,
                         proj_clip=a.proj_clip, use_skip_connections=a.use_skip_connections,
                         dropout=a.dropout)
+
+
+# Each model flag and where options.json keeps its value.
+MODEL_FLAGS = {'projection_dim': ('lstm', 'projection_dim'), 'cell_dim': ('lstm', 'dim'),
+               'num_layers': ('lstm', 'n_layers'), 'cell_clip': ('lstm', 'cell_clip'),
+               'proj_clip': ('lstm', 'proj_clip'), 'use_skip_connections': ('lstm', 'use_skip_connections'),
+               'cnn_filters': ('char_cnn', 'filters'), 'num_highways': ('char_cnn', 'n_highway'),
+               'char_embed_dim': ('char_cnn', 'embedding', 'dim'),
+               'max_characters_per_token': ('char_cnn', 'max_characters_per_token'), 'dropout': ('dropout',)}
+
+
+def _option(options, path):
+    for key in path:
+        options = options.get(key) if isinstance(options, dict) else None
+    return options
+
+
+def check_resume_flags(a, given, options, options_file):
+    """The checkpoint defines the model: a model flag given when resuming must agree with it."""
+    mine = model_options(a)
+    differing = [f'--{flag} {_option(mine, MODEL_FLAGS[flag])} (checkpoint: {_option(options, MODEL_FLAGS[flag])})'
+                 for flag in given if flag in MODEL_FLAGS and
+                 _option(mine, MODEL_FLAGS[flag]) != _option(options, MODEL_FLAGS[flag])]
+    if differing:
+        raise cli.InputError(f'{options_file} defines the model being resumed, and these flags differ from it: '
+                             f'{"; ".join(differing)}. Drop them, or start a new --save_dir without --init_from_ckpt')
 
 
 def record_training(options, a, vocab, n_train_tokens, world_size):
@@ -56,19 +86,19 @@ def total_steps(a, n_train_tokens, world_size):
 def check_args(a):
     for name in ('batch_size', 'unroll_steps', 'epochs', 'save_freq', 'log_freq', 'n_negative_samples'):
         if getattr(a, name) < 1:
-            raise cli.UserError(f'--{name} must be >= 1, got {getattr(a, name)}')
+            raise cli.InputError(f'--{name} must be >= 1, got {getattr(a, name)}')
     for name in ('lr', 'max_grad_norm'):
         if not getattr(a, name) > 0:
-            raise cli.UserError(f'--{name} must be > 0, got {getattr(a, name)}')
+            raise cli.InputError(f'--{name} must be > 0, got {getattr(a, name)}')
     if a.max_minutes is not None and not a.max_minutes > 0:
-        raise cli.UserError(f'--max_minutes must be > 0, got {a.max_minutes}')
+        raise cli.InputError(f'--max_minutes must be > 0, got {a.max_minutes}')
     if not 0 <= a.dropout < 1:
-        raise cli.UserError(f'--dropout must be in [0, 1), got {a.dropout}')
+        raise cli.InputError(f'--dropout must be in [0, 1), got {a.dropout}')
 
 
 def check_checkpoint_arg(a):
     if a.init_from_ckpt and not os.path.exists(f'{a.init_from_ckpt}.pdparams'):
-        raise cli.UserError(f'--init_from_ckpt {a.init_from_ckpt}: {a.init_from_ckpt}.pdparams not found '
+        raise cli.InputError(f'--init_from_ckpt {a.init_from_ckpt}: {a.init_from_ckpt}.pdparams not found '
                             f'(give DIR/N without the suffix)')
 
 
@@ -114,27 +144,27 @@ def save_checkpoint(prefix, model, optimizer, train_state):
     """
     opt_state = dict(optimizer.state_dict())
     opt_state['train_state'] = train_state
-    for obj, path in ((opt_state, f'{prefix}.pdopt'), (model.state_dict(), f'{prefix}.pdparams')):
-        paddle.save(obj, f'{path}.tmp')
-    os.replace(f'{prefix}.pdopt.tmp', f'{prefix}.pdopt')
-    os.replace(f'{prefix}.pdparams.tmp', f'{prefix}.pdparams')
+    # The inner block exits first: .pdopt is renamed before .pdparams.
+    with atomic_path(f'{prefix}.pdparams') as params_tmp, atomic_path(f'{prefix}.pdopt') as opt_tmp:
+        paddle.save(opt_state, opt_tmp)
+        paddle.save(model.state_dict(), params_tmp)
 
 
 def load_checkpoint(prefix, model, optimizer, stream, rank, world_size, clock):
     """Restore model, optimizer, step, data position, sampler, LSTM and RNG state; -> step."""
-    params, opt_path = f'{prefix}.pdparams', f'{prefix}.pdopt'
+    opt_path = f'{prefix}.pdopt'
     if not os.path.exists(opt_path):
-        raise cli.UserError(f'{opt_path} not found: --init_from_ckpt needs both .pdparams and .pdopt')
-    state = paddle.load(params)
-    missing = set(model.state_dict()) - set(state)
-    if missing:
-        raise cli.UserError(f'{params}: missing parameters {sorted(missing)[:3]}')
-    model.set_state_dict(state)
-    opt_state = paddle.load(opt_path)
+        raise cli.InputError(f'{opt_path} not found: --init_from_ckpt needs both .pdparams and .pdopt')
+    _, state = read_checkpoint(prefix, model.vocab_size, require_softmax=True)
+    options_file, params = checkpoint_paths(prefix)
+    load_state_checked(model, state, params, options_file)
+    opt_state = read_paddle_file(opt_path, 'optimizer state')
+    if 'train_state' not in opt_state:
+        raise cli.InputError(f'{opt_path}: no train_state; not an optimizer file written by run_pretrain.py')
     train_state = opt_state.pop('train_state')
     optimizer.set_state_dict(opt_state)
     if train_state['world_size'] != world_size:
-        raise cli.UserError(f'{opt_path} was saved by {train_state["world_size"]} processes; resume with '
+        raise cli.InputError(f'{opt_path} was saved by {train_state["world_size"]} processes; resume with '
                             f'the same number (got {world_size})')
     mine = train_state['ranks'][rank]
     stream.load_state_dict(mine['stream'])
@@ -189,12 +219,7 @@ class TrainLog:
         self.write_csv()
 
     def write_csv(self):
-        tmp = f'{self.csv_path}.tmp'
-        with open(tmp, 'w', newline='') as f:
-            writer = csv.DictWriter(f, LOG_FIELDS)
-            writer.writeheader()
-            writer.writerows(self.rows)
-        os.replace(tmp, self.csv_path)
+        write_csv_atomic(self.csv_path, LOG_FIELDS, self.rows)
 
     def plot(self):
         import matplotlib
@@ -216,10 +241,9 @@ class TrainLog:
         ax.grid(True, which='both', alpha=0.3)
         ax.legend()
         fig.tight_layout()
-        tmp = f'{self.png_path}.tmp.png'
-        fig.savefig(tmp, dpi=100)
+        with atomic_path(self.png_path) as tmp:
+            fig.savefig(tmp, dpi=100)
         plt.close(fig)
-        os.replace(tmp, self.png_path)
 
 
 def _hms(seconds):
@@ -228,6 +252,32 @@ def _hms(seconds):
 
 
 # ---- training --------------------------------------------------------------------------------
+
+class StopRequest:
+    """SIGTERM or Ctrl-C asks training to stop at the next step boundary, save a checkpoint and exit
+    cleanly; a second signal stops at once (atomic saves leave no half-written file behind).
+
+    Repeats within `grace_s` count as the first: paddle.distributed.launch passes one SIGTERM on
+    to each rank up to three times, 0.2 s apart.
+    """
+
+    def __init__(self, grace_s=2.0):
+        self.name, self.at, self.grace_s = None, None, grace_s
+
+    def install(self):
+        for sig in (signal.SIGTERM, signal.SIGINT):
+            signal.signal(sig, self._handle)
+        return self
+
+    def _handle(self, signum, frame):
+        now = time.monotonic()
+        if self.name is None:
+            self.name, self.at = signal.Signals(signum).name, now
+            print(f'{self.name}: stopping after this step to save a checkpoint (send it again to stop at once)',
+                  file=sys.stderr, flush=True)
+        elif now - self.at > self.grace_s:
+            raise KeyboardInterrupt
+
 
 def setup_device(device):
     world_size = dist.get_world_size()
@@ -258,17 +308,24 @@ def mean_over_ranks(values, world_size):
 def main():
     a = cli.pretrain_parser().parse_args()
     check_checkpoint_arg(a)
-    if a.init_from_ckpt and a.preset is None:  # resume with the recipe the checkpoint was trained with
-        a.preset = load_options(checkpoint_paths(a.init_from_ckpt)[0]).get('preset')
-    cli.apply_preset(a)
+    resumed = read_options_of(a.init_from_ckpt) if a.init_from_ckpt else None  # defines the model
+    if resumed is not None and a.preset is None:  # resume with the recipe the checkpoint was trained with
+        a.preset = resumed.get('preset')
+    given = cli.apply_preset(a) + (['max_characters_per_token'] if a.max_characters_per_token else [])
+    if a.max_characters_per_token is None:
+        a.max_characters_per_token = resumed['char_cnn']['max_characters_per_token'] if resumed else 50
     check_args(a)
+    if resumed is not None:
+        check_resume_flags(a, given, resumed, checkpoint_paths(a.init_from_ckpt)[0])
     rank, world_size = setup_device(a.device)
     vocab = Vocabulary(a.vocab_file, a.max_characters_per_token)
-    if a.init_from_ckpt:
-        options = load_options(checkpoint_paths(a.init_from_ckpt)[0])  # the checkpoint defines the model
-    else:
-        options = model_options(a)
+    options = resumed if resumed is not None else model_options(a)
     n_train_tokens = a.n_train_tokens or count_tokens(a.train_data_path)['n_tokens']
+    if n_train_tokens == 0:  # before anything is written to --save_dir
+        raise cli.InputError(f'{a.train_data_path}: no tokens to train on (empty files or only empty lines)')
+    if a.n_negative_samples >= vocab.size and rank == 0:
+        print(f'note: --n_negative_samples {a.n_negative_samples} >= the vocabulary\'s {vocab.size} tokens: '
+              f'every step uses the full softmax', file=sys.stderr)
     options = record_training(options, a, vocab, n_train_tokens, world_size)
     total = total_steps(a, n_train_tokens, world_size)
     tokens_per_step = a.batch_size * a.unroll_steps * world_size
@@ -291,15 +348,21 @@ def main():
 
     def save(prefix):
         state = gather_train_state(model, stream, step, world_size, clock)
+        path = os.path.join(a.save_dir, prefix)
         if rank == 0:
-            save_checkpoint(os.path.join(a.save_dir, prefix), model, optimizer, state)
-            log.plot()
-        return os.path.join(a.save_dir, prefix)
+            try:
+                save_checkpoint(path, model, optimizer, state)
+                log.plot()
+            except OSError as e:  # a full disk, a quota, a vanished mount
+                print(f'error: could not save {path} ({e.strerror or e}); stopping. The previous checkpoint '
+                      f'{last_saved or "(none)"} is intact', file=sys.stderr, flush=True)
+                sys.exit(1)
+        return path
 
     log = None
     if rank == 0:
         os.makedirs(a.save_dir, exist_ok=True)
-        save_json_atomic(options, os.path.join(a.save_dir, 'options.json'))
+        write_json_atomic(options, os.path.join(a.save_dir, 'options.json'))
         log = TrainLog(a.save_dir, total, step)
         print(f'preset {a.preset}, {a.optimizer} lr {a.lr}: {world_size} process(es), {total} steps of '
               f'{a.batch_size}x{a.unroll_steps} tokens per process ({n_train_tokens:,} training tokens x '
@@ -308,7 +371,8 @@ def main():
     last_saved = a.init_from_ckpt
     window_losses, window_t0, window_steps = [], time.time(), 0
     next_eval_minutes = _next_multiple(clock.total_minutes(), a.eval_minutes)
-    out_of_time = False
+    out_of_time = stopped_by_signal = False
+    stop_request = StopRequest().install()
     batches = iter(stream)
     while step < total and not out_of_time:
         clock.start()
@@ -317,9 +381,11 @@ def main():
         clock.stop()
         step += 1
         window_steps += 1
-        want_stop = float(a.max_minutes is not None and clock.run_minutes() >= a.max_minutes)
-        *losses, stop_votes = mean_over_ranks(losses + [want_stop], world_size)
-        out_of_time = stop_votes > 0  # rank 0's clock or any other: every rank stops at this step
+        votes = [float(a.max_minutes is not None and clock.run_minutes() >= a.max_minutes),
+                 float(stop_request.name is not None)]
+        *losses, clock_votes, signal_votes = mean_over_ranks(losses + votes, world_size)
+        stopped_by_signal = signal_votes > 0
+        out_of_time = clock_votes > 0 or stopped_by_signal  # any rank's: every rank stops at this step
         if not all(math.isfinite(x) for x in losses):
             if rank == 0:
                 print(f'error: non-finite loss {losses} at step {step}; stopping. Last good checkpoint: '
@@ -344,7 +410,7 @@ def main():
         if (at_save or out_of_time) and step < total:
             last_saved = save(str(step))
             window_t0 = time.time()  # saving is not training time
-    if rank == 0 and a.dev_data_path:
+    if rank == 0 and a.dev_data_path and not stopped_by_signal:  # a pre-empted job has seconds left
         dev = dev_eval()
         print(f'dev ({dev["n_tokens"]} tokens): perplexity fwd {dev["forward_perplexity"]:.2f} '
               f'bwd {dev["backward_perplexity"]:.2f} mean {dev["perplexity"]:.2f}', flush=True)
@@ -355,9 +421,10 @@ def main():
             log.write_csv()
     if step < total:
         if rank == 0:
-            print(f'stopped after {clock.run_minutes():.1f} minutes of training (--max_minutes) at step '
-                  f'{step}/{total}; saved {last_saved}.pdparams. Resume with --init_from_ckpt {last_saved}',
-                  flush=True)
+            why = (f'by {stop_request.name or "a signal to another rank"}' if stopped_by_signal else
+                   f'after {clock.run_minutes():.1f} minutes of training (--max_minutes)')
+            print(f'stopped {why} at step {step}/{total}; saved {last_saved}.pdparams. '
+                  f'Resume with --init_from_ckpt {last_saved}', flush=True)
         return 0
     last_saved = save('final')
     if rank == 0:

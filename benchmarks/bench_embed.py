@@ -26,11 +26,8 @@ import sys
 import tempfile
 import time
 
-sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-
-import args as cli  # noqa: E402
-import common  # noqa: E402
+import args as cli
+import common
 
 DEFAULT_DATA = os.path.join(common.SHARED, 'data', 'rt-polarity', 'rt-polarity.pos')
 DEFAULT_CORPUS = os.path.join(common.SHARED, 'data', 'lm-corpus', 'train.txt')
@@ -52,7 +49,7 @@ def config_options(name):
 def read_sentences(path, n):
     """First n lines of a one-sentence-per-line file -> (token lists, encoding used)."""
     if not os.path.isfile(path):
-        raise cli.UserError(f'{path}: data file not found (../shared must be beside this checkout, '
+        raise cli.InputError(f'{path}: data file not found (../shared must be beside this checkout, '
                             f'or pass --data_file)')
     with open(path, 'rb') as f:
         raw = [line for _, line in zip(range(n), f)]
@@ -88,7 +85,7 @@ def build_embedder(spec):
     paddle.seed(spec['seed'])
     bilm = BiLM(config_options(spec['config']))
     make = lambda: ELMoEmbedder(bilm=bilm, batch_size=spec['batch_size'], device=spec['device'],
-                                stateful=spec.get('stateful', False),
+                                stateful=spec.get('stateful', False), reuse_memory=True,
                                 token_cache_size=CACHE_SIZE if spec.get('cache', True) else 0)
     make().encode([['A', 'warm-up', 'sentence', '.'], ['Another', 'one']])
     bilm.reset_states()
@@ -165,12 +162,12 @@ def write_lines(source, n, path):
                     if written == n:
                         break
             if written == 0:
-                raise cli.UserError(f'{source}: empty file')
+                raise cli.InputError(f'{source}: empty file')
 
 
 def embed_file_rows(a):
     if not os.path.isfile(a.embed_file_source):
-        raise cli.UserError(f'{a.embed_file_source}: --embed_file_source not found')
+        raise cli.InputError(f'{a.embed_file_source}: --embed_file_source not found')
     rows = []
     with tempfile.TemporaryDirectory(prefix='bench_embed_') as tmp:
         for n in a.embed_file_lines:
@@ -234,7 +231,7 @@ def _list(value, allowed, option):
     items = [] if value in ('', 'none') else [v.strip() for v in value.split(',') if v.strip()]
     bad = [v for v in items if v not in allowed]
     if bad:
-        raise cli.UserError(f'{option}: unknown value(s) {", ".join(bad)}; expected {", ".join(allowed)}')
+        raise cli.InputError(f'{option}: unknown value(s) {", ".join(bad)}; expected {", ".join(allowed)}')
     return items
 
 
@@ -245,12 +242,12 @@ def check_args(p, a):
     try:
         a.embed_file_lines = [int(v) for v in a.embed_file_lines.split(',') if v.strip()]
     except ValueError:
-        raise cli.UserError(f'--embed_file_lines: expected comma-separated integers, got {a.embed_file_lines!r}')
+        raise cli.InputError(f'--embed_file_lines: expected comma-separated integers, got {a.embed_file_lines!r}')
     for name in ('n_sentences', 'batch_size', 'threads', 'matmul_size'):
         if getattr(a, name) < 1:
-            raise cli.UserError(f'--{name} must be >= 1, got {getattr(a, name)}')
+            raise cli.InputError(f'--{name} must be >= 1, got {getattr(a, name)}')
     if any(n < 1 for n in a.embed_file_lines):
-        raise cli.UserError('--embed_file_lines: counts must be >= 1')
+        raise cli.InputError('--embed_file_lines: counts must be >= 1')
     if a.configs and a.modes and a.cache:
         read_sentences(a.data_file, 1)  # fail now, not after the matmul measurement
     return a

@@ -14,11 +14,9 @@ measured at the start of the run; the ratio achieved/floor is the figure to comp
 import argparse
 import json
 import os
-import sys
 import time
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import common  # noqa: E402
+import common
 
 CONFIGS = {
     # LSTM 1024 -> 128, the original char CNN, 1 highway (as bench_embed.py's small)

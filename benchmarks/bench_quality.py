@@ -22,8 +22,8 @@ import subprocess
 import sys
 import time
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import common  # noqa: E402
+import common
+from fileio import atomic_path, write_csv_atomic
 
 VOCAB_SIZE, EVAL_TOKENS = 100_000, 51_200
 CURVE_FIELDS = ['train_minutes', 'tokens', 'step', 'dev_forward_perplexity', 'dev_backward_perplexity',
@@ -51,12 +51,7 @@ def read_curve(save_dir):
 
 
 def write_curve(curve, out_dir, label):
-    path = os.path.join(out_dir, 'curve.csv')
-    with open(f'{path}.tmp', 'w', newline='') as f:
-        writer = csv.DictWriter(f, CURVE_FIELDS)
-        writer.writeheader()
-        writer.writerows(curve)
-    os.replace(f'{path}.tmp', path)
+    write_csv_atomic(os.path.join(out_dir, 'curve.csv'), CURVE_FIELDS, curve)
     import matplotlib
     matplotlib.use('Agg')
     import matplotlib.pyplot as plt
@@ -74,9 +69,9 @@ def write_curve(curve, out_dir, label):
     axes[0].legend()
     fig.suptitle(label)
     fig.tight_layout()
-    fig.savefig(os.path.join(out_dir, 'curve.tmp.png'), dpi=100)
+    with atomic_path(os.path.join(out_dir, 'curve.png')) as tmp:
+        fig.savefig(tmp, dpi=100)
     plt.close(fig)
-    os.replace(os.path.join(out_dir, 'curve.tmp.png'), os.path.join(out_dir, 'curve.png'))
 
 
 def main():

@@ -17,8 +17,6 @@ import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SHARED = os.path.abspath(os.path.join(ROOT, '..', 'shared'))
-if ROOT not in sys.path:
-    sys.path.insert(0, ROOT)
 
 THREAD_ENV = ('OMP_NUM_THREADS', 'MKL_NUM_THREADS', 'OPENBLAS_NUM_THREADS')
 

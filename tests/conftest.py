@@ -1,14 +1,12 @@
 """Shared fixtures: tiny model configs and paths into ../shared (tests needing it skip without it)."""
 import json
 import os
-import sys
 
 import numpy as np
 import paddle
 import pytest
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-sys.path.insert(0, ROOT)
 SHARED = os.path.abspath(os.path.join(ROOT, '..', 'shared'))
 FIXTURE = os.path.join(SHARED, 'fixtures', 'allennlp-elmo')
 
@@ -46,3 +44,28 @@ def tiny_bilm():
     paddle.seed(0)
     np.random.seed(0)
     return BiLM(tiny_options())
+
+
+@pytest.fixture(scope='module')
+def corpus(tmp_path_factory):
+    """Two training shards, a held-out file and a vocabulary, all made up here."""
+    d = tmp_path_factory.mktemp('corpus')
+    words = ('the cat sat on a mat while dogs ran in parks near old houses and birds sang '
+             'songs about rain wind sun snow').split()
+    rng = np.random.RandomState(0)
+    for name, n in (('train.0.txt', 60), ('train.1.txt', 60), ('heldout.txt', 20)):
+        lines = [' '.join(rng.choice(words, rng.randint(3, 9))) + f' s{name[:5]}{i}' for i in range(n)]
+        (d / name).write_text('\n'.join(lines) + '\n')
+    vocab = ['<S>', '</S>', '<UNK>'] + words
+    (d / 'vocab.txt').write_text('\n'.join(vocab) + '\n')
+    return d
+
+
+def one_line_error(proc):
+    """The error line of a script that failed on bad input: exit code 2, one 'error: ' line, the last
+    (progress bars may come before it), no traceback. -> that line."""
+    assert proc.returncode == 2, proc.stderr[-3000:]
+    lines = proc.stderr.strip().splitlines()
+    assert [line for line in lines if line.startswith('error: ')] == lines[-1:], proc.stderr[-3000:]
+    assert 'Traceback' not in proc.stderr, proc.stderr[-3000:]
+    return lines[-1]

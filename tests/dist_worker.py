@@ -7,11 +7,10 @@ import json
 import os
 import sys
 
-sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-import paddle  # noqa: E402
+import paddle
 
-import dataset  # noqa: E402
-import run_pretrain  # noqa: E402
+import dataset
+import run_pretrain
 
 seen, models = [], []
 _next_sentence = dataset.SentenceSource.next_sentence

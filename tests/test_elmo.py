@@ -11,7 +11,7 @@ import pytest
 
 from conftest import ROOT, tiny_options
 from dataset import CharMapper, token_to_char_ids
-from elmo import BiLM, ELMoEmbedder, export_weights, load_bilm
+from elmo import ELMoEmbedder, export_weights, load_bilm
 
 # The fixture's references were computed by bilm-tf in float32; 1e-5 leaves room for a different
 # summation order in BLAS while catching any real formula slip (those move values by >1e-3).

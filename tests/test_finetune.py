@@ -230,7 +230,7 @@ def _toy_vectors():
 
 
 def test_word2vec_lookup_falls_back_on_case_and_handles_oov_as_documented():
-    from word2vec_base import UNK, Word2VecFeatures, lookup_table
+    from word_vectors import UNK, Word2VecFeatures, lookup_table
     sentences = [['the', 'spielberg', 'film'], ['zzz', 'film'], ['zzz']]
     table, ids, stats = lookup_table(sentences, _toy_vectors(), oov='unk')
     assert stats['oov_tokens'] == 2 and stats['oov_types'] == 1 and stats['tokens'] == 6
@@ -254,7 +254,7 @@ def test_word2vec_lookup_falls_back_on_case_and_handles_oov_as_documented():
 
 @pytest.mark.parametrize('name', ['v.bin', 'v.bin.gz', 'v.txt'])
 def test_saved_vectors_load_back_unchanged(tmp_path, name):
-    from word2vec_base import load_vectors, save_vectors
+    from word_vectors import load_vectors, save_vectors
     kv = _toy_vectors()
     save_vectors(kv, str(tmp_path / name))
     loaded = load_vectors(str(tmp_path / name))
@@ -301,7 +301,7 @@ def test_word2vec_base_end_to_end_trains_saves_and_reuses_vectors(rt_slice, tmp_
     result = _check_result(out, 1)
     assert result['layer_weights'] is None and result['features']['dim'] == 16
     assert 0 < result['features']['oov_rate'] < 1
-    from word2vec_base import load_vectors
+    from word_vectors import load_vectors
     assert load_vectors(str(saved)).vector_size == 16
 
 
@@ -312,3 +312,28 @@ def test_bad_input_is_one_line_error_with_exit_code_2(tmp_path):
     assert proc.returncode == 2
     assert proc.stderr.strip().splitlines()[-1].startswith('error: ') and 'missing.bin' in proc.stderr
     assert 'Traceback' not in proc.stderr
+
+
+def test_word2vec_can_train_on_a_matched_budget_of_tokens(tmp_path):
+    from word_vectors import CorpusSentences
+    (tmp_path / 'a.txt').write_text('one two three\nfour five\n')
+    (tmp_path / 'b.txt').write_text('six seven eight nine\n')
+    paths = [str(tmp_path / 'a.txt'), str(tmp_path / 'b.txt')]
+    assert list(CorpusSentences(paths, max_tokens=7)) == [['one', 'two', 'three'], ['four', 'five'], ['six', 'seven']]
+    assert sum(map(len, CorpusSentences(paths))) == 9  # no budget: everything, every pass
+    assert sum(map(len, CorpusSentences(paths))) == 9
+
+
+def test_run_finetune_concatenates_word2vec_to_the_elmo_features(rt_slice, tmp_path):
+    require(FIXTURE)
+    from word_vectors import save_vectors
+    vectors = tmp_path / 'v.txt'
+    save_vectors(_toy_vectors(), str(vectors))
+    out = tmp_path / 'concat.json'
+    proc = run_script('run_finetune.py', '--data_dir', str(rt_slice), '--options_file',
+                      os.path.join(FIXTURE, 'options.json'), '--weight_file', os.path.join(FIXTURE, 'lm_weights.hdf5'),
+                      '--concat_word2vec', str(vectors), '--folds', '2', '--epochs', '1', '--output_json', str(out),
+                      '--quiet')
+    assert proc.returncode == 0, proc.stderr
+    result = _check_result(out, 2)
+    assert result['features']['word2vec_dim'] == 3 and result['features']['concat_word2vec'] == str(vectors)

@@ -11,27 +11,12 @@ import numpy as np
 import paddle
 import pytest
 
-from conftest import ROOT, tiny_options
+from conftest import ROOT, tiny_options  # corpus: the fixture in conftest
 
-WORDS = ('the cat sat on a mat while dogs ran in parks near old houses and birds sang '
-         'songs about rain wind sun snow').split()
 TINY_MODEL = ['--projection_dim', '8', '--cell_dim', '16', '--num_layers', '2', '--char_embed_dim', '4',
               '--cnn_filters', '[[1, 4], [2, 8], [3, 8]]', '--num_highways', '1', '--n_negative_samples', '10',
               '--batch_size', '4', '--unroll_steps', '5']
 ENV = dict(os.environ, OMP_NUM_THREADS='1', PYTHONUNBUFFERED='1')
-
-
-@pytest.fixture(scope='module')
-def corpus(tmp_path_factory):
-    """Two training shards, a held-out file and a vocabulary, all made up here."""
-    d = tmp_path_factory.mktemp('corpus')
-    rng = np.random.RandomState(0)
-    for name, n in (('train.0.txt', 60), ('train.1.txt', 60), ('heldout.txt', 20)):
-        lines = [' '.join(rng.choice(WORDS, rng.randint(3, 9))) + f' s{name[:5]}{i}' for i in range(n)]
-        (d / name).write_text('\n'.join(lines) + '\n')
-    vocab = ['<S>', '</S>', '<UNK>'] + WORDS
-    (d / 'vocab.txt').write_text('\n'.join(vocab) + '\n')
-    return d
 
 
 def pretrain_args(corpus, save_dir, *extra):
@@ -213,3 +198,31 @@ def test_resuming_without_preset_keeps_the_checkpoints_recipe(corpus, tmp_path):
     assert 'preset budget, adam' in resumed.stdout
     options = json.loads((tmp_path / 'options.json').read_text())
     assert (options['preset'], options['optimizer'], options['reset_state_at_sentence_start']) == ('budget', 'adam', True)
+
+
+def test_two_nodes_on_one_machine_train_as_one_node_with_two_ranks(corpus, tmp_path):
+    """Two launch commands, one per "node", sharing a master on 127.0.0.1, one rank each."""
+    import socket
+    with socket.socket() as s:
+        s.bind(('127.0.0.1', 0))
+        port = s.getsockname()[1]
+    out, args = tmp_path / 'out', pretrain_args(corpus, tmp_path / 'nodes', '--max_steps', '8')
+    out.mkdir()
+    env = dict(ENV, ELMO_TEST_OUT=str(out))
+    nodes = [subprocess.Popen([sys.executable, '-m', 'paddle.distributed.launch', '--master', f'127.0.0.1:{port}',
+                               '--nnodes', '2', '--rank', str(node), '--nproc_per_node', '1', '--log_dir',
+                               str(tmp_path / f'logs{node}'), os.path.join(ROOT, 'tests', 'dist_worker.py')] + args,
+                              env=env, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+             for node in (0, 1)]
+    outputs = [node.communicate(timeout=300)[0] for node in nodes]
+    logs = ''.join(p.read_text() for p in tmp_path.glob('logs*/workerlog.*'))
+    assert [node.returncode for node in nodes] == [0, 0], (outputs[0] + outputs[1] + logs)[-4000:]
+    seen = [set(json.loads((out / f'seen.{r}.json').read_text())) for r in (0, 1)]
+    assert seen[0] and seen[1] and not seen[0] & seen[1]
+    assert_same_weights(load(out / 'weights.0.pdparams'), load(out / 'weights.1.pdparams'))
+    one_node = subprocess.run([sys.executable, '-m', 'paddle.distributed.launch', '--nproc_per_node', '2',
+                               '--log_dir', str(tmp_path / 'logs-one'), os.path.join(ROOT, 'run_pretrain.py')] +
+                              pretrain_args(corpus, tmp_path / 'one', '--max_steps', '8'),
+                              env=ENV, cwd=ROOT, capture_output=True, text=True, timeout=300)
+    assert one_node.returncode == 0, one_node.stdout[-2000:]
+    assert_same_weights(load(tmp_path / 'nodes' / 'final.pdparams'), load(tmp_path / 'one' / 'final.pdparams'))

@@ -17,7 +17,8 @@ import pytest
 import kernels
 from conftest import tiny_options
 from dataset import CharMapper
-from elmo import BiLM, CharEncoder, ELMoEmbedder, LstmStack, length_chunks
+from bilm import BiLM, CharEncoder, LstmStack, length_chunks
+from elmo import ELMoEmbedder
 from kernels import add_bias, max_over_positions
 
 # float32 against float64 / another summation order: ~1e-7 relative; a wrong window, gate or row

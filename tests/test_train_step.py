@@ -17,8 +17,7 @@ import numpy as np
 import paddle
 import pytest
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from conftest import ROOT, tiny_options  # noqa: E402
+from conftest import ROOT, tiny_options
 
 VOCAB, NEGATIVES, BATCH, UNROLL, LR = 40, 9, 3, 5, 0.2
 CLIP = 1.0  # this tiny model's scaled gradient norm is ~2.4: bilm-tf's 10 would never act

@@ -1,0 +1,159 @@
+"""Downstream learning curve: rt-polarity accuracy against pretraining tokens, ELMo vs word2vec.
+
+    python benchmarks/bench_downstream.py --run_dir ../runs/long --steps 0 700 1400 2800 ...
+    python benchmarks/bench_downstream.py --run_dir ../runs/long --steps 2800 --concat   # + ELMo (+) word2vec
+
+For each checkpoint step S of a run_pretrain.py run (S = 0 is the random initialisation of the
+same options and seed, written here), three rows on the same 10 folds with the same seed:
+- elmo: frozen ELMo + BoW (run_finetune.py) from checkpoint S;
+- word2vec: skip-gram trained on as many tokens of the same corpus as the biLM had seen at S
+  (word2vec_base.py --w2v_max_tokens), + BoW;
+- with --concat: ELMo (+) word2vec (run_finetune.py --concat_word2vec with that row's vectors),
+  and its paired comparison with word2vec alone over the folds (mean difference, standard error).
+Rows are appended to OUT/results.jsonl as they finish (an interrupted run keeps its rows and
+skips them when started again); OUT/curve.csv and curve.png are rewritten after each row.
+"""
+import argparse
+import json
+import math
+import os
+import subprocess
+import sys
+
+import common
+from fileio import atomic_path, write_csv_atomic
+
+RT = os.path.join(common.SHARED, 'data', 'rt-polarity')
+FIELDS = ['method', 'step', 'tokens', 'accuracy_mean', 'accuracy_std', 'paired_diff_vs_word2vec',
+          'paired_se', 'seconds']
+
+
+def tokens_at(run_dir, step):
+    """Training tokens seen at `step`: step x batch x unroll x ranks, as train_log.csv counts them."""
+    if step == 0:
+        return 0
+    with open(os.path.join(run_dir, 'options.json'), encoding='utf-8') as f:
+        options = json.load(f)
+    return step * options['batch_size'] * options['unroll_steps'] * options.get('n_gpus', 1)
+
+
+def random_init_checkpoint(run_dir, out_dir, seed):
+    """OUT/init/0: the run's options and the weights its seed gives before the first step."""
+    import paddle
+    from lm import LanguageModel
+    from fileio import write_json_atomic
+    with open(os.path.join(run_dir, 'options.json'), encoding='utf-8') as f:
+        options = json.load(f)
+    directory = os.path.join(out_dir, 'init')
+    os.makedirs(directory, exist_ok=True)
+    write_json_atomic(options, os.path.join(directory, 'options.json'))
+    paddle.seed(seed)  # as run_pretrain.py seeds before building the model
+    model = LanguageModel(options, options['n_tokens_vocab'])
+    with atomic_path(os.path.join(directory, '0.pdparams')) as tmp:
+        paddle.save(model.state_dict(), tmp)
+    return os.path.join(directory, '0')
+
+
+def run_protocol(script, args, out_json, threads):
+    cmd = [sys.executable, os.path.join(common.ROOT, script), '--data_dir', RT, '--folds', '10', '--seed', '1',
+           '--output_json', out_json, '--quiet'] + args
+    print(' '.join(cmd), flush=True)
+    env = {**os.environ, **common.thread_env(threads)}
+    proc = subprocess.run(cmd, env=env, cwd=common.ROOT, capture_output=True, text=True)
+    if proc.returncode != 0:
+        sys.exit(f'error: {script} failed:\n{proc.stderr[-3000:]}')
+    with open(out_json, encoding='utf-8') as f:
+        return json.load(f)
+
+
+def paired(a, b):
+    """Mean and standard error of the per-fold differences a - b."""
+    diffs = [x - y for x, y in zip(a, b)]
+    mean = sum(diffs) / len(diffs)
+    var = sum((d - mean) ** 2 for d in diffs) / (len(diffs) - 1)
+    return mean, math.sqrt(var / len(diffs))
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__.split('\n')[0],
+                                formatter_class=argparse.ArgumentDefaultsHelpFormatter)
+    p.add_argument('--run_dir', required=True, help='a run_pretrain.py --save_dir with STEP.pdparams checkpoints')
+    p.add_argument('--steps', type=int, nargs='+', required=True, help='checkpoint steps (0: random init)')
+    p.add_argument('--concat', action='store_true', help='also ELMo (+) word2vec, paired with word2vec alone')
+    p.add_argument('--out_dir', help='default: RUN_DIR/downstream')
+    p.add_argument('--threads', type=int, default=2)
+    p.add_argument('--seed', type=int, default=1, help='the pretraining run\'s --seed (for step 0)')
+    a = p.parse_args()
+    out_dir = a.out_dir or os.path.join(a.run_dir, 'downstream')
+    os.makedirs(out_dir, exist_ok=True)
+    common.set_threads(a.threads)
+    common.print_machine_info()
+    print(f'float32 matmul rate: {common.measure_matmul_gflops():.1f} GFLOP/s', flush=True)
+    results_path = os.path.join(out_dir, 'results.jsonl')
+    done = []
+    if os.path.exists(results_path):
+        with open(results_path, encoding='utf-8') as f:
+            done = [json.loads(line) for line in f if line.strip()]
+    have = {(r['method'], r['step']) for r in done}
+    corpus = os.path.join(common.LM_CORPUS, 'train.txt')
+    for step in a.steps:
+        tokens = tokens_at(a.run_dir, step)
+        ckpt = random_init_checkpoint(a.run_dir, out_dir, a.seed) if step == 0 else os.path.join(a.run_dir, str(step))
+        vectors = os.path.join(out_dir, f'w2v-{tokens}.bin')
+        rows = {}
+        if ('word2vec', step) not in have and tokens > 0:
+            rows['word2vec'] = run_protocol('word2vec_base.py', [
+                '--train_word2vec_on', corpus, '--w2v_max_tokens', str(tokens), '--save_word2vec', vectors,
+                '--workers', str(a.threads)], os.path.join(out_dir, f'word2vec-{step}.json'), a.threads)
+        if ('elmo', step) not in have:
+            rows['elmo'] = run_protocol('run_finetune.py', ['--init_from_ckpt', ckpt],
+                                        os.path.join(out_dir, f'elmo-{step}.json'), a.threads)
+        if a.concat and ('elmo+word2vec', step) not in have and tokens > 0:
+            rows['elmo+word2vec'] = run_protocol('run_finetune.py', ['--init_from_ckpt', ckpt, '--concat_word2vec',
+                                                                    vectors],
+                                                 os.path.join(out_dir, f'concat-{step}.json'), a.threads)
+        for method, summary in rows.items():
+            row = {'method': method, 'step': step, 'tokens': tokens, 'accuracy_mean': summary['accuracy_mean'],
+                   'accuracy_std': summary['accuracy_std'], 'fold_accuracies': summary['fold_accuracies'],
+                   'seconds': summary.get('seconds')}
+            done.append(row)
+            with open(results_path, 'a', encoding='utf-8') as f:
+                f.write(json.dumps(row) + '\n')
+        write_curve(done, out_dir)
+
+
+def write_curve(rows, out_dir):
+    by_key = {(r['method'], r['step']): r for r in rows}
+    table = []
+    for r in sorted(rows, key=lambda r: (r['step'], r['method'])):
+        w2v = by_key.get(('word2vec', r['step']))
+        diff = se = None
+        if r['method'] != 'word2vec' and w2v is not None:
+            diff, se = paired(r['fold_accuracies'], w2v['fold_accuracies'])
+        table.append({'method': r['method'], 'step': r['step'], 'tokens': r['tokens'],
+                      'accuracy_mean': round(r['accuracy_mean'], 4), 'accuracy_std': round(r['accuracy_std'], 4),
+                      'paired_diff_vs_word2vec': None if diff is None else round(diff, 4),
+                      'paired_se': None if se is None else round(se, 4), 'seconds': r.get('seconds')})
+    write_csv_atomic(os.path.join(out_dir, 'curve.csv'), FIELDS, table)
+    common.print_table(table)
+    import matplotlib
+    matplotlib.use('Agg')
+    import matplotlib.pyplot as plt
+    fig, ax = plt.subplots(figsize=(7, 4))
+    for method in ('elmo', 'word2vec', 'elmo+word2vec'):
+        points = sorted((r['tokens'], r['accuracy_mean'], r['accuracy_std']) for r in rows if r['method'] == method)
+        if points:
+            xs, ys, errs = zip(*points)
+            ax.errorbar([x / 1e6 for x in xs], ys, yerr=errs, marker='o', capsize=3, label=method)
+    ax.set_xlabel('pretraining tokens (millions)')
+    ax.set_ylabel('rt-polarity accuracy (10-fold mean)')
+    ax.grid(True, alpha=0.3)
+    ax.legend()
+    fig.tight_layout()
+    with atomic_path(os.path.join(out_dir, 'curve.png')) as tmp:
+        fig.savefig(tmp, dpi=100)
+    plt.close(fig)
+
+
+if __name__ == '__main__':
+    main()

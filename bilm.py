@@ -1,0 +1,594 @@
+"""The ELMo bidirectional language model (Peters et al. 2018): options and the network.
+
+Computes exactly what allenai/bilm-tf and AllenNLP's `_ElmoBiLm` compute (see
+`../shared/REFERENCE-ELMO.md`). `BiLM`: char CNN + highway + projection, then separate forward and
+backward stacks of LSTMs with a projection, cell/projection clipping and optional residual
+connections. It returns L + 1 layers `[batch, time, 2 * projection_dim]` and a mask, in a stateful
+or a stateless mode. Options are dicts in bilm-tf's `options.json` format.
+"""
+import copy
+import json
+import math
+
+import numpy as np
+import paddle
+import paddle.nn as nn
+import paddle.nn.functional as F
+
+import kernels
+from kernels import add_bias
+from dataset import N_CHARACTERS
+from fileio import InputError
+
+# --------------------------------------------------------------------------------------------
+# Options (the bilm-tf format)
+# --------------------------------------------------------------------------------------------
+
+ORIGINAL_FILTERS = [[1, 32], [2, 32], [3, 64], [4, 128], [5, 256], [6, 512], [7, 1024]]
+
+
+def make_options(projection_dim=512, cell_dim=4096, n_layers=2, filters=None, n_highway=2,
+                 char_embed_dim=16, max_characters_per_token=50, activation='relu', cell_clip=3.0,
+                 proj_clip=3.0, use_skip_connections=True, dropout=0.1):
+    """An options dict in the bilm-tf format; the defaults are the original ELMo model."""
+    return {
+        'bidirectional': True,
+        'char_cnn': {
+            'activation': activation,
+            'embedding': {'dim': char_embed_dim},
+            'filters': copy.deepcopy(filters or ORIGINAL_FILTERS),
+            'max_characters_per_token': max_characters_per_token,
+            'n_characters': N_CHARACTERS,
+            'n_highway': n_highway,
+        },
+        'dropout': dropout,
+        'lstm': {
+            'cell_clip': cell_clip,
+            'dim': cell_dim,
+            'n_layers': n_layers,
+            'proj_clip': proj_clip,
+            'projection_dim': projection_dim,
+            'use_skip_connections': use_skip_connections,
+        },
+    }
+
+
+_REQUIRED = {
+    'char_cnn': ('embedding', 'filters', 'n_highway', 'max_characters_per_token'),
+    'lstm': ('dim', 'projection_dim', 'n_layers'),
+}
+
+
+def check_options(options, source='options'):
+    """Raise InputError naming `source` and the key when `options` is not a usable bilm-tf config."""
+    for section, keys in _REQUIRED.items():
+        if not isinstance(options.get(section), dict):
+            raise InputError(f'{source}: missing section "{section}" (a bilm-tf options file needs '
+                             f'"char_cnn" and "lstm")')
+        for key in keys:
+            if key not in options[section]:
+                raise InputError(f'{source}: missing "{section}.{key}"')
+    cnn, lstm = options['char_cnn'], options['lstm']
+    if cnn.get('activation', 'relu') not in ('relu', 'tanh'):
+        raise InputError(f'{source}: char_cnn.activation must be "relu" or "tanh", '
+                         f'got {cnn["activation"]!r}')
+    if cnn.get('n_characters', N_CHARACTERS) not in (261, 262):
+        raise InputError(f'{source}: char_cnn.n_characters must be 261 or 262, got {cnn["n_characters"]}')
+    max_chars = cnn['max_characters_per_token']
+    for width, n in cnn['filters']:
+        if not (1 <= width <= max_chars and n >= 1):
+            raise InputError(f'{source}: char_cnn.filters entry [{width}, {n}] needs '
+                             f'1 <= width <= max_characters_per_token ({max_chars}) and n >= 1')
+    if lstm['n_layers'] < 1:
+        raise InputError(f'{source}: lstm.n_layers must be >= 1, got {lstm["n_layers"]}')
+    if not options.get('bidirectional', True):
+        raise InputError(f'{source}: only bidirectional models are supported')
+
+
+def load_options(path):
+    """Read and check an options.json file."""
+    try:
+        with open(path, encoding='utf-8') as f:
+            options = json.load(f)
+    except FileNotFoundError:
+        raise FileNotFoundError(f'{path}: options file not found') from None
+    except json.JSONDecodeError as e:
+        raise InputError(f'{path}: not valid JSON (line {e.lineno}: {e.msg})') from None
+    check_options(options, path)
+    return options
+
+
+
+# --------------------------------------------------------------------------------------------
+# The model
+# --------------------------------------------------------------------------------------------
+
+def set_mode(layer, training):
+    """Put `layer` and its sublayers in training or eval mode without Layer.train()/eval(), which
+    also switch the dygraph tracer's process-wide mode under a caller's other layers."""
+    for sub in layer.sublayers(include_self=True):
+        sub.training = training
+    return layer
+
+
+def _normal(std):
+    return nn.initializer.Normal(mean=0.0, std=std)
+
+
+def linear(x, layer):
+    """x [rows, in] through an nn.Linear `layer` (weight [in, out], bias [out]) -> [rows, out]."""
+    return add_bias(paddle.matmul(x, layer.weight), layer.bias)
+
+
+class Highway(nn.Layer):
+    """y = t * relu(x W_transform + b) + (1 - t) * x with t = sigmoid(x W_carry + b_carry).
+
+    bilm-tf's "carry" gate multiplies the transform branch; the nonlinearity is always relu.
+    """
+
+    def __init__(self, dim):
+        super().__init__()
+        # bilm-tf init: carry bias -2 so that layers start close to the identity.
+        self.carry = nn.Linear(dim, dim, weight_attr=paddle.ParamAttr(initializer=_normal(math.sqrt(1.0 / dim))),
+                               bias_attr=paddle.ParamAttr(initializer=nn.initializer.Constant(-2.0)))
+        self.transform = nn.Linear(dim, dim, weight_attr=paddle.ParamAttr(initializer=_normal(math.sqrt(1.0 / dim))),
+                                   bias_attr=paddle.ParamAttr(initializer=nn.initializer.Constant(0.0)))
+
+    def forward(self, x):
+        """x: [tokens, dim] -> [tokens, dim]."""
+        return kernels.highway_gate(paddle.matmul(x, self.carry.weight), self.carry.bias,
+                                    paddle.matmul(x, self.transform.weight), self.transform.bias, x)
+
+
+class CharEncoder(nn.Layer):
+    """Char ids [tokens, max_chars] -> token representations [tokens, projection_dim].
+
+    Each convolution runs as one matrix multiply over the windows of the token; this is several
+    times faster than Conv2D on CPU. The reference convolves all 50 positions, PAD included, but
+    every window made only of PAD chars gives the same output whatever the token: it is computed
+    once, and only windows that start before the chunk's last non-PAD char are multiplied (a
+    5-letter word needs 7 windows, not 44). Same max, a fraction of the work.
+    """
+
+    def __init__(self, options):
+        super().__init__()
+        cnn = options['char_cnn']
+        self.max_chars = cnn['max_characters_per_token']
+        self.char_dim = cnn['embedding']['dim']
+        self.widths = [w for w, _ in cnn['filters']]
+        self.activation = F.relu if cnn.get('activation', 'relu') == 'relu' else F.tanh
+        n_filters = sum(n for _, n in cnn['filters'])
+        # Row 0 is the padding char: it stays zero (padding_idx) and gets no gradient.
+        self.char_embed = nn.Embedding(N_CHARACTERS, self.char_dim, padding_idx=0,
+                                       weight_attr=paddle.ParamAttr(initializer=nn.initializer.Uniform(-1.0, 1.0)))
+        self.conv_weights = nn.ParameterList()
+        self.conv_biases = nn.ParameterList()
+        for width, n in cnn['filters']:
+            # bilm-tf: uniform +-0.05 (Kim et al. 2015) for relu, normal(sqrt(1 / fan_in)) for tanh
+            if self.activation is F.relu:
+                init = nn.initializer.Uniform(-0.05, 0.05)
+            else:
+                init = _normal(math.sqrt(1.0 / (width * self.char_dim)))
+            self.conv_weights.append(self.create_parameter([width * self.char_dim, n], default_initializer=init))
+            self.conv_biases.append(self.create_parameter([n], is_bias=True,
+                                                          default_initializer=nn.initializer.Constant(0.0)))
+        from dataset import PAD_CHAR
+        self.pad_id = PAD_CHAR + 1  # char ids are shifted by one so that 0 means "no token"
+        self.highways = nn.LayerList([Highway(n_filters) for _ in range(cnn['n_highway'])])
+        proj_dim = options['lstm']['projection_dim']
+        self.projection = nn.Linear(n_filters, proj_dim,
+                                    weight_attr=paddle.ParamAttr(initializer=_normal(math.sqrt(1.0 / n_filters))),
+                                    bias_attr=paddle.ParamAttr(initializer=nn.initializer.Constant(0.0)))
+
+    def forward(self, char_ids):
+        """char_ids: int64 [tokens, max_chars] -> float32 [tokens, projection_dim]."""
+        used = self.used_chars(char_ids)
+        # Windows starting at or after `used` are all PAD for every token of this call and all give
+        # the same value: one of them (starting at `used`) stands for the rest.
+        n_chars = min(self.max_chars, used + max(self.widths))
+        # Position-major, so that each window position is a contiguous [tokens, n] slab below.
+        ids = char_ids[:, :n_chars].transpose([1, 0])  # [n_chars, tokens]
+        tokens = ids.shape[1]
+        pooled = []
+        for width, weight in zip(self.widths, self.conv_weights):
+            n_windows = min(self.max_chars - width + 1, used + 1)
+            # One gather builds all windows (slicing per offset is far slower in backward on CPU),
+            # on the char ids: the embedding lookup then writes the windows in place, faster than
+            # gathering and transposing embedded chars (BENCHMARKS.md, "Measured choices").
+            index = (np.arange(n_windows)[:, None] + np.arange(width)[None, :]).reshape(-1)
+            window_ids = paddle.gather(ids, paddle.to_tensor(index), axis=0).reshape(
+                [n_windows, width, tokens]).transpose([0, 2, 1])  # [windows, tokens, width]
+            windows = self.char_embed(window_ids).reshape([n_windows, tokens, width * self.char_dim])
+            # Max over positions of the pre-activation, as the reference; the activation is monotonic.
+            pooled.append(kernels.max_over_positions(paddle.matmul(windows, weight)))  # [tokens, n]
+        x = self.activation(add_bias(paddle.concat(pooled, axis=-1), paddle.concat(list(self.conv_biases))))
+        for highway in self.highways:
+            x = highway(x)  # [tokens, n_filters]
+        return linear(x, self.projection)
+
+    def used_chars(self, char_ids):
+        """Positions up to the last non-PAD char of any token in char_ids [tokens, max_chars] (>= 1)."""
+        if char_ids.shape[0] == 0:
+            return 1
+        not_pad = (char_ids != self.pad_id).astype('int32') * paddle.arange(1, char_ids.shape[1] + 1, dtype='int32')
+        return max(int(not_pad.max()), 1)
+
+
+class LstmLayer(nn.Layer):
+    """One LSTM layer with a projection, in the bilm-tf parameter layout.
+
+    W: [input_dim + projection_dim, 4 * dim], rows [input; previous h], gate blocks i, j, f, o.
+    B: [4 * dim] as stored; TensorFlow's forget bias of 1.0 is added to the f block at run time
+       (kept out of B so that weights round-trip bit for bit).
+    W_P: [dim, projection_dim], no bias.
+    """
+
+    def __init__(self, input_dim, dim, projection_dim):
+        super().__init__()
+        self.input_dim, self.dim, self.projection_dim = input_dim, dim, projection_dim
+        glorot = nn.initializer.XavierUniform()
+        self.W = self.create_parameter([input_dim + projection_dim, 4 * dim], default_initializer=glorot)
+        self.B = self.create_parameter([4 * dim], is_bias=True, default_initializer=nn.initializer.Constant(0.0))
+        self.W_P = self.create_parameter([dim, projection_dim], default_initializer=glorot)
+        forget = np.zeros(4 * dim, dtype=np.float32)
+        forget[2 * dim:3 * dim] = 1.0
+        self.register_buffer('forget_bias', paddle.to_tensor(forget), persistable=False)
+
+    def bias(self):
+        return self.B + self.forget_bias
+
+
+class LstmStack(nn.Layer):
+    """One direction: n_layers of LstmLayer, cell and projection clipping, residual from layer 1 on.
+
+    The recurrence runs on a packed, time-major layout (as PyTorch's PackedSequence): step t holds
+    the batch_sizes[t] rows still running, so padding is never computed and the active batch
+    shrinks without copies. The input-to-gate product runs for many steps at once; only
+    h @ W_hidden stays in the loop. No parameter is sliced (Paddle's CPU slice backward is ~40x
+    slower than split's) and no broadcast op is differentiated.
+    """
+
+    GATE_BUFFER_MB = 64  # input-to-gate products per group of steps (see _run_layer)
+
+    def __init__(self, options):
+        super().__init__()
+        lstm = options['lstm']
+        self.dim, self.projection_dim = lstm['dim'], lstm['projection_dim']
+        self.cell_clip = lstm.get('cell_clip') or None  # 0 / null: no clipping
+        self.proj_clip = lstm.get('proj_clip') or None
+        self.use_skip = bool(lstm.get('use_skip_connections', False))
+        self.dropout = float(options.get('dropout', 0.0) or 0.0)
+        self.layers = nn.LayerList([LstmLayer(self.projection_dim, self.dim, self.projection_dim)
+                                    for _ in range(lstm['n_layers'])])
+
+    def forward(self, x, batch_sizes, states):
+        """Run the stack over rows sorted by length, longest first.
+
+        x: [batch, time, projection_dim]; batch_sizes[t]: rows still running at step t
+        (non-increasing; rows past their length are neither computed nor advanced);
+        states: per layer (h [batch, projection_dim], c [batch, dim]).
+        Returns (outputs per layer [batch, time, projection_dim] with zeros at padding, final states).
+        """
+        batch, time = x.shape[0], x.shape[1]
+        batch_sizes = np.asarray(batch_sizes, dtype=np.int64)[:time]
+        batch_sizes = batch_sizes[batch_sizes > 0]
+        if len(batch_sizes) == 0:  # nothing runs: zero outputs, states unchanged
+            return [paddle.zeros([batch, time, self.projection_dim]) for _ in self.layers], list(states)
+        pack, unpack = packing_indices(batch_sizes, batch, time)
+        x = paddle.gather(x.reshape([batch * time, -1]), paddle.to_tensor(pack))  # [tokens, P], packed
+        unpack = paddle.to_tensor(unpack)
+        zero_row = paddle.zeros([1, self.projection_dim], dtype=x.dtype)
+        outputs, finals = [], []
+        for i, (layer, (h, c)) in enumerate(zip(self.layers, states)):
+            if self.training and self.dropout > 0:
+                x = F.dropout(x, self.dropout, training=True)
+            out, final = self._run_layer(layer, x, batch_sizes, h, c)
+            if self.use_skip and i > 0:
+                out = out + x
+            # Back to [batch, time, P]; padding positions pick the zero row.
+            outputs.append(paddle.gather(paddle.concat([zero_row, out]), unpack).reshape([batch, time, -1]))
+            finals.append(final)
+            x = out
+        return outputs, finals
+
+    def _run_layer(self, layer, x, batch_sizes, h, c):
+        """x: packed [tokens, input_dim] -> (packed outputs [tokens, P], final (h [batch, P], c [batch, D]))."""
+        w_input, w_hidden = paddle.split(layer.W, [layer.input_dim, layer.projection_dim])
+        bias = layer.bias()
+        # Groups of steps whose gates fit GATE_BUFFER_MB: a whole batch of long sentences would
+        # need three [tokens, 4D] buffers at once (780 MB for 64 rt-polarity sentences).
+        groups = step_groups(batch_sizes, max(int(batch_sizes[0]), (self.GATE_BUFFER_MB << 20) // (16 * self.dim)))
+        # split (not slicing) keeps the backward pass linear in the number of steps.
+        xs = paddle.split(x, [int(batch_sizes[a:b].sum()) for a, b in groups]) if len(groups) > 1 else [x]
+        outputs = []
+        for (first, last), x_group in zip(groups, xs):
+            sizes = batch_sizes[first:last]
+            gates = paddle.matmul(x_group, w_input)  # [group tokens, 4D], bias added by recurrence
+            h_all, c_all = kernels.recurrence(gates, bias, sizes, h, c, w_hidden, layer.W_P,
+                                              self.cell_clip, self.proj_clip)
+            h, c = last_states(h_all, c_all, h, c, sizes)
+            outputs.append(h_all)
+        return (outputs[0] if len(outputs) == 1 else paddle.concat(outputs)), (h, c)
+
+
+def last_states(h_all, c_all, h0, c0, batch_sizes):
+    """Each row's state after its last step -> (h [B, P], c [B, D]); rows that did not run keep h0, c0.
+
+    h_all [tokens, P], c_all [tokens, D]: packed outputs of steps with batch_sizes[t] rows.
+    """
+    sizes = np.asarray(batch_sizes, dtype=np.int64)
+    rows = np.arange(h0.shape[0])
+    steps_run = (sizes[None, :] > rows[:, None]).sum(axis=1)  # [B]
+    offsets = np.concatenate([[0], np.cumsum(sizes)])
+    # Index into [packed rows; h0 rows]: the row's last step, or its initial state.
+    index = np.where(steps_run > 0, offsets[np.maximum(steps_run - 1, 0)] + rows, offsets[-1] + rows)
+    index = paddle.to_tensor(index)
+    return (paddle.gather(paddle.concat([h_all, h0]), index),
+            paddle.gather(paddle.concat([c_all, c0]), index))
+
+
+def packing_indices(batch_sizes, batch, time):
+    """Time-major packing of [batch, time] rows sorted longest first.
+
+    Returns (pack [tokens]: flat batch-major position of each packed token, step by step;
+    unpack [batch * time]: 1 + packed position, or 0 at padding).
+    """
+    running = np.arange(batch)[None, :] < np.asarray(batch_sizes)[:, None]  # [steps, batch]
+    steps, rows = np.nonzero(running)
+    pack = (rows * time + steps).astype(np.int64)
+    unpack = np.zeros(batch * time, dtype=np.int64)
+    unpack[pack] = np.arange(1, len(pack) + 1)
+    return pack, unpack
+
+
+def step_groups(batch_sizes, max_rows):
+    """Consecutive steps in groups of at most max_rows packed rows (at least one step each)
+    -> list of (first step, end step)."""
+    groups, first, rows = [], 0, 0
+    for t, n in enumerate(np.asarray(batch_sizes).tolist()):
+        if rows and rows + n > max_rows:
+            groups.append((first, t))
+            first, rows = t, 0
+        rows += n
+    groups.append((first, len(batch_sizes)))
+    return groups
+
+
+def length_chunks(used, max_size, position_cost=25, chunk_cost=100):
+    """Split tokens sorted by used chars (ascending) into char-CNN chunks -> list of (start, end).
+
+    A chunk of n tokens whose longest uses u chars costs about n * (u + 1) window products, plus
+    per-op overhead that grows with its window positions and its number of ops (position_cost and
+    chunk_cost, in token-windows, measured on CPU). The split minimises that total (dynamic
+    programming over the distinct lengths); chunks larger than max_size are then cut evenly.
+    """
+    used = np.asarray(used)
+    if len(used) == 0:
+        return []
+    ends = np.flatnonzero(np.diff(used)) + 1
+    ends = np.append(ends, len(used))  # end of each run of equal lengths
+    starts = np.concatenate([[0], ends[:-1]])
+    best = [0.0] + [math.inf] * len(ends)
+    cut = [0] * (len(ends) + 1)
+    for j in range(1, len(ends) + 1):
+        windows = int(used[ends[j - 1] - 1]) + 1
+        for i in range(j):
+            cost = best[i] + (ends[j - 1] - starts[i] + position_cost) * windows + chunk_cost
+            if cost < best[j]:
+                best[j], cut[j] = cost, i
+    chunks, j = [], len(ends)
+    while j > 0:
+        start, end = int(starts[cut[j]]), int(ends[j - 1])
+        pieces = -(-(end - start) // max_size)
+        bounds = np.linspace(start, end, pieces + 1).round().astype(int)
+        chunks[:0] = list(zip(bounds[:-1].tolist(), bounds[1:].tolist()))
+        j = cut[j]
+    return chunks
+
+
+class BiLM(nn.Layer):
+    """The ELMo biLM: CharEncoder, then a forward and a backward LstmStack.
+
+    Stateful mode (as bilm-tf and AllenNLP): each batch row starts from the final state its row
+    reached in the previous batch; rows beyond the batch keep their state; `reset_states()` zeroes
+    them. Stateless mode: every row starts from zeros, so a sentence's result does not depend on
+    the batch or on earlier calls.
+    """
+
+    def __init__(self, options, stateful=False):
+        super().__init__()
+        check_options(options)
+        self.options = copy.deepcopy(options)
+        self.stateful = stateful
+        self.projection_dim = options['lstm']['projection_dim']
+        self.n_layers = options['lstm']['n_layers']
+        self.char_encoder = CharEncoder(options)
+        self.forward_stack = LstmStack(options)
+        self.backward_stack = LstmStack(options)
+        self._states = None  # [direction][layer] -> (h [rows, P], c [rows, D]), detached
+
+    # ---- state ----------------------------------------------------------------------------
+    def reset_states(self):
+        self._states = None
+
+    def get_states(self):
+        """The carried LSTM states as numpy arrays (None before the first batch), for checkpoints."""
+        if self._states is None:
+            return None
+        return [None if d is None else [(h.numpy(), c.numpy()) for h, c in d] for d in self._states]
+
+    def set_states(self, states):
+        """Restore what get_states() returned."""
+        self._states = None if states is None else [
+            None if d is None else [(paddle.to_tensor(h), paddle.to_tensor(c)) for h, c in d] for d in states]
+
+    def zero_state_rows(self, rows):
+        """Carried states of the rows where `rows` (bool numpy [batch]) is true start again from zeros."""
+        if self._states is None or not rows.any():
+            return
+        for direction, stored in enumerate(self._states):
+            if stored is None:
+                continue
+            keep = np.ones(stored[0][0].shape[0], dtype=np.float32)
+            keep[:len(rows)][rows] = 0.0
+            keep = paddle.to_tensor(keep).unsqueeze(1)
+            self._states[direction] = [(h * keep, c * keep) for h, c in stored]
+
+    def _initial_states(self, direction, batch):
+        stack = (self.forward_stack, self.backward_stack)[direction]
+        zeros = lambda n: [(paddle.zeros([n, stack.projection_dim]), paddle.zeros([n, stack.dim]))
+                           for _ in range(self.n_layers)]
+        stored = self._states[direction] if self.stateful and self._states else None
+        if stored is None:
+            return zeros(batch)
+        rows = stored[0][0].shape[0]
+        if rows >= batch:
+            return [(h[:batch], c[:batch]) for h, c in stored]
+        return [(paddle.concat([h, zh]), paddle.concat([c, zc]))
+                for (h, c), (zh, zc) in zip(stored, zeros(batch - rows))]
+
+    def _store_states(self, direction, finals):
+        if not self.stateful:
+            return
+        finals = [(h.detach(), c.detach()) for h, c in finals]  # gradients stop at batch boundaries
+        if self._states is None:
+            self._states = [None, None]
+        stored = self._states[direction]
+        batch = finals[0][0].shape[0]
+        if stored is not None and stored[0][0].shape[0] > batch:
+            finals = [(paddle.concat([h, sh[batch:]]), paddle.concat([c, sc[batch:]]))
+                      for (h, c), (sh, sc) in zip(finals, stored)]
+        self._states[direction] = finals
+
+    # ---- forward --------------------------------------------------------------------------
+    def token_embedding(self, char_ids, chunk=1024):
+        """char_ids [batch, time, max_chars] (tensor or numpy) -> [batch, time, projection_dim].
+
+        Each distinct real token goes through the char CNN once (gradients add up through the
+        gather), in chunks of similar lengths (length_chunks) of at most `chunk` tokens: a chunk
+        of short words skips most all-PAD windows (see CharEncoder), and the peak memory stays
+        bounded however long the input. Padding (all-zero) tokens embed to zeros.
+        """
+        batch, time, max_chars = char_ids.shape
+        ids = char_ids.numpy() if isinstance(char_ids, paddle.Tensor) else np.asarray(char_ids)
+        distinct, used, slot = self._distinct_tokens(ids.reshape(batch * time, max_chars))
+        if len(distinct) == 0:
+            return paddle.zeros([batch, time, self.projection_dim])
+        parts = [self.char_encoder(paddle.to_tensor(distinct[a:b])) for a, b in length_chunks(used, chunk)]
+        encoded = parts[0] if len(parts) == 1 else paddle.concat(parts)  # [distinct real tokens, P]
+        # Row 0 of the table is the zero vector that padding positions pick.
+        table = paddle.concat([paddle.zeros([1, self.projection_dim], dtype=encoded.dtype), encoded])
+        return paddle.gather(table, paddle.to_tensor(slot)).reshape([batch, time, self.projection_dim])
+
+    def _distinct_tokens(self, ids):
+        """ids [tokens, max_chars] -> (distinct real tokens sorted by used chars, stably;
+        their used chars (position of the last non-PAD char); slot [tokens]: 1 + each token's
+        row among them, 0 for padding)."""
+        ids = np.ascontiguousarray(ids, dtype=np.int64)
+        _, first, inverse = np.unique(ids.view(np.dtype((np.void, ids.shape[1] * 8))).ravel(),
+                                      return_index=True, return_inverse=True)
+        distinct = ids[first]
+        real = np.nonzero((distinct > 0).any(axis=1))[0]
+        not_pad = distinct[real] != self.char_encoder.pad_id
+        used = np.where(not_pad.any(axis=1), ids.shape[1] - np.argmax(not_pad[:, ::-1], axis=1), 0)
+        by_length = np.argsort(used, kind='stable')
+        order = real[by_length]
+        rank = np.zeros(len(distinct), dtype=np.int64)
+        rank[order] = np.arange(1, len(order) + 1)
+        return distinct[order], used[by_length], rank[inverse.reshape(-1)]
+
+    def forward(self, char_ids, lengths=None, token_embeddings=None):
+        """Run the biLM on sentences that already hold <S> and </S>.
+
+        char_ids: int64 [batch, time, max_chars] (0 = padding), or None with `token_embeddings`
+            [batch, time, projection_dim] precomputed (zeros at padding) and `lengths`.
+        lengths: int array [batch] of real tokens per row (padding is at the end); derived from
+            char_ids when None.
+        Returns dict: 'activations', a list of n_layers + 1 tensors [batch, time, 2 * projection_dim]
+        (layer 0 is [x; x], then [forward; backward] per layer), and 'mask' [batch, time] bool.
+        """
+        if token_embeddings is None:
+            token_embeddings = self.token_embedding(char_ids)
+        time = token_embeddings.shape[1]
+        if lengths is None:
+            lengths = (char_ids > 0).any(axis=-1).astype('int64').sum(axis=1).numpy()
+        lengths = np.asarray(lengths, dtype=np.int64)
+        forward_out, backward_out = self.contextual(token_embeddings, lengths)
+        mask = paddle.to_tensor(np.arange(time)[None, :] < lengths[:, None])
+        layers = [paddle.concat([token_embeddings, token_embeddings], axis=-1)]
+        layers += [paddle.concat([f, b], axis=-1) for f, b in zip(forward_out, backward_out)]
+        return {'activations': layers, 'mask': mask}
+
+    def contextual(self, x, lengths):
+        """Both LSTM stacks over x [batch, time, P] with per-row lengths (numpy [batch]).
+
+        Returns (forward outputs, backward outputs): lists per layer of [batch, time, P], in the
+        input's order; the backward stack reads each row reversed within its own length.
+        """
+        batch, time = x.shape[0], x.shape[1]
+        order = np.argsort(-lengths, kind='stable')  # longest first lets the active batch shrink
+        sorted_lengths = lengths[order]
+        batch_sizes = (sorted_lengths[None, :] > np.arange(time)[:, None]).sum(axis=1)
+        # One gather both sorts the rows and (for the backward stack) reverses each within its length.
+        steps = np.arange(time)[None, :]
+        reverse_steps = np.where(steps < sorted_lengths[:, None], sorted_lengths[:, None] - 1 - steps, steps)
+        flat_x = x.reshape([batch * time, -1])
+        forward_index = order[:, None] * time + steps
+        backward_index = order[:, None] * time + reverse_steps
+        outputs = []
+        for direction, (stack, index) in enumerate(((self.forward_stack, forward_index),
+                                                    (self.backward_stack, backward_index))):
+            inputs = paddle.gather(flat_x, paddle.to_tensor(index.reshape(-1))).reshape([batch, time, -1])
+            states = self._initial_states(direction, batch)
+            order_t = paddle.to_tensor(order)
+            states = [(paddle.gather(h, order_t), paddle.gather(c, order_t)) for h, c in states]
+            layer_outs, finals = stack(inputs, batch_sizes, states)
+            # Undo the gather: scatter rows (and steps) back to where they came from.
+            restore = np.empty(batch * time, dtype=np.int64)
+            restore[index.reshape(-1)] = np.arange(batch * time)
+            restore_t = paddle.to_tensor(restore)
+            outputs.append([paddle.gather(o.reshape([batch * time, -1]), restore_t).reshape([batch, time, -1])
+                            for o in layer_outs])
+            inverse = paddle.to_tensor(np.argsort(order))
+            self._store_states(direction, [(paddle.gather(h, inverse), paddle.gather(c, inverse))
+                                           for h, c in finals])
+        return outputs[0], outputs[1]
+
+    def lm_outputs(self, forward_char_ids, backward_char_ids):
+        """Top-layer outputs for language-model training on full windows.
+
+        forward_char_ids / backward_char_ids: numpy int [batch, unroll, max_chars]; the backward
+        stream is already reversed (a separate stream, as in bilm-tf's training), so it is read as
+        is. Both streams hold the same words: token_embedding runs the char CNN once per distinct
+        token of the two.
+        Returns (forward top [batch, unroll, P], backward top [batch, unroll, P]).
+        """
+        batch, time = forward_char_ids.shape[:2]
+        # One chunk: a training window is small, and splitting it costs more op overhead than it saves.
+        x = self.token_embedding(np.concatenate([forward_char_ids, backward_char_ids]), chunk=2 * batch * time)
+        xs = paddle.unbind(x.reshape([2, batch, time, -1]))  # unbind, not x[d]: slice backward is slow
+        batch_sizes = np.full(time, batch)
+        tops = []
+        for direction, stack in enumerate((self.forward_stack, self.backward_stack)):
+            layer_outs, finals = stack(xs[direction], batch_sizes, self._initial_states(direction, batch))
+            self._store_states(direction, finals)
+            tops.append(layer_outs[-1])
+        return tops[0], tops[1]
+
+
+def remove_sentence_boundaries(tensor, mask):
+    """Drop <S> and </S> from [batch, time, ...] outputs: -> ([batch, time - 2, ...], mask).
+
+    Rows are shifted left by one and the position of each row's </S> is zeroed.
+    """
+    lengths = mask.astype('int64').sum(axis=1)
+    time = tensor.shape[1]
+    inner = tensor[:, 1:time - 1]
+    new_mask = paddle.arange(time - 2)[None, :] < (lengths - 2)[:, None]
+    shape = [-1, time - 2] + [1] * (len(tensor.shape) - 2)
+    return inner * new_mask.astype(tensor.dtype).reshape(shape), new_mask
+
+
+# --------------------------------------------------------------------------------------------
+# Weights: bilm-tf / AllenNLP hdf5, and our checkpoints
+# --------------------------------------------------------------------------------------------

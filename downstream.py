@@ -1,0 +1,117 @@
+"""What a downstream model adds on top of the biLM: `ScalarMix` (softmax-normalised layer weights
+times gamma, as bilm-tf's `weight_layers` and AllenNLP's `ScalarMix`) and `Elmo` (char ids in, one or
+more mixes of the biLM's layers out, frozen or fine-tuned)."""
+import numpy as np
+import paddle
+import paddle.nn as nn
+import paddle.nn.functional as F
+
+from bilm import remove_sentence_boundaries, set_mode
+from model_io import load_bilm
+
+# Downstream layers
+# --------------------------------------------------------------------------------------------
+
+class ScalarMix(nn.Layer):
+    """gamma * sum_k softmax(w)_k * layer_k, optionally layer-normalising each layer first.
+
+    With `do_layer_norm`, each layer is normalised by the mean and variance of its unmasked
+    entries over the whole batch (as AllenNLP). `l2_penalty()` is l2_coef * sum(w^2): it pulls the
+    weights toward equal, as bilm-tf's `weight_layers(l2_coef=...)`.
+    """
+
+    def __init__(self, n_layers, do_layer_norm=False, l2_coef=0.0, initial_weights=None, trainable=True):
+        super().__init__()
+        init = np.zeros(n_layers, np.float32) if initial_weights is None else np.asarray(initial_weights, np.float32)
+        if init.shape != (n_layers,):
+            raise ValueError(f'initial_weights must have {n_layers} values, got {init.shape}')
+        self.weights_ = self.create_parameter([n_layers], default_initializer=nn.initializer.Assign(init))
+        self.gamma = self.create_parameter([1], default_initializer=nn.initializer.Constant(1.0))
+        self.weights_.stop_gradient = self.gamma.stop_gradient = not trainable
+        self.do_layer_norm, self.l2_coef = do_layer_norm, l2_coef
+
+    def normalized_weights(self):
+        return F.softmax(self.weights_)
+
+    def l2_penalty(self):
+        return self.l2_coef * paddle.sum(self.weights_ ** 2)
+
+    def forward(self, layers, mask=None):
+        """layers: list of [batch, time, dim]; mask: [batch, time] (needed for layer norm)."""
+        if len(layers) != self.weights_.shape[0]:
+            raise ValueError(f'ScalarMix built for {self.weights_.shape[0]} layers got {len(layers)}')
+        weights = self.normalized_weights()
+        if self.do_layer_norm:
+            if mask is None:
+                raise ValueError('ScalarMix with do_layer_norm needs the mask')
+            layers = [_masked_layer_norm(x, mask) for x in layers]
+        mixed = sum(weights[k] * x for k, x in enumerate(layers))
+        return self.gamma * mixed
+
+
+def _masked_layer_norm(x, mask):
+    m = mask.astype(x.dtype).unsqueeze(-1)
+    count = m.sum() * x.shape[-1]
+    mean = (x * m).sum() / count
+    var = (((x - mean) * m) ** 2).sum() / count
+    return (x - mean) / paddle.sqrt(var + 1e-12)
+
+
+class Elmo(nn.Layer):
+    """ELMo for downstream models: char ids -> one or more scalar mixes of the biLM layers + mask.
+
+    The biLM is frozen by default (run without gradients, in eval mode); `requires_grad=True`
+    fine-tunes it. Sentence boundaries are removed from the outputs: pass char ids made with
+    `CharMapper.batch(sentences)` (which adds <S> and </S>).
+    """
+
+    def __init__(self, bilm, num_output_representations=1, requires_grad=False, do_layer_norm=False,
+                 dropout=0.5, l2_coef=0.0):
+        super().__init__()
+        self.bilm = bilm
+        self.requires_grad = requires_grad
+        for p in self.bilm.parameters():
+            p.stop_gradient = not requires_grad
+        n = bilm.n_layers + 1
+        self.scalar_mixes = nn.LayerList([ScalarMix(n, do_layer_norm, l2_coef)
+                                          for _ in range(num_output_representations)])
+        self.dropout = nn.Dropout(dropout)
+
+    @classmethod
+    def from_files(cls, params_file=None, options_file=None, weight_file=None, **kwargs):
+        return cls(load_bilm(params_file, options_file, weight_file), **kwargs)
+
+    def _freeze_mode(self):
+        """A frozen biLM never uses dropout, even when a parent layer's train() reached it."""
+        set_mode(self.bilm, False)
+
+    def train(self, mode=True):
+        super().train(mode)
+        if not self.requires_grad:
+            self._freeze_mode()
+        return self
+
+    def bilm_layers(self, char_ids, lengths=None):
+        """The biLM's activations and mask, boundaries kept (what a cache would store)."""
+        if self.requires_grad:
+            return self.bilm(char_ids, lengths)
+        self._freeze_mode()
+        with paddle.no_grad():
+            return self.bilm(char_ids, lengths)
+
+    def mix(self, activations, mask):
+        """Scalar mixes of precomputed activations (boundaries kept) -> dict of representations."""
+        stripped = [remove_sentence_boundaries(a, mask) for a in activations]
+        layers, new_mask = [s[0] for s in stripped], stripped[0][1]
+        reps = [self.dropout(mix(layers, new_mask)) for mix in self.scalar_mixes]
+        return {'elmo_representations': reps, 'mask': new_mask}
+
+    def forward(self, char_ids, lengths=None):
+        out = self.bilm_layers(char_ids, lengths)
+        return self.mix(out['activations'], out['mask'])
+
+    def l2_penalty(self):
+        return sum(mix.l2_penalty() for mix in self.scalar_mixes)
+
+
+# --------------------------------------------------------------------------------------------

@@ -1,0 +1,264 @@
+"""`ELMoEmbedder`, the Python API: sentences (lists of tokens) in, numpy arrays
+`[n_layers + 1, n_tokens, 2 * projection_dim]` out; and `embed_file`, a one-sentence-per-line file
+into hdf5 as AllenNLP's `allennlp elmo` command wrote it."""
+import contextlib
+import json
+import os
+
+import numpy as np
+import paddle
+
+from bilm import set_mode
+from dataset import BOS_TOKEN, EOS_TOKEN, CharMapper, check_sentences
+from fileio import InputError, atomic_path, iter_lines
+from model_io import load_bilm
+
+
+def keep_freed_memory(mmap_threshold_mb=256, trim_threshold_mb=512):
+    """Ask glibc's malloc to keep freed blocks for reuse instead of returning them to the OS.
+
+    Paddle allocates a fresh tensor for every op on CPU. With glibc's default (dynamic) thresholds
+    the MB-sized buffers of each LSTM step go back to the OS and return as new pages, which makes
+    CPU embedding and training markedly slower (BENCHMARKS.md, "glibc keeps freed memory"). Blocks
+    up to `mmap_threshold_mb` are kept instead. Process-wide and idempotent; returns False where
+    malloc is not glibc's (macOS, Windows, musl).
+    """
+    import ctypes
+    try:
+        libc = ctypes.CDLL('libc.so.6')
+        m_trim_threshold, m_mmap_threshold = -1, -3  # glibc's mallopt parameter numbers
+        return bool(libc.mallopt(m_mmap_threshold, mmap_threshold_mb << 20) == 1 and
+                    libc.mallopt(m_trim_threshold, trim_threshold_mb << 20) == 1)
+    except (OSError, AttributeError):
+        return False
+
+
+def use_device(device, reuse_memory=True):
+    """For the scripts: paddle.set_device(device), and on CPU with reuse_memory also
+    keep_freed_memory()."""
+    paddle.set_device(device)
+    if reuse_memory and device == 'cpu':
+        keep_freed_memory()
+
+
+@contextlib.contextmanager
+def inference_mode(bilm, stateful):
+    """Run `bilm` without dropout and with the given stateful flag; restore both afterwards, so a
+    biLM the caller passed in (perhaps one being trained) comes back as it was."""
+    modes = [(layer, layer.training) for layer in bilm.sublayers(include_self=True)]
+    was_stateful = bilm.stateful
+    set_mode(bilm, False)
+    bilm.stateful = stateful
+    try:
+        with paddle.no_grad():
+            yield bilm
+    finally:
+        bilm.stateful = was_stateful
+        for layer, training in modes:
+            layer.training = training
+
+
+class ELMoEmbedder:
+    """Sentences (lists of str tokens) -> numpy ELMo layers.
+
+    >>> embedder = ELMoEmbedder(options_file='options.json', weight_file='weights.hdf5')
+    >>> [e.shape for e in embedder.encode([['Hello', 'world', '.'], ['Bye']])]
+    [(3, 3, 1024), (3, 1, 1024)]
+
+    params_file: a checkpoint prefix of ours ('checkpoints/10000'); or options_file + weight_file
+        in the bilm-tf / AllenNLP format; or `bilm=`, an in-memory BiLM (e.g. one being trained),
+        whose mode and stateful flag are left as they were.
+    batch_size: sentences per batch in `encode` / `embed_file`.
+    device: 'cpu', 'gpu' or 'gpu:N' to switch Paddle's device (process-wide); None (the default)
+        runs on the device Paddle already uses.
+    stateful: carry LSTM state from batch to batch per row, as AllenNLP's ElmoEmbedder and bilm-tf
+        do; the default (stateless) makes a sentence's embedding independent of other inputs.
+    token_cache_size: char-CNN outputs of up to this many distinct tokens are kept, so a known word
+        goes through the char CNN once (0 disables the cache).
+    reuse_memory: call `keep_freed_memory()`, a process-wide glibc malloc setting that makes CPU
+        embedding 20-35% faster (see there); off by default because it changes the whole process.
+    """
+
+    def __init__(self, params_file=None, options_file=None, weight_file=None, batch_size=64,
+                 device=None, stateful=False, token_cache_size=50000, bilm=None, reuse_memory=False):
+        if device is not None:
+            paddle.set_device(device)
+        if reuse_memory:
+            keep_freed_memory()
+        if bilm is None:
+            bilm = load_bilm(params_file, options_file, weight_file, stateful=stateful)
+        self.bilm = bilm
+        self.batch_size = batch_size
+        self.stateful = stateful
+        self.token_cache_size = token_cache_size
+        # Char ids are only needed for tokens the vector cache misses: a bound like the cache's keeps
+        # embed_file's memory flat (the mapper's default bound, 1M tokens, is ~0.5 GB of ids).
+        self.mapper = CharMapper(self.bilm.options['char_cnn']['max_characters_per_token'],
+                                 max_cache=max(token_cache_size, 10000))
+        self._token_cache = {}
+
+    @property
+    def dim(self):
+        return 2 * self.bilm.projection_dim
+
+    def reset_states(self):
+        self.bilm.reset_states()
+
+    # ---- core -----------------------------------------------------------------------------
+    def _token_vectors(self, tokens):
+        """Distinct tokens -> numpy [len(tokens), P]; runs the char CNN only on uncached ones."""
+        missing = [t for t in tokens if t not in self._token_cache]
+        if missing:
+            ids = paddle.to_tensor(self.mapper.tokens(missing))
+            with inference_mode(self.bilm, self.stateful) as bilm:
+                vectors = bilm.token_embedding(ids.unsqueeze(0))[0].numpy()
+            fresh = dict(zip(missing, vectors))
+        else:
+            fresh = {}
+        room = self.token_cache_size - len(self._token_cache)
+        for token in missing[:max(room, 0)]:
+            self._token_cache[token] = fresh[token]
+        return np.stack([self._token_cache[t] if t in self._token_cache else fresh[t] for t in tokens])
+
+    def _run_batch(self, sentences):
+        """One batch through the biLM -> (activations [layers, batch, time, 2P] numpy, lengths)."""
+        check_sentences(sentences)
+        padded = [[BOS_TOKEN, *s, EOS_TOKEN] for s in sentences]
+        lengths = np.array([len(s) for s in padded], dtype=np.int64)
+        vocab = list(dict.fromkeys(t for s in padded for t in s))
+        index = {t: i for i, t in enumerate(vocab)}
+        vectors = self._token_vectors(vocab)  # [distinct, P]
+        positions = np.zeros((len(padded), lengths.max()), dtype=np.int64)
+        for row, s in enumerate(padded):
+            positions[row, :len(s)] = [index[t] + 1 for t in s]  # 0 selects the zero (padding) row
+        table = np.concatenate([np.zeros((1, vectors.shape[1]), np.float32), vectors])
+        with inference_mode(self.bilm, self.stateful) as bilm:
+            x = paddle.to_tensor(table[positions])
+            out = bilm(None, lengths, token_embeddings=x)
+            layers = np.stack([a.numpy() for a in out['activations']])
+        return layers, lengths
+
+    def embed_batch(self, sentences):
+        """One batch -> list of float32 [n_layers + 1, n_tokens, 2P], boundaries removed."""
+        sentences = [list(s) if not isinstance(s, str) else s for s in sentences]
+        if not sentences:
+            return []
+        layers, lengths = self._run_batch(sentences)
+        return [np.ascontiguousarray(layers[:, row, 1:n - 1]) for row, n in enumerate(lengths)]
+
+    def embed_sentence(self, tokens):
+        return self.embed_batch([tokens])[0]
+
+    def _batches(self, sentences, batch_size):
+        """Index batches: in order when stateful (row state matters), else grouped by length."""
+        order = np.arange(len(sentences))
+        if not self.stateful:
+            order = np.argsort([len(s) for s in sentences], kind='stable')
+        for start in range(0, len(order), batch_size):
+            yield order[start:start + batch_size]
+
+    def iter_embeddings(self, sentences, batch_size=None):
+        """Yield (index, float32 [n_layers + 1, n_tokens, 2P]) batch by batch, so that a long input
+        never holds all its embeddings at once. Stateless runs group sentences by length, so the
+        indices do not come in input order."""
+        check_sentences(sentences)
+        for idx in self._batches(sentences, batch_size or self.batch_size):
+            yield from zip(idx.tolist(), self.embed_batch([sentences[i] for i in idx]))
+
+    def encode(self, sentences, batch_size=None):
+        """List of token lists -> list of float32 [n_layers + 1, n_tokens, 2P], input order kept."""
+        results = [None] * len(sentences)
+        for i, emb in self.iter_embeddings(sentences, batch_size):
+            results[i] = emb
+        return results
+
+    def hub_outputs(self, sentences, mix_weights=None, gamma=1.0):
+        """TF-Hub-style outputs for a batch, padded to its longest sentence (numpy arrays).
+
+        word_emb [batch, time, P] (char-CNN token representation), lstm_outputs1/2
+        [batch, time, 2P], elmo [batch, time, 2P] = gamma * sum softmax(mix_weights)_k layer_k
+        (equal weights by default), default [batch, 2P] = mean of elmo over real tokens only,
+        sequence_len [batch].
+        """
+        embs = self.encode(sentences)
+        n_layers = self.bilm.n_layers + 1
+        w = np.zeros(n_layers) if mix_weights is None else np.asarray(mix_weights, dtype=np.float64)
+        w = np.exp(w - w.max())
+        w = (w / w.sum()).astype(np.float32)
+        lengths = np.array([e.shape[1] for e in embs], dtype=np.int64)
+        padded = np.zeros((n_layers, len(embs), int(lengths.max(initial=0)), self.dim), np.float32)
+        for row, e in enumerate(embs):
+            padded[:, row, :e.shape[1]] = e
+        elmo = gamma * np.tensordot(w, padded, axes=1)
+        out = {'word_emb': padded[0, :, :, :self.bilm.projection_dim],
+               'elmo': elmo, 'sequence_len': lengths,
+               'default': elmo.sum(axis=1) / np.maximum(lengths, 1)[:, None]}
+        for k in range(1, n_layers):
+            out[f'lstm_outputs{k}'] = padded[k]
+        return out
+
+    def embed_file(self, input_file, output_file, output_format='all', batch_size=None, progress=True):
+        """Embed a one-sentence-per-line file into hdf5: see `embed_file`; -> number of lines."""
+        return embed_file(self, input_file, output_file, output_format, batch_size or self.batch_size,
+                          progress)
+
+
+# --------------------------------------------------------------------------------------------
+# Files in, hdf5 out
+# --------------------------------------------------------------------------------------------
+
+OUTPUT_FORMATS = ('all', 'top', 'average')
+
+
+def _read_chunks(input_file, chunk_size):
+    """Yield lists of (line index, stripped line) from a UTF-8 file, `chunk_size` at a time."""
+    chunk = []
+    for i, _, text in iter_lines(input_file):
+        chunk.append((i, text.strip()))
+        if len(chunk) == chunk_size:
+            yield chunk
+            chunk = []
+    if chunk:
+        yield chunk
+
+
+def _select(embedding, output_format):
+    if output_format == 'all':
+        return embedding
+    if output_format == 'top':
+        return embedding[-1]
+    return embedding.mean(axis=0)
+
+
+def embed_file(embedder, input_file, output_file, output_format='all', batch_size=64, progress=True,
+               chunk_batches=16):
+    """Stream a one-sentence-per-line file (whitespace tokens) through `embedder` into hdf5.
+
+    Datasets, as `allennlp elmo` wrote them: str(line index) -> [n_layers + 1, n_tokens, 2P]
+    ('all'), [n_tokens, 2P] ('top' or 'average'); plus 'sentence_to_index', a JSON string
+    {sentence: index}. Lines are read in chunks, so memory stays flat however long the file is; the
+    output appears atomically. -> the number of lines.
+    """
+    import h5py
+    from tqdm import tqdm
+    if output_format not in OUTPUT_FORMATS:
+        raise InputError(f'output_format must be one of {OUTPUT_FORMATS}, got {output_format!r}')
+    if not os.path.isfile(input_file):
+        raise FileNotFoundError(f'{input_file}: input file not found')
+    out_dir = os.path.dirname(os.path.abspath(output_file))
+    if not os.path.isdir(out_dir):
+        raise FileNotFoundError(f'{output_file}: the directory {out_dir} does not exist')
+    with open(input_file, 'rb') as f:
+        n_lines = sum(1 for _ in f)
+    sentence_to_index = {}
+    with atomic_path(output_file) as tmp, h5py.File(tmp, 'w') as fout, \
+            tqdm(total=n_lines, unit='sent', disable=not progress, desc='embedding') as bar:
+        for chunk in _read_chunks(input_file, batch_size * chunk_batches):
+            embeddings = embedder.encode([line.split() for _, line in chunk], batch_size)
+            for (i, line), emb in zip(chunk, embeddings):
+                fout.create_dataset(str(i), data=_select(emb, output_format).astype(np.float32))
+                sentence_to_index[line] = str(i)
+            bar.update(len(chunk))
+        index = fout.create_dataset('sentence_to_index', (1,), dtype=h5py.string_dtype())
+        index[0] = json.dumps(sentence_to_index)
+    return n_lines

@@ -1,0 +1,81 @@
+"""The user's files: finding them, reading UTF-8 lines with errors that name the file and line,
+and writing outputs atomically (a temp file beside the target, renamed when complete), so that an
+interrupted or failed write never leaves a half-written file under the real name."""
+import contextlib
+import glob
+import json
+import os
+import tempfile
+
+
+class InputError(ValueError):
+    """Bad user input (a file, a flag, an options value): the scripts print it as one line."""
+
+
+def list_files(file_pattern):
+    """Sorted files matching a glob; FileNotFoundError naming the pattern when there are none."""
+    files = sorted(p for p in glob.glob(file_pattern) if os.path.isfile(p))
+    if not files:
+        raise FileNotFoundError(f'{file_pattern}: no files match this pattern')
+    return files
+
+
+def iter_lines(path, start_byte=0, start_line=0):
+    """Yield (0-based line number, length in bytes, decoded line) of a UTF-8 file from `start_byte`.
+
+    Invalid UTF-8 or a NUL byte (a binary file, or a corrupt copy) raises InputError naming the
+    file, the 1-based line and the byte.
+    """
+    with open(path, 'rb') as f:
+        f.seek(start_byte)
+        for line_no, raw in enumerate(f, start_line):
+            if b'\0' in raw:
+                raise InputError(f'{path}:{line_no + 1}: NUL byte at byte {raw.index(0)} of the line '
+                                 f'(a binary file? expected UTF-8 text)')
+            try:
+                text = raw.decode('utf-8')
+            except UnicodeDecodeError as e:
+                raise InputError(f'{path}:{line_no + 1}: not valid UTF-8 ({e.reason} at byte {e.start} '
+                                 f'of the line)') from None
+            yield line_no, len(raw), text
+
+
+@contextlib.contextmanager
+def atomic_path(path):
+    """Yield a temporary path beside `path`; rename it to `path` when the block ends normally.
+
+    On an exception the temp file is removed and `path` keeps its previous content. The temp
+    name is hidden (starts with '.') and keeps the extension, so globs skip it and writers that go
+    by the extension (matplotlib) still work.
+    """
+    directory = os.path.dirname(os.path.abspath(path))
+    base, ext = os.path.splitext(os.path.basename(path))
+    fd, tmp = tempfile.mkstemp(prefix=f'.{base}.', suffix=f'.tmp{ext}', dir=directory)
+    os.close(fd)
+    try:
+        yield tmp
+        os.chmod(tmp, 0o644)  # mkstemp's 0600 would make outputs private
+        os.replace(tmp, path)
+    finally:
+        if os.path.exists(tmp):
+            os.remove(tmp)
+
+
+def write_text_atomic(path, text):
+    """Write `text` as UTF-8 with '\\n' line ends, atomically."""
+    with atomic_path(path) as tmp, open(tmp, 'w', encoding='utf-8', newline='\n') as f:
+        f.write(text)
+
+
+def write_json_atomic(obj, path):
+    """Write `obj` as indented JSON with sorted keys, atomically."""
+    write_text_atomic(path, json.dumps(obj, indent=2, sort_keys=True) + '\n')
+
+
+def write_csv_atomic(path, fields, rows):
+    """Write dict `rows` as CSV with the header `fields`, atomically."""
+    import csv
+    with atomic_path(path) as tmp, open(tmp, 'w', newline='', encoding='utf-8') as f:
+        writer = csv.DictWriter(f, fields)
+        writer.writeheader()
+        writer.writerows(rows)

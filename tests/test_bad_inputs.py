@@ -1,0 +1,113 @@
+"""Hostile input, every script: a bad input fails with one line (exit 2) that names the file, line
+or flag, and leaves no output behind; a valid but odd one completes."""
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+from conftest import ROOT, one_line_error
+from test_pretrain import TINY_MODEL
+
+GOOD = 'the cat sat on the mat\na dog ran in the park\n'
+
+
+def write(path, data):
+    path.parent.mkdir(parents=True, exist_ok=True)
+    (path.write_bytes if isinstance(data, bytes) else path.write_text)(data)
+    return str(path)
+
+
+def run(script, args, tmp_path):
+    return subprocess.run([sys.executable, os.path.join(ROOT, script)] + args, capture_output=True, text=True,
+                          cwd=tmp_path, env=dict(os.environ, OMP_NUM_THREADS='1'), timeout=300)
+
+
+def pretrain(tmp_path, train=GOOD, vocab='<S>\n</S>\n<UNK>\nthe\ncat\nsat\non\nmat\na\ndog\n', *extra):
+    files = [write(tmp_path / 'train.txt', train)] if train is not None else []
+    return ['--train_data_path', files[0] if files else str(tmp_path / 'nothing-*.txt'),
+            '--vocab_file', write(tmp_path / 'vocab.txt', vocab), '--save_dir', str(tmp_path / 'out'),
+            '--max_steps', '2', '--log_freq', '1'] + TINY_MODEL + list(extra)
+
+
+def polarity(tmp_path, skip=None):
+    for name in ('rt-polarity.pos', 'rt-polarity.neg'):
+        if name != skip:
+            write(tmp_path / 'rt' / name, GOOD * 10)
+    return ['--data_dir', str(tmp_path / 'rt'), '--folds', '2', '--epochs', '1',
+            '--output_json', str(tmp_path / 'out' / 'r.json')]
+
+
+def word2vec_file(tmp_path, truncate=False):
+    from gensim.models import KeyedVectors
+    kv = KeyedVectors(vector_size=8)
+    kv.add_vectors(['the', 'cat', 'dog'], np.ones((3, 8), np.float32))
+    path = tmp_path / 'w2v.bin'
+    kv.save_word2vec_format(str(path), binary=True)
+    if truncate:
+        path.write_bytes(path.read_bytes()[:-20])
+    return str(path)
+
+
+BAD = {  # name: (script, args(tmp_path), the message's expected part)
+    'empty training file': ('run_pretrain.py', lambda t: pretrain(t, ''), 'no tokens to train on'),
+    'glob matches nothing': ('run_pretrain.py', lambda t: pretrain(t, None), 'no files match this pattern'),
+    'NUL byte': ('run_pretrain.py', lambda t: pretrain(t, b'fine line\nbad\x00line\n'), 'train.txt:2: NUL byte'),
+    'invalid UTF-8': ('run_pretrain.py', lambda t: pretrain(t, b'fine line\nbad \xff line\n'),
+                      'train.txt:2: not valid UTF-8'),
+    'duplicate in the vocabulary': ('run_pretrain.py', lambda t: pretrain(t, GOOD, 'the\ncat\nthe\n'),
+                                    "vocab.txt:3: duplicate token 'the' (first on line 1)"),
+    '--batch_size 0': ('run_pretrain.py', lambda t: pretrain(t, GOOD, '<S>\n', '--batch_size', '0'),
+                       '--batch_size must be >= 1, got 0'),
+    'negative --lr': ('run_pretrain.py', lambda t: pretrain(t, GOOD, '<S>\n', '--lr', '-1'), '--lr must be > 0'),
+    'non-numeric --lr': ('run_pretrain.py', lambda t: pretrain(t, GOOD, '<S>\n', '--lr', 'fast'),
+                         "argument --lr: invalid float value: 'fast'"),
+    'eval glob matches nothing': ('run_eval.py', lambda t: ['--dev_data_path', str(t / 'none*'), '--vocab_file',
+                                                           write(t / 'v.txt', 'a\n'), '--options_file',
+                                                           write(t / 'o.json', '{}'), '--weight_file', str(t / 'w')],
+                                  'none*: no files match this pattern'),
+    'rt-polarity without its .neg file': ('word2vec_base.py',
+                                          lambda t: polarity(t, 'rt-polarity.neg') + ['--pretrained_word2vec_file',
+                                                                                      word2vec_file(t)],
+                                          'rt-polarity.neg'),
+    'truncated word2vec file': ('word2vec_base.py',
+                                lambda t: polarity(t) + ['--pretrained_word2vec_file', word2vec_file(t, True)],
+                                'w2v.bin: cannot read as a binary word2vec file'),
+    'finetune without the .pos file': ('run_finetune.py',
+                                       lambda t: polarity(t, 'rt-polarity.pos') + ['--options_file', str(t / 'o'),
+                                                                                   '--weight_file', str(t / 'w')],
+                                       'rt-polarity.pos'),
+    'hdf5 output in a missing directory': ('run_embed.py', lambda t: [write(t / 'in.txt', GOOD),
+                                                                      str(t / 'out' / 'missing' / 'o.hdf5'),
+                                                                      '--options_file', str(t / 'o')],
+                                           'o.hdf5: the directory'),
+}
+
+
+@pytest.mark.parametrize('name', list(BAD))
+def test_a_bad_input_fails_with_one_line_and_leaves_no_output(name, tmp_path, fixture_dir):
+    script, make_args, message = BAD[name]
+    args = make_args(tmp_path)
+    if script == 'run_embed.py':  # a real model, so that only the output path is wrong
+        args += ['--weight_file', os.path.join(fixture_dir, 'lm_weights.hdf5')]
+        args[args.index('--options_file') + 1] = os.path.join(fixture_dir, 'options.json')
+    assert message in one_line_error(run(script, args, tmp_path))
+    out = tmp_path / 'out'
+    assert not out.exists() or not any(out.rglob('*')), sorted(out.rglob('*'))
+
+
+ODD = {  # valid but odd: the run completes
+    'one-line corpus': lambda t: pretrain(t, 'just one line\n'),
+    'a line of 100,000 tokens': lambda t: pretrain(t, ' '.join(['the', 'cat'] * 50000) + '\n'),
+    'a token of 10,000 bytes': lambda t: pretrain(t, 'the ' + 'x' * 10000 + ' cat\n'),
+    'a vocabulary of three words, no specials': lambda t: pretrain(t, GOOD, 'the\ncat\ndog\n'),
+    'more negatives than words': lambda t: pretrain(t, GOOD, 'the\ncat\n', '--n_negative_samples', '100'),
+}
+
+
+@pytest.mark.parametrize('name', list(ODD))
+def test_a_valid_but_odd_input_completes(name, tmp_path):
+    proc = run('run_pretrain.py', ODD[name](tmp_path), tmp_path)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert (tmp_path / 'out' / 'final.pdparams').exists()

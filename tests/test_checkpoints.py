@@ -1,0 +1,122 @@
+"""One checkpoint path (model_io.read_checkpoint): every loader checks keys, shapes, the vocabulary
+and the options, and a damaged or mismatched file fails with one line naming it."""
+import json
+import os
+import subprocess
+import sys
+
+import h5py
+import numpy as np
+import paddle
+import pytest
+
+from conftest import ROOT, one_line_error, tiny_options
+from fileio import InputError
+
+VOCAB = ['<S>', '</S>', '<UNK>', 'a', 'b', 'c']
+
+
+@pytest.fixture
+def checkpoint(tmp_path):
+    """DIR/7: a LanguageModel's state and options.json, plus a vocabulary and a held-out file."""
+    from lm import LanguageModel
+    paddle.seed(0)
+    model = LanguageModel(tiny_options(), len(VOCAB), 4)
+    ck = tmp_path / 'ck'
+    ck.mkdir()
+    (ck / 'options.json').write_text(json.dumps(tiny_options()))
+    paddle.save(model.state_dict(), str(ck / '7.pdparams'))
+    (tmp_path / 'vocab.txt').write_text('\n'.join(VOCAB) + '\n')
+    (tmp_path / 'dev.txt').write_text('a b c\nc b\n')
+    return ck / '7'
+
+
+def run(script, args):
+    return subprocess.run([sys.executable, os.path.join(ROOT, script)] + args, capture_output=True, text=True,
+                          cwd=ROOT, env=dict(os.environ, OMP_NUM_THREADS='1'))
+
+
+def test_every_loader_reads_the_same_weights(checkpoint):
+    from elmo import ELMoEmbedder, load_bilm
+    from lm import load_language_model
+    state = paddle.load(f'{checkpoint}.pdparams')
+    bilm = load_bilm(str(checkpoint))
+    lm = load_language_model(len(VOCAB), str(checkpoint))
+    embedder = ELMoEmbedder(str(checkpoint))
+    for name, value in bilm.state_dict().items():
+        np.testing.assert_array_equal(value.numpy(), state[f'bilm.{name}'].numpy(), err_msg=name)
+        np.testing.assert_array_equal(embedder.bilm.state_dict()[name].numpy(), value.numpy(), err_msg=name)
+    np.testing.assert_array_equal(lm.softmax.W.numpy(), state['softmax.W'].numpy())
+
+
+def test_a_truncated_checkpoint_fails_with_one_line_naming_it(checkpoint, tmp_path):
+    from elmo import load_bilm
+    params = f'{checkpoint}.pdparams'
+    data = open(params, 'rb').read()
+    with open(params, 'wb') as f:
+        f.write(data[:len(data) // 2])
+    with pytest.raises(InputError, match=r'7\.pdparams: cannot read this checkpoint \(truncated or corrupt'):
+        load_bilm(str(checkpoint))
+    line = one_line_error(run('run_eval.py', ['--dev_data_path', str(tmp_path / 'dev.txt'), '--vocab_file',
+                                              str(tmp_path / 'vocab.txt'), '--init_from_ckpt', str(checkpoint)]))
+    assert '7.pdparams: cannot read this checkpoint' in line
+
+
+def test_a_checkpoint_directory_without_options_json_says_what_it_needs(checkpoint):
+    from elmo import load_bilm
+    os.remove(checkpoint.parent / 'options.json')
+    with pytest.raises(FileNotFoundError, match=r'options\.json: not found; checkpoint .*7 needs the options\.json'):
+        load_bilm(str(checkpoint))
+
+
+def test_a_vocabulary_that_does_not_match_the_softmax_fails_at_eval_and_at_resume(checkpoint, tmp_path):
+    (tmp_path / 'other.txt').write_text('\n'.join(VOCAB + ['d']) + '\n')
+    line = one_line_error(run('run_eval.py', ['--dev_data_path', str(tmp_path / 'dev.txt'), '--vocab_file',
+                                              str(tmp_path / 'other.txt'), '--init_from_ckpt', str(checkpoint)]))
+    assert 'the softmax has 6 rows but the vocabulary has 7 tokens' in line
+    from lm import LanguageModel, make_optimizer
+    model = LanguageModel(tiny_options(), len(VOCAB), 4)  # a resumable checkpoint: .pdopt beside it
+    paddle.save({**make_optimizer(model, 'adagrad', 0.2, 10.0, 0, 1).state_dict(), 'train_state': {}},
+                f'{checkpoint}.pdopt')
+    line = one_line_error(run('run_pretrain.py', ['--train_data_path', str(tmp_path / 'dev.txt'), '--vocab_file',
+                                                  str(tmp_path / 'other.txt'), '--save_dir', str(tmp_path / 'r'),
+                                                  '--init_from_ckpt', str(checkpoint), '--batch_size', '2',
+                                                  '--unroll_steps', '3', '--n_negative_samples', '4']))
+    assert '7.pdparams: the softmax has 6 rows but the vocabulary has 7 tokens' in line
+
+
+def test_model_flags_that_differ_from_the_resumed_checkpoint_are_named(checkpoint, tmp_path):
+    line = one_line_error(run('run_pretrain.py', ['--train_data_path', str(tmp_path / 'dev.txt'), '--vocab_file',
+                                                  str(tmp_path / 'vocab.txt'), '--save_dir', str(tmp_path / 'r'),
+                                                  '--init_from_ckpt', str(checkpoint), '--cell_dim', '32',
+                                                  '--projection_dim', '8', '--max_characters_per_token', '20']))
+    assert 'flags differ from it: --cell_dim 32 (checkpoint: 16); --max_characters_per_token 20 (checkpoint: 50)' \
+        in line
+    assert '--projection_dim' not in line  # given, but the same as the checkpoint's
+
+
+def test_missing_unexpected_and_misshapen_parameters_are_errors_not_skips(checkpoint):
+    from elmo import load_bilm
+    params = f'{checkpoint}.pdparams'
+    state = paddle.load(params)
+    name = 'bilm.forward_stack.layers.0.W_P'
+    for broken, message in (({k: v for k, v in state.items() if k != name}, r"missing \['forward_stack"),
+                            ({**state, 'bilm.extra.weight': state[name]}, r"unexpected \['extra\.weight'\]"),
+                            ({**state, name: paddle.zeros([3, 3])}, r'W_P" has shape \(3, 3\)')):
+        paddle.save(broken, params)
+        with pytest.raises(InputError, match=message):
+            load_bilm(str(checkpoint))
+
+
+def test_an_hdf5_file_without_a_dataset_names_it(fixture_dir, tmp_path):
+    from elmo import load_bilm
+    broken = tmp_path / 'w.hdf5'
+    with h5py.File(os.path.join(fixture_dir, 'lm_weights.hdf5'), 'r') as src, h5py.File(broken, 'w') as dst:
+        for name in src:
+            if name != 'CNN_proj':
+                src.copy(src[name], dst, name)
+    with pytest.raises(InputError, match=r'w\.hdf5: dataset "CNN_proj/W_proj" is missing'):
+        load_bilm(options_file=os.path.join(fixture_dir, 'options.json'), weight_file=str(broken))
+    (tmp_path / 'junk.hdf5').write_bytes(b'not hdf5 at all')
+    with pytest.raises(InputError, match=r'junk\.hdf5: cannot read as hdf5'):
+        load_bilm(options_file=os.path.join(fixture_dir, 'options.json'), weight_file=str(tmp_path / 'junk.hdf5'))

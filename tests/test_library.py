@@ -1,0 +1,119 @@
+"""Importing and calling the library changes nothing it was not asked to: device, train/eval mode,
+malloc, environment, warning filters; and the scripts' error reporting keeps bugs' tracebacks."""
+import os
+import subprocess
+import sys
+
+import numpy as np
+import paddle
+import pytest
+
+from conftest import ROOT, tiny_options
+
+
+def tracer_train_mode():
+    return paddle.base.framework._dygraph_tracer()._train_mode
+
+
+@pytest.fixture
+def bilm():
+    from elmo import BiLM
+    paddle.seed(0)
+    return BiLM(tiny_options(dropout=0.5))
+
+
+def test_embedder_leaves_the_device_malloc_and_the_global_mode_alone(bilm, monkeypatch):
+    import embedder as embedder_module
+    from elmo import ELMoEmbedder
+    calls = []
+    monkeypatch.setattr(paddle, 'set_device', lambda *a: calls.append(('set_device', a)))
+    monkeypatch.setattr(embedder_module, 'keep_freed_memory', lambda *a: calls.append(('malloc', a)))
+    dropout = paddle.nn.Dropout(0.5)
+    dropout.train()
+    ELMoEmbedder(bilm=bilm).encode([['a', 'b', 'c'], ['d']])
+    assert calls == []
+    assert tracer_train_mode()
+    x = paddle.ones([1000])
+    assert float((dropout(x) == 0).astype('float32').mean()) > 0.3  # the user's dropout still drops
+
+
+def test_embedder_gives_back_a_callers_bilm_as_it_was(bilm):
+    from elmo import ELMoEmbedder
+    bilm.train()
+    bilm.stateful = True
+    first = ELMoEmbedder(bilm=bilm).encode([['a', 'b', 'c']])[0]
+    assert bilm.stateful and all(layer.training for layer in bilm.sublayers(include_self=True))
+    again = ELMoEmbedder(bilm=bilm).encode([['a', 'b', 'c']])[0]
+    np.testing.assert_array_equal(first, again)  # no dropout and no carried state inside the embedder
+
+
+def test_lm_evaluation_restores_the_mode_without_flipping_the_tracer(tmp_path):
+    from dataset import Vocabulary, iter_eval_batches
+    from lm import LanguageModel, evaluate
+    (tmp_path / 'v.txt').write_text('<S>\n</S>\n<UNK>\na\nb\n')
+    (tmp_path / 'd.txt').write_text('a b a\nb a\n')
+    vocab = Vocabulary(str(tmp_path / 'v.txt'))
+    model = LanguageModel(tiny_options(), vocab.size, 2)
+    model.train()
+    evaluate(model, iter_eval_batches(str(tmp_path / 'd.txt'), vocab, 2, 3))
+    assert model.training and model.bilm.char_encoder.training and tracer_train_mode()
+
+
+def test_importing_the_library_sets_no_environment_variables_or_warning_filters():
+    # Paddle's own import is the baseline (it sets variables of its own); then ours must add nothing.
+    code = ('import os, warnings; import paddle; env = dict(os.environ); filters = list(warnings.filters); '
+            'import elmo, lm, classifier, dataset, fileio; '
+            'changed = sorted(k for k in set(env) | set(os.environ) if env.get(k) != os.environ.get(k)); '
+            'print(changed, len(warnings.filters) - len(filters))')
+    proc = subprocess.run([sys.executable, '-c', code], capture_output=True, text=True, cwd=ROOT,
+                          env=dict(os.environ, PYTHONPATH=ROOT))
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert proc.stdout.strip() == '[] 0'
+
+
+def test_importing_elmo_first_hides_paddles_ccache_notice():
+    proc = subprocess.run([sys.executable, '-c', 'import elmo'], capture_output=True, text=True, cwd=ROOT,
+                          env=dict(os.environ, PYTHONPATH=ROOT))
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert 'No ccache found' not in proc.stderr  # filtered around Paddle's import only
+
+
+def test_run_reports_user_errors_in_one_line_and_keeps_a_bugs_traceback(capsys):
+    import args as cli
+    from fileio import InputError
+
+    def bad_input():
+        raise InputError('data.txt:3: something the user can fix')
+
+    with pytest.raises(SystemExit) as stop:
+        cli.run(bad_input)
+    assert stop.value.code == 2
+    assert capsys.readouterr().err == 'error: data.txt:3: something the user can fix\n'
+
+    def bug():
+        return {}['missing']
+
+    with pytest.raises(KeyError):  # not turned into a message: the traceback shows where
+        cli.run(bug)
+
+
+def test_without_a_working_compiler_the_kernels_fall_back_with_one_warning(tmp_path):
+    bin_dir = tmp_path / 'bin'
+    bin_dir.mkdir()
+    for name in ('g++', 'gcc', 'c++', 'cc', 'x86_64-linux-gnu-g++', 'x86_64-linux-gnu-gcc'):
+        (bin_dir / name).write_text('#!/bin/sh\necho "error: this compiler is too old" >&2\nexit 1\n')
+        (bin_dir / name).chmod(0o755)
+    code = ('import warnings, kernels\n'
+            'with warnings.catch_warnings(record=True) as caught:\n'
+            '    warnings.simplefilter("always")\n'
+            '    assert kernels.kernel() is None\n'
+            'mine = [str(w.message) for w in caught if "CPU kernels" in str(w.message)]\n'
+            'print(len(mine)); print(mine[0])\n')
+    env = dict(os.environ, PATH=f'{bin_dir}:{os.environ["PATH"]}', HOME=str(tmp_path), CXX='g++', CC='gcc',
+               PYTHONPATH=ROOT)
+    proc = subprocess.run([sys.executable, '-c', code], capture_output=True, text=True, cwd=ROOT, env=env,
+                          timeout=300)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    count, message = proc.stdout.strip().splitlines()[-2:]
+    assert count == '1' and message.startswith('CPU kernels unavailable, using Python loops of Paddle ops')
+    assert '\n' not in message and 'build-error.log' in message

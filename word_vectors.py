@@ -1,0 +1,190 @@
+"""Word vectors for the bag-of-vectors classifier: skip-gram training (gensim), word2vec files in and
+out, and `Word2VecFeatures`, the frozen-vector token features (word2vec_base.py's, and the word2vec
+half of run_finetune.py --concat_word2vec).
+
+Token lookup: the token itself, else its lower-case, Capitalised or UPPER-case form (rt-polarity
+is lower-cased; the corpus and GoogleNews are not).
+"""
+import logging
+import os
+import sys
+
+import numpy as np
+import paddle
+import paddle.nn as nn
+import paddle.nn.functional as F
+
+from fileio import InputError, atomic_path, iter_lines, list_files
+
+OOV_MODES = ('unk', 'skip')
+PAD, UNK = 0, 1  # rows of the lookup table; word vectors start at row 2
+MAX_GENSIM_SENTENCE = 10000  # gensim cuts longer sentences: longer lines are fed in pieces instead
+
+
+# --------------------------------------------------------------------------------------------
+# Vectors: train, save, load
+# --------------------------------------------------------------------------------------------
+
+class CorpusSentences:
+    """Token lists from one-sentence-per-line UTF-8 files, re-readable (gensim iterates many times).
+
+    max_tokens: stop after this many tokens (the last sentence cut short), to train on a budget
+    of tokens matched to a biLM's.
+    """
+
+    def __init__(self, paths, max_tokens=None):
+        self.paths, self.max_tokens = list(paths), max_tokens
+
+    def __iter__(self):
+        left = self.max_tokens if self.max_tokens else float('inf')
+        for path in self.paths:
+            for _, _, text in iter_lines(path):
+                tokens = text.split()[:left] if left < float('inf') else text.split()
+                left -= len(tokens)
+                for start in range(0, len(tokens), MAX_GENSIM_SENTENCE):
+                    yield tokens[start:start + MAX_GENSIM_SENTENCE]
+                if left <= 0:
+                    return
+
+
+def corpus_paths(pattern):
+    try:
+        return list_files(pattern)
+    except FileNotFoundError:
+        raise FileNotFoundError(f'{pattern}: --train_word2vec_on matches no file') from None
+
+
+def _configure_gensim_logging(progress):
+    """gensim's word2vec progress lines on stderr (only those: its other INFO lines are noise)."""
+    logging.getLogger('gensim').setLevel(logging.WARNING)
+    log = logging.getLogger('gensim.models.word2vec')
+    log.setLevel(logging.INFO if progress else logging.WARNING)
+    log.propagate = False  # Paddle configures the root logger; keep one copy of each line
+    if not log.handlers:
+        handler = logging.StreamHandler(sys.stderr)
+        handler.setFormatter(logging.Formatter('%(asctime)s word2vec: %(message)s', '%H:%M:%S'))
+        log.addHandler(handler)
+
+
+def train_word2vec(paths, dim=300, window=5, min_count=5, negative=5, sample=1e-3, epochs=5, workers=1,
+                   seed=1, progress=True, max_tokens=None):
+    """Skip-gram with negative sampling (gensim) on the files `paths` (their first `max_tokens`
+    tokens when given) -> KeyedVectors.
+
+    Deterministic for a seed with workers=1 (more workers are faster but thread timing changes
+    the result slightly). Progress: gensim's log lines every 30 s.
+    """
+    from gensim.models import Word2Vec
+    _configure_gensim_logging(progress)
+    corpus = CorpusSentences(paths, max_tokens)
+    model = Word2Vec(vector_size=dim, sg=1, window=window, min_count=min_count, negative=negative,
+                     sample=sample, epochs=epochs, workers=workers, seed=seed)
+    model.build_vocab(corpus, progress_per=200000)
+    if not len(model.wv):
+        raise InputError(f'{", ".join(paths)}: no word occurs --w2v_min_count {min_count} times')
+    model.train(corpus, total_examples=model.corpus_count, epochs=model.epochs, report_delay=30.0)
+    return model.wv
+
+
+def is_binary(path):
+    if path.endswith(('.bin', '.bin.gz')):
+        return True
+    if path.endswith(('.txt', '.txt.gz', '.vec', '.vec.gz')):
+        return False
+    raise InputError(f'{path}: expected a word2vec file ending in .bin or .bin.gz (binary), '
+                     f'or .txt / .vec (text)')
+
+
+def save_vectors(kv, path):
+    """Write `kv` in the word2vec format the name asks for (.bin: binary), atomically."""
+    binary = is_binary(path)
+    with atomic_path(path) as tmp:  # keeps .gz last: gensim picks compression from the file name
+        kv.save_word2vec_format(tmp, binary=binary)
+
+
+def load_vectors(path, max_vocab=0):
+    """A word2vec file (binary .bin/.bin.gz, or text) -> KeyedVectors; max_vocab > 0 keeps the first rows."""
+    from gensim.models import KeyedVectors
+    binary = is_binary(path)
+    if not os.path.isfile(path):
+        raise FileNotFoundError(f'{path}: word2vec file not found')
+    _configure_gensim_logging(progress=False)
+    try:
+        return KeyedVectors.load_word2vec_format(path, binary=binary, limit=max_vocab or None)
+    except (ValueError, EOFError, UnicodeDecodeError, OSError) as e:
+        kind = 'binary' if binary else 'text'
+        raise InputError(f'{path}: cannot read as a {kind} word2vec file ({e})') from None
+
+
+# --------------------------------------------------------------------------------------------
+# Sentences -> vectors
+# --------------------------------------------------------------------------------------------
+
+def vector_key(token, kv):
+    """The key of `token` in `kv`: itself, else lower / Capitalised / UPPER form; None if absent."""
+    for candidate in (token, token.lower(), token.capitalize(), token.upper()):
+        if candidate in kv.key_to_index:
+            return candidate
+    return None
+
+
+def lookup_table(sentences, kv, oov='unk'):
+    """-> (table float32 [2 + known words, dim], token ids per sentence (int64 arrays), OOV stats).
+
+    Only the words the sentences use are kept, so the table is small whatever the vocabulary.
+    Row PAD and row UNK are zero; with oov='unk' OOV tokens get id UNK, with 'skip' they are left out.
+    """
+    if oov not in OOV_MODES:
+        raise InputError(f'oov must be one of {OOV_MODES}, got {oov!r}')
+    rows, keys, ids = {}, [], []
+    n_tokens = n_oov = n_empty = 0
+    oov_types = set()
+    for sentence in sentences:
+        row_ids = []
+        for token in sentence:
+            key = vector_key(token, kv)
+            if key is None:
+                n_oov += 1
+                oov_types.add(token)
+                if oov == 'unk':
+                    row_ids.append(UNK)
+                continue
+            if key not in rows:
+                rows[key] = len(keys) + 2
+                keys.append(key)
+            row_ids.append(rows[key])
+        n_tokens += len(sentence)
+        n_empty += all(i == UNK for i in row_ids)  # no known token (an empty list counts too)
+        ids.append(np.array(row_ids, dtype=np.int64))
+    table = np.zeros((len(keys) + 2, kv.vector_size), dtype=np.float32)
+    if keys:
+        table[2:] = kv[keys]
+    stats = {'tokens': n_tokens, 'oov_tokens': n_oov, 'oov_rate': n_oov / max(n_tokens, 1),
+             'oov_types': len(oov_types), 'sentences_without_known_tokens': int(n_empty),
+             'known_types': len(keys)}
+    return table, ids, stats
+
+
+class Word2VecFeatures(nn.Layer):
+    """Sentence indices -> (frozen word vectors [batch, time, dim], mask [batch, time] bool)."""
+
+    def __init__(self, table, token_ids, oov='unk'):
+        super().__init__()
+        self.register_buffer('table', paddle.to_tensor(table), persistable=False)
+        self.token_ids = token_ids
+        self.dim = table.shape[1]
+        # One learned vector for all OOV tokens; zero at the start, so it begins as "no information".
+        self.unk = self.create_parameter([self.dim], default_initializer=nn.initializer.Constant(0.0)) \
+            if oov == 'unk' else None
+
+    def forward(self, indices):
+        rows = [self.token_ids[i] for i in indices]
+        time_steps = max(max((len(r) for r in rows), default=0), 1)
+        ids = np.zeros((len(rows), time_steps), dtype=np.int64)
+        for b, r in enumerate(rows):
+            ids[b, :len(r)] = r
+        ids = paddle.to_tensor(ids)
+        x = F.embedding(ids, self.table)  # [batch, time, dim]
+        if self.unk is not None:
+            x = x + (ids == UNK).astype(x.dtype).unsqueeze(-1) * self.unk
+        return x, ids != PAD
