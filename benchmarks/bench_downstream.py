@@ -20,6 +20,7 @@ import os
 import subprocess
 import sys
 
+import args  # noqa: F401  (first: it quiets Paddle's import-time notices, as in the scripts)
 import common
 from fileio import atomic_path, write_csv_atomic
 
@@ -54,9 +55,9 @@ def random_init_checkpoint(run_dir, out_dir, seed):
     return os.path.join(directory, '0')
 
 
-def run_protocol(script, args, out_json, threads):
+def run_protocol(script, extra, out_json, threads):
     cmd = [sys.executable, os.path.join(common.ROOT, script), '--data_dir', RT, '--folds', '10', '--seed', '1',
-           '--output_json', out_json, '--quiet'] + args
+           '--output_json', out_json, '--quiet'] + extra
     print(' '.join(cmd), flush=True)
     env = {**os.environ, **common.thread_env(threads)}
     proc = subprocess.run(cmd, env=env, cwd=common.ROOT, capture_output=True, text=True)

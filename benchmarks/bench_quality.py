@@ -22,6 +22,7 @@ import subprocess
 import sys
 import time
 
+import args  # noqa: F401  (first: it quiets Paddle's import-time notices, as in the scripts)
 import common
 from fileio import atomic_path, write_csv_atomic
 
