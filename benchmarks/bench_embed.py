@@ -28,6 +28,7 @@ import time
 
 import args as cli
 import common
+from fileio import write_json_atomic
 
 DEFAULT_DATA = os.path.join(common.SHARED, 'data', 'rt-polarity', 'rt-polarity.pos')
 DEFAULT_CORPUS = os.path.join(common.SHARED, 'data', 'lm-corpus', 'train.txt')
@@ -292,10 +293,7 @@ def run_benchmark(a):
     print(f'float32 matmul rate at the end: {results["matmul_gflops_end"]:.1f} GFLOP/s; '
           f'load average {results["load_average_end"]}')
     if a.json_out:
-        tmp = f'{a.json_out}.tmp'
-        with open(tmp, 'w', encoding='utf-8') as f:
-            json.dump(results, f, indent=2)
-        os.replace(tmp, a.json_out)
+        write_json_atomic(results, a.json_out)
 
 
 if __name__ == '__main__':

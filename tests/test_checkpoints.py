@@ -120,3 +120,12 @@ def test_an_hdf5_file_without_a_dataset_names_it(fixture_dir, tmp_path):
     (tmp_path / 'junk.hdf5').write_bytes(b'not hdf5 at all')
     with pytest.raises(InputError, match=r'junk\.hdf5: cannot read as hdf5'):
         load_bilm(options_file=os.path.join(fixture_dir, 'options.json'), weight_file=str(tmp_path / 'junk.hdf5'))
+
+
+def test_a_corrupt_optimizer_state_fails_resuming_with_one_line(checkpoint, tmp_path):
+    (checkpoint.parent / '7.pdopt').write_bytes(b'\x80\x04 this is not a pickle')
+    line = one_line_error(run('run_pretrain.py', ['--train_data_path', str(tmp_path / 'dev.txt'), '--vocab_file',
+                                                  str(tmp_path / 'vocab.txt'), '--save_dir', str(tmp_path / 'r'),
+                                                  '--init_from_ckpt', str(checkpoint), '--batch_size', '2',
+                                                  '--unroll_steps', '3', '--n_negative_samples', '4']))
+    assert '7.pdopt: cannot read this optimizer state (truncated or corrupt' in line
