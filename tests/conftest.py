@@ -14,8 +14,12 @@ paddle.set_device('cpu')
 
 
 def require(path):
+    """`path` (in ../shared); absent, the test is skipped, or fails under CI=true (CI has ../shared)."""
     if not os.path.exists(path):
-        pytest.skip(f'{path} is absent (../shared is not beside this checkout)')
+        message = f'{path} is absent (../shared is not beside this checkout)'
+        if os.environ.get('CI') == 'true':
+            pytest.fail(f'{message}; CI=true requires it')
+        pytest.skip(message)
     return path
 
 
