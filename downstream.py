@@ -9,8 +9,6 @@ import paddle.nn.functional as F
 from bilm import remove_sentence_boundaries, set_mode
 from model_io import load_bilm
 
-# Downstream layers
-# --------------------------------------------------------------------------------------------
 
 class ScalarMix(nn.Layer):
     """gamma * sum_k softmax(w)_k * layer_k, optionally layer-normalising each layer first.
@@ -112,6 +110,3 @@ class Elmo(nn.Layer):
 
     def l2_penalty(self):
         return sum(mix.l2_penalty() for mix in self.scalar_mixes)
-
-
-# --------------------------------------------------------------------------------------------

@@ -16,7 +16,7 @@ from paddle import _C_ops
 import kernels
 from bilm import BiLM, set_mode
 from fileio import InputError
-from model_io import check_softmax_rows, checkpoint_paths, load_bilm, load_state_checked, read_checkpoint
+from model_io import check_softmax_rows, load_bilm, load_state_checked, read_checkpoint
 
 
 
@@ -393,8 +393,7 @@ def load_language_model(vocab_size, params_file=None, options_file=None, weight_
     """
     if params_file is not None:
         options, state = read_checkpoint(params_file, vocab_size, require_softmax=True)
-        options_file, ckpt = checkpoint_paths(params_file)
-        return load_state_checked(LanguageModel(options, vocab_size), state, ckpt, options_file)
+        return load_state_checked(LanguageModel(options, vocab_size), state, params_file)
     import h5py
     bilm = load_bilm(options_file=options_file, weight_file=weight_file)
     with h5py.File(weight_file, 'r') as f:

@@ -131,12 +131,14 @@ def check_softmax_rows(shape, vocab_size, source):
                          f'tokens (use the vocabulary the model was trained with)')
 
 
-def load_state_checked(layer, state, source, options_file):
-    """layer.set_state_dict(state) after checking that keys and shapes match exactly.
+def load_state_checked(layer, state, prefix):
+    """layer.set_state_dict(state), `state` read from checkpoint 'DIR/N', after checking that keys
+    and shapes match exactly.
 
     Paddle alone would skip a missing or misshapen parameter with a warning and keep its random
     initial value; here any difference is an InputError naming the file and the first few keys.
     """
+    options_file, source = checkpoint_paths(prefix)
     expected = layer.state_dict()
     missing = [k for k in expected if k not in state]
     unexpected = [k for k in state if k not in expected]
@@ -162,9 +164,8 @@ def bilm_state(state):
 def load_checkpoint(params_file, stateful=False):
     """A checkpoint prefix ('DIR/N') -> (BiLM, the checkpoint's whole state dict)."""
     options, state = read_checkpoint(params_file)
-    options_file, ckpt = checkpoint_paths(params_file)
     bilm = BiLM(options, stateful=stateful)
-    load_state_checked(bilm, bilm_state(state), ckpt, options_file)
+    load_state_checked(bilm, bilm_state(state), params_file)
     return bilm, state
 
 

@@ -156,8 +156,7 @@ def load_checkpoint(prefix, model, optimizer, stream, rank, world_size, clock):
     if not os.path.exists(opt_path):
         raise cli.InputError(f'{opt_path} not found: --init_from_ckpt needs both .pdparams and .pdopt')
     _, state = read_checkpoint(prefix, model.vocab_size, require_softmax=True)
-    options_file, params = checkpoint_paths(prefix)
-    load_state_checked(model, state, params, options_file)
+    load_state_checked(model, state, prefix)
     opt_state = read_paddle_file(opt_path, 'optimizer state')
     if 'train_state' not in opt_state:
         raise cli.InputError(f'{opt_path}: no train_state; not an optimizer file written by run_pretrain.py')

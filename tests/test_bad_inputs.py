@@ -1,14 +1,12 @@
 """Hostile input, every script: a bad input fails with one line (exit 2) that names the file, line
 or flag, and leaves no output behind; a valid but odd one completes."""
 import os
-import subprocess
-import sys
 
 import numpy as np
 import pytest
 
-from conftest import ROOT, one_line_error
-from test_pretrain import TINY_MODEL
+from conftest import one_line_error
+from test_pretrain import TINY_MODEL, run
 
 GOOD = 'the cat sat on the mat\na dog ran in the park\n'
 
@@ -17,11 +15,6 @@ def write(path, data):
     path.parent.mkdir(parents=True, exist_ok=True)
     (path.write_bytes if isinstance(data, bytes) else path.write_text)(data)
     return str(path)
-
-
-def run(script, args, tmp_path):
-    return subprocess.run([sys.executable, os.path.join(ROOT, script)] + args, capture_output=True, text=True,
-                          cwd=tmp_path, env=dict(os.environ, OMP_NUM_THREADS='1'), timeout=300)
 
 
 def pretrain(tmp_path, train=GOOD, vocab='<S>\n</S>\n<UNK>\nthe\ncat\nsat\non\nmat\na\ndog\n', *extra):
@@ -92,7 +85,7 @@ def test_a_bad_input_fails_with_one_line_and_leaves_no_output(name, tmp_path, fi
     if script == 'run_embed.py':  # a real model, so that only the output path is wrong
         args += ['--weight_file', os.path.join(fixture_dir, 'lm_weights.hdf5')]
         args[args.index('--options_file') + 1] = os.path.join(fixture_dir, 'options.json')
-    assert message in one_line_error(run(script, args, tmp_path))
+    assert message in one_line_error(run(script, args, cwd=tmp_path, timeout=300))
     out = tmp_path / 'out'
     assert not out.exists() or not any(out.rglob('*')), sorted(out.rglob('*'))
 
@@ -108,6 +101,6 @@ ODD = {  # valid but odd: the run completes
 
 @pytest.mark.parametrize('name', list(ODD))
 def test_a_valid_but_odd_input_completes(name, tmp_path):
-    proc = run('run_pretrain.py', ODD[name](tmp_path), tmp_path)
+    proc = run('run_pretrain.py', ODD[name](tmp_path), cwd=tmp_path, timeout=300)
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert (tmp_path / 'out' / 'final.pdparams').exists()

@@ -2,16 +2,15 @@
 and the options, and a damaged or mismatched file fails with one line naming it."""
 import json
 import os
-import subprocess
-import sys
 
 import h5py
 import numpy as np
 import paddle
 import pytest
 
-from conftest import ROOT, one_line_error, tiny_options
+from conftest import one_line_error, tiny_options
 from fileio import InputError
+from test_pretrain import run
 
 VOCAB = ['<S>', '</S>', '<UNK>', 'a', 'b', 'c']
 
@@ -29,11 +28,6 @@ def checkpoint(tmp_path):
     (tmp_path / 'vocab.txt').write_text('\n'.join(VOCAB) + '\n')
     (tmp_path / 'dev.txt').write_text('a b c\nc b\n')
     return ck / '7'
-
-
-def run(script, args):
-    return subprocess.run([sys.executable, os.path.join(ROOT, script)] + args, capture_output=True, text=True,
-                          cwd=ROOT, env=dict(os.environ, OMP_NUM_THREADS='1'))
 
 
 def test_every_loader_reads_the_same_weights(checkpoint):
