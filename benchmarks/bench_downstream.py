@@ -1,14 +1,15 @@
 """Downstream learning curve: rt-polarity accuracy against pretraining tokens, ELMo vs word2vec.
 
     python benchmarks/bench_downstream.py --run_dir ../runs/long --steps 0 700 1400 2800 ...
-    python benchmarks/bench_downstream.py --run_dir ../runs/long --steps 2800 --concat   # + ELMo (+) word2vec
+    python benchmarks/bench_downstream.py --run_dir ../runs/long --steps 2800 --methods concat  # ELMo (+) word2vec
 
 For each checkpoint step S of a run_pretrain.py run (S = 0 is the random initialisation of the
-same options and seed, written here), three rows on the same 10 folds with the same seed:
+same options and seed, written here), up to three rows (--methods) on the same 10 folds with the
+same seed:
 - elmo: frozen ELMo + BoW (run_finetune.py) from checkpoint S;
 - word2vec: skip-gram trained on as many tokens of the same corpus as the biLM had seen at S
   (word2vec_base.py --w2v_max_tokens), + BoW;
-- with --concat: ELMo (+) word2vec (run_finetune.py --concat_word2vec with that row's vectors),
+- concat: ELMo (+) word2vec (run_finetune.py --concat_word2vec with that row's vectors),
   and its paired comparison with word2vec alone over the folds (mean difference, standard error).
 Rows are appended to OUT/results.jsonl as they finish (an interrupted run keeps its rows and
 skips them when started again); OUT/curve.csv and curve.png are rewritten after each row.
@@ -19,12 +20,14 @@ import math
 import os
 import subprocess
 import sys
+import time
 
 import args  # noqa: F401  (first: it quiets Paddle's import-time notices, as in the scripts)
 import common
 from fileio import atomic_path, write_csv_atomic
 
 RT = os.path.join(common.SHARED, 'data', 'rt-polarity')
+METHODS = ('elmo', 'word2vec', 'concat')
 FIELDS = ['method', 'step', 'tokens', 'accuracy_mean', 'accuracy_std', 'paired_diff_vs_word2vec',
           'paired_se', 'seconds']
 
@@ -60,11 +63,14 @@ def run_protocol(script, extra, out_json, threads):
            '--output_json', out_json, '--quiet'] + extra
     print(' '.join(cmd), flush=True)
     env = {**os.environ, **common.thread_env(threads)}
+    start = time.time()
     proc = subprocess.run(cmd, env=env, cwd=common.ROOT, capture_output=True, text=True)
     if proc.returncode != 0:
         sys.exit(f'error: {script} failed:\n{proc.stderr[-3000:]}')
     with open(out_json, encoding='utf-8') as f:
-        return json.load(f)
+        summary = json.load(f)
+    summary['wall_seconds'] = round(time.time() - start, 1)  # the script's whole run, incl. training vectors
+    return summary
 
 
 def paired(a, b):
@@ -80,7 +86,9 @@ def main():
                                 formatter_class=argparse.ArgumentDefaultsHelpFormatter)
     p.add_argument('--run_dir', required=True, help='a run_pretrain.py --save_dir with STEP.pdparams checkpoints')
     p.add_argument('--steps', type=int, nargs='+', required=True, help='checkpoint steps (0: random init)')
-    p.add_argument('--concat', action='store_true', help='also ELMo (+) word2vec, paired with word2vec alone')
+    p.add_argument('--methods', nargs='+', choices=METHODS, default=['elmo', 'word2vec'],
+                   help='rows to compute per step (concat: ELMo (+) word2vec; it trains the word2vec row\'s '
+                   'vectors if they are not there yet)')
     p.add_argument('--out_dir', help='default: RUN_DIR/downstream')
     p.add_argument('--threads', type=int, default=2)
     p.add_argument('--seed', type=int, default=1, help='the pretraining run\'s --seed (for step 0)')
@@ -102,21 +110,23 @@ def main():
         ckpt = random_init_checkpoint(a.run_dir, out_dir, a.seed) if step == 0 else os.path.join(a.run_dir, str(step))
         vectors = os.path.join(out_dir, f'w2v-{tokens}.bin')
         rows = {}
-        if ('word2vec', step) not in have and tokens > 0:
+        want_vectors = tokens > 0 and ('word2vec' in a.methods or 'concat' in a.methods)
+        if want_vectors and ('word2vec', step) not in have:
             rows['word2vec'] = run_protocol('word2vec_base.py', [
                 '--train_word2vec_on', corpus, '--w2v_max_tokens', str(tokens), '--save_word2vec', vectors,
                 '--workers', str(a.threads)], os.path.join(out_dir, f'word2vec-{step}.json'), a.threads)
-        if ('elmo', step) not in have:
+        if 'elmo' in a.methods and ('elmo', step) not in have:
             rows['elmo'] = run_protocol('run_finetune.py', ['--init_from_ckpt', ckpt],
                                         os.path.join(out_dir, f'elmo-{step}.json'), a.threads)
-        if a.concat and ('elmo+word2vec', step) not in have and tokens > 0:
+        if 'concat' in a.methods and ('elmo+word2vec', step) not in have and tokens > 0:
             rows['elmo+word2vec'] = run_protocol('run_finetune.py', ['--init_from_ckpt', ckpt, '--concat_word2vec',
                                                                     vectors],
                                                  os.path.join(out_dir, f'concat-{step}.json'), a.threads)
         for method, summary in rows.items():
             row = {'method': method, 'step': step, 'tokens': tokens, 'accuracy_mean': summary['accuracy_mean'],
                    'accuracy_std': summary['accuracy_std'], 'fold_accuracies': summary['fold_accuracies'],
-                   'seconds': summary.get('seconds')}
+                   'seconds': summary['wall_seconds'], 'threads': a.threads, 'commit': common._git_commit(),
+                   'date': time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}
             done.append(row)
             with open(results_path, 'a', encoding='utf-8') as f:
                 f.write(json.dumps(row) + '\n')
