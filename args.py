@@ -25,14 +25,16 @@ def parser(description):
     return _OneLineErrors(description=description, formatter_class=argparse.ArgumentDefaultsHelpFormatter)
 
 
-def add_model_source(p, required=True):
-    """Where the biLM comes from: our checkpoint prefix, or bilm-tf/AllenNLP files."""
-    g = p.add_argument_group('model (a checkpoint of ours, or bilm-tf / AllenNLP files)')
+def add_model_source(p, bundled_default=False):
+    """Where the biLM comes from: our checkpoint prefix, or bilm-tf/AllenNLP files; with
+    bundled_default, neither means the model bundled in pretrained/."""
+    title = 'model (a checkpoint of ours, or bilm-tf / AllenNLP files'
+    g = p.add_argument_group(title + ('; neither: the bundled model in pretrained/)' if bundled_default else ')'))
     g.add_argument('--init_from_ckpt', help='checkpoint prefix without suffix, e.g. checkpoints/10000 '
                    '(the directory holds options.json)')
     g.add_argument('--options_file', help='bilm-tf / AllenNLP options.json')
     g.add_argument('--weight_file', help='bilm-tf / AllenNLP weights.hdf5')
-    p.set_defaults(_model_source_required=required)
+    p.set_defaults(_model_source_required=not bundled_default)
 
 
 def model_source(args):

@@ -61,13 +61,15 @@ def inference_mode(bilm, stateful):
 class ELMoEmbedder:
     """Sentences (lists of str tokens) -> numpy ELMo layers.
 
-    >>> embedder = ELMoEmbedder(options_file='options.json', weight_file='weights.hdf5')
+    >>> embedder = ELMoEmbedder()  # the bundled model: pretrained/
     >>> [e.shape for e in embedder.encode([['Hello', 'world', '.'], ['Bye']])]
-    [(3, 3, 1024), (3, 1, 1024)]
+    [(3, 3, 256), (3, 1, 256)]
+    >>> ELMoEmbedder(options_file='options.json', weight_file='weights.hdf5')  # AllenNLP's files
 
     params_file: a checkpoint prefix of ours ('checkpoints/10000'); or options_file + weight_file
         in the bilm-tf / AllenNLP format; or `bilm=`, an in-memory BiLM (e.g. one being trained),
-        whose mode and stateful flag are left as they were.
+        whose mode and stateful flag are left as they were; or none of them: the model bundled in
+        pretrained/ (see its README.md), which is announced on stderr.
     batch_size: sentences per batch in `encode` / `embed_file`.
     device: 'cpu', 'gpu' or 'gpu:N' to switch Paddle's device (process-wide); None (the default)
         runs on the device Paddle already uses.

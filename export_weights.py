@@ -4,7 +4,8 @@
 
 The files load in AllenNLP (`Elmo(options_file, weight_file, ...)`) and in bilm-tf. When the
 checkpoint holds a softmax, it is added as `softmax/W` and `softmax/b` (both readers ignore them;
-run_eval.py uses them for perplexity).
+run_eval.py uses them for perplexity) unless --without_softmax: embeddings do not need it, and for a
+100k vocabulary it is most of the file (pretrained/ was exported that way).
 """
 import os
 
@@ -15,13 +16,15 @@ def main():
     p = cli.parser(__doc__.split('\n')[0])
     p.add_argument('--init_from_ckpt', required=True, help='checkpoint prefix, e.g. checkpoints/10000')
     p.add_argument('--output_dir', required=True, help='directory for options.json and weights.hdf5')
+    p.add_argument('--without_softmax', action='store_true',
+                   help='leave the softmax out (enough for embeddings and fine-tuning, not for run_eval.py)')
     a = p.parse_args()
     import paddle
     from model_io import export_weights, load_checkpoint
     paddle.set_device('cpu')
     bilm, state = load_checkpoint(a.init_from_ckpt)
     extra = {}
-    if 'softmax.W' in state:  # bilm-tf's layout: W [vocab, projection_dim], b [vocab]
+    if 'softmax.W' in state and not a.without_softmax:  # bilm-tf's layout: W [vocab, projection_dim], b [vocab]
         extra = {'softmax/W': state['softmax.W'].numpy(), 'softmax/b': state['softmax.b'].numpy().reshape(-1)}
     export_weights(bilm, a.output_dir, extra)
     print(f'wrote {os.path.join(a.output_dir, "options.json")} and {os.path.join(a.output_dir, "weights.hdf5")}')

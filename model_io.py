@@ -7,6 +7,7 @@ and checks one; everything that loads a model goes through it or `load_hdf5_weig
 """
 import copy
 import os
+import sys
 
 import numpy as np
 import paddle
@@ -169,15 +170,33 @@ def load_checkpoint(params_file, stateful=False):
     return bilm, state
 
 
+BUNDLED_MODEL_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), 'pretrained')
+
+
+def bundled_model_files():
+    """-> (options_file, weight_file) of the model that ships in pretrained/ (its card: README.md)."""
+    files = tuple(os.path.join(BUNDLED_MODEL_DIR, name) for name in ('options.json', 'weights.hdf5'))
+    for path in files:
+        if not os.path.isfile(path):
+            raise FileNotFoundError(f'{path}: the bundled model is missing from this checkout; give a model '
+                                    f'(a checkpoint prefix, or options + weight files)')
+    return files
+
+
 def load_bilm(params_file=None, options_file=None, weight_file=None, stateful=False):
-    """A BiLM from a checkpoint prefix ('DIR/N') or from bilm-tf options + hdf5 weights."""
+    """A BiLM from a checkpoint prefix ('DIR/N'), from bilm-tf options + hdf5 weights, or, given
+    none of them, the bundled model in pretrained/ (saying so on stderr)."""
+    if params_file is None and options_file is None and weight_file is None:
+        options_file, weight_file = bundled_model_files()
+        print(f'no model given: using the bundled model in {BUNDLED_MODEL_DIR} '
+              f'(its card: {os.path.join(BUNDLED_MODEL_DIR, "README.md")})', file=sys.stderr, flush=True)
     if params_file is not None:
         if options_file is not None or weight_file is not None:
             raise InputError('give either params_file (a checkpoint prefix) or options_file + weight_file')
         return load_checkpoint(params_file, stateful)[0]
     if options_file is None or weight_file is None:
-        raise InputError('give params_file (a checkpoint prefix like checkpoints/10000) '
-                         'or both options_file and weight_file')
+        raise InputError('give params_file (a checkpoint prefix like checkpoints/10000), '
+                         'both options_file and weight_file, or neither (the bundled model)')
     return load_hdf5_weights(BiLM(load_options(options_file), stateful=stateful), weight_file)
 
 

@@ -1,5 +1,6 @@
 """Embed a one-sentence-per-line file into hdf5, as AllenNLP's `allennlp elmo` command did.
 
+    python run_embed.py sentences.txt out.hdf5              # the bundled model (pretrained/)
     python run_embed.py sentences.txt out.hdf5 --options_file options.json --weight_file weights.hdf5
     python run_embed.py sentences.txt out.hdf5 --init_from_ckpt checkpoints/final --output_format top
 
@@ -14,7 +15,7 @@ def main():
     p = cli.parser(__doc__.split('\n')[0])
     p.add_argument('input_file', help='one sentence per line, whitespace-tokenized, UTF-8')
     p.add_argument('output_file', help='hdf5 file to write')
-    cli.add_model_source(p)
+    cli.add_model_source(p, bundled_default=True)
     cli.add_device(p)
     p.add_argument('--output_format', default='all', choices=OUTPUT_FORMATS,
                    help='all layers, the top layer, or the average of the layers')

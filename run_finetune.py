@@ -1,5 +1,6 @@
 """ELMo + bag-of-vectors sentence classification (rt-polarity by default), k-fold cross-validated.
 
+    python run_finetune.py --data_dir ../shared/data/rt-polarity      # the bundled model (pretrained/)
     python run_finetune.py --data_dir ../shared/data/rt-polarity --init_from_ckpt checkpoints/final \
         --seed 1 --output_json results/elmo_bow.json
     python run_finetune.py --data_dir ../shared/data/rt-polarity --options_file options.json \
@@ -29,6 +30,7 @@ from classifier import (SentenceClassifier, add_protocol_args, check_protocol_ar
                         make_folds, report, runs_on_this_rank, show_bars, train_config)
 from dataset import CharMapper
 from elmo import ELMoEmbedder, Elmo, load_bilm, use_device
+from model_io import BUNDLED_MODEL_DIR
 from word_vectors import Word2VecFeatures, load_vectors, lookup_table
 
 
@@ -202,7 +204,7 @@ def check_elmo_args(a):
 
 def main():
     p = cli.parser(__doc__.split('\n')[0])
-    cli.add_model_source(p)
+    cli.add_model_source(p, bundled_default=True)
     cli.add_device(p)
     add_protocol_args(p)
     add_elmo_args(p)
@@ -216,7 +218,8 @@ def main():
     data = load_data(a, boundary_tokens=2)  # <S> and </S>
     folds = make_folds(data.labels, a.folds, a.seed, a.dev_fraction)
     bilm = load_bilm(**source)
-    info = {'projection_dim': bilm.projection_dim, 'n_layers': bilm.n_layers + 1, 'trainable': a.trainable,
+    info = {'model': {k: v for k, v in source.items() if v} or {'bundled': BUNDLED_MODEL_DIR},
+            'projection_dim': bilm.projection_dim, 'n_layers': bilm.n_layers + 1, 'trainable': a.trainable,
             'cached': not (a.trainable or a.no_cache)}
     cache = None
     try:

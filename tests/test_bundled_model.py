@@ -1,0 +1,66 @@
+"""The model bundled in pretrained/: the default of ELMoEmbedder(), run_embed.py and run_finetune.py."""
+import json
+import os
+
+import h5py
+import numpy as np
+import pytest
+
+import model_io
+from conftest import ROOT
+from test_finetune import _check_result, rt_slice, run_script  # noqa: F401  (rt_slice is a fixture)
+
+BUNDLED = os.path.join(ROOT, 'pretrained')
+OPTIONS, WEIGHTS = os.path.join(BUNDLED, 'options.json'), os.path.join(BUNDLED, 'weights.hdf5')
+SENTENCES = [['The', 'film', 'is', 'a', 'delight', '.'], ['Dull', 'and', 'far', 'too', 'long', '.']]
+
+
+def test_bundled_files_are_a_float32_bilm_without_softmax_small_enough_to_ship():
+    assert os.path.getsize(WEIGHTS) < 25 * 2 ** 20
+    with h5py.File(WEIGHTS, 'r') as f:
+        names = []
+        f.visit(lambda name: names.append(name) if isinstance(f[name], h5py.Dataset) else None)
+        assert not [n for n in names if n.startswith('softmax')]
+        assert {f[n].dtype for n in names} == {np.dtype('float32')}
+    with open(os.path.join(BUNDLED, 'README.md'), encoding='utf-8') as f:
+        card = f.read()
+    with open(OPTIONS, encoding='utf-8') as f:
+        options = json.load(f)
+    # The card describes these files: its recipe line names their shape.
+    assert f"LSTM {options['lstm']['dim']}" in card and f"projection {options['lstm']['projection_dim']}" in card
+
+
+def test_embedder_without_a_model_loads_the_bundled_one_and_says_so(capfd):
+    from elmo import ELMoEmbedder
+    default = ELMoEmbedder().encode(SENTENCES)
+    assert 'bundled model' in capfd.readouterr().err
+    explicit = ELMoEmbedder(options_file=OPTIONS, weight_file=WEIGHTS).encode(SENTENCES)
+    for a, b in zip(default, explicit):
+        assert a.shape == (3, 6, 256)
+        np.testing.assert_array_equal(a, b)
+
+
+def test_missing_bundle_is_an_error_naming_the_file(monkeypatch, tmp_path):
+    monkeypatch.setattr(model_io, 'BUNDLED_MODEL_DIR', str(tmp_path))
+    with pytest.raises(FileNotFoundError, match=str(tmp_path / 'options.json')):
+        model_io.load_bilm()
+
+
+def test_run_embed_without_a_model_uses_the_bundled_one(tmp_path):
+    src = tmp_path / 'sentences.txt'
+    src.write_text('\n'.join(' '.join(s) for s in SENTENCES) + '\n', encoding='utf-8')
+    proc = run_script('run_embed.py', str(src), str(tmp_path / 'out.hdf5'), '--output_format', 'top')
+    assert proc.returncode == 0, proc.stderr
+    assert 'bundled model' in proc.stderr
+    with h5py.File(tmp_path / 'out.hdf5', 'r') as f:
+        assert f['0'].shape == (6, 256)
+
+
+def test_run_finetune_without_a_model_uses_the_bundled_one(rt_slice, tmp_path):  # noqa: F811
+    out = tmp_path / 'elmo.json'
+    proc = run_script('run_finetune.py', '--data_dir', str(rt_slice), '--folds', '2', '--epochs', '1',
+                      '--output_json', str(out), '--quiet')
+    assert proc.returncode == 0, proc.stderr
+    assert 'bundled model' in proc.stderr
+    features = _check_result(out, 2)['features']
+    assert features['model'] == {'bundled': BUNDLED} and features['projection_dim'] == 128
