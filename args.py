@@ -49,9 +49,17 @@ def model_source(args):
     return dict(params_file=ckpt, options_file=opts, weight_file=weights)
 
 
+def _positive_int(text):
+    if not text.strip().isdigit() or int(text) < 1:
+        raise argparse.ArgumentTypeError(f'expected a positive integer, got {text!r}')
+    return int(text)
+
+
 def add_device(p):
     p.add_argument('--device', default='cpu', choices=['cpu', 'gpu'],
                    help='cpu, or gpu (needs paddlepaddle-gpu)')
+    p.add_argument('--cpu_threads', type=_positive_int, help='threads per process on CPU (default: $OMP_NUM_THREADS if '
+                   'set, else the available cores divided by the ranks launched on this machine)')
 
 
 def run(main):

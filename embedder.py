@@ -33,12 +33,24 @@ def keep_freed_memory(mmap_threshold_mb=256, trim_threshold_mb=512):
         return False
 
 
-def use_device(device, reuse_memory=True):
-    """For the scripts: paddle.set_device(device), and on CPU with reuse_memory also
-    keep_freed_memory()."""
+def default_cpu_threads():
+    """$OMP_NUM_THREADS when the user set it; else the cores this process may run on, shared among
+    the ranks paddle.distributed.launch started on this machine."""
+    if os.environ.get('OMP_NUM_THREADS', '').strip().isdigit() and int(os.environ['OMP_NUM_THREADS']) > 0:
+        return int(os.environ['OMP_NUM_THREADS'])
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, 'sched_getaffinity') else os.cpu_count() or 1
+    return max(1, cores // int(os.environ.get('PADDLE_LOCAL_SIZE') or 1))
+
+
+def use_device(device, reuse_memory=True, cpu_threads=None):
+    """For the scripts: paddle.set_device(device); on CPU, also run Paddle's kernels (and ours) on
+    cpu_threads threads (default: default_cpu_threads(); Paddle alone would use one) and, with
+    reuse_memory, keep_freed_memory()."""
     paddle.set_device(device)
-    if reuse_memory and device == 'cpu':
-        keep_freed_memory()
+    if device == 'cpu':
+        paddle.base.core.set_num_threads(cpu_threads or default_cpu_threads())
+        if reuse_memory:
+            keep_freed_memory()
 
 
 @contextlib.contextmanager

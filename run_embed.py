@@ -24,7 +24,7 @@ def main():
                    help='carry LSTM state across batches (as allennlp elmo did); default stateless')
     a = p.parse_args()
     from elmo import ELMoEmbedder, use_device
-    use_device(a.device)
+    use_device(a.device, cpu_threads=a.cpu_threads)
     embedder = ELMoEmbedder(**cli.model_source(a), batch_size=a.batch_size, stateful=a.stateful)
     n = embedder.embed_file(a.input_file, a.output_file, a.output_format)
     print(f'wrote {n} sentences to {a.output_file}')

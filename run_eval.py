@@ -31,7 +31,7 @@ def main():
     from embedder import use_device
     from fileio import write_json_atomic
     from lm import evaluate, load_language_model
-    use_device(a.device)
+    use_device(a.device, cpu_threads=a.cpu_threads)
     source = cli.model_source(a)
     counts = count_tokens(a.dev_data_path)  # the data first: a bad glob fails before a model loads
     vocab = Vocabulary(a.vocab_file)

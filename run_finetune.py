@@ -214,7 +214,7 @@ def main():
     check_elmo_args(a)
     if not runs_on_this_rank('run_finetune.py'):
         return 0
-    use_device(a.device)
+    use_device(a.device, cpu_threads=a.cpu_threads)
     data = load_data(a, boundary_tokens=2)  # <S> and </S>
     folds = make_folds(data.labels, a.folds, a.seed, a.dev_fraction)
     bilm = load_bilm(**source)

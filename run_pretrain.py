@@ -2,7 +2,7 @@
 
     python run_pretrain.py --train_data_path 'data/train/*' --vocab_file data/vocab-15w.txt
     python -m paddle.distributed.launch --gpus '0,1,2,3' run_pretrain.py --device gpu ...
-    OMP_NUM_THREADS=1 python -m paddle.distributed.launch --nproc_per_node 2 run_pretrain.py --device cpu ...
+    python -m paddle.distributed.launch --nproc_per_node 2 run_pretrain.py --device cpu ...   # 1 thread each on 2 cores
 
 Writes to --save_dir: options.json (the model, bilm-tf format), N.pdparams / N.pdopt every
 --save_freq steps and final.* at the end (atomically), train_log.csv and train_curve.png.
@@ -278,12 +278,12 @@ class StopRequest:
             raise KeyboardInterrupt
 
 
-def setup_device(device):
+def setup_device(device, cpu_threads=None):
     world_size = dist.get_world_size()
     if device == 'gpu':
         paddle.set_device(f'gpu:{dist.ParallelEnv().device_id}' if world_size > 1 else 'gpu')
     else:
-        use_device('cpu')
+        use_device('cpu', cpu_threads=cpu_threads)
     if world_size > 1:
         dist.init_parallel_env()
     return dist.get_rank(), world_size
@@ -316,7 +316,7 @@ def main():
     check_args(a)
     if resumed is not None:
         check_resume_flags(a, given, resumed, checkpoint_paths(a.init_from_ckpt)[0])
-    rank, world_size = setup_device(a.device)
+    rank, world_size = setup_device(a.device, a.cpu_threads)
     vocab = Vocabulary(a.vocab_file, a.max_characters_per_token)
     options = resumed if resumed is not None else model_options(a)
     n_train_tokens = a.n_train_tokens or count_tokens(a.train_data_path)['n_tokens']

@@ -113,7 +113,7 @@ def main():
     check_word2vec_args(a)
     if not runs_on_this_rank('word2vec_base.py'):
         return 0
-    use_device(a.device)
+    use_device(a.device, cpu_threads=a.cpu_threads)
     data = load_data(a)  # before the (long) training, so a bad --data_dir fails at once
     folds = make_folds(data.labels, a.folds, a.seed, a.dev_fraction)
     info = {}

@@ -53,6 +53,8 @@ BAD = {  # name: (script, args(tmp_path), the message's expected part)
                                     "vocab.txt:3: duplicate token 'the' (first on line 1)"),
     '--batch_size 0': ('run_pretrain.py', lambda t: pretrain(t, GOOD, '<S>\n', '--batch_size', '0'),
                        '--batch_size must be >= 1, got 0'),
+    '--cpu_threads 0': ('run_pretrain.py', lambda t: pretrain(t, GOOD, '<S>\n', '--cpu_threads', '0'),
+                        "argument --cpu_threads: expected a positive integer, got '0'"),
     'negative --lr': ('run_pretrain.py', lambda t: pretrain(t, GOOD, '<S>\n', '--lr', '-1'), '--lr must be > 0'),
     'non-numeric --lr': ('run_pretrain.py', lambda t: pretrain(t, GOOD, '<S>\n', '--lr', 'fast'),
                          "argument --lr: invalid float value: 'fast'"),

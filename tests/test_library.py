@@ -37,6 +37,24 @@ def test_embedder_leaves_the_device_malloc_and_the_global_mode_alone(bilm, monke
     assert float((dropout(x) == 0).astype('float32').mean()) > 0.3  # the user's dropout still drops
 
 
+@pytest.mark.parametrize('env, expected', [({}, 2), ({'OMP_NUM_THREADS': '1'}, 1), ({'OMP_NUM_THREADS': 'x'}, 2),
+                                           ({'PADDLE_LOCAL_SIZE': '2'}, 1), ({'PADDLE_LOCAL_SIZE': '4'}, 1)])
+def test_scripts_use_the_cores_they_have_unless_the_user_set_omp_num_threads(monkeypatch, env, expected):
+    # Paddle alone runs CPU kernels on one thread: the scripts' use_device sets the count.
+    import embedder as embedder_module
+    for name in ('OMP_NUM_THREADS', 'PADDLE_LOCAL_SIZE'):
+        monkeypatch.delenv(name, raising=False)
+    for name, value in env.items():
+        monkeypatch.setenv(name, value)
+    monkeypatch.setattr(os, 'sched_getaffinity', lambda pid: {0, 1}, raising=False)
+    calls = []
+    monkeypatch.setattr(paddle.base.core, 'set_num_threads', calls.append)
+    monkeypatch.setattr(embedder_module, 'keep_freed_memory', lambda: None)
+    embedder_module.use_device('cpu')
+    embedder_module.use_device('cpu', cpu_threads=3)
+    assert calls == [expected, 3]
+
+
 def test_embedder_gives_back_a_callers_bilm_as_it_was(bilm):
     from elmo import ELMoEmbedder
     bilm.train()
