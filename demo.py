@@ -4,7 +4,8 @@ Runs the real scripts end to end (build_vocab.py, run_pretrain.py, run_eval.py) 
 demo/sample_train.txt (our own sentences), then shows with ELMoEmbedder that the same word gets
 different vectors in different contexts: for ambiguous words (bank, bat, spring) in held-out
 sentences, the LSTM layers' vector is nearest to the right sense's centroid, while the
-context-free layer 0 can only guess. Takes about two minutes on 2 CPU cores.
+context-free layer 0 can only guess; then the same with the bundled model (pretrained/), which never
+saw the demo's sentences. Takes about two minutes on 2 CPU cores.
 """
 import os
 import subprocess
@@ -70,13 +71,15 @@ def sense_centroids(embedder, train, word, senses):
     return centroids
 
 
-def show_contexts(params_file):
-    """Nearest sense centroid of each probe, per layer: context-free layer 0 can only guess."""
+def show_contexts(params_file, model_name):
+    """Nearest sense centroid of each probe, per layer: context-free layer 0 can only guess.
+    params_file None: the bundled model (pretrained/)."""
     from elmo import ELMoEmbedder
+    print(f'\n== {model_name}: the same word, different vectors: which sense is each held-out use nearest to?',
+          flush=True)
     embedder = ELMoEmbedder(params_file)
     with open(TRAIN, encoding='utf-8') as f:
         train = f.read().splitlines()
-    print('\n== the same word, different vectors: which sense is each held-out use nearest to?')
     n_layers = embedder.bilm.n_layers + 1
     correct = np.zeros(n_layers, dtype=int)
     for word, senses in CUES.items():
@@ -107,7 +110,8 @@ def main():
         '--save_freq', '1000', '--dev_data_path', HELDOUT, '--eval_freq', '100', '--seed', '1'] + MODEL_FLAGS)
     run('held-out perplexity (full softmax)', ['run_eval.py', '--dev_data_path', HELDOUT, '--vocab_file', VOCAB,
         '--init_from_ckpt', os.path.join(CKPT, 'final'), '--batch_size', '8'])
-    show_contexts(os.path.join(CKPT, "final"))
+    show_contexts(os.path.join(CKPT, 'final'), 'the tiny model just trained')
+    show_contexts(None, 'the bundled model (pretrained/, trained on lm-corpus; no sentence of the demo)')
     print(f'\nDone in {time.time() - t0:.0f} s. Checkpoint: {os.path.relpath(CKPT, HERE)}/final, '
           f'training curve: {os.path.relpath(CKPT, HERE)}/train_curve.png')
 
