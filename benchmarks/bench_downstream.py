@@ -28,7 +28,7 @@ from fileio import atomic_path, write_csv_atomic
 
 RT = os.path.join(common.SHARED, 'data', 'rt-polarity')
 METHODS = ('elmo', 'word2vec', 'concat')
-FIELDS = ['method', 'step', 'tokens', 'accuracy_mean', 'accuracy_std', 'paired_diff_vs_word2vec',
+FIELDS = ['method', 'step', 'tokens', 'heldout_ppl', 'accuracy_mean', 'accuracy_std', 'paired_diff_vs_word2vec',
           'paired_se', 'seconds']
 
 
@@ -39,6 +39,16 @@ def tokens_at(run_dir, step):
     with open(os.path.join(run_dir, 'options.json'), encoding='utf-8') as f:
         options = json.load(f)
     return step * options['batch_size'] * options['unroll_steps'] * options.get('n_gpus', 1)
+
+
+def heldout_perplexities(run_dir):
+    """{step: held-out perplexity} for the steps where train_log.csv has one."""
+    import csv
+    path = os.path.join(run_dir, 'train_log.csv')
+    if not os.path.exists(path):
+        return {}
+    with open(path, newline='', encoding='utf-8') as f:
+        return {int(r['step']): float(r['dev_perplexity']) for r in csv.DictReader(f) if r.get('dev_perplexity')}
 
 
 def random_init_checkpoint(run_dir, out_dir, seed):
@@ -130,10 +140,10 @@ def main():
             done.append(row)
             with open(results_path, 'a', encoding='utf-8') as f:
                 f.write(json.dumps(row) + '\n')
-        write_curve(done, out_dir)
+        write_curve(done, out_dir, heldout_perplexities(a.run_dir))
 
 
-def write_curve(rows, out_dir):
+def write_curve(rows, out_dir, perplexities):
     by_key = {(r['method'], r['step']): r for r in rows}
     table = []
     for r in sorted(rows, key=lambda r: (r['step'], r['method'])):
@@ -141,7 +151,9 @@ def write_curve(rows, out_dir):
         diff = se = None
         if r['method'] != 'word2vec' and w2v is not None:
             diff, se = paired(r['fold_accuracies'], w2v['fold_accuracies'])
+        ppl = perplexities.get(r['step']) if r['method'] != 'word2vec' else None
         table.append({'method': r['method'], 'step': r['step'], 'tokens': r['tokens'],
+                      'heldout_ppl': None if ppl is None else round(ppl, 1),
                       'accuracy_mean': round(r['accuracy_mean'], 4), 'accuracy_std': round(r['accuracy_std'], 4),
                       'paired_diff_vs_word2vec': None if diff is None else round(diff, 4),
                       'paired_se': None if se is None else round(se, 4), 'seconds': r.get('seconds')})
