@@ -21,8 +21,17 @@ class _OneLineErrors(argparse.ArgumentParser):
         self.exit(2, f'error: {message} (see {self.prog} --help)\n')
 
 
+class _DefaultsHelp(argparse.ArgumentDefaultsHelpFormatter):
+    """Shows a flag's default, except None (the help says what no value means) and False (a switch)."""
+
+    def _get_help_string(self, action):
+        if action.default in (None, False) or '(default' in (action.help or ''):
+            return action.help
+        return super()._get_help_string(action)
+
+
 def parser(description):
-    return _OneLineErrors(description=description, formatter_class=argparse.ArgumentDefaultsHelpFormatter)
+    return _OneLineErrors(description=description, formatter_class=_DefaultsHelp)
 
 
 def add_model_source(p, bundled_default=False):
