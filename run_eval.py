@@ -45,7 +45,7 @@ def main():
     print(f'backward perplexity: {result["backward_perplexity"]:.3f}')
     print(f'perplexity (exp of the mean of the two losses, as bilm-tf): {result["perplexity"]:.3f}')
     if a.output_json:
-        result['args'] = vars(a)
+        result['args'] = {k: v for k, v in vars(a).items() if not k.startswith('_')}
         write_json_atomic(result, a.output_json)
 
 

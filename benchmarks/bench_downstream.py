@@ -42,13 +42,22 @@ def tokens_at(run_dir, step):
 
 
 def heldout_perplexities(run_dir):
-    """{step: held-out perplexity} for the steps where train_log.csv has one."""
+    """{step: held-out perplexity}: from train_log.csv, and from RUN_DIR/heldout/STEP.json files that
+    `run_eval.py --init_from_ckpt RUN_DIR/STEP --max_tokens 51200 --output_json ...` wrote (the
+    run's own layout of its evaluations)."""
     import csv
+    import glob
+    found = {}
     path = os.path.join(run_dir, 'train_log.csv')
-    if not os.path.exists(path):
-        return {}
-    with open(path, newline='', encoding='utf-8') as f:
-        return {int(r['step']): float(r['dev_perplexity']) for r in csv.DictReader(f) if r.get('dev_perplexity')}
+    if os.path.exists(path):
+        with open(path, newline='', encoding='utf-8') as f:
+            found = {int(r['step']): float(r['dev_perplexity']) for r in csv.DictReader(f) if r.get('dev_perplexity')}
+    for path in glob.glob(os.path.join(run_dir, 'heldout', '*.json')):
+        step = os.path.splitext(os.path.basename(path))[0]
+        if step.isdigit():
+            with open(path, encoding='utf-8') as f:
+                found.setdefault(int(step), json.load(f)['perplexity'])
+    return found
 
 
 def random_init_checkpoint(run_dir, out_dir, seed):
