@@ -33,22 +33,14 @@ def keep_freed_memory(mmap_threshold_mb=256, trim_threshold_mb=512):
         return False
 
 
-def default_cpu_threads():
-    """$OMP_NUM_THREADS when the user set it; else the cores this process may run on, shared among
-    the ranks paddle.distributed.launch started on this machine."""
-    if os.environ.get('OMP_NUM_THREADS', '').strip().isdigit() and int(os.environ['OMP_NUM_THREADS']) > 0:
-        return int(os.environ['OMP_NUM_THREADS'])
-    cores = len(os.sched_getaffinity(0)) if hasattr(os, 'sched_getaffinity') else os.cpu_count() or 1
-    return max(1, cores // int(os.environ.get('PADDLE_LOCAL_SIZE') or 1))
-
-
 def use_device(device, reuse_memory=True, cpu_threads=None):
     """For the scripts: paddle.set_device(device); on CPU, also run Paddle's kernels (and ours) on
-    cpu_threads threads (default: default_cpu_threads(); Paddle alone would use one) and, with
-    reuse_memory, keep_freed_memory()."""
+    cpu_threads threads when given (Paddle alone uses one; args.default_cpu_threads is the scripts'
+    choice) and, with reuse_memory, keep_freed_memory()."""
     paddle.set_device(device)
     if device == 'cpu':
-        paddle.base.core.set_num_threads(cpu_threads or default_cpu_threads())
+        if cpu_threads:
+            paddle.base.core.set_num_threads(cpu_threads)
         if reuse_memory:
             keep_freed_memory()
 
