@@ -26,7 +26,6 @@ import args  # noqa: F401  (first: it quiets Paddle's import-time notices, as in
 import common
 from fileio import atomic_path, write_csv_atomic
 
-RT = os.path.join(common.SHARED, 'data', 'rt-polarity')
 METHODS = ('elmo', 'word2vec', 'concat')
 FIELDS = ['method', 'step', 'tokens', 'heldout_ppl', 'accuracy_mean', 'accuracy_std', 'paired_diff_vs_word2vec',
           'paired_se', 'seconds']
@@ -78,8 +77,8 @@ def random_init_checkpoint(run_dir, out_dir, seed):
 
 
 def run_protocol(script, extra, out_json, threads):
-    cmd = [sys.executable, os.path.join(common.ROOT, script), '--data_dir', RT, '--folds', '10', '--seed', '1',
-           '--output_json', out_json, '--quiet'] + extra
+    cmd = [sys.executable, os.path.join(common.ROOT, script), '--data_dir', common.RT_POLARITY, '--folds', '10',
+           '--seed', '1', '--output_json', out_json, '--quiet'] + extra
     print(' '.join(cmd), flush=True)
     env = {**os.environ, **common.thread_env(threads)}
     start = time.time()

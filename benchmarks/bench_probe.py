@@ -12,15 +12,12 @@ average of the layers (what a scalar mix starts from), all layers concatenated, 
 word2vec concatenated with all layers.
 """
 import argparse
-import os
 import sys
 
 import numpy as np
 
 import args as cli  # first: it quiets Paddle's import-time notices, as in the scripts
 import common
-
-RT = os.path.join(common.SHARED, 'data', 'rt-polarity')
 
 
 def elmo_sentence_means(sentences, source):
@@ -70,7 +67,7 @@ def main():
     cli.add_model_source(p, bundled_default=True)
     p.add_argument('--word2vec', help='also probe these word vectors (.bin / .txt), alone and beside ELMo')
     p.add_argument('--no_elmo', action='store_true', help='word2vec only')
-    p.add_argument('--data_dir', default=RT)
+    p.add_argument('--data_dir', default=common.RT_POLARITY)
     p.add_argument('--threads', type=int, default=2)
     a = p.parse_args()
     common.set_threads(a.threads)

@@ -131,6 +131,7 @@ def flops_per_token(options, *, training=False, vocab_size=None, n_negative_samp
 # --------------------------------------------------------------------------------------------
 
 LM_CORPUS = os.path.join(SHARED, 'data', 'lm-corpus')
+RT_POLARITY = os.path.join(SHARED, 'data', 'rt-polarity')
 
 
 def lm_corpus_vocabulary(size):
