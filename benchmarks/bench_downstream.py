@@ -2,6 +2,7 @@
 
     python benchmarks/bench_downstream.py --run_dir ../runs/long --steps 0 700 1400 2800 ...
     python benchmarks/bench_downstream.py --run_dir ../runs/long --steps 2800 --methods concat  # ELMo (+) word2vec
+    python benchmarks/bench_downstream.py --run_dir ../runs/long --plot_only  # redraw from the rows there
 
 For each checkpoint step S of a run_pretrain.py run (S = 0 is the random initialisation of the
 same options and seed, written here), up to three rows (--methods) on the same 10 folds with the
@@ -103,24 +104,33 @@ def main():
     p = argparse.ArgumentParser(description=__doc__.split('\n')[0],
                                 formatter_class=argparse.ArgumentDefaultsHelpFormatter)
     p.add_argument('--run_dir', required=True, help='a run_pretrain.py --save_dir with STEP.pdparams checkpoints')
-    p.add_argument('--steps', type=int, nargs='+', required=True, help='checkpoint steps (0: random init)')
+    p.add_argument('--steps', type=int, nargs='+', help='checkpoint steps (0: random init)')
     p.add_argument('--methods', nargs='+', choices=METHODS, default=['elmo', 'word2vec'],
                    help='rows to compute per step (concat: ELMo (+) word2vec; it trains the word2vec row\'s '
                    'vectors if they are not there yet)')
     p.add_argument('--out_dir', help='default: RUN_DIR/downstream')
     p.add_argument('--threads', type=int, default=2)
     p.add_argument('--seed', type=int, default=1, help='the pretraining run\'s --seed (for step 0)')
+    p.add_argument('--plot_only', action='store_true',
+                   help='compute nothing: rewrite OUT/curve.csv and curve.png from OUT/results.jsonl')
     a = p.parse_args()
+    if not a.steps and not a.plot_only:
+        p.error('give --steps STEP [STEP ...] (or --plot_only to redraw the curve from the rows already computed)')
     out_dir = a.out_dir or os.path.join(a.run_dir, 'downstream')
     os.makedirs(out_dir, exist_ok=True)
-    common.set_threads(a.threads)
-    common.print_machine_info()
-    print(f'float32 matmul rate: {common.measure_matmul_gflops():.1f} GFLOP/s', flush=True)
     results_path = os.path.join(out_dir, 'results.jsonl')
     done = []
     if os.path.exists(results_path):
         with open(results_path, encoding='utf-8') as f:
             done = [json.loads(line) for line in f if line.strip()]
+    if a.plot_only:
+        if not done:
+            sys.exit(f'error: --plot_only: no rows in {results_path}')
+        write_curve(done, out_dir, heldout_perplexities(a.run_dir))
+        return
+    common.set_threads(a.threads)
+    common.print_machine_info()
+    print(f'float32 matmul rate: {common.measure_matmul_gflops():.1f} GFLOP/s', flush=True)
     have = {(r['method'], r['step']) for r in done}
     corpus = os.path.join(common.LM_CORPUS, 'train.txt')
     for step in a.steps:
