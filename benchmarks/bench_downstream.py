@@ -117,7 +117,6 @@ def main():
     if not a.steps and not a.plot_only:
         p.error('give --steps STEP [STEP ...] (or --plot_only to redraw the curve from the rows already computed)')
     out_dir = a.out_dir or os.path.join(a.run_dir, 'downstream')
-    os.makedirs(out_dir, exist_ok=True)
     results_path = os.path.join(out_dir, 'results.jsonl')
     done = []
     if os.path.exists(results_path):
@@ -128,6 +127,7 @@ def main():
             sys.exit(f'error: --plot_only: no rows in {results_path}')
         write_curve(done, out_dir, heldout_perplexities(a.run_dir))
         return
+    os.makedirs(out_dir, exist_ok=True)
     common.set_threads(a.threads)
     common.print_machine_info()
     print(f'float32 matmul rate: {common.measure_matmul_gflops():.1f} GFLOP/s', flush=True)
