@@ -6,6 +6,7 @@ import paddle
 import paddle.nn as nn
 import paddle.nn.functional as F
 
+import cpu
 from bilm import remove_sentence_boundaries, set_mode
 from model_io import load_bilm
 
@@ -61,11 +62,15 @@ class Elmo(nn.Layer):
     The biLM is frozen by default (run without gradients, in eval mode); `requires_grad=True`
     fine-tunes it. Sentence boundaries are removed from the outputs: pass char ids made with
     `CharMapper.batch(sentences)` (which adds <S> and </S>).
+
+    cpu_threads: on CPU, Paddle's threads, as in `ELMoEmbedder` (None: $OMP_NUM_THREADS if set,
+    else the available cores; on AMD processors also MKL's AVX2 path unless MKL_DEBUG_CPU_TYPE is set).
     """
 
     def __init__(self, bilm, num_output_representations=1, requires_grad=False, do_layer_norm=False,
-                 dropout=0.5, l2_coef=0.0):
+                 dropout=0.5, l2_coef=0.0, cpu_threads=None):
         super().__init__()
+        cpu.configure_if_on_cpu(cpu_threads)
         self.bilm = bilm
         self.requires_grad = requires_grad
         for p in self.bilm.parameters():

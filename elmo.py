@@ -10,6 +10,7 @@ reads and writes their `options.json` + `weights.hdf5`. The pieces live in one f
 - `downstream.py`: `ScalarMix` and `Elmo`, the layers a downstream model adds.
 - `embedder.py`: `ELMoEmbedder` (sentences in, numpy arrays out) and `embed_file` (text to hdf5).
 """
+import cpu  # noqa: F401  (before Paddle's import: it reads the user's OMP_NUM_THREADS, which Paddle overwrites)
 import kernels  # noqa: F401  (first: it imports Paddle without Paddle's ccache notice)
 from bilm import (ORIGINAL_FILTERS, BiLM, check_options, load_options, make_options,  # noqa: F401
                   remove_sentence_boundaries, set_mode)

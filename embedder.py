@@ -8,6 +8,7 @@ import os
 import numpy as np
 import paddle
 
+import cpu
 from bilm import set_mode
 from dataset import BOS_TOKEN, EOS_TOKEN, CharMapper, check_sentences
 from fileio import InputError, atomic_path, iter_lines
@@ -34,13 +35,12 @@ def keep_freed_memory(mmap_threshold_mb=256, trim_threshold_mb=512):
 
 
 def use_device(device, reuse_memory=True, cpu_threads=None):
-    """For the scripts: paddle.set_device(device); on CPU, also run Paddle's kernels (and ours) on
-    cpu_threads threads when given (Paddle alone uses one; args.default_cpu_threads is the scripts'
-    choice) and, with reuse_memory, keep_freed_memory()."""
+    """For the scripts: paddle.set_device(device); on CPU, also `cpu.configure(cpu_threads)` (MKL's
+    fast path, the available cores unless the user chose; says which on stdout, the log) and, with
+    reuse_memory, keep_freed_memory()."""
     paddle.set_device(device)
     if device == 'cpu':
-        if cpu_threads:
-            paddle.base.core.set_num_threads(cpu_threads)
+        print(cpu.configure(cpu_threads), flush=True)
         if reuse_memory:
             keep_freed_memory()
 
@@ -83,12 +83,18 @@ class ELMoEmbedder:
         goes through the char CNN once (0 disables the cache).
     reuse_memory: call `keep_freed_memory()`, a process-wide glibc malloc setting that makes CPU
         embedding 20-35% faster (see there); off by default because it changes the whole process.
+    cpu_threads: on CPU, Paddle's threads (process-wide, as torch's default): None for
+        $OMP_NUM_THREADS if you set it, else the available cores. On an AMD processor the embedder
+        also sets MKL_DEBUG_CPU_TYPE=5 unless you set it (MKL's AVX2 path, ~3x faster products);
+        see `cpu.py`.
     """
 
     def __init__(self, params_file=None, options_file=None, weight_file=None, batch_size=64,
-                 device=None, stateful=False, token_cache_size=50000, bilm=None, reuse_memory=False):
+                 device=None, stateful=False, token_cache_size=50000, bilm=None, reuse_memory=False,
+                 cpu_threads=None):
         if device is not None:
             paddle.set_device(device)
+        cpu.configure_if_on_cpu(cpu_threads)
         if reuse_memory:
             keep_freed_memory()
         if bilm is None:

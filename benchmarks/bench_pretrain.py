@@ -10,6 +10,9 @@ global-norm clipping, exactly the run_pretrain.py step, in its own process (so t
 its own). The floor is the configuration's training FLOPs per token (benchmarks/common.py:
 flops_breakdown, forward + backward = 3x the forward products) at the float32 matmul rate
 measured at the start of the run; the ratio achieved/floor is the figure to compare across machines.
+A second floor uses NumPy's matmul rate on the same machine (its BLAS knows the processor): the
+distance from Paddle's products to what the hardware does. MKL_DEBUG_CPU_TYPE=0 in the environment
+measures Paddle's slow MKL path on AMD processors (cpu.py).
 """
 import argparse
 import json
@@ -71,20 +74,22 @@ def main():
         return worker(a.worker, a.steps, a.warmup)
     common.print_machine_info()
     common.lm_corpus_vocabulary(VOCAB_SIZE)  # build outside the timed workers
-    gflops = common.measure_matmul_gflops()
-    print(f'float32 matmul rate: {gflops:.1f} GFLOP/s ({a.threads} threads)')
+    gflops, numpy_gflops = common.measure_matmul_gflops(), common.measure_numpy_gflops()
+    print(f'float32 matmul rate: Paddle {gflops:.1f} GFLOP/s, NumPy {numpy_gflops:.1f} GFLOP/s ({a.threads} threads)')
     rows = []
     for name in a.configs.split(','):
         steps = a.steps if name != 'original' else min(a.steps, 3)
         r = common.run_worker([__file__, '--worker', name, '--steps', str(steps), '--warmup', str(a.warmup),
                                '--threads', str(a.threads)], env=common.thread_env(a.threads))
         parts = common.flops_breakdown(r['options'], training=True, n_negative_samples=NEGATIVES)
-        floor = gflops * 1e9 / parts['total']
+        floor, numpy_floor = gflops * 1e9 / parts['total'], numpy_gflops * 1e9 / parts['total']
         rows.append({'config': name, 'batch': CONFIGS[name]['batch_size'], 'steps': steps,
                      's/step': round(r['step_s'], 3), 'tokens/s': r['tokens_per_s'],
                      'peak MB': r['peak_mb'], 'GFLOP/token': parts['total'] / 1e9,
                      'GFLOP/s': r['tokens_per_s'] * parts['total'] / 1e9,
-                     'floor tokens/s': floor, 'achieved/floor': f"{r['tokens_per_s'] / floor:.0%}"})
+                     'floor tokens/s': floor, 'achieved/floor': f"{r['tokens_per_s'] / floor:.0%}",
+                     'NumPy floor tokens/s': numpy_floor,
+                     'achieved/NumPy floor': f"{r['tokens_per_s'] / numpy_floor:.0%}"})
     common.print_table(rows)
     # The machine's speed drifts (this 2-core VM: 130-240 GFLOP/s within minutes): a rate far
     # from the first one means the ratios above are off by as much.

@@ -31,13 +31,13 @@ def thread_env(threads):
 
 
 def set_threads(threads):
-    """Use `threads` CPU threads in this process: the environment (for BLAS libraries that read it
-    at load time, and for child processes) and Paddle's own setting when it exists."""
+    """Use `threads` CPU threads in this process and MKL's fast path, as the scripts do (cpu.configure:
+    MKL_DEBUG_CPU_TYPE=5 on AMD unless set; MKL_DEBUG_CPU_TYPE=0 in the environment measures the
+    slow path); the environment too, for BLAS libraries that read it at load time and for child
+    processes. -> cpu.configure's one-line summary."""
     os.environ.update(thread_env(threads))
-    import paddle
-    core = getattr(getattr(paddle, 'base', None), 'core', None)
-    if core is not None and hasattr(core, 'set_num_threads'):
-        core.set_num_threads(threads)
+    import cpu
+    return cpu.configure(threads)
 
 
 # --------------------------------------------------------------------------------------------
@@ -69,6 +69,21 @@ def measure_matmul_gflops(n=4096, seconds=3.0):
         best = max(best, 2.0 * n ** 3 / (time.perf_counter() - t) / 1e9)
         if time.perf_counter() - start >= seconds:
             return best
+
+
+def measure_numpy_gflops(n=4096, seconds=3.0):
+    """float32 GFLOP/s of NumPy's [n, n] x [n, n] product (its BLAS, usually OpenBLAS, on the
+    threads it chose): what this processor does with a BLAS that knows it, beside Paddle's rate."""
+    import numpy as np
+    rng = np.random.default_rng(0)
+    a, b = rng.standard_normal((n, n), dtype=np.float32), rng.standard_normal((n, n), dtype=np.float32)
+    a @ b
+    best, start = 0.0, time.perf_counter()
+    while time.perf_counter() - start < seconds:
+        t = time.perf_counter()
+        a @ b
+        best = max(best, 2.0 * n ** 3 / (time.perf_counter() - t) / 1e9)
+    return best
 
 
 # --------------------------------------------------------------------------------------------
@@ -227,7 +242,15 @@ def machine_info():
         'commit': _git_commit(),
         'load_average': load_average(),
         'cpu_kernels': _cpu_kernels(),
+        'mkl': _mkl(),
     }
+
+
+def _mkl():
+    """Paddle's MKL code path and how it was chosen (cpu.configure has run: asking fixes the path)."""
+    import cpu
+    path = cpu.mkl_code_path()
+    return f"path {path} (MKL_DEBUG_CPU_TYPE={os.environ.get('MKL_DEBUG_CPU_TYPE', 'unset')})"
 
 
 def _cpu_kernels():
@@ -240,7 +263,7 @@ def print_machine_info(info=None):
     info = info or machine_info()
     print(f"date {info['date']} | commit {info['commit']} | {info['cpu']}, nproc {info['nproc']}, "
           f"RAM {info['ram_gb']} GB | Python {info['python']}, Paddle {info['paddle']} | "
-          f"CPU kernels {info['cpu_kernels']} | load average {info['load_average']}")
+          f"CPU kernels {info['cpu_kernels']} | MKL {info['mkl']} | load average {info['load_average']}")
     for line in busiest_processes():
         print(f'  busy: {line}')
 

@@ -37,37 +37,6 @@ def test_embedder_leaves_the_device_malloc_and_the_global_mode_alone(bilm, monke
     assert float((dropout(x) == 0).astype('float32').mean()) > 0.3  # the user's dropout still drops
 
 
-@pytest.mark.parametrize('user_value, local_size, expected', [('', None, 2), ('1', None, 1), ('x', None, 2),
-                                                             ('', '2', 1), ('', '4', 1), ('3', '2', 3)])
-def test_scripts_default_to_the_cores_they_have_unless_the_user_set_omp_num_threads(monkeypatch, user_value,
-                                                                                    local_size, expected):
-    import args
-    monkeypatch.setattr(args, '_USER_OMP_NUM_THREADS', user_value)
-    monkeypatch.setattr(os, 'sched_getaffinity', lambda pid: {0, 1}, raising=False)
-    monkeypatch.delenv('PADDLE_LOCAL_SIZE', raising=False)
-    if local_size:
-        monkeypatch.setenv('PADDLE_LOCAL_SIZE', local_size)
-    assert args.default_cpu_threads() == expected
-
-
-def test_the_thread_default_reads_omp_num_threads_from_before_paddles_import():
-    # Paddle's import sets an unset OMP_NUM_THREADS to 1; the scripts import args first.
-    env = {k: v for k, v in os.environ.items() if k not in ('OMP_NUM_THREADS', 'PADDLE_LOCAL_SIZE')}
-    code = 'import os, args, paddle; print(os.environ["OMP_NUM_THREADS"], args.default_cpu_threads())'
-    out = subprocess.run([sys.executable, '-c', code], env=env, cwd=ROOT, capture_output=True, text=True, check=True)
-    assert out.stdout.split() == ['1', str(len(os.sched_getaffinity(0)))]
-
-
-def test_use_device_sets_the_thread_count_it_is_given_and_none_otherwise(monkeypatch):
-    import embedder as embedder_module
-    calls = []
-    monkeypatch.setattr(paddle.base.core, 'set_num_threads', calls.append)
-    monkeypatch.setattr(embedder_module, 'keep_freed_memory', lambda: None)
-    embedder_module.use_device('cpu')
-    embedder_module.use_device('cpu', cpu_threads=3)
-    assert calls == [3]
-
-
 def test_embedder_gives_back_a_callers_bilm_as_it_was(bilm):
     from elmo import ELMoEmbedder
     bilm.train()

@@ -336,7 +336,8 @@ def test_stateful_embedder_gives_same_results_with_and_without_token_cache(tiny_
         results.append([embedder.embed_batch(b) for b in batches])
     for got, ref in zip(results[1], results[0]):
         for g, r in zip(got, ref):
-            np.testing.assert_array_equal(g, r)
+            # not bit for bit on several threads: the char CNN's products then round by batch shape
+            np.testing.assert_allclose(g, r, rtol=0, atol=1e-6)
 
 
 def test_full_token_cache_serves_known_words_and_computes_the_rest(tiny_bilm):

@@ -1,0 +1,153 @@
+"""Paddle at full speed on the CPU it runs on: MKL's AVX2 code path on AMD processors, and every core.
+
+    summary = configure(threads=None)   # the scripts call it (and print summary); so do ELMoEmbedder
+                                        # and Elmo on CPU (silently, as torch uses all cores silently)
+
+Two of Paddle's CPU defaults cost most of the speed on the machines our users have:
+- Paddle's CPU wheels link an old MKL (`paddle/libs/libmklml_intel.so`) that chooses its code path
+  by processor vendor: on AMD it runs a generic path, ~3x slower matmuls than its AVX2 path on the
+  same processor (BENCHMARKS.md, "MKL on AMD processors"). This MKL honours `MKL_DEBUG_CPU_TYPE=5`
+  (use AVX2), which it reads once, at its first product: setting it before the first Paddle
+  operation is enough, importing Paddle earlier is not a problem.
+- Paddle runs its CPU kernels on one thread unless told otherwise (its import sets an unset
+  OMP_NUM_THREADS to 1).
+
+configure() changes, process-wide and only where the user has not chosen:
+- `MKL_DEBUG_CPU_TYPE=5`, when the processor is AMD with AVX2 and FMA and the variable is unset
+  (set it yourself, to any value, and it is left alone);
+- Paddle's CPU threads: `threads`, else the user's OMP_NUM_THREADS, else the cores this process
+  may use, divided among the ranks `paddle.distributed.launch` started on this machine.
+If MKL had already chosen its slow path (a Paddle product ran before configure()), it warns once
+and names the fix. Importing this module changes nothing: it only reads OMP_NUM_THREADS as the
+user set it, which Paddle's import would overwrite.
+
+A future Paddle with a newer MKL will ignore MKL_DEBUG_CPU_TYPE. The fallbacks, measured here
+(BENCHMARKS.md): a preloaded one-line library that makes MKL's `mkl_serv_intel_cpu_true` return 1
+(`LD_PRELOAD`, the known workaround for MKL 2020+), or, for inference, Paddle's static graph with
+oneDNN kernels (`FLAGS_use_mkldnn`), whose code path depends on the instruction set, not the vendor.
+"""
+import os
+import sys
+import warnings
+
+AVX2_PATH = '5'  # MKL_DEBUG_CPU_TYPE's value for the AVX2 code path; also the path MKL reports then
+
+
+def _startup_environment(name):
+    """name's value in the environment this process started with (Linux), or None."""
+    try:
+        with open('/proc/self/environ', 'rb') as f:
+            entries = f.read().split(b'\0')
+    except OSError:
+        return None
+    prefix = name.encode() + b'='
+    return next((e[len(prefix):].decode(errors='replace') for e in entries if e.startswith(prefix)), None)
+
+
+# Paddle's import sets an unset OMP_NUM_THREADS to '1'. Imported before Paddle (the scripts import
+# args, which imports this, first), os.environ holds the user's value; after, the value the process
+# started with is the best witness of the user's choice.
+_USER_OMP_NUM_THREADS = ((os.environ.get('OMP_NUM_THREADS') if 'paddle' not in sys.modules
+                          else _startup_environment('OMP_NUM_THREADS')) or '').strip()
+_warned_slow_mkl = False
+_mkl_asked_here = False  # MKL_DEBUG_CPU_TYPE was set by ask_mkl_for_avx2, not the user
+
+
+def user_threads():
+    """The user's OMP_NUM_THREADS (as it was before Paddle's import) when a positive integer, else None."""
+    return int(_USER_OMP_NUM_THREADS) if _USER_OMP_NUM_THREADS.isdigit() and int(_USER_OMP_NUM_THREADS) > 0 else None
+
+
+def available_cores():
+    """Cores this process may run on, shared among the ranks paddle.distributed.launch started here."""
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, 'sched_getaffinity') else os.cpu_count() or 1
+    return max(1, cores // int(os.environ.get('PADDLE_LOCAL_SIZE') or 1))
+
+
+def default_threads():
+    return user_threads() or available_cores()
+
+
+def processor(cpuinfo='/proc/cpuinfo'):
+    """-> (vendor id, set of instruction-set flags) of the first processor; ('', set()) if unknown."""
+    vendor, flags = '', set()
+    try:
+        with open(cpuinfo) as f:
+            for line in f:
+                key, _, value = line.partition(':')
+                key = key.strip()
+                if key == 'vendor_id' and not vendor:
+                    vendor = value.strip()
+                elif key == 'flags' and not flags:
+                    flags = set(value.split())
+                if vendor and flags:
+                    break
+    except OSError:
+        pass
+    return vendor, flags
+
+
+def needs_mkl_avx2_hint(cpu=None):
+    """Whether MKL would run its generic path although the processor has AVX2: AMD with AVX2 + FMA."""
+    vendor, flags = cpu or processor()
+    return vendor == 'AuthenticAMD' and {'avx2', 'fma'} <= flags
+
+
+def mkl_code_path():
+    """The code path Paddle's bundled MKL runs ('5': AVX2; '0': generic), or None without that MKL.
+
+    Asking fixes MKL's choice, as its first product would: call it after MKL_DEBUG_CPU_TYPE is set.
+    """
+    import ctypes
+    import paddle
+    path = os.path.join(os.path.dirname(paddle.__file__), 'libs', 'libmklml_intel.so')
+    if not os.path.exists(path):
+        return None
+    try:
+        return str(ctypes.CDLL(path).mkl_serv_cpu_detect())
+    except (OSError, AttributeError):
+        return None
+
+
+def ask_mkl_for_avx2():
+    """Set MKL_DEBUG_CPU_TYPE=5 on an AMD processor with AVX2 unless the user set the variable.
+    -> how MKL was asked, for the log ('' where MKL needs no asking)."""
+    global _mkl_asked_here
+    if not needs_mkl_avx2_hint():
+        return ''
+    if 'MKL_DEBUG_CPU_TYPE' not in os.environ:
+        os.environ['MKL_DEBUG_CPU_TYPE'] = AVX2_PATH
+        _mkl_asked_here = True
+    if _mkl_asked_here:
+        return ' (MKL_DEBUG_CPU_TYPE=5 set for this AMD processor)'
+    return f' (MKL_DEBUG_CPU_TYPE={os.environ["MKL_DEBUG_CPU_TYPE"]!r} from the environment)'
+
+
+def configure(threads=None):
+    """Put Paddle's CPU work on MKL's fast path and on `threads` threads (see the module docstring).
+
+    threads: None for the default (the user's OMP_NUM_THREADS, else the available cores).
+    -> one line saying what runs, for a script's log.
+    """
+    global _warned_slow_mkl
+    asked = ask_mkl_for_avx2()
+    import paddle
+    n = threads or default_threads()
+    paddle.base.core.set_num_threads(n)
+    path = mkl_code_path()
+    if _mkl_asked_here and path not in (None, AVX2_PATH) and not _warned_slow_mkl:
+        _warned_slow_mkl = True
+        warnings.warn("Paddle's MKL chose its generic code path before ELMo could ask for AVX2 (a Paddle "
+                      "matmul ran first): matmuls run ~3x slower on this AMD processor. Set "
+                      "MKL_DEBUG_CPU_TYPE=5 in the environment, or create the embedder before other Paddle work.",
+                      stacklevel=3)
+    source = 'cpu_threads' if threads else 'OMP_NUM_THREADS' if user_threads() else 'the available cores'
+    mkl = {None: 'no bundled MKL', AVX2_PATH: 'AVX2 path', '0': 'generic path'}.get(path, f'code path {path}')
+    return f'CPU: {n} thread{"s" * (n > 1)} ({source}); MKL: {mkl}{asked}'
+
+
+def configure_if_on_cpu(threads=None):
+    """configure() when Paddle's current device is the CPU (ELMoEmbedder and Elmo call it)."""
+    import paddle
+    if paddle.get_device() == 'cpu':
+        configure(threads)

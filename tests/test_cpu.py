@@ -1,0 +1,149 @@
+"""Fast CPU defaults (cpu.py): MKL's AVX2 path on AMD processors and the available cores, for the
+scripts and for the library, unless the user chose; and results that do not depend on the path."""
+import os
+import subprocess
+import sys
+
+import pytest
+
+import cpu
+from conftest import FIXTURE, ROOT, require
+
+ON_AMD_AVX2 = cpu.needs_mkl_avx2_hint()
+CORES = len(os.sched_getaffinity(0))
+# What the user's shell would hold: none of the variables this module decides about.
+CLEAN_ENV = {k: v for k, v in os.environ.items()
+             if k not in ('OMP_NUM_THREADS', 'MKL_DEBUG_CPU_TYPE', 'PADDLE_LOCAL_SIZE')}
+# In a child process: the threads MKL will use and the code path it runs (asking fixes it, so last).
+MKL_STATE = ('import ctypes, os, paddle, cpu; '
+             'lib = ctypes.CDLL(os.path.join(os.path.dirname(paddle.__file__), "libs", "libmklml_intel.so")); '
+             'print("STATE", lib.mkl_get_max_threads(), cpu.mkl_code_path())')
+
+
+def python(code, env=None, **kwargs):
+    proc = subprocess.run([sys.executable, '-c', code], capture_output=True, text=True, cwd=ROOT,
+                          env={**CLEAN_ENV, 'PYTHONPATH': ROOT, **(env or {})}, timeout=300, **kwargs)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    return proc
+
+
+def mkl_state(proc):
+    """-> (MKL's max threads, MKL's code path) printed by MKL_STATE."""
+    line = [line for line in proc.stdout.splitlines() if line.startswith('STATE ')][-1]
+    threads, path = line.split()[1:]
+    return int(threads), path
+
+
+def expected_path():
+    return cpu.AVX2_PATH if ON_AMD_AVX2 else None  # elsewhere MKL picks its own path: not ours to assert
+
+
+@pytest.fixture(autouse=True)
+def no_bundled_mkl_means_skip():
+    import paddle
+    if not os.path.exists(os.path.join(os.path.dirname(paddle.__file__), 'libs', 'libmklml_intel.so')):
+        pytest.skip('this Paddle wheel ships no libmklml_intel.so (cpu.mkl_code_path is None there)')
+
+
+@pytest.mark.parametrize('text, amd', [
+    ('vendor_id\t: AuthenticAMD\nflags\t\t: fpu sse2 avx avx2 fma\n', True),
+    ('vendor_id\t: AuthenticAMD\nflags\t\t: fpu sse2 avx\n', False),             # no AVX2: nothing to gain
+    ('vendor_id\t: GenuineIntel\nflags\t\t: fpu sse2 avx avx2 fma avx512f\n', False),  # MKL knows Intel
+    ('', False),
+])
+def test_the_avx2_hint_is_for_amd_processors_with_avx2_and_fma(tmp_path, text, amd):
+    (tmp_path / 'cpuinfo').write_text(text + 'vendor_id\t: Other\n')
+    assert cpu.needs_mkl_avx2_hint(cpu.processor(str(tmp_path / 'cpuinfo'))) is amd
+
+
+def test_a_users_mkl_debug_cpu_type_is_left_alone(monkeypatch):
+    monkeypatch.setattr(cpu, 'needs_mkl_avx2_hint', lambda: True)
+    monkeypatch.setattr(cpu, '_mkl_asked_here', False)
+    monkeypatch.setenv('MKL_DEBUG_CPU_TYPE', '0')
+    assert 'from the environment' in cpu.ask_mkl_for_avx2() and os.environ['MKL_DEBUG_CPU_TYPE'] == '0'
+    monkeypatch.delenv('MKL_DEBUG_CPU_TYPE')
+    assert 'set for this AMD processor' in cpu.ask_mkl_for_avx2() and os.environ['MKL_DEBUG_CPU_TYPE'] == '5'
+
+
+@pytest.mark.parametrize('user_value, local_size, expected', [('', None, 2), ('1', None, 1), ('x', None, 2),
+                                                             ('', '2', 1), ('', '4', 1), ('3', '2', 3)])
+def test_threads_default_to_the_cores_unless_the_user_set_omp_num_threads(monkeypatch, user_value, local_size,
+                                                                         expected):
+    monkeypatch.setattr(cpu, '_USER_OMP_NUM_THREADS', user_value)
+    monkeypatch.setattr(os, 'sched_getaffinity', lambda pid: {0, 1}, raising=False)
+    monkeypatch.delenv('PADDLE_LOCAL_SIZE', raising=False)
+    if local_size:
+        monkeypatch.setenv('PADDLE_LOCAL_SIZE', local_size)
+    assert cpu.default_threads() == expected
+
+
+@pytest.mark.parametrize('order', ['args, paddle', 'paddle, cpu'])
+@pytest.mark.parametrize('user_value', [None, '1', '3'])
+def test_the_users_omp_num_threads_is_read_whatever_was_imported_first(order, user_value):
+    # Paddle's import sets an unset OMP_NUM_THREADS to 1: imported first, cpu reads the process's
+    # starting environment instead.
+    env = {'OMP_NUM_THREADS': user_value} if user_value else {}
+    proc = python(f'import os, {order}, cpu; print(os.environ["OMP_NUM_THREADS"], cpu.default_threads())', env)
+    assert proc.stdout.split() == [user_value or '1', user_value or str(CORES)]
+
+
+def test_a_script_started_without_settings_runs_on_the_cores_and_the_fast_path_and_says_so(tmp_path):
+    (tmp_path / 'in.txt').write_text('Hello world .\n')
+    proc = subprocess.run([sys.executable, os.path.join(ROOT, 'run_embed.py'), str(tmp_path / 'in.txt'),
+                           str(tmp_path / 'out.hdf5')], capture_output=True, text=True, env=CLEAN_ENV, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    said = [line for line in proc.stdout.splitlines() if line.startswith('CPU: ')]
+    threads = f'CPU: {CORES} thread{"s" * (CORES > 1)} (the available cores); MKL: '
+    mkl = 'AVX2 path (MKL_DEBUG_CPU_TYPE=5 set for this AMD processor)' if ON_AMD_AVX2 else ''
+    assert len(said) == 1 and said[0].startswith(threads + mkl), proc.stdout
+
+
+@pytest.mark.parametrize('make, env, threads', [
+    ('ELMoEmbedder(bilm=bilm)', {}, CORES),
+    ('Elmo(bilm)', {}, CORES),
+    ('ELMoEmbedder(bilm=bilm)', {'OMP_NUM_THREADS': '1'}, 1),
+    ('ELMoEmbedder(bilm=bilm, cpu_threads=1)', {}, 1),
+    ('Elmo(bilm, cpu_threads=1)', {}, 1),
+])
+def test_the_library_uses_the_cores_and_the_fast_path_unless_the_user_chose(make, env, threads):
+    code = ('import paddle; from elmo import BiLM, ELMoEmbedder, Elmo; from conftest import tiny_options; '
+            f'bilm = BiLM(tiny_options()); {make}; ' + MKL_STATE)
+    proc = python(code, {**env, 'PYTHONPATH': f'{ROOT}:{ROOT}/tests'})
+    got_threads, path = mkl_state(proc)
+    assert got_threads == threads
+    if expected_path():
+        assert path == expected_path()
+
+
+def test_importing_the_library_leaves_mkl_and_threads_alone():
+    proc = python('import elmo; import os; print("ENV", os.environ.get("MKL_DEBUG_CPU_TYPE")); ' + MKL_STATE)
+    assert 'ENV None' in proc.stdout and mkl_state(proc)[0] == 1  # Paddle's own default: one thread
+
+
+@pytest.mark.skipif(not ON_AMD_AVX2, reason='MKL picks its AVX2 path by itself on this processor')
+def test_when_a_paddle_product_ran_first_the_embedder_warns_once_naming_the_fix():
+    code = ('import warnings; warnings.simplefilter("always"); import paddle; x = paddle.ones([4, 4]); '
+            'paddle.matmul(x, x); from elmo import BiLM, ELMoEmbedder; from conftest import tiny_options; '
+            'bilm = BiLM(tiny_options()); ELMoEmbedder(bilm=bilm); ELMoEmbedder(bilm=bilm); ' + MKL_STATE)
+    proc = python(code, {'PYTHONPATH': f'{ROOT}:{ROOT}/tests'})
+    warned = [line for line in proc.stderr.splitlines() if 'generic code path' in line]
+    assert len(warned) == 1 and 'Set MKL_DEBUG_CPU_TYPE=5 in the environment' in warned[0]
+    assert mkl_state(proc)[1] == '0'
+
+
+@pytest.mark.parametrize('setting', ['0', '5'])
+def test_parity_and_the_training_update_hold_on_either_mkl_path(setting):
+    # MKL's generic path ('0') and its AVX2 path ('5'); the tests compare with AllenNLP's reference
+    # embeddings and with an independent NumPy evaluation of bilm-tf's step.
+    require(FIXTURE)
+    tests = ['tests/test_elmo.py::test_stateful_run_matches_reference_top_layer',
+             'tests/test_elmo.py::test_token_representations_match_reference',
+             'tests/test_train_step.py::test_one_step_equals_bilm_tf_update_with_the_clip_active',
+             'tests/test_train_step.py::test_one_step_equals_bilm_tf_update_with_the_clip_inactive']
+    env = {**CLEAN_ENV, 'MKL_DEBUG_CPU_TYPE': setting}
+    proc = subprocess.run([sys.executable, '-m', 'pytest', '-q', '-p', 'no:cacheprovider', *tests], cwd=ROOT,
+                          capture_output=True, text=True, env=env, timeout=600)
+    assert proc.returncode == 0 and '4 passed' in proc.stdout, proc.stdout[-3000:]
+    path = mkl_state(python('import cpu; cpu.configure(); ' + MKL_STATE, env))[1]
+    if ON_AMD_AVX2:
+        assert path == setting
