@@ -3,6 +3,7 @@
     python benchmarks/bench_embed.py                     # the full table (~20 min on a busy 2-core box)
     python benchmarks/bench_embed.py --configs small --n_sentences 200 --cache on   # a quick look
     python benchmarks/bench_embed.py --configs none --embed_file_lines 10000,100000  # memory vs lines
+    bash benchmarks/setup_allennlp.sh && python benchmarks/bench_embed.py --n_sentences 1000   # + AllenNLP
 
 Every configuration (random weights: the speed does not depend on the values) runs in its own
 process, so that its peak memory (ru_maxrss: the whole process, Python and Paddle included) is its
@@ -18,6 +19,12 @@ tokens/s counts real tokens (not <S> and </S>). The floor: FLOPs per token of th
 highway and projection count as free) divided by the float32 matmul rate measured at the start on
 the same threads. ratio = tokens/s / floor tokens/s. "GFLOP/s" is the same counting per second.
 "CNN runs/token" is the share of tokens that went through the char CNN.
+
+Side by side with AllenNLP: when --allennlp_python exists (the venv benchmarks/setup_allennlp.sh
+makes, ../allennlp-venv by default), each configuration's random weights are exported to bilm-tf's
+hdf5 and benchmarks/allennlp_worker.py times AllenNLP's embedder (what its ElmoEmbedder did) on
+the same sentences, batches and threads, in each mode; "x AllenNLP" divides our tokens/s (cache on,
+the default) by its.
 """
 import argparse
 import json
@@ -32,6 +39,7 @@ from fileio import write_json_atomic
 
 DEFAULT_DATA = os.path.join(common.SHARED, 'data', 'rt-polarity', 'rt-polarity.pos')
 DEFAULT_CORPUS = os.path.join(common.SHARED, 'data', 'lm-corpus', 'train.txt')
+DEFAULT_ALLENNLP_PYTHON = os.path.join(common.ROOT, '..', 'allennlp-venv', 'bin', 'python')
 CACHE_SIZE = 50000
 CONFIGS = {  # make_options keyword arguments
     'original': dict(projection_dim=512, cell_dim=4096, n_layers=2, n_highway=2),
@@ -115,7 +123,16 @@ def embed_file_worker(spec):
     return dict(lines=lines, seconds=seconds, peak_rss_mb=common.peak_rss_mb(), model_rss_mb=model_mb)
 
 
-WORKERS = {'embed': embed_worker, 'embed_file': embed_file_worker}
+def export_worker(spec):
+    """The configuration's random weights (the embed workers' seed) -> options.json + weights.hdf5."""
+    import paddle
+    from elmo import BiLM, export_weights
+    paddle.seed(spec['seed'])
+    export_weights(BiLM(config_options(spec['config'])), spec['output_dir'])
+    return {'output_dir': spec['output_dir']}
+
+
+WORKERS = {'embed': embed_worker, 'embed_file': embed_file_worker, 'export': export_worker}
 
 
 def run_measurement(spec):
@@ -148,6 +165,31 @@ def embed_rows(a, rate):
                              'ratio': tps / floor, 'CNN runs/token': r['cnn_tokens'] / r['tokens'],
                              'tokens/CPU-s': r['tokens'] / r['cpu_seconds'], 'seconds': r['seconds'],
                              'load (1 min)': load})
+    return rows
+
+
+def allennlp_rows(a, ours):
+    """AllenNLP's embedder on the same weights, sentences, batches and threads; -> rows beside ours."""
+    rows = []
+    worker = os.path.join(common.ROOT, 'benchmarks', 'allennlp_worker.py')
+    with tempfile.TemporaryDirectory(prefix='bench_embed_allennlp_') as tmp:
+        for config in a.configs:
+            run_measurement(dict(kind='export', config=config, output_dir=tmp, seed=a.seed, threads=a.threads))
+            for mode in a.modes:
+                print(f'  AllenNLP {config} {mode} ...', end=' ', flush=True)
+                argv = [worker, '--options_file', os.path.join(tmp, 'options.json'),
+                        '--weight_file', os.path.join(tmp, 'weights.hdf5'), '--sentences_file', a.data_file,
+                        '--n_sentences', str(a.n_sentences), '--batch_size', str(a.batch_size),
+                        '--threads', str(a.threads), '--stateful' if mode == 'stateful' else '--no-stateful']
+                r = common.run_worker(argv, python=a.allennlp_python)
+                tps = r['tokens'] / r['seconds']
+                print(f'{tps:.0f} tokens/s, {r["seconds"]:.1f} s', flush=True)
+                mine = next(row for row in ours if row['config'] == config and row['mode'] == mode
+                            and row['cache'] == 'on')
+                rows.append({'config': config, 'mode': mode, 'AllenNLP tokens/s': tps, 'ours tokens/s': mine['tokens/s'],
+                             'x AllenNLP': mine['tokens/s'] / tps, 'AllenNLP peak MB': r['peak_rss_mb'],
+                             'AllenNLP MB after load': r['model_rss_mb'], 'ours peak MB': mine['peak MB'],
+                             'torch': r['torch'], 'threads': r['threads']})
     return rows
 
 
@@ -222,6 +264,9 @@ def parse_args(argv=None):
     p.add_argument('--embed_file_format', default='all', choices=['all', 'top', 'average'],
                    help='embed_file output_format')
     p.add_argument('--seed', type=int, default=0, help='random weights seed')
+    p.add_argument('--allennlp_python', default=DEFAULT_ALLENNLP_PYTHON,
+                   help='python of the venv benchmarks/setup_allennlp.sh makes: AllenNLP is timed beside us when it '
+                   'exists ("none": skip)')
     p.add_argument('--json_out', help='also write the results to this JSON file')
     p.add_argument('--worker', help=argparse.SUPPRESS)  # internal: one measurement, JSON spec
     a = p.parse_args(argv)
@@ -284,6 +329,11 @@ def run_benchmark(a):
         print(f'encode: first {a.n_sentences} lines of {a.data_file} ({encoding}), batch {a.batch_size}')
         results['encode'] = embed_rows(a, rate)
         common.print_table(results['encode'])
+        if a.allennlp_python != 'none' and os.path.exists(a.allennlp_python) and 'on' in a.cache:
+            results['allennlp'] = allennlp_rows(a, results['encode'])
+            common.print_table(results['allennlp'])
+        else:
+            print(f'AllenNLP not timed: {a.allennlp_python} not found (bash benchmarks/setup_allennlp.sh makes it)')
     if a.embed_file_lines:
         print(f'embed_file: lines of {a.embed_file_source}, batch {a.batch_size}')
         results['embed_file'] = embed_file_rows(a)

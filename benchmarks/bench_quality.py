@@ -125,7 +125,7 @@ def main():
                'dev_backward_perplexity': float(final['dev_backward_perplexity']),
                'dev_perplexity': float(final['dev_perplexity']),
                'matmul_gflops_start': round(gflops_start, 1), 'matmul_gflops_end': round(gflops_end, 1),
-               'out_dir': os.path.abspath(out_dir), **{k: info[k] for k in ('date', 'commit', 'cpu_kernels')}}
+               'out_dir': os.path.abspath(out_dir), **{k: info[k] for k in ('date', 'commit', 'cpu_kernels', 'mkl')}}
     common.print_table([{k: summary[k] for k in ('label', 'train_minutes', 'tokens', 'tokens_per_s',
                                                  'dev_forward_perplexity', 'dev_backward_perplexity',
                                                  'dev_perplexity', 'matmul_gflops_start', 'matmul_gflops_end')}])

@@ -272,10 +272,11 @@ def print_machine_info(info=None):
 # Isolated runs and tables
 # --------------------------------------------------------------------------------------------
 
-def run_worker(argv, env=None, timeout=None):
-    """Run `python argv...` in a fresh process (so its peak memory is its own) and return the JSON
-    object it prints on its last stdout line. Raises RuntimeError with the worker's error."""
-    proc = subprocess.run([sys.executable, *argv], capture_output=True, text=True, timeout=timeout,
+def run_worker(argv, env=None, timeout=None, python=None):
+    """Run `python argv...` in a fresh process (so its peak memory is its own; this interpreter
+    unless `python` names another) and return the JSON object it prints on its last stdout line.
+    Raises RuntimeError with the worker's error."""
+    proc = subprocess.run([python or sys.executable, *argv], capture_output=True, text=True, timeout=timeout,
                           env={**os.environ, **(env or {})})
     lines = proc.stdout.strip().splitlines()
     if proc.returncode != 0 or not lines:
