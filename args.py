@@ -10,7 +10,7 @@ from fileio import InputError
 
 # Paddle's import prints a ccache notice and C++ info logs on stderr; a user's error must be the
 # one line there. Set before anything imports paddle: the scripts import this module first (it is
-# theirs; the library sets nothing process-wide).
+# theirs; importing the library sets nothing process-wide).
 os.environ.setdefault('GLOG_minloglevel', '2')
 warnings.filterwarnings('ignore', message='No ccache found')
 
