@@ -44,7 +44,7 @@ Tensor Zeros(const std::vector<int64_t>& shape) {
 
 // exp, sigmoid and tanh written so that gcc vectorises the gate loops (scalar libm calls cost
 // ~20 ns per element, most of a step); their clamps and selects become vector blends only with
-// -fno-trapping-math (kernels.py), without which no loop here vectorises. exp: x = n ln2 + r with |r| <= ln2 / 2 and Cephes' degree-6
+// -fno-trapping-math (kernels.py), without which no loop that calls them vectorises. exp: x = n ln2 + r with |r| <= ln2 / 2 and Cephes' degree-6
 // polynomial for exp(r); relative error < 1e-7 on [-87, 88] (inputs are clamped there, which
 // sigmoid and tanh do not notice). Absolute errors: sigmoid < 1e-7, tanh < 2e-7. NaN propagates.
 inline float Exp(float x) {
