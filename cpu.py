@@ -6,7 +6,7 @@
 Two of Paddle's CPU defaults cost most of the speed on the machines our users have:
 - Paddle's CPU wheels link an old MKL (`paddle/libs/libmklml_intel.so`) that chooses its code path
   by processor vendor: on AMD it runs a generic path, ~3x slower matmuls than its AVX2 path on the
-  same processor (BENCHMARKS.md, "MKL on AMD processors"). This MKL honours `MKL_DEBUG_CPU_TYPE=5`
+  same processor (BENCHMARKS.md, "CPU speed"). This MKL honours `MKL_DEBUG_CPU_TYPE=5`
   (use AVX2), which it reads once, at its first product: setting it before the first Paddle
   operation is enough, importing Paddle earlier is not a problem.
 - Paddle runs its CPU kernels on one thread unless told otherwise (its import sets an unset
@@ -26,6 +26,7 @@ A future Paddle with a newer MKL will ignore MKL_DEBUG_CPU_TYPE. The fallbacks, 
 (`LD_PRELOAD`, the known workaround for MKL 2020+), or, for inference, Paddle's static graph with
 oneDNN kernels (`FLAGS_use_mkldnn`), whose code path depends on the instruction set, not the vendor.
 """
+import functools
 import os
 import sys
 import warnings
@@ -68,6 +69,7 @@ def default_threads():
     return user_threads() or available_cores()
 
 
+@functools.lru_cache(maxsize=None)  # read once: every ELMoEmbedder and Elmo asks
 def processor(cpuinfo='/proc/cpuinfo'):
     """-> (vendor id, set of instruction-set flags) of the first processor; ('', set()) if unknown."""
     vendor, flags = '', set()
