@@ -1,18 +1,21 @@
-"""Command-line options shared by the scripts, and the one way they report user errors."""
+"""Command-line options shared by the scripts, and the one way they report user errors.
+
+The scripts import this module first: a user's error must be the one line on stderr, so Paddle's
+C++ info logs are turned off (GLOG_minloglevel, read when Paddle is imported) before runtime.py
+imports Paddle. It is the scripts' setting; importing the library sets nothing process-wide.
+"""
 import argparse
+import dataclasses
+import json
 import os
 import sys
+import typing
 
-import warnings
-
-import cpu  # noqa: F401  (before Paddle's import: it reads the user's OMP_NUM_THREADS, which Paddle overwrites)
-from fileio import InputError
-
-# Paddle's import prints a ccache notice and C++ info logs on stderr; a user's error must be the
-# one line there. Set before anything imports paddle: the scripts import this module first (it is
-# theirs; importing the library sets nothing process-wide).
 os.environ.setdefault('GLOG_minloglevel', '2')
-warnings.filterwarnings('ignore', message='No ccache found')
+
+import runtime  # noqa: E402  (after GLOG_minloglevel: it imports Paddle)
+from config import MODEL_FIELDS, OPTIMIZERS, PRESETS, ModelConfig, Recipe  # noqa: E402
+from fileio import InputError  # noqa: E402
 
 
 class _OneLineErrors(argparse.ArgumentParser):
@@ -69,7 +72,7 @@ def add_device(p):
     p.add_argument('--device', default='cpu', choices=['cpu', 'gpu'],
                    help='cpu, or gpu (needs paddlepaddle-gpu)')
     p.add_argument('--cpu_threads', type=_positive_int,
-                   help=f'threads per process on CPU (default here: {cpu.default_threads()}: $OMP_NUM_THREADS if set, '
+                   help=f'threads per process on CPU (default here: {runtime.default_threads()}: $OMP_NUM_THREADS if set, '
                    'else the available cores divided by the ranks launched on this machine). On AMD processors '
                    'MKL_DEBUG_CPU_TYPE=5 is set unless you set it (Paddle\'s MKL then runs its AVX2 path, ~3x faster)')
 
@@ -87,119 +90,70 @@ def run(main):
         sys.exit(130)
 
 
-# Each preset is a full model + optimisation recipe; an explicit flag overrides one value of it.
-PRESETS = {
-    # Peters et al. (2018) / bilm-tf's 1B Word model and recipe.
-    'original': dict(projection_dim=512, cell_dim=4096, num_layers=2, cell_clip=3.0, proj_clip=3.0,
-                     use_skip_connections=True, char_embed_dim=16, cnn_filters='original', num_highways=2,
-                     dropout=0.1, n_negative_samples=8192, batch_size=128, unroll_steps=20, lr=0.2,
-                     max_grad_norm=10.0, optimizer='adagrad', warmup_steps=0,
-                     reset_state_at_sentence_start=False),
-    # AllenNLP's elmo_2x1024_128_2048cnn_1xhighway, trained with bilm-tf's recipe.
-    'small': dict(projection_dim=128, cell_dim=1024, num_layers=2, cell_clip=3.0, proj_clip=3.0,
-                  use_skip_connections=True, char_embed_dim=16, cnn_filters='original', num_highways=1,
-                  dropout=0.1, n_negative_samples=8192, batch_size=128, unroll_steps=20, lr=0.2,
-                  max_grad_norm=10.0, optimizer='adagrad', warmup_steps=0,
-                  reset_state_at_sentence_start=False),
-    # The most held-out perplexity per hour of a 2-core CPU (BENCHMARKS.md, "Screens"): the small
-    # model with a narrower char CNN and LSTM and fewer negatives (more tokens/s), Adam with
-    # warm-up, and rows that begin a sentence start from a zero state.
-    'budget': dict(projection_dim=128, cell_dim=256, num_layers=2, cell_clip=3.0, proj_clip=3.0,
-                   use_skip_connections=True, char_embed_dim=16,
-                   cnn_filters=[[1, 32], [2, 32], [3, 64], [4, 128], [5, 128]], num_highways=1,
-                   dropout=0.1, n_negative_samples=1024, batch_size=64, unroll_steps=20, lr=0.004,
-                   max_grad_norm=10.0, optimizer='adam', warmup_steps=100,
-                   reset_state_at_sentence_start=True),
-}
+# ---- pretraining: one flag per config field --------------------------------------------------
+
+DATA_FIELDS = ('train_data_path', 'vocab_file', 'dev_data_path', 'n_train_tokens')
+NOT_FLAGS = ('preset', 'world_size')  # --preset has its own help; world_size is recorded, not chosen
+CHOICES = {'optimizer': OPTIMIZERS, 'activation': ('relu', 'tanh')}
+
+
+def _flag_type(annotation):
+    """A config field's type -> argparse keyword arguments."""
+    args = [t for t in typing.get_args(annotation) if t is not type(None)]
+    base = args[0] if typing.get_origin(annotation) is typing.Union else annotation
+    if base is bool:
+        return {'action': argparse.BooleanOptionalAction}
+    if typing.get_origin(base) is list:
+        return {'type': json.loads}
+    return {'type': base}
 
 
 def _preset_help(name, text):
-    values = ', '.join(f'{preset} {_flag_value(PRESETS[preset][name])}' for preset in PRESETS)
+    values = ', '.join(f'{preset} {json.dumps(values[name]) if isinstance(values[name], list) else values[name]}'
+                       for preset, values in PRESETS.items())
     return f'{text} (default from --preset: {values})'
 
 
-def _flag_value(value):
-    import json
-    return json.dumps(value) if isinstance(value, list) else value
+def add_config_flags(group, config_class, names):
+    """One flag per field of `config_class` in `names`, named as the field, default None (so that a
+    given flag can be told from a default): the preset or the resumed checkpoint fills the rest."""
+    for f in dataclasses.fields(config_class):
+        if f.name not in names:
+            continue
+        text = f.metadata['help']
+        if f.name in PRESETS['original']:
+            text = _preset_help(f.name, text)
+        elif f.default is not dataclasses.MISSING and f.default is not None and f.default is not False:
+            text += f' (default: {f.default})'
+        group.add_argument(f'--{f.name}', choices=CHOICES.get(f.name), help=text, **_flag_type(f.type))
 
 
-def apply_preset(a):
-    """Fill every preset-managed flag the user did not give from --preset; -> names given explicitly."""
-    from bilm import ORIGINAL_FILTERS
-    a.preset = a.preset or 'original'
-    explicit = []
-    for name, value in PRESETS[a.preset].items():
-        if getattr(a, name) is None:
-            setattr(a, name, ORIGINAL_FILTERS if value == 'original' else value)
-        else:
-            explicit.append(name)
-    return explicit
+def given_settings(a):
+    """{field: value} of the config flags given on the command line (both configs, field order)."""
+    names = [f.name for cls in (ModelConfig, Recipe) for f in dataclasses.fields(cls)]
+    return {name: getattr(a, name) for name in names if getattr(a, name, None) is not None}
 
 
 def pretrain_parser():
-    """run_pretrain.py's options: the original PaddleNLP example's flags plus bilm-tf's knobs.
-
-    Model and optimisation flags default to --preset (original: the paper's model and bilm-tf's
-    recipe: Adagrad lr 0.2, global-norm clip 10, dropout 0.1, batch 128 per device, unroll 20,
-    LSTM 4096 -> 512, 2 layers, residual); call apply_preset after parsing.
-    """
-    import json
-    p = parser('Pretrain the ELMo biLM with sampled softmax '
-               '(one process, or many under python -m paddle.distributed.launch).')
-    d = p.add_argument_group('data')
-    d.add_argument('--train_data_path', required=True, help="training files, a glob such as 'data/train/*'")
-    d.add_argument('--vocab_file', required=True, help='one token per line, most frequent first')
-    d.add_argument('--dev_data_path', help='held-out glob: full-softmax perplexity every --eval_freq steps')
-    d.add_argument('--n_train_tokens', type=int, help='training tokens per epoch (default: counted once '
-                   'from the data and cached next to it)')
+    """run_pretrain.py's options: the original PaddleNLP example's flags plus bilm-tf's knobs, one
+    per field of config.ModelConfig and config.Recipe, all defaulting to the preset (or, resuming,
+    to the checkpoint's configs)."""
+    p = parser('Pretrain the ELMo biLM with sampled softmax (one process, or many under python -m '
+               'paddle.distributed.launch). Resuming (--init_from_ckpt DIR/N), every setting not given '
+               'comes from the checkpoint\'s options.json and recipe.json.')
+    recipe_fields = [f.name for f in dataclasses.fields(Recipe) if f.name not in NOT_FLAGS]
+    add_config_flags(p.add_argument_group('data (resuming: the checkpoint\'s unless given)'), Recipe, DATA_FIELDS)
     p.add_argument('--preset', choices=list(PRESETS),
                    help='model and optimisation recipe: original (the paper\'s, the default), small '
                    '(AllenNLP\'s 2x1024_128 model), budget (best held-out perplexity in an hour of a 2-core '
                    'CPU); explicit flags override its values. Resuming, the default is the checkpoint\'s')
-    m = p.add_argument_group('model')
-    m.add_argument('--projection_dim', type=int, help=_preset_help('projection_dim', 'LSTM projection and token dim'))
-    m.add_argument('--cell_dim', type=int, help=_preset_help('cell_dim', 'LSTM cells per layer'))
-    m.add_argument('--num_layers', type=int, help=_preset_help('num_layers', 'LSTM layers per direction'))
-    m.add_argument('--cell_clip', type=float, help=_preset_help('cell_clip', 'clip LSTM cells to +-this (0: off)'))
-    m.add_argument('--proj_clip', type=float, help=_preset_help('proj_clip', 'clip projected states to +-this (0: off)'))
-    m.add_argument('--use_skip_connections', action=argparse.BooleanOptionalAction,
-                   help=_preset_help('use_skip_connections', 'residual connection around LSTM layers after the first'))
-    m.add_argument('--char_embed_dim', type=int, help=_preset_help('char_embed_dim', 'char embedding size'))
-    m.add_argument('--cnn_filters', type=json.loads,
-                   help=_preset_help('cnn_filters', 'JSON list of [width, n_filters] for the char CNN'))
-    m.add_argument('--num_highways', type=int, help=_preset_help('num_highways', 'highway layers after the char CNN'))
-    m.add_argument('--max_characters_per_token', type=int, help='chars per token, longer tokens are cut '
-                   '(default 50, or the checkpoint\'s when resuming)')
-    m.add_argument('--dropout', type=float, help=_preset_help('dropout', 'dropout on LSTM inputs and before the softmax'))
-    m.add_argument('--n_negative_samples', type=int,
-                   help=_preset_help('n_negative_samples', 'sampled-softmax candidates per batch'))
+    add_config_flags(p.add_argument_group('model (resuming: must agree with the checkpoint)'), ModelConfig,
+                     MODEL_FIELDS)
     t = p.add_argument_group('training')
-    t.add_argument('--batch_size', type=int, help=_preset_help('batch_size', 'rows per batch per device'))
-    t.add_argument('--unroll_steps', type=int, help=_preset_help('unroll_steps', 'tokens per row per batch (BPTT window)'))
-    t.add_argument('--epochs', type=int, default=10, help='passes over n_train_tokens')
-    t.add_argument('--max_steps', type=int, help='stop after this many steps (overrides --epochs)')
-    t.add_argument('--max_minutes', type=float, help='stop after this many minutes of training (evaluation and '
-                   'saving not counted), save a checkpoint DIR/STEP that resumes exactly, evaluate, exit 0')
-    t.add_argument('--optimizer', choices=['adagrad', 'adam'], help=_preset_help('optimizer', 'adagrad: '
-                   'bilm-tf\'s (accumulators from 1.0); adam: with linear warm-up'))
-    t.add_argument('--lr', type=float, help=_preset_help('lr', 'learning rate'))
-    t.add_argument('--warmup_steps', type=int, help=_preset_help('warmup_steps', 'adam: linear warm-up steps'))
-    t.add_argument('--reset_state_at_sentence_start', action=argparse.BooleanOptionalAction,
-                   help=_preset_help('reset_state_at_sentence_start', 'not bilm-tf\'s: a row whose window '
-                   'begins with a new sentence starts from a zero LSTM state, as embedding does (bilm-tf '
-                   'never resets, and its models can fail from a zero state)'))
-    t.add_argument('--max_grad_norm', type=float, help=_preset_help('max_grad_norm', 'global gradient-norm clip '
-                   '(of the gradient of loss x unroll_steps, as bilm-tf)'))
-    t.add_argument('--seed', type=int, default=0, help='seeds data order, init, sampling and dropout')
-    t.add_argument('--save_dir', default='checkpoints', help='where options.json and checkpoints go')
-    t.add_argument('--init_from_ckpt', help='resume from DIR/N (model, optimizer, step, data position)')
-    t.add_argument('--save_freq', type=int, default=10000, help='checkpoint every N steps')
-    t.add_argument('--log_freq', type=int, default=100, help='log every N steps')
-    t.add_argument('--eval_freq', type=int, default=0, help='with --dev_data_path: evaluate every N '
-                   'steps (0: only at the end)')
-    t.add_argument('--eval_minutes', type=float, default=0, help='with --dev_data_path: evaluate every this '
-                   'many minutes of training (0: off)')
-    t.add_argument('--eval_max_tokens', type=int, default=51200, help='target tokens of --dev_data_path used by '
-                   'the evaluation during training (run_eval.py does the whole set)')
+    add_config_flags(t, Recipe, [n for n in recipe_fields if n not in DATA_FIELDS])
+    t.add_argument('--save_dir', help='where options.json, recipe.json and checkpoints go (default: checkpoints, '
+                   'or the resumed checkpoint\'s directory)')
+    t.add_argument('--init_from_ckpt', help='resume from DIR/N (model, optimizer, step, data position, and every '
+                   'setting not given)')
     add_device(p)
     return p

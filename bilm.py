@@ -1,115 +1,29 @@
-"""The ELMo bidirectional language model (Peters et al. 2018): options and the network.
+"""The ELMo bidirectional language model (Peters et al. 2018).
 
 Computes exactly what allenai/bilm-tf and AllenNLP's `_ElmoBiLm` compute (see
-`../shared/REFERENCE-ELMO.md`). `BiLM`: char CNN + highway + projection, then separate forward and
-backward stacks of LSTMs with a projection, cell/projection clipping and optional residual
-connections. It returns L + 1 layers `[batch, time, 2 * projection_dim]` and a mask, in a stateful
-or a stateless mode. Options are dicts in bilm-tf's `options.json` format.
+`../shared/REFERENCE-ELMO.md`). `BiLM(config)`: char CNN + highway + projection, then separate
+forward and backward stacks of LSTMs with a projection, cell/projection clipping and optional
+residual connections. It returns L + 1 layers `[batch, time, 2 * projection_dim]` and a mask, in a
+stateful or a stateless mode. `config` is a `config.ModelConfig`; the index plans that skip
+padding live in packing.py, the CPU kernels in kernels.py.
 """
-import copy
-import json
 import math
 
 import numpy as np
-import paddle
+
+from runtime import paddle
 import paddle.nn as nn
 import paddle.nn.functional as F
 
 import kernels
+from config import N_CHARACTERS
+from dataset import PAD_CHAR
 from kernels import add_bias
-from dataset import N_CHARACTERS
-from fileio import InputError
-
-# --------------------------------------------------------------------------------------------
-# Options (the bilm-tf format)
-# --------------------------------------------------------------------------------------------
-
-ORIGINAL_FILTERS = [[1, 32], [2, 32], [3, 64], [4, 128], [5, 256], [6, 512], [7, 1024]]
-
-
-def make_options(projection_dim=512, cell_dim=4096, n_layers=2, filters=None, n_highway=2,
-                 char_embed_dim=16, max_characters_per_token=50, activation='relu', cell_clip=3.0,
-                 proj_clip=3.0, use_skip_connections=True, dropout=0.1):
-    """An options dict in the bilm-tf format; the defaults are the original ELMo model."""
-    return {
-        'bidirectional': True,
-        'char_cnn': {
-            'activation': activation,
-            'embedding': {'dim': char_embed_dim},
-            'filters': copy.deepcopy(filters or ORIGINAL_FILTERS),
-            'max_characters_per_token': max_characters_per_token,
-            'n_characters': N_CHARACTERS,
-            'n_highway': n_highway,
-        },
-        'dropout': dropout,
-        'lstm': {
-            'cell_clip': cell_clip,
-            'dim': cell_dim,
-            'n_layers': n_layers,
-            'proj_clip': proj_clip,
-            'projection_dim': projection_dim,
-            'use_skip_connections': use_skip_connections,
-        },
-    }
-
-
-_REQUIRED = {
-    'char_cnn': ('embedding', 'filters', 'n_highway', 'max_characters_per_token'),
-    'lstm': ('dim', 'projection_dim', 'n_layers'),
-}
-
-
-def check_options(options, source='options'):
-    """Raise InputError naming `source` and the key when `options` is not a usable bilm-tf config."""
-    for section, keys in _REQUIRED.items():
-        if not isinstance(options.get(section), dict):
-            raise InputError(f'{source}: missing section "{section}" (a bilm-tf options file needs '
-                             f'"char_cnn" and "lstm")')
-        for key in keys:
-            if key not in options[section]:
-                raise InputError(f'{source}: missing "{section}.{key}"')
-    cnn, lstm = options['char_cnn'], options['lstm']
-    if cnn.get('activation', 'relu') not in ('relu', 'tanh'):
-        raise InputError(f'{source}: char_cnn.activation must be "relu" or "tanh", '
-                         f'got {cnn["activation"]!r}')
-    if cnn.get('n_characters', N_CHARACTERS) not in (261, 262):
-        raise InputError(f'{source}: char_cnn.n_characters must be 261 or 262, got {cnn["n_characters"]}')
-    max_chars = cnn['max_characters_per_token']
-    for width, n in cnn['filters']:
-        if not (1 <= width <= max_chars and n >= 1):
-            raise InputError(f'{source}: char_cnn.filters entry [{width}, {n}] needs '
-                             f'1 <= width <= max_characters_per_token ({max_chars}) and n >= 1')
-    if lstm['n_layers'] < 1:
-        raise InputError(f'{source}: lstm.n_layers must be >= 1, got {lstm["n_layers"]}')
-    if not options.get('bidirectional', True):
-        raise InputError(f'{source}: only bidirectional models are supported')
-
-
-def load_options(path):
-    """Read and check an options.json file."""
-    try:
-        with open(path, encoding='utf-8') as f:
-            options = json.load(f)
-    except FileNotFoundError:
-        raise FileNotFoundError(f'{path}: options file not found') from None
-    except json.JSONDecodeError as e:
-        raise InputError(f'{path}: not valid JSON (line {e.lineno}: {e.msg})') from None
-    check_options(options, path)
-    return options
-
-
+from packing import distinct_tokens, last_states, length_chunks, packing_indices, row_order, step_groups
 
 # --------------------------------------------------------------------------------------------
 # The model
 # --------------------------------------------------------------------------------------------
-
-def set_mode(layer, training):
-    """Put `layer` and its sublayers in training or eval mode without Layer.train()/eval(), which
-    also switch the dygraph tracer's process-wide mode under a caller's other layers."""
-    for sub in layer.sublayers(include_self=True):
-        sub.training = training
-    return layer
-
 
 def _normal(std):
     return nn.initializer.Normal(mean=0.0, std=std)
@@ -150,20 +64,19 @@ class CharEncoder(nn.Layer):
     5-letter word needs 7 windows, not 44). Same max, a fraction of the work.
     """
 
-    def __init__(self, options):
+    def __init__(self, config):
         super().__init__()
-        cnn = options['char_cnn']
-        self.max_chars = cnn['max_characters_per_token']
-        self.char_dim = cnn['embedding']['dim']
-        self.widths = [w for w, _ in cnn['filters']]
-        self.activation = F.relu if cnn.get('activation', 'relu') == 'relu' else F.tanh
-        n_filters = sum(n for _, n in cnn['filters'])
+        self.max_chars = config.max_characters_per_token
+        self.char_dim = config.char_embed_dim
+        self.widths = [w for w, _ in config.cnn_filters]
+        self.activation = F.relu if config.activation == 'relu' else F.tanh
+        n_filters = config.n_filters
         # Row 0 is the padding char: it stays zero (padding_idx) and gets no gradient.
         self.char_embed = nn.Embedding(N_CHARACTERS, self.char_dim, padding_idx=0,
                                        weight_attr=paddle.ParamAttr(initializer=nn.initializer.Uniform(-1.0, 1.0)))
         self.conv_weights = nn.ParameterList()
         self.conv_biases = nn.ParameterList()
-        for width, n in cnn['filters']:
+        for width, n in config.cnn_filters:
             # bilm-tf: uniform +-0.05 (Kim et al. 2015) for relu, normal(sqrt(1 / fan_in)) for tanh
             if self.activation is F.relu:
                 init = nn.initializer.Uniform(-0.05, 0.05)
@@ -172,10 +85,9 @@ class CharEncoder(nn.Layer):
             self.conv_weights.append(self.create_parameter([width * self.char_dim, n], default_initializer=init))
             self.conv_biases.append(self.create_parameter([n], is_bias=True,
                                                           default_initializer=nn.initializer.Constant(0.0)))
-        from dataset import PAD_CHAR
         self.pad_id = PAD_CHAR + 1  # char ids are shifted by one so that 0 means "no token"
-        self.highways = nn.LayerList([Highway(n_filters) for _ in range(cnn['n_highway'])])
-        proj_dim = options['lstm']['projection_dim']
+        self.highways = nn.LayerList([Highway(n_filters) for _ in range(config.num_highways)])
+        proj_dim = config.projection_dim
         self.projection = nn.Linear(n_filters, proj_dim,
                                     weight_attr=paddle.ParamAttr(initializer=_normal(math.sqrt(1.0 / n_filters))),
                                     bias_attr=paddle.ParamAttr(initializer=nn.initializer.Constant(0.0)))
@@ -250,16 +162,15 @@ class LstmStack(nn.Layer):
 
     GATE_BUFFER_MB = 64  # input-to-gate products per group of steps (see _run_layer)
 
-    def __init__(self, options):
+    def __init__(self, config):
         super().__init__()
-        lstm = options['lstm']
-        self.dim, self.projection_dim = lstm['dim'], lstm['projection_dim']
-        self.cell_clip = lstm.get('cell_clip') or None  # 0 / null: no clipping
-        self.proj_clip = lstm.get('proj_clip') or None
-        self.use_skip = bool(lstm.get('use_skip_connections', False))
-        self.dropout = float(options.get('dropout', 0.0) or 0.0)
+        self.dim, self.projection_dim = config.cell_dim, config.projection_dim
+        self.cell_clip = config.cell_clip or None  # 0 / null: no clipping
+        self.proj_clip = config.proj_clip or None
+        self.use_skip = bool(config.use_skip_connections)
+        self.dropout = float(config.dropout or 0.0)
         self.layers = nn.LayerList([LstmLayer(self.projection_dim, self.dim, self.projection_dim)
-                                    for _ in range(lstm['n_layers'])])
+                                    for _ in range(config.num_layers)])
 
     def forward(self, x, batch_sizes, states):
         """Run the stack over rows sorted by length, longest first.
@@ -311,81 +222,6 @@ class LstmStack(nn.Layer):
         return (outputs[0] if len(outputs) == 1 else paddle.concat(outputs)), (h, c)
 
 
-def last_states(h_all, c_all, h0, c0, batch_sizes):
-    """Each row's state after its last step -> (h [B, P], c [B, D]); rows that did not run keep h0, c0.
-
-    h_all [tokens, P], c_all [tokens, D]: packed outputs of steps with batch_sizes[t] rows.
-    """
-    sizes = np.asarray(batch_sizes, dtype=np.int64)
-    rows = np.arange(h0.shape[0])
-    steps_run = (sizes[None, :] > rows[:, None]).sum(axis=1)  # [B]
-    offsets = np.concatenate([[0], np.cumsum(sizes)])
-    # Index into [packed rows; h0 rows]: the row's last step, or its initial state.
-    index = np.where(steps_run > 0, offsets[np.maximum(steps_run - 1, 0)] + rows, offsets[-1] + rows)
-    index = paddle.to_tensor(index)
-    return (paddle.gather(paddle.concat([h_all, h0]), index),
-            paddle.gather(paddle.concat([c_all, c0]), index))
-
-
-def packing_indices(batch_sizes, batch, time):
-    """Time-major packing of [batch, time] rows sorted longest first.
-
-    Returns (pack [tokens]: flat batch-major position of each packed token, step by step;
-    unpack [batch * time]: 1 + packed position, or 0 at padding).
-    """
-    running = np.arange(batch)[None, :] < np.asarray(batch_sizes)[:, None]  # [steps, batch]
-    steps, rows = np.nonzero(running)
-    pack = (rows * time + steps).astype(np.int64)
-    unpack = np.zeros(batch * time, dtype=np.int64)
-    unpack[pack] = np.arange(1, len(pack) + 1)
-    return pack, unpack
-
-
-def step_groups(batch_sizes, max_rows):
-    """Consecutive steps in groups of at most max_rows packed rows (at least one step each)
-    -> list of (first step, end step)."""
-    groups, first, rows = [], 0, 0
-    for t, n in enumerate(np.asarray(batch_sizes).tolist()):
-        if rows and rows + n > max_rows:
-            groups.append((first, t))
-            first, rows = t, 0
-        rows += n
-    groups.append((first, len(batch_sizes)))
-    return groups
-
-
-def length_chunks(used, max_size, position_cost=25, chunk_cost=100):
-    """Split tokens sorted by used chars (ascending) into char-CNN chunks -> list of (start, end).
-
-    A chunk of n tokens whose longest uses u chars costs about n * (u + 1) window products, plus
-    per-op overhead that grows with its window positions and its number of ops (position_cost and
-    chunk_cost, in token-windows, measured on CPU). The split minimises that total (dynamic
-    programming over the distinct lengths); chunks larger than max_size are then cut evenly.
-    """
-    used = np.asarray(used)
-    if len(used) == 0:
-        return []
-    ends = np.flatnonzero(np.diff(used)) + 1
-    ends = np.append(ends, len(used))  # end of each run of equal lengths
-    starts = np.concatenate([[0], ends[:-1]])
-    best = [0.0] + [math.inf] * len(ends)
-    cut = [0] * (len(ends) + 1)
-    for j in range(1, len(ends) + 1):
-        windows = int(used[ends[j - 1] - 1]) + 1
-        for i in range(j):
-            cost = best[i] + (ends[j - 1] - starts[i] + position_cost) * windows + chunk_cost
-            if cost < best[j]:
-                best[j], cut[j] = cost, i
-    chunks, j = [], len(ends)
-    while j > 0:
-        start, end = int(starts[cut[j]]), int(ends[j - 1])
-        pieces = -(-(end - start) // max_size)
-        bounds = np.linspace(start, end, pieces + 1).round().astype(int)
-        chunks[:0] = list(zip(bounds[:-1].tolist(), bounds[1:].tolist()))
-        j = cut[j]
-    return chunks
-
-
 class BiLM(nn.Layer):
     """The ELMo biLM: CharEncoder, then a forward and a backward LstmStack.
 
@@ -395,16 +231,15 @@ class BiLM(nn.Layer):
     the batch or on earlier calls.
     """
 
-    def __init__(self, options, stateful=False):
+    def __init__(self, config, stateful=False):
         super().__init__()
-        check_options(options)
-        self.options = copy.deepcopy(options)
+        self.config = config.checked()
         self.stateful = stateful
-        self.projection_dim = options['lstm']['projection_dim']
-        self.n_layers = options['lstm']['n_layers']
-        self.char_encoder = CharEncoder(options)
-        self.forward_stack = LstmStack(options)
-        self.backward_stack = LstmStack(options)
+        self.projection_dim = config.projection_dim
+        self.n_layers = config.num_layers
+        self.char_encoder = CharEncoder(config)
+        self.forward_stack = LstmStack(config)
+        self.backward_stack = LstmStack(config)
         self._states = None  # [direction][layer] -> (h [rows, P], c [rows, D]), detached
 
     # ---- state ----------------------------------------------------------------------------
@@ -471,7 +306,7 @@ class BiLM(nn.Layer):
         """
         batch, time, max_chars = char_ids.shape
         ids = char_ids.numpy() if isinstance(char_ids, paddle.Tensor) else np.asarray(char_ids)
-        distinct, used, slot = self._distinct_tokens(ids.reshape(batch * time, max_chars))
+        distinct, used, slot = distinct_tokens(ids.reshape(batch * time, max_chars), self.char_encoder.pad_id)
         if len(distinct) == 0:
             return paddle.zeros([batch, time, self.projection_dim])
         parts = [self.char_encoder(paddle.to_tensor(distinct[a:b])) for a, b in length_chunks(used, chunk)]
@@ -479,23 +314,6 @@ class BiLM(nn.Layer):
         # Row 0 of the table is the zero vector that padding positions pick.
         table = paddle.concat([paddle.zeros([1, self.projection_dim], dtype=encoded.dtype), encoded])
         return paddle.gather(table, paddle.to_tensor(slot)).reshape([batch, time, self.projection_dim])
-
-    def _distinct_tokens(self, ids):
-        """ids [tokens, max_chars] -> (distinct real tokens sorted by used chars, stably;
-        their used chars (position of the last non-PAD char); slot [tokens]: 1 + each token's
-        row among them, 0 for padding)."""
-        ids = np.ascontiguousarray(ids, dtype=np.int64)
-        _, first, inverse = np.unique(ids.view(np.dtype((np.void, ids.shape[1] * 8))).ravel(),
-                                      return_index=True, return_inverse=True)
-        distinct = ids[first]
-        real = np.nonzero((distinct > 0).any(axis=1))[0]
-        not_pad = distinct[real] != self.char_encoder.pad_id
-        used = np.where(not_pad.any(axis=1), ids.shape[1] - np.argmax(not_pad[:, ::-1], axis=1), 0)
-        by_length = np.argsort(used, kind='stable')
-        order = real[by_length]
-        rank = np.zeros(len(distinct), dtype=np.int64)
-        rank[order] = np.arange(1, len(order) + 1)
-        return distinct[order], used[by_length], rank[inverse.reshape(-1)]
 
     def forward(self, char_ids, lengths=None, token_embeddings=None):
         """Run the biLM on sentences that already hold <S> and </S>.
@@ -526,15 +344,9 @@ class BiLM(nn.Layer):
         input's order; the backward stack reads each row reversed within its own length.
         """
         batch, time = x.shape[0], x.shape[1]
-        order = np.argsort(-lengths, kind='stable')  # longest first lets the active batch shrink
-        sorted_lengths = lengths[order]
-        batch_sizes = (sorted_lengths[None, :] > np.arange(time)[:, None]).sum(axis=1)
-        # One gather both sorts the rows and (for the backward stack) reverses each within its length.
-        steps = np.arange(time)[None, :]
-        reverse_steps = np.where(steps < sorted_lengths[:, None], sorted_lengths[:, None] - 1 - steps, steps)
+        # One gather both sorts the rows longest first and (backward) reverses each within its length.
+        order, batch_sizes, forward_index, backward_index = row_order(lengths, time)
         flat_x = x.reshape([batch * time, -1])
-        forward_index = order[:, None] * time + steps
-        backward_index = order[:, None] * time + reverse_steps
         outputs = []
         for direction, (stack, index) in enumerate(((self.forward_stack, forward_index),
                                                     (self.backward_stack, backward_index))):
@@ -587,8 +399,3 @@ def remove_sentence_boundaries(tensor, mask):
     new_mask = paddle.arange(time - 2)[None, :] < (lengths - 2)[:, None]
     shape = [-1, time - 2] + [1] * (len(tensor.shape) - 2)
     return inner * new_mask.astype(tensor.dtype).reshape(shape), new_mask
-
-
-# --------------------------------------------------------------------------------------------
-# Weights: bilm-tf / AllenNLP hdf5, and our checkpoints
-# --------------------------------------------------------------------------------------------

@@ -29,11 +29,11 @@ import warnings
 from dataclasses import dataclass
 
 import numpy as np
-import paddle
+
+from runtime import paddle, set_mode
 import paddle.nn as nn
 import paddle.nn.functional as F
 
-from bilm import set_mode
 from fileio import InputError, write_json_atomic
 
 TOKENIZATIONS = ('split_clitics', 'as_is')

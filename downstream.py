@@ -2,12 +2,12 @@
 times gamma, as bilm-tf's `weight_layers` and AllenNLP's `ScalarMix`) and `Elmo` (char ids in, one or
 more mixes of the biLM's layers out, frozen or fine-tuned)."""
 import numpy as np
-import paddle
+
+from runtime import configure_if_on_cpu, paddle, set_mode
 import paddle.nn as nn
 import paddle.nn.functional as F
 
-import cpu
-from bilm import remove_sentence_boundaries, set_mode
+from bilm import remove_sentence_boundaries
 from model_io import load_bilm
 
 
@@ -19,13 +19,14 @@ class ScalarMix(nn.Layer):
     weights toward equal, as bilm-tf's `weight_layers(l2_coef=...)`.
     """
 
-    def __init__(self, n_layers, do_layer_norm=False, l2_coef=0.0, initial_weights=None, trainable=True):
+    def __init__(self, n_layers, do_layer_norm=False, l2_coef=0.0, initial_weights=None, trainable=True,
+                 initial_gamma=1.0):
         super().__init__()
         init = np.zeros(n_layers, np.float32) if initial_weights is None else np.asarray(initial_weights, np.float32)
         if init.shape != (n_layers,):
             raise ValueError(f'initial_weights must have {n_layers} values, got {init.shape}')
         self.weights_ = self.create_parameter([n_layers], default_initializer=nn.initializer.Assign(init))
-        self.gamma = self.create_parameter([1], default_initializer=nn.initializer.Constant(1.0))
+        self.gamma = self.create_parameter([1], default_initializer=nn.initializer.Constant(initial_gamma))
         self.weights_.stop_gradient = self.gamma.stop_gradient = not trainable
         self.do_layer_norm, self.l2_coef = do_layer_norm, l2_coef
 
@@ -70,7 +71,7 @@ class Elmo(nn.Layer):
     def __init__(self, bilm, num_output_representations=1, requires_grad=False, do_layer_norm=False,
                  dropout=0.5, l2_coef=0.0, cpu_threads=None):
         super().__init__()
-        cpu.configure_if_on_cpu(cpu_threads)
+        configure_if_on_cpu(cpu_threads)
         self.bilm = bilm
         self.requires_grad = requires_grad
         for p in self.bilm.parameters():
@@ -105,9 +106,14 @@ class Elmo(nn.Layer):
     def mix(self, activations, mask):
         """Scalar mixes of precomputed activations (boundaries kept) -> dict of representations."""
         stripped = [remove_sentence_boundaries(a, mask) for a in activations]
-        layers, new_mask = [s[0] for s in stripped], stripped[0][1]
-        reps = [self.dropout(mix(layers, new_mask)) for mix in self.scalar_mixes]
-        return {'elmo_representations': reps, 'mask': new_mask}
+        return self.mix_layers([s[0] for s in stripped], stripped[0][1])
+
+    def mix_layers(self, layers, mask):
+        """The scalar mixes, then dropout, of layers [batch, time, 2P] whose sentence boundaries
+        are already removed (mask [batch, time]) -> dict(elmo_representations=[...], mask=mask).
+        Every path to a representation (forward, mix, a cache of layers) ends here."""
+        reps = [self.dropout(mix(layers, mask)) for mix in self.scalar_mixes]
+        return {'elmo_representations': reps, 'mask': mask}
 
     def forward(self, char_ids, lengths=None):
         out = self.bilm_layers(char_ids, lengths)

@@ -5,16 +5,17 @@
 Computes exactly what allenai/bilm-tf and AllenNLP compute (`../shared/REFERENCE-ELMO.md`), and
 reads and writes their `options.json` + `weights.hdf5`. The pieces live in one file per job:
 
-- `bilm.py`: options and the biLM, `BiLM(options)` -> L + 1 layers `[batch, time, 2 * projection_dim]`.
-- `model_io.py`: hdf5 weights and our checkpoints, in and out (`load_bilm`, `export_weights`).
+- `config.py`: `ModelConfig` (the biLM's settings; `from_options` / `to_options` for options.json).
+- `bilm.py`: the biLM, `BiLM(config)` -> L + 1 layers `[batch, time, 2 * projection_dim]`.
+- `model_io.py`: every model file in and out: hdf5 weights, our checkpoints (`load_bilm`, `export_weights`).
 - `downstream.py`: `ScalarMix` and `Elmo`, the layers a downstream model adds.
 - `embedder.py`: `ELMoEmbedder` (sentences in, numpy arrays out) and `embed_file` (text to hdf5).
 """
-import cpu  # noqa: F401  (before Paddle's import: it reads the user's OMP_NUM_THREADS, which Paddle overwrites)
-import kernels  # noqa: F401  (first: it imports Paddle without Paddle's ccache notice)
-from bilm import (ORIGINAL_FILTERS, BiLM, check_options, load_options, make_options,  # noqa: F401
-                  remove_sentence_boundaries, set_mode)
+from bilm import BiLM, remove_sentence_boundaries  # noqa: F401
+from config import ORIGINAL_FILTERS, PRESETS, ModelConfig, Recipe  # noqa: F401
 from downstream import Elmo, ScalarMix  # noqa: F401
-from embedder import ELMoEmbedder, embed_file, keep_freed_memory, use_device  # noqa: F401
-from model_io import (checkpoint_paths, export_weights, hdf5_layout, load_bilm,  # noqa: F401
-                      load_checkpoint, load_hdf5_weights, read_checkpoint, save_hdf5_weights)
+from embedder import ELMoEmbedder, embed_file  # noqa: F401
+from model_io import (checkpoint_paths, export_weights, hdf5_layout, load_bilm, load_bilm_checkpoint,  # noqa: F401
+                      load_hdf5_weights, load_language_model, read_checkpoint, read_model_config,
+                      save_hdf5_weights)
+from runtime import keep_freed_memory, set_mode, use_device  # noqa: F401

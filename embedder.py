@@ -1,65 +1,17 @@
 """`ELMoEmbedder`, the Python API: sentences (lists of tokens) in, numpy arrays
 `[n_layers + 1, n_tokens, 2 * projection_dim]` out; and `embed_file`, a one-sentence-per-line file
 into hdf5 as AllenNLP's `allennlp elmo` command wrote it."""
-import contextlib
 import json
 import os
 
 import numpy as np
-import paddle
 
-import cpu
-from bilm import set_mode
+from runtime import configure_if_on_cpu, inference_mode, keep_freed_memory, paddle
+
 from dataset import BOS_TOKEN, EOS_TOKEN, CharMapper, check_sentences
+from downstream import ScalarMix
 from fileio import InputError, atomic_path, iter_lines
 from model_io import load_bilm
-
-
-def keep_freed_memory(mmap_threshold_mb=256, trim_threshold_mb=512):
-    """Ask glibc's malloc to keep freed blocks for reuse instead of returning them to the OS.
-
-    Paddle allocates a fresh tensor for every op on CPU. With glibc's default (dynamic) thresholds
-    the MB-sized buffers of each LSTM step go back to the OS and return as new pages, which makes
-    CPU embedding and training markedly slower (BENCHMARKS.md, "glibc keeps freed memory"). Blocks
-    up to `mmap_threshold_mb` are kept instead. Process-wide and idempotent; returns False where
-    malloc is not glibc's (macOS, Windows, musl).
-    """
-    import ctypes
-    try:
-        libc = ctypes.CDLL('libc.so.6')
-        m_trim_threshold, m_mmap_threshold = -1, -3  # glibc's mallopt parameter numbers
-        return bool(libc.mallopt(m_mmap_threshold, mmap_threshold_mb << 20) == 1 and
-                    libc.mallopt(m_trim_threshold, trim_threshold_mb << 20) == 1)
-    except (OSError, AttributeError):
-        return False
-
-
-def use_device(device, reuse_memory=True, cpu_threads=None):
-    """For the scripts: paddle.set_device(device); on CPU, also `cpu.configure(cpu_threads)` (MKL's
-    fast path, the available cores unless the user chose; says which on stdout, the log) and, with
-    reuse_memory, keep_freed_memory()."""
-    paddle.set_device(device)
-    if device == 'cpu':
-        print(cpu.configure(cpu_threads), flush=True)
-        if reuse_memory:
-            keep_freed_memory()
-
-
-@contextlib.contextmanager
-def inference_mode(bilm, stateful):
-    """Run `bilm` without dropout and with the given stateful flag; restore both afterwards, so a
-    biLM the caller passed in (perhaps one being trained) comes back as it was."""
-    modes = [(layer, layer.training) for layer in bilm.sublayers(include_self=True)]
-    was_stateful = bilm.stateful
-    set_mode(bilm, False)
-    bilm.stateful = stateful
-    try:
-        with paddle.no_grad():
-            yield bilm
-    finally:
-        bilm.stateful = was_stateful
-        for layer, training in modes:
-            layer.training = training
 
 
 class ELMoEmbedder:
@@ -86,7 +38,7 @@ class ELMoEmbedder:
     cpu_threads: on CPU, Paddle's threads (process-wide, as torch's default): None for
         $OMP_NUM_THREADS if you set it, else the available cores. On an AMD processor the embedder
         also sets MKL_DEBUG_CPU_TYPE=5 unless you set it (MKL's AVX2 path, ~3x faster products);
-        see `cpu.py`.
+        see `runtime.py`.
     """
 
     def __init__(self, params_file=None, options_file=None, weight_file=None, batch_size=64,
@@ -94,7 +46,7 @@ class ELMoEmbedder:
                  cpu_threads=None):
         if device is not None:
             paddle.set_device(device)
-        cpu.configure_if_on_cpu(cpu_threads)
+        configure_if_on_cpu(cpu_threads)
         if reuse_memory:
             keep_freed_memory()
         if bilm is None:
@@ -105,7 +57,7 @@ class ELMoEmbedder:
         self.token_cache_size = token_cache_size
         # Char ids are only needed for tokens the vector cache misses: a bound like the cache's keeps
         # embed_file's memory flat (the mapper's default bound, 1M tokens, is ~0.5 GB of ids).
-        self.mapper = CharMapper(self.bilm.options['char_cnn']['max_characters_per_token'],
+        self.mapper = CharMapper(self.bilm.config.max_characters_per_token,
                                  max_cache=max(token_cache_size, 10000))
         self._token_cache = {}
 
@@ -194,14 +146,13 @@ class ELMoEmbedder:
         """
         embs = self.encode(sentences)
         n_layers = self.bilm.n_layers + 1
-        w = np.zeros(n_layers) if mix_weights is None else np.asarray(mix_weights, dtype=np.float64)
-        w = np.exp(w - w.max())
-        w = (w / w.sum()).astype(np.float32)
         lengths = np.array([e.shape[1] for e in embs], dtype=np.int64)
         padded = np.zeros((n_layers, len(embs), int(lengths.max(initial=0)), self.dim), np.float32)
         for row, e in enumerate(embs):
             padded[:, row, :e.shape[1]] = e
-        elmo = gamma * np.tensordot(w, padded, axes=1)
+        mix = ScalarMix(n_layers, initial_weights=mix_weights, initial_gamma=gamma, trainable=False)
+        with paddle.no_grad():
+            elmo = mix([paddle.to_tensor(layer) for layer in padded]).numpy()
         out = {'word_emb': padded[0, :, :, :self.bilm.projection_dim],
                'elmo': elmo, 'sequence_len': lengths,
                'default': elmo.sum(axis=1) / np.maximum(lengths, 1)[:, None]}

@@ -19,14 +19,11 @@ def main():
     p.add_argument('--without_softmax', action='store_true',
                    help='leave the softmax out (enough for embeddings and fine-tuning, not for run_eval.py)')
     a = p.parse_args()
-    import paddle
-    from model_io import export_weights, load_checkpoint
+    from model_io import export_weights, load_bilm_checkpoint, softmax_of
+    from runtime import paddle
     paddle.set_device('cpu')
-    bilm, state = load_checkpoint(a.init_from_ckpt)
-    extra = {}
-    if 'softmax.W' in state and not a.without_softmax:  # bilm-tf's layout: W [vocab, projection_dim], b [vocab]
-        extra = {'softmax/W': state['softmax.W'].numpy(), 'softmax/b': state['softmax.b'].numpy().reshape(-1)}
-    export_weights(bilm, a.output_dir, extra)
+    bilm, state = load_bilm_checkpoint(a.init_from_ckpt)
+    export_weights(bilm, a.output_dir, None if a.without_softmax else softmax_of(state))
     print(f'wrote {os.path.join(a.output_dir, "options.json")} and {os.path.join(a.output_dir, "weights.hdf5")}')
 
 

@@ -44,11 +44,7 @@ import warnings
 
 import numpy as np
 
-with warnings.catch_warnings():
-    # Importing Paddle imports its C++-extension tools, which warn that ccache is missing; our one
-    # extension is built once and cached, so ccache would not help (elmo.py imports this module first).
-    warnings.filterwarnings('ignore', message='No ccache found')
-    import paddle
+from runtime import paddle
 import paddle.nn.functional as F
 from paddle.autograd import PyLayer
 

@@ -8,16 +8,15 @@ chunks so that an 800k vocabulary fits in memory.
 import math
 
 import numpy as np
-import paddle
+
+from runtime import paddle, set_mode
 import paddle.nn as nn
 import paddle.nn.functional as F
 from paddle import _C_ops
 
 import kernels
-from bilm import BiLM, set_mode
+from bilm import BiLM
 from fileio import InputError
-from model_io import check_softmax_rows, load_bilm, load_state_checked, read_checkpoint
-
 
 
 class LogUniformSampler:
@@ -64,13 +63,31 @@ class LogUniformSampler:
         self.rng.bit_generator.state = state
 
 
+class SoftmaxRows:
+    """The rows of the softmax one training step reads: ids (sorted unique int64 numpy [n]) and
+    copies W [n, dim], b [n, 1] that are leaf tensors of their own, so their gradients are dense
+    [n, dim] and can be all-reduced across ranks (Paddle's sparse SelectedRows gradients cannot).
+    The step hands them to the optimizer, which applies the update to those rows of the softmax
+    (as bilm-tf's sparse IndexedSlices updates)."""
+
+    def __init__(self, softmax, ids):
+        index = paddle.to_tensor(ids)
+        with paddle.no_grad():
+            self.W, self.b = paddle.gather(softmax.W, index), paddle.gather(softmax.b, index)
+        self.W.stop_gradient = self.b.stop_gradient = False
+        self.ids = ids
+
+    def take(self, ids):
+        """ids (numpy, all among self.ids) -> (W rows [len(ids), dim], b [len(ids)])."""
+        pos = paddle.to_tensor(np.searchsorted(self.ids, ids))
+        return paddle.gather(self.W, pos), paddle.gather(self.b, pos).squeeze(-1)
+
+
 class Softmax(nn.Layer):
     """W [vocab, projection_dim] and b [vocab, 1] over the vocabulary, shared by both directions.
 
-    A training step works on the rows it needs only: `select_rows(ids)` copies W[ids] and b[ids]
-    into small leaf tensors that receive dense [n_rows, dim] gradients, and the optimizer applies
-    them to those rows (as bilm-tf's sparse IndexedSlices updates). Unlike Paddle's sparse
-    (SelectedRows) gradients, these can be all-reduced across ranks.
+    A training step works on the rows it needs only (`select_rows` -> SoftmaxRows); evaluation on
+    all of them (`full_losses`).
     """
 
     def __init__(self, vocab_size, dim):
@@ -80,32 +97,22 @@ class Softmax(nn.Layer):
                                        default_initializer=nn.initializer.Normal(0.0, 1.0 / math.sqrt(dim)))
         self.b = self.create_parameter([vocab_size, 1], is_bias=True,
                                        default_initializer=nn.initializer.Constant(0.0))
-        self.row_ids = self.W_rows = self.b_rows = None
 
     def select_rows(self, ids):
-        """ids: sorted unique int64 numpy array of the rows this step reads."""
-        index = paddle.to_tensor(ids)
-        with paddle.no_grad():
-            self.W_rows, self.b_rows = paddle.gather(self.W, index), paddle.gather(self.b, index)
-        self.W_rows.stop_gradient = self.b_rows.stop_gradient = False
-        self.row_ids = ids
+        """ids: sorted unique int64 numpy array of the rows a step reads -> SoftmaxRows."""
+        return SoftmaxRows(self, ids)
 
-    def rows(self, ids):
-        """ids (numpy, all among the selected rows) -> (W rows [n, dim], b [n])."""
-        pos = paddle.to_tensor(np.searchsorted(self.row_ids, ids))
-        return paddle.gather(self.W_rows, pos), paddle.gather(self.b_rows, pos).squeeze(-1)
-
-    def sampled_loss(self, h, targets, candidates, log_q_true, log_q_cand):
+    def sampled_loss(self, rows, h, targets, candidates, log_q_true, log_q_cand):
         """Mean sampled-softmax loss over tokens.
 
-        h: [n, dim]; targets: int64 numpy [n]; candidates: distinct int64 numpy [n_candidates]
+        rows: the SoftmaxRows of this step (they hold every target and candidate); h: [n, dim]; targets: int64 numpy [n]; candidates: distinct int64 numpy [n_candidates]
         (shared by the batch); log_q_*: log expected counts (numpy) subtracted from the logits.
         An accidental hit (a row's target among the candidates) is not a negative: as its logit
         equals the true logit, the row simply takes that candidate column as its label and drops
         its separate true column.
         """
-        w_true, b_true = self.rows(targets)
-        w_cand, b_cand = self.rows(candidates)
+        w_true, b_true = rows.take(targets)
+        w_cand, b_cand = rows.take(candidates)
         true_logits = (h * w_true).sum(axis=-1) + b_true - paddle.to_tensor(log_q_true.astype(np.float32))
         cand_logits = paddle.matmul(h, w_cand, transpose_y=True)  # [n, n_candidates]
         cand_bias = b_cand - paddle.to_tensor(log_q_cand.astype(np.float32))
@@ -151,31 +158,36 @@ class LanguageModel(nn.Layer):
     the boundary.
     """
 
-    def __init__(self, options, vocab_size, n_negative_samples=8192, seed=0):
+    def __init__(self, config, vocab_size, n_negative_samples=8192, seed=0, reset_state_at_sentence_start=False):
         super().__init__()
         self.vocab_size = vocab_size
-        self.bilm = BiLM(options, stateful=True)
-        self.softmax = Softmax(vocab_size, options['lstm']['projection_dim'])
-        self.dropout = float(options.get('dropout', 0.0) or 0.0)
+        self.bilm = BiLM(config, stateful=True)
+        self.softmax = Softmax(vocab_size, config.projection_dim)
+        self.dropout = float(config.dropout or 0.0)
         self.sampler = LogUniformSampler(vocab_size, n_negative_samples, seed)
         # Not bilm-tf's: a row whose window begins a sentence starts it from a zero state, as an
         # embedder starts every sentence (see run_pretrain.py --reset_state_at_sentence_start).
-        self.reset_state_at_sentence_start = bool(options.get('reset_state_at_sentence_start', False))
+        self.reset_state_at_sentence_start = reset_state_at_sentence_start
 
     def forward(self, batch, agree_rows=None):
-        """-> dict(loss (mean of the two directions), forward_loss, backward_loss), 0-d tensors.
+        """-> dict(loss (mean of the two directions), forward_loss, backward_loss: 0-d tensors; in
+        training also softmax_rows, the SoftmaxRows the loss read, for the optimizer).
 
         agree_rows: in training, a function that turns this rank's softmax row ids into the union
         over all ranks (so every rank's row gradients line up for the all-reduce).
         """
         if self.training:
-            losses = self.sampled_losses(batch, agree_rows)
+            losses, rows = self.sampled_losses(batch, agree_rows)
         else:
-            losses = [loss.mean() for loss in self.full_softmax_losses(batch)]
-        return {'loss': 0.5 * (losses[0] + losses[1]), 'forward_loss': losses[0], 'backward_loss': losses[1]}
+            losses, rows = [loss.mean() for loss in self.full_softmax_losses(batch)], None
+        out = {'loss': 0.5 * (losses[0] + losses[1]), 'forward_loss': losses[0], 'backward_loss': losses[1]}
+        if rows is not None:
+            out['softmax_rows'] = rows
+        return out
 
     def sampled_losses(self, batch, agree_rows=None):
-        """Mean sampled-softmax losses (forward, backward), after dropout on the top layer."""
+        """Mean sampled-softmax losses [forward, backward], after dropout on the top layer, and the
+        SoftmaxRows they read."""
         if self.reset_state_at_sentence_start:
             self.bilm.zero_state_rows(batch['sentence_start'])
         tops = self.bilm.lm_outputs(*(batch[chars] for chars, _ in DIRECTIONS))
@@ -185,10 +197,11 @@ class LanguageModel(nn.Layer):
             hs = [F.dropout(h, self.dropout, training=True) for h in hs]
         samples = [self.sampler.sample() for _ in DIRECTIONS]  # one candidate set per direction
         ids = np.unique(np.concatenate(targets + [c for c, _ in samples]))
-        self.softmax.select_rows(agree_rows(ids) if agree_rows else ids)
-        return [self.softmax.sampled_loss(h, t, c, np.log(self.sampler.expected_count(t, n)),
-                                          np.log(self.sampler.expected_count(c, n)))
-                for h, t, (c, n) in zip(hs, targets, samples)]
+        rows = self.softmax.select_rows(agree_rows(ids) if agree_rows else ids)
+        losses = [self.softmax.sampled_loss(rows, h, t, c, np.log(self.sampler.expected_count(t, n)),
+                                            np.log(self.sampler.expected_count(c, n)))
+                  for h, t, (c, n) in zip(hs, targets, samples)]
+        return losses, rows
 
     def full_softmax_losses(self, batch):
         """Per-token full-softmax losses, tensors (forward [n], backward [n]), n = batch x unroll."""
@@ -205,10 +218,11 @@ class LanguageModel(nn.Layer):
 class Optimizer:
     """bilm-tf's update around a rule: gradients averaged over ranks in one all-reduce, then all of
     them clipped together by their global norm, then the rule (`_update` on a parameter or on the
-    selected softmax rows, with their slots) applied.
+    softmax rows the step read, with their slots) applied.
 
-    Dense parameters are updated whole; the softmax only in the rows the step selected (as
-    bilm-tf's sparse IndexedSlices updates: a row no batch touched keeps its weights and state).
+    Dense parameters are updated whole; the softmax only in the rows the step read, which the step
+    hands to `step(rows)` (as bilm-tf's sparse IndexedSlices updates: a row no batch touched keeps
+    its weights and state).
     """
 
     def __init__(self, model, lr, max_grad_norm, world_size=1):
@@ -219,10 +233,11 @@ class Optimizer:
         self.sparse = [('softmax.W', self.softmax.W), ('softmax.b', self.softmax.b)]
         self.n_updates = 0
 
-    def _gradients(self):
-        """Averaged, clipped gradients: dense ones in self.dense's order, then the softmax rows."""
+    def _gradients(self, rows):
+        """Averaged, clipped gradients: dense ones in self.dense's order, then the softmax rows'
+        (rows: the step's SoftmaxRows)."""
         grads = [p.grad if p.grad is not None else paddle.zeros_like(p) for _, p in self.dense]
-        grads += [self.softmax.W_rows.grad, self.softmax.b_rows.grad]
+        grads += [rows.W.grad, rows.b.grad]
         if self.world_size > 1:  # one all-reduce of everything: far fewer messages than per tensor
             import paddle.distributed as dist
             flat = paddle.concat([g.reshape([-1]) for g in grads])
@@ -236,14 +251,15 @@ class Optimizer:
         return grads, norm
 
     @paddle.no_grad()
-    def step(self):
-        """Apply one update; returns the global gradient norm before clipping."""
-        grads, norm = self._gradients()
+    def step(self, rows):
+        """Apply one update, the softmax's to `rows` (the step's SoftmaxRows, after backward);
+        returns the global gradient norm before clipping."""
+        grads, norm = self._gradients(rows)
         self.n_updates += 1
         lr = paddle.to_tensor([self.learning_rate()], dtype='float32')
         for (name, p), g in zip(self.dense, grads):
             self._update(p, g, self.slots[name], lr)
-        ids = paddle.to_tensor(self.softmax.row_ids)
+        ids = paddle.to_tensor(rows.ids)
         for (name, p), g in zip(self.sparse, grads[len(self.dense):]):
             rows = paddle.gather(p, ids)
             state = {k: paddle.gather(v, ids) for k, v in self.slots[name].items()}
@@ -258,7 +274,6 @@ class Optimizer:
 
     def clear_grad(self):
         self.model.clear_gradients()
-        self.softmax.W_rows = self.softmax.b_rows = None
 
     def _state_items(self):
         """(checkpoint key, slot tensor) pairs; Adagrad's accumulators keep the bare parameter name
@@ -348,7 +363,7 @@ def train_step(model, optimizer, batch, agree_rows=None):
     out = model(batch, agree_rows)
     unroll_steps = batch['next_token_ids'].shape[1]
     (out['loss'] * unroll_steps).backward()
-    norm = optimizer.step()
+    norm = optimizer.step(out['softmax_rows'])
     optimizer.clear_grad()
     return out, norm
 
@@ -384,28 +399,3 @@ def evaluate(model, batches, max_tokens=None, progress=None):
     return {'n_tokens': int(n_tokens), 'forward_loss': forward, 'backward_loss': backward,
             'forward_perplexity': math.exp(forward), 'backward_perplexity': math.exp(backward),
             'perplexity': math.exp(0.5 * (forward + backward))}
-
-
-def load_language_model(vocab_size, params_file=None, options_file=None, weight_file=None):
-    """A LanguageModel from our checkpoint prefix, or from hdf5 weights that hold softmax/W and softmax/b.
-
-    The softmax must have `vocab_size` rows (the vocabulary it was trained with).
-    """
-    if params_file is not None:
-        options, state = read_checkpoint(params_file, vocab_size, require_softmax=True)
-        return load_state_checked(LanguageModel(options, vocab_size), state, params_file)
-    import h5py
-    bilm = load_bilm(options_file=options_file, weight_file=weight_file)
-    with h5py.File(weight_file, 'r') as f:
-        if 'softmax/W' not in f or 'softmax/b' not in f:
-            raise InputError(f'{weight_file}: no softmax/W and softmax/b datasets; perplexity needs the '
-                             f'softmax (export_weights.py writes it from a checkpoint of ours)')
-        W, b = f['softmax/W'][...], f['softmax/b'][...]
-    check_softmax_rows(W.shape, vocab_size, weight_file)
-    model = LanguageModel(bilm.options, vocab_size)
-    model.bilm = bilm
-    model.bilm.stateful = True
-    with paddle.no_grad():
-        model.softmax.W.set_value(W.astype(np.float32))
-        model.softmax.b.set_value(b.reshape(-1, 1).astype(np.float32))
-    return model

@@ -1,21 +1,108 @@
-"""Model files in and out: bilm-tf / AllenNLP `options.json` + `weights.hdf5`, and our checkpoints.
+"""Every model file, in and out: its names, keys and datasets are defined, written and read here.
 
-A checkpoint of ours is a prefix `DIR/N`: `DIR/options.json` (bilm-tf options plus the training
-recipe) and `DIR/N.pdparams` (a LanguageModel's state: `bilm.*` and `softmax.*`, or a BiLM's own),
-beside `DIR/N.pdopt` when written by run_pretrain.py. `read_checkpoint` is the one place that reads
-and checks one; everything that loads a model goes through it or `load_hdf5_weights`.
+A checkpoint of ours is a prefix `DIR/N`:
+- `DIR/options.json`: the model in bilm-tf's options format (ModelConfig.to_options) plus the
+  training keys bilm-tf's `bin/train_elmo.py` writes there (config.BILM_TF_TRAINING_KEYS and
+  `n_tokens_vocab`); `DIR/recipe.json`: the rest of our Recipe. Checkpoints written before
+  recipe.json existed kept our recipe keys in options.json (`lr`, `preset`, `optimizer`, ...):
+  `read_run_configs` reads both layouts.
+- `DIR/N.pdparams`: a LanguageModel's state (`bilm.*`, `softmax.W` [vocab, P], `softmax.b`
+  [vocab, 1]) or a BiLM's own.
+- `DIR/N.pdopt` (run_pretrain.py's): the optimizer's state plus TRAIN_STATE: the step, the number
+  of processes, the training seconds and, per rank, the data stream's position, the sampler's RNG,
+  the carried LSTM states and Paddle's RNG (`rank_state` / `restore_rank_state`).
+An export (bilm-tf / AllenNLP's layout, `export_weights`) is `options.json` (the model only) and
+`weights.hdf5`: the biLM's datasets (`hdf5_layout`), and optionally the softmax as `softmax/W`
+[vocab, P] and `softmax/b` [vocab] (bilm-tf's and AllenNLP's readers ignore them; perplexity and
+prediction need them). Everything that loads a model goes through `read_checkpoint` or
+`load_hdf5_weights`, which check keys, shapes, the vocabulary and the options.
 """
-import copy
+import dataclasses
+import json
 import os
 import sys
 
 import numpy as np
-import paddle
 
-from bilm import BiLM, load_options
-from dataset import N_CHARACTERS
+from runtime import paddle
+
+from bilm import BiLM
+from config import BILM_TF_TRAINING_KEYS, PRESETS, RECIPE_FIELDS, ModelConfig, Recipe, split_fields
 from fileio import InputError, atomic_path, write_json_atomic
+from lm import LanguageModel
 
+OPTIONS_FILE, RECIPE_FILE, WEIGHTS_FILE = 'options.json', 'recipe.json', 'weights.hdf5'
+PARAMS_SUFFIX, OPTIMIZER_SUFFIX = '.pdparams', '.pdopt'
+BILM_PREFIX = 'bilm.'  # LanguageModel.bilm's entries of a checkpoint's state
+SOFTMAX_W, SOFTMAX_B = 'softmax.W', 'softmax.b'  # LanguageModel.softmax's
+HDF5_SOFTMAX_W, HDF5_SOFTMAX_B = 'softmax/W', 'softmax/b'
+TRAIN_STATE = 'train_state'  # the .pdopt entry beside the optimizer's own
+RECIPE_VERSION = 1
+
+
+# --------------------------------------------------------------------------------------------
+# Configs: options.json and recipe.json
+# --------------------------------------------------------------------------------------------
+
+def read_json(path, what):
+    try:
+        with open(path, encoding='utf-8') as f:
+            value = json.load(f)
+    except FileNotFoundError:
+        raise FileNotFoundError(f'{path}: {what} not found') from None
+    except json.JSONDecodeError as e:
+        raise InputError(f'{path}: not valid JSON (line {e.lineno}: {e.msg})') from None
+    if not isinstance(value, dict):
+        raise InputError(f'{path}: expected a JSON object, got {type(value).__name__}')
+    return value
+
+
+def read_model_config(options_file):
+    """A bilm-tf / AllenNLP options.json (or ours) -> ModelConfig, checked."""
+    return ModelConfig.from_options(read_json(options_file, 'options file'), options_file)
+
+
+def write_run_configs(directory, model, recipe, vocab_size):
+    """DIR/options.json (the model and bilm-tf's training keys, its names) and DIR/recipe.json."""
+    options = model.to_options()
+    for field, key in BILM_TF_TRAINING_KEYS.items():
+        options[key] = getattr(recipe, field)
+    options['n_tokens_vocab'] = vocab_size
+    rest = {k: v for k, v in dataclasses.asdict(recipe).items() if k not in BILM_TF_TRAINING_KEYS}
+    write_json_atomic(options, os.path.join(directory, OPTIONS_FILE))
+    write_json_atomic({'version': RECIPE_VERSION, **rest}, os.path.join(directory, RECIPE_FILE))
+
+
+# Our recipe keys as checkpoints before recipe.json kept them in options.json.
+_LEGACY_RECIPE_KEYS = {'lr': 'lr', 'preset': 'preset', 'optimizer': 'optimizer', 'warmup_steps': 'warmup_steps',
+                       'seed': 'seed', 'reset_state_at_sentence_start': 'reset_state_at_sentence_start',
+                       'n_gpus': 'world_size'}
+
+
+def read_run_configs(directory):
+    """A checkpoint directory -> (ModelConfig, Recipe): options.json and recipe.json, or the older
+    layout with our recipe keys inside options.json. A setting neither file holds takes the value
+    of the run's preset (the default recipe, `original`, when none is recorded)."""
+    options_file = os.path.join(directory, OPTIONS_FILE)
+    options = read_json(options_file, 'options file')
+    model = ModelConfig.from_options(options, options_file)
+    recipe_file = os.path.join(directory, RECIPE_FILE)
+    values = {field: options[key] for field, key in BILM_TF_TRAINING_KEYS.items() if key in options}
+    if os.path.exists(recipe_file):
+        stored = read_json(recipe_file, 'recipe')
+        values.update({k: v for k, v in stored.items() if k in RECIPE_FIELDS})
+    else:  # written before recipe.json: our keys sat in options.json ('lr' before 'learning_rate')
+        values.update({field: options[key] for key, field in _LEGACY_RECIPE_KEYS.items() if key in options})
+    preset = values.get('preset') or 'original'
+    if preset not in PRESETS:
+        raise InputError(f'{recipe_file}: unknown preset {preset!r} (known: {", ".join(PRESETS)})')
+    _, preset_recipe = split_fields(PRESETS[preset])
+    return model, Recipe(**{**preset_recipe, **values, 'preset': preset})
+
+
+# --------------------------------------------------------------------------------------------
+# hdf5 weights (bilm-tf / AllenNLP)
+# --------------------------------------------------------------------------------------------
 
 def hdf5_layout(bilm):
     """(dataset name, parameter, file->ours, ours->file) for every parameter of `bilm`."""
@@ -49,16 +136,19 @@ def _file_shape(param, to_file):
     return tuple(to_file(np.zeros(param.shape, dtype=np.float32)).shape)
 
 
-def load_hdf5_weights(bilm, weight_file):
-    """Fill `bilm` from a bilm-tf / AllenNLP weights.hdf5; shape mismatches name the dataset."""
+def _open_hdf5(weight_file):
     import h5py
     if not os.path.exists(weight_file):
         raise FileNotFoundError(f'{weight_file}: weights file not found')
     try:
-        fin = h5py.File(weight_file, 'r')
+        return h5py.File(weight_file, 'r')
     except OSError as e:
         raise InputError(f'{weight_file}: cannot read as hdf5, truncated or not an hdf5 file ({e})') from None
-    with fin, paddle.no_grad():
+
+
+def load_hdf5_weights(bilm, weight_file):
+    """Fill `bilm` from a bilm-tf / AllenNLP weights.hdf5; shape mismatches name the dataset."""
+    with _open_hdf5(weight_file) as fin, paddle.no_grad():
         for name, param, from_file, to_file in hdf5_layout(bilm):
             if name not in fin:
                 raise InputError(f'{weight_file}: dataset "{name}" is missing (options ask for it)')
@@ -71,28 +161,61 @@ def load_hdf5_weights(bilm, weight_file):
     return bilm
 
 
-def save_hdf5_weights(bilm, weight_file, extra=None):
-    """Write `bilm` (and optional extra {name: array}, e.g. a softmax) as weights.hdf5, atomically."""
+def read_hdf5_softmax(weight_file):
+    """-> (W [vocab, P], b [vocab]) float32 from weights.hdf5's softmax/W and softmax/b."""
+    with _open_hdf5(weight_file) as f:
+        if HDF5_SOFTMAX_W not in f or HDF5_SOFTMAX_B not in f:
+            raise InputError(f'{weight_file}: no {HDF5_SOFTMAX_W} and {HDF5_SOFTMAX_B} datasets; perplexity needs '
+                             f'the softmax (export_weights.py writes it from a checkpoint of ours)')
+        return f[HDF5_SOFTMAX_W][...].astype(np.float32), f[HDF5_SOFTMAX_B][...].reshape(-1).astype(np.float32)
+
+
+def save_hdf5_weights(bilm, weight_file, softmax=None):
+    """Write `bilm` (and optionally softmax = (W [vocab, P], b [vocab])) as weights.hdf5, atomically."""
     import h5py
     with atomic_path(weight_file) as tmp, h5py.File(tmp, 'w') as fout:
         for name, param, _, to_file in hdf5_layout(bilm):
             fout.create_dataset(name, data=to_file(param.numpy()))
-        for name, array in (extra or {}).items():
-            fout.create_dataset(name, data=array)
+        if softmax is not None:
+            fout.create_dataset(HDF5_SOFTMAX_W, data=softmax[0])
+            fout.create_dataset(HDF5_SOFTMAX_B, data=softmax[1])
 
+
+def export_weights(bilm, output_dir, softmax=None):
+    """Write output_dir/options.json and output_dir/weights.hdf5, loadable by AllenNLP and bilm-tf;
+    softmax = (W [vocab, P], b [vocab]) adds softmax/W and softmax/b."""
+    os.makedirs(output_dir, exist_ok=True)
+    write_json_atomic(bilm.config.to_options(), os.path.join(output_dir, OPTIONS_FILE))
+    save_hdf5_weights(bilm, os.path.join(output_dir, WEIGHTS_FILE), softmax)
+
+
+def softmax_of(state):
+    """A LanguageModel checkpoint's softmax in the export layout -> (W [vocab, P], b [vocab]), or None."""
+    if SOFTMAX_W not in state:
+        return None
+    return state[SOFTMAX_W].numpy(), state[SOFTMAX_B].numpy().reshape(-1)
+
+
+# --------------------------------------------------------------------------------------------
+# Checkpoints of ours
+# --------------------------------------------------------------------------------------------
 
 def checkpoint_paths(prefix):
     """'DIR/N' -> (DIR/options.json, DIR/N.pdparams)."""
-    return os.path.join(os.path.dirname(prefix) or '.', 'options.json'), f'{prefix}.pdparams'
+    return os.path.join(os.path.dirname(prefix) or '.', OPTIONS_FILE), f'{prefix}{PARAMS_SUFFIX}'
+
+
+def checkpoint_dir(prefix):
+    return os.path.dirname(prefix) or '.'
 
 
 def read_options_of(prefix):
-    """The options.json of checkpoint 'DIR/N', with an error that says what a checkpoint needs."""
+    """The ModelConfig of checkpoint 'DIR/N', with an error that says what a checkpoint needs."""
     options_file, _ = checkpoint_paths(prefix)
     if not os.path.exists(options_file):
         raise FileNotFoundError(f'{options_file}: not found; checkpoint {prefix} needs the options.json '
                                 f'that run_pretrain.py writes beside it')
-    return load_options(options_file)
+    return read_model_config(options_file)
 
 
 def read_paddle_file(path, what='checkpoint'):
@@ -110,20 +233,20 @@ def read_paddle_file(path, what='checkpoint'):
 
 
 def read_checkpoint(prefix, vocab_size=None, require_softmax=False):
-    """Checkpoint 'DIR/N' -> (options, state dict), checked before anything is built from it.
+    """Checkpoint 'DIR/N' -> (ModelConfig, state dict), checked before anything is built from it.
 
     The state is a LanguageModel's ('bilm.*', 'softmax.*') or a BiLM's own. With `vocab_size`, the
     softmax must have that many rows (the vocabulary the model was trained with).
     """
-    options = read_options_of(prefix)
+    config = read_options_of(prefix)
     ckpt = checkpoint_paths(prefix)[1]
     state = read_paddle_file(ckpt)
-    has_softmax = 'softmax.W' in state
+    has_softmax = SOFTMAX_W in state
     if require_softmax and not has_softmax:
-        raise InputError(f'{ckpt}: no softmax (softmax.W) in this checkpoint; perplexity and resuming need it')
+        raise InputError(f'{ckpt}: no softmax ({SOFTMAX_W}) in this checkpoint; perplexity and resuming need it')
     if has_softmax:
-        check_softmax_rows(tuple(state['softmax.W'].shape), vocab_size, ckpt)
-    return options, state
+        check_softmax_rows(tuple(state[SOFTMAX_W].shape), vocab_size, ckpt)
+    return config, state
 
 
 def check_softmax_rows(shape, vocab_size, source):
@@ -157,25 +280,84 @@ def load_state_checked(layer, state, prefix):
 
 def bilm_state(state):
     """The BiLM's own entries of a LanguageModel's state (or the state itself if it is a BiLM's)."""
-    if any(k.startswith('bilm.') for k in state):
-        return {k[len('bilm.'):]: v for k, v in state.items() if k.startswith('bilm.')}
+    if any(k.startswith(BILM_PREFIX) for k in state):
+        return {k[len(BILM_PREFIX):]: v for k, v in state.items() if k.startswith(BILM_PREFIX)}
     return state
 
 
-def load_checkpoint(params_file, stateful=False):
+def load_bilm_checkpoint(prefix, stateful=False):
     """A checkpoint prefix ('DIR/N') -> (BiLM, the checkpoint's whole state dict)."""
-    options, state = read_checkpoint(params_file)
-    bilm = BiLM(options, stateful=stateful)
-    load_state_checked(bilm, bilm_state(state), params_file)
+    config, state = read_checkpoint(prefix)
+    bilm = BiLM(config, stateful=stateful)
+    load_state_checked(bilm, bilm_state(state), prefix)
     return bilm, state
 
+
+# ---- training checkpoints (run_pretrain.py) --------------------------------------------------
+
+def rank_state(stream, model):
+    """What one rank needs, beyond the weights, to continue exactly: its data position, sampler,
+    carried LSTM states and Paddle's RNG."""
+    return {'stream': stream.state_dict(), 'sampler': model.sampler.state(),
+            'lstm_states': model.bilm.get_states(), 'paddle_rng': paddle.get_rng_state()}
+
+
+def restore_rank_state(state, stream, model):
+    stream.load_state_dict(state['stream'])
+    model.sampler.set_state(state['sampler'])
+    model.bilm.set_states(state['lstm_states'])
+    paddle.set_rng_state(state['paddle_rng'])
+
+
+def train_state(step, world_size, train_seconds, ranks):
+    """TRAIN_STATE of a .pdopt: ranks is every rank's rank_state, in rank order."""
+    return {'step': step, 'world_size': world_size, 'ranks': ranks, 'train_seconds': train_seconds}
+
+
+def save_training_checkpoint(prefix, model, optimizer, state):
+    """prefix.pdparams (model) and prefix.pdopt (optimizer state + TRAIN_STATE), atomically.
+
+    Each file is written under a temporary name and renamed; .pdopt is renamed first, so a
+    .pdparams that exists always has its .pdopt, and a kill mid-save leaves older checkpoints intact.
+    """
+    opt_state = dict(optimizer.state_dict())
+    opt_state[TRAIN_STATE] = state
+    # The inner block exits first: .pdopt is renamed before .pdparams.
+    with atomic_path(f'{prefix}{PARAMS_SUFFIX}') as params_tmp, \
+            atomic_path(f'{prefix}{OPTIMIZER_SUFFIX}') as opt_tmp:
+        paddle.save(opt_state, opt_tmp)
+        paddle.save(model.state_dict(), params_tmp)
+
+
+def load_training_checkpoint(prefix, model, optimizer, world_size):
+    """Restore model and optimizer from 'DIR/N' -> its TRAIN_STATE (checked to come from
+    `world_size` processes)."""
+    opt_path = f'{prefix}{OPTIMIZER_SUFFIX}'
+    if not os.path.exists(opt_path):
+        raise InputError(f'{opt_path} not found: --init_from_ckpt needs both {PARAMS_SUFFIX} and {OPTIMIZER_SUFFIX}')
+    _, state = read_checkpoint(prefix, model.vocab_size, require_softmax=True)
+    load_state_checked(model, state, prefix)
+    opt_state = read_paddle_file(opt_path, 'optimizer state')
+    if TRAIN_STATE not in opt_state:
+        raise InputError(f'{opt_path}: no {TRAIN_STATE}; not an optimizer file written by run_pretrain.py')
+    state = opt_state.pop(TRAIN_STATE)
+    optimizer.set_state_dict(opt_state)
+    if state['world_size'] != world_size:
+        raise InputError(f'{opt_path} was saved by {state["world_size"]} processes; resume with '
+                         f'the same number (got {world_size})')
+    return state
+
+
+# --------------------------------------------------------------------------------------------
+# Loading a model from any of them
+# --------------------------------------------------------------------------------------------
 
 BUNDLED_MODEL_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), 'pretrained')
 
 
 def bundled_model_files():
     """-> (options_file, weight_file) of the model that ships in pretrained/ (its card: README.md)."""
-    files = tuple(os.path.join(BUNDLED_MODEL_DIR, name) for name in ('options.json', 'weights.hdf5'))
+    files = tuple(os.path.join(BUNDLED_MODEL_DIR, name) for name in (OPTIONS_FILE, WEIGHTS_FILE))
     for path in files:
         if not os.path.isfile(path):
             raise FileNotFoundError(f'{path}: the bundled model is missing from this checkout; give a model '
@@ -193,17 +375,27 @@ def load_bilm(params_file=None, options_file=None, weight_file=None, stateful=Fa
     if params_file is not None:
         if options_file is not None or weight_file is not None:
             raise InputError('give either params_file (a checkpoint prefix) or options_file + weight_file')
-        return load_checkpoint(params_file, stateful)[0]
+        return load_bilm_checkpoint(params_file, stateful)[0]
     if options_file is None or weight_file is None:
         raise InputError('give params_file (a checkpoint prefix like checkpoints/10000), '
                          'both options_file and weight_file, or neither (the bundled model)')
-    return load_hdf5_weights(BiLM(load_options(options_file), stateful=stateful), weight_file)
+    return load_hdf5_weights(BiLM(read_model_config(options_file), stateful=stateful), weight_file)
 
 
-def export_weights(bilm, output_dir, extra=None):
-    """Write output_dir/options.json and output_dir/weights.hdf5, loadable by AllenNLP and bilm-tf."""
-    os.makedirs(output_dir, exist_ok=True)
-    options = copy.deepcopy(bilm.options)
-    options['char_cnn']['n_characters'] = N_CHARACTERS  # prediction-time value, as bilm-tf expects
-    write_json_atomic(options, os.path.join(output_dir, 'options.json'))
-    save_hdf5_weights(bilm, os.path.join(output_dir, 'weights.hdf5'), extra)
+def load_language_model(vocab_size, params_file=None, options_file=None, weight_file=None):
+    """A LanguageModel from our checkpoint prefix, or from hdf5 weights that hold softmax/W and softmax/b.
+
+    The softmax must have `vocab_size` rows (the vocabulary it was trained with).
+    """
+    if params_file is not None:
+        config, state = read_checkpoint(params_file, vocab_size, require_softmax=True)
+        return load_state_checked(LanguageModel(config, vocab_size), state, params_file)
+    bilm = load_bilm(options_file=options_file, weight_file=weight_file, stateful=True)
+    W, b = read_hdf5_softmax(weight_file)
+    check_softmax_rows(W.shape, vocab_size, weight_file)
+    model = LanguageModel(bilm.config, vocab_size)
+    model.bilm = bilm
+    with paddle.no_grad():
+        model.softmax.W.set_value(W)
+        model.softmax.b.set_value(b.reshape(-1, 1))
+    return model

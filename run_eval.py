@@ -28,9 +28,10 @@ def main():
     a = p.parse_args()
     from tqdm import tqdm
     from dataset import Vocabulary, count_tokens, iter_eval_batches
-    from embedder import use_device
     from fileio import write_json_atomic
-    from lm import evaluate, load_language_model
+    from lm import evaluate
+    from model_io import load_language_model
+    from runtime import use_device
     use_device(a.device, cpu_threads=a.cpu_threads)
     source = cli.model_source(a)
     counts = count_tokens(a.dev_data_path)  # the data first: a bad glob fails before a model loads

@@ -23,14 +23,15 @@ import time
 
 import args as cli  # first: it quiets Paddle's import-time noise on stderr
 import numpy as np
-import paddle
 import paddle.nn as nn
 
 from classifier import (SentenceClassifier, add_protocol_args, check_protocol_args, cross_validate, load_data,
                         make_folds, report, runs_on_this_rank, show_bars, train_config)
 from dataset import CharMapper
-from elmo import ELMoEmbedder, Elmo, load_bilm, use_device
-from model_io import BUNDLED_MODEL_DIR
+from downstream import Elmo
+from embedder import ELMoEmbedder
+from model_io import BUNDLED_MODEL_DIR, load_bilm
+from runtime import paddle, use_device
 from word_vectors import Word2VecFeatures, load_vectors, lookup_table
 
 
@@ -100,13 +101,13 @@ class ElmoFeatures(nn.Layer):
         if cache is not None and elmo.requires_grad:
             raise ValueError('a trainable biLM cannot read its layers from a cache')
         self.elmo, self.sentences, self.cache, self.bilm_lr = elmo, sentences, cache, bilm_lr
-        self.mapper = CharMapper(elmo.bilm.options['char_cnn']['max_characters_per_token'])
+        self.mapper = CharMapper(elmo.bilm.config.max_characters_per_token)
         self.dim = 2 * elmo.bilm.projection_dim
 
     def forward(self, indices):
         if self.cache is not None:
             layers, mask = self.cache.batch(indices)
-            return self.elmo.scalar_mixes[0](layers, mask), mask
+            return self.elmo.mix_layers(layers, mask)['elmo_representations'][0], mask
         # A frozen biLM applies no dropout even in train mode: Elmo.bilm_layers sees to that.
         char_ids, lengths = self.mapper.batch([self.sentences[i] for i in indices])
         out = self.elmo(paddle.to_tensor(char_ids), lengths)

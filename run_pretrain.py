@@ -3,28 +3,34 @@
     python run_pretrain.py --train_data_path 'data/train/*' --vocab_file data/vocab-15w.txt
     python -m paddle.distributed.launch --gpus '0,1,2,3' run_pretrain.py --device gpu ...
     python -m paddle.distributed.launch --nproc_per_node 2 run_pretrain.py --device cpu ...   # 1 thread each on 2 cores
+    python run_pretrain.py --init_from_ckpt checkpoints/3000      # resume: every setting from the checkpoint
 
-Writes to --save_dir: options.json (the model, bilm-tf format), N.pdparams / N.pdopt every
---save_freq steps and final.* at the end (atomically), train_log.csv and train_curve.png.
+Writes to --save_dir: options.json and recipe.json (the two configs, model_io.py), N.pdparams /
+N.pdopt every --save_freq steps and final.* at the end (atomically), train_log.csv and
+train_curve.png. Reads top to bottom: `set_up` (configs, device, data, model, optimizer, resumed
+state), `train` (the loop; its state is one `Progress`), `finish` (final evaluation and save).
 """
 import csv
+import dataclasses
 import math
 import os
 import signal
 import sys
 import time
+from dataclasses import dataclass, field
+from typing import Optional
 
 import args as cli  # first: it quiets Paddle's import-time noise on stderr
 import numpy as np
-import paddle
 import paddle.distributed as dist
 
+from config import for_resume, from_preset
 from dataset import EVAL_BATCH_SIZE, EVAL_UNROLL_STEPS, LMStream, Vocabulary, count_tokens, iter_eval_batches
-from bilm import make_options
-from embedder import use_device
-from fileio import atomic_path, write_csv_atomic, write_json_atomic
-from model_io import checkpoint_paths, load_state_checked, read_checkpoint, read_options_of, read_paddle_file
+from fileio import atomic_path, write_csv_atomic
 from lm import LanguageModel, evaluate, make_optimizer, train_step
+from model_io import (checkpoint_dir, load_training_checkpoint, rank_state, read_run_configs, restore_rank_state,
+                      save_training_checkpoint, train_state, write_run_configs)
+from runtime import paddle, use_device
 
 LOG_FIELDS = ['step', 'tokens', 'train_minutes', 'elapsed_s', 'loss', 'forward_loss', 'backward_loss', 'forward_perplexity',
               'backward_perplexity', 'tokens_per_s', 'dev_forward_perplexity', 'dev_backward_perplexity',
@@ -33,76 +39,42 @@ LOG_FIELDS = ['step', 'tokens', 'train_minutes', 'elapsed_s', 'loss', 'forward_l
 
 # ---- configuration ---------------------------------------------------------------------------
 
-def model_options(a):
-    return make_options(projection_dim=a.projection_dim, cell_dim=a.cell_dim, n_layers=a.num_layers,
-                        filters=a.cnn_filters, n_highway=a.num_highways, char_embed_dim=a.char_embed_dim,
-                        max_characters_per_token=a.max_characters_per_token, cell_clip=a.cell_clip,
-                        proj_clip=a.proj_clip, use_skip_connections=a.use_skip_connections,
-                        dropout=a.dropout)
+def read_configs(a):
+    """-> (ModelConfig, Recipe, save_dir): a new run's from --preset and the flags given; a resumed
+    run's from the checkpoint's files, the flags given overriding training settings."""
+    given = cli.given_settings(a)
+    if a.preset is not None:
+        given['preset'] = a.preset
+    if not a.init_from_ckpt:
+        model, recipe = from_preset(given.pop('preset', 'original'), given)
+        save_dir = a.save_dir or 'checkpoints'
+    else:
+        if not os.path.exists(f'{a.init_from_ckpt}.pdparams'):
+            raise cli.InputError(f'--init_from_ckpt {a.init_from_ckpt}: {a.init_from_ckpt}.pdparams not found '
+                                 f'(give DIR/N without the suffix)')
+        directory = checkpoint_dir(a.init_from_ckpt)
+        model, recipe = read_run_configs(directory)
+        model, recipe = for_resume(model, recipe, given, os.path.join(directory, 'options.json'))
+        save_dir = a.save_dir or directory
+    for name in ('train_data_path', 'vocab_file'):
+        if getattr(recipe, name) is None:
+            raise cli.InputError(f'--{name} is required (resuming, the checkpoint\'s recipe.json holds it; '
+                                 f'this one has none)')
+    # Absolute, so that a resume from another directory reads the same data.
+    recipe = dataclasses.replace(recipe, **{name: os.path.abspath(getattr(recipe, name)) for name in
+                                            ('train_data_path', 'vocab_file', 'dev_data_path')
+                                            if getattr(recipe, name) is not None})
+    return model, recipe, save_dir
 
 
-# Each model flag and where options.json keeps its value.
-MODEL_FLAGS = {'projection_dim': ('lstm', 'projection_dim'), 'cell_dim': ('lstm', 'dim'),
-               'num_layers': ('lstm', 'n_layers'), 'cell_clip': ('lstm', 'cell_clip'),
-               'proj_clip': ('lstm', 'proj_clip'), 'use_skip_connections': ('lstm', 'use_skip_connections'),
-               'cnn_filters': ('char_cnn', 'filters'), 'num_highways': ('char_cnn', 'n_highway'),
-               'char_embed_dim': ('char_cnn', 'embedding', 'dim'),
-               'max_characters_per_token': ('char_cnn', 'max_characters_per_token'), 'dropout': ('dropout',)}
+def total_steps(recipe):
+    if recipe.max_steps:
+        return recipe.max_steps
+    tokens_per_step = recipe.batch_size * recipe.unroll_steps * recipe.world_size
+    return max(1, math.ceil(recipe.epochs * recipe.n_train_tokens / tokens_per_step))
 
 
-def _option(options, path):
-    for key in path:
-        options = options.get(key) if isinstance(options, dict) else None
-    return options
-
-
-def check_resume_flags(a, given, options, options_file):
-    """The checkpoint defines the model: a model flag given when resuming must agree with it."""
-    mine = model_options(a)
-    differing = [f'--{flag} {_option(mine, MODEL_FLAGS[flag])} (checkpoint: {_option(options, MODEL_FLAGS[flag])})'
-                 for flag in given if flag in MODEL_FLAGS and
-                 _option(mine, MODEL_FLAGS[flag]) != _option(options, MODEL_FLAGS[flag])]
-    if differing:
-        raise cli.InputError(f'{options_file} defines the model being resumed, and these flags differ from it: '
-                             f'{"; ".join(differing)}. Drop them, or start a new --save_dir without --init_from_ckpt')
-
-
-def record_training(options, a, vocab, n_train_tokens, world_size):
-    """Add bilm-tf's bookkeeping keys and ours, so options.json also says how the model was trained."""
-    options.update(n_tokens_vocab=vocab.size, unroll_steps=a.unroll_steps, batch_size=a.batch_size,
-                   n_negative_samples_batch=a.n_negative_samples, n_train_tokens=n_train_tokens,
-                   n_epochs=a.epochs, all_clip_norm_val=a.max_grad_norm, lr=a.lr, n_gpus=world_size,
-                   preset=a.preset, optimizer=a.optimizer, warmup_steps=a.warmup_steps, seed=a.seed,
-                   reset_state_at_sentence_start=a.reset_state_at_sentence_start)
-    return options
-
-
-def total_steps(a, n_train_tokens, world_size):
-    if a.max_steps:
-        return a.max_steps
-    return max(1, math.ceil(a.epochs * n_train_tokens / (a.batch_size * a.unroll_steps * world_size)))
-
-
-def check_args(a):
-    for name in ('batch_size', 'unroll_steps', 'epochs', 'save_freq', 'log_freq', 'n_negative_samples'):
-        if getattr(a, name) < 1:
-            raise cli.InputError(f'--{name} must be >= 1, got {getattr(a, name)}')
-    for name in ('lr', 'max_grad_norm'):
-        if not getattr(a, name) > 0:
-            raise cli.InputError(f'--{name} must be > 0, got {getattr(a, name)}')
-    if a.max_minutes is not None and not a.max_minutes > 0:
-        raise cli.InputError(f'--max_minutes must be > 0, got {a.max_minutes}')
-    if not 0 <= a.dropout < 1:
-        raise cli.InputError(f'--dropout must be in [0, 1), got {a.dropout}')
-
-
-def check_checkpoint_arg(a):
-    if a.init_from_ckpt and not os.path.exists(f'{a.init_from_ckpt}.pdparams'):
-        raise cli.InputError(f'--init_from_ckpt {a.init_from_ckpt}: {a.init_from_ckpt}.pdparams not found '
-                            f'(give DIR/N without the suffix)')
-
-
-# ---- checkpoints -----------------------------------------------------------------------------
+# ---- the run's parts ---------------------------------------------------------------------------
 
 class TrainingClock:
     """Training time: the steps themselves, not evaluation or saving; this run's and, for the logs,
@@ -123,58 +95,6 @@ class TrainingClock:
     def total_minutes(self):
         return (self.earlier + self.run) / 60
 
-
-def gather_train_state(model, stream, step, world_size, clock):
-    """Everything a resumed run needs beyond the weights, from every rank (rank order)."""
-    local = {'stream': stream.state_dict(), 'sampler': model.sampler.state(),
-             'lstm_states': model.bilm.get_states(), 'paddle_rng': paddle.get_rng_state()}
-    ranks = [local]
-    if world_size > 1:
-        ranks = []
-        dist.all_gather_object(ranks, local)
-    return {'step': step, 'world_size': world_size, 'ranks': ranks,
-            'train_seconds': clock.total_minutes() * 60}
-
-
-def save_checkpoint(prefix, model, optimizer, train_state):
-    """prefix.pdparams (model) and prefix.pdopt (optimizer state + 'train_state'), atomically.
-
-    Each file is written under a temporary name and renamed; .pdopt is renamed first, so a
-    .pdparams that exists always has its .pdopt, and a kill mid-save leaves older checkpoints intact.
-    """
-    opt_state = dict(optimizer.state_dict())
-    opt_state['train_state'] = train_state
-    # The inner block exits first: .pdopt is renamed before .pdparams.
-    with atomic_path(f'{prefix}.pdparams') as params_tmp, atomic_path(f'{prefix}.pdopt') as opt_tmp:
-        paddle.save(opt_state, opt_tmp)
-        paddle.save(model.state_dict(), params_tmp)
-
-
-def load_checkpoint(prefix, model, optimizer, stream, rank, world_size, clock):
-    """Restore model, optimizer, step, data position, sampler, LSTM and RNG state; -> step."""
-    opt_path = f'{prefix}.pdopt'
-    if not os.path.exists(opt_path):
-        raise cli.InputError(f'{opt_path} not found: --init_from_ckpt needs both .pdparams and .pdopt')
-    _, state = read_checkpoint(prefix, model.vocab_size, require_softmax=True)
-    load_state_checked(model, state, prefix)
-    opt_state = read_paddle_file(opt_path, 'optimizer state')
-    if 'train_state' not in opt_state:
-        raise cli.InputError(f'{opt_path}: no train_state; not an optimizer file written by run_pretrain.py')
-    train_state = opt_state.pop('train_state')
-    optimizer.set_state_dict(opt_state)
-    if train_state['world_size'] != world_size:
-        raise cli.InputError(f'{opt_path} was saved by {train_state["world_size"]} processes; resume with '
-                            f'the same number (got {world_size})')
-    mine = train_state['ranks'][rank]
-    stream.load_state_dict(mine['stream'])
-    model.sampler.set_state(mine['sampler'])
-    model.bilm.set_states(mine['lstm_states'])
-    paddle.set_rng_state(mine['paddle_rng'])
-    clock.earlier = train_state.get('train_seconds', 0.0)
-    return train_state['step']
-
-
-# ---- logging ---------------------------------------------------------------------------------
 
 class TrainLog:
     """Log lines on stdout, rows in train_log.csv and a curve in train_curve.png (rank 0 only)."""
@@ -250,8 +170,6 @@ def _hms(seconds):
     return f'{seconds // 3600}:{seconds // 60 % 60:02d}:{seconds % 60:02d}'
 
 
-# ---- training --------------------------------------------------------------------------------
-
 class StopRequest:
     """SIGTERM or Ctrl-C asks training to stop at the next step boundary, save a checkpoint and exit
     cleanly; a second signal stops at once (atomic saves leave no half-written file behind).
@@ -304,135 +222,205 @@ def mean_over_ranks(values, world_size):
     return t.numpy().tolist()
 
 
-def main():
-    a = cli.pretrain_parser().parse_args()
-    check_checkpoint_arg(a)
-    resumed = read_options_of(a.init_from_ckpt) if a.init_from_ckpt else None  # defines the model
-    if resumed is not None and a.preset is None:  # resume with the recipe the checkpoint was trained with
-        a.preset = resumed.get('preset')
-    given = cli.apply_preset(a) + (['max_characters_per_token'] if a.max_characters_per_token else [])
-    if a.max_characters_per_token is None:
-        a.max_characters_per_token = resumed['char_cnn']['max_characters_per_token'] if resumed else 50
-    check_args(a)
-    if resumed is not None:
-        check_resume_flags(a, given, resumed, checkpoint_paths(a.init_from_ckpt)[0])
-    rank, world_size = setup_device(a.device, a.cpu_threads)
-    vocab = Vocabulary(a.vocab_file, a.max_characters_per_token)
-    options = resumed if resumed is not None else model_options(a)
-    n_train_tokens = a.n_train_tokens or count_tokens(a.train_data_path)['n_tokens']
-    if n_train_tokens == 0:  # before anything is written to --save_dir
-        raise cli.InputError(f'{a.train_data_path}: no tokens to train on (empty files or only empty lines)')
-    if a.n_negative_samples >= vocab.size and rank == 0:
-        print(f'note: --n_negative_samples {a.n_negative_samples} >= the vocabulary\'s {vocab.size} tokens: '
-              f'every step uses the full softmax', file=sys.stderr)
-    options = record_training(options, a, vocab, n_train_tokens, world_size)
-    total = total_steps(a, n_train_tokens, world_size)
-    tokens_per_step = a.batch_size * a.unroll_steps * world_size
+@dataclass
+class Run:
+    """What training needs, built by set_up: the configs, the model and its optimizer, the data,
+    where this process stands among the ranks, and the clock and log."""
+    model_config: object
+    recipe: object
+    save_dir: str
+    rank: int
+    vocab: Vocabulary
+    model: LanguageModel
+    optimizer: object
+    stream: LMStream
+    total: int
+    clock: TrainingClock
+    log: Optional[TrainLog]  # rank 0 only
+    start_step: int
+    resumed_from: Optional[str]
 
-    paddle.seed(a.seed)  # identical initial weights on every rank
-    model = LanguageModel(options, vocab.size, a.n_negative_samples, seed=a.seed * 1000 + rank)
-    paddle.seed(a.seed * 1000 + rank)  # but different dropout masks
-    optimizer = make_optimizer(model, a.optimizer, a.lr, a.max_grad_norm, a.warmup_steps, world_size)
-    stream = LMStream(a.train_data_path, vocab, a.batch_size, a.unroll_steps, seed=a.seed, rank=rank,
-                      world_size=world_size)
-    step, clock = 0, TrainingClock()
-    if a.init_from_ckpt:
-        step = load_checkpoint(a.init_from_ckpt, model, optimizer, stream, rank, world_size, clock)
-    agree_rows = union_over_ranks if world_size > 1 else None
-    model.train()
+    @property
+    def world_size(self):
+        return self.recipe.world_size
 
-    def dev_eval():  # held-out perplexity on the first --eval_max_tokens targets, run_eval.py's layout
-        return evaluate(model, iter_eval_batches(a.dev_data_path, vocab, EVAL_BATCH_SIZE, EVAL_UNROLL_STEPS),
-                        a.eval_max_tokens)
+    @property
+    def tokens_per_step(self):
+        return self.recipe.batch_size * self.recipe.unroll_steps * self.world_size
 
-    def save(prefix):
-        state = gather_train_state(model, stream, step, world_size, clock)
-        path = os.path.join(a.save_dir, prefix)
-        if rank == 0:
+    def dev_eval(self):
+        """Held-out perplexity on the first eval_max_tokens targets, in run_eval.py's layout."""
+        batches = iter_eval_batches(self.recipe.dev_data_path, self.vocab, EVAL_BATCH_SIZE, EVAL_UNROLL_STEPS)
+        return evaluate(self.model, batches, self.recipe.eval_max_tokens)
+
+    def save(self, name, step, last_saved):
+        """Every rank's state, then (rank 0) DIR/name.pdparams/.pdopt and the curve -> the prefix.
+        A failed save (full disk, quota) stops the run, naming the checkpoint that is intact."""
+        local = rank_state(self.stream, self.model)
+        ranks = [local]
+        if self.world_size > 1:
+            ranks = []
+            dist.all_gather_object(ranks, local)
+        state = train_state(step, self.world_size, self.clock.total_minutes() * 60, ranks)
+        prefix = os.path.join(self.save_dir, name)
+        if self.rank == 0:
             try:
-                save_checkpoint(path, model, optimizer, state)
-                log.plot()
+                save_training_checkpoint(prefix, self.model, self.optimizer, state)
+                self.log.plot()
             except OSError as e:  # a full disk, a quota, a vanished mount
-                print(f'error: could not save {path} ({e.strerror or e}); stopping. The previous checkpoint '
+                print(f'error: could not save {prefix} ({e.strerror or e}); stopping. The previous checkpoint '
                       f'{last_saved or "(none)"} is intact', file=sys.stderr, flush=True)
                 sys.exit(1)
-        return path
+        return prefix
 
-    log = None
+
+def set_up(a):
+    """Configs, device, data, model, optimizer and, resuming, the checkpoint's state -> Run."""
+    model_config, recipe, save_dir = read_configs(a)
+    rank, world_size = setup_device(a.device, a.cpu_threads)
+    if a.init_from_ckpt is None:
+        recipe = dataclasses.replace(recipe, world_size=world_size)
+    vocab = Vocabulary(recipe.vocab_file, model_config.max_characters_per_token)
+    if recipe.n_train_tokens is None:
+        recipe = dataclasses.replace(recipe, n_train_tokens=count_tokens(recipe.train_data_path)['n_tokens'])
+    if recipe.n_train_tokens == 0:  # before anything is written to --save_dir
+        raise cli.InputError(f'{recipe.train_data_path}: no tokens to train on (empty files or only empty lines)')
+    if recipe.n_negative_samples >= vocab.size and rank == 0:
+        print(f'note: --n_negative_samples {recipe.n_negative_samples} >= the vocabulary\'s {vocab.size} tokens: '
+              f'every step uses the full softmax', file=sys.stderr)
+    paddle.seed(recipe.seed)  # identical initial weights on every rank
+    model = LanguageModel(model_config, vocab.size, recipe.n_negative_samples, seed=recipe.seed * 1000 + rank,
+                          reset_state_at_sentence_start=recipe.reset_state_at_sentence_start)
+    paddle.seed(recipe.seed * 1000 + rank)  # but different dropout masks
+    optimizer = make_optimizer(model, recipe.optimizer, recipe.lr, recipe.max_grad_norm, recipe.warmup_steps,
+                               world_size)
+    stream = LMStream(recipe.train_data_path, vocab, recipe.batch_size, recipe.unroll_steps, seed=recipe.seed,
+                      rank=rank, world_size=world_size)
+    clock, step = TrainingClock(), 0
+    if a.init_from_ckpt:
+        state = load_training_checkpoint(a.init_from_ckpt, model, optimizer, world_size)
+        restore_rank_state(state['ranks'][rank], stream, model)
+        clock.earlier, step = state.get('train_seconds', 0.0), state['step']
+    total, log = total_steps(recipe), None
     if rank == 0:
-        os.makedirs(a.save_dir, exist_ok=True)
-        write_json_atomic(options, os.path.join(a.save_dir, 'options.json'))
-        log = TrainLog(a.save_dir, total, step)
-        print(f'preset {a.preset}, {a.optimizer} lr {a.lr}: {world_size} process(es), {total} steps of '
-              f'{a.batch_size}x{a.unroll_steps} tokens per process ({n_train_tokens:,} training tokens x '
-              f'{a.epochs} epochs), vocab {vocab.size:,}, '
+        os.makedirs(save_dir, exist_ok=True)
+        write_run_configs(save_dir, model_config, recipe, vocab.size)
+        log = TrainLog(save_dir, total, step)
+        print(f'preset {recipe.preset}, {recipe.optimizer} lr {recipe.lr}: {world_size} process(es), {total} steps '
+              f'of {recipe.batch_size}x{recipe.unroll_steps} tokens per process ({recipe.n_train_tokens:,} training '
+              f'tokens x {recipe.epochs} epochs), vocab {vocab.size:,}, '
               f'{sum(int(np.prod(p.shape)) for p in model.parameters()):,} parameters', flush=True)
-    last_saved = a.init_from_ckpt
-    window_losses, window_t0, window_steps = [], time.time(), 0
-    next_eval_minutes = _next_multiple(clock.total_minutes(), a.eval_minutes)
-    out_of_time = stopped_by_signal = False
+    return Run(model_config, recipe, save_dir, rank, vocab, model, optimizer, stream, total, clock, log, step,
+               a.init_from_ckpt)
+
+
+# ---- training ----------------------------------------------------------------------------------
+
+@dataclass
+class Progress:
+    """The loop's state: where it is, what it last saved, the losses of the current log window,
+    when it evaluates next, and why it stops early (None: it runs to the last step)."""
+    step: int
+    last_saved: Optional[str]
+    next_eval_minutes: float
+    window_losses: list = field(default_factory=list)
+    window_t0: float = field(default_factory=time.time)
+    window_steps: int = 0
+    stopped_by: Optional[str] = None  # 'time' (max_minutes) or 'signal'
+    signal_name: Optional[str] = None  # the signal this rank received, if any
+
+    def start_window(self):
+        self.window_losses, self.window_t0, self.window_steps = [], time.time(), 0
+
+
+def train(run):
+    """Train from run.start_step until the last step, max_minutes or a signal -> Progress."""
+    recipe, model, rank = run.recipe, run.model, run.rank
+    agree_rows = union_over_ranks if run.world_size > 1 else None
+    progress = Progress(run.start_step, run.resumed_from, _next_multiple(run.clock.total_minutes(),
+                                                                         recipe.eval_minutes))
     stop_request = StopRequest().install()
-    batches = iter(stream)
-    while step < total and not out_of_time:
-        clock.start()
-        out, _ = train_step(model, optimizer, next(batches), agree_rows)
+    batches = iter(run.stream)
+    model.train()
+    while progress.step < run.total and progress.stopped_by is None:
+        run.clock.start()
+        out, _ = train_step(model, run.optimizer, next(batches), agree_rows)
         losses = [float(out['forward_loss']), float(out['backward_loss'])]
-        clock.stop()
-        step += 1
-        window_steps += 1
-        votes = [float(a.max_minutes is not None and clock.run_minutes() >= a.max_minutes),
+        run.clock.stop()
+        progress.step += 1
+        progress.window_steps += 1
+        votes = [float(recipe.max_minutes is not None and run.clock.run_minutes() >= recipe.max_minutes),
                  float(stop_request.name is not None)]
-        *losses, clock_votes, signal_votes = mean_over_ranks(losses + votes, world_size)
-        stopped_by_signal = signal_votes > 0
-        out_of_time = clock_votes > 0 or stopped_by_signal  # any rank's: every rank stops at this step
+        *losses, clock_votes, signal_votes = mean_over_ranks(losses + votes, run.world_size)
+        # Any rank's vote stops every rank at this step.
+        progress.stopped_by = 'signal' if signal_votes > 0 else 'time' if clock_votes > 0 else None
+        progress.signal_name = stop_request.name
         if not all(math.isfinite(x) for x in losses):
             if rank == 0:
-                print(f'error: non-finite loss {losses} at step {step}; stopping. Last good checkpoint: '
-                      f'{last_saved or "none"} (resume from it, perhaps with a lower --lr)', file=sys.stderr)
-            return 1
-        window_losses.append(losses)
-        at_save = step % a.save_freq == 0
-        last = step == total or out_of_time  # the final evaluation follows the loop
-        at_eval = a.dev_data_path and not last and ((a.eval_freq and step % a.eval_freq == 0) or
-                                                    (a.eval_minutes and clock.total_minutes() >= next_eval_minutes))
-        if step % a.log_freq == 0 or at_eval or last:
-            tokens_per_s = window_steps * tokens_per_step / (time.time() - window_t0)
-            dev = None
-            if at_eval:
-                next_eval_minutes = _next_multiple(clock.total_minutes(), a.eval_minutes)
-                if rank == 0:
-                    dev = dev_eval()
-            if rank == 0:
-                log.log(step, step * tokens_per_step, clock.total_minutes(),
-                        np.mean(window_losses, axis=0).tolist(), tokens_per_s, dev)
-            window_losses, window_t0, window_steps = [], time.time(), 0
-        if (at_save or out_of_time) and step < total:
-            last_saved = save(str(step))
-            window_t0 = time.time()  # saving is not training time
-    if rank == 0 and a.dev_data_path and not stopped_by_signal:  # a pre-empted job has seconds left
-        dev = dev_eval()
-        print(f'dev ({dev["n_tokens"]} tokens): perplexity fwd {dev["forward_perplexity"]:.2f} '
-              f'bwd {dev["backward_perplexity"]:.2f} mean {dev["perplexity"]:.2f}', flush=True)
-        if log.rows:
-            log.rows[-1].update(dev_forward_perplexity=dev['forward_perplexity'],
-                                dev_backward_perplexity=dev['backward_perplexity'],
-                                dev_perplexity=dev['perplexity'])
-            log.write_csv()
-    if step < total:
-        if rank == 0:
-            why = (f'by {stop_request.name or "a signal to another rank"}' if stopped_by_signal else
-                   f'after {clock.run_minutes():.1f} minutes of training (--max_minutes)')
-            print(f'stopped {why} at step {step}/{total}; saved {last_saved}.pdparams. '
-                  f'Resume with --init_from_ckpt {last_saved}', flush=True)
-        return 0
-    last_saved = save('final')
-    if rank == 0:
-        print(f'saved {last_saved}.pdparams after {step} steps', flush=True)
-    return 0
+                print(f'error: non-finite loss {losses} at step {progress.step}; stopping. Last good checkpoint: '
+                      f'{progress.last_saved or "none"} (resume from it, perhaps with a lower --lr)', file=sys.stderr)
+            sys.exit(1)
+        progress.window_losses.append(losses)
+        last = progress.step == run.total or progress.stopped_by is not None  # finish() evaluates then
+        at_eval = recipe.dev_data_path and not last and (
+            (recipe.eval_freq and progress.step % recipe.eval_freq == 0) or
+            (recipe.eval_minutes and run.clock.total_minutes() >= progress.next_eval_minutes))
+        if progress.step % recipe.log_freq == 0 or at_eval or last:
+            log_window(run, progress, at_eval)
+        if (progress.step % recipe.save_freq == 0 or progress.stopped_by) and progress.step < run.total:
+            progress.last_saved = run.save(str(progress.step), progress.step, progress.last_saved)
+            progress.window_t0 = time.time()  # saving is not training time
+    return progress
+
+
+def log_window(run, progress, at_eval):
+    """Log the window's mean losses and speed (and, at_eval, the held-out perplexity); start a new window."""
+    tokens_per_s = progress.window_steps * run.tokens_per_step / (time.time() - progress.window_t0)
+    dev = None
+    if at_eval:
+        progress.next_eval_minutes = _next_multiple(run.clock.total_minutes(), run.recipe.eval_minutes)
+        if run.rank == 0:
+            dev = run.dev_eval()
+    if run.rank == 0:
+        run.log.log(progress.step, progress.step * run.tokens_per_step, run.clock.total_minutes(),
+                    np.mean(progress.window_losses, axis=0).tolist(), tokens_per_s, dev)
+    progress.start_window()
 
 
 def _next_multiple(minutes, every):
     return (math.floor(minutes / every) + 1) * every if every else math.inf
+
+
+# ---- the end -----------------------------------------------------------------------------------
+
+def finish(run, progress):
+    """Evaluate (unless pre-empted: a signalled job has seconds), then save `final`, or say how to
+    resume a run that stopped early -> exit code."""
+    if run.rank == 0 and run.recipe.dev_data_path and progress.stopped_by != 'signal':
+        dev = run.dev_eval()
+        print(f'dev ({dev["n_tokens"]} tokens): perplexity fwd {dev["forward_perplexity"]:.2f} '
+              f'bwd {dev["backward_perplexity"]:.2f} mean {dev["perplexity"]:.2f}', flush=True)
+        if run.log.rows:
+            run.log.rows[-1].update(dev_forward_perplexity=dev['forward_perplexity'],
+                                    dev_backward_perplexity=dev['backward_perplexity'],
+                                    dev_perplexity=dev['perplexity'])
+            run.log.write_csv()
+    if progress.step < run.total:
+        if run.rank == 0:
+            why = (f'by {progress.signal_name or "a signal to another rank"}' if progress.stopped_by == 'signal'
+                   else f'after {run.clock.run_minutes():.1f} minutes of training (--max_minutes)')
+            print(f'stopped {why} at step {progress.step}/{run.total}; saved {progress.last_saved}.pdparams. '
+                  f'Resume with --init_from_ckpt {progress.last_saved}', flush=True)
+        return 0
+    saved = run.save('final', progress.step, progress.last_saved)
+    if run.rank == 0:
+        print(f'saved {saved}.pdparams after {progress.step} steps', flush=True)
+    return 0
+
+
+def main():
+    run = set_up(cli.pretrain_parser().parse_args())
+    return finish(run, train(run))
 
 
 if __name__ == '__main__':

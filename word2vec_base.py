@@ -26,7 +26,7 @@ import args as cli  # first: it quiets Paddle's import-time noise on stderr
 
 from classifier import (SentenceClassifier, add_protocol_args, check_protocol_args, cross_validate, load_data,
                         make_folds, report, runs_on_this_rank, train_config)
-from embedder import use_device
+from runtime import use_device
 from word_vectors import (OOV_MODES, Word2VecFeatures, corpus_paths, is_binary, load_vectors, lookup_table,
                           save_vectors, train_word2vec)
 

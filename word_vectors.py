@@ -10,7 +10,8 @@ import os
 import sys
 
 import numpy as np
-import paddle
+
+from runtime import paddle
 import paddle.nn as nn
 import paddle.nn.functional as F
 

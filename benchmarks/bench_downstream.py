@@ -36,9 +36,9 @@ def tokens_at(run_dir, step):
     """Training tokens seen at `step`: step x batch x unroll x ranks, as train_log.csv counts them."""
     if step == 0:
         return 0
-    with open(os.path.join(run_dir, 'options.json'), encoding='utf-8') as f:
-        options = json.load(f)
-    return step * options['batch_size'] * options['unroll_steps'] * options.get('n_gpus', 1)
+    from model_io import read_run_configs
+    _, recipe = read_run_configs(run_dir)
+    return step * recipe.batch_size * recipe.unroll_steps * recipe.world_size
 
 
 def heldout_perplexities(run_dir):
@@ -62,16 +62,16 @@ def heldout_perplexities(run_dir):
 
 def random_init_checkpoint(run_dir, out_dir, seed):
     """OUT/init/0: the run's options and the weights its seed gives before the first step."""
-    import paddle
     from lm import LanguageModel
-    from fileio import write_json_atomic
-    with open(os.path.join(run_dir, 'options.json'), encoding='utf-8') as f:
-        options = json.load(f)
+    from model_io import read_json, read_run_configs, write_run_configs
+    from runtime import paddle
+    config, recipe = read_run_configs(run_dir)
     directory = os.path.join(out_dir, 'init')
     os.makedirs(directory, exist_ok=True)
-    write_json_atomic(options, os.path.join(directory, 'options.json'))
+    vocab_size = read_json(os.path.join(run_dir, 'options.json'), 'options file')['n_tokens_vocab']
+    write_run_configs(directory, config, recipe, vocab_size)
     paddle.seed(seed)  # as run_pretrain.py seeds before building the model
-    model = LanguageModel(options, options['n_tokens_vocab'])
+    model = LanguageModel(config, vocab_size)
     with atomic_path(os.path.join(directory, '0.pdparams')) as tmp:
         paddle.save(model.state_dict(), tmp)
     return os.path.join(directory, '0')

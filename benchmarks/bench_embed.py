@@ -41,18 +41,19 @@ DEFAULT_DATA = os.path.join(common.SHARED, 'data', 'rt-polarity', 'rt-polarity.p
 DEFAULT_CORPUS = os.path.join(common.SHARED, 'data', 'lm-corpus', 'train.txt')
 DEFAULT_ALLENNLP_PYTHON = os.path.join(common.ROOT, '..', 'allennlp-venv', 'bin', 'python')
 CACHE_SIZE = 50000
-CONFIGS = {  # make_options keyword arguments
-    'original': dict(projection_dim=512, cell_dim=4096, n_layers=2, n_highway=2),
-    'small': dict(projection_dim=128, cell_dim=1024, n_layers=2, n_highway=1),
-    'tiny': dict(projection_dim=32, cell_dim=128, n_layers=2, n_highway=1,
-                 filters=[[1, 16], [2, 16], [3, 32], [4, 64]]),
+CONFIGS = {  # ModelConfig fields
+    'original': dict(projection_dim=512, cell_dim=4096, num_layers=2, num_highways=2),
+    'small': dict(projection_dim=128, cell_dim=1024, num_layers=2, num_highways=1),
+    'tiny': dict(projection_dim=32, cell_dim=128, num_layers=2, num_highways=1,
+                 cnn_filters=[[1, 16], [2, 16], [3, 32], [4, 64]]),
 }
 
 
 def config_options(name):
-    from elmo import make_options
+    """The ModelConfig of configuration `name`."""
+    from config import ModelConfig
     # Original filters, char embedding 16, clips 3, residual unless the config says otherwise.
-    return make_options(cell_clip=3.0, proj_clip=3.0, use_skip_connections=True, dropout=0.0, **CONFIGS[name])
+    return ModelConfig(dropout=0.0, **CONFIGS[name])
 
 
 def read_sentences(path, n):

@@ -12,21 +12,23 @@ flops_breakdown, forward + backward = 3x the forward products) at the float32 ma
 measured at the start of the run; the ratio achieved/floor is the figure to compare across machines.
 A second floor uses NumPy's matmul rate on the same machine (its BLAS knows the processor): the
 distance from Paddle's products to what the hardware does. MKL_DEBUG_CPU_TYPE=0 in the environment
-measures Paddle's slow MKL path on AMD processors (cpu.py).
+measures Paddle's slow MKL path on AMD processors (runtime.py).
 """
 import argparse
+import dataclasses
 import json
 import os
 import time
 
 import args  # noqa: F401  (first: it quiets Paddle's import-time notices, as in the scripts)
 import common
+from config import ModelConfig
 
 CONFIGS = {
     # LSTM 1024 -> 128, the original char CNN, 1 highway (as bench_embed.py's small)
-    'small': dict(model=dict(projection_dim=128, cell_dim=1024, n_highway=1), batch_size=32),
+    'small': dict(model=dict(projection_dim=128, cell_dim=1024, num_highways=1), batch_size=32),
     # the paper's model; a few steps only
-    'original': dict(model=dict(projection_dim=512, cell_dim=4096, n_highway=2), batch_size=128),
+    'original': dict(model=dict(projection_dim=512, cell_dim=4096, num_highways=2), batch_size=128),
 }
 VOCAB_SIZE, NEGATIVES, UNROLL = 150_000, 8192, 20
 TRAIN = os.path.join(common.LM_CORPUS, 'train.txt')
@@ -36,16 +38,15 @@ TRAIN = os.path.join(common.LM_CORPUS, 'train.txt')
 def worker(name, steps, warmup):
     """Train `steps` timed steps of configuration `name`; print one JSON line."""
     import numpy as np
-    import paddle
     from dataset import LMStream, Vocabulary
-    from elmo import make_options, use_device
     from lm import Adagrad, LanguageModel, train_step
+    from runtime import paddle, use_device
     cfg = CONFIGS[name]
     use_device('cpu')  # as run_pretrain.py (glibc keeps freed memory)
     paddle.seed(0)
     vocab = Vocabulary(common.lm_corpus_vocabulary(VOCAB_SIZE))
-    options = make_options(**cfg['model'], dropout=0.1)
-    model = LanguageModel(options, vocab.size, NEGATIVES)
+    config = ModelConfig(**cfg['model'], dropout=0.1)
+    model = LanguageModel(config, vocab.size, NEGATIVES)
     optimizer = Adagrad(model, lr=0.2, max_grad_norm=10.0)
     batches = iter(LMStream(TRAIN, vocab, cfg['batch_size'], UNROLL, seed=0))
     model.train()
@@ -58,7 +59,7 @@ def worker(name, steps, warmup):
         times.append(time.perf_counter() - t0)
     step_s = float(np.median(times[warmup:]))
     print(json.dumps({'step_s': step_s, 'tokens_per_s': cfg['batch_size'] * UNROLL / step_s,
-                      'peak_mb': common.peak_rss_mb(), 'options': options}))
+                      'peak_mb': common.peak_rss_mb(), 'config': dataclasses.asdict(config)}))
 
 
 def main():
@@ -81,7 +82,7 @@ def main():
         steps = a.steps if name != 'original' else min(a.steps, 3)
         r = common.run_worker([__file__, '--worker', name, '--steps', str(steps), '--warmup', str(a.warmup),
                                '--threads', str(a.threads)], env=common.thread_env(a.threads))
-        parts = common.flops_breakdown(r['options'], training=True, n_negative_samples=NEGATIVES)
+        parts = common.flops_breakdown(ModelConfig(**r['config']), training=True, n_negative_samples=NEGATIVES)
         floor, numpy_floor = gflops * 1e9 / parts['total'], numpy_gflops * 1e9 / parts['total']
         rows.append({'config': name, 'batch': CONFIGS[name]['batch_size'], 'steps': steps,
                      's/step': round(r['step_s'], 3), 'tokens/s': r['tokens_per_s'],

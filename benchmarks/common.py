@@ -31,13 +31,13 @@ def thread_env(threads):
 
 
 def set_threads(threads):
-    """Use `threads` CPU threads in this process and MKL's fast path, as the scripts do (cpu.configure:
+    """Use `threads` CPU threads in this process and MKL's fast path, as the scripts do (runtime.configure:
     MKL_DEBUG_CPU_TYPE=5 on AMD unless set; MKL_DEBUG_CPU_TYPE=0 in the environment measures the
     slow path); the environment too, for BLAS libraries that read it at load time and for child
-    processes. -> cpu.configure's one-line summary."""
+    processes. -> runtime.configure's one-line summary."""
     os.environ.update(thread_env(threads))
-    import cpu
-    return cpu.configure(threads)
+    import runtime
+    return runtime.configure(threads)
 
 
 # --------------------------------------------------------------------------------------------
@@ -90,12 +90,12 @@ def measure_numpy_gflops(n=4096, seconds=3.0):
 # FLOPs of a configuration
 # --------------------------------------------------------------------------------------------
 
-def flops_breakdown(options, *, training=False, vocab_size=None, n_negative_samples=None,
+def flops_breakdown(config, *, training=False, vocab_size=None, n_negative_samples=None,
                     cached_char_cnn=False):
     """FLOPs per token by part, counting 2 * m * n * k per matrix product.
 
-    Forward, per token (options in the bilm-tf format; F = total filters, P = projection_dim,
-    D = lstm dim, C = char embedding dim, M = max_characters_per_token):
+    Forward, per token (config: a ModelConfig; F = total filters, P = projection_dim,
+    D = cell_dim, C = char_embed_dim, M = max_characters_per_token):
       char_cnn   sum over filters (width w, n filters) of 2 * (M - w + 1) * w * C * n
                  (all M positions, PAD included, as the reference convolves them)
       highway    n_highway * 2 * (2 * F * F)          (carry and transform products)
@@ -109,17 +109,15 @@ def flops_breakdown(options, *, training=False, vocab_size=None, n_negative_samp
     CNN is counted once per token (the reversed stream holds the same tokens; bilm-tf computes
     it twice). Elementwise work is not counted.
     """
-    cnn, lstm = options['char_cnn'], options['lstm']
     if training and cached_char_cnn:
         raise ValueError('cached_char_cnn applies to inference only (training updates the char CNN)')
     if training and n_negative_samples is None and vocab_size is None:
         raise ValueError('training FLOPs need n_negative_samples (sampled softmax) or vocab_size (full softmax)')
-    max_chars, char_dim = cnn['max_characters_per_token'], cnn['embedding']['dim']
-    n_filters = sum(n for _, n in cnn['filters'])
-    P, D, L = lstm['projection_dim'], lstm['dim'], lstm['n_layers']
+    max_chars, char_dim, n_filters = config.max_characters_per_token, config.char_embed_dim, config.n_filters
+    P, D, L = config.projection_dim, config.cell_dim, config.num_layers
     parts = {
-        'char_cnn': sum(2 * (max_chars - w + 1) * w * char_dim * n for w, n in cnn['filters']),
-        'highway': cnn['n_highway'] * 2 * (2 * n_filters * n_filters),
+        'char_cnn': sum(2 * (max_chars - w + 1) * w * char_dim * n for w, n in config.cnn_filters),
+        'highway': config.num_highways * 2 * (2 * n_filters * n_filters),
         'projection': 2 * n_filters * P,
         'lstm': 2 * L * (2 * (P + P) * 4 * D + 2 * D * P),
         'softmax': 0,
@@ -134,10 +132,10 @@ def flops_breakdown(options, *, training=False, vocab_size=None, n_negative_samp
     return parts
 
 
-def flops_per_token(options, *, training=False, vocab_size=None, n_negative_samples=None,
+def flops_per_token(config, *, training=False, vocab_size=None, n_negative_samples=None,
                     cached_char_cnn=False):
     """Total FLOPs per token of a configuration; see flops_breakdown for what is counted."""
-    return flops_breakdown(options, training=training, vocab_size=vocab_size,
+    return flops_breakdown(config, training=training, vocab_size=vocab_size,
                            n_negative_samples=n_negative_samples, cached_char_cnn=cached_char_cnn)['total']
 
 
@@ -247,9 +245,9 @@ def machine_info():
 
 
 def _mkl():
-    """Paddle's MKL code path and how it was chosen (cpu.configure has run: asking fixes the path)."""
-    import cpu
-    path = cpu.mkl_code_path()
+    """Paddle's MKL code path and how it was chosen (runtime.configure has run: asking fixes the path)."""
+    import runtime
+    path = runtime.mkl_code_path()
     return f"path {path} (MKL_DEBUG_CPU_TYPE={os.environ.get('MKL_DEBUG_CPU_TYPE', 'unset')})"
 
 

@@ -34,12 +34,13 @@ def fixture_sentences(fixture_dir):
         return [[s.split() for s in group] for group in json.load(f)]
 
 
-def tiny_options(**overrides):
-    from elmo import make_options
-    kw = dict(projection_dim=8, cell_dim=16, n_layers=2, filters=[[1, 4], [2, 8], [3, 8]], n_highway=1,
+def tiny_config(**overrides):
+    """A ModelConfig small enough for any test; overrides are ModelConfig fields."""
+    from config import ModelConfig
+    kw = dict(projection_dim=8, cell_dim=16, num_layers=2, cnn_filters=[[1, 4], [2, 8], [3, 8]], num_highways=1,
               char_embed_dim=4, dropout=0.0)
     kw.update(overrides)
-    return make_options(**kw)
+    return ModelConfig(**kw)
 
 
 @pytest.fixture
@@ -47,7 +48,7 @@ def tiny_bilm():
     from elmo import BiLM
     paddle.seed(0)
     np.random.seed(0)
-    return BiLM(tiny_options())
+    return BiLM(tiny_config())
 
 
 @pytest.fixture(scope='module')

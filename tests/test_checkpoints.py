@@ -8,7 +8,7 @@ import numpy as np
 import paddle
 import pytest
 
-from conftest import one_line_error, tiny_options
+from conftest import one_line_error, tiny_config
 from fileio import InputError
 from test_pretrain import run
 
@@ -20,10 +20,10 @@ def checkpoint(tmp_path):
     """DIR/7: a LanguageModel's state and options.json, plus a vocabulary and a held-out file."""
     from lm import LanguageModel
     paddle.seed(0)
-    model = LanguageModel(tiny_options(), len(VOCAB), 4)
+    model = LanguageModel(tiny_config(), len(VOCAB), 4)
     ck = tmp_path / 'ck'
     ck.mkdir()
-    (ck / 'options.json').write_text(json.dumps(tiny_options()))
+    (ck / 'options.json').write_text(json.dumps(tiny_config().to_options()))
     paddle.save(model.state_dict(), str(ck / '7.pdparams'))
     (tmp_path / 'vocab.txt').write_text('\n'.join(VOCAB) + '\n')
     (tmp_path / 'dev.txt').write_text('a b c\nc b\n')
@@ -32,7 +32,7 @@ def checkpoint(tmp_path):
 
 def test_every_loader_reads_the_same_weights(checkpoint):
     from elmo import ELMoEmbedder, load_bilm
-    from lm import load_language_model
+    from model_io import load_language_model
     state = paddle.load(f'{checkpoint}.pdparams')
     bilm = load_bilm(str(checkpoint))
     lm = load_language_model(len(VOCAB), str(checkpoint))
@@ -69,7 +69,7 @@ def test_a_vocabulary_that_does_not_match_the_softmax_fails_at_eval_and_at_resum
                                               str(tmp_path / 'other.txt'), '--init_from_ckpt', str(checkpoint)]))
     assert 'the softmax has 6 rows but the vocabulary has 7 tokens' in line
     from lm import LanguageModel, make_optimizer
-    model = LanguageModel(tiny_options(), len(VOCAB), 4)  # a resumable checkpoint: .pdopt beside it
+    model = LanguageModel(tiny_config(), len(VOCAB), 4)  # a resumable checkpoint: .pdopt beside it
     paddle.save({**make_optimizer(model, 'adagrad', 0.2, 10.0, 0, 1).state_dict(), 'train_state': {}},
                 f'{checkpoint}.pdopt')
     line = one_line_error(run('run_pretrain.py', ['--train_data_path', str(tmp_path / 'dev.txt'), '--vocab_file',

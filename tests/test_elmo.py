@@ -9,7 +9,7 @@ import numpy as np
 import paddle
 import pytest
 
-from conftest import ROOT, tiny_options
+from conftest import ROOT, tiny_config
 from dataset import CharMapper, token_to_char_ids
 from elmo import ELMoEmbedder, export_weights, load_bilm
 
@@ -167,7 +167,7 @@ def test_checkpoint_prefix_loads_and_export_cli_writes_loadable_files(tiny_bilm,
     ckpt = tmp_path / 'ckpt'
     ckpt.mkdir()
     with open(ckpt / 'options.json', 'w') as f:
-        json.dump(tiny_bilm.options, f)
+        json.dump(tiny_bilm.config.to_options(), f)
     paddle.save({f'bilm.{k}': v for k, v in tiny_bilm.state_dict().items()}, str(ckpt / '7.pdparams'))
     sentence = ['Checkpoints', 'load', '.']
     expected = ELMoEmbedder(bilm=tiny_bilm).embed_sentence(sentence)
@@ -227,10 +227,9 @@ def test_char_cnn_weights_start_as_bilm_tf_s():
     from elmo import BiLM
     paddle.seed(0)
     for activation in ('relu', 'tanh'):
-        options = tiny_options(filters=[[1, 64], [3, 256]])
-        options['char_cnn']['activation'] = activation
-        weights = [w.numpy() for w in BiLM(options).char_encoder.conv_weights]
-        for (width, _), w in zip(options['char_cnn']['filters'], weights):
+        config = tiny_config(cnn_filters=[[1, 64], [3, 256]], activation=activation)
+        weights = [w.numpy() for w in BiLM(config).char_encoder.conv_weights]
+        for (width, _), w in zip(config.cnn_filters, weights):
             if activation == 'relu':
                 assert np.abs(w).max() <= 0.05 and np.std(w) == pytest.approx(0.05 / np.sqrt(3), rel=0.05)
             else:

@@ -8,7 +8,7 @@ import numpy as np
 import paddle
 import pytest
 
-from conftest import FIXTURE, ROOT, SHARED, require, tiny_options
+from conftest import FIXTURE, ROOT, SHARED, require, tiny_config
 from classifier import (BowHead, Dataset, make_folds, make_optimizer, predict, read_polarity, split_clitics,
                         train_epoch)
 
@@ -212,7 +212,7 @@ def test_frozen_bilm_has_no_dropout_when_the_classifier_is_in_train_mode():
     from elmo import BiLM
     from run_finetune import model_builder
     paddle.seed(0)
-    bilm = BiLM(tiny_options(dropout=0.5))
+    bilm = BiLM(tiny_config(dropout=0.5))
     sentences = [['a', 'good', 'film'], ['bad']]
     model = model_builder(bilm, sentences, dropout=0.0)(0)
     model.train()

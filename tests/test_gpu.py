@@ -6,7 +6,7 @@ import numpy as np
 import paddle
 import pytest
 
-from conftest import tiny_options
+from conftest import tiny_config
 
 pytestmark = [
     pytest.mark.gpu,
@@ -49,10 +49,10 @@ def test_two_training_steps_on_gpu_match_the_cpu():
 
     batches = [batch_dict(), batch_dict()]
     paddle.seed(0)
-    start = {k: v.numpy() for k, v in LanguageModel(tiny_options(), vocab_size, 8).state_dict().items()}
+    start = {k: v.numpy() for k, v in LanguageModel(tiny_config(), vocab_size, 8).state_dict().items()}
 
     def train():  # the same start on both devices (their random generators differ)
-        model = LanguageModel(tiny_options(), vocab_size, 8, seed=0)
+        model = LanguageModel(tiny_config(), vocab_size, 8, seed=0)
         model.set_state_dict(start)
         optimizer = make_optimizer(model, 'adagrad', 0.2, 10.0, 0, 1)
         for b in batches:

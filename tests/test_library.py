@@ -8,7 +8,7 @@ import numpy as np
 import paddle
 import pytest
 
-from conftest import ROOT, tiny_options
+from conftest import ROOT, tiny_config
 
 
 def tracer_train_mode():
@@ -19,7 +19,7 @@ def tracer_train_mode():
 def bilm():
     from elmo import BiLM
     paddle.seed(0)
-    return BiLM(tiny_options(dropout=0.5))
+    return BiLM(tiny_config(dropout=0.5))
 
 
 def test_embedder_leaves_the_device_malloc_and_the_global_mode_alone(bilm, monkeypatch):
@@ -53,7 +53,7 @@ def test_lm_evaluation_restores_the_mode_without_flipping_the_tracer(tmp_path):
     (tmp_path / 'v.txt').write_text('<S>\n</S>\n<UNK>\na\nb\n')
     (tmp_path / 'd.txt').write_text('a b a\nb a\n')
     vocab = Vocabulary(str(tmp_path / 'v.txt'))
-    model = LanguageModel(tiny_options(), vocab.size, 2)
+    model = LanguageModel(tiny_config(), vocab.size, 2)
     model.train()
     evaluate(model, iter_eval_batches(str(tmp_path / 'd.txt'), vocab, 2, 3))
     assert model.training and model.bilm.char_encoder.training and tracer_train_mode()

@@ -3,7 +3,7 @@ import numpy as np
 import paddle
 import pytest
 
-from conftest import tiny_options
+from conftest import tiny_config
 from lm import Adagrad, LanguageModel, LogUniformSampler, Softmax
 
 
@@ -36,9 +36,9 @@ def test_unique_sampling_and_expected_counts_match_simulation():
 def sampled(softmax, h, targets, sampler):
     """The training path: pick the rows, then the sampled loss with TF's corrections."""
     cand, draws = sampler.sample()
-    softmax.select_rows(np.unique(np.concatenate([targets, cand])))
+    rows = softmax.select_rows(np.unique(np.concatenate([targets, cand])))
     log_q = lambda ids: np.log(sampler.expected_count(ids, draws))
-    return softmax.sampled_loss(h, targets, cand, log_q(targets), log_q(cand)), cand, draws
+    return softmax.sampled_loss(rows, h, targets, cand, log_q(targets), log_q(cand)), cand, draws
 
 
 def test_sampled_loss_equals_full_softmax_loss_when_every_class_is_sampled():
@@ -74,17 +74,17 @@ def test_accidental_hits_are_removed_and_logits_corrected():
 
 def test_adagrad_updates_only_the_selected_softmax_rows_with_the_tf_rule():
     paddle.seed(0)
-    model = LanguageModel(tiny_options(), 1000, n_negative_samples=5)
+    model = LanguageModel(tiny_config(), 1000, n_negative_samples=5)
     opt = Adagrad(model, lr=0.2, max_grad_norm=1e9, initial_accumulator=1.0)
     before = model.softmax.W.numpy().copy()
     dense_before = model.bilm.forward_stack.layers[0].W_P.numpy().copy()
     model.train()
     out = model(random_batch(np.random.RandomState(0), 1000))
     out['loss'].backward()
-    g_rows = model.softmax.W_rows.grad.numpy()
+    g_rows = out['softmax_rows'].W.grad.numpy()
     g_dense = model.bilm.forward_stack.layers[0].W_P.grad.numpy()
-    selected = model.softmax.row_ids
-    opt.step()
+    selected = out['softmax_rows'].ids
+    opt.step(out['softmax_rows'])
     opt.clear_grad()
     after = model.softmax.W.numpy()
     changed = np.where((after != before).any(axis=1))[0]
@@ -97,11 +97,12 @@ def test_adagrad_updates_only_the_selected_softmax_rows_with_the_tf_rule():
 
 def test_gradients_are_clipped_by_their_global_norm():
     paddle.seed(0)
-    model = LanguageModel(tiny_options(), 40, n_negative_samples=10)
+    model = LanguageModel(tiny_config(), 40, n_negative_samples=10)
     opt = Adagrad(model, lr=0.2, max_grad_norm=1e-3)
     model.train()
-    model(random_batch(np.random.RandomState(1), 40))['loss'].backward()
-    parts, norm = opt._gradients()
+    out = model(random_batch(np.random.RandomState(1), 40))
+    out['loss'].backward()
+    parts, norm = opt._gradients(out['softmax_rows'])
     clipped = float(np.sqrt(sum(float((p * p).sum()) for p in parts)))
     assert norm > 1e-3 and clipped == pytest.approx(1e-3, rel=1e-4)
 
@@ -114,7 +115,7 @@ def random_batch(rng, vocab, batch=2, time=4):
 
 def test_language_model_trains_and_carries_state():
     paddle.seed(0)
-    model = LanguageModel(tiny_options(), 30, n_negative_samples=30)
+    model = LanguageModel(tiny_config(), 30, n_negative_samples=30)
     batch = random_batch(np.random.RandomState(0), 30)
     opt = Adagrad(model, lr=0.2, max_grad_norm=10.0)
     model.train()
@@ -123,7 +124,7 @@ def test_language_model_trains_and_carries_state():
         model.bilm.reset_states()
         out = model(batch)
         out['loss'].backward()
-        opt.step()
+        opt.step(out['softmax_rows'])
         opt.clear_grad()
     assert float(out['loss']) < first - 0.5
     assert model.bilm.get_states() is not None  # state carried for the next batch
@@ -144,15 +145,13 @@ def test_reset_state_at_sentence_start_runs_those_rows_from_zeros_and_keeps_the_
     outputs = {}
     for reset in (False, True):
         paddle.seed(0)
-        options = tiny_options()
-        options['reset_state_at_sentence_start'] = reset
-        model = LanguageModel(options, 30, n_negative_samples=30)
+        model = LanguageModel(tiny_config(), 30, n_negative_samples=30, reset_state_at_sentence_start=reset)
         model.train()
         model.sampled_losses(first)
         model.sampled_losses(second)
         outputs[reset] = [np.concatenate([h, c], axis=1) for d in model.bilm.get_states() for h, c in d]
         paddle.seed(0)
-        fresh = LanguageModel(tiny_options(), 30, n_negative_samples=30)
+        fresh = LanguageModel(tiny_config(), 30, n_negative_samples=30)
         fresh.train()
         fresh.sampled_losses({k: v[[0, 2]] for k, v in second.items() if k != 'sentence_start'})  # from zeros
         outputs['fresh'] = [np.concatenate([h, c], axis=1) for d in fresh.bilm.get_states() for h, c in d]

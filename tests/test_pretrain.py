@@ -11,7 +11,7 @@ import numpy as np
 import paddle
 import pytest
 
-from conftest import ROOT, tiny_options  # corpus: the fixture in conftest
+from conftest import ROOT, tiny_config  # corpus: the fixture in conftest
 
 TINY_MODEL = ['--projection_dim', '8', '--cell_dim', '16', '--num_layers', '2', '--char_embed_dim', '4',
               '--cnn_filters', '[[1, 4], [2, 8], [3, 8]]', '--num_highways', '1', '--n_negative_samples', '10',
@@ -103,11 +103,11 @@ def test_bad_arguments_fail_with_one_line(corpus, tmp_path):
 def test_eval_perplexity_of_a_uniform_model_is_the_vocabulary_size(corpus, tmp_path):
     from lm import LanguageModel
     vocab_size = len((corpus / 'vocab.txt').read_text().split())
-    model = LanguageModel(tiny_options(), vocab_size)
+    model = LanguageModel(tiny_config(), vocab_size)
     with paddle.no_grad():  # zero softmax: every word has probability 1 / V whatever the LSTM says
         model.softmax.W.set_value(np.zeros(model.softmax.W.shape, np.float32))
         model.softmax.b.set_value(np.zeros(model.softmax.b.shape, np.float32))
-    (tmp_path / 'options.json').write_text(json.dumps(tiny_options()))
+    (tmp_path / 'options.json').write_text(json.dumps(tiny_config().to_options()))
     paddle.save(model.state_dict(), str(tmp_path / 'u.pdparams'))
     args = ['--dev_data_path', str(corpus / 'heldout.txt'), '--vocab_file', str(corpus / 'vocab.txt'),
             '--init_from_ckpt', str(tmp_path / 'u'), '--batch_size', '3', '--output_json', str(tmp_path / 'r.json')]

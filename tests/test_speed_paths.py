@@ -15,9 +15,10 @@ import paddle.nn.functional as F
 import pytest
 
 import kernels
-from conftest import tiny_options
+from conftest import tiny_config
 from dataset import CharMapper
-from bilm import BiLM, CharEncoder, LstmStack, length_chunks
+from bilm import BiLM, CharEncoder, LstmStack
+from packing import length_chunks
 from elmo import ELMoEmbedder
 from kernels import add_bias, max_over_positions
 
@@ -77,7 +78,7 @@ def test_add_bias_gradients_are_the_broadcast_add_gradients():
 
 def make_encoder(seed=0, **overrides):
     paddle.seed(seed)
-    return CharEncoder(tiny_options(**overrides))
+    return CharEncoder(tiny_config(**overrides))
 
 
 WORDS = ['a', 'of', 'the', 'movie', 'extraordinarily', 'x' * 60, 'é', '中文', '<S>', '</S>']
@@ -85,7 +86,7 @@ WORDS = ['a', 'of', 'the', 'movie', 'extraordinarily', 'x' * 60, 'é', '中文',
 
 @pytest.mark.parametrize('words', [WORDS, ['a', 'an', 'the'], ['y' * 48]], ids=['mixed', 'short', 'longest'])
 def test_char_encoder_skipping_pad_windows_matches_full_convolution(words, implementation):
-    enc = make_encoder(filters=[[1, 4], [2, 8], [3, 8], [7, 6]])
+    enc = make_encoder(cnn_filters=[[1, 4], [2, 8], [3, 8], [7, 6]])
     ids = paddle.to_tensor(CharMapper().tokens(words))
     with paddle.no_grad():
         np.testing.assert_allclose(enc(ids).numpy(), full_window_char_encoder(enc, ids).numpy(), atol=TOL, rtol=0)
@@ -95,7 +96,7 @@ def test_char_encoder_gradients_match_full_convolution(implementation):
     ids = paddle.to_tensor(CharMapper().tokens(['a', 'movie', 'the', 'zz']))
     grads = []
     for forward in (lambda e: e(ids), lambda e: full_window_char_encoder(e, ids)):
-        enc = make_encoder(seed=3, filters=[[1, 4], [2, 8], [5, 6]])
+        enc = make_encoder(seed=3, cnn_filters=[[1, 4], [2, 8], [5, 6]])
         (forward(enc) ** 2).sum().backward()
         grads.append({n: p.grad.numpy() for n, p in enc.named_parameters() if p.grad is not None})
     assert grads[0].keys() == grads[1].keys() and any('char_embed' in n for n in grads[0])
@@ -119,7 +120,7 @@ def test_length_chunks_cover_the_tokens_in_order_and_separate_rare_long_words():
 
 def test_token_embedding_sorts_chunks_and_restores_positions_with_zero_padding():
     paddle.seed(1)
-    bilm = BiLM(tiny_options())
+    bilm = BiLM(tiny_config())
     mapper = CharMapper()
     sentences = [['extraordinarily', 'a', 'long', 'sentence', 'here'], ['b'], ['the', 'x' * 60]]
     ids, lengths = mapper.batch(sentences)
@@ -255,7 +256,7 @@ def random_case(stack, lengths, time, seed=0):
 
 def make_stack(seed=0, **overrides):
     paddle.seed(seed)
-    stack = LstmStack(tiny_options(**overrides))
+    stack = LstmStack(tiny_config(**overrides))
     stack.eval()
     with paddle.no_grad():  # a non-zero bias so that a misplaced gate block shows
         for layer in stack.layers:
@@ -309,7 +310,7 @@ def test_packed_stack_gradients_match_naive_steps(buffer_mb, implementation):
     for packed in (True, False):
         stack = make_stack(seed=5, cell_clip=0.5, proj_clip=0.3)
         stack.GATE_BUFFER_MB = buffer_mb
-        stack.train()  # dropout is 0 in tiny_options: training mode, same values
+        stack.train()  # dropout is 0 in tiny_config: training mode, same values
         x_np, states_np = random_case(stack, lengths, 4, seed=2)
         x = paddle.to_tensor(x_np, stop_gradient=False)
         states = [(paddle.to_tensor(h, stop_gradient=False), paddle.to_tensor(c, stop_gradient=False))
@@ -352,8 +353,8 @@ def test_full_token_cache_serves_known_words_and_computes_the_rest(tiny_bilm):
 
 def test_flops_per_token_counts_the_original_configuration_by_hand():
     from benchmarks.common import flops_breakdown, flops_per_token
-    from elmo import make_options
-    options = make_options()  # the original ELMo: filters up to [7, 1024], 2 highways, 4096 -> 512
+    from elmo import ModelConfig
+    options = ModelConfig()  # the original ELMo: filters up to [7, 1024], 2 highways, 4096 -> 512
     parts = flops_breakdown(options)
     # sum over [w, n] of 2 * (50 - w + 1) * w * 16 * n; 2 highways x 2 products of 2048^2;
     # 2048 -> 512; 2 layers x 2 directions x (2 * 1024 * 16384 + 2 * 4096 * 512)

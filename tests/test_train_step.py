@@ -17,7 +17,7 @@ import numpy as np
 import paddle
 import pytest
 
-from conftest import ROOT, tiny_options
+from conftest import ROOT, tiny_config
 
 VOCAB, NEGATIVES, BATCH, UNROLL, LR = 40, 9, 3, 5, 0.2
 CLIP = 1.0  # this tiny model's scaled gradient norm is ~2.4: bilm-tf's 10 would never act
@@ -26,7 +26,7 @@ CLIP = 1.0  # this tiny model's scaled gradient norm is ~2.4: bilm-tf's 10 would
 def make_model():
     from lm import LanguageModel
     paddle.seed(7)
-    model = LanguageModel(tiny_options(dropout=0.0), VOCAB, NEGATIVES)
+    model = LanguageModel(tiny_config(dropout=0.0), VOCAB, NEGATIVES)
     model.train()
     return model
 

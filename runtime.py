@@ -1,7 +1,15 @@
-"""Paddle at full speed on the CPU it runs on: MKL's AVX2 code path on AMD processors, and every core.
+"""Process-wide setup, in one place: Paddle imported quietly, the device, Paddle at full speed on
+the CPU it runs on (MKL's AVX2 code path on AMD processors, every core), glibc's malloc, and
+train/eval mode without Paddle's global switch.
 
-    summary = configure(threads=None)   # the scripts call it (and print summary); so do ELMoEmbedder
-                                        # and Elmo on CPU (silently, as torch uses all cores silently)
+    from runtime import paddle          # every module imports Paddle through here: quietly, in any order
+    summary = configure(threads=None)   # the scripts call it (use_device, and print summary); so do
+                                        # ELMoEmbedder and Elmo on CPU (silently, as torch uses all cores)
+
+Importing Paddle warns that ccache is missing (its C++-extension tools are imported with it); our
+one extension is built once and cached (kernels.py), so the notice only misleads. This module
+imports Paddle with that notice filtered (the filters are restored after), and every module of
+ours takes `paddle` from here, so whichever is imported first, the notice never shows.
 
 Two of Paddle's CPU defaults cost most of the speed on the machines our users have:
 - Paddle's CPU wheels link an old MKL (`paddle/libs/libmklml_intel.so`) that chooses its code path
@@ -26,6 +34,7 @@ A future Paddle with a newer MKL will ignore MKL_DEBUG_CPU_TYPE. The fallbacks, 
 (`LD_PRELOAD`, the known workaround for MKL 2020+), or, for inference, Paddle's static graph with
 oneDNN kernels (`FLAGS_use_mkldnn`), whose code path depends on the instruction set, not the vendor.
 """
+import contextlib
 import functools
 import os
 import sys
@@ -45,11 +54,15 @@ def _startup_environment(name):
     return next((e[len(prefix):].decode(errors='replace') for e in entries if e.startswith(prefix)), None)
 
 
-# Paddle's import sets an unset OMP_NUM_THREADS to '1'. Imported before Paddle (the scripts import
-# args, which imports this, first), os.environ holds the user's value; after, the value the process
-# started with is the best witness of the user's choice.
+# Paddle's import sets an unset OMP_NUM_THREADS to '1'. Read before this module imports Paddle,
+# os.environ holds the user's value; if Paddle was imported earlier (by the user's code), the value
+# the process started with is the best witness of the user's choice.
 _USER_OMP_NUM_THREADS = ((os.environ.get('OMP_NUM_THREADS') if 'paddle' not in sys.modules
                           else _startup_environment('OMP_NUM_THREADS')) or '').strip()
+with warnings.catch_warnings():
+    warnings.filterwarnings('ignore', message='No ccache found')
+    import paddle  # noqa: E402  (after reading OMP_NUM_THREADS above, which this import overwrites)
+
 _warned_slow_mkl = False
 _mkl_asked_here = False  # MKL_DEBUG_CPU_TYPE was set by ask_mkl_for_avx2, not the user
 
@@ -101,7 +114,6 @@ def mkl_code_path():
     Asking fixes MKL's choice, as its first product would: call it after MKL_DEBUG_CPU_TYPE is set.
     """
     import ctypes
-    import paddle
     path = os.path.join(os.path.dirname(paddle.__file__), 'libs', 'libmklml_intel.so')
     if not os.path.exists(path):
         return None
@@ -133,7 +145,6 @@ def configure(threads=None):
     """
     global _warned_slow_mkl
     asked = ask_mkl_for_avx2()
-    import paddle
     n = threads or default_threads()
     paddle.base.core.set_num_threads(n)
     path = mkl_code_path()
@@ -150,6 +161,69 @@ def configure(threads=None):
 
 def configure_if_on_cpu(threads=None):
     """configure() when Paddle's current device is the CPU (ELMoEmbedder and Elmo call it)."""
-    import paddle
     if paddle.get_device() == 'cpu':
         configure(threads)
+
+
+# --------------------------------------------------------------------------------------------
+# Device and memory (the scripts)
+# --------------------------------------------------------------------------------------------
+
+def keep_freed_memory(mmap_threshold_mb=256, trim_threshold_mb=512):
+    """Ask glibc's malloc to keep freed blocks for reuse instead of returning them to the OS.
+
+    Paddle allocates a fresh tensor for every op on CPU. With glibc's default (dynamic) thresholds
+    the MB-sized buffers of each LSTM step go back to the OS and return as new pages, which makes
+    CPU embedding and training markedly slower (BENCHMARKS.md, "glibc keeps freed memory"). Blocks
+    up to `mmap_threshold_mb` are kept instead. Process-wide and idempotent; returns False where
+    malloc is not glibc's (macOS, Windows, musl).
+    """
+    import ctypes
+    try:
+        libc = ctypes.CDLL('libc.so.6')
+        m_trim_threshold, m_mmap_threshold = -1, -3  # glibc's mallopt parameter numbers
+        return bool(libc.mallopt(m_mmap_threshold, mmap_threshold_mb << 20) == 1 and
+                    libc.mallopt(m_trim_threshold, trim_threshold_mb << 20) == 1)
+    except (OSError, AttributeError):
+        return False
+
+
+def use_device(device, reuse_memory=True, cpu_threads=None):
+    """For the scripts: paddle.set_device(device); on CPU, also `configure(cpu_threads)` (MKL's fast
+    path, the available cores unless the user chose; says which on stdout, the log) and, with
+    reuse_memory, keep_freed_memory()."""
+    paddle.set_device(device)
+    if device == 'cpu':
+        print(configure(cpu_threads), flush=True)
+        if reuse_memory:
+            keep_freed_memory()
+
+
+# --------------------------------------------------------------------------------------------
+# Train / eval mode without the global switch
+# --------------------------------------------------------------------------------------------
+
+def set_mode(layer, training):
+    """Put `layer` and its sublayers in training or eval mode without Layer.train()/eval(), which
+    also switch the dygraph tracer's process-wide mode under a caller's other layers."""
+    for sub in layer.sublayers(include_self=True):
+        sub.training = training
+    return layer
+
+
+@contextlib.contextmanager
+def inference_mode(bilm, stateful):
+    """Run `bilm` without dropout, without gradients and with the given stateful flag; restore its
+    modes and flag afterwards, so a biLM the caller passed in (perhaps one being trained) comes back
+    as it was."""
+    modes = [(layer, layer.training) for layer in bilm.sublayers(include_self=True)]
+    was_stateful = bilm.stateful
+    set_mode(bilm, False)
+    bilm.stateful = stateful
+    try:
+        with paddle.no_grad():
+            yield bilm
+    finally:
+        bilm.stateful = was_stateful
+        for layer, training in modes:
+            layer.training = training

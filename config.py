@@ -1,0 +1,263 @@
+"""The two configs: `ModelConfig` (the biLM's shape) and `Recipe` (how it is pretrained).
+
+One field per setting, with its help text; the field name is run_pretrain.py's flag
+(`--cell_dim` is `ModelConfig.cell_dim`), and a preset is a dict of field names. Only where a file
+is read or written does a config meet bilm-tf's names: `ModelConfig.to_options()` /
+`from_options()` convert to and from the `options.json` layout (`cell_dim` is `lstm.dim`), and the
+Recipe fields that bilm-tf's `bin/train_elmo.py` also writes into `options.json` go there under its
+names (BILM_TF_TRAINING_KEYS); model_io.py reads and writes the files.
+"""
+import copy
+import dataclasses
+from dataclasses import dataclass, field
+from typing import List, Optional
+
+from dataset import N_CHARACTERS
+from fileio import InputError
+
+ORIGINAL_FILTERS = [[1, 32], [2, 32], [3, 64], [4, 128], [5, 256], [6, 512], [7, 1024]]
+
+
+def setting(default, help):
+    """A config field with its help text (argparse shows it for the flag of the same name)."""
+    if isinstance(default, list):
+        return field(default_factory=lambda: copy.deepcopy(default), metadata={'help': help})
+    return field(default=default, metadata={'help': help})
+
+
+@dataclass
+class ModelConfig:
+    """The biLM: char CNN + highway + projection, then L projected LSTM layers per direction.
+
+    Defaults are the original ELMo (Peters et al. 2018). In options.json each field lives at the
+    path OPTION_PATHS gives.
+    """
+    projection_dim: int = setting(512, 'LSTM projection and token representation size')
+    cell_dim: int = setting(4096, 'LSTM cells per layer')
+    num_layers: int = setting(2, 'LSTM layers per direction')
+    cell_clip: Optional[float] = setting(3.0, 'clip LSTM cells to +-this (0 or none: no clipping)')
+    proj_clip: Optional[float] = setting(3.0, 'clip projected LSTM states to +-this (0 or none: no clipping)')
+    use_skip_connections: bool = setting(True, 'residual connection around LSTM layers after the first')
+    char_embed_dim: int = setting(16, 'char embedding size')
+    cnn_filters: List[List[int]] = setting(ORIGINAL_FILTERS, 'JSON list of [width, n_filters] for the char CNN')
+    num_highways: int = setting(2, 'highway layers after the char CNN')
+    activation: str = setting('relu', 'char CNN activation: relu or tanh')
+    max_characters_per_token: int = setting(50, 'chars per token, boundary marks included; longer tokens are cut')
+    dropout: float = setting(0.1, 'dropout on the LSTM inputs and before the softmax (training only)')
+
+    @property
+    def n_filters(self):
+        return sum(n for _, n in self.cnn_filters)
+
+    def to_options(self):
+        """-> the bilm-tf options dict (the model part of options.json)."""
+        options = {'bidirectional': True, 'char_cnn': {'n_characters': N_CHARACTERS}, 'lstm': {}}
+        for name, (path, _) in OPTION_PATHS.items():
+            _put(options, path, copy.deepcopy(getattr(self, name)))
+        return options
+
+    @classmethod
+    def from_options(cls, options, source='options'):
+        """A bilm-tf / AllenNLP options dict -> ModelConfig; InputError naming `source` and the key.
+
+        Keys that are not the model's (bilm-tf's training keys, ours in older checkpoints) are
+        ignored; optional keys take the value bilm-tf assumes when they are absent."""
+        for section in ('char_cnn', 'lstm'):
+            if not isinstance(options.get(section), dict):
+                raise InputError(f'{source}: missing section "{section}" (a bilm-tf options file needs '
+                                 f'"char_cnn" and "lstm")')
+        if not options.get('bidirectional', True):
+            raise InputError(f'{source}: only bidirectional models are supported')
+        n_characters = options['char_cnn'].get('n_characters', N_CHARACTERS)
+        if n_characters not in (261, 262):
+            raise InputError(f'{source}: char_cnn.n_characters must be 261 or 262, got {n_characters}')
+        values = {}
+        for name, (path, absent) in OPTION_PATHS.items():
+            value = _get(options, path)
+            if value is None and absent is REQUIRED:
+                raise InputError(f'{source}: missing "{".".join(path)}"')
+            values[name] = absent if value is None else value
+        return cls(**values).checked(source)
+
+    def checked(self, source=None):
+        """self, after checking the values; InputError naming the flag, or `source` (a file) and
+        the setting with its options.json path."""
+        def bad(name, expected, value):
+            where = f'--{name}' if source is None else f'{source}: {name} ({".".join(OPTION_PATHS[name][0])})'
+            return InputError(f'{where} must be {expected}, got {value!r}')
+        if self.activation not in ('relu', 'tanh'):
+            raise bad('activation', '"relu" or "tanh"', self.activation)
+        for entry in self.cnn_filters:
+            if not (isinstance(entry, (list, tuple)) and len(entry) == 2 and
+                    1 <= entry[0] <= self.max_characters_per_token and entry[1] >= 1):
+                raise bad('cnn_filters', f'[width, n] entries with 1 <= width <= max_characters_per_token '
+                          f'({self.max_characters_per_token}) and n >= 1', entry)
+        for name in ('projection_dim', 'cell_dim', 'num_layers', 'char_embed_dim', 'max_characters_per_token'):
+            if getattr(self, name) < 1:
+                raise bad(name, '>= 1', getattr(self, name))
+        if self.num_highways < 0:
+            raise bad('num_highways', '>= 0', self.num_highways)
+        if not 0 <= self.dropout < 1:
+            raise bad('dropout', 'in [0, 1)', self.dropout)
+        return self
+
+
+REQUIRED = object()
+# Each ModelConfig field: its path in options.json, and its value when a file leaves it out
+# (REQUIRED: an error), as bilm-tf and AllenNLP read those files.
+OPTION_PATHS = {
+    'projection_dim': (('lstm', 'projection_dim'), REQUIRED),
+    'cell_dim': (('lstm', 'dim'), REQUIRED),
+    'num_layers': (('lstm', 'n_layers'), REQUIRED),
+    'cell_clip': (('lstm', 'cell_clip'), None),
+    'proj_clip': (('lstm', 'proj_clip'), None),
+    'use_skip_connections': (('lstm', 'use_skip_connections'), False),
+    'char_embed_dim': (('char_cnn', 'embedding', 'dim'), REQUIRED),
+    'cnn_filters': (('char_cnn', 'filters'), REQUIRED),
+    'num_highways': (('char_cnn', 'n_highway'), REQUIRED),
+    'activation': (('char_cnn', 'activation'), 'relu'),
+    'max_characters_per_token': (('char_cnn', 'max_characters_per_token'), REQUIRED),
+    'dropout': (('dropout',), 0.0),
+}
+assert set(OPTION_PATHS) == {f.name for f in dataclasses.fields(ModelConfig)}
+
+
+def _get(options, path):
+    for key in path:
+        options = options.get(key) if isinstance(options, dict) else None
+    return options
+
+
+def _put(options, path, value):
+    for key in path[:-1]:
+        options = options.setdefault(key, {})
+    options[path[-1]] = value
+
+
+@dataclass
+class Recipe:
+    """How the biLM is pretrained: data, batches, optimisation, length and bookkeeping.
+
+    Defaults are bilm-tf's recipe (the `original` preset). A checkpoint directory keeps it in two
+    files (model_io.py): the fields of BILM_TF_TRAINING_KEYS in options.json under bilm-tf's
+    names, as its train_elmo.py writes them, the rest in recipe.json. Resuming reads both; a flag
+    given explicitly overrides a field.
+    """
+    preset: str = setting('original', 'the preset the run started from (its values, then the explicit flags)')
+    train_data_path: Optional[str] = setting(None, "training files, a glob such as 'data/train/*'")
+    vocab_file: Optional[str] = setting(None, 'one token per line, most frequent first')
+    dev_data_path: Optional[str] = setting(None, 'held-out glob: full-softmax perplexity every --eval_freq steps')
+    n_train_tokens: Optional[int] = setting(None, 'training tokens per epoch (default: counted once from the data '
+                                            'and cached next to it)')
+    batch_size: int = setting(128, 'rows per batch per device')
+    unroll_steps: int = setting(20, 'tokens per row per batch (BPTT window)')
+    n_negative_samples: int = setting(8192, 'sampled-softmax candidates per batch')
+    optimizer: str = setting('adagrad', "adagrad: bilm-tf's (accumulators from 1.0); adam: with linear warm-up")
+    lr: float = setting(0.2, 'learning rate')
+    warmup_steps: int = setting(0, 'adam: linear warm-up steps')
+    max_grad_norm: float = setting(10.0, 'global gradient-norm clip (of the gradient of loss x unroll_steps, '
+                                   'as bilm-tf)')
+    reset_state_at_sentence_start: bool = setting(
+        False, "not bilm-tf's: a row whose window begins with a new sentence starts from a zero LSTM state, as "
+        "embedding does (bilm-tf never resets, and its models can fail from a zero state)")
+    seed: int = setting(0, 'seeds data order, init, sampling and dropout')
+    epochs: int = setting(10, 'passes over n_train_tokens')
+    max_steps: Optional[int] = setting(None, 'stop after this many steps in all (overrides --epochs)')
+    max_minutes: Optional[float] = setting(None, 'stop each run after this many minutes of training (evaluation '
+                                           'and saving not counted), save a checkpoint DIR/STEP that resumes '
+                                           'exactly, evaluate, exit 0')
+    save_freq: int = setting(10000, 'checkpoint every N steps')
+    log_freq: int = setting(100, 'log every N steps')
+    eval_freq: int = setting(0, 'with --dev_data_path: evaluate every N steps (0: only at the end)')
+    eval_minutes: float = setting(0.0, 'with --dev_data_path: evaluate every this many minutes of training (0: off)')
+    eval_max_tokens: int = setting(51200, 'target tokens of --dev_data_path used by the evaluation during training '
+                                   '(run_eval.py does the whole set)')
+    world_size: int = setting(1, 'processes that trained (recorded; resuming needs as many)')
+
+    def checked(self):
+        """self, after checking the values; InputError naming the flag."""
+        for name in ('batch_size', 'unroll_steps', 'epochs', 'save_freq', 'log_freq', 'n_negative_samples'):
+            if getattr(self, name) < 1:
+                raise InputError(f'--{name} must be >= 1, got {getattr(self, name)}')
+        for name in ('lr', 'max_grad_norm'):
+            if not getattr(self, name) > 0:
+                raise InputError(f'--{name} must be > 0, got {getattr(self, name)}')
+        if self.max_minutes is not None and not self.max_minutes > 0:
+            raise InputError(f'--max_minutes must be > 0, got {self.max_minutes}')
+        if self.optimizer not in OPTIMIZERS:
+            raise InputError(f'--optimizer must be one of {", ".join(OPTIMIZERS)}, got {self.optimizer!r}')
+        return self
+
+
+OPTIMIZERS = ('adagrad', 'adam')
+# Recipe fields that bilm-tf's train_elmo.py writes into options.json, under its names. n_tokens_vocab
+# (the vocabulary's size) goes there too; it is the data's, not a setting.
+BILM_TF_TRAINING_KEYS = {'batch_size': 'batch_size', 'unroll_steps': 'unroll_steps',
+                         'n_negative_samples': 'n_negative_samples_batch', 'n_train_tokens': 'n_train_tokens',
+                         'epochs': 'n_epochs', 'max_grad_norm': 'all_clip_norm_val', 'lr': 'learning_rate'}
+
+# Each preset is a full model + optimisation recipe (field names of both configs); an explicit
+# flag overrides one value of it.
+PRESETS = {
+    # Peters et al. (2018) / bilm-tf's 1B Word model and recipe.
+    'original': dict(projection_dim=512, cell_dim=4096, num_layers=2, cell_clip=3.0, proj_clip=3.0,
+                     use_skip_connections=True, char_embed_dim=16, cnn_filters=ORIGINAL_FILTERS, num_highways=2,
+                     dropout=0.1, n_negative_samples=8192, batch_size=128, unroll_steps=20, lr=0.2,
+                     max_grad_norm=10.0, optimizer='adagrad', warmup_steps=0,
+                     reset_state_at_sentence_start=False),
+    # AllenNLP's elmo_2x1024_128_2048cnn_1xhighway, trained with bilm-tf's recipe.
+    'small': dict(projection_dim=128, cell_dim=1024, num_layers=2, cell_clip=3.0, proj_clip=3.0,
+                  use_skip_connections=True, char_embed_dim=16, cnn_filters=ORIGINAL_FILTERS, num_highways=1,
+                  dropout=0.1, n_negative_samples=8192, batch_size=128, unroll_steps=20, lr=0.2,
+                  max_grad_norm=10.0, optimizer='adagrad', warmup_steps=0,
+                  reset_state_at_sentence_start=False),
+    # The most held-out perplexity per hour of a 2-core CPU (BENCHMARKS.md, "Screens"): the small
+    # model with a narrower char CNN and LSTM and fewer negatives (more tokens/s), Adam with
+    # warm-up, and rows that begin a sentence start from a zero state.
+    'budget': dict(projection_dim=128, cell_dim=256, num_layers=2, cell_clip=3.0, proj_clip=3.0,
+                   use_skip_connections=True, char_embed_dim=16,
+                   cnn_filters=[[1, 32], [2, 32], [3, 64], [4, 128], [5, 128]], num_highways=1,
+                   dropout=0.1, n_negative_samples=1024, batch_size=64, unroll_steps=20, lr=0.004,
+                   max_grad_norm=10.0, optimizer='adam', warmup_steps=100,
+                   reset_state_at_sentence_start=True),
+}
+
+MODEL_FIELDS = tuple(f.name for f in dataclasses.fields(ModelConfig))
+RECIPE_FIELDS = tuple(f.name for f in dataclasses.fields(Recipe))
+
+
+def split_fields(values):
+    """{field: value} of both configs -> ({ModelConfig fields}, {Recipe fields})."""
+    unknown = set(values) - set(MODEL_FIELDS) - set(RECIPE_FIELDS)
+    if unknown:
+        raise InputError(f'unknown settings: {", ".join(sorted(unknown))}')
+    return ({k: v for k, v in values.items() if k in MODEL_FIELDS},
+            {k: v for k, v in values.items() if k in RECIPE_FIELDS})
+
+
+def from_preset(preset, given):
+    """A new run: the preset's values, then the settings given explicitly -> (ModelConfig, Recipe)."""
+    if preset not in PRESETS:
+        raise InputError(f'--preset must be one of {", ".join(PRESETS)}, got {preset!r}')
+    model, recipe = split_fields({**copy.deepcopy(PRESETS[preset]), **given, 'preset': preset})
+    return ModelConfig(**model).checked(), Recipe(**recipe).checked()
+
+
+def for_resume(model, recipe, given, source):
+    """A resumed run: the checkpoint's configs, with the training settings given explicitly (and,
+    with `preset` among them, that preset's training values) -> (ModelConfig, Recipe).
+
+    The checkpoint defines the model: a model setting given that differs from it is an InputError
+    naming each such flag, its value and the checkpoint's.
+    """
+    given = dict(given)
+    if 'preset' in given:
+        preset_model, preset_recipe = split_fields(PRESETS[given['preset']])
+        given = {**preset_recipe, **given}
+    given_model, given_recipe = split_fields(given)
+    differing = [f'--{name} {value} (checkpoint: {getattr(model, name)})'
+                 for name, value in given_model.items() if value != getattr(model, name)]
+    if differing:
+        raise InputError(f'{source} defines the model being resumed, and these flags differ from it: '
+                         f'{"; ".join(differing)}. Drop them, or start a new --save_dir without --init_from_ckpt')
+    return model, dataclasses.replace(recipe, **given_recipe).checked()

@@ -1,0 +1,123 @@
+"""Index plans that let the biLM skip the work its padding would cost, computed in NumPy; the
+results are the reference's (bilm.py runs them, tests/test_speed_paths.py checks them).
+
+- LSTM rows run packed and time-major, longest first (as PyTorch's PackedSequence): step t holds
+  only the rows still running, so padding is never computed (`row_order`, `packing_indices`,
+  `step_groups`, `last_states`).
+- The char CNN runs once per distinct token of a batch (`distinct_tokens`), in chunks of similar
+  lengths (`length_chunks`), so a chunk of short words skips most all-PAD windows.
+"""
+import math
+
+import numpy as np
+
+from runtime import paddle
+
+
+def row_order(lengths, time):
+    """Rows sorted longest first (the active batch then shrinks step by step), and the gathers that
+    read each direction's input from [batch * time] rows in that order.
+
+    lengths: int numpy [batch]. Returns (order [batch], batch_sizes [time]: rows running at each
+    step, forward_index [batch, time], backward_index [batch, time]: the backward stack reads each
+    row reversed within its own length; padding positions stay where they are).
+    """
+    order = np.argsort(-lengths, kind='stable')
+    sorted_lengths = lengths[order]
+    batch_sizes = (sorted_lengths[None, :] > np.arange(time)[:, None]).sum(axis=1)
+    steps = np.arange(time)[None, :]
+    reverse_steps = np.where(steps < sorted_lengths[:, None], sorted_lengths[:, None] - 1 - steps, steps)
+    return order, batch_sizes, order[:, None] * time + steps, order[:, None] * time + reverse_steps
+
+
+def packing_indices(batch_sizes, batch, time):
+    """Time-major packing of [batch, time] rows sorted longest first.
+
+    Returns (pack [tokens]: flat batch-major position of each packed token, step by step;
+    unpack [batch * time]: 1 + packed position, or 0 at padding).
+    """
+    running = np.arange(batch)[None, :] < np.asarray(batch_sizes)[:, None]  # [steps, batch]
+    steps, rows = np.nonzero(running)
+    pack = (rows * time + steps).astype(np.int64)
+    unpack = np.zeros(batch * time, dtype=np.int64)
+    unpack[pack] = np.arange(1, len(pack) + 1)
+    return pack, unpack
+
+
+def step_groups(batch_sizes, max_rows):
+    """Consecutive steps in groups of at most max_rows packed rows (at least one step each)
+    -> list of (first step, end step)."""
+    groups, first, rows = [], 0, 0
+    for t, n in enumerate(np.asarray(batch_sizes).tolist()):
+        if rows and rows + n > max_rows:
+            groups.append((first, t))
+            first, rows = t, 0
+        rows += n
+    groups.append((first, len(batch_sizes)))
+    return groups
+
+
+def last_states(h_all, c_all, h0, c0, batch_sizes):
+    """Each row's state after its last step -> (h [B, P], c [B, D]); rows that did not run keep h0, c0.
+
+    h_all [tokens, P], c_all [tokens, D]: packed outputs of steps with batch_sizes[t] rows.
+    """
+    sizes = np.asarray(batch_sizes, dtype=np.int64)
+    rows = np.arange(h0.shape[0])
+    steps_run = (sizes[None, :] > rows[:, None]).sum(axis=1)  # [B]
+    offsets = np.concatenate([[0], np.cumsum(sizes)])
+    # Index into [packed rows; h0 rows]: the row's last step, or its initial state.
+    index = np.where(steps_run > 0, offsets[np.maximum(steps_run - 1, 0)] + rows, offsets[-1] + rows)
+    index = paddle.to_tensor(index)
+    return (paddle.gather(paddle.concat([h_all, h0]), index),
+            paddle.gather(paddle.concat([c_all, c0]), index))
+
+
+def distinct_tokens(ids, pad_id):
+    """ids [tokens, max_chars] (0-rows are padding) -> (distinct real tokens sorted by used chars,
+    stably; their used chars (position of the last char that is not `pad_id`); slot [tokens]: 1 +
+    each token's row among them, 0 for padding)."""
+    ids = np.ascontiguousarray(ids, dtype=np.int64)
+    _, first, inverse = np.unique(ids.view(np.dtype((np.void, ids.shape[1] * 8))).ravel(),
+                                  return_index=True, return_inverse=True)
+    distinct = ids[first]
+    real = np.nonzero((distinct > 0).any(axis=1))[0]
+    not_pad = distinct[real] != pad_id
+    used = np.where(not_pad.any(axis=1), ids.shape[1] - np.argmax(not_pad[:, ::-1], axis=1), 0)
+    by_length = np.argsort(used, kind='stable')
+    order = real[by_length]
+    rank = np.zeros(len(distinct), dtype=np.int64)
+    rank[order] = np.arange(1, len(order) + 1)
+    return distinct[order], used[by_length], rank[inverse.reshape(-1)]
+
+
+def length_chunks(used, max_size, position_cost=25, chunk_cost=100):
+    """Split tokens sorted by used chars (ascending) into char-CNN chunks -> list of (start, end).
+
+    A chunk of n tokens whose longest uses u chars costs about n * (u + 1) window products, plus
+    per-op overhead that grows with its window positions and its number of ops (position_cost and
+    chunk_cost, in token-windows, measured on CPU). The split minimises that total (dynamic
+    programming over the distinct lengths); chunks larger than max_size are then cut evenly.
+    """
+    used = np.asarray(used)
+    if len(used) == 0:
+        return []
+    ends = np.flatnonzero(np.diff(used)) + 1
+    ends = np.append(ends, len(used))  # end of each run of equal lengths
+    starts = np.concatenate([[0], ends[:-1]])
+    best = [0.0] + [math.inf] * len(ends)
+    cut = [0] * (len(ends) + 1)
+    for j in range(1, len(ends) + 1):
+        windows = int(used[ends[j - 1] - 1]) + 1
+        for i in range(j):
+            cost = best[i] + (ends[j - 1] - starts[i] + position_cost) * windows + chunk_cost
+            if cost < best[j]:
+                best[j], cut[j] = cost, i
+    chunks, j = [], len(ends)
+    while j > 0:
+        start, end = int(starts[cut[j]]), int(ends[j - 1])
+        pieces = -(-(end - start) // max_size)
+        bounds = np.linspace(start, end, pieces + 1).round().astype(int)
+        chunks[:0] = list(zip(bounds[:-1].tolist(), bounds[1:].tolist()))
+        j = cut[j]
+    return chunks
