@@ -151,6 +151,9 @@ def pretrain_parser():
                      MODEL_FIELDS)
     t = p.add_argument_group('training')
     add_config_flags(t, Recipe, [n for n in recipe_fields if n not in DATA_FIELDS])
+    t.add_argument('--max_minutes', type=float, help='stop this run after this many minutes of training (evaluation '
+                   'and saving not counted), save a checkpoint DIR/STEP that resumes exactly, evaluate, exit 0 '
+                   '(a budget for this run: resuming does not inherit it)')
     t.add_argument('--save_dir', help='where options.json, recipe.json and checkpoints go (default: checkpoints, '
                    'or the resumed checkpoint\'s directory)')
     t.add_argument('--init_from_ckpt', help='resume from DIR/N (model, optimizer, step, data position, and every '

@@ -163,9 +163,6 @@ class Recipe:
     seed: int = setting(0, 'seeds data order, init, sampling and dropout')
     epochs: int = setting(10, 'passes over n_train_tokens')
     max_steps: Optional[int] = setting(None, 'stop after this many steps in all (overrides --epochs)')
-    max_minutes: Optional[float] = setting(None, 'stop each run after this many minutes of training (evaluation '
-                                           'and saving not counted), save a checkpoint DIR/STEP that resumes '
-                                           'exactly, evaluate, exit 0')
     save_freq: int = setting(10000, 'checkpoint every N steps')
     log_freq: int = setting(100, 'log every N steps')
     eval_freq: int = setting(0, 'with --dev_data_path: evaluate every N steps (0: only at the end)')
@@ -182,8 +179,6 @@ class Recipe:
         for name in ('lr', 'max_grad_norm'):
             if not getattr(self, name) > 0:
                 raise InputError(f'--{name} must be > 0, got {getattr(self, name)}')
-        if self.max_minutes is not None and not self.max_minutes > 0:
-            raise InputError(f'--max_minutes must be > 0, got {self.max_minutes}')
         if self.optimizer not in OPTIMIZERS:
             raise InputError(f'--optimizer must be one of {", ".join(OPTIMIZERS)}, got {self.optimizer!r}')
         return self

@@ -58,8 +58,8 @@ def read_configs(a):
         save_dir = a.save_dir or directory
     for name in ('train_data_path', 'vocab_file'):
         if getattr(recipe, name) is None:
-            raise cli.InputError(f'--{name} is required (resuming, the checkpoint\'s recipe.json holds it; '
-                                 f'this one has none)')
+            raise cli.InputError(f'--{name} is required' + (f' (checkpoint {a.init_from_ckpt} was written before '
+                                 f'recipe.json recorded the data)' if a.init_from_ckpt else ''))
     # Absolute, so that a resume from another directory reads the same data.
     recipe = dataclasses.replace(recipe, **{name: os.path.abspath(getattr(recipe, name)) for name in
                                             ('train_data_path', 'vocab_file', 'dev_data_path')
@@ -239,6 +239,7 @@ class Run:
     log: Optional[TrainLog]  # rank 0 only
     start_step: int
     resumed_from: Optional[str]
+    max_minutes: Optional[float]  # this run's budget of training minutes (not recorded: a resume has its own)
 
     @property
     def world_size(self):
@@ -277,6 +278,8 @@ class Run:
 def set_up(a):
     """Configs, device, data, model, optimizer and, resuming, the checkpoint's state -> Run."""
     model_config, recipe, save_dir = read_configs(a)
+    if a.max_minutes is not None and not a.max_minutes > 0:
+        raise cli.InputError(f'--max_minutes must be > 0, got {a.max_minutes}')
     rank, world_size = setup_device(a.device, a.cpu_threads)
     if a.init_from_ckpt is None:
         recipe = dataclasses.replace(recipe, world_size=world_size)
@@ -311,7 +314,7 @@ def set_up(a):
               f'tokens x {recipe.epochs} epochs), vocab {vocab.size:,}, '
               f'{sum(int(np.prod(p.shape)) for p in model.parameters()):,} parameters', flush=True)
     return Run(model_config, recipe, save_dir, rank, vocab, model, optimizer, stream, total, clock, log, step,
-               a.init_from_ckpt)
+               a.init_from_ckpt, a.max_minutes)
 
 
 # ---- training ----------------------------------------------------------------------------------
@@ -349,7 +352,7 @@ def train(run):
         run.clock.stop()
         progress.step += 1
         progress.window_steps += 1
-        votes = [float(recipe.max_minutes is not None and run.clock.run_minutes() >= recipe.max_minutes),
+        votes = [float(run.max_minutes is not None and run.clock.run_minutes() >= run.max_minutes),
                  float(stop_request.name is not None)]
         *losses, clock_votes, signal_votes = mean_over_ranks(losses + votes, run.world_size)
         # Any rank's vote stops every rank at this step.

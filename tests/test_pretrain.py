@@ -171,18 +171,23 @@ def test_a_preset_reaches_the_model_and_an_explicit_flag_overrides_it(corpus, tm
     assert options['lstm']['projection_dim'] == budget['projection_dim']  # the rest from the preset
     assert options['char_cnn']['filters'] == budget['cnn_filters']
     assert options['char_cnn']['n_highway'] == budget['num_highways']
-    assert (options['batch_size'], options['n_negative_samples_batch'], options['lr'], options['optimizer']) == \
+    recipe = json.loads((tmp_path / 'recipe.json').read_text())  # our recipe beside bilm-tf's keys
+    assert (options['batch_size'], options['n_negative_samples_batch'], options['learning_rate'], recipe['optimizer']) == \
         (budget['batch_size'], budget['n_negative_samples'], budget['lr'], budget['optimizer'])
-    assert options['preset'] == 'budget'
+    assert recipe['preset'] == 'budget'
     state = paddle.load(str(tmp_path / 'final.pdparams'))
     assert tuple(state['bilm.forward_stack.layers.0.W_P'].shape) == (64, budget['projection_dim'])
+    from config import from_preset
     for name in ('original', 'small'):  # bilm-tf's recipe is the default of both
-        a = cli.pretrain_parser().parse_args(['--train_data_path', 'x', '--vocab_file', 'v', '--preset', name])
-        cli.apply_preset(a)
-        assert (a.optimizer, a.lr, a.max_grad_norm, a.batch_size, a.unroll_steps, a.n_negative_samples) == \
+        a = cli.pretrain_parser().parse_args(['--preset', name])
+        _, r = from_preset(a.preset, cli.given_settings(a))
+        assert (r.optimizer, r.lr, r.max_grad_norm, r.batch_size, r.unroll_steps, r.n_negative_samples) == \
             ('adagrad', 0.2, 10.0, 128, 20, 8192)
     a = cli.pretrain_parser().parse_args(['--train_data_path', 'x', '--vocab_file', 'v'])
-    assert cli.apply_preset(a) == [] and a.preset == 'original' and a.cell_dim == 4096 and a.projection_dim == 512
+    given = cli.given_settings(a)
+    m, r = from_preset('original', given)
+    assert set(given) == {'train_data_path', 'vocab_file'} and r.preset == 'original' and m.cell_dim == 4096 and \
+        m.projection_dim == 512
 
 
 def test_resuming_without_preset_keeps_the_checkpoints_recipe(corpus, tmp_path):
@@ -196,8 +201,8 @@ def test_resuming_without_preset_keeps_the_checkpoints_recipe(corpus, tmp_path):
     resumed = run('run_pretrain.py', base + ['--init_from_ckpt', str(tmp_path / step)])
     assert resumed.returncode == 0, resumed.stderr[-2000:]
     assert 'preset budget, adam' in resumed.stdout
-    options = json.loads((tmp_path / 'options.json').read_text())
-    assert (options['preset'], options['optimizer'], options['reset_state_at_sentence_start']) == ('budget', 'adam', True)
+    recipe = json.loads((tmp_path / 'recipe.json').read_text())
+    assert (recipe['preset'], recipe['optimizer'], recipe['reset_state_at_sentence_start']) == ('budget', 'adam', True)
 
 
 def test_two_nodes_on_one_machine_train_as_one_node_with_two_ranks(corpus, tmp_path):
