@@ -151,7 +151,9 @@ class ELMoEmbedder:
     def embed_batch(self, sentences):
         """One batch of sentences (strings or token lists) -> list of float32
         [n_layers + 1, n_tokens, 2P], boundaries removed."""
-        sentences = as_token_lists(sentences)
+        return self._embed_token_lists(as_token_lists(sentences))
+
+    def _embed_token_lists(self, sentences):
         if not sentences:
             return []
         layers, lengths = self._run_batch(sentences)
@@ -173,16 +175,18 @@ class ELMoEmbedder:
         """Yield (index, float32 [n_layers + 1, n_tokens, 2P]) batch by batch, so that a long input
         never holds all its embeddings at once. Stateless runs group sentences by length, so the
         indices do not come in input order."""
-        sentences = as_token_lists(sentences)
+        return self._iter_token_lists(as_token_lists(sentences), batch_size)
+
+    def _iter_token_lists(self, sentences, batch_size):
         for idx in self._batches(sentences, batch_size or self.batch_size):
-            yield from zip(idx.tolist(), self.embed_batch([sentences[i] for i in idx]))
+            yield from zip(idx.tolist(), self._embed_token_lists([sentences[i] for i in idx]))
 
     def encode(self, sentences, batch_size=None):
         """List of sentences (strings or token lists) -> list of float32 [n_layers + 1, n_tokens, 2P],
         input order kept."""
         sentences = as_token_lists(sentences)
         results = [None] * len(sentences)
-        for i, emb in self.iter_embeddings(sentences, batch_size):
+        for i, emb in self._iter_token_lists(sentences, batch_size):
             results[i] = emb
         return results
 

@@ -1,5 +1,6 @@
-"""Predict the next word after a prefix (forward LM) or the word before a suffix (backward LM), and
-sample continuations: lm_1b's `sample` mode.
+"""The LM's next word after a prefix (or, backward, the word before a suffix) and sampled continuations.
+
+As lm_1b's `sample` mode: the forward LM predicts the next word, the backward LM the previous one.
 
     python run_predict.py --vocab_file vocab.txt --init_from_ckpt checkpoints/final --prefix 'the cat'
     python run_predict.py ... --prefix 'on the mat .' --direction backward --top_k 5
@@ -23,7 +24,7 @@ def main():
     p.add_argument('--vocab_file', required=True, help='the vocabulary the model was trained with')
     cli.add_model_source(p)
     cli.add_device(p)
-    p.add_argument('--prefix', action='append', default=[],
+    p.add_argument('--prefix', action='append',
                    help='text to continue (repeatable); with --direction backward, the text to precede')
     p.add_argument('--prefix_file', help='more prefixes, one per line (UTF-8; an empty line is the empty prefix)')
     p.add_argument('--direction', default='forward', choices=['forward', 'backward'],
@@ -42,7 +43,7 @@ def main():
     a = p.parse_args()
     if a.top_k < 0 or a.sample < 0 or not (a.top_k or a.sample):
         raise InputError(f'--top_k and --sample must be >= 0 and not both 0, got {a.top_k} and {a.sample}')
-    prefixes = list(a.prefix)
+    prefixes = list(a.prefix or [])
     if a.prefix_file:
         if not os.path.isfile(a.prefix_file):
             raise FileNotFoundError(f'--prefix_file {a.prefix_file}: file not found')
