@@ -89,7 +89,7 @@ class Elmo(nn.Layer):
         """Sentences (raw strings, split on whitespace by `dataset.tokenize`, or token lists) ->
         int64 char ids [batch, max_tokens + 2, max_chars], `<S>` and `</S>` added, for forward().
         An empty sentence (or '') is `<S> </S>` and gives no representations."""
-        ids, _ = CharMapper(self.bilm.options['char_cnn']['max_characters_per_token']).batch(sentences)
+        ids, _ = CharMapper(self.bilm.char_encoder.max_chars).batch(sentences)
         return paddle.to_tensor(ids)
 
     def _freeze_mode(self):

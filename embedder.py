@@ -234,7 +234,7 @@ def token_embeddings(bilm, tokens, out=None, batch_size=8192, mapper=None):
     are made at once.
     """
     out = np.empty((len(tokens), bilm.projection_dim), np.float32) if out is None else out
-    max_chars = bilm.options['char_cnn']['max_characters_per_token']
+    max_chars = bilm.char_encoder.max_chars
     with inference_mode(bilm, bilm.stateful) as model:
         for start in range(0, len(tokens), batch_size):
             part = tokens[start:start + batch_size]
@@ -318,7 +318,7 @@ def embed_file(embedder, input_file, output_file, output_format='all', batch_siz
     with atomic_path(output_file) as tmp, h5py.File(tmp, 'w') as fout, \
             tqdm(total=n_lines, unit='sent', disable=not progress, desc='embedding') as bar:
         for chunk in _read_chunks(input_file, batch_size * chunk_batches):
-            embeddings = embedder.encode([line.split() for _, line in chunk], batch_size)
+            embeddings = embedder.encode([line for _, line in chunk], batch_size)  # split by dataset.tokenize
             for (i, line), emb in zip(chunk, embeddings):
                 fout.create_dataset(str(i), data=_select(emb, output_format).astype(np.float32))
                 sentence_to_index[line] = str(i)

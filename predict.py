@@ -53,7 +53,7 @@ class Predictor:
             raise InputError(f'{vocab.path}: the vocabulary has {vocab.size} tokens but the softmax has '
                              f'{model.vocab_size} rows (use the vocabulary the model was trained with)')
         self.model, self.vocab = model, vocab
-        self.max_chars = model.bilm.options['char_cnn']['max_characters_per_token']
+        self.max_chars = model.bilm.char_encoder.max_chars
 
     # ---- the LSTM and the softmax --------------------------------------------------------------
     def _start(self, direction):
