@@ -45,18 +45,44 @@ def token_to_char_ids(token, max_chars=50):
     return ids + 1
 
 
-def check_sentences(sentences):
-    """Raise TypeError unless `sentences` is a list of token lists (a common slip: passing strings)."""
-    if isinstance(sentences, str):
-        raise TypeError('expected a list of sentences (each a list of tokens), got a string')
+def tokenize(text):
+    """Raw text -> tokens: split on whitespace, as TF-Hub ELMo's `default` signature splits its
+    untokenized strings. The one place a raw sentence becomes tokens (ELMoEmbedder, Elmo,
+    run_predict.py), so another tokenizer (e.g. for Chinese) plugs in here."""
+    return text.split()
+
+
+def as_token_lists(sentences):
+    """A batch of sentences -> list of token lists, each a list of str.
+
+    A sentence is a raw string (split by `tokenize`; '' gives no tokens) or any iterable of str
+    tokens. The batch itself must be a list (or tuple, array...) of sentences: a bare string is a
+    TypeError, since it is ambiguous (one sentence or many?), and so is anything else that is not a
+    sentence (an int, bytes, a token that is not a str).
+    """
+    if isinstance(sentences, (str, bytes)) or not hasattr(sentences, '__iter__'):
+        raise TypeError(f'expected a list of sentences (each a string or a list of tokens), got '
+                        f'{_describe(sentences)}; for one sentence pass [sentence]')
+    batch = []
     for i, sentence in enumerate(sentences):
         if isinstance(sentence, str):
-            raise TypeError(f'sentence {i} is a string ({sentence[:40]!r}); expected a list of tokens, '
-                            f'e.g. sentence.split()')
-        for token in sentence:
+            batch.append(tokenize(sentence))
+            continue
+        if isinstance(sentence, bytes) or not hasattr(sentence, '__iter__'):
+            raise TypeError(f'sentence {i} is {_describe(sentence)}; expected a string or a list of '
+                            f'str tokens')
+        tokens = list(sentence)
+        for token in tokens:
             if not isinstance(token, str):
-                raise TypeError(f'sentence {i} holds a {type(token).__name__} ({token!r}); '
-                                f'expected str tokens')
+                raise TypeError(f'sentence {i} holds {_describe(token)}; expected str tokens')
+        batch.append(tokens)
+    return batch
+
+
+def _describe(value):
+    if isinstance(value, str):
+        return f'a string ({value[:40]!r})'
+    return f'a value of type {type(value).__name__} ({repr(value)[:40]})'
 
 
 class CharMapper:
@@ -83,12 +109,13 @@ class CharMapper:
         return np.stack([self.token(t) for t in tokens])
 
     def batch(self, sentences, add_boundaries=True):
-        """Sentences -> (char ids [batch, time, max_chars] int64, lengths [batch] int64).
+        """Sentences (strings or token lists) -> (char ids [batch, time, max_chars] int64,
+        lengths [batch] int64).
 
         With `add_boundaries` every sentence becomes `<S> w1 .. wn </S>` (length n + 2); rows are
         padded with all-zero tokens to the longest sentence.
         """
-        check_sentences(sentences)
+        sentences = as_token_lists(sentences)
         extra = 2 if add_boundaries else 0
         lengths = np.array([len(s) + extra for s in sentences], dtype=np.int64)
         ids = np.zeros((len(sentences), int(lengths.max(initial=0)), self.max_chars), dtype=np.int64)
@@ -144,7 +171,7 @@ def _utf8_error(path, line_no, error):
                       f'of the line)')
 
 
-def _read_vocabulary_file(path):
+def read_vocabulary_file(path):
     """The tokens of a vocabulary file, one per line; ValueError naming path:line for an empty
     line, a token with whitespace or a duplicate."""
     if not os.path.isfile(path):
@@ -192,7 +219,7 @@ class Vocabulary:
     def __init__(self, path, max_chars=50):
         self.path = path
         self.max_chars = max_chars
-        file_tokens = _read_vocabulary_file(path)
+        file_tokens = read_vocabulary_file(path)
         present = set(SPECIAL_TOKENS).intersection(file_tokens)
         self.tokens = [t for t in SPECIAL_TOKENS if t not in present] + file_tokens
         self._ids = {t: i for i, t in enumerate(self.tokens)}

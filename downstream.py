@@ -8,6 +8,7 @@ import paddle.nn as nn
 import paddle.nn.functional as F
 
 from bilm import remove_sentence_boundaries
+from dataset import CharMapper
 from model_io import load_bilm
 
 
@@ -62,7 +63,7 @@ class Elmo(nn.Layer):
 
     The biLM is frozen by default (run without gradients, in eval mode); `requires_grad=True`
     fine-tunes it. Sentence boundaries are removed from the outputs: pass char ids made with
-    `CharMapper.batch(sentences)` (which adds <S> and </S>).
+    `elmo.batch_to_ids(sentences)` or `CharMapper.batch(sentences)` (both add <S> and </S>).
 
     cpu_threads: on CPU, Paddle's threads, as in `ELMoEmbedder` (None: $OMP_NUM_THREADS if set,
     else the available cores; on AMD processors also MKL's AVX2 path unless MKL_DEBUG_CPU_TYPE is set).
@@ -84,6 +85,13 @@ class Elmo(nn.Layer):
     @classmethod
     def from_files(cls, params_file=None, options_file=None, weight_file=None, **kwargs):
         return cls(load_bilm(params_file, options_file, weight_file), **kwargs)
+
+    def batch_to_ids(self, sentences):
+        """Sentences (raw strings, split on whitespace by `dataset.tokenize`, or token lists) ->
+        int64 char ids [batch, max_tokens + 2, max_chars], `<S>` and `</S>` added, for forward().
+        An empty sentence (or '') is `<S> </S>` and gives no representations."""
+        ids, _ = CharMapper(self.bilm.char_encoder.max_chars).batch(sentences)
+        return paddle.to_tensor(ids)
 
     def _freeze_mode(self):
         """A frozen biLM never uses dropout, even when a parent layer's train() reached it."""

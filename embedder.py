@@ -1,6 +1,8 @@
-"""`ELMoEmbedder`, the Python API: sentences (lists of tokens) in, numpy arrays
-`[n_layers + 1, n_tokens, 2 * projection_dim]` out; and `embed_file`, a one-sentence-per-line file
-into hdf5 as AllenNLP's `allennlp elmo` command wrote it."""
+"""`ELMoEmbedder`, the Python API: sentences (raw strings or lists of tokens) in, numpy arrays
+`[n_layers + 1, n_tokens, 2 * projection_dim]` out; `embed_file`, a one-sentence-per-line file
+into hdf5 as AllenNLP's `allennlp elmo` command wrote it; and `token_embeddings` /
+`dump_token_embeddings`, the context-free char-CNN representation of a vocabulary (bilm-tf's
+`dump_token_embeddings`)."""
 import json
 import os
 
@@ -8,18 +10,20 @@ import numpy as np
 
 from runtime import configure_if_on_cpu, inference_mode, keep_freed_memory, paddle
 
-from dataset import BOS_TOKEN, EOS_TOKEN, CharMapper, check_sentences
+from dataset import BOS_TOKEN, EOS_TOKEN, CharMapper, as_token_lists, read_vocabulary_file, tokens_to_char_ids
 from downstream import ScalarMix
 from fileio import InputError, atomic_path, iter_lines
 from model_io import load_bilm
 
 
 class ELMoEmbedder:
-    """Sentences (lists of str tokens) -> numpy ELMo layers.
+    """Sentences -> numpy ELMo layers. A sentence is a list of str tokens or a raw string, which is
+    split on whitespace (`dataset.tokenize`, as TF-Hub ELMo's `default` signature); '' is an empty
+    sentence ([n_layers + 1, 0, 2P]).
 
     >>> embedder = ELMoEmbedder()  # the bundled model: pretrained/
-    >>> [e.shape for e in embedder.encode([['Hello', 'world', '.'], ['Bye']])]
-    [(3, 3, 256), (3, 1, 256)]
+    >>> [e.shape for e in embedder.encode([['Hello', 'world', '.'], 'Bye now'])]
+    [(3, 3, 256), (3, 2, 256)]
     >>> ELMoEmbedder(options_file='options.json', weight_file='weights.hdf5')  # AllenNLP's files
 
     params_file: a checkpoint prefix of ours ('checkpoints/10000'); or options_file + weight_file
@@ -72,21 +76,15 @@ class ELMoEmbedder:
     def _token_vectors(self, tokens):
         """Distinct tokens -> numpy [len(tokens), P]; runs the char CNN only on uncached ones."""
         missing = [t for t in tokens if t not in self._token_cache]
-        if missing:
-            ids = paddle.to_tensor(self.mapper.tokens(missing))
-            with inference_mode(self.bilm, self.stateful) as bilm:
-                vectors = bilm.token_embedding(ids.unsqueeze(0))[0].numpy()
-            fresh = dict(zip(missing, vectors))
-        else:
-            fresh = {}
+        fresh = dict(zip(missing, token_embeddings(self.bilm, missing, mapper=self.mapper))) if missing else {}
         room = self.token_cache_size - len(self._token_cache)
         for token in missing[:max(room, 0)]:
             self._token_cache[token] = fresh[token]
         return np.stack([self._token_cache[t] if t in self._token_cache else fresh[t] for t in tokens])
 
     def _run_batch(self, sentences):
-        """One batch through the biLM -> (activations [layers, batch, time, 2P] numpy, lengths)."""
-        check_sentences(sentences)
+        """One batch of token lists through the biLM -> (activations [layers, batch, time, 2P]
+        numpy, lengths)."""
         padded = [[BOS_TOKEN, *s, EOS_TOKEN] for s in sentences]
         lengths = np.array([len(s) for s in padded], dtype=np.int64)
         vocab = list(dict.fromkeys(t for s in padded for t in s))
@@ -103,15 +101,19 @@ class ELMoEmbedder:
         return layers, lengths
 
     def embed_batch(self, sentences):
-        """One batch -> list of float32 [n_layers + 1, n_tokens, 2P], boundaries removed."""
-        sentences = [list(s) if not isinstance(s, str) else s for s in sentences]
+        """One batch of sentences (strings or token lists) -> list of float32
+        [n_layers + 1, n_tokens, 2P], boundaries removed."""
+        return self._embed_token_lists(as_token_lists(sentences))
+
+    def _embed_token_lists(self, sentences):
         if not sentences:
             return []
         layers, lengths = self._run_batch(sentences)
         return [np.ascontiguousarray(layers[:, row, 1:n - 1]) for row, n in enumerate(lengths)]
 
-    def embed_sentence(self, tokens):
-        return self.embed_batch([tokens])[0]
+    def embed_sentence(self, sentence):
+        """One sentence (a string or a list of tokens) -> float32 [n_layers + 1, n_tokens, 2P]."""
+        return self.embed_batch([sentence])[0]
 
     def _batches(self, sentences, batch_size):
         """Index batches: in order when stateful (row state matters), else grouped by length."""
@@ -125,21 +127,26 @@ class ELMoEmbedder:
         """Yield (index, float32 [n_layers + 1, n_tokens, 2P]) batch by batch, so that a long input
         never holds all its embeddings at once. Stateless runs group sentences by length, so the
         indices do not come in input order."""
-        check_sentences(sentences)
+        return self._iter_token_lists(as_token_lists(sentences), batch_size)
+
+    def _iter_token_lists(self, sentences, batch_size):
         for idx in self._batches(sentences, batch_size or self.batch_size):
-            yield from zip(idx.tolist(), self.embed_batch([sentences[i] for i in idx]))
+            yield from zip(idx.tolist(), self._embed_token_lists([sentences[i] for i in idx]))
 
     def encode(self, sentences, batch_size=None):
-        """List of token lists -> list of float32 [n_layers + 1, n_tokens, 2P], input order kept."""
+        """List of sentences (strings or token lists) -> list of float32 [n_layers + 1, n_tokens, 2P],
+        input order kept."""
+        sentences = as_token_lists(sentences)
         results = [None] * len(sentences)
-        for i, emb in self.iter_embeddings(sentences, batch_size):
+        for i, emb in self._iter_token_lists(sentences, batch_size):
             results[i] = emb
         return results
 
     def hub_outputs(self, sentences, mix_weights=None, gamma=1.0):
         """TF-Hub-style outputs for a batch, padded to its longest sentence (numpy arrays).
 
-        word_emb [batch, time, P] (char-CNN token representation), lstm_outputs1/2
+        sentences: raw strings, split on whitespace as the `default` signature does, or token lists
+        (the `tokens` signature). word_emb [batch, time, P] (char-CNN token representation), lstm_outputs1/2
         [batch, time, 2P], elmo [batch, time, 2P] = gamma * sum softmax(mix_weights)_k layer_k
         (equal weights by default), default [batch, 2P] = mean of elmo over real tokens only,
         sequence_len [batch].
@@ -164,6 +171,51 @@ class ELMoEmbedder:
         """Embed a one-sentence-per-line file into hdf5: see `embed_file`; -> number of lines."""
         return embed_file(self, input_file, output_file, output_format, batch_size or self.batch_size,
                           progress)
+
+
+def token_embeddings(bilm, tokens, out=None, batch_size=8192, mapper=None):
+    """The context-free representation of each token alone: char CNN + highway + projection, no
+    LSTM (the first half of layer 0) -> float32 [len(tokens), P].
+
+    `<S>` and `</S>` are the sentence boundaries (BOS / EOS chars), as in a sentence. The biLM's
+    train/eval mode is restored afterwards. Rows go into `out` when given (anything that takes slice
+    assignment: a numpy array, an h5py dataset, a memory-mapped .npy), `batch_size` tokens at a
+    time, so dumping a large vocabulary holds one batch, not a second copy of the table.
+    mapper: a CharMapper whose cache to use (ELMoEmbedder's); by default the char ids of each batch
+    are made at once.
+    """
+    out = np.empty((len(tokens), bilm.projection_dim), np.float32) if out is None else out
+    max_chars = bilm.char_encoder.max_chars
+    with inference_mode(bilm, bilm.stateful) as model:
+        for start in range(0, len(tokens), batch_size):
+            part = tokens[start:start + batch_size]
+            ids = mapper.tokens(part) if mapper is not None else tokens_to_char_ids(part, max_chars)
+            out[start:start + len(part)] = model.token_embedding(ids[None])[0].numpy()
+    return out
+
+
+def dump_token_embeddings(vocab_file, options_file=None, weight_file=None, outfile=None, params_file=None,
+                          batch_size=8192):
+    """bilm-tf's `dump_token_embeddings(vocab_file, options_file, weight_file, outfile)`: the
+    token_embeddings of every line of `vocab_file`, in file order, into hdf5 dataset `embedding`
+    float32 [n_lines, projection_dim] (`<S>` / `</S>` lines are the BOS / EOS embeddings).
+
+    The model: options_file + weight_file (bilm-tf / AllenNLP), or `params_file=`, a checkpoint
+    prefix of ours ('checkpoints/final'), or none (the bundled model). The file appears atomically.
+    -> the number of rows.
+    """
+    import h5py
+    if outfile is None:
+        raise InputError('dump_token_embeddings needs outfile, the hdf5 file to write')
+    out_dir = os.path.dirname(os.path.abspath(outfile))
+    if not os.path.isdir(out_dir):
+        raise FileNotFoundError(f'{outfile}: the directory {out_dir} does not exist')
+    tokens = read_vocabulary_file(vocab_file)
+    bilm = load_bilm(params_file, options_file, weight_file)
+    with atomic_path(outfile) as tmp, h5py.File(tmp, 'w') as fout:
+        table = fout.create_dataset('embedding', (len(tokens), bilm.projection_dim), dtype='float32')
+        token_embeddings(bilm, tokens, out=table, batch_size=batch_size)
+    return len(tokens)
 
 
 # --------------------------------------------------------------------------------------------
@@ -217,7 +269,7 @@ def embed_file(embedder, input_file, output_file, output_format='all', batch_siz
     with atomic_path(output_file) as tmp, h5py.File(tmp, 'w') as fout, \
             tqdm(total=n_lines, unit='sent', disable=not progress, desc='embedding') as bar:
         for chunk in _read_chunks(input_file, batch_size * chunk_batches):
-            embeddings = embedder.encode([line.split() for _, line in chunk], batch_size)
+            embeddings = embedder.encode([line for _, line in chunk], batch_size)  # split by dataset.tokenize
             for (i, line), emb in zip(chunk, embeddings):
                 fout.create_dataset(str(i), data=_select(emb, output_format).astype(np.float32))
                 sentence_to_index[line] = str(i)

@@ -165,8 +165,9 @@ def read_hdf5_softmax(weight_file):
     """-> (W [vocab, P], b [vocab]) float32 from weights.hdf5's softmax/W and softmax/b."""
     with _open_hdf5(weight_file) as f:
         if HDF5_SOFTMAX_W not in f or HDF5_SOFTMAX_B not in f:
-            raise InputError(f'{weight_file}: no {HDF5_SOFTMAX_W} and {HDF5_SOFTMAX_B} datasets; perplexity needs '
-                             f'the softmax (export_weights.py writes it from a checkpoint of ours)')
+            raise InputError(f'{weight_file}: no {HDF5_SOFTMAX_W} and {HDF5_SOFTMAX_B} datasets; perplexity, '
+                             f'prediction and the softmax dump need the softmax (export_weights.py writes it from '
+                             f'a checkpoint of ours)')
         return f[HDF5_SOFTMAX_W][...].astype(np.float32), f[HDF5_SOFTMAX_B][...].reshape(-1).astype(np.float32)
 
 
@@ -243,7 +244,8 @@ def read_checkpoint(prefix, vocab_size=None, require_softmax=False):
     state = read_paddle_file(ckpt)
     has_softmax = SOFTMAX_W in state
     if require_softmax and not has_softmax:
-        raise InputError(f'{ckpt}: no softmax ({SOFTMAX_W}) in this checkpoint; perplexity and resuming need it')
+        raise InputError(f'{ckpt}: no softmax ({SOFTMAX_W}) in this checkpoint; perplexity, prediction and '
+                         f'resuming need it')
     if has_softmax:
         check_softmax_rows(tuple(state[SOFTMAX_W].shape), vocab_size, ckpt)
     return config, state

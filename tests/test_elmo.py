@@ -213,10 +213,22 @@ def test_inputs_edge_cases(tiny_bilm):
     embedder = ELMoEmbedder(bilm=tiny_bilm)
     out = embedder.encode([['a', 'b'], [], ['中文', '词']])
     assert [o.shape for o in out] == [(3, 2, 16), (3, 0, 16), (3, 2, 16)]
-    with pytest.raises(TypeError, match='sentence 1 is a string'):
-        embedder.encode([['ok'], 'not tokens'])
-    with pytest.raises(TypeError, match='got a string'):
+    # A string sentence is split on whitespace (TF-Hub ELMo's default signature); '' is empty.
+    mixed = embedder.encode([['ok'], ' not  tokens\t', '', '   '])
+    assert [o.shape for o in mixed] == [(3, 1, 16), (3, 2, 16), (3, 0, 16), (3, 0, 16)]
+    np.testing.assert_allclose(mixed[1], embedder.embed_sentence(['not', 'tokens']), atol=3e-6, rtol=0)
+    assert embedder.embed_sentence('').shape == (3, 0, 16)
+    # A bare string is not a batch (one sentence or many?), and what is not a sentence stays an error.
+    with pytest.raises(TypeError, match=r"got a string \('The whole text'\); for one sentence pass \[sentence\]"):
         embedder.encode('The whole text')
+    with pytest.raises(TypeError, match=r'got a value of type int \(5\)'):
+        embedder.encode(5)
+    with pytest.raises(TypeError, match=r'sentence 1 is a value of type int \(7\); expected a string or a list'):
+        embedder.encode([['ok'], 7])
+    with pytest.raises(TypeError, match=r'sentence 0 is a value of type bytes'):
+        embedder.hub_outputs([b'raw bytes'])
+    with pytest.raises(TypeError, match=r'sentence 0 holds a value of type NoneType \(None\); expected str tokens'):
+        embedder.embed_batch([['a', None]])
     assert embedder.encode([]) == []
     long_sentence = ['word%d' % (i % 50) for i in range(5000)]
     assert embedder.embed_sentence(long_sentence).shape == (3, 5000, 16)

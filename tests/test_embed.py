@@ -83,3 +83,38 @@ def test_hub_outputs_mean_only_over_real_tokens(embedder):
     np.testing.assert_allclose(hub['elmo'][1, 0], elmo_d[0], atol=1e-5)
     assert np.all(hub['elmo'][1, 1:] == 0)
     np.testing.assert_allclose(hub['default'][1], elmo_d[0], atol=1e-5)  # padding not averaged in
+
+
+def test_raw_strings_are_split_on_whitespace_as_tf_hub_s_default_signature(embedder):
+    texts = ['the  cat sat', 'dogs\tran', '', '中文 也 行']
+    tokens = [t.split() for t in texts]
+    hub, hub_tokens = embedder.hub_outputs(texts), embedder.hub_outputs(tokens)
+    for key in ('word_emb', 'lstm_outputs1', 'lstm_outputs2', 'elmo', 'default', 'sequence_len'):
+        np.testing.assert_array_equal(hub[key], hub_tokens[key], err_msg=key)
+    assert hub['sequence_len'].tolist() == [3, 2, 0, 3] and hub['elmo'].shape == (4, 3, 16)
+    np.testing.assert_allclose(hub['default'][1], hub['elmo'][1, :2].mean(axis=0), atol=1e-6)  # real tokens only
+    assert np.all(hub['default'][2] == 0)  # the empty sentence: nothing to average
+    for got, want in zip(embedder.encode(texts), embedder.encode(tokens)):
+        np.testing.assert_array_equal(got, want)
+    assert [e.shape[1] for e in embedder.embed_batch(texts)] == [3, 2, 0, 3]
+    assert sorted(i for i, _ in embedder.iter_embeddings(texts)) == [0, 1, 2, 3]
+    empty = embedder.hub_outputs([''])
+    assert empty['elmo'].shape == (1, 0, 16) and empty['sequence_len'].tolist() == [0]
+
+
+def test_raw_strings_in_elmo_and_the_one_tokenizer(tiny_bilm, monkeypatch):
+    import paddle
+    import dataset
+    from dataset import CharMapper
+    from elmo import Elmo
+    elmo = Elmo(tiny_bilm, dropout=0.0)
+    ids = elmo.batch_to_ids(['The cat', ['A', 'dog', 'barked'], ''])
+    np.testing.assert_array_equal(ids.numpy(), CharMapper().batch([['The', 'cat'], ['A', 'dog', 'barked'], []])[0])
+    out = elmo(ids)
+    assert out['elmo_representations'][0].shape == [3, 3, 16]
+    assert out['mask'].numpy().sum(axis=1).tolist() == [2, 3, 0]
+    # dataset.tokenize is the one place text becomes tokens: a tokenizer set there reaches every entry point.
+    monkeypatch.setattr(dataset, 'tokenize', list)  # one token per character, as a Chinese tokenizer might
+    assert elmo.batch_to_ids(['中文']).shape == [1, 4, 50]
+    assert ELMoEmbedder(bilm=tiny_bilm).embed_sentence('中文').shape == (3, 2, 16)
+    assert isinstance(ids, paddle.Tensor)
