@@ -89,14 +89,32 @@ class StaticBiLM(nn.Layer):
 
     # ---- token representations -------------------------------------------------------------
     def token_embedding(self, char_ids):
-        """char_ids int64 [tokens, max_chars] -> [tokens, projection_dim] (padding tokens too)."""
+        """char_ids int64 [tokens, max_chars] -> [tokens, projection_dim] (padding tokens too: the
+        caller masks them). Each distinct token of the batch goes through the char CNN once."""
+        # On a float copy of the ids (exact: ids < 2^24): paddle2onnx 2.1 types Unique's output as
+        # float whatever its input, and the ONNX model of an int64 unique fails to load.
+        distinct, inverse = paddle.unique(char_ids.astype('float32'), return_inverse=True, axis=0)
+        return paddle.gather(self._encode_tokens(distinct.astype('int64')), inverse.reshape([-1]))
+
+    def _encode_tokens(self, char_ids):
+        """char_ids int64 [tokens, max_chars] -> [tokens, projection_dim]: char CNN, highway, projection.
+
+        As CharEncoder: a window made only of PAD chars gives the same value for every token, so
+        the windows that start after the last non-PAD char of every token here are represented by
+        the first of them (same max, a fraction of the work: a batch's longest word is ~15 chars
+        of 50). Padding tokens (all 0) are ignored in that count; their outputs are masked anyway.
+        """
         enc = self.bilm.char_encoder
         positions = enc.max_chars
-        chars = F.embedding(char_ids, enc.char_embed.weight)  # [tokens, max_chars, char_dim]
+        not_pad = paddle.logical_and(char_ids != enc.pad_id, char_ids > 0).astype('int64')
+        used = paddle.maximum(paddle.max(not_pad * paddle.arange(1, positions + 1, dtype='int64')),
+                              paddle.ones([], dtype='int64'))  # 1 + position of the last non-PAD char
+        n_chars = paddle.minimum(used + max(enc.widths), paddle.full([], positions, dtype='int64'))
+        chars = F.embedding(char_ids[:, :n_chars], enc.char_embed.weight)  # [tokens, n_chars, char_dim]
         pooled = []
         for width, weight in zip(enc.widths, enc.conv_weights):
-            n_windows = positions - width + 1
-            # Window k at offset i holds chars i..i+width-1, laid out width-major as the weight
+            n_windows = paddle.minimum(used + 1, paddle.full([], positions - width + 1, dtype='int64'))
+            # Window k holds chars k .. k + width - 1, laid out width-major as the weight
             # [width * char_dim, n] (bilm-tf's [1, width, char_dim, n] flattened).
             windows = paddle.concat([chars[:, i:i + n_windows] for i in range(width)], axis=-1)
             # Max over positions of the pre-activation (the bias is the same at every position).

@@ -31,7 +31,6 @@ def main():
     p.add_argument('--stateful', action='store_true',
                    help='carry LSTM state across batches (as allennlp elmo did); default stateless')
     a = p.parse_args()
-    from elmo import ELMoEmbedder, use_device
     if a.inference_model:
         if a.init_from_ckpt or a.options_file or a.weight_file:
             raise InputError('give either --inference_model or a model to load (--init_from_ckpt, '
@@ -40,6 +39,7 @@ def main():
             raise InputError('--stateful: an exported model is stateless (export_inference.py)')
         if a.device != 'cpu':
             raise InputError('--inference_model runs on the CPU here; use --device cpu')
+    from elmo import ELMoEmbedder, use_device
     # The same process set-up either way: threads, MKL's AVX2 path (the predictor without oneDNN
     # multiplies with MKL), malloc keeping freed blocks.
     use_device(a.device, cpu_threads=a.cpu_threads)
