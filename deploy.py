@@ -283,6 +283,7 @@ def save_onnx(directory, options):
     except onnx.checker.ValidationError as e:
         first = (str(e).strip().splitlines() or [''])[0]
         raise ExportError(f'paddle2onnx {paddle2onnx.__version__} wrote an invalid ONNX model: {first}') from None
+    _drop_unused_constants(model.graph)
     inner = 'time_minus_2'
     dims = {INPUT_NAME: ('batch', 'time', None), 'layers': ('batch', None, inner, None), 'mask': ('batch', inner)}
     for value in list(model.graph.input) + list(model.graph.output):
@@ -294,6 +295,23 @@ def save_onnx(directory, options):
                         f'{options["char_cnn"]["max_characters_per_token"]}] with <S> and </S> -> layers float32 '
                         f'[batch, n_layers + 1, time - 2, 2 * projection_dim], mask bool [batch, time - 2]')
     onnx.save(model, os.path.join(directory, ONNX_FILE))
+
+
+def _drop_unused_constants(graph):
+    """Remove the Constant nodes paddle2onnx writes but no node reads (onnxruntime warns about each
+    one when it loads the model). A Loop body reads its enclosing graphs' values by name, so a
+    constant is used if any node of its graph or of a graph nested in it names it.
+    -> the names read in `graph` and its nested graphs."""
+    import onnx
+    used = {name for node in graph.node for name in node.input} | {value.name for value in graph.output}
+    for node in graph.node:
+        for attr in node.attribute:
+            for sub in ([attr.g] if attr.type == onnx.AttributeProto.GRAPH else list(attr.graphs)):
+                used |= _drop_unused_constants(sub)
+    keep = [node for node in graph.node if node.op_type != 'Constant' or any(o in used for o in node.output)]
+    del graph.node[:]
+    graph.node.extend(keep)
+    return used
 
 
 class _quiet_native_output:
