@@ -14,7 +14,8 @@ gives ELMoEmbedder(stateful=False)'s numbers (tests/test_export.py: within 1e-5)
 Why a separate forward: BiLM's CPU path runs custom C++ ops and PyLayers (kernels.py) and plans its
 work in NumPy (distinct tokens, length chunks, packing), none of which a static program can hold.
 StaticBiLM computes the same function with Paddle ops only, on dynamic batch and time, reading the
-BiLM's own parameters; its time loop is one `while_loop`, which paddle2onnx turns into an ONNX Loop.
+BiLM's own parameters; each LSTM layer's time loop (both directions in one body) is a `while_loop`,
+which paddle2onnx turns into an ONNX Loop.
 """
 import os
 import shutil
@@ -22,10 +23,12 @@ import sys
 import tempfile
 
 import numpy as np
-import paddle
+
+from runtime import paddle
 import paddle.nn as nn
 import paddle.nn.functional as F
 
+from config import MODEL_FIELDS, OPTION_PATHS, ModelConfig
 from dataset import CharMapper, check_sentences
 from fileio import InputError
 
@@ -34,43 +37,53 @@ OUTPUT_NAMES = ('layers', 'mask')
 PROGRAM_PREFIX = 'inference'  # paddle.jit.save's path prefix inside the export directory
 ONNX_FILE = 'model.onnx'
 ONNX_OPSET = 13  # Loop, Split with sizes as an input; supported by every onnxruntime since 1.6
+OPTIONS_FILE = 'options.json'
 # What an export directory holds (Paddle 3.x saves PIR programs as JSON, not inference.pdmodel).
-EXPORTED_FILES = (f'{PROGRAM_PREFIX}.json', f'{PROGRAM_PREFIX}.pdiparams', ONNX_FILE, 'options.json')
+EXPORTED_FILES = (f'{PROGRAM_PREFIX}.json', f'{PROGRAM_PREFIX}.pdiparams', ONNX_FILE, OPTIONS_FILE)
 BACKENDS = ('paddle', 'onnxruntime')
 
-# Option keys whose meaning StaticBiLM implements (bilm-tf's format; others are training settings).
-_SUPPORTED_KEYS = {
-    'char_cnn': {'activation', 'embedding', 'filters', 'max_characters_per_token', 'n_characters', 'n_highway'},
-    'lstm': {'cell_clip', 'dim', 'n_layers', 'proj_clip', 'projection_dim', 'use_skip_connections'},
-}
+# The ModelConfig fields StaticBiLM computes (all of today's; `dropout` is training's only). A field
+# added later is refused unless it holds its default, until StaticBiLM implements it.
+IMPLEMENTED_FIELDS = frozenset({'projection_dim', 'cell_dim', 'num_layers', 'cell_clip', 'proj_clip',
+                                'use_skip_connections', 'char_embed_dim', 'cnn_filters', 'num_highways',
+                                'activation', 'max_characters_per_token', 'dropout'})
 
 
-def check_exportable(options, source='options'):
-    """Raise InputError (one line naming `source` and the option) for what the export cannot compute.
+def check_exportable(config=None, options=None, source='options'):
+    """Raise InputError (one line naming `source` and the setting) for what the export cannot compute.
 
-    StaticBiLM implements bilm-tf's char-input biLM as BiLM runs it. A key it does not know inside
-    `char_cnn` or `lstm` may change the network (another project's extension), so it is refused
-    rather than silently ignored; so are word-input models (no `char_cnn`).
+    config: the model's ModelConfig. options: its options.json as read, when there is one: a key
+    under `char_cnn` or `lstm` that ModelConfig does not read (and BiLM therefore ignores) may be
+    another project's extension that changes the network, so the export refuses it by name rather
+    than silently computing something else; word-input models (no `char_cnn`) are refused too.
     """
-    if not isinstance(options.get('char_cnn'), dict):
-        raise InputError(f'{source}: the export needs a char-input model ("char_cnn" in options); '
-                         f'word-input models are not supported')
-    if not options.get('bidirectional', True):
-        raise InputError(f'{source}: the export needs a bidirectional model ("bidirectional": true)')
-    for section, known in _SUPPORTED_KEYS.items():
-        unknown = sorted(set(options.get(section, {})) - known)
-        if unknown:
-            raise InputError(f'{source}: option "{section}.{unknown[0]}" is not supported by the export '
-                             f'(it knows {section}.{{{", ".join(sorted(known))}}})')
+    if options is not None:
+        if not isinstance(options.get('char_cnn'), dict):
+            raise InputError(f'{source}: the export needs a char-input model ("char_cnn" in options); '
+                             f'word-input models are not supported')
+        for section in ('char_cnn', 'lstm'):
+            known = {path[1] for path, _ in OPTION_PATHS.values() if path[0] == section}
+            known |= {'n_characters'} if section == 'char_cnn' else set()
+            unknown = sorted(set(options.get(section) or {}) - known)
+            if unknown:
+                raise InputError(f'{source}: option "{section}.{unknown[0]}" is not supported by the export '
+                                 f'(it knows {section}.{{{", ".join(sorted(known))}}})')
+        extra = sorted(set(options['char_cnn'].get('embedding') or {}) - {'dim'})
+        if extra:
+            raise InputError(f'{source}: option "char_cnn.embedding.{extra[0]}" is not supported by the export')
+    defaults = ModelConfig()
+    for name in sorted(set(MODEL_FIELDS) - IMPLEMENTED_FIELDS) if config is not None else ():
+        if getattr(config, name) != getattr(defaults, name):
+            raise InputError(f'{source}: the export does not implement {name} = {getattr(config, name)!r}')
 
 
 class StaticBiLM(nn.Layer):
     """BiLM's stateless forward in Paddle ops only, on dynamic batch and time: what is exported.
 
     Holds the BiLM's parameters (not copies). Computes the reference (../shared/REFERENCE-ELMO.md):
-    the char CNN over all max_characters_per_token positions (max over positions of the
-    pre-activation, then the activation), highway, projection, then the forward and backward LSTM
-    stacks with projection, clipping and skip connections; layer 0 is [x; x].
+    the char CNN's max over all max_characters_per_token positions of the pre-activation, then the
+    activation, highway, projection, then the forward and backward LSTM stacks with projection,
+    clipping and skip connections; layer 0 is [x; x].
 
     Padding is at the end of each row (CharMapper's layout), so steps past a row's length come
     after all of its real steps: the loop runs every row for `time` steps and the outputs at
@@ -80,12 +93,11 @@ class StaticBiLM(nn.Layer):
 
     def __init__(self, bilm):
         super().__init__()
-        check_exportable(bilm.options)
+        check_exportable(bilm.config)
         self.bilm = bilm  # a sublayer, so that jit.save finds the parameters under their own names
-        lstm = bilm.options['lstm']
-        self.cell_clip = lstm.get('cell_clip') or None  # 0 / null: no clipping, as LstmStack
-        self.proj_clip = lstm.get('proj_clip') or None
-        self.use_skip = bool(lstm.get('use_skip_connections', False))
+        self.cell_clip = bilm.config.cell_clip or None  # 0 / None: no clipping, as LstmStack
+        self.proj_clip = bilm.config.proj_clip or None
+        self.use_skip = bool(bilm.config.use_skip_connections)
 
     # ---- token representations -------------------------------------------------------------
     def token_embedding(self, char_ids):
@@ -214,9 +226,8 @@ class ExportError(RuntimeError):
     """A conversion step failed (not the user's input): the message says which and why."""
 
 
-def _input_spec(options):
-    return [paddle.static.InputSpec([None, None, options['char_cnn']['max_characters_per_token']],
-                                    'int64', INPUT_NAME)]
+def _input_spec(config):
+    return [paddle.static.InputSpec([None, None, config.max_characters_per_token], 'int64', INPUT_NAME)]
 
 
 def _name_program_outputs(program_file, names):
@@ -244,7 +255,7 @@ def _name_program_outputs(program_file, names):
 
 def save_paddle_program(bilm, directory):
     """paddle.jit.save of StaticBiLM(bilm) -> directory/inference.json + inference.pdiparams."""
-    spec = _input_spec(bilm.options)
+    spec = _input_spec(bilm.config)
     static = paddle.jit.to_static(StaticBiLM(bilm), input_spec=spec, full_graph=True)
     # Tracing arange/cumsum with a traced end makes Paddle 3.3's C++ log 'not support input out
     # tensor' (it passes out=None on): not ours to fix, and not the user's concern.
@@ -257,7 +268,7 @@ def save_paddle_program(bilm, directory):
     _name_program_outputs(program_file, OUTPUT_NAMES)
 
 
-def save_onnx(directory, options):
+def save_onnx(directory, config):
     """directory/inference.json + .pdiparams -> directory/model.onnx with paddle2onnx; batch and
     time named as ONNX dimensions."""
     try:
@@ -290,10 +301,10 @@ def save_onnx(directory, options):
         for dim, name in zip(value.type.tensor_type.shape.dim, dims.get(value.name, ())):
             if name is not None and not dim.HasField('dim_value'):
                 dim.dim_param = name
-    model.doc_string = (f'ELMo biLM ({options["lstm"]["n_layers"]} LSTM layers, projection '
-                        f'{options["lstm"]["projection_dim"]}): char_ids int64 [batch, time, '
-                        f'{options["char_cnn"]["max_characters_per_token"]}] with <S> and </S> -> layers float32 '
-                        f'[batch, n_layers + 1, time - 2, 2 * projection_dim], mask bool [batch, time - 2]')
+    model.doc_string = (f'ELMo biLM ({config.num_layers} LSTM layers, projection {config.projection_dim}): '
+                        f'char_ids int64 [batch, time, {config.max_characters_per_token}] with <S> and </S> -> '
+                        f'layers float32 [batch, n_layers + 1, time - 2, 2 * projection_dim], mask bool '
+                        f'[batch, time - 2]')
     onnx.save(model, os.path.join(directory, ONNX_FILE))
 
 
@@ -378,7 +389,8 @@ def _replace_dir(tmp, output_dir):
     """Move the finished export `tmp` to output_dir; a previous export there is removed only after."""
     old = None
     if os.path.exists(output_dir):
-        old = tempfile.mkdtemp(prefix=f'.{os.path.basename(output_dir)}.old.', dir=os.path.dirname(tmp))
+        old = tempfile.mkdtemp(prefix=f'.{os.path.basename(os.path.abspath(output_dir))}.old.',
+                               dir=os.path.dirname(tmp))
         os.rmdir(old)
         os.rename(output_dir, old)
     os.rename(tmp, output_dir)
@@ -386,7 +398,18 @@ def _replace_dir(tmp, output_dir):
         shutil.rmtree(old, ignore_errors=True)
 
 
-def export_inference(bilm, output_dir, formats=('paddle', 'onnx'), verify_sentences=None):
+def model_options_file(params_file=None, options_file=None, weight_file=None):
+    """The options.json of a model given as load_bilm takes it (a checkpoint prefix, bilm-tf files,
+    or none: the bundled model) -> its path."""
+    from model_io import bundled_model_files, checkpoint_paths
+    if params_file is not None:
+        return checkpoint_paths(params_file)[0]
+    if options_file is not None:
+        return options_file
+    return bundled_model_files()[0]
+
+
+def export_inference(bilm, output_dir, formats=('paddle', 'onnx'), verify_sentences=None, options_file=None):
     """Write `bilm` as a model that runs without this code: see the module docstring.
 
     output_dir: new, empty, or a previous export (replaced). Everything is written into a hidden
@@ -396,16 +419,23 @@ def export_inference(bilm, output_dir, formats=('paddle', 'onnx'), verify_senten
     converted from it); 'onnx' adds model.onnx.
     verify_sentences: token lists to run through each written model and ELMoEmbedder(stateful=False)
     before the rename (verify_export): an ExportError if they differ by more than float rounding.
+    options_file: the model's options.json, checked (check_exportable) and copied as it is; without
+    it, the export's options.json is bilm.config's (ModelConfig.to_options).
     -> dict(files=[names written], max_abs_diff={...}).
     """
     from fileio import write_json_atomic
-    check_exportable(bilm.options)
+    from model_io import read_json
+    options = read_json(options_file, 'options file') if options_file else None
+    check_exportable(bilm.config, options, options_file or 'the model')
     tmp = _temp_dir_beside(output_dir, check_output_dir(output_dir), '.tmp')
     try:
         save_paddle_program(bilm, tmp)
         if 'onnx' in formats:
-            save_onnx(tmp, bilm.options)
-        write_json_atomic(bilm.options, os.path.join(tmp, 'options.json'))
+            save_onnx(tmp, bilm.config)
+        if options_file:
+            shutil.copyfile(options_file, os.path.join(tmp, OPTIONS_FILE))
+        else:
+            write_json_atomic(bilm.config.to_options(), os.path.join(tmp, OPTIONS_FILE))
         diffs = verify_export(bilm, tmp, verify_sentences) if verify_sentences else {}
         files = sorted(os.listdir(tmp))
         _replace_dir(tmp, output_dir)
@@ -454,23 +484,23 @@ class InferenceEmbedder:
     stateful = False
 
     def __init__(self, model_dir, backend='paddle', batch_size=64, onednn=True, threads=None):
-        import cpu
-        from bilm import load_options
+        import runtime
+        from model_io import read_model_config
         if backend not in BACKENDS:
             raise InputError(f'backend must be one of {BACKENDS}, got {backend!r}')
         self.model_dir, self.backend, self.batch_size = model_dir, backend, batch_size
         if not os.path.isdir(model_dir):
             raise FileNotFoundError(f'{model_dir}: no such directory (export_inference.py writes one)')
         needed = [f'{PROGRAM_PREFIX}.json', f'{PROGRAM_PREFIX}.pdiparams'] if backend == 'paddle' else [ONNX_FILE]
-        for name in needed + ['options.json']:
+        for name in needed + [OPTIONS_FILE]:
             if not os.path.isfile(os.path.join(model_dir, name)):
                 raise FileNotFoundError(f'{os.path.join(model_dir, name)}: not found; {model_dir} is not an export '
                                         f'for {backend} (export_inference.py writes {", ".join(EXPORTED_FILES)})')
-        self.options = load_options(os.path.join(model_dir, 'options.json'))
-        self.mapper = CharMapper(self.options['char_cnn']['max_characters_per_token'])
-        threads = threads or cpu.default_threads()
+        self.config = read_model_config(os.path.join(model_dir, OPTIONS_FILE))
+        self.mapper = CharMapper(self.config.max_characters_per_token)
+        threads = threads or runtime.default_threads()
         if backend == 'paddle':
-            cpu.ask_mkl_for_avx2()  # before the predictor's first product (without oneDNN, MKL runs them)
+            runtime.ask_mkl_for_avx2()  # before the predictor's first product (without oneDNN, MKL runs them)
             from paddle import inference
             config = inference.Config(*(os.path.join(model_dir, n) for n in needed))
             config.disable_glog_info()
@@ -484,13 +514,12 @@ class InferenceEmbedder:
             import onnxruntime
             session_options = onnxruntime.SessionOptions()
             session_options.intra_op_num_threads = threads
-            session_options.log_severity_level = 3  # its shape-merge notes about the Loop are not errors
             self._session = onnxruntime.InferenceSession(os.path.join(model_dir, ONNX_FILE), session_options,
                                                          providers=['CPUExecutionProvider'])
 
     @property
     def dim(self):
-        return 2 * self.options['lstm']['projection_dim']
+        return 2 * self.config.projection_dim
 
     def run(self, char_ids):
         """char_ids int64 [batch, time, max_chars] (with <S>, </S>) -> (layers, mask) numpy, as exported."""

@@ -12,6 +12,7 @@ dataset.CharMapper().batch returns, with <S> and </S>); outputs `layers` float32
 directory appears, both are run on a few sentences and compared with ELMoEmbedder(stateful=False).
 README.md, "Deploying: Paddle Inference and ONNX", shows how to run them without this repository.
 """
+import os
 import sys
 
 import args as cli
@@ -31,15 +32,19 @@ def main():
     p.add_argument('--no_verify', action='store_true',
                    help='skip running the written models against ELMoEmbedder before the directory appears')
     a = p.parse_args()
-    source = cli.model_source(a)  # checks the flag combination before Paddle is imported
-    import paddle
-    from deploy import ExportError, check_output_dir, export_inference
-    from model_io import load_bilm
-    check_output_dir(a.output_dir)  # before loading what may be a large model
+    source = cli.model_source(a)
+    from deploy import ExportError, check_exportable, check_output_dir, export_inference, model_options_file
+    from model_io import load_bilm, read_json
+    from runtime import paddle
+    # Everything that can be checked before loading what may be a large model.
+    check_output_dir(a.output_dir)
+    options_file = model_options_file(**source)
+    if os.path.isfile(options_file):  # else load_bilm below says what the model needs
+        check_exportable(options=read_json(options_file, 'options file'), source=options_file)
     paddle.set_device('cpu')
     bilm = load_bilm(**source)
     try:
-        result = export_inference(bilm, a.output_dir, formats=a.formats.split(','),
+        result = export_inference(bilm, a.output_dir, formats=a.formats.split(','), options_file=options_file,
                                   verify_sentences=None if a.no_verify else CHECK_SENTENCES)
     except ExportError as e:  # a conversion step failed: not the user's mistake, but one line says it
         print(f'error: {e}', file=sys.stderr)

@@ -156,7 +156,7 @@ def exported_worker(spec):
     """Time an exported model as embed_worker times ELMoEmbedder (same sentences, batches, warm-up)."""
     common.set_threads(spec['threads'])
     from deploy import InferenceEmbedder
-    from embedder import keep_freed_memory
+    from runtime import keep_freed_memory
     keep_freed_memory()  # as the embedder's runs (reuse_memory=True)
     sentences, _ = read_sentences(spec['data_file'], spec['n_sentences'])
     embedder = InferenceEmbedder(spec['model_dir'], backend=EXPORTED_RUNTIMES[spec['runtime']]['backend'],

@@ -52,10 +52,11 @@ def fixture_export(tmp_path_factory):
 def original_export(tmp_path_factory):
     """A random model of the original size (char CNN 2048 filters, 2 highway, LSTM 4096 -> 512, 2
     layers) exported in-process -> (directory, its BiLM)."""
+    from config import ModelConfig
     from deploy import export_inference
-    from elmo import BiLM, make_options
+    from elmo import BiLM
     paddle.seed(1)
-    bilm = BiLM(make_options(dropout=0.0))
+    bilm = BiLM(ModelConfig(dropout=0.0))  # the defaults are the original model
     out = tmp_path_factory.mktemp('original') / 'elmo_inference'
     export_inference(bilm, str(out))
     return str(out), bilm
@@ -132,10 +133,11 @@ def test_static_bilm_matches_the_embedder_before_export(fixture_dir):
 
 def test_export_writes_the_listed_files_and_the_models_options(fixture_export):
     from deploy import EXPORTED_FILES
-    model_dir, bilm = fixture_export
+    model_dir, _ = fixture_export
     assert sorted(os.listdir(model_dir)) == sorted(EXPORTED_FILES)
-    with open(os.path.join(model_dir, 'options.json')) as f:
-        assert json.load(f) == bilm.options
+    with open(os.path.join(model_dir, 'options.json'), 'rb') as copied, \
+            open(os.path.join(FIXTURE, 'options.json'), 'rb') as original:
+        assert copied.read() == original.read()
     assert not [n for n in os.listdir(os.path.dirname(model_dir)) if n.startswith('.')]  # no temp left
 
 
@@ -232,7 +234,8 @@ BAD = {  # name: (args(tmp_path) without --output_dir, the message's expected pa
     'a missing checkpoint': (lambda t: ['--init_from_ckpt', str(t / 'ckpt' / 'final')], 'options.json: not found'),
     'an option the export does not implement': (lambda t: options_with(t, 'char_cnn', 'word_dim', 100),
                                                 'option "char_cnn.word_dim" is not supported by the export'),
-    'a word-input model': (lambda t: options_with(t, 'char_cnn', None, None), 'missing section "char_cnn"'),
+    'a word-input model': (lambda t: options_with(t, 'char_cnn', None, None),
+                           'the export needs a char-input model ("char_cnn" in options)'),
 }
 
 
@@ -254,6 +257,16 @@ def test_export_to_a_bad_directory_fails_with_one_line(where, tmp_path):
                'holds other files': 'holds files that are not an export (notes.txt)'}[where]
     assert message in one_line_error(run_script('export_inference.py', '--output_dir', out))
     assert (tmp_path / 'notes.txt').read_text() == 'mine'
+
+
+def test_a_model_setting_the_export_does_not_implement_is_refused_by_name(monkeypatch):
+    # A ModelConfig field added after the export was written: refused unless it keeps its default.
+    import deploy
+    from config import ModelConfig
+    monkeypatch.setattr(deploy, 'IMPLEMENTED_FIELDS', deploy.IMPLEMENTED_FIELDS - {'activation'})
+    deploy.check_exportable(ModelConfig(activation='relu'))
+    with pytest.raises(deploy.InputError, match="does not implement activation = 'tanh'"):
+        deploy.check_exportable(ModelConfig(activation='tanh'), source='options.json')
 
 
 def test_run_embed_inference_model_bad_input_fails_with_one_line(tmp_path, fixture_export):
