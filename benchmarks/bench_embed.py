@@ -1,9 +1,11 @@
-"""Embedding speed: ELMoEmbedder tokens/s and peak memory, next to the arithmetic floor.
+"""Embedding speed: ELMoEmbedder tokens/s and peak memory, next to the arithmetic floor and the exported models.
 
-    python benchmarks/bench_embed.py                     # the full table (~20 min on a busy 2-core box)
+    python benchmarks/bench_embed.py                     # the full table (~20 min on a busy 2-core box,
+                                                         # more with the exported models' runs)
     python benchmarks/bench_embed.py --configs small --n_sentences 200 --cache on   # a quick look
     python benchmarks/bench_embed.py --configs none --embed_file_lines 10000,100000  # memory vs lines
-    python benchmarks/bench_embed.py --modes stateless --cache on,off --exported paddle,paddle-no-onednn,onnxruntime
+    python benchmarks/bench_embed.py --modes stateless --exported onnxruntime   # ELMoEmbedder vs the ONNX export
+    python benchmarks/bench_embed.py --exported none                         # ELMoEmbedder only
     bash benchmarks/setup_allennlp.sh && python benchmarks/bench_embed.py --n_sentences 1000   # + AllenNLP
 
 Every configuration (random weights: the speed does not depend on the values) runs in its own
