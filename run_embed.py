@@ -3,12 +3,14 @@
     python run_embed.py sentences.txt out.hdf5              # the bundled model (pretrained/)
     python run_embed.py sentences.txt out.hdf5 --options_file options.json --weight_file weights.hdf5
     python run_embed.py sentences.txt out.hdf5 --init_from_ckpt checkpoints/final --output_format top
+    python run_embed.py sentences.txt out.hdf5 --inference_model elmo_inference   # export_inference.py's
 
 Datasets: str(line index) -> the embedding of that line ('all': [3, n_tokens, dim]; 'top' and
 'average': [n_tokens, dim]), and 'sentence_to_index', a JSON string {sentence: line index}.
 """
 import args as cli
 from embedder import OUTPUT_FORMATS
+from fileio import InputError
 
 
 def main():
@@ -16,6 +18,12 @@ def main():
     p.add_argument('input_file', help='one sentence per line, whitespace-tokenized, UTF-8')
     p.add_argument('output_file', help='hdf5 file to write')
     cli.add_model_source(p, bundled_default=True)
+    g = p.add_argument_group('or an exported model (export_inference.py; stateless, CPU)')
+    g.add_argument('--inference_model', help='directory written by export_inference.py')
+    g.add_argument('--inference_backend', default='paddle', choices=['paddle', 'onnxruntime'],
+                   help="paddle.inference's predictor (inference.json) or onnxruntime (model.onnx)")
+    g.add_argument('--no_onednn', action='store_true',
+                   help="paddle backend: Paddle's own CPU kernels (MKL matmuls) instead of oneDNN's")
     cli.add_device(p)
     p.add_argument('--output_format', default='all', choices=OUTPUT_FORMATS,
                    help='all layers, the top layer, or the average of the layers')
@@ -23,9 +31,24 @@ def main():
     p.add_argument('--stateful', action='store_true',
                    help='carry LSTM state across batches (as allennlp elmo did); default stateless')
     a = p.parse_args()
+    if a.inference_model:
+        if a.init_from_ckpt or a.options_file or a.weight_file:
+            raise InputError('give either --inference_model or a model to load (--init_from_ckpt, '
+                             '--options_file/--weight_file), not both')
+        if a.stateful:
+            raise InputError('--stateful: an exported model is stateless (export_inference.py)')
+        if a.device != 'cpu':
+            raise InputError('--inference_model runs on the CPU here; use --device cpu')
     from elmo import ELMoEmbedder, use_device
+    # The same process set-up either way: threads, MKL's AVX2 path (the predictor without oneDNN
+    # multiplies with MKL), malloc keeping freed blocks.
     use_device(a.device, cpu_threads=a.cpu_threads)
-    embedder = ELMoEmbedder(**cli.model_source(a), batch_size=a.batch_size, stateful=a.stateful)
+    if a.inference_model:
+        from deploy import InferenceEmbedder
+        embedder = InferenceEmbedder(a.inference_model, backend=a.inference_backend, batch_size=a.batch_size,
+                                     onednn=not a.no_onednn, threads=a.cpu_threads)
+    else:
+        embedder = ELMoEmbedder(**cli.model_source(a), batch_size=a.batch_size, stateful=a.stateful)
     n = embedder.embed_file(a.input_file, a.output_file, a.output_format)
     print(f'wrote {n} sentences to {a.output_file}')
 

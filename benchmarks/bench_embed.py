@@ -1,8 +1,11 @@
-"""Embedding speed: ELMoEmbedder tokens/s and peak memory, next to the arithmetic floor.
+"""Embedding speed: ELMoEmbedder tokens/s and peak memory, next to the arithmetic floor and the exported models.
 
-    python benchmarks/bench_embed.py                     # the full table (~20 min on a busy 2-core box)
+    python benchmarks/bench_embed.py                     # the full table (~20 min on a busy 2-core box,
+                                                         # more with the exported models' runs)
     python benchmarks/bench_embed.py --configs small --n_sentences 200 --cache on   # a quick look
     python benchmarks/bench_embed.py --configs none --embed_file_lines 10000,100000  # memory vs lines
+    python benchmarks/bench_embed.py --modes stateless --exported onnxruntime   # ELMoEmbedder vs the ONNX export
+    python benchmarks/bench_embed.py --exported none                         # ELMoEmbedder only
     bash benchmarks/setup_allennlp.sh && python benchmarks/bench_embed.py --n_sentences 1000   # + AllenNLP
 
 Every configuration (random weights: the speed does not depend on the values) runs in its own
@@ -19,6 +22,14 @@ tokens/s counts real tokens (not <S> and </S>). The floor: FLOPs per token of th
 highway and projection count as free) divided by the float32 matmul rate measured at the start on
 the same threads. ratio = tokens/s / floor tokens/s. "GFLOP/s" is the same counting per second.
 "CNN runs/token" is the share of tokens that went through the char CNN.
+
+Exported models (export_inference.py, deploy.py) beside ELMoEmbedder: for each configuration the
+same random weights are exported once (Paddle Inference program + ONNX), then each runtime of
+--exported embeds the same sentences and batches in its own process, stateless (the exports are):
+Paddle Inference's predictor with oneDNN (`paddle`) and without (`paddle-no-onednn`: Paddle's CPU
+kernels, matmuls on MKL), and onnxruntime. "x embedder" divides by ELMoEmbedder's stateless
+tokens/s with its word cache on (and off). The exports compute the char CNN for every distinct word
+of every batch; they keep no cache across batches.
 
 Side by side with AllenNLP: when --allennlp_python exists (the venv benchmarks/setup_allennlp.sh
 makes, ../allennlp-venv by default), each configuration's random weights are exported to bilm-tf's
@@ -133,7 +144,44 @@ def export_worker(spec):
     return {'output_dir': spec['output_dir']}
 
 
-WORKERS = {'embed': embed_worker, 'embed_file': embed_file_worker, 'export': export_worker}
+def export_inference_worker(spec):
+    """The configuration's random weights (the embed workers' seed) -> an export_inference directory."""
+    import paddle
+    from deploy import export_inference
+    from elmo import BiLM
+    paddle.seed(spec['seed'])
+    export_inference(BiLM(config_options(spec['config'])), spec['output_dir'])
+    return {'output_dir': spec['output_dir']}
+
+
+def exported_worker(spec):
+    """Time an exported model as embed_worker times ELMoEmbedder (same sentences, batches, warm-up)."""
+    common.set_threads(spec['threads'])
+    from deploy import InferenceEmbedder
+    from runtime import keep_freed_memory
+    keep_freed_memory()  # as the embedder's runs (reuse_memory=True)
+    sentences, _ = read_sentences(spec['data_file'], spec['n_sentences'])
+    embedder = InferenceEmbedder(spec['model_dir'], backend=EXPORTED_RUNTIMES[spec['runtime']]['backend'],
+                                 batch_size=spec['batch_size'], onednn=EXPORTED_RUNTIMES[spec['runtime']]['onednn'],
+                                 threads=spec['threads'])
+    embedder.encode([['A', 'warm-up', 'sentence', '.'], ['Another', 'one']])
+    model_mb = common.current_rss_mb()
+    start, cpu = time.perf_counter(), time.process_time()
+    for _ in embedder.iter_embeddings(sentences):
+        pass
+    seconds, cpu = time.perf_counter() - start, time.process_time() - cpu
+    return dict(tokens=sum(len(s) for s in sentences), sentences=len(sentences), seconds=seconds,
+                cpu_seconds=cpu, peak_rss_mb=common.peak_rss_mb(), model_rss_mb=model_mb)
+
+
+EXPORTED_RUNTIMES = {  # --exported names -> InferenceEmbedder arguments
+    'paddle': dict(backend='paddle', onednn=True),
+    'paddle-no-onednn': dict(backend='paddle', onednn=False),
+    'onnxruntime': dict(backend='onnxruntime', onednn=False),
+}
+
+WORKERS = {'embed': embed_worker, 'embed_file': embed_file_worker, 'export': export_worker,
+           'export_inference': export_inference_worker, 'exported': exported_worker}
 
 
 def run_measurement(spec):
@@ -191,6 +239,35 @@ def allennlp_rows(a, ours):
                              'x AllenNLP': mine['tokens/s'] / tps, 'AllenNLP peak MB': r['peak_rss_mb'],
                              'AllenNLP MB after load': r['model_rss_mb'], 'ours peak MB': mine['peak MB'],
                              'torch': r['torch'], 'threads': r['threads']})
+    return rows
+
+
+def exported_rows(a, ours):
+    """Each runtime of --exported on each configuration's export; -> rows beside ELMoEmbedder's."""
+    rows = []
+    with tempfile.TemporaryDirectory(prefix='bench_embed_exported_') as tmp:
+        for config in a.configs:
+            model_dir = os.path.join(tmp, config)
+            print(f'  exporting {config} ...', end=' ', flush=True)
+            run_measurement(dict(kind='export_inference', config=config, output_dir=model_dir, seed=a.seed,
+                                 threads=a.threads))
+            print('done', flush=True)
+            mine = {row['cache']: row['tokens/s'] for row in ours
+                    if row['config'] == config and row['mode'] == 'stateless'}
+            for runtime in a.exported:
+                spec = dict(kind='exported', config=config, runtime=runtime, model_dir=model_dir,
+                            data_file=a.data_file, n_sentences=a.n_sentences, batch_size=a.batch_size,
+                            threads=a.threads, seed=a.seed)
+                print(f'  {config} exported, {runtime} ...', end=' ', flush=True)
+                r = run_measurement(spec)
+                load = common.load_average()[0]
+                tps = r['tokens'] / r['seconds']
+                print(f'{tps:.0f} tokens/s, {r["seconds"]:.1f} s, load {load}', flush=True)
+                rows.append({'config': config, 'runtime': runtime, 'tokens/s': tps, 'peak MB': r['peak_rss_mb'],
+                             'MB after load': r['model_rss_mb'], 'tokens/CPU-s': r['tokens'] / r['cpu_seconds'],
+                             'x embedder (cache on)': tps / mine['on'] if 'on' in mine else '',
+                             'x embedder (cache off)': tps / mine['off'] if 'off' in mine else '',
+                             'seconds': r['seconds'], 'load (1 min)': load})
     return rows
 
 
@@ -264,6 +341,9 @@ def parse_args(argv=None):
                    help='model for the embed_file runs (memory growth does not depend on its size)')
     p.add_argument('--embed_file_format', default='all', choices=['all', 'top', 'average'],
                    help='embed_file output_format')
+    p.add_argument('--exported', default=','.join(EXPORTED_RUNTIMES),
+                   help=f'comma-separated runtimes of the exported model, from {", ".join(EXPORTED_RUNTIMES)} '
+                   '("none": skip); each configuration is exported once')
     p.add_argument('--seed', type=int, default=0, help='random weights seed')
     p.add_argument('--allennlp_python', default=DEFAULT_ALLENNLP_PYTHON,
                    help='python of the venv benchmarks/setup_allennlp.sh makes: AllenNLP is timed beside us when it '
@@ -286,6 +366,7 @@ def check_args(p, a):
     a.configs = _list(a.configs, list(CONFIGS), '--configs')
     a.modes = _list(a.modes, ['stateless', 'stateful'], '--modes')
     a.cache = _list(a.cache, ['on', 'off'], '--cache')
+    a.exported = _list(a.exported, list(EXPORTED_RUNTIMES), '--exported')
     try:
         a.embed_file_lines = [int(v) for v in a.embed_file_lines.split(',') if v.strip()]
     except ValueError:
@@ -330,6 +411,12 @@ def run_benchmark(a):
         print(f'encode: first {a.n_sentences} lines of {a.data_file} ({encoding}), batch {a.batch_size}')
         results['encode'] = embed_rows(a, rate)
         common.print_table(results['encode'])
+        if a.exported and a.device != 'cpu':
+            print('exported models not timed: they run on the CPU here (--device cpu)')
+        elif a.exported:
+            print('exported models (export_inference.py), stateless, same sentences and batches:')
+            results['exported'] = exported_rows(a, results['encode'])
+            common.print_table(results['exported'])
         if a.allennlp_python != 'none' and os.path.exists(a.allennlp_python) and 'on' in a.cache:
             results['allennlp'] = allennlp_rows(a, results['encode'])
             common.print_table(results['allennlp'])

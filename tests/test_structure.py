@@ -11,7 +11,7 @@ import pytest
 from conftest import ROOT, require, FIXTURE
 
 SCRIPTS = {'run_pretrain', 'run_eval', 'run_finetune', 'run_embed', 'word2vec_base', 'export_weights',
-           'build_vocab', 'demo', 'run_predict', 'run_dump'}
+           'export_inference', 'build_vocab', 'demo', 'run_predict', 'run_dump'}
 
 
 def our_imports():

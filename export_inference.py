@@ -1,0 +1,58 @@
+"""Export the biLM as a model that runs without this code: Paddle Inference and ONNX.
+
+    python export_inference.py --output_dir elmo_inference                     # the bundled model
+    python export_inference.py --options_file options.json --weight_file weights.hdf5 --output_dir elmo_inference
+    python export_inference.py --init_from_ckpt checkpoints/final --output_dir elmo_inference
+
+Writes OUTPUT_DIR/inference.json + inference.pdiparams (paddle.jit.save's program, for
+paddle.inference's predictor), OUTPUT_DIR/model.onnx (paddle2onnx, for onnxruntime) and
+OUTPUT_DIR/options.json. Input `char_ids` int64 [batch, time, max_characters_per_token] (what
+dataset.CharMapper().batch returns, with <S> and </S>); outputs `layers` float32
+[batch, n_layers + 1, time - 2, 2 * projection_dim] and `mask` bool [batch, time - 2]. Before the
+directory appears, both are run on a few sentences and compared with ELMoEmbedder(stateful=False).
+README.md, "Deploying: Paddle Inference and ONNX", shows how to run them without this repository.
+"""
+import os
+import sys
+
+import args as cli
+
+# Sentences the export is checked on: short and long, a long word, non-ASCII bytes, one token.
+CHECK_SENTENCES = [['The', 'first', 'sentence', '.'], ['Second', 'one', ',', 'a', 'little', 'longer', 'than',
+                   'the', 'first', ',', 'with', 'antidisestablishmentarianism', '.'], ['中文', 'ünïcode'], ['x']]
+
+
+def main():
+    p = cli.parser(__doc__.split('\n')[0])
+    p.add_argument('--output_dir', required=True,
+                   help='directory to write (new, empty, or a previous export, which is replaced)')
+    cli.add_model_source(p, bundled_default=True)
+    p.add_argument('--formats', default='paddle,onnx', choices=['paddle,onnx', 'paddle'],
+                   help='paddle: the Paddle Inference program only; paddle,onnx: also model.onnx')
+    p.add_argument('--no_verify', action='store_true',
+                   help='skip running the written models against ELMoEmbedder before the directory appears')
+    a = p.parse_args()
+    source = cli.model_source(a)
+    from deploy import ExportError, check_exportable, check_output_dir, export_inference, model_options_file
+    from model_io import load_bilm, read_json
+    from runtime import paddle
+    # Everything that can be checked before loading what may be a large model.
+    check_output_dir(a.output_dir)
+    options_file = model_options_file(**source)
+    if os.path.isfile(options_file):  # else load_bilm below says what the model needs
+        check_exportable(options=read_json(options_file, 'options file'), source=options_file)
+    paddle.set_device('cpu')
+    bilm = load_bilm(**source)
+    try:
+        result = export_inference(bilm, a.output_dir, formats=a.formats.split(','), options_file=options_file,
+                                  verify_sentences=None if a.no_verify else CHECK_SENTENCES)
+    except ExportError as e:  # a conversion step failed: not the user's mistake, but one line says it
+        print(f'error: {e}', file=sys.stderr)
+        return 1
+    print(f'wrote {a.output_dir}: {", ".join(result["files"])}')
+    for backend, diff in result['max_abs_diff'].items():
+        print(f'  {backend}: max |difference| from ELMoEmbedder {diff:.2g} on {len(CHECK_SENTENCES)} sentences')
+
+
+if __name__ == '__main__':
+    cli.run(main)

@@ -1,0 +1,318 @@
+"""export_inference.py and deploy.py: the exported Paddle Inference program and ONNX model give
+ELMoEmbedder(stateful=False)'s numbers, run without this repository as README shows, back
+run_embed.py --inference_model, and bad input fails with one line."""
+import json
+import os
+import re
+import subprocess
+import sys
+
+import h5py
+import numpy as np
+import paddle
+import pytest
+
+from conftest import FIXTURE, ROOT, one_line_error, require
+
+# The reference's own tolerance for the fixture; the exports differ from the embedder by BLAS
+# summation order only (measured <= 1e-6), a formula slip by > 1e-3.
+TOL = 1e-5
+ENV = dict(os.environ, OMP_NUM_THREADS='1', PYTHONUNBUFFERED='1')  # Paddle's import warns when > 1
+BACKENDS = ('paddle', 'onnxruntime')
+# Odd cases next to plain ones: an empty sentence (time 2), one token, a word longer than 48 bytes
+# (cut), non-ASCII bytes, a sentence that is long for its batch.
+ODD_SENTENCES = [[], ['x'], ['pneumonoultramicroscopicsilicovolcanoconiosis' * 2, 'ok'], ['中文', 'ünï', '.'],
+                 ['a', 'much', 'longer', 'sentence', 'than', 'the', 'others', 'in', 'this', 'batch', '!']]
+
+
+def fixture_bilm():
+    from elmo import load_bilm
+    return load_bilm(options_file=os.path.join(FIXTURE, 'options.json'),
+                     weight_file=os.path.join(FIXTURE, 'lm_weights.hdf5'))
+
+
+def fixture_sentences():
+    with open(os.path.join(FIXTURE, 'sentences.json')) as f:
+        return [s.split() for group in json.load(f) for s in group]
+
+
+@pytest.fixture(scope='module')
+def fixture_export(tmp_path_factory):
+    """The fixture model exported (by the script, as a user would) -> (directory, its BiLM)."""
+    require(FIXTURE)
+    out = tmp_path_factory.mktemp('fixture') / 'elmo_inference'
+    proc = run_script('export_inference.py', '--options_file', os.path.join(FIXTURE, 'options.json'),
+                      '--weight_file', os.path.join(FIXTURE, 'lm_weights.hdf5'), '--output_dir', str(out))
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert 'max |difference| from ELMoEmbedder' in proc.stdout
+    return str(out), fixture_bilm()
+
+
+@pytest.fixture(scope='module')
+def original_export(tmp_path_factory):
+    """A random model of the original size (char CNN 2048 filters, 2 highway, LSTM 4096 -> 512, 2
+    layers) exported in-process -> (directory, its BiLM)."""
+    from config import ModelConfig
+    from deploy import export_inference
+    from elmo import BiLM
+    paddle.seed(1)
+    bilm = BiLM(ModelConfig(dropout=0.0))  # the defaults are the original model
+    out = tmp_path_factory.mktemp('original') / 'elmo_inference'
+    export_inference(bilm, str(out))
+    return str(out), bilm
+
+
+def run_script(script, *args, cwd=ROOT, timeout=600):
+    return subprocess.run([sys.executable, os.path.join(ROOT, script), *args], capture_output=True, text=True,
+                          env=ENV, cwd=cwd, timeout=timeout)
+
+
+def max_difference(model_dir, bilm, sentences, backend):
+    """Largest |exported - ELMoEmbedder(stateful=False)| over one batch of `sentences`, after
+    checking the exported outputs' layout (shapes, zeros at padding, mask)."""
+    from deploy import InferenceEmbedder
+    from dataset import CharMapper
+    from elmo import ELMoEmbedder
+    expected = ELMoEmbedder(bilm=bilm, stateful=False).embed_batch(sentences)
+    ids, lengths = CharMapper().batch(sentences)
+    layers, mask = InferenceEmbedder(model_dir, backend=backend).run(ids)
+    n_layers, dim = bilm.n_layers + 1, 2 * bilm.projection_dim
+    assert layers.dtype == np.float32 and layers.shape == (len(sentences), n_layers, ids.shape[1] - 2, dim)
+    assert mask.dtype == np.bool_ and mask.tolist() == [[t < n - 2 for t in range(ids.shape[1] - 2)] for n in lengths]
+    assert np.all(layers.transpose(0, 2, 1, 3)[~mask] == 0)
+    return max(float(np.abs(layers[b, :, :len(s)] - e).max(initial=0.0))
+               for b, (s, e) in enumerate(zip(sentences, expected)))
+
+
+# --------------------------------------------------------------------------------------------
+# The numbers
+# --------------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize('backend', BACKENDS)
+def test_exported_fixture_model_matches_the_stateless_embedder(fixture_export, backend):
+    model_dir, bilm = fixture_export
+    sentences = fixture_sentences()
+    assert max_difference(model_dir, bilm, sentences, backend) <= TOL  # 30 sentences, one batch
+    assert max_difference(model_dir, bilm, sentences[::-1][:7], backend) <= TOL  # another batch and time
+    assert max_difference(model_dir, bilm, ODD_SENTENCES, backend) <= TOL
+
+
+@pytest.mark.parametrize('backend', BACKENDS)
+def test_exported_original_size_model_matches_the_stateless_embedder(original_export, backend):
+    model_dir, bilm = original_export
+    assert max_difference(model_dir, bilm, ODD_SENTENCES, backend) <= TOL
+    assert max_difference(model_dir, bilm, [['One', 'short', 'one', '.']], backend) <= TOL
+
+
+def test_original_size_outputs_are_not_trivially_equal(original_export):
+    # Guards the test above: random weights whose outputs were all clipped or all zero would agree
+    # with anything.
+    from deploy import InferenceEmbedder
+    layers = InferenceEmbedder(original_export[0], backend='onnxruntime').embed_batch(ODD_SENTENCES)[4]
+    assert all(0.01 < layers[k].std() and np.abs(layers[k]).max() < 2.9 for k in range(1, 3))
+
+
+def test_static_bilm_matches_the_embedder_before_export(fixture_dir):
+    # The eager run of what is exported: a slip here is ours, not the converter's.
+    from deploy import StaticBiLM
+    from dataset import CharMapper
+    from elmo import ELMoEmbedder
+    bilm = fixture_bilm()
+    sentences = fixture_sentences()[:12] + ODD_SENTENCES
+    expected = ELMoEmbedder(bilm=bilm).embed_batch(sentences)
+    with paddle.no_grad():
+        layers, mask = StaticBiLM(bilm)(paddle.to_tensor(CharMapper().batch(sentences)[0]))
+    for b, e in enumerate(expected):
+        np.testing.assert_allclose(layers.numpy()[b, :, :e.shape[1]], e, atol=TOL, rtol=0)
+        assert mask.numpy()[b].sum() == e.shape[1]
+
+
+# --------------------------------------------------------------------------------------------
+# Files and the README's snippets
+# --------------------------------------------------------------------------------------------
+
+def test_export_writes_the_listed_files_and_the_models_options(fixture_export):
+    from deploy import EXPORTED_FILES
+    model_dir, _ = fixture_export
+    assert sorted(os.listdir(model_dir)) == sorted(EXPORTED_FILES)
+    with open(os.path.join(model_dir, 'options.json'), 'rb') as copied, \
+            open(os.path.join(FIXTURE, 'options.json'), 'rb') as original:
+        assert copied.read() == original.read()
+    assert not [n for n in os.listdir(os.path.dirname(model_dir)) if n.startswith('.')]  # no temp left
+
+
+def readme_deploy_blocks():
+    text = open(os.path.join(ROOT, 'README.md'), encoding='utf-8').read()
+    section = text[text.index('## Deploying: Paddle Inference and ONNX'):]
+    section = section[:section.index('\n## ', 1)]
+    return re.findall(r'```python\n(.*?)```', section, re.S)
+
+
+# Runs a README snippet as a user without this repository would: not in the checkout, and with the
+# checkout off sys.path (the venv's .pth file puts it there, as an editable install does).
+WITHOUT_REPOSITORY = '''
+import importlib.util, os, sys
+sys.path[:] = [p for p in sys.path if os.path.realpath(p or '.') != os.path.realpath({root!r})]
+assert not any(importlib.util.find_spec(m) for m in ('elmo', 'deploy', 'dataset')), 'the repository is importable'
+'''
+
+
+@pytest.mark.parametrize('runtime', ['paddle', 'onnxruntime'])
+def test_readme_snippet_runs_without_the_repository(fixture_export, runtime, tmp_path):
+    model_dir, bilm = fixture_export
+    chars, paddle_block, onnx_block = readme_deploy_blocks()
+    os.symlink(model_dir, tmp_path / 'elmo_inference')
+    code = (WITHOUT_REPOSITORY.format(root=ROOT) + chars + (paddle_block if runtime == 'paddle' else onnx_block)
+            + "\nnp.save('layers.npy', layers)\nnp.save('mask.npy', mask)\n"
+            + "print(sorted(m for m in ('paddle', 'onnxruntime') if m in sys.modules))\n")
+    env = {k: v for k, v in ENV.items() if k != 'PYTHONPATH'}
+    proc = subprocess.run([sys.executable, '-c', code], cwd=tmp_path, capture_output=True, text=True, env=env,
+                          timeout=300)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert proc.stdout.strip().splitlines()[-1] == f"['{runtime}']"  # the other runtime was never imported
+    from dataset import CharMapper
+    sentences = [['The', 'cat', 'sat', '.'], ['Hello', 'world', '!']]  # as in README
+    from elmo import ELMoEmbedder
+    expected = ELMoEmbedder(bilm=bilm).embed_batch(sentences)
+    layers, mask = np.load(tmp_path / 'layers.npy'), np.load(tmp_path / 'mask.npy')
+    for b, e in enumerate(expected):
+        np.testing.assert_allclose(layers[b, :, :e.shape[1]], e, atol=TOL, rtol=0)
+    assert mask.tolist() == [[True] * 4, [True] * 3 + [False]]
+    # The README's char ids are CharMapper's, byte for byte.
+    namespace = {}
+    exec(chars.split('sentences = ')[0], namespace)
+    odd = ODD_SENTENCES + [['<S>', 'x', '</S>']]
+    np.testing.assert_array_equal(namespace['char_ids'](odd), CharMapper().batch(odd)[0])
+
+
+@pytest.mark.parametrize('backend', BACKENDS)
+def test_run_embed_with_the_inference_model_writes_the_embedders_hdf5(fixture_export, backend, tmp_path):
+    model_dir, bilm = fixture_export
+    src = tmp_path / 'in.txt'
+    src.write_text('Hello world .\n\nA second , longer sentence here\n中文 也 行\n', encoding='utf-8')
+    proc = run_script('run_embed.py', str(src), str(tmp_path / 'o.hdf5'), '--inference_model', model_dir,
+                      '--inference_backend', backend, '--batch_size', '2')
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    from elmo import ELMoEmbedder
+    ELMoEmbedder(bilm=bilm).embed_file(str(src), str(tmp_path / 'ref.hdf5'), progress=False)
+    with h5py.File(tmp_path / 'o.hdf5', 'r') as got, h5py.File(tmp_path / 'ref.hdf5', 'r') as ref:
+        assert sorted(got) == sorted(ref)
+        assert got['sentence_to_index'][0] == ref['sentence_to_index'][0]
+        for key in (k for k in ref if k != 'sentence_to_index'):
+            assert got[key].shape == ref[key].shape
+            np.testing.assert_allclose(got[key][...], ref[key][...], atol=TOL, rtol=0)
+
+
+# --------------------------------------------------------------------------------------------
+# Bad input, and exports that fail
+# --------------------------------------------------------------------------------------------
+
+def unwritable_dir(tmp_path):
+    """A directory this process cannot create files in (root ignores permission bits: use sysfs)."""
+    if os.geteuid() == 0:
+        return '/sys'
+    d = tmp_path / 'read-only'
+    d.mkdir()
+    d.chmod(0o555)
+    return str(d)
+
+
+def options_with(tmp_path, section, key, value):
+    options = json.load(open(os.path.join(FIXTURE, 'options.json')))
+    if value is None:
+        del options[section]
+    else:
+        options[section][key] = value
+    path = tmp_path / 'options.json'
+    path.write_text(json.dumps(options))
+    return ['--options_file', str(path), '--weight_file', os.path.join(FIXTURE, 'lm_weights.hdf5')]
+
+
+BAD = {  # name: (args(tmp_path) without --output_dir, the message's expected part)
+    'a missing model': (lambda t: ['--options_file', str(t / 'none.json'), '--weight_file', str(t / 'none.hdf5')],
+                        'none.json: options file not found'),
+    'a missing checkpoint': (lambda t: ['--init_from_ckpt', str(t / 'ckpt' / 'final')], 'options.json: not found'),
+    'an option the export does not implement': (lambda t: options_with(t, 'char_cnn', 'word_dim', 100),
+                                                'option "char_cnn.word_dim" is not supported by the export'),
+    'a word-input model': (lambda t: options_with(t, 'char_cnn', None, None),
+                           'the export needs a char-input model ("char_cnn" in options)'),
+}
+
+
+@pytest.mark.parametrize('name', list(BAD))
+def test_export_of_a_bad_model_fails_with_one_line_and_writes_nothing(name, tmp_path, fixture_dir):
+    make_args, message = BAD[name]
+    proc = run_script('export_inference.py', *make_args(tmp_path), '--output_dir', str(tmp_path / 'out'))
+    assert message in one_line_error(proc)
+    assert not (tmp_path / 'out').exists() and not [p for p in os.listdir(tmp_path) if p.startswith('.')]
+
+
+@pytest.mark.parametrize('where', ['unwritable', 'missing parent', 'holds other files'])
+def test_export_to_a_bad_directory_fails_with_one_line(where, tmp_path):
+    out = {'unwritable': os.path.join(unwritable_dir(tmp_path), 'elmo_inference'),
+           'missing parent': str(tmp_path / 'missing' / 'elmo_inference'),
+           'holds other files': str(tmp_path)}[where]
+    (tmp_path / 'notes.txt').write_text('mine')
+    message = {'unwritable': 'cannot write in', 'missing parent': 'does not exist',
+               'holds other files': 'holds files that are not an export (notes.txt)'}[where]
+    assert message in one_line_error(run_script('export_inference.py', '--output_dir', out))
+    assert (tmp_path / 'notes.txt').read_text() == 'mine'
+
+
+def test_a_model_setting_the_export_does_not_implement_is_refused_by_name(monkeypatch):
+    # A ModelConfig field added after the export was written: refused unless it keeps its default.
+    import deploy
+    from config import ModelConfig
+    monkeypatch.setattr(deploy, 'IMPLEMENTED_FIELDS', deploy.IMPLEMENTED_FIELDS - {'activation'})
+    deploy.check_exportable(ModelConfig(activation='relu'))
+    with pytest.raises(deploy.InputError, match="does not implement activation = 'tanh'"):
+        deploy.check_exportable(ModelConfig(activation='tanh'), source='options.json')
+
+
+def test_run_embed_inference_model_bad_input_fails_with_one_line(tmp_path, fixture_export):
+    src = tmp_path / 'in.txt'
+    src.write_text('a b\n')
+    out = str(tmp_path / 'o.hdf5')
+    cases = [(['--inference_model', str(tmp_path / 'none')], 'none: no such directory'),
+             (['--inference_model', str(tmp_path)], 'inference.json: not found'),
+             (['--inference_model', fixture_export[0], '--stateful'], 'an exported model is stateless'),
+             (['--inference_model', fixture_export[0], '--options_file', 'o.json'], 'not both')]
+    for args, message in cases:
+        assert message in one_line_error(run_script('run_embed.py', str(src), out, *args))
+    assert not os.path.exists(out)
+
+
+def test_a_failed_export_leaves_the_previous_one_and_no_temporary_files(fixture_dir, tmp_path, monkeypatch):
+    import deploy
+    bilm = fixture_bilm()
+    out = tmp_path / 'elmo_inference'
+    deploy.export_inference(bilm, str(out), formats=('paddle',))
+    before = {name: (out / name).read_bytes() for name in os.listdir(out)}
+
+    def broken(directory, options):
+        raise deploy.ExportError('conversion failed')
+
+    monkeypatch.setattr(deploy, 'save_onnx', broken)
+    with pytest.raises(deploy.ExportError, match='conversion failed'):
+        deploy.export_inference(bilm, str(out))
+    assert {name: (out / name).read_bytes() for name in os.listdir(out)} == before
+    assert sorted(os.listdir(tmp_path)) == ['elmo_inference']
+    monkeypatch.undo()
+    deploy.export_inference(bilm, str(out))  # a previous export is replaced as a whole
+    assert sorted(os.listdir(out)) == sorted(deploy.EXPORTED_FILES)
+    assert sorted(os.listdir(tmp_path)) == ['elmo_inference']
+
+
+def test_an_export_that_differs_from_the_embedder_is_not_written(fixture_dir, tmp_path, monkeypatch):
+    import deploy
+    bilm = fixture_bilm()
+    original = deploy.StaticBiLM._step
+
+    def slipped(self, layer, x_t, h, c):  # a formula slip: the projection clip dropped at 0.5
+        h, c = original(self, layer, x_t, h, c)
+        return paddle.clip(h, -0.5, 0.5), c
+
+    monkeypatch.setattr(deploy.StaticBiLM, '_step', slipped)
+    with pytest.raises(deploy.ExportError, match='differs from ELMoEmbedder'):
+        deploy.export_inference(bilm, str(tmp_path / 'out'), formats=('paddle',), verify_sentences=[['a', 'b']])
+    assert os.listdir(tmp_path) == []
