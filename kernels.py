@@ -93,13 +93,16 @@ def _compiler_version():
 def _build_dir():
     """~/.cache/elmo-paddle/ops/<tag>: the tag covers what makes a build invalid elsewhere: this
     CPU's instruction-set flags (a -march=native build only runs on its kind of CPU), the Paddle
-    version (its headers and ABI) and the compiler."""
+    version (its headers and ABI), the compiler and the Paddle installation."""
     try:
         with open('/proc/cpuinfo', encoding='utf-8') as f:
             flags = next((line for line in f if line.startswith('flags')), '')
     except OSError:
         flags = ''
-    key = '\n'.join([platform.machine(), flags, paddle.__version__, _compiler_version()])
+    # The installation because the build records its library paths: a cache shared by two virtual
+    # environments was rebuilt by each in turn (~20 s a process).
+    key = '\n'.join([platform.machine(), flags, paddle.__version__, _compiler_version(),
+                     os.path.dirname(os.path.abspath(paddle.__file__))])
     tag = hashlib.sha1(key.encode()).hexdigest()[:12]
     return os.path.join(os.path.expanduser('~'), '.cache', 'elmo-paddle', 'ops', tag)
 
