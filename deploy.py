@@ -17,6 +17,7 @@ StaticBiLM computes the same function with Paddle ops only, on dynamic batch and
 BiLM's own parameters; each LSTM layer's time loop (both directions in one body) is a `while_loop`,
 which paddle2onnx turns into an ONNX Loop.
 """
+import json
 import os
 import shutil
 import sys
@@ -24,12 +25,14 @@ import tempfile
 
 import numpy as np
 
-from runtime import paddle
+from runtime import ask_mkl_for_avx2, default_threads, paddle
 import paddle.nn as nn
 import paddle.nn.functional as F
 
 from config import MODEL_FIELDS, OPTION_PATHS, ModelConfig
-from dataset import CharMapper, check_sentences
+from dataset import CharMapper
+from embedder import SentenceEmbedder
+from model_io import bundled_model_files, checkpoint_paths, read_json, read_model_config
 from fileio import InputError
 
 INPUT_NAME = 'char_ids'
@@ -237,7 +240,6 @@ def _name_program_outputs(program_file, names):
     cannot be given a name when it is traced), and paddle2onnx keeps whatever the program says: the
     names users see in both runtimes come from here.
     """
-    import json
     with open(program_file, encoding='utf-8') as f:
         program = json.load(f)
     renamed = 0
@@ -401,7 +403,6 @@ def _replace_dir(tmp, output_dir):
 def model_options_file(params_file=None, options_file=None, weight_file=None):
     """The options.json of a model given as load_bilm takes it (a checkpoint prefix, bilm-tf files,
     or none: the bundled model) -> its path."""
-    from model_io import bundled_model_files, checkpoint_paths
     if params_file is not None:
         return checkpoint_paths(params_file)[0]
     if options_file is not None:
@@ -424,7 +425,6 @@ def export_inference(bilm, output_dir, formats=('paddle', 'onnx'), verify_senten
     -> dict(files=[names written], max_abs_diff={...}).
     """
     from fileio import write_json_atomic
-    from model_io import read_json
     options = read_json(options_file, 'options file') if options_file else None
     check_exportable(bilm.config, options, options_file or 'the model')
     tmp = _temp_dir_beside(output_dir, check_output_dir(output_dir), '.tmp')
@@ -472,7 +472,7 @@ def verify_export(bilm, model_dir, sentences):
 # Running an export (with this repository; README shows how without it)
 # --------------------------------------------------------------------------------------------
 
-class InferenceEmbedder:
+class InferenceEmbedder(SentenceEmbedder):
     """An exported model (export_inference's directory) as an embedder: sentences in, numpy out.
 
     Same results and batching as ELMoEmbedder(stateful=False) (sentences grouped by length), run by
@@ -484,8 +484,6 @@ class InferenceEmbedder:
     stateful = False
 
     def __init__(self, model_dir, backend='paddle', batch_size=64, onednn=True, threads=None):
-        import runtime
-        from model_io import read_model_config
         if backend not in BACKENDS:
             raise InputError(f'backend must be one of {BACKENDS}, got {backend!r}')
         self.model_dir, self.backend, self.batch_size = model_dir, backend, batch_size
@@ -498,9 +496,9 @@ class InferenceEmbedder:
                                         f'for {backend} (export_inference.py writes {", ".join(EXPORTED_FILES)})')
         self.config = read_model_config(os.path.join(model_dir, OPTIONS_FILE))
         self.mapper = CharMapper(self.config.max_characters_per_token)
-        threads = threads or runtime.default_threads()
+        threads = threads or default_threads()
         if backend == 'paddle':
-            runtime.ask_mkl_for_avx2()  # before the predictor's first product (without oneDNN, MKL runs them)
+            ask_mkl_for_avx2()  # before the predictor's first product (without oneDNN, MKL runs them)
             from paddle import inference
             config = inference.Config(*(os.path.join(model_dir, n) for n in needed))
             config.disable_glog_info()
@@ -532,10 +530,8 @@ class InferenceEmbedder:
         self._predictor.run()
         return tuple(self._predictor.get_output_handle(n).copy_to_cpu() for n in OUTPUT_NAMES)
 
-    def embed_batch(self, sentences):
-        """One batch -> list of float32 [n_layers + 1, n_tokens, 2P], boundaries removed."""
-        sentences = [list(s) if not isinstance(s, str) else s for s in sentences]
-        check_sentences(sentences)
+    def _embed_token_lists(self, sentences):
+        """One batch of token lists -> list of float32 [n_layers + 1, n_tokens, 2P], boundaries removed."""
         if not sentences:
             return []
         layers, _ = self.run(self.mapper.batch(sentences)[0])
@@ -543,14 +539,3 @@ class InferenceEmbedder:
 
     def reset_states(self):
         """Nothing to reset: the export is stateless."""
-
-
-# ELMoEmbedder's batching (length-grouped batches when stateless) and its file output, shared as
-# they are: they only call embed_batch and read batch_size / stateful.
-def _share_embedder_methods():
-    from embedder import ELMoEmbedder
-    for name in ('_batches', 'iter_embeddings', 'encode', 'embed_sentence', 'embed_file'):
-        setattr(InferenceEmbedder, name, getattr(ELMoEmbedder, name))
-
-
-_share_embedder_methods()

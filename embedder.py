@@ -16,7 +16,61 @@ from fileio import InputError, atomic_path, iter_lines
 from model_io import load_bilm
 
 
-class ELMoEmbedder:
+class SentenceEmbedder:
+    """What every embedder of ours does with sentences: a sentence is a list of str tokens or a raw
+    string (split by `dataset.tokenize`, as TF-Hub ELMo's `default` signature); batches, input order
+    and files are handled here. A subclass (ELMoEmbedder; deploy.InferenceEmbedder, which runs an
+    exported model) sets `batch_size` and `stateful` and implements `_embed_token_lists(sentences)`:
+    token lists -> list of float32 [n_layers + 1, n_tokens, 2P], boundaries removed.
+    """
+
+    def _embed_token_lists(self, sentences):
+        raise NotImplementedError
+
+    def embed_batch(self, sentences):
+        """One batch of sentences (strings or token lists) -> list of float32
+        [n_layers + 1, n_tokens, 2P], boundaries removed."""
+        return self._embed_token_lists(as_token_lists(sentences))
+
+    def embed_sentence(self, sentence):
+        """One sentence (a string or a list of tokens) -> float32 [n_layers + 1, n_tokens, 2P]."""
+        return self.embed_batch([sentence])[0]
+
+    def _batches(self, sentences, batch_size):
+        """Index batches: in order when stateful (row state matters), else grouped by length."""
+        order = np.arange(len(sentences))
+        if not self.stateful:
+            order = np.argsort([len(s) for s in sentences], kind='stable')
+        for start in range(0, len(order), batch_size):
+            yield order[start:start + batch_size]
+
+    def iter_embeddings(self, sentences, batch_size=None):
+        """Yield (index, float32 [n_layers + 1, n_tokens, 2P]) batch by batch, so that a long input
+        never holds all its embeddings at once. Stateless runs group sentences by length, so the
+        indices do not come in input order."""
+        return self._iter_token_lists(as_token_lists(sentences), batch_size)
+
+    def _iter_token_lists(self, sentences, batch_size):
+        for idx in self._batches(sentences, batch_size or self.batch_size):
+            yield from zip(idx.tolist(), self._embed_token_lists([sentences[i] for i in idx]))
+
+    def encode(self, sentences, batch_size=None):
+        """List of sentences (strings or token lists) -> list of float32 [n_layers + 1, n_tokens, 2P],
+        input order kept."""
+        sentences = as_token_lists(sentences)
+        results = [None] * len(sentences)
+        for i, emb in self._iter_token_lists(sentences, batch_size):
+            results[i] = emb
+        return results
+
+    def embed_file(self, input_file, output_file, output_format='all', batch_size=None, progress=True):
+        """Embed a one-sentence-per-line file into hdf5: see `embed_file`; -> number of lines."""
+        return embed_file(self, input_file, output_file, output_format, batch_size or self.batch_size,
+                          progress)
+
+
+
+class ELMoEmbedder(SentenceEmbedder):
     """Sentences -> numpy ELMo layers. A sentence is a list of str tokens or a raw string, which is
     split on whitespace (`dataset.tokenize`, as TF-Hub ELMo's `default` signature); '' is an empty
     sentence ([n_layers + 1, 0, 2P]).
@@ -100,47 +154,11 @@ class ELMoEmbedder:
             layers = np.stack([a.numpy() for a in out['activations']])
         return layers, lengths
 
-    def embed_batch(self, sentences):
-        """One batch of sentences (strings or token lists) -> list of float32
-        [n_layers + 1, n_tokens, 2P], boundaries removed."""
-        return self._embed_token_lists(as_token_lists(sentences))
-
     def _embed_token_lists(self, sentences):
         if not sentences:
             return []
         layers, lengths = self._run_batch(sentences)
         return [np.ascontiguousarray(layers[:, row, 1:n - 1]) for row, n in enumerate(lengths)]
-
-    def embed_sentence(self, sentence):
-        """One sentence (a string or a list of tokens) -> float32 [n_layers + 1, n_tokens, 2P]."""
-        return self.embed_batch([sentence])[0]
-
-    def _batches(self, sentences, batch_size):
-        """Index batches: in order when stateful (row state matters), else grouped by length."""
-        order = np.arange(len(sentences))
-        if not self.stateful:
-            order = np.argsort([len(s) for s in sentences], kind='stable')
-        for start in range(0, len(order), batch_size):
-            yield order[start:start + batch_size]
-
-    def iter_embeddings(self, sentences, batch_size=None):
-        """Yield (index, float32 [n_layers + 1, n_tokens, 2P]) batch by batch, so that a long input
-        never holds all its embeddings at once. Stateless runs group sentences by length, so the
-        indices do not come in input order."""
-        return self._iter_token_lists(as_token_lists(sentences), batch_size)
-
-    def _iter_token_lists(self, sentences, batch_size):
-        for idx in self._batches(sentences, batch_size or self.batch_size):
-            yield from zip(idx.tolist(), self._embed_token_lists([sentences[i] for i in idx]))
-
-    def encode(self, sentences, batch_size=None):
-        """List of sentences (strings or token lists) -> list of float32 [n_layers + 1, n_tokens, 2P],
-        input order kept."""
-        sentences = as_token_lists(sentences)
-        results = [None] * len(sentences)
-        for i, emb in self._iter_token_lists(sentences, batch_size):
-            results[i] = emb
-        return results
 
     def hub_outputs(self, sentences, mix_weights=None, gamma=1.0):
         """TF-Hub-style outputs for a batch, padded to its longest sentence (numpy arrays).
@@ -166,12 +184,6 @@ class ELMoEmbedder:
         for k in range(1, n_layers):
             out[f'lstm_outputs{k}'] = padded[k]
         return out
-
-    def embed_file(self, input_file, output_file, output_format='all', batch_size=None, progress=True):
-        """Embed a one-sentence-per-line file into hdf5: see `embed_file`; -> number of lines."""
-        return embed_file(self, input_file, output_file, output_format, batch_size or self.batch_size,
-                          progress)
-
 
 def token_embeddings(bilm, tokens, out=None, batch_size=8192, mapper=None):
     """The context-free representation of each token alone: char CNN + highway + projection, no
