@@ -93,7 +93,9 @@ def run(main):
 # ---- pretraining: one flag per config field --------------------------------------------------
 
 DATA_FIELDS = ('train_data_path', 'vocab_file', 'dev_data_path', 'n_train_tokens')
-NOT_FLAGS = ('preset', 'world_size')  # --preset has its own help; world_size is recorded, not chosen
+# --preset has its own help; the others are recorded, not chosen (run_pretrain.py's --init_from_weights
+# and --options_file / --weight_file set the last two).
+NOT_FLAGS = ('preset', 'world_size', 'init_options_file', 'init_weight_file')
 CHOICES = {'optimizer': OPTIMIZERS, 'activation': ('relu', 'tanh')}
 
 
@@ -158,5 +160,12 @@ def pretrain_parser():
                    'or the resumed checkpoint\'s directory)')
     t.add_argument('--init_from_ckpt', help='resume from DIR/N (model, optimizer, step, data position, and every '
                    'setting not given)')
+    w = p.add_argument_group('start from pretrained weights (domain adaptation: a new run, a fresh optimizer)')
+    w.add_argument('--init_from_weights', help='a directory with options.json + weights.hdf5 (an export of ours, '
+                   'the official ELMo files renamed so) or "bundled" (pretrained/): the biLM from its weights, the '
+                   'softmax from softmax/W and softmax/b when it has them and they have the vocabulary\'s size, '
+                   'else new')
+    w.add_argument('--options_file', help='with --weight_file: bilm-tf / AllenNLP files to start from')
+    w.add_argument('--weight_file', help='with --options_file')
     add_device(p)
     return p

@@ -161,6 +161,9 @@ class Recipe:
         False, "not bilm-tf's: a row whose window begins with a new sentence starts from a zero LSTM state, as "
         "embedding does (bilm-tf never resets, and its models can fail from a zero state)")
     seed: int = setting(0, 'seeds data order, init, sampling and dropout')
+    freeze_bilm: bool = setting(False, 'train the softmax only, the biLM keeping the weights it starts from (with '
+                                '--init_from_weights: a softmax for weights released without one, for perplexity '
+                                'and prediction on your vocabulary)')
     epochs: int = setting(10, 'passes over n_train_tokens')
     max_steps: Optional[int] = setting(None, 'stop after this many steps in all (overrides --epochs)')
     save_freq: int = setting(10000, 'checkpoint every N steps')
@@ -170,6 +173,9 @@ class Recipe:
     eval_max_tokens: int = setting(51200, 'target tokens of --dev_data_path used by the evaluation during training '
                                    '(run_eval.py does the whole set)')
     world_size: int = setting(1, 'processes that trained (recorded; resuming needs as many)')
+    init_options_file: Optional[str] = setting(None, 'the options.json of the weights the run started from '
+                                               '(recorded from --init_from_weights / --options_file)')
+    init_weight_file: Optional[str] = setting(None, 'the weights.hdf5 the run started from (recorded)')
 
     def checked(self):
         """self, after checking the values; InputError naming the flag."""
@@ -250,9 +256,32 @@ def for_resume(model, recipe, given, source):
         preset_model, preset_recipe = split_fields(PRESETS[given['preset']])
         given = {**preset_recipe, **given}
     given_model, given_recipe = split_fields(given)
-    differing = [f'--{name} {value} (checkpoint: {getattr(model, name)})'
+    _check_model_flags(model, given_model, f'{source} defines the model being resumed', 'checkpoint',
+                       'Drop them, or start a new --save_dir without --init_from_ckpt')
+    return model, dataclasses.replace(recipe, **given_recipe).checked()
+
+
+def for_weights(model, given, source):
+    """A new run from pretrained weights (domain adaptation): the file's model, the recipe of
+    --preset (default original) and the flags given -> (ModelConfig, Recipe).
+
+    A model setting given that differs from the file's is an InputError naming each such flag;
+    dropout is a training setting here (a released options.json often leaves it out): the flag's,
+    else the preset's.
+    """
+    given = dict(given)
+    preset = given.pop('preset', 'original')
+    given_model, given_recipe = split_fields(given)
+    dropout = given_model.pop('dropout', None)
+    _check_model_flags(model, given_model, f'{source} defines the model being adapted', 'weights',
+                       'Drop them: the weights fix the model')
+    _, recipe = from_preset(preset, given_recipe)  # (checks the preset's name)
+    dropout = PRESETS[preset]['dropout'] if dropout is None else dropout
+    return dataclasses.replace(model, dropout=dropout).checked(), recipe
+
+
+def _check_model_flags(model, given_model, what, theirs, advice):
+    differing = [f'--{name} {value} ({theirs}: {getattr(model, name)})'
                  for name, value in given_model.items() if value != getattr(model, name)]
     if differing:
-        raise InputError(f'{source} defines the model being resumed, and these flags differ from it: '
-                         f'{"; ".join(differing)}. Drop them, or start a new --save_dir without --init_from_ckpt')
-    return model, dataclasses.replace(recipe, **given_recipe).checked()
+        raise InputError(f'{what}, and these flags differ from it: {"; ".join(differing)}. {advice}')

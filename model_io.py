@@ -161,10 +161,13 @@ def load_hdf5_weights(bilm, weight_file):
     return bilm
 
 
-def read_hdf5_softmax(weight_file):
-    """-> (W [vocab, P], b [vocab]) float32 from weights.hdf5's softmax/W and softmax/b."""
+def read_hdf5_softmax(weight_file, required=True):
+    """-> (W [vocab, P], b [vocab]) float32 from weights.hdf5's softmax/W and softmax/b; when the
+    file has none, an InputError, or None if not `required`."""
     with _open_hdf5(weight_file) as f:
         if HDF5_SOFTMAX_W not in f or HDF5_SOFTMAX_B not in f:
+            if not required:
+                return None
             raise InputError(f'{weight_file}: no {HDF5_SOFTMAX_W} and {HDF5_SOFTMAX_B} datasets; perplexity, '
                              f'prediction and the softmax dump need the softmax (export_weights.py writes it from '
                              f'a checkpoint of ours)')
@@ -365,6 +368,41 @@ def bundled_model_files():
             raise FileNotFoundError(f'{path}: the bundled model is missing from this checkout; give a model '
                                     f'(a checkpoint prefix, or options + weight files)')
     return files
+
+
+def weights_files(init_from_weights=None, options_file=None, weight_file=None):
+    """The (options.json, weights.hdf5) a run starts from: DIR's, the bundled model's ('bundled'),
+    or the pair given -> absolute paths, both checked to exist."""
+    if init_from_weights and (options_file or weight_file):
+        raise InputError('give either --init_from_weights or --options_file with --weight_file, not both')
+    if (options_file is None) != (weight_file is None):
+        raise InputError('--options_file and --weight_file go together')
+    if init_from_weights == 'bundled':
+        options_file, weight_file = bundled_model_files()
+    elif init_from_weights:
+        options_file, weight_file = (os.path.join(init_from_weights, n) for n in (OPTIONS_FILE, WEIGHTS_FILE))
+    for path, what in ((options_file, 'options file'), (weight_file, 'weights file')):
+        if not os.path.isfile(path):
+            raise FileNotFoundError(f'{path}: {what} not found' + (f' (--init_from_weights DIR needs DIR/{OPTIONS_FILE} '
+                                    f'and DIR/{WEIGHTS_FILE})' if init_from_weights else ''))
+    return os.path.abspath(options_file), os.path.abspath(weight_file)
+
+
+def load_weights_into(model, weight_file):
+    """Fill a LanguageModel from weights.hdf5: the biLM, and the softmax when the file has one with
+    as many rows as the model's vocabulary -> a line saying where the softmax came from."""
+    load_hdf5_weights(model.bilm, weight_file)
+    softmax = read_hdf5_softmax(weight_file, required=False)
+    if softmax is None:
+        return f'softmax: new ({weight_file} has none)'
+    W, b = softmax
+    if W.shape != tuple(model.softmax.W.shape):
+        return (f'softmax: new ({weight_file} has one of {W.shape[0]} rows, the vocabulary {model.vocab_size} '
+                f'tokens)')
+    with paddle.no_grad():
+        model.softmax.W.set_value(W)
+        model.softmax.b.set_value(b.reshape(-1, 1))
+    return f'softmax: from {weight_file} ({W.shape[0]} rows, the vocabulary\'s size)'
 
 
 def load_bilm(params_file=None, options_file=None, weight_file=None, stateful=False):

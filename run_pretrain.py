@@ -24,12 +24,13 @@ import args as cli  # first: it quiets Paddle's import-time noise on stderr
 import numpy as np
 import paddle.distributed as dist
 
-from config import for_resume, from_preset
+from config import for_resume, for_weights, from_preset
 from dataset import EVAL_BATCH_SIZE, EVAL_UNROLL_STEPS, LMStream, Vocabulary, count_tokens, iter_eval_batches
 from fileio import atomic_path, write_csv_atomic
 from lm import LanguageModel, evaluate, make_optimizer, train_step
-from model_io import (checkpoint_dir, load_training_checkpoint, rank_state, read_run_configs, restore_rank_state,
-                      save_training_checkpoint, train_state, write_run_configs)
+from model_io import (checkpoint_dir, load_training_checkpoint, load_weights_into, rank_state, read_model_config,
+                      read_run_configs, restore_rank_state, save_training_checkpoint, train_state, weights_files,
+                      write_run_configs)
 from runtime import paddle, use_device
 
 LOG_FIELDS = ['step', 'tokens', 'train_minutes', 'elapsed_s', 'loss', 'forward_loss', 'backward_loss', 'forward_perplexity',
@@ -40,12 +41,22 @@ LOG_FIELDS = ['step', 'tokens', 'train_minutes', 'elapsed_s', 'loss', 'forward_l
 # ---- configuration ---------------------------------------------------------------------------
 
 def read_configs(a):
-    """-> (ModelConfig, Recipe, save_dir): a new run's from --preset and the flags given; a resumed
-    run's from the checkpoint's files, the flags given overriding training settings."""
+    """-> (ModelConfig, Recipe, save_dir): a new run's from --preset and the flags given (the model
+    from the weights it starts from, with --init_from_weights); a resumed run's from the
+    checkpoint's files, the flags given overriding training settings."""
     given = cli.given_settings(a)
     if a.preset is not None:
         given['preset'] = a.preset
-    if not a.init_from_ckpt:
+    from_weights = a.init_from_weights or a.options_file or a.weight_file
+    if a.init_from_ckpt and from_weights:
+        raise cli.InputError('give --init_from_ckpt (resume a run) or --init_from_weights / --options_file '
+                             '(start a new one from weights), not both')
+    if from_weights:
+        options_file, weight_file = weights_files(a.init_from_weights, a.options_file, a.weight_file)
+        model, recipe = for_weights(read_model_config(options_file), given, options_file)
+        recipe = dataclasses.replace(recipe, init_options_file=options_file, init_weight_file=weight_file)
+        save_dir = a.save_dir or 'checkpoints'
+    elif not a.init_from_ckpt:
         model, recipe = from_preset(given.pop('preset', 'original'), given)
         save_dir = a.save_dir or 'checkpoints'
     else:
@@ -295,6 +306,12 @@ def set_up(a):
     model = LanguageModel(model_config, vocab.size, recipe.n_negative_samples, seed=recipe.seed * 1000 + rank,
                           reset_state_at_sentence_start=recipe.reset_state_at_sentence_start)
     paddle.seed(recipe.seed * 1000 + rank)  # but different dropout masks
+    if recipe.init_weight_file and a.init_from_ckpt is None:  # domain adaptation: the weights, a fresh optimizer
+        said = load_weights_into(model, recipe.init_weight_file)
+        if rank == 0:
+            print(f'biLM: from {recipe.init_weight_file}; {said}', flush=True)
+    for p in model.bilm.parameters() if recipe.freeze_bilm else ():  # before the optimizer lists what it updates
+        p.stop_gradient = True
     optimizer = make_optimizer(model, recipe.optimizer, recipe.lr, recipe.max_grad_norm, recipe.warmup_steps,
                                world_size)
     stream = LMStream(recipe.train_data_path, vocab, recipe.batch_size, recipe.unroll_steps, seed=recipe.seed,
