@@ -362,14 +362,17 @@ def train_fold(model, data, fold, cfg, name='fold'):
     return {'dev_accuracy': best_accuracy, 'best_epoch': best_epoch, 'epochs_run': epoch}
 
 
-def cross_validate(data, folds, build_model, cfg):
-    """For each fold: build_model(k) (after seeding with cfg.seed + k), train, test.
+def cross_validate(data, folds, build_model, cfg, run_folds=None):
+    """For each fold (or only those numbered in run_folds, 1-based): build_model(k) (after seeding
+    with cfg.seed + k), train, test. A fold's result does not depend on which others run.
 
-    Returns a list of per-fold dicts: test_accuracy, dev_accuracy, best_epoch, epochs_run,
-    seconds, layer_weights.
+    Returns a list of per-fold dicts: fold (1-based), test_accuracy, dev_accuracy, best_epoch,
+    epochs_run, seconds, layer_weights.
     """
     results = []
     for k, fold in enumerate(folds):
+        if run_folds and k + 1 not in run_folds:
+            continue
         start = time.time()
         set_seed(cfg.seed + k)  # each fold's initialisation and order do not depend on earlier folds
         model = build_model(k)
@@ -378,6 +381,7 @@ def cross_validate(data, folds, build_model, cfg):
         result['test_accuracy'], _ = evaluate(model, fold.test, data.labels, cfg.batch_size, data.sentences)
         result['layer_weights'] = model.layer_weights()
         result['seconds'] = time.time() - start
+        result['fold'] = k + 1
         if cfg.progress:
             print(f'fold {k + 1}/{len(folds)}: test accuracy {result["test_accuracy"]:.4f} '
                   f'(best epoch {result["best_epoch"]}, {result["seconds"]:.1f} s)', file=sys.stderr)
@@ -396,6 +400,7 @@ def summarize(results, args, data, features_info=None):
         'accuracy_mean': float(np.mean(accuracies)),
         'accuracy_std': float(np.std(accuracies, ddof=1)) if len(accuracies) > 1 else 0.0,
         'fold_accuracies': accuracies,
+        'folds_run': [r['fold'] for r in results],
         'layer_weights': [r['layer_weights'] for r in results] if results[0]['layer_weights'] is not None else None,
         'args': {k: v for k, v in vars(args).items() if not k.startswith('_')},
         'fold_dev_accuracies': [r['dev_accuracy'] for r in results],
@@ -408,9 +413,10 @@ def summarize(results, args, data, features_info=None):
 
 def format_table(summary):
     lines = [f'{"fold":>4}  {"dev acc":>7}  {"test acc":>8}  {"best epoch":>10}  {"seconds":>8}']
-    for k, (dev, test, epoch, seconds) in enumerate(zip(summary['fold_dev_accuracies'], summary['fold_accuracies'],
-                                                        summary['fold_best_epochs'], summary['fold_seconds'])):
-        lines.append(f'{k + 1:>4}  {dev:>7.4f}  {test:>8.4f}  {epoch:>10}  {seconds:>8.1f}')
+    for k, dev, test, epoch, seconds in zip(summary['folds_run'], summary['fold_dev_accuracies'],
+                                            summary['fold_accuracies'], summary['fold_best_epochs'],
+                                            summary['fold_seconds']):
+        lines.append(f'{k:>4}  {dev:>7.4f}  {test:>8.4f}  {epoch:>10}  {seconds:>8.1f}')
     n = len(summary['fold_accuracies'])
     lines.append(f'accuracy {summary["accuracy_mean"]:.4f} ± {summary["accuracy_std"]:.4f} '
                  f'({n} fold{"s" if n > 1 else ""}, mean ± sample std)')
@@ -444,6 +450,8 @@ def add_protocol_args(p):
                         'as_is: whitespace tokens unchanged')
     t = p.add_argument_group('protocol and classifier')
     t.add_argument('--folds', type=int, default=10, help='k-fold cross-validation; 1: one split (10%% test)')
+    t.add_argument('--run_folds', type=int, nargs='+', help='run only these folds (1-based) of the --folds: the '
+                   'same folds, seeds and results as in the full run, e.g. 1 for a quick check on fold 1')
     t.add_argument('--dev_fraction', type=float, default=0.1,
                    help='share of each training fold held out for early stopping')
     t.add_argument('--seed', type=int, default=1, help='fixes folds, initialisation, batch order and dropout')
@@ -483,6 +491,9 @@ def check_protocol_args(a):
         raise InputError(f'--weight_decay must be >= 0, got {a.weight_decay}')
     if a.logging_step < 0:
         raise InputError(f'--logging_step must be >= 0, got {a.logging_step}')
+    for k in a.run_folds or ():
+        if not 1 <= k <= a.folds:
+            raise InputError(f'--run_folds: fold {k} is not among the {a.folds} folds (1 to {a.folds})')
     if a.max_seq_len is not None and a.max_seq_len < 3:
         raise InputError(f'--max_seq_len must be >= 3 (room for <S>, a word and </S>), got {a.max_seq_len}')
     prepare_output(a.output_json)

@@ -238,7 +238,7 @@ def main():
             info.update(concat_word2vec=a.concat_word2vec, word2vec_dim=table.shape[1], word2vec_oov=stats)
         build = model_builder(bilm, data.sentences, a.trainable, a.bilm_lr, a.layer_norm, a.l2_coef,
                               a.hidden_dim, a.dropout, cache, a.feature_norm, word_table)
-        results = cross_validate(data, folds, build, train_config(a))
+        results = cross_validate(data, folds, build, train_config(a), a.run_folds)
     finally:
         if cache is not None:
             cache.close()

@@ -129,7 +129,7 @@ def main():
         return SentenceClassifier(Word2VecFeatures(table, token_ids, a.oov), a.hidden_dim, a.dropout,
                                   feature_norm=a.feature_norm)
 
-    results = cross_validate(data, folds, build_model, train_config(a))
+    results = cross_validate(data, folds, build_model, train_config(a), a.run_folds)
     report(results, a, data, info)
 
 
