@@ -26,8 +26,8 @@ configure() changes, process-wide and only where the user has not chosen:
 - Paddle's CPU threads: `threads`, else the user's OMP_NUM_THREADS, else the cores this process
   may use, divided among the ranks `paddle.distributed.launch` started on this machine.
 If MKL had already chosen its slow path (a Paddle product ran before configure()), it warns once
-and names the fix. Importing this module changes nothing: it only reads OMP_NUM_THREADS as the
-user set it, which Paddle's import would overwrite.
+and names the fix. Importing this module sets nothing: it reads OMP_NUM_THREADS as the user set it
+(before it imports Paddle, whose import would overwrite it) and imports Paddle quietly.
 
 A future Paddle with a newer MKL will ignore MKL_DEBUG_CPU_TYPE. The fallbacks, measured here
 (BENCHMARKS.md): a preloaded one-line library that makes MKL's `mkl_serv_intel_cpu_true` return 1

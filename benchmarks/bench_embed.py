@@ -113,17 +113,23 @@ def build_embedder(spec):
     return bilm, make()
 
 
-def embed_worker(spec):
-    sentences, _ = read_sentences(spec['data_file'], spec['n_sentences'])
-    bilm, embedder = build_embedder(spec)
-    counter = count_char_cnn_tokens(bilm)
+def time_embedding(embedder, sentences):
+    """Embed `sentences` batch by batch (kept nowhere) -> dict of the timing and memory figures."""
     model_mb = common.current_rss_mb()
     start, cpu = time.perf_counter(), time.process_time()
     for _ in embedder.iter_embeddings(sentences):
         pass
     seconds, cpu = time.perf_counter() - start, time.process_time() - cpu
     return dict(tokens=sum(len(s) for s in sentences), sentences=len(sentences), seconds=seconds,
-                cpu_seconds=cpu, cnn_tokens=counter[0], peak_rss_mb=common.peak_rss_mb(), model_rss_mb=model_mb)
+                cpu_seconds=cpu, peak_rss_mb=common.peak_rss_mb(), model_rss_mb=model_mb)
+
+
+def embed_worker(spec):
+    sentences, _ = read_sentences(spec['data_file'], spec['n_sentences'])
+    bilm, embedder = build_embedder(spec)
+    counter = count_char_cnn_tokens(bilm)
+    result = time_embedding(embedder, sentences)
+    return dict(result, cnn_tokens=counter[0])
 
 
 def embed_file_worker(spec):
@@ -165,13 +171,7 @@ def exported_worker(spec):
                                  batch_size=spec['batch_size'], onednn=EXPORTED_RUNTIMES[spec['runtime']]['onednn'],
                                  threads=spec['threads'])
     embedder.encode([['A', 'warm-up', 'sentence', '.'], ['Another', 'one']])
-    model_mb = common.current_rss_mb()
-    start, cpu = time.perf_counter(), time.process_time()
-    for _ in embedder.iter_embeddings(sentences):
-        pass
-    seconds, cpu = time.perf_counter() - start, time.process_time() - cpu
-    return dict(tokens=sum(len(s) for s in sentences), sentences=len(sentences), seconds=seconds,
-                cpu_seconds=cpu, peak_rss_mb=common.peak_rss_mb(), model_rss_mb=model_mb)
+    return time_embedding(embedder, sentences)
 
 
 EXPORTED_RUNTIMES = {  # --exported names -> InferenceEmbedder arguments

@@ -337,3 +337,25 @@ def test_run_finetune_concatenates_word2vec_to_the_elmo_features(rt_slice, tmp_p
     assert proc.returncode == 0, proc.stderr
     result = _check_result(out, 2)
     assert result['features']['word2vec_dim'] == 3 and result['features']['concat_word2vec'] == str(vectors)
+
+
+def test_run_folds_runs_the_same_fold_as_the_full_run(rt_slice, tmp_path):
+    from gensim.models import KeyedVectors
+    words = sorted({w for name in ('rt-polarity.pos', 'rt-polarity.neg')
+                    for w in (rt_slice / name).read_text(encoding='utf-8').split()})
+    kv = KeyedVectors(vector_size=8)
+    kv.add_vectors(words, np.random.RandomState(0).normal(size=(len(words), 8)).astype(np.float32))
+    kv.save_word2vec_format(str(tmp_path / 'v.bin'), binary=True)
+    outs = {}
+    for name, extra in (('all', []), ('second', ['--run_folds', '2'])):
+        outs[name] = tmp_path / f'{name}.json'
+        proc = run_script('word2vec_base.py', '--data_dir', str(rt_slice), '--pretrained_word2vec_file',
+                          str(tmp_path / 'v.bin'), '--folds', '3', '--epochs', '2', '--output_json', str(outs[name]),
+                          '--quiet', *extra)
+        assert proc.returncode == 0, proc.stderr
+    full, second = (json.loads(outs[n].read_text()) for n in ('all', 'second'))
+    assert full['folds_run'] == [1, 2, 3] and second['folds_run'] == [2]
+    assert second['fold_accuracies'] == [full['fold_accuracies'][1]]
+    proc = run_script('word2vec_base.py', '--data_dir', str(rt_slice), '--pretrained_word2vec_file',
+                      str(tmp_path / 'v.bin'), '--folds', '3', '--run_folds', '4')
+    assert proc.returncode == 2 and 'error: --run_folds: fold 4 is not among the 3 folds (1 to 3)' in proc.stderr
