@@ -253,7 +253,7 @@ def for_resume(model, recipe, given, source):
     """
     given = dict(given)
     if 'preset' in given:
-        preset_model, preset_recipe = split_fields(PRESETS[given['preset']])
+        _, preset_recipe = split_fields(PRESETS[given['preset']])
         given = {**preset_recipe, **given}
     given_model, given_recipe = split_fields(given)
     _check_model_flags(model, given_model, f'{source} defines the model being resumed', 'checkpoint',
