@@ -13,7 +13,7 @@ import typing
 
 os.environ.setdefault('GLOG_minloglevel', '2')
 
-import runtime  # noqa: E402  (after GLOG_minloglevel: it imports Paddle)
+import runtime  # noqa: E402  (after GLOG_minloglevel, which Paddle reads when runtime first imports it)
 from config import MODEL_FIELDS, OPTIMIZERS, PRESETS, ModelConfig, Recipe  # noqa: E402
 from fileio import InputError  # noqa: E402
 
@@ -53,13 +53,18 @@ def add_model_source(p, bundled_default=False):
 def model_source(args):
     """-> dict(params_file=..., options_file=..., weight_file=...) after checking the combination."""
     ckpt, opts, weights = args.init_from_ckpt, args.options_file, args.weight_file
-    if ckpt and (opts or weights):
-        raise InputError('give either --init_from_ckpt or --options_file with --weight_file, not both')
-    if (opts is None) != (weights is None):
-        raise InputError('--options_file and --weight_file go together')
+    check_files_flags('init_from_ckpt', ckpt, opts, weights)
     if not ckpt and not opts and args._model_source_required:
         raise InputError('no model: give --init_from_ckpt DIR/N or --options_file and --weight_file')
     return dict(params_file=ckpt, options_file=opts, weight_file=weights)
+
+
+def check_files_flags(other_flag, other, options_file, weight_file):
+    """--options_file and --weight_file go together, and not with --`other_flag` (given as `other`)."""
+    if other and (options_file or weight_file):
+        raise InputError(f'give either --{other_flag} or --options_file with --weight_file, not both')
+    if (options_file is None) != (weight_file is None):
+        raise InputError('--options_file and --weight_file go together')
 
 
 def _positive_int(text):

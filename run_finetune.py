@@ -23,6 +23,7 @@ import time
 
 import args as cli  # first: it quiets Paddle's import-time noise on stderr
 import numpy as np
+from runtime import paddle, use_device  # before paddle.nn: Paddle imported quietly
 import paddle.nn as nn
 
 from classifier import (SentenceClassifier, add_protocol_args, check_protocol_args, cross_validate, load_data,
@@ -31,7 +32,6 @@ from dataset import CharMapper
 from downstream import Elmo
 from embedder import ELMoEmbedder
 from model_io import BUNDLED_MODEL_DIR, load_bilm
-from runtime import paddle, use_device
 from word_vectors import Word2VecFeatures, load_vectors, lookup_table
 
 

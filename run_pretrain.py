@@ -22,6 +22,7 @@ from typing import Optional
 
 import args as cli  # first: it quiets Paddle's import-time noise on stderr
 import numpy as np
+from runtime import paddle, use_device  # before paddle.distributed: Paddle imported quietly
 import paddle.distributed as dist
 
 from config import for_resume, for_weights, from_preset
@@ -31,7 +32,6 @@ from lm import LanguageModel, evaluate, make_optimizer, train_step
 from model_io import (checkpoint_dir, load_training_checkpoint, load_weights_into, rank_state, read_model_config,
                       read_run_configs, restore_rank_state, save_training_checkpoint, train_state, weights_files,
                       write_run_configs)
-from runtime import paddle, use_device
 
 LOG_FIELDS = ['step', 'tokens', 'train_minutes', 'elapsed_s', 'loss', 'forward_loss', 'backward_loss', 'forward_perplexity',
               'backward_perplexity', 'tokens_per_s', 'dev_forward_perplexity', 'dev_backward_perplexity',
@@ -52,6 +52,7 @@ def read_configs(a):
         raise cli.InputError('give --init_from_ckpt (resume a run) or --init_from_weights / --options_file '
                              '(start a new one from weights), not both')
     if from_weights:
+        cli.check_files_flags('init_from_weights', a.init_from_weights, a.options_file, a.weight_file)
         options_file, weight_file = weights_files(a.init_from_weights, a.options_file, a.weight_file)
         model, recipe = for_weights(read_model_config(options_file), given, options_file)
         recipe = dataclasses.replace(recipe, init_options_file=options_file, init_weight_file=weight_file)

@@ -2,7 +2,8 @@
 the CPU it runs on (MKL's AVX2 code path on AMD processors, every core), glibc's malloc, and
 train/eval mode without Paddle's global switch.
 
-    from runtime import paddle          # every module imports Paddle through here: quietly, in any order
+    from runtime import paddle          # every module imports Paddle through here: quietly, in any order,
+                                        # and only when it is first asked for (`import runtime` alone does not)
     summary = configure(threads=None)   # the scripts call it (use_device, and print summary); so do
                                         # ELMoEmbedder and Elmo on CPU (silently, as torch uses all cores)
 
@@ -27,7 +28,7 @@ configure() changes, process-wide and only where the user has not chosen:
   may use, divided among the ranks `paddle.distributed.launch` started on this machine.
 If MKL had already chosen its slow path (a Paddle product ran before configure()), it warns once
 and names the fix. Importing this module sets nothing: it reads OMP_NUM_THREADS as the user set it
-(before it imports Paddle, whose import would overwrite it) and imports Paddle quietly.
+(Paddle's import would overwrite it), and imports Paddle, quietly, when first asked for it.
 
 A future Paddle with a newer MKL will ignore MKL_DEBUG_CPU_TYPE. The fallbacks, measured here
 (BENCHMARKS.md): a preloaded one-line library that makes MKL's `mkl_serv_intel_cpu_true` return 1
@@ -59,9 +60,24 @@ def _startup_environment(name):
 # the process started with is the best witness of the user's choice.
 _USER_OMP_NUM_THREADS = ((os.environ.get('OMP_NUM_THREADS') if 'paddle' not in sys.modules
                           else _startup_environment('OMP_NUM_THREADS')) or '').strip()
-with warnings.catch_warnings():
-    warnings.filterwarnings('ignore', message='No ccache found')
-    import paddle  # noqa: E402  (after reading OMP_NUM_THREADS above, which this import overwrites)
+
+
+def _paddle():
+    """Paddle, imported with its ccache notice filtered (the filters are restored after). Imported on
+    first use, not with this module: a script's --help or build_vocab.py need no Paddle, whose import
+    takes over a second."""
+    with warnings.catch_warnings():
+        warnings.filterwarnings('ignore', message='No ccache found')
+        import paddle
+    return paddle
+
+
+def __getattr__(name):
+    """`from runtime import paddle` (PEP 562: asked for names this module does not define)."""
+    if name == 'paddle':
+        return _paddle()
+    raise AttributeError(f'module {__name__!r} has no attribute {name!r}')
+
 
 _warned_slow_mkl = False
 _mkl_asked_here = False  # MKL_DEBUG_CPU_TYPE was set by ask_mkl_for_avx2, not the user
@@ -114,7 +130,7 @@ def mkl_code_path():
     Asking fixes MKL's choice, as its first product would: call it after MKL_DEBUG_CPU_TYPE is set.
     """
     import ctypes
-    path = os.path.join(os.path.dirname(paddle.__file__), 'libs', 'libmklml_intel.so')
+    path = os.path.join(os.path.dirname(_paddle().__file__), 'libs', 'libmklml_intel.so')
     if not os.path.exists(path):
         return None
     try:
@@ -146,7 +162,7 @@ def configure(threads=None):
     global _warned_slow_mkl
     asked = ask_mkl_for_avx2()
     n = threads or default_threads()
-    paddle.base.core.set_num_threads(n)
+    _paddle().base.core.set_num_threads(n)
     path = mkl_code_path()
     if _mkl_asked_here and path not in (None, AVX2_PATH) and not _warned_slow_mkl:
         _warned_slow_mkl = True
@@ -161,7 +177,7 @@ def configure(threads=None):
 
 def configure_if_on_cpu(threads=None):
     """configure() when Paddle's current device is the CPU (ELMoEmbedder and Elmo call it)."""
-    if paddle.get_device() == 'cpu':
+    if _paddle().get_device() == 'cpu':
         configure(threads)
 
 
@@ -192,7 +208,7 @@ def use_device(device, reuse_memory=True, cpu_threads=None):
     """For the scripts: paddle.set_device(device); on CPU, also `configure(cpu_threads)` (MKL's fast
     path, the available cores unless the user chose; says which on stdout, the log) and, with
     reuse_memory, keep_freed_memory()."""
-    paddle.set_device(device)
+    _paddle().set_device(device)
     if device == 'cpu':
         print(configure(cpu_threads), flush=True)
         if reuse_memory:
@@ -221,7 +237,7 @@ def inference_mode(bilm, stateful):
     set_mode(bilm, False)
     bilm.stateful = stateful
     try:
-        with paddle.no_grad():
+        with _paddle().no_grad():
             yield bilm
     finally:
         bilm.stateful = was_stateful

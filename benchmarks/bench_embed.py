@@ -100,7 +100,7 @@ def count_char_cnn_tokens(bilm):
 
 def build_embedder(spec):
     common.set_threads(spec['threads'])
-    import paddle
+    from runtime import paddle
     from elmo import BiLM, ELMoEmbedder
     paddle.set_device(spec['device'])
     paddle.seed(spec['seed'])
@@ -143,7 +143,7 @@ def embed_file_worker(spec):
 
 def export_worker(spec):
     """The configuration's random weights (the embed workers' seed) -> options.json + weights.hdf5."""
-    import paddle
+    from runtime import paddle
     from elmo import BiLM, export_weights
     paddle.seed(spec['seed'])
     export_weights(BiLM(config_options(spec['config'])), spec['output_dir'])
@@ -152,7 +152,7 @@ def export_worker(spec):
 
 def export_inference_worker(spec):
     """The configuration's random weights (the embed workers' seed) -> an export_inference directory."""
-    import paddle
+    from runtime import paddle
     from deploy import export_inference
     from elmo import BiLM
     paddle.seed(spec['seed'])
@@ -397,7 +397,7 @@ def main():
 
 def run_benchmark(a):
     common.set_threads(a.threads)
-    import paddle
+    from runtime import paddle
     paddle.set_device(a.device)
     info = common.machine_info()
     common.print_machine_info(info)

@@ -45,7 +45,7 @@ def set_threads(threads):
 # --------------------------------------------------------------------------------------------
 
 def _synchronize():
-    import paddle
+    from runtime import paddle
     if paddle.device.get_device().startswith('gpu'):
         paddle.device.synchronize()
 
@@ -56,7 +56,7 @@ def measure_matmul_gflops(n=4096, seconds=3.0):
     The best of repeated single products is the machine's rate; the median would mostly measure
     whatever else is running. One product is 2 * n^3 FLOPs.
     """
-    import paddle
+    from runtime import paddle
     a = paddle.randn([n, n], dtype='float32')
     b = paddle.randn([n, n], dtype='float32')
     paddle.matmul(a, b)  # warm-up: thread pool, page faults of the output
@@ -229,7 +229,7 @@ def busiest_processes(n=3):
 
 def machine_info():
     """Facts to record next to every number."""
-    import paddle
+    from runtime import paddle
     return {
         'date': datetime.datetime.now(datetime.timezone.utc).strftime('%Y-%m-%d %H:%M UTC'),
         'cpu': _cpu_model(),
