@@ -373,10 +373,6 @@ def bundled_model_files():
 def weights_files(init_from_weights=None, options_file=None, weight_file=None):
     """The (options.json, weights.hdf5) a run starts from: DIR's, the bundled model's ('bundled'),
     or the pair given -> absolute paths, both checked to exist."""
-    if init_from_weights and (options_file or weight_file):
-        raise InputError('give either --init_from_weights or --options_file with --weight_file, not both')
-    if (options_file is None) != (weight_file is None):
-        raise InputError('--options_file and --weight_file go together')
     if init_from_weights == 'bundled':
         options_file, weight_file = bundled_model_files()
     elif init_from_weights:
