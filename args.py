@@ -14,7 +14,7 @@ import typing
 os.environ.setdefault('GLOG_minloglevel', '2')
 
 import runtime  # noqa: E402  (after GLOG_minloglevel, which Paddle reads when runtime first imports it)
-from config import MODEL_FIELDS, OPTIMIZERS, PRESETS, ModelConfig, Recipe  # noqa: E402
+from config import MODEL_FIELDS, OPTIMIZERS, PRESETS, TOKEN_INPUTS, ModelConfig, Recipe  # noqa: E402
 from fileio import InputError  # noqa: E402
 
 
@@ -97,11 +97,11 @@ def run(main):
 
 # ---- pretraining: one flag per config field --------------------------------------------------
 
-DATA_FIELDS = ('train_data_path', 'vocab_file', 'dev_data_path', 'n_train_tokens')
+DATA_FIELDS = ('train_data_path', 'vocab_file', 'dev_data_path', 'n_train_tokens', 'word_vectors')
 # --preset has its own help; the others are recorded, not chosen (run_pretrain.py's --init_from_weights
 # and --options_file / --weight_file set the last two).
 NOT_FLAGS = ('preset', 'world_size', 'init_options_file', 'init_weight_file')
-CHOICES = {'optimizer': OPTIMIZERS, 'activation': ('relu', 'tanh')}
+CHOICES = {'optimizer': OPTIMIZERS, 'activation': ('relu', 'tanh'), 'token_input': TOKEN_INPUTS}
 
 
 def _flag_type(annotation):

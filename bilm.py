@@ -1,9 +1,10 @@
 """The ELMo bidirectional language model (Peters et al. 2018).
 
 Computes exactly what allenai/bilm-tf and AllenNLP's `_ElmoBiLm` compute (see
-`../shared/REFERENCE-ELMO.md`). `BiLM(config)`: char CNN + highway + projection, then separate
-forward and backward stacks of LSTMs with a projection, cell/projection clipping and optional
-residual connections. It returns L + 1 layers `[batch, time, 2 * projection_dim]` and a mask, in a
+`../shared/REFERENCE-ELMO.md`). `BiLM(config, vocab=...)`: a token representation -- char CNN +
+highway + projection (bilm-tf's char input), a word embedding (bilm-tf's token mode), or both
+concatenated before the projection (ELMoForManyLangs) -- then separate forward and backward stacks
+of LSTMs with a projection, cell/projection clipping and optional residual connections. It returns L + 1 layers `[batch, time, 2 * projection_dim]` and a mask, in a
 stateful or a stateless mode. `config` is a `config.ModelConfig`; the index plans that skip
 padding live in packing.py, the CPU kernels in kernels.py.
 """
@@ -66,6 +67,9 @@ class CharEncoder(nn.Layer):
 
     def __init__(self, config):
         super().__init__()
+        # word+char: the word embedding's columns come first in the projection's input, as in
+        # ELMoForManyLangs' token embedder.
+        self.word_dim = config.word_embedding_dim
         self.max_chars = config.max_characters_per_token
         self.char_dim = config.char_embed_dim
         self.widths = [w for w, _ in config.cnn_filters]
@@ -88,12 +92,16 @@ class CharEncoder(nn.Layer):
         self.pad_id = PAD_CHAR + 1  # char ids are shifted by one so that 0 means "no token"
         self.highways = nn.LayerList([Highway(n_filters) for _ in range(config.num_highways)])
         proj_dim = config.projection_dim
-        self.projection = nn.Linear(n_filters, proj_dim,
+        self.projection = nn.Linear(self.word_dim + n_filters, proj_dim,
                                     weight_attr=paddle.ParamAttr(initializer=_normal(math.sqrt(1.0 / n_filters))),
                                     bias_attr=paddle.ParamAttr(initializer=nn.initializer.Constant(0.0)))
 
     def forward(self, char_ids):
-        """char_ids: int64 [tokens, max_chars] -> float32 [tokens, projection_dim]."""
+        """char_ids: int64 [tokens, max_chars] -> float32 [tokens, projection_dim] (char input only)."""
+        return linear(self.features(char_ids), self.projection)
+
+    def features(self, char_ids):
+        """char_ids: int64 [tokens, max_chars] -> the highway output, float32 [tokens, n_filters]."""
         used = self.used_chars(char_ids)
         # Windows starting at or after `used` are all PAD for every token of this call and all give
         # the same value: one of them (starting at `used`) stands for the rest.
@@ -116,7 +124,7 @@ class CharEncoder(nn.Layer):
         x = self.activation(add_bias(paddle.concat(pooled, axis=-1), paddle.concat(list(self.conv_biases))))
         for highway in self.highways:
             x = highway(x)  # [tokens, n_filters]
-        return linear(x, self.projection)
+        return x
 
     def used_chars(self, char_ids):
         """Positions up to the last non-PAD char of any token in char_ids [tokens, max_chars] (>= 1)."""
@@ -223,7 +231,14 @@ class LstmStack(nn.Layer):
 
 
 class BiLM(nn.Layer):
-    """The ELMo biLM: CharEncoder, then a forward and a backward LstmStack.
+    """The ELMo biLM: the token representation, then a forward and a backward LstmStack.
+
+    The token representation follows `config.token_input`: `char_encoder` (char CNN + highway +
+    projection), `word_embedding` [vocab, projection_dim] (bilm-tf's token mode: row i is the
+    vocabulary's id i, no padding row), or both: the word row [word_dim] and the highway output
+    concatenated, then `char_encoder.projection`. Word input reads `word_ids`, int64 [batch, time]
+    holding the vocabulary id + 1 and 0 for padding (bilm-tf's TokenBatcher layout); `vocab` (a
+    dataset.Vocabulary) is the model's input vocabulary, which turns words into those ids.
 
     Stateful mode (as bilm-tf and AllenNLP): each batch row starts from the final state its row
     reached in the previous batch; rows beyond the batch keep their state; `reset_states()` zeroes
@@ -231,13 +246,19 @@ class BiLM(nn.Layer):
     the batch or on earlier calls.
     """
 
-    def __init__(self, config, stateful=False):
+    def __init__(self, config, stateful=False, vocab=None):
         super().__init__()
         self.config = config.checked()
+        if config.has_words and vocab is None:
+            raise ValueError(f'a {config.token_input} model needs its input vocabulary (vocab=)')
+        self.vocab = vocab if config.has_words else None
         self.stateful = stateful
         self.projection_dim = config.projection_dim
         self.n_layers = config.num_layers
-        self.char_encoder = CharEncoder(config)
+        self.char_encoder = CharEncoder(config) if config.has_chars else None
+        if config.has_words:  # bilm-tf: a variable without an initializer, so TF1's glorot uniform
+            self.word_embedding = self.create_parameter([vocab.size, config.word_embedding_dim],
+                                                        default_initializer=nn.initializer.XavierUniform())
         self.forward_stack = LstmStack(config)
         self.backward_stack = LstmStack(config)
         self._states = None  # [direction][layer] -> (h [rows, P], c [rows, D]), detached
@@ -295,41 +316,82 @@ class BiLM(nn.Layer):
                       for (h, c), (sh, sc) in zip(finals, stored)]
         self._states[direction] = finals
 
-    # ---- forward --------------------------------------------------------------------------
-    def token_embedding(self, char_ids, chunk=1024):
-        """char_ids [batch, time, max_chars] (tensor or numpy) -> [batch, time, projection_dim].
+    # ---- forward ----------------------------------------------------------------------------
+    def token_embedding(self, char_ids=None, word_ids=None, chunk=1024, word_rows=None):
+        """The context-free token representations -> [batch, time, projection_dim], zeros at padding.
 
-        Each distinct real token goes through the char CNN once (gradients add up through the
-        gather), in chunks of similar lengths (length_chunks) of at most `chunk` tokens: a chunk
-        of short words skips most all-PAD windows (see CharEncoder), and the peak memory stays
-        bounded however long the input. Padding (all-zero) tokens embed to zeros.
+        char_ids: int64 [batch, time, max_chars] (tensor or numpy; 0 = padding), for a model with
+        chars; word_ids: int64 [batch, time] (vocabulary id + 1, 0 = padding), for one with words.
+        word_rows: in training, the TableRows of the word embedding the step reads (lm.py), so the
+        update touches those rows only; None reads the whole embedding.
+        """
+        if not self.config.has_chars:
+            return self._word_rows(word_ids, word_rows)
+        if not self.config.has_words:
+            return self._per_distinct_token(char_ids, self.char_encoder, self.projection_dim, chunk)
+        # word+char: the highway output of each distinct char sequence, then per position the word
+        # row beside it and the projection (two tokens with the same chars may differ in word id:
+        # one cut to max_chars, or an unknown word and <UNK>).
+        features = self._per_distinct_token(char_ids, self.char_encoder.features, self.config.n_filters, chunk)
+        x = paddle.concat([self._word_rows(word_ids, word_rows), features], axis=-1)
+        batch, time = x.shape[0], x.shape[1]
+        x = linear(x.reshape([batch * time, -1]), self.char_encoder.projection).reshape([batch, time, -1])
+        present = np.asarray(word_ids.numpy() if isinstance(word_ids, paddle.Tensor) else word_ids) > 0
+        return x if present.all() else x * paddle.to_tensor(present.astype(np.float32)).unsqueeze(-1)
+
+    def _per_distinct_token(self, char_ids, encode, dim, chunk):
+        """encode ([tokens, max_chars] -> [tokens, dim]) on each distinct real token of char_ids
+        [batch, time, max_chars] -> [batch, time, dim], zeros at padding.
+
+        Each distinct token is encoded once (gradients add up through the gather), in chunks of
+        similar lengths (length_chunks) of at most `chunk` tokens: a chunk of short words skips
+        most all-PAD windows (see CharEncoder), and the peak memory stays bounded however long the
+        input.
         """
         batch, time, max_chars = char_ids.shape
         ids = char_ids.numpy() if isinstance(char_ids, paddle.Tensor) else np.asarray(char_ids)
         distinct, used, slot = distinct_tokens(ids.reshape(batch * time, max_chars), self.char_encoder.pad_id)
         if len(distinct) == 0:
-            return paddle.zeros([batch, time, self.projection_dim])
-        parts = [self.char_encoder(paddle.to_tensor(distinct[a:b])) for a, b in length_chunks(used, chunk)]
-        encoded = parts[0] if len(parts) == 1 else paddle.concat(parts)  # [distinct real tokens, P]
+            return paddle.zeros([batch, time, dim])
+        parts = [encode(paddle.to_tensor(distinct[a:b])) for a, b in length_chunks(used, chunk)]
+        encoded = parts[0] if len(parts) == 1 else paddle.concat(parts)  # [distinct real tokens, dim]
         # Row 0 of the table is the zero vector that padding positions pick.
-        table = paddle.concat([paddle.zeros([1, self.projection_dim], dtype=encoded.dtype), encoded])
-        return paddle.gather(table, paddle.to_tensor(slot)).reshape([batch, time, self.projection_dim])
+        table = paddle.concat([paddle.zeros([1, dim], dtype=encoded.dtype), encoded])
+        return paddle.gather(table, paddle.to_tensor(slot)).reshape([batch, time, dim])
 
-    def forward(self, char_ids, lengths=None, token_embeddings=None):
+    def _word_rows(self, word_ids, rows=None):
+        """word_ids int64 [batch, time] (id + 1, 0 = padding) -> their embedding rows
+        [batch, time, word dim], zeros at padding; from `rows` (a TableRows holding every id) when given."""
+        ids = word_ids.numpy() if isinstance(word_ids, paddle.Tensor) else np.asarray(word_ids)
+        batch, time = ids.shape
+        flat = ids.reshape(-1) - 1
+        if rows is None:
+            table, index = self.word_embedding, flat.clip(0)
+        else:
+            table, index = rows.values[0], np.searchsorted(rows.ids, flat.clip(0))
+        x = paddle.gather(table, paddle.to_tensor(index))
+        if (flat < 0).any():  # padding: zero rows (and no gradient to the row it gathered)
+            x = x * paddle.to_tensor((flat >= 0).astype(np.float32)).unsqueeze(-1)
+        return x.reshape([batch, time, -1])
+
+    def forward(self, char_ids=None, lengths=None, token_embeddings=None, word_ids=None):
         """Run the biLM on sentences that already hold <S> and </S>.
 
-        char_ids: int64 [batch, time, max_chars] (0 = padding), or None with `token_embeddings`
-            [batch, time, projection_dim] precomputed (zeros at padding) and `lengths`.
-        lengths: int array [batch] of real tokens per row (padding is at the end); derived from
-            char_ids when None.
+        char_ids: int64 [batch, time, max_chars] (0 = padding), for a model with chars;
+        word_ids: int64 [batch, time] (vocabulary id + 1, 0 = padding), for a model with words;
+        or, instead of both, `token_embeddings` [batch, time, projection_dim] precomputed (zeros
+        at padding) with `lengths`.
+        lengths: int array [batch] of real tokens per row (padding is at the end); derived from the
+            ids when None.
         Returns dict: 'activations', a list of n_layers + 1 tensors [batch, time, 2 * projection_dim]
         (layer 0 is [x; x], then [forward; backward] per layer), and 'mask' [batch, time] bool.
         """
         if token_embeddings is None:
-            token_embeddings = self.token_embedding(char_ids)
+            token_embeddings = self.token_embedding(char_ids, word_ids)
         time = token_embeddings.shape[1]
         if lengths is None:
-            lengths = (char_ids > 0).any(axis=-1).astype('int64').sum(axis=1).numpy()
+            present = _present(word_ids) if char_ids is None else (paddle.to_tensor(char_ids) > 0).any(axis=-1)
+            lengths = present.astype('int64').sum(axis=1).numpy()
         lengths = np.asarray(lengths, dtype=np.int64)
         forward_out, backward_out = self.contextual(token_embeddings, lengths)
         mask = paddle.to_tensor(np.arange(time)[None, :] < lengths[:, None])
@@ -366,18 +428,21 @@ class BiLM(nn.Layer):
                                            for h, c in finals])
         return outputs[0], outputs[1]
 
-    def lm_outputs(self, forward_char_ids, backward_char_ids):
+    def lm_outputs(self, char_ids, word_ids=None, word_rows=None):
         """Top-layer outputs for language-model training on full windows.
 
-        forward_char_ids / backward_char_ids: numpy int [batch, unroll, max_chars]; the backward
+        char_ids: (forward, backward) numpy int [batch, unroll, max_chars], or None for a word
+        model; word_ids: (forward, backward) numpy int [batch, unroll] (id + 1, 0 = padding), or
+        None for a char model; word_rows: the word embedding's TableRows of the step. The backward
         stream is already reversed (a separate stream, as in bilm-tf's training), so it is read as
         is. Both streams hold the same words: token_embedding runs the char CNN once per distinct
         token of the two.
         Returns (forward top [batch, unroll, P], backward top [batch, unroll, P]).
         """
-        batch, time = forward_char_ids.shape[:2]
+        both = lambda pair: None if pair is None else np.concatenate(pair)
+        batch, time = (char_ids if char_ids is not None else word_ids)[0].shape[:2]
         # One chunk: a training window is small, and splitting it costs more op overhead than it saves.
-        x = self.token_embedding(np.concatenate([forward_char_ids, backward_char_ids]), chunk=2 * batch * time)
+        x = self.token_embedding(both(char_ids), both(word_ids), chunk=2 * batch * time, word_rows=word_rows)
         xs = paddle.unbind(x.reshape([2, batch, time, -1]))  # unbind, not x[d]: slice backward is slow
         batch_sizes = np.full(time, batch)
         tops = []
@@ -386,6 +451,11 @@ class BiLM(nn.Layer):
             self._store_states(direction, finals)
             tops.append(layer_outs[-1])
         return tops[0], tops[1]
+
+
+def _present(word_ids):
+    """word_ids [batch, time] (numpy or tensor) -> bool tensor: a token, not padding."""
+    return paddle.to_tensor(word_ids) > 0
 
 
 def remove_sentence_boundaries(tensor, mask):

@@ -27,11 +27,17 @@ def setting(default, help):
 
 @dataclass
 class ModelConfig:
-    """The biLM: char CNN + highway + projection, then L projected LSTM layers per direction.
+    """The biLM: a token representation (char CNN + highway + projection, a word embedding, or
+    both), then L projected LSTM layers per direction.
 
     Defaults are the original ELMo (Peters et al. 2018). In options.json each field lives at the
-    path OPTION_PATHS gives.
+    path OPTION_PATHS gives; `token_input` is told by which sections the file has (to_options).
     """
+    token_input: str = setting('char', "token representation: char (bilm-tf's char CNN), word (bilm-tf's token mode: "
+                               "an embedding [vocabulary, projection_dim], no char CNN) or word+char (a --word_dim "
+                               "word embedding concatenated with the char CNN + highway output, then projected, as "
+                               "ELMoForManyLangs); word input reads the --vocab_file ids, an unknown word is <UNK>")
+    word_dim: int = setting(0, 'word+char: size of the word embedding (word: it is projection_dim; char: unused)')
     projection_dim: int = setting(512, 'LSTM projection and token representation size')
     cell_dim: int = setting(4096, 'LSTM cells per layer')
     num_layers: int = setting(2, 'LSTM layers per direction')
@@ -49,10 +55,36 @@ class ModelConfig:
     def n_filters(self):
         return sum(n for _, n in self.cnn_filters)
 
+    @property
+    def has_chars(self):
+        """The model reads char ids (a char CNN)."""
+        return self.token_input != 'word'
+
+    @property
+    def has_words(self):
+        """The model reads word ids (an embedding over its input vocabulary)."""
+        return self.token_input != 'char'
+
+    @property
+    def word_embedding_dim(self):
+        """Columns of the word embedding: projection_dim (word), word_dim (word+char), 0 (char)."""
+        return {'char': 0, 'word': self.projection_dim, 'word+char': self.word_dim}[self.token_input]
+
     def to_options(self):
-        """-> the bilm-tf options dict (the model part of options.json)."""
-        options = {'bidirectional': True, 'char_cnn': {'n_characters': N_CHARACTERS}, 'lstm': {}}
+        """-> the bilm-tf options dict (the model part of options.json).
+
+        A char model is a pure bilm-tf char file and a word model a pure bilm-tf token-mode file
+        (no `char_cnn`; model_io adds `n_tokens_vocab`, the vocabulary's size). word+char adds
+        `word_embedding.dim`, which only this toolkit reads.
+        """
+        options = {'bidirectional': True, 'lstm': {}}
+        if self.has_chars:
+            options['char_cnn'] = {'n_characters': N_CHARACTERS}
         for name, (path, _) in OPTION_PATHS.items():
+            if path[0] == 'char_cnn' and not self.has_chars:
+                continue
+            if name == 'word_dim' and self.token_input != 'word+char':
+                continue
             _put(options, path, copy.deepcopy(getattr(self, name)))
         return options
 
@@ -61,30 +93,51 @@ class ModelConfig:
         """A bilm-tf / AllenNLP options dict -> ModelConfig; InputError naming `source` and the key.
 
         Keys that are not the model's (bilm-tf's training keys, ours in older checkpoints) are
-        ignored; optional keys take the value bilm-tf assumes when they are absent."""
-        for section in ('char_cnn', 'lstm'):
-            if not isinstance(options.get(section), dict):
-                raise InputError(f'{source}: missing section "{section}" (a bilm-tf options file needs '
-                                 f'"char_cnn" and "lstm")')
+        ignored; optional keys take the value bilm-tf assumes when they are absent. A file without
+        `char_cnn` is bilm-tf's token mode (token_input word); one with `word_embedding.dim` too is
+        word+char."""
+        if not isinstance(options.get('lstm'), dict):
+            raise InputError(f'{source}: missing section "lstm" (a bilm-tf options file needs "lstm", and '
+                             f'"char_cnn" unless the model reads words)')
         if not options.get('bidirectional', True):
             raise InputError(f'{source}: only bidirectional models are supported')
-        n_characters = options['char_cnn'].get('n_characters', N_CHARACTERS)
-        if n_characters not in (261, 262):
-            raise InputError(f'{source}: char_cnn.n_characters must be 261 or 262, got {n_characters}')
+        if options.get('share_embedding_softmax'):
+            raise InputError(f'{source}: share_embedding_softmax (one matrix for the word embedding and the '
+                             f'softmax) is not supported')
+        has_chars = 'char_cnn' in options
+        if has_chars:
+            if not isinstance(options['char_cnn'], dict):
+                raise InputError(f'{source}: "char_cnn" must be an object')
+            n_characters = options['char_cnn'].get('n_characters', N_CHARACTERS)
+            if n_characters not in (261, 262):
+                raise InputError(f'{source}: char_cnn.n_characters must be 261 or 262, got {n_characters}')
         values = {}
         for name, (path, absent) in OPTION_PATHS.items():
             value = _get(options, path)
-            if value is None and absent is REQUIRED:
+            if path[0] == 'char_cnn' and not has_chars:
+                value = _field_default(name)  # a word model has no char CNN: the field is unused
+            elif value is None and absent is REQUIRED:
                 raise InputError(f'{source}: missing "{".".join(path)}"')
             values[name] = absent if value is None else value
+        values['token_input'] = ('word+char' if values['word_dim'] else 'char') if has_chars else 'word'
+        if not has_chars:
+            values['word_dim'] = 0
         return cls(**values).checked(source)
 
     def checked(self, source=None):
         """self, after checking the values; InputError naming the flag, or `source` (a file) and
         the setting with its options.json path."""
         def bad(name, expected, value):
-            where = f'--{name}' if source is None else f'{source}: {name} ({".".join(OPTION_PATHS[name][0])})'
+            path = '.'.join(OPTION_PATHS[name][0]) if name in OPTION_PATHS else 'the sections present'
+            where = f'--{name}' if source is None else f'{source}: {name} ({path})'
             return InputError(f'{where} must be {expected}, got {value!r}')
+        if self.token_input not in TOKEN_INPUTS:
+            raise bad('token_input', ' or '.join(TOKEN_INPUTS), self.token_input)
+        if self.token_input == 'word+char' and self.word_dim < 1:
+            raise bad('word_dim', '>= 1 with token_input word+char', self.word_dim)
+        if self.token_input != 'word+char' and self.word_dim:
+            raise bad('word_dim', f'0 with token_input {self.token_input} (a word model\'s embedding has '
+                      f'projection_dim columns)', self.word_dim)
         if self.activation not in ('relu', 'tanh'):
             raise bad('activation', '"relu" or "tanh"', self.activation)
         for entry in self.cnn_filters:
@@ -102,8 +155,9 @@ class ModelConfig:
         return self
 
 
+TOKEN_INPUTS = ('char', 'word', 'word+char')
 REQUIRED = object()
-# Each ModelConfig field: its path in options.json, and its value when a file leaves it out
+# Each ModelConfig field but token_input (told by the sections present): its path in options.json, and its value when a file leaves it out
 # (REQUIRED: an error), as bilm-tf and AllenNLP read those files.
 OPTION_PATHS = {
     'projection_dim': (('lstm', 'projection_dim'), REQUIRED),
@@ -118,8 +172,14 @@ OPTION_PATHS = {
     'activation': (('char_cnn', 'activation'), 'relu'),
     'max_characters_per_token': (('char_cnn', 'max_characters_per_token'), REQUIRED),
     'dropout': (('dropout',), 0.0),
+    'word_dim': (('word_embedding', 'dim'), 0),  # word+char only: not a bilm-tf key
 }
-assert set(OPTION_PATHS) == {f.name for f in dataclasses.fields(ModelConfig)}
+assert set(OPTION_PATHS) | {'token_input'} == {f.name for f in dataclasses.fields(ModelConfig)}
+
+
+def _field_default(name):
+    f = ModelConfig.__dataclass_fields__[name]
+    return f.default_factory() if f.default_factory is not dataclasses.MISSING else f.default
 
 
 def _get(options, path):
@@ -161,6 +221,11 @@ class Recipe:
         False, "not bilm-tf's: a row whose window begins with a new sentence starts from a zero LSTM state, as "
         "embedding does (bilm-tf never resets, and its models can fail from a zero state)")
     seed: int = setting(0, 'seeds data order, init, sampling and dropout')
+    word_vectors: Optional[str] = setting(None, 'word and word+char input: initialise the word embedding rows of the '
+                                          'words this file has (word2vec .bin/.txt, gensim KeyedVectors, .npz with '
+                                          '"words" and "vectors"); the other rows as bilm-tf initialises them')
+    freeze_word_embeddings: bool = setting(False, 'word and word+char input: keep the word embedding as it starts '
+                                           '(e.g. from --word_vectors)')
     freeze_bilm: bool = setting(False, 'train the softmax only, the biLM keeping the weights it starts from (with '
                                 '--init_from_weights: a softmax for weights released without one, for perplexity '
                                 'and prediction on your vocabulary)')

@@ -130,6 +130,46 @@ def batch_to_char_ids(sentences, max_chars=50):
     return CharMapper(max_chars).batch(sentences)
 
 
+class InputMapper:
+    """Tokens -> what a biLM reads: char ids for a model with chars (CharMapper), word ids for a
+    model with words: its input vocabulary's id + 1, <UNK>'s for an unknown word, 0 for padding
+    (bilm-tf's TokenBatcher).
+
+    config: the model's ModelConfig (token_input, max_characters_per_token); vocab: its
+    Vocabulary (word and word+char models). `InputMapper.of(bilm)` for a BiLM.
+    """
+
+    def __init__(self, config, vocab=None, max_cache=1_000_000):
+        self.chars = CharMapper(config.max_characters_per_token, max_cache) if config.has_chars else None
+        self.vocab = vocab if config.has_words else None
+        if config.has_words and vocab is None:
+            raise ValueError(f'a {config.token_input} model needs its input vocabulary')
+
+    @classmethod
+    def of(cls, bilm, max_cache=1_000_000):
+        return cls(bilm.config, bilm.vocab, max_cache)
+
+    def tokens(self, tokens):
+        """list of n tokens -> (char ids int64 [n, max_chars] or None, word ids int64 [n] or None)."""
+        return (None if self.chars is None else self.chars.tokens(tokens),
+                None if self.vocab is None else self.vocab.encode(tokens) + 1)
+
+    def batch(self, sentences, add_boundaries=True):
+        """Sentences (strings or token lists) -> (char ids [batch, time, max_chars] or None, word ids
+        [batch, time] or None, lengths [batch]), `<S>` and `</S>` added (as CharMapper.batch)."""
+        sentences = as_token_lists(sentences)
+        if add_boundaries:
+            sentences = [[BOS_TOKEN, *s, EOS_TOKEN] for s in sentences]
+        lengths = np.array([len(s) for s in sentences], dtype=np.int64)
+        char_ids = None if self.chars is None else self.chars.batch(sentences, add_boundaries=False)[0]
+        word_ids = None
+        if self.vocab is not None:
+            word_ids = np.zeros((len(sentences), int(lengths.max(initial=0))), dtype=np.int64)
+            for row, sentence in enumerate(sentences):
+                word_ids[row, :len(sentence)] = self.vocab.encode(sentence) + 1
+        return char_ids, word_ids, lengths
+
+
 # ----------------------------------------------------------------------------------------------
 # Pretraining data: vocabulary, corpus files, token counts and the biLM batch stream.
 #
@@ -216,16 +256,22 @@ class Vocabulary:
         char_ids: int64 [size, max_chars], shifted char ids of every token (token_to_char_ids).
     """
 
-    def __init__(self, path, max_chars=50):
+    def __init__(self, path, max_chars=50, tokens=None):
+        """tokens: the file's lines, when already read (from_tokens)."""
         self.path = path
         self.max_chars = max_chars
-        file_tokens = read_vocabulary_file(path)
+        file_tokens = read_vocabulary_file(path) if tokens is None else list(tokens)
         present = set(SPECIAL_TOKENS).intersection(file_tokens)
         self.tokens = [t for t in SPECIAL_TOKENS if t not in present] + file_tokens
         self._ids = {t: i for i, t in enumerate(self.tokens)}
         self.bos, self.eos, self.unk = (self._ids[t] for t in SPECIAL_TOKENS)
         self.size = len(self.tokens)
         self.char_ids = tokens_to_char_ids(self.tokens, max_chars)
+
+    @classmethod
+    def from_tokens(cls, tokens, max_chars=50, name='<tokens>'):
+        """A Vocabulary of a token list, as if it were a file's lines."""
+        return cls(name, max_chars, tokens)
 
     def __len__(self):
         return self.size
@@ -607,6 +653,8 @@ class _RowBatcher:
             ids = np.frombuffer(ids, dtype=np.int64)
             batch['token_ids' + name] = ids.reshape(B, T)
             batch['char_ids' + name] = self._char_ids(ids, oov, weights).reshape(B, T, -1)
+            # The biLM's word input: id + 1, 0 where the row has run out (bilm-tf's TokenBatcher layout).
+            batch['word_ids' + name] = np.where(weights > 0, ids.reshape(B, T) + 1, 0)
         batch['next_token_ids'] = np.frombuffer(nxt, dtype=np.int64).reshape(B, T)
         batch['next_token_ids_reverse'] = np.frombuffer(rnxt, dtype=np.int64).reshape(B, T)
         batch['sentence_start'] = starts
@@ -628,9 +676,10 @@ class LMStream:
 
     Each batch is a dict of numpy arrays (B = batch_size, T = unroll_steps, C = vocab.max_chars):
         token_ids [B, T] int64            inputs w_k of each row's window
+        word_ids [B, T] int64             the same + 1, 0 where a row has run out (word input)
         char_ids [B, T, C] int64          their shifted char ids (OOV words keep their chars)
         next_token_ids [B, T] int64       targets w_{k+1}
-        token_ids_reverse, char_ids_reverse, next_token_ids_reverse: the same for the backward
+        token_ids_reverse, word_ids_reverse, char_ids_reverse, next_token_ids_reverse: the same for the backward
                                           direction, which reads every sentence reversed.
         sentence_start [B] bool           the row's window begins with a new sentence
     Every sentence is `<S> w1 .. wn </S>` and gives n + 1 (input, target) pairs per direction;

@@ -63,30 +63,32 @@ class LogUniformSampler:
         self.rng.bit_generator.state = state
 
 
-class SoftmaxRows:
-    """The rows of the softmax one training step reads: ids (sorted unique int64 numpy [n]) and
-    copies W [n, dim], b [n, 1] that are leaf tensors of their own, so their gradients are dense
-    [n, dim] and can be all-reduced across ranks (Paddle's sparse SelectedRows gradients cannot).
-    The step hands them to the optimizer, which applies the update to those rows of the softmax
-    (as bilm-tf's sparse IndexedSlices updates)."""
+class TableRows:
+    """The rows of one or more tables (parameters [vocab, ...] indexed alike) that a training step
+    reads: ids (sorted unique int64 numpy [n]) and `values`, copies of those rows [n, ...] that are
+    leaf tensors of their own, so their gradients are dense [n, ...] and can be all-reduced across
+    ranks (Paddle's sparse SelectedRows gradients cannot). The step hands them to the optimizer,
+    which updates those rows of the tables only, as bilm-tf's sparse IndexedSlices updates do (the
+    softmax's W and b; the word embedding of word input)."""
 
-    def __init__(self, softmax, ids):
+    def __init__(self, tables, ids):
         index = paddle.to_tensor(ids)
         with paddle.no_grad():
-            self.W, self.b = paddle.gather(softmax.W, index), paddle.gather(softmax.b, index)
-        self.W.stop_gradient = self.b.stop_gradient = False
-        self.ids = ids
+            self.values = [paddle.gather(table, index) for table in tables]
+        for value in self.values:
+            value.stop_gradient = False
+        self.tables, self.ids = tables, ids
 
     def take(self, ids):
-        """ids (numpy, all among self.ids) -> (W rows [len(ids), dim], b [len(ids)])."""
+        """ids (numpy, all among self.ids) -> the rows of each table, [len(ids), ...] each."""
         pos = paddle.to_tensor(np.searchsorted(self.ids, ids))
-        return paddle.gather(self.W, pos), paddle.gather(self.b, pos).squeeze(-1)
+        return [paddle.gather(value, pos) for value in self.values]
 
 
 class Softmax(nn.Layer):
     """W [vocab, projection_dim] and b [vocab, 1] over the vocabulary, shared by both directions.
 
-    A training step works on the rows it needs only (`select_rows` -> SoftmaxRows); evaluation on
+    A training step works on the rows it needs only (`select_rows` -> TableRows); evaluation on
     all of them (`full_losses`).
     """
 
@@ -99,20 +101,21 @@ class Softmax(nn.Layer):
                                        default_initializer=nn.initializer.Constant(0.0))
 
     def select_rows(self, ids):
-        """ids: sorted unique int64 numpy array of the rows a step reads -> SoftmaxRows."""
-        return SoftmaxRows(self, ids)
+        """ids: sorted unique int64 numpy array of the rows a step reads -> TableRows of W and b."""
+        return TableRows([self.W, self.b], ids)
 
     def sampled_loss(self, rows, h, targets, candidates, log_q_true, log_q_cand):
         """Mean sampled-softmax loss over tokens.
 
-        rows: the SoftmaxRows of this step (they hold every target and candidate); h: [n, dim]; targets: int64 numpy [n]; candidates: distinct int64 numpy [n_candidates]
-        (shared by the batch); log_q_*: log expected counts (numpy) subtracted from the logits.
+        rows: the softmax's TableRows of this step (they hold every target and candidate); h: [n, dim];
+        targets: int64 numpy [n]; candidates: distinct int64 numpy [n_candidates] (shared by the batch); log_q_*: log expected counts (numpy) subtracted from the logits.
         An accidental hit (a row's target among the candidates) is not a negative: as its logit
         equals the true logit, the row simply takes that candidate column as its label and drops
         its separate true column.
         """
         w_true, b_true = rows.take(targets)
         w_cand, b_cand = rows.take(candidates)
+        b_true, b_cand = b_true.squeeze(-1), b_cand.squeeze(-1)
         true_logits = (h * w_true).sum(axis=-1) + b_true - paddle.to_tensor(log_q_true.astype(np.float32))
         cand_logits = paddle.matmul(h, w_cand, transpose_y=True)  # [n, n_candidates]
         cand_bias = b_cand - paddle.to_tensor(log_q_cand.astype(np.float32))
@@ -146,22 +149,25 @@ def candidate_labels(targets, candidates):
 
 
 DIRECTIONS = (('char_ids', 'next_token_ids'), ('char_ids_reverse', 'next_token_ids_reverse'))
+WORD_IDS = ('word_ids', 'word_ids_reverse')
 
 
 class LanguageModel(nn.Layer):
     """BiLM + a softmax shared by both directions, with dropout before it.
 
-    Batches are the dicts made by dataset.LMStream (numpy arrays): 'char_ids', 'next_token_ids' and
-    their '_reverse' twins, each [batch, unroll(, max_chars)]. In training mode the loss is the
-    sampled softmax; in eval mode it is the full softmax (`token_losses` gives it per token).
-    The biLM is stateful: each row's state carries over to the next batch, with gradients cut at
-    the boundary.
+    Batches are the dicts made by dataset.LMStream (numpy arrays): 'char_ids', 'word_ids',
+    'next_token_ids' and their '_reverse' twins, each [batch, unroll(, max_chars)]. In training mode
+    the loss is the sampled softmax; in eval mode it is the full softmax (`token_losses` gives it
+    per token). The biLM is stateful: each row's state carries over to the next batch, with
+    gradients cut at the boundary. vocab: the Vocabulary of word input (word and word+char models
+    read the training vocabulary, as bilm-tf's token mode).
     """
 
-    def __init__(self, config, vocab_size, n_negative_samples=8192, seed=0, reset_state_at_sentence_start=False):
+    def __init__(self, config, vocab_size, n_negative_samples=8192, seed=0, reset_state_at_sentence_start=False,
+                 vocab=None):
         super().__init__()
         self.vocab_size = vocab_size
-        self.bilm = BiLM(config, stateful=True)
+        self.bilm = BiLM(config, stateful=True, vocab=vocab)
         self.softmax = Softmax(vocab_size, config.projection_dim)
         self.dropout = float(config.dropout or 0.0)
         self.sampler = LogUniformSampler(vocab_size, n_negative_samples, seed)
@@ -171,10 +177,11 @@ class LanguageModel(nn.Layer):
 
     def forward(self, batch, agree_rows=None):
         """-> dict(loss (mean of the two directions), forward_loss, backward_loss: 0-d tensors; in
-        training also softmax_rows, the SoftmaxRows the loss read, for the optimizer).
+        training also table_rows, the TableRows the step read (the softmax's, then the word
+        embedding's when it trains), for the optimizer).
 
-        agree_rows: in training, a function that turns this rank's softmax row ids into the union
-        over all ranks (so every rank's row gradients line up for the all-reduce).
+        agree_rows: in training, a function that turns this rank's row ids of a table into the
+        union over all ranks (so every rank's row gradients line up for the all-reduce).
         """
         if self.training:
             losses, rows = self.sampled_losses(batch, agree_rows)
@@ -182,30 +189,42 @@ class LanguageModel(nn.Layer):
             losses, rows = [loss.mean() for loss in self.full_softmax_losses(batch)], None
         out = {'loss': 0.5 * (losses[0] + losses[1]), 'forward_loss': losses[0], 'backward_loss': losses[1]}
         if rows is not None:
-            out['softmax_rows'] = rows
+            out['table_rows'] = rows
         return out
 
     def sampled_losses(self, batch, agree_rows=None):
         """Mean sampled-softmax losses [forward, backward], after dropout on the top layer, and the
-        SoftmaxRows they read."""
+        TableRows they read: the softmax's, then the word embedding's when it trains."""
+        agree_rows = agree_rows or (lambda ids: ids)
         if self.reset_state_at_sentence_start:
             self.bilm.zero_state_rows(batch['sentence_start'])
-        tops = self.bilm.lm_outputs(*(batch[chars] for chars, _ in DIRECTIONS))
+        word_rows = None
+        if self.bilm.config.has_words and not self.bilm.word_embedding.stop_gradient:
+            used = np.unique(np.concatenate([batch[key].reshape(-1) for key in WORD_IDS]))
+            word_rows = TableRows([self.bilm.word_embedding], agree_rows(used[used > 0] - 1))
+        tops = self.bilm.lm_outputs(*self._inputs(batch), word_rows=word_rows)
         hs = [top.reshape([-1, top.shape[-1]]) for top in tops]
         targets = [batch[key].reshape(-1) for _, key in DIRECTIONS]
         if self.dropout > 0:
             hs = [F.dropout(h, self.dropout, training=True) for h in hs]
         samples = [self.sampler.sample() for _ in DIRECTIONS]  # one candidate set per direction
         ids = np.unique(np.concatenate(targets + [c for c, _ in samples]))
-        rows = self.softmax.select_rows(agree_rows(ids) if agree_rows else ids)
+        rows = self.softmax.select_rows(agree_rows(ids))
         losses = [self.softmax.sampled_loss(rows, h, t, c, np.log(self.sampler.expected_count(t, n)),
                                             np.log(self.sampler.expected_count(c, n)))
                   for h, t, (c, n) in zip(hs, targets, samples)]
-        return losses, rows
+        return losses, [rows] + ([word_rows] if word_rows is not None else [])
+
+    def _inputs(self, batch):
+        """A batch's (char ids, word ids) pairs (forward, backward) for BiLM.lm_outputs; None for
+        the input the model does not read."""
+        config = self.bilm.config
+        return (tuple(batch[chars] for chars, _ in DIRECTIONS) if config.has_chars else None,
+                tuple(batch[key] for key in WORD_IDS) if config.has_words else None)
 
     def full_softmax_losses(self, batch):
         """Per-token full-softmax losses, tensors (forward [n], backward [n]), n = batch x unroll."""
-        tops = self.bilm.lm_outputs(*(batch[chars] for chars, _ in DIRECTIONS))
+        tops = self.bilm.lm_outputs(*self._inputs(batch))
         return [self.softmax.full_losses(top.reshape([-1, top.shape[-1]]), batch[key].reshape(-1).astype(np.int64))
                 for top, (_, key) in zip(tops, DIRECTIONS)]
 
@@ -218,26 +237,32 @@ class LanguageModel(nn.Layer):
 class Optimizer:
     """bilm-tf's update around a rule: gradients averaged over ranks in one all-reduce, then all of
     them clipped together by their global norm, then the rule (`_update` on a parameter or on the
-    softmax rows the step read, with their slots) applied.
+    table rows the step read, with their slots) applied.
 
-    Dense parameters are updated whole; the softmax only in the rows the step read, which the step
-    hands to `step(rows)` (as bilm-tf's sparse IndexedSlices updates: a row no batch touched keeps
-    its weights and state).
+    Dense parameters are updated whole; the tables (the softmax's W and b; a trainable word
+    embedding) only in the rows the step read, which the step hands to `step(table_rows)` (as
+    bilm-tf's sparse IndexedSlices updates: a row no batch touched keeps its weights and state).
     """
 
     def __init__(self, model, lr, max_grad_norm, world_size=1):
         self.model, self.lr, self.max_grad_norm, self.world_size = model, lr, max_grad_norm, world_size
-        self.softmax = model.softmax
+        tables = [model.softmax.W, model.softmax.b]
+        if model.bilm.config.has_words and not model.bilm.word_embedding.stop_gradient:
+            tables.append(model.bilm.word_embedding)
+        names = {id(p): n for n, p in model.named_parameters()}
+        self.sparse = [(names[id(p)], p) for p in tables]
         self.dense = [(n, p) for n, p in model.named_parameters()
-                      if not p.stop_gradient and not n.startswith('softmax.')]
-        self.sparse = [('softmax.W', self.softmax.W), ('softmax.b', self.softmax.b)]
+                      if not p.stop_gradient and all(p is not t for t in tables)]
         self.n_updates = 0
 
-    def _gradients(self, rows):
-        """Averaged, clipped gradients: dense ones in self.dense's order, then the softmax rows'
-        (rows: the step's SoftmaxRows)."""
+    def _gradients(self, table_rows):
+        """Averaged, clipped gradients: dense ones in self.dense's order, then the table rows'
+        (table_rows: the step's TableRows, whose tables are self.sparse's, in order)."""
+        values = [v for rows in table_rows for v in rows.values]
+        if [id(t) for rows in table_rows for t in rows.tables] != [id(p) for _, p in self.sparse]:
+            raise ValueError('the step\'s table rows do not match the tables this optimizer updates')
         grads = [p.grad if p.grad is not None else paddle.zeros_like(p) for _, p in self.dense]
-        grads += [rows.W.grad, rows.b.grad]
+        grads += [v.grad for v in values]
         if self.world_size > 1:  # one all-reduce of everything: far fewer messages than per tensor
             import paddle.distributed as dist
             flat = paddle.concat([g.reshape([-1]) for g in grads])
@@ -251,22 +276,26 @@ class Optimizer:
         return grads, norm
 
     @paddle.no_grad()
-    def step(self, rows):
-        """Apply one update, the softmax's to `rows` (the step's SoftmaxRows, after backward);
-        returns the global gradient norm before clipping."""
-        grads, norm = self._gradients(rows)
+    def step(self, table_rows):
+        """Apply one update, the tables' to their rows in `table_rows` (the step's TableRows, after
+        backward); returns the global gradient norm before clipping."""
+        grads, norm = self._gradients(table_rows)
         self.n_updates += 1
         lr = paddle.to_tensor([self.learning_rate()], dtype='float32')
         for (name, p), g in zip(self.dense, grads):
             self._update(p, g, self.slots[name], lr)
-        ids = paddle.to_tensor(rows.ids)
-        for (name, p), g in zip(self.sparse, grads[len(self.dense):]):
-            rows = paddle.gather(p, ids)
-            state = {k: paddle.gather(v, ids) for k, v in self.slots[name].items()}
-            self._update(rows, g, state, lr)
-            for k, v in state.items():
-                paddle.scatter_(self.slots[name][k], ids, v)
-            paddle.scatter_(p, ids, rows)
+        sparse_grads = iter(grads[len(self.dense):])
+        sparse = iter(self.sparse)
+        for rows in table_rows:
+            ids = paddle.to_tensor(rows.ids)
+            for _ in rows.tables:
+                (name, p), g = next(sparse), next(sparse_grads)
+                values = paddle.gather(p, ids)
+                state = {k: paddle.gather(v, ids) for k, v in self.slots[name].items()}
+                self._update(values, g, state, lr)
+                for k, v in state.items():
+                    paddle.scatter_(self.slots[name][k], ids, v)
+                paddle.scatter_(p, ids, values)
         return norm
 
     def learning_rate(self):
@@ -312,9 +341,9 @@ class Adam(Optimizer):
     """Adam with linear warm-up (not in bilm-tf; the budget recipe's option).
 
     lr rises linearly from lr / warmup_steps to lr over the first `warmup_steps` updates, then stays.
-    The softmax rows are updated lazily (only the rows a step selected, their moments decayed only
-    when selected, as TensorFlow's LazyAdam): a dense Adam over a 100k x dim softmax every step
-    would cost as much as the rest of the update.
+    The softmax rows (and a word embedding's) are updated lazily (only the rows a step selected,
+    their moments decayed only when selected, as TensorFlow's LazyAdam): a dense Adam over a 100k x
+    dim table every step would cost as much as the rest of the update.
     """
 
     def __init__(self, model, lr, max_grad_norm, warmup_steps=0, beta1=0.9, beta2=0.999, epsilon=1e-8,
@@ -363,7 +392,7 @@ def train_step(model, optimizer, batch, agree_rows=None):
     out = model(batch, agree_rows)
     unroll_steps = batch['next_token_ids'].shape[1]
     (out['loss'] * unroll_steps).backward()
-    norm = optimizer.step(out['softmax_rows'])
+    norm = optimizer.step(out['table_rows'])
     optimizer.clear_grad()
     return out, norm
 

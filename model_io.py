@@ -16,6 +16,11 @@ An export (bilm-tf / AllenNLP's layout, `export_weights`) is `options.json` (the
 [vocab, P] and `softmax/b` [vocab] (bilm-tf's and AllenNLP's readers ignore them; perplexity and
 prediction need them). Everything that loads a model goes through `read_checkpoint` or
 `load_hdf5_weights`, which check keys, shapes, the vocabulary and the options.
+
+A model with word input (token_input word or word+char) has an input vocabulary: `DIR/vocab.txt`
+beside options.json, in a checkpoint and an export (line i is row i of the word embedding,
+`<S>`, `</S>`, `<UNK>` first); for bilm-tf files the user passes it (`vocab_file`). Its size is
+options.json's `n_tokens_vocab`, as bilm-tf writes it.
 """
 import dataclasses
 import json
@@ -28,10 +33,13 @@ from runtime import paddle
 
 from bilm import BiLM
 from config import BILM_TF_TRAINING_KEYS, PRESETS, RECIPE_FIELDS, ModelConfig, Recipe, split_fields
+from dataset import SPECIAL_TOKENS, Vocabulary, read_vocabulary_file, write_vocabulary
 from fileio import InputError, atomic_path, write_json_atomic
 from lm import LanguageModel
 
-OPTIONS_FILE, RECIPE_FILE, WEIGHTS_FILE = 'options.json', 'recipe.json', 'weights.hdf5'
+OPTIONS_FILE, RECIPE_FILE, WEIGHTS_FILE, VOCAB_FILE = 'options.json', 'recipe.json', 'weights.hdf5', 'vocab.txt'
+HDF5_EMBEDDING = 'embedding'  # bilm-tf's token-mode embedding [n_tokens_vocab, projection_dim]
+HDF5_WORD_EMBEDDING = 'word_embedding'  # word+char's [n_tokens_vocab, word_dim] (ours only)
 PARAMS_SUFFIX, OPTIMIZER_SUFFIX = '.pdparams', '.pdopt'
 BILM_PREFIX = 'bilm.'  # LanguageModel.bilm's entries of a checkpoint's state
 SOFTMAX_W, SOFTMAX_B = 'softmax.W', 'softmax.b'  # LanguageModel.softmax's
@@ -62,15 +70,53 @@ def read_model_config(options_file):
     return ModelConfig.from_options(read_json(options_file, 'options file'), options_file)
 
 
-def write_run_configs(directory, model, recipe, vocab_size):
-    """DIR/options.json (the model and bilm-tf's training keys, its names) and DIR/recipe.json."""
+def write_run_configs(directory, model, recipe, vocab):
+    """DIR/options.json (the model and bilm-tf's training keys, its names), DIR/recipe.json and,
+    for word input, DIR/vocab.txt (the Vocabulary `vocab`, its ids as lines)."""
     options = model.to_options()
     for field, key in BILM_TF_TRAINING_KEYS.items():
         options[key] = getattr(recipe, field)
-    options['n_tokens_vocab'] = vocab_size
+    options['n_tokens_vocab'] = vocab.size
     rest = {k: v for k, v in dataclasses.asdict(recipe).items() if k not in BILM_TF_TRAINING_KEYS}
+    if model.has_words:
+        write_input_vocabulary(vocab, directory)
     write_json_atomic(options, os.path.join(directory, OPTIONS_FILE))
     write_json_atomic({'version': RECIPE_VERSION, **rest}, os.path.join(directory, RECIPE_FILE))
+
+
+def write_input_vocabulary(vocab, directory):
+    """DIR/vocab.txt: the model's input vocabulary, line i = id i (specials included)."""
+    write_vocabulary(vocab.tokens, os.path.join(directory, VOCAB_FILE))
+
+
+def read_input_vocabulary(config, model_dir, vocab_file=None, rows=None, source='the model'):
+    """The input Vocabulary of a word or word+char model (None for a char model).
+
+    It is `model_dir`/vocab.txt (a checkpoint's or an export's) or `vocab_file` (bilm-tf files);
+    given both, they must hold the same tokens. Line i is row i of the word embedding, so the
+    file must hold `<S>`, `</S>` and `<UNK>` (bilm-tf's layout) and, with `rows` (the embedding's
+    rows, from the weights), exactly that many lines. Each mismatch is one line naming the files.
+    """
+    if not config.has_words:
+        return None
+    own = os.path.join(model_dir, VOCAB_FILE) if model_dir else None
+    own = own if own and os.path.isfile(own) else None
+    if own is None and vocab_file is None:
+        raise InputError(f'{source} reads words ({config.token_input} input) and has no {VOCAB_FILE} beside its '
+                         f'options.json: give its vocabulary (--vocab_file / vocab_file=; line i = embedding row i)')
+    path = own or vocab_file
+    tokens = read_vocabulary_file(path)
+    if own and vocab_file and os.path.abspath(vocab_file) != os.path.abspath(own) \
+            and read_vocabulary_file(vocab_file) != tokens:
+        raise InputError(f'{vocab_file} is not the vocabulary of {source} ({own}): their tokens differ')
+    missing = [t for t in SPECIAL_TOKENS if t not in tokens]
+    if missing:
+        raise InputError(f'{path}: the input vocabulary of a word model must hold {", ".join(SPECIAL_TOKENS)} (line i '
+                         f'is embedding row i); missing {", ".join(missing)}')
+    if rows is not None and rows != len(tokens):
+        raise InputError(f'{path} has {len(tokens)} tokens but the word embedding of {source} has {rows} rows: not '
+                         f'the vocabulary it was trained with')
+    return Vocabulary.from_tokens(tokens, config.max_characters_per_token, path)
 
 
 # Our recipe keys as checkpoints before recipe.json kept them in options.json.
@@ -105,9 +151,27 @@ def read_run_configs(directory):
 # --------------------------------------------------------------------------------------------
 
 def hdf5_layout(bilm):
-    """(dataset name, parameter, file->ours, ours->file) for every parameter of `bilm`."""
+    """(dataset name, parameter, file->ours, ours->file) for every parameter of `bilm`: bilm-tf's
+    names; a word model's embedding is bilm-tf's `embedding` (no padding row), word+char's
+    `word_embedding` beside the char CNN, whose `CNN_proj/W_proj` then has the word rows first."""
     same = lambda a: a
-    enc = bilm.char_encoder
+    layout = []
+    if bilm.config.has_words:
+        name = HDF5_EMBEDDING if bilm.config.token_input == 'word' else HDF5_WORD_EMBEDDING
+        layout.append((name, bilm.word_embedding, same, same))
+    if bilm.config.has_chars:
+        layout += _char_layout(bilm.char_encoder)
+    for direction, stack in enumerate((bilm.forward_stack, bilm.backward_stack)):
+        for k, layer in enumerate(stack.layers):
+            prefix = f'RNN_{direction}/RNN/MultiRNNCell/Cell{k}/LSTMCell'
+            layout += [(f'{prefix}/W_0', layer.W, same, same),
+                       (f'{prefix}/B', layer.B, same, same),
+                       (f'{prefix}/W_P_0', layer.W_P, same, same)]
+    return layout
+
+
+def _char_layout(enc):
+    same = lambda a: a
     layout = [('char_embed', enc.char_embed.weight,
                lambda a: np.concatenate([np.zeros((1, a.shape[1]), a.dtype), a]),  # prepend padding row
                lambda a: a[1:])]
@@ -123,12 +187,6 @@ def hdf5_layout(bilm):
                        (f'CNN_high_{k}/b_{part}', linear.bias, same, same)]
     layout += [('CNN_proj/W_proj', enc.projection.weight, same, same),
                ('CNN_proj/b_proj', enc.projection.bias, same, same)]
-    for direction, stack in enumerate((bilm.forward_stack, bilm.backward_stack)):
-        for k, layer in enumerate(stack.layers):
-            prefix = f'RNN_{direction}/RNN/MultiRNNCell/Cell{k}/LSTMCell'
-            layout += [(f'{prefix}/W_0', layer.W, same, same),
-                       (f'{prefix}/B', layer.B, same, same),
-                       (f'{prefix}/W_P_0', layer.W_P, same, same)]
     return layout
 
 
@@ -146,19 +204,36 @@ def _open_hdf5(weight_file):
         raise InputError(f'{weight_file}: cannot read as hdf5, truncated or not an hdf5 file ({e})') from None
 
 
-def load_hdf5_weights(bilm, weight_file):
-    """Fill `bilm` from a bilm-tf / AllenNLP weights.hdf5; shape mismatches name the dataset."""
+def load_hdf5_weights(bilm, weight_file, embedding_weight_file=None):
+    """Fill `bilm` from a bilm-tf / AllenNLP weights.hdf5; shape mismatches name the dataset.
+
+    embedding_weight_file: a word model's `embedding` from this file instead (bilm-tf's
+    `embedding_weight_file`: an hdf5 holding dataset `embedding`)."""
     with _open_hdf5(weight_file) as fin, paddle.no_grad():
         for name, param, from_file, to_file in hdf5_layout(bilm):
-            if name not in fin:
-                raise InputError(f'{weight_file}: dataset "{name}" is missing (options ask for it)')
-            array = fin[name][...]
-            expected = _file_shape(param, to_file)
-            if tuple(array.shape) != expected:
-                raise InputError(f'{weight_file}: dataset "{name}" has shape {tuple(array.shape)}, '
-                                 f'options imply {expected}')
-            param.set_value(from_file(array.astype(np.float32)))
+            if name == HDF5_EMBEDDING and embedding_weight_file:
+                with _open_hdf5(embedding_weight_file) as fe:
+                    _set_from_dataset(param, fe, name, embedding_weight_file, from_file, to_file)
+            else:
+                _set_from_dataset(param, fin, name, weight_file, from_file, to_file)
     return bilm
+
+
+def _set_from_dataset(param, fin, name, source, from_file, to_file):
+    if name not in fin:
+        raise InputError(f'{source}: dataset "{name}" is missing (options ask for it)')
+    array = fin[name][...]
+    expected = _file_shape(param, to_file)
+    if tuple(array.shape) != expected:
+        what = 'the vocabulary implies' if name in (HDF5_EMBEDDING, HDF5_WORD_EMBEDDING) else 'options imply'
+        raise InputError(f'{source}: dataset "{name}" has shape {tuple(array.shape)}, {what} {expected}')
+    param.set_value(from_file(array.astype(np.float32)))
+
+
+def hdf5_rows(weight_file, name):
+    """Rows of dataset `name` of an hdf5 file, or None when it has none."""
+    with _open_hdf5(weight_file) as f:
+        return f[name].shape[0] if name in f else None
 
 
 def read_hdf5_softmax(weight_file, required=True):
@@ -186,11 +261,16 @@ def save_hdf5_weights(bilm, weight_file, softmax=None):
 
 
 def export_weights(bilm, output_dir, softmax=None):
-    """Write output_dir/options.json and output_dir/weights.hdf5, loadable by AllenNLP and bilm-tf;
+    """Write output_dir/options.json and output_dir/weights.hdf5, loadable by AllenNLP and bilm-tf
+    (char and word models; word+char by this toolkit), and output_dir/vocab.txt for word input;
     softmax = (W [vocab, P], b [vocab]) adds softmax/W and softmax/b."""
     os.makedirs(output_dir, exist_ok=True)
-    write_json_atomic(bilm.config.to_options(), os.path.join(output_dir, OPTIONS_FILE))
+    options = bilm.config.to_options()
+    if bilm.config.has_words:
+        options['n_tokens_vocab'] = bilm.vocab.size
+        write_input_vocabulary(bilm.vocab, output_dir)
     save_hdf5_weights(bilm, os.path.join(output_dir, WEIGHTS_FILE), softmax)
+    write_json_atomic(options, os.path.join(output_dir, OPTIONS_FILE))
 
 
 def softmax_of(state):
@@ -290,12 +370,21 @@ def bilm_state(state):
     return state
 
 
-def load_bilm_checkpoint(prefix, stateful=False):
-    """A checkpoint prefix ('DIR/N') -> (BiLM, the checkpoint's whole state dict)."""
+def load_bilm_checkpoint(prefix, stateful=False, vocab_file=None):
+    """A checkpoint prefix ('DIR/N') -> (BiLM, the checkpoint's whole state dict); a word model's
+    vocabulary is DIR/vocab.txt (`vocab_file`, when given, must hold the same tokens)."""
     config, state = read_checkpoint(prefix)
-    bilm = BiLM(config, stateful=stateful)
+    vocab = read_input_vocabulary(config, checkpoint_dir(prefix), vocab_file, _embedding_rows(state), prefix)
+    bilm = BiLM(config, stateful=stateful, vocab=vocab)
     load_state_checked(bilm, bilm_state(state), prefix)
     return bilm, state
+
+
+def _embedding_rows(state):
+    for key in ('word_embedding', BILM_PREFIX + 'word_embedding'):
+        if key in state:
+            return state[key].shape[0]
+    return None
 
 
 # ---- training checkpoints (run_pretrain.py) --------------------------------------------------
@@ -401,9 +490,15 @@ def load_weights_into(model, weight_file):
     return f'softmax: from {weight_file} ({W.shape[0]} rows, the vocabulary\'s size)'
 
 
-def load_bilm(params_file=None, options_file=None, weight_file=None, stateful=False):
+def load_bilm(params_file=None, options_file=None, weight_file=None, stateful=False, vocab_file=None,
+              embedding_weight_file=None):
     """A BiLM from a checkpoint prefix ('DIR/N'), from bilm-tf options + hdf5 weights, or, given
-    none of them, the bundled model in pretrained/ (saying so on stderr)."""
+    none of them, the bundled model in pretrained/ (saying so on stderr).
+
+    A word or word+char model needs its input vocabulary: vocab.txt beside its options.json, or
+    `vocab_file` (bilm-tf files; given beside vocab.txt, it must hold the same tokens). A word
+    model's `embedding` may come from `embedding_weight_file` (bilm-tf's inference layout).
+    """
     if params_file is None and options_file is None and weight_file is None:
         options_file, weight_file = bundled_model_files()
         print(f'no model given: using the bundled model in {BUNDLED_MODEL_DIR} '
@@ -411,25 +506,37 @@ def load_bilm(params_file=None, options_file=None, weight_file=None, stateful=Fa
     if params_file is not None:
         if options_file is not None or weight_file is not None:
             raise InputError('give either params_file (a checkpoint prefix) or options_file + weight_file')
-        return load_bilm_checkpoint(params_file, stateful)[0]
+        return load_bilm_checkpoint(params_file, stateful, vocab_file)[0]
     if options_file is None or weight_file is None:
         raise InputError('give params_file (a checkpoint prefix like checkpoints/10000), '
                          'both options_file and weight_file, or neither (the bundled model)')
-    return load_hdf5_weights(BiLM(read_model_config(options_file), stateful=stateful), weight_file)
+    config = read_model_config(options_file)
+    vocab = read_input_vocabulary(config, os.path.dirname(options_file), vocab_file,
+                                  _hdf5_embedding_rows(config, weight_file, embedding_weight_file), weight_file)
+    return load_hdf5_weights(BiLM(config, stateful=stateful, vocab=vocab), weight_file, embedding_weight_file)
 
 
-def load_language_model(vocab_size, params_file=None, options_file=None, weight_file=None):
+def _hdf5_embedding_rows(config, weight_file, embedding_weight_file=None):
+    if config.token_input == 'word':
+        return hdf5_rows(embedding_weight_file or weight_file, HDF5_EMBEDDING)
+    return hdf5_rows(weight_file, HDF5_WORD_EMBEDDING) if config.has_words else None
+
+
+def load_language_model(vocab_size, params_file=None, options_file=None, weight_file=None, vocab_file=None):
     """A LanguageModel from our checkpoint prefix, or from hdf5 weights that hold softmax/W and softmax/b.
 
-    The softmax must have `vocab_size` rows (the vocabulary it was trained with).
+    The softmax must have `vocab_size` rows (the vocabulary it was trained with); vocab_file: the
+    input vocabulary of a word model's bilm-tf files (see load_bilm).
     """
     if params_file is not None:
         config, state = read_checkpoint(params_file, vocab_size, require_softmax=True)
-        return load_state_checked(LanguageModel(config, vocab_size), state, params_file)
-    bilm = load_bilm(options_file=options_file, weight_file=weight_file, stateful=True)
+        vocab = read_input_vocabulary(config, checkpoint_dir(params_file), vocab_file, _embedding_rows(state),
+                                      params_file)
+        return load_state_checked(LanguageModel(config, vocab_size, vocab=vocab), state, params_file)
+    bilm = load_bilm(options_file=options_file, weight_file=weight_file, stateful=True, vocab_file=vocab_file)
     W, b = read_hdf5_softmax(weight_file)
     check_softmax_rows(W.shape, vocab_size, weight_file)
-    model = LanguageModel(bilm.config, vocab_size)
+    model = LanguageModel(bilm.config, vocab_size, vocab=bilm.vocab)
     model.bilm = bilm
     with paddle.no_grad():
         model.softmax.W.set_value(W)

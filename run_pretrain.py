@@ -29,9 +29,10 @@ from config import for_resume, for_weights, from_preset
 from dataset import EVAL_BATCH_SIZE, EVAL_UNROLL_STEPS, LMStream, Vocabulary, count_tokens, iter_eval_batches
 from fileio import atomic_path, write_csv_atomic
 from lm import LanguageModel, evaluate, make_optimizer, train_step
-from model_io import (checkpoint_dir, load_training_checkpoint, load_weights_into, rank_state, read_model_config,
-                      read_run_configs, restore_rank_state, save_training_checkpoint, train_state, weights_files,
-                      write_run_configs)
+from model_io import (checkpoint_dir, load_training_checkpoint, load_weights_into, rank_state, read_input_vocabulary,
+                      read_model_config, read_run_configs, restore_rank_state, save_training_checkpoint, train_state,
+                      weights_files, write_run_configs)
+from word_vectors import embedding_rows, read_word_vectors
 
 LOG_FIELDS = ['step', 'tokens', 'train_minutes', 'elapsed_s', 'loss', 'forward_loss', 'backward_loss', 'forward_perplexity',
               'backward_perplexity', 'tokens_per_s', 'dev_forward_perplexity', 'dev_backward_perplexity',
@@ -72,9 +73,15 @@ def read_configs(a):
         if getattr(recipe, name) is None:
             raise cli.InputError(f'--{name} is required' + (f' (checkpoint {a.init_from_ckpt} was written before '
                                  f'recipe.json recorded the data)' if a.init_from_ckpt else ''))
+    if (recipe.word_vectors or recipe.freeze_word_embeddings) and not model.has_words:
+        flag = '--word_vectors' if recipe.word_vectors else '--freeze_word_embeddings'
+        raise cli.InputError(f'{flag} is for a model with word input (--token_input word or word+char); this one '
+                             f'reads chars only')
+    if recipe.word_vectors and (a.init_from_ckpt or from_weights) and 'word_vectors' in given:
+        raise cli.InputError('--word_vectors initialises a new model; a resumed or adapted run has its weights')
     # Absolute, so that a resume from another directory reads the same data.
     recipe = dataclasses.replace(recipe, **{name: os.path.abspath(getattr(recipe, name)) for name in
-                                            ('train_data_path', 'vocab_file', 'dev_data_path')
+                                            ('train_data_path', 'vocab_file', 'dev_data_path', 'word_vectors')
                                             if getattr(recipe, name) is not None})
     return model, recipe, save_dir
 
@@ -220,7 +227,7 @@ def setup_device(device, cpu_threads=None):
 
 
 def union_over_ranks(ids):
-    """Sorted union of every rank's softmax row ids (the rows each rank's gradient covers)."""
+    """Sorted union of every rank's row ids of a table (the rows each rank's gradient covers)."""
     gathered = []
     dist.all_gather_object(gathered, ids)
     return np.unique(np.concatenate(gathered))
@@ -303,15 +310,23 @@ def set_up(a):
     if recipe.n_negative_samples >= vocab.size and rank == 0:
         print(f'note: --n_negative_samples {recipe.n_negative_samples} >= the vocabulary\'s {vocab.size} tokens: '
               f'every step uses the full softmax', file=sys.stderr)
+    check_input_vocabulary(model_config, recipe, vocab, a.init_from_ckpt)
     paddle.seed(recipe.seed)  # identical initial weights on every rank
     model = LanguageModel(model_config, vocab.size, recipe.n_negative_samples, seed=recipe.seed * 1000 + rank,
-                          reset_state_at_sentence_start=recipe.reset_state_at_sentence_start)
+                          reset_state_at_sentence_start=recipe.reset_state_at_sentence_start,
+                          vocab=vocab if model_config.has_words else None)
     paddle.seed(recipe.seed * 1000 + rank)  # but different dropout masks
     if recipe.init_weight_file and a.init_from_ckpt is None:  # domain adaptation: the weights, a fresh optimizer
         said = load_weights_into(model, recipe.init_weight_file)
         if rank == 0:
             print(f'biLM: from {recipe.init_weight_file}; {said}', flush=True)
-    for p in model.bilm.parameters() if recipe.freeze_bilm else ():  # before the optimizer lists what it updates
+    if recipe.word_vectors and a.init_from_ckpt is None:
+        said = init_word_embedding(model.bilm, recipe.word_vectors)
+        if rank == 0:
+            print(said, flush=True)
+    frozen = list(model.bilm.parameters()) if recipe.freeze_bilm else []
+    frozen += [model.bilm.word_embedding] if recipe.freeze_word_embeddings else []
+    for p in frozen:  # before the optimizer lists what it updates
         p.stop_gradient = True
     optimizer = make_optimizer(model, recipe.optimizer, recipe.lr, recipe.max_grad_norm, recipe.warmup_steps,
                                world_size)
@@ -325,7 +340,7 @@ def set_up(a):
     total, log = total_steps(recipe), None
     if rank == 0:
         os.makedirs(save_dir, exist_ok=True)
-        write_run_configs(save_dir, model_config, recipe, vocab.size)
+        write_run_configs(save_dir, model_config, recipe, vocab)
         log = TrainLog(save_dir, total, step)
         print(f'preset {recipe.preset}, {recipe.optimizer} lr {recipe.lr}: {world_size} process(es), {total} steps '
               f'of {recipe.batch_size}x{recipe.unroll_steps} tokens per process ({recipe.n_train_tokens:,} training '
@@ -333,6 +348,36 @@ def set_up(a):
               f'{sum(int(np.prod(p.shape)) for p in model.parameters()):,} parameters', flush=True)
     return Run(model_config, recipe, save_dir, rank, vocab, model, optimizer, stream, total, clock, log, step,
                a.init_from_ckpt, a.max_minutes)
+
+
+def check_input_vocabulary(model_config, recipe, vocab, init_from_ckpt):
+    """Word input reads the training vocabulary's ids: a resumed run (or one adapting released
+    weights) must train with the vocabulary its word embedding was made for."""
+    if not model_config.has_words:
+        return
+    if init_from_ckpt:
+        directory = checkpoint_dir(init_from_ckpt)
+    elif recipe.init_options_file:
+        directory = os.path.dirname(recipe.init_options_file)
+    else:
+        return
+    saved = read_input_vocabulary(model_config, directory, source=directory)
+    if saved.tokens != vocab.tokens:
+        raise cli.InputError(f'{recipe.vocab_file} is not the vocabulary of the word embedding in {saved.path}: '
+                             f'train with that vocabulary (--vocab_file {saved.path})')
+
+
+def init_word_embedding(bilm, path):
+    """Rows of bilm.word_embedding from the vectors in `path` for the words it covers (the rest keep
+    bilm-tf's initialisation) -> a line saying how many."""
+    kv = read_word_vectors(path)
+    rows, covered = embedding_rows(kv, bilm.vocab.tokens, bilm.word_embedding.shape[1], path)
+    with paddle.no_grad():
+        table = bilm.word_embedding.numpy()
+        table[covered] = rows[covered]
+        bilm.word_embedding.set_value(table)
+    return (f'word embedding: {int(covered.sum()):,} of the vocabulary\'s {len(covered):,} tokens '
+            f'({covered.mean():.1%}) from {path}, the rest initialised as bilm-tf does')
 
 
 # ---- training ----------------------------------------------------------------------------------

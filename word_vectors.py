@@ -117,6 +117,47 @@ def load_vectors(path, max_vocab=0):
         raise InputError(f'{path}: cannot read as a {kind} word2vec file ({e})') from None
 
 
+def read_word_vectors(path):
+    """Vectors to initialise a word embedding (run_pretrain.py --word_vectors) -> KeyedVectors.
+
+    path: a word2vec file (.bin / .bin.gz binary, .txt / .vec text), a gensim KeyedVectors saved
+    with `.save()` (.kv, .model), or a numpy .npz with arrays `words` [n] (str) and `vectors`
+    [n, dim]."""
+    from gensim.models import KeyedVectors
+    if not os.path.isfile(path):
+        raise FileNotFoundError(f'{path}: --word_vectors file not found')
+    if path.endswith('.npz'):
+        with np.load(path, allow_pickle=False) as f:
+            if 'words' not in f or 'vectors' not in f:
+                raise InputError(f'{path}: a .npz of word vectors needs arrays "words" and "vectors", it has '
+                                 f'{", ".join(f.files) or "none"}')
+            words, vectors = [str(w) for w in f['words']], np.asarray(f['vectors'], dtype=np.float32)
+        if vectors.ndim != 2 or len(words) != len(vectors):
+            raise InputError(f'{path}: "vectors" must be [len(words), dim], got {vectors.shape} for {len(words)} words')
+        kv = KeyedVectors(vectors.shape[1])
+        kv.add_vectors(words, vectors)
+        return kv
+    if path.endswith(('.kv', '.model')):
+        try:
+            return KeyedVectors.load(path)
+        except Exception as e:  # gensim/pickle raise many types for a foreign file
+            raise InputError(f'{path}: cannot read as gensim KeyedVectors ({type(e).__name__}: {e})') from None
+    return load_vectors(path)
+
+
+def embedding_rows(kv, tokens, dim, source):
+    """The rows of a word embedding over `tokens` that `kv` covers (the token itself, exactly) ->
+    (rows float32 [len(tokens), dim], zero where not covered; covered bool [len(tokens)])."""
+    if kv.vector_size != dim:
+        raise InputError(f'{source} holds {kv.vector_size}-dimensional vectors; the word embedding has {dim} columns '
+                         f'(token_input word: projection_dim; word+char: --word_dim). Train the vectors with that size')
+    covered = np.array([t in kv.key_to_index for t in tokens], dtype=bool)
+    rows = np.zeros((len(tokens), dim), dtype=np.float32)
+    if covered.any():
+        rows[covered] = kv[[t for t, c in zip(tokens, covered) if c]]
+    return rows, covered
+
+
 # --------------------------------------------------------------------------------------------
 # Sentences -> vectors
 # --------------------------------------------------------------------------------------------

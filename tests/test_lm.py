@@ -81,10 +81,10 @@ def test_adagrad_updates_only_the_selected_softmax_rows_with_the_tf_rule():
     model.train()
     out = model(random_batch(np.random.RandomState(0), 1000))
     out['loss'].backward()
-    g_rows = out['softmax_rows'].W.grad.numpy()
+    g_rows = out['table_rows'][0].values[0].grad.numpy()
     g_dense = model.bilm.forward_stack.layers[0].W_P.grad.numpy()
-    selected = out['softmax_rows'].ids
-    opt.step(out['softmax_rows'])
+    selected = out['table_rows'][0].ids
+    opt.step(out['table_rows'])
     opt.clear_grad()
     after = model.softmax.W.numpy()
     changed = np.where((after != before).any(axis=1))[0]
@@ -102,7 +102,7 @@ def test_gradients_are_clipped_by_their_global_norm():
     model.train()
     out = model(random_batch(np.random.RandomState(1), 40))
     out['loss'].backward()
-    parts, norm = opt._gradients(out['softmax_rows'])
+    parts, norm = opt._gradients(out['table_rows'])
     clipped = float(np.sqrt(sum(float((p * p).sum()) for p in parts)))
     assert norm > 1e-3 and clipped == pytest.approx(1e-3, rel=1e-4)
 
@@ -124,7 +124,7 @@ def test_language_model_trains_and_carries_state():
         model.bilm.reset_states()
         out = model(batch)
         out['loss'].backward()
-        opt.step(out['softmax_rows'])
+        opt.step(out['table_rows'])
         opt.clear_grad()
     assert float(out['loss']) < first - 0.5
     assert model.bilm.get_states() is not None  # state carried for the next batch

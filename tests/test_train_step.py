@@ -88,7 +88,7 @@ def reference_gradients(rank):
     model = make_model()
     W = model.softmax.W.numpy().astype(np.float64)
     b = model.softmax.b.numpy()[:, 0].astype(np.float64)
-    tops = model.bilm.lm_outputs(batch['char_ids'], batch['char_ids_reverse'])
+    tops = model.bilm.lm_outputs((batch['char_ids'], batch['char_ids_reverse']))
     grads = {'softmax.W': np.zeros_like(W), 'softmax.b': np.zeros_like(b)}
     upstream, touched = [], []
     for top, key, (cands, n_draws) in zip(tops, ('next_token_ids', 'next_token_ids_reverse'), samples):
