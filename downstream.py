@@ -8,7 +8,8 @@ import paddle.nn as nn
 import paddle.nn.functional as F
 
 from bilm import remove_sentence_boundaries
-from dataset import CharMapper
+from dataset import CharMapper, InputMapper
+from fileio import InputError
 from model_io import load_bilm
 
 
@@ -59,11 +60,12 @@ def _masked_layer_norm(x, mask):
 
 
 class Elmo(nn.Layer):
-    """ELMo for downstream models: char ids -> one or more scalar mixes of the biLM layers + mask.
+    """ELMo for downstream models: token ids -> one or more scalar mixes of the biLM layers + mask.
 
     The biLM is frozen by default (run without gradients, in eval mode); `requires_grad=True`
     fine-tunes it. Sentence boundaries are removed from the outputs: pass char ids made with
-    `elmo.batch_to_ids(sentences)` or `CharMapper.batch(sentences)` (both add <S> and </S>).
+    `elmo.batch_to_ids(sentences)` or `CharMapper.batch(sentences)` (both add <S> and </S>), or,
+    for any token input (char, word, word+char), `elmo(**elmo.batch_to_inputs(sentences))`.
 
     cpu_threads: on CPU, Paddle's threads, as in `ELMoEmbedder` (None: $OMP_NUM_THREADS if set,
     else the available cores; on AMD processors also MKL's AVX2 path unless MKL_DEBUG_CPU_TYPE is set).
@@ -88,10 +90,21 @@ class Elmo(nn.Layer):
 
     def batch_to_ids(self, sentences):
         """Sentences (raw strings, split on whitespace by `dataset.tokenize`, or token lists) ->
-        int64 char ids [batch, max_tokens + 2, max_chars], `<S>` and `</S>` added, for forward().
+        int64 char ids [batch, max_tokens + 2, max_chars], `<S>` and `</S>` added, for forward()
+        (AllenNLP's; a word model reads word ids: use batch_to_inputs).
         An empty sentence (or '') is `<S> </S>` and gives no representations."""
-        ids, _ = CharMapper(self.bilm.char_encoder.max_chars).batch(sentences)
+        if not self.bilm.config.has_chars:
+            raise InputError('this biLM reads words, not chars: use elmo(**elmo.batch_to_inputs(sentences))')
+        ids, _ = CharMapper(self.bilm.config.max_characters_per_token).batch(sentences)
         return paddle.to_tensor(ids)
+
+    def batch_to_inputs(self, sentences):
+        """Sentences -> dict(char_ids, word_ids, lengths) for forward(): char ids [batch, time,
+        max_chars] and word ids [batch, time] as tensors, each None when the biLM does not read it
+        (dataset.InputMapper), `<S>` and `</S>` added."""
+        char_ids, word_ids, lengths = InputMapper.of(self.bilm, max_cache=0).batch(sentences)
+        as_tensor = lambda ids: None if ids is None else paddle.to_tensor(ids)
+        return {'char_ids': as_tensor(char_ids), 'word_ids': as_tensor(word_ids), 'lengths': lengths}
 
     def _freeze_mode(self):
         """A frozen biLM never uses dropout, even when a parent layer's train() reached it."""
@@ -103,13 +116,13 @@ class Elmo(nn.Layer):
             self._freeze_mode()
         return self
 
-    def bilm_layers(self, char_ids, lengths=None):
+    def bilm_layers(self, char_ids=None, lengths=None, word_ids=None):
         """The biLM's activations and mask, boundaries kept (what a cache would store)."""
         if self.requires_grad:
-            return self.bilm(char_ids, lengths)
+            return self.bilm(char_ids, lengths, word_ids=word_ids)
         self._freeze_mode()
         with paddle.no_grad():
-            return self.bilm(char_ids, lengths)
+            return self.bilm(char_ids, lengths, word_ids=word_ids)
 
     def mix(self, activations, mask):
         """Scalar mixes of precomputed activations (boundaries kept) -> dict of representations."""
@@ -123,8 +136,10 @@ class Elmo(nn.Layer):
         reps = [self.dropout(mix(layers, mask)) for mix in self.scalar_mixes]
         return {'elmo_representations': reps, 'mask': mask}
 
-    def forward(self, char_ids, lengths=None):
-        out = self.bilm_layers(char_ids, lengths)
+    def forward(self, char_ids=None, lengths=None, word_ids=None):
+        """char_ids [batch, time, max_chars] and/or word_ids [batch, time] (as the biLM reads them,
+        <S> and </S> included) -> dict(elmo_representations=[[batch, time - 2, 2P], ...], mask)."""
+        out = self.bilm_layers(char_ids, lengths, word_ids)
         return self.mix(out['activations'], out['mask'])
 
     def l2_penalty(self):

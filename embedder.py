@@ -1,8 +1,9 @@
 """`ELMoEmbedder`, the Python API: sentences (raw strings or lists of tokens) in, numpy arrays
 `[n_layers + 1, n_tokens, 2 * projection_dim]` out; `embed_file`, a one-sentence-per-line file
 into hdf5 as AllenNLP's `allennlp elmo` command wrote it; and `token_embeddings` /
-`dump_token_embeddings`, the context-free char-CNN representation of a vocabulary (bilm-tf's
-`dump_token_embeddings`)."""
+`dump_token_embeddings`, the context-free token representation of a vocabulary (bilm-tf's
+`dump_token_embeddings`, for char, word and word+char models), which `ELMoEmbedder(...,
+embedding_weight_file=...)` reads back so that known words skip the char CNN."""
 import json
 import os
 
@@ -10,10 +11,10 @@ import numpy as np
 
 from runtime import configure_if_on_cpu, inference_mode, keep_freed_memory, paddle
 
-from dataset import BOS_TOKEN, EOS_TOKEN, CharMapper, as_token_lists, read_vocabulary_file, tokens_to_char_ids
+from dataset import BOS_TOKEN, EOS_TOKEN, InputMapper, as_token_lists, read_vocabulary_file
 from downstream import ScalarMix
 from fileio import InputError, atomic_path, iter_lines
-from model_io import load_bilm
+from model_io import HDF5_EMBEDDING, load_bilm, own_vocabulary_file
 
 
 class SentenceEmbedder:
@@ -91,6 +92,14 @@ class ELMoEmbedder(SentenceEmbedder):
         do; the default (stateless) makes a sentence's embedding independent of other inputs.
     token_cache_size: char-CNN outputs of up to this many distinct tokens are kept, so a known word
         goes through the char CNN once (0 disables the cache).
+    vocab_file: the input vocabulary of a word or word+char model given as bilm-tf files (line i =
+        embedding row i); our checkpoints and exports carry theirs (vocab.txt). With
+        `embedding_weight_file`, the tokens of that file's rows.
+    embedding_weight_file: an hdf5 with dataset `embedding` [len(vocab), projection_dim], as
+        `dump_token_embeddings` writes it: the cached path (bilm-tf's `use_character_inputs=False`,
+        AllenNLP's `vocab_to_cache`). A word it holds takes its row and skips the char CNN; any other
+        word goes through the model's own token representation (the char CNN; for a word model,
+        <UNK>'s row). For a word model it is bilm-tf's `embedding_weight_file`: the embedding itself.
     reuse_memory: call `keep_freed_memory()`, a process-wide glibc malloc setting that makes CPU
         embedding 20-35% faster (see there); off by default because it changes the whole process.
     cpu_threads: on CPU, Paddle's threads (process-wide, as torch's default): None for
@@ -101,23 +110,31 @@ class ELMoEmbedder(SentenceEmbedder):
 
     def __init__(self, params_file=None, options_file=None, weight_file=None, batch_size=64,
                  device=None, stateful=False, token_cache_size=50000, bilm=None, reuse_memory=False,
-                 cpu_threads=None):
+                 cpu_threads=None, vocab_file=None, embedding_weight_file=None):
         if device is not None:
             paddle.set_device(device)
         configure_if_on_cpu(cpu_threads)
         if reuse_memory:
             keep_freed_memory()
+        if embedding_weight_file and not (vocab_file or own_vocabulary_file(params_file, options_file)):
+            raise InputError(f'embedding_weight_file {embedding_weight_file} needs vocab_file, the tokens of its rows')
         if bilm is None:
-            bilm = load_bilm(params_file, options_file, weight_file, stateful=stateful)
+            word_model_embedding = embedding_weight_file if _is_word_model(params_file, options_file) else None
+            bilm = load_bilm(params_file, options_file, weight_file, stateful=stateful, vocab_file=vocab_file,
+                             embedding_weight_file=word_model_embedding)
         self.bilm = bilm
         self.batch_size = batch_size
         self.stateful = stateful
         self.token_cache_size = token_cache_size
         # Char ids are only needed for tokens the vector cache misses: a bound like the cache's keeps
         # embed_file's memory flat (the mapper's default bound, 1M tokens, is ~0.5 GB of ids).
-        self.mapper = CharMapper(self.bilm.config.max_characters_per_token,
-                                 max_cache=max(token_cache_size, 10000))
+        self.mapper = InputMapper.of(self.bilm, max_cache=max(token_cache_size, 10000))
         self._token_cache = {}
+        # The cached path: every row of embedding_weight_file, kept whatever token_cache_size says.
+        self._token_table = {}
+        if embedding_weight_file and bilm.config.has_chars:
+            tokens = read_vocabulary_file(vocab_file or own_vocabulary_file(params_file, options_file))
+            self._token_table = read_token_embeddings(embedding_weight_file, tokens, bilm.projection_dim)
 
     @property
     def dim(self):
@@ -128,13 +145,15 @@ class ELMoEmbedder(SentenceEmbedder):
 
     # ---- core -----------------------------------------------------------------------------
     def _token_vectors(self, tokens):
-        """Distinct tokens -> numpy [len(tokens), P]; runs the char CNN only on uncached ones."""
-        missing = [t for t in tokens if t not in self._token_cache]
+        """Distinct tokens -> numpy [len(tokens), P]; runs the token representation only on the ones
+        neither the token table (embedding_weight_file) nor the cache holds."""
+        known = lambda t: self._token_table.get(t, self._token_cache.get(t))
+        missing = [t for t in tokens if known(t) is None]
         fresh = dict(zip(missing, token_embeddings(self.bilm, missing, mapper=self.mapper))) if missing else {}
         room = self.token_cache_size - len(self._token_cache)
         for token in missing[:max(room, 0)]:
             self._token_cache[token] = fresh[token]
-        return np.stack([self._token_cache[t] if t in self._token_cache else fresh[t] for t in tokens])
+        return np.stack([fresh[t] if t in fresh else known(t) for t in tokens])
 
     def _run_batch(self, sentences):
         """One batch of token lists through the biLM -> (activations [layers, batch, time, 2P]
@@ -186,24 +205,47 @@ class ELMoEmbedder(SentenceEmbedder):
         return out
 
 def token_embeddings(bilm, tokens, out=None, batch_size=8192, mapper=None):
-    """The context-free representation of each token alone: char CNN + highway + projection, no
-    LSTM (the first half of layer 0) -> float32 [len(tokens), P].
+    """The context-free representation of each token alone, no LSTM (the first half of layer 0)
+    -> float32 [len(tokens), P]: char CNN + highway + projection; a word model's embedding row
+    (<UNK>'s for a word outside its vocabulary); word+char: both, projected.
 
-    `<S>` and `</S>` are the sentence boundaries (BOS / EOS chars), as in a sentence. The biLM's
-    train/eval mode is restored afterwards. Rows go into `out` when given (anything that takes slice
-    assignment: a numpy array, an h5py dataset, a memory-mapped .npy), `batch_size` tokens at a
-    time, so dumping a large vocabulary holds one batch, not a second copy of the table.
-    mapper: a CharMapper whose cache to use (ELMoEmbedder's); by default the char ids of each batch
-    are made at once.
+    `<S>` and `</S>` are the sentence boundaries (BOS / EOS chars and ids), as in a sentence. The
+    biLM's train/eval mode is restored afterwards. Rows go into `out` when given (anything that
+    takes slice assignment: a numpy array, an h5py dataset, a memory-mapped .npy), `batch_size`
+    tokens at a time, so dumping a large vocabulary holds one batch, not a second copy of the table.
+    mapper: an InputMapper whose char-id cache to use (ELMoEmbedder's).
     """
     out = np.empty((len(tokens), bilm.projection_dim), np.float32) if out is None else out
-    max_chars = bilm.char_encoder.max_chars
+    mapper = mapper or InputMapper.of(bilm, max_cache=0)
     with inference_mode(bilm, bilm.stateful) as model:
         for start in range(0, len(tokens), batch_size):
             part = tokens[start:start + batch_size]
-            ids = mapper.tokens(part) if mapper is not None else tokens_to_char_ids(part, max_chars)
-            out[start:start + len(part)] = model.token_embedding(ids[None])[0].numpy()
+            char_ids, word_ids = mapper.tokens(part)
+            x = model.token_embedding(None if char_ids is None else char_ids[None],
+                                      None if word_ids is None else word_ids[None])
+            out[start:start + len(part)] = x[0].numpy()
     return out
+
+
+def read_token_embeddings(path, tokens, dim):
+    """An hdf5 of dump_token_embeddings (dataset `embedding` [len(tokens), dim]) -> {token: row}."""
+    import h5py
+    if not os.path.isfile(path):
+        raise FileNotFoundError(f'{path}: embedding_weight_file not found')
+    with h5py.File(path, 'r') as f:
+        if HDF5_EMBEDDING not in f:
+            raise InputError(f'{path}: no dataset "{HDF5_EMBEDDING}" (expected dump_token_embeddings\' output)')
+        table = f[HDF5_EMBEDDING][...].astype(np.float32)
+    if table.shape != (len(tokens), dim):
+        raise InputError(f'{path}: "{HDF5_EMBEDDING}" has shape {table.shape}, expected ({len(tokens)}, {dim}): one '
+                         f'row of the model\'s projection_dim per token of the vocabulary')
+    return dict(zip(tokens, table))
+
+
+def _is_word_model(params_file, options_file):
+    from model_io import checkpoint_paths, read_model_config
+    options = options_file or (checkpoint_paths(params_file)[0] if params_file else None)
+    return bool(options) and os.path.isfile(options) and read_model_config(options).token_input == 'word'
 
 
 def dump_token_embeddings(vocab_file, options_file=None, weight_file=None, outfile=None, params_file=None,
@@ -223,7 +265,9 @@ def dump_token_embeddings(vocab_file, options_file=None, weight_file=None, outfi
     if not os.path.isdir(out_dir):
         raise FileNotFoundError(f'{outfile}: the directory {out_dir} does not exist')
     tokens = read_vocabulary_file(vocab_file)
-    bilm = load_bilm(params_file, options_file, weight_file)
+    # A word model in bilm-tf files has no vocab.txt of its own: the dumped vocabulary is its vocabulary.
+    own = own_vocabulary_file(params_file, options_file)
+    bilm = load_bilm(params_file, options_file, weight_file, vocab_file=None if own else vocab_file)
     with atomic_path(outfile) as tmp, h5py.File(tmp, 'w') as fout:
         table = fout.create_dataset('embedding', (len(tokens), bilm.projection_dim), dtype='float32')
         token_embeddings(bilm, tokens, out=table, batch_size=batch_size)

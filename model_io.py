@@ -99,7 +99,7 @@ def read_input_vocabulary(config, model_dir, vocab_file=None, rows=None, source=
     """
     if not config.has_words:
         return None
-    own = os.path.join(model_dir, VOCAB_FILE) if model_dir else None
+    own = os.path.join(model_dir or '.', VOCAB_FILE) if model_dir is not None else None
     own = own if own and os.path.isfile(own) else None
     if own is None and vocab_file is None:
         raise InputError(f'{source} reads words ({config.token_input} input) and has no {VOCAB_FILE} beside its '
@@ -149,6 +149,15 @@ def read_run_configs(directory):
 # --------------------------------------------------------------------------------------------
 # hdf5 weights (bilm-tf / AllenNLP)
 # --------------------------------------------------------------------------------------------
+
+def own_vocabulary_file(params_file=None, options_file=None):
+    """The vocab.txt beside a model's options.json (a checkpoint prefix's or an options file's), or None."""
+    if not params_file and not options_file:
+        return None
+    directory = checkpoint_dir(params_file) if params_file else os.path.dirname(options_file)
+    path = os.path.join(directory or '.', VOCAB_FILE)
+    return path if os.path.isfile(path) else None
+
 
 def hdf5_layout(bilm):
     """(dataset name, parameter, file->ours, ours->file) for every parameter of `bilm`: bilm-tf's

@@ -20,7 +20,7 @@ import numpy as np
 from runtime import inference_mode, paddle
 import paddle.nn.functional as F
 
-from dataset import BOS_TOKEN, EOS_TOKEN, as_token_lists, tokens_to_char_ids
+from dataset import BOS_TOKEN, EOS_TOKEN, InputMapper, as_token_lists
 from embedder import token_embeddings
 from fileio import InputError, atomic_path, write_text_atomic
 
@@ -54,7 +54,7 @@ class Predictor:
             raise InputError(f'{vocab.path}: the vocabulary has {vocab.size} tokens but the softmax has '
                              f'{model.vocab_size} rows (use the vocabulary the model was trained with)')
         self.model, self.vocab = model, vocab
-        self.max_chars = model.bilm.char_encoder.max_chars
+        self.mapper = InputMapper.of(model.bilm)
 
     # ---- the LSTM and the softmax --------------------------------------------------------------
     def _start(self, direction):
@@ -85,9 +85,11 @@ class Predictor:
         if states is None:
             states = [(paddle.zeros([rows, stack.projection_dim]), paddle.zeros([rows, stack.dim]))
                       for _ in stack.layers]
-        ids = tokens_to_char_ids([t for row in tokens for t in row], self.max_chars).reshape(rows, time, -1)
+        char_ids, word_ids = self.mapper.tokens([t for row in tokens for t in row])
+        char_ids = None if char_ids is None else char_ids.reshape(rows, time, -1)
+        word_ids = None if word_ids is None else word_ids.reshape(rows, time)
         with inference_mode(bilm, bilm.stateful):
-            outputs, finals = stack(bilm.token_embedding(ids), np.full(time, rows), states)
+            outputs, finals = stack(bilm.token_embedding(char_ids, word_ids), np.full(time, rows), states)
         return outputs[-1][:, -1], finals
 
     def _log_softmax(self, h, temperature=1.0):

@@ -28,7 +28,7 @@ import paddle.nn as nn
 
 from classifier import (SentenceClassifier, add_protocol_args, check_protocol_args, cross_validate, load_data,
                         make_folds, report, runs_on_this_rank, show_bars, train_config)
-from dataset import CharMapper
+from dataset import InputMapper
 from downstream import Elmo
 from embedder import ELMoEmbedder
 from model_io import BUNDLED_MODEL_DIR, load_bilm
@@ -101,7 +101,7 @@ class ElmoFeatures(nn.Layer):
         if cache is not None and elmo.requires_grad:
             raise ValueError('a trainable biLM cannot read its layers from a cache')
         self.elmo, self.sentences, self.cache, self.bilm_lr = elmo, sentences, cache, bilm_lr
-        self.mapper = CharMapper(elmo.bilm.config.max_characters_per_token)
+        self.mapper = InputMapper.of(elmo.bilm)
         self.dim = 2 * elmo.bilm.projection_dim
 
     def forward(self, indices):
@@ -109,8 +109,8 @@ class ElmoFeatures(nn.Layer):
             layers, mask = self.cache.batch(indices)
             return self.elmo.mix_layers(layers, mask)['elmo_representations'][0], mask
         # A frozen biLM applies no dropout even in train mode: Elmo.bilm_layers sees to that.
-        char_ids, lengths = self.mapper.batch([self.sentences[i] for i in indices])
-        out = self.elmo(paddle.to_tensor(char_ids), lengths)
+        char_ids, word_ids, lengths = self.mapper.batch([self.sentences[i] for i in indices])
+        out = self.elmo(None if char_ids is None else paddle.to_tensor(char_ids), lengths, word_ids)
         return out['elmo_representations'][0], out['mask']
 
     def penalty(self):

@@ -6,6 +6,9 @@ biLM's own gradients come from Paddle's backward through a fresh copy of the mod
 NumPy gradient of the outputs (the chain rule). Then, in NumPy, bilm-tf's step: gradients of
 total_loss * unroll_steps, the mean over ranks, the global-norm clip at 10 over every gradient
 (softmax rows deduplicated), and Adagrad from accumulators of 1.0 on the touched softmax rows only.
+For word input (bilm-tf's token mode, and word+char) the embedding's gradient is Paddle's dense one
+through the whole table, and its update is the dense Adagrad step: rows no token touched have a zero
+gradient and keep their weights, as bilm-tf's IndexedSlices update leaves them.
 
 Run as a script under paddle.distributed.launch, this file is also the two-rank worker.
 """
@@ -23,10 +26,16 @@ VOCAB, NEGATIVES, BATCH, UNROLL, LR = 40, 9, 3, 5, 0.2
 CLIP = 1.0  # this tiny model's scaled gradient norm is ~2.4: bilm-tf's 10 would never act
 
 
-def make_model():
+TOKEN_INPUTS = ('char', 'word', 'word+char')
+
+
+def make_model(token_input='char'):
+    from dataset import Vocabulary
     from lm import LanguageModel
     paddle.seed(7)
-    model = LanguageModel(tiny_config(dropout=0.0), VOCAB, NEGATIVES)
+    vocab = Vocabulary.from_tokens(['<S>', '</S>', '<UNK>'] + [f'w{i}' for i in range(3, VOCAB)])
+    config = tiny_config(dropout=0.0, token_input=token_input, word_dim=6 if token_input == 'word+char' else 0)
+    model = LanguageModel(config, VOCAB, NEGATIVES, vocab=vocab if config.has_words else None)
     model.train()
     return model
 
@@ -34,7 +43,8 @@ def make_model():
 def make_case(rank):
     """-> (batch, [(forward candidates, n_draws), (backward candidates, n_draws)]) of one rank.
 
-    Each direction's candidates include one accidental hit (a target of that direction)."""
+    Each direction's candidates include one accidental hit (a target of that direction); the word
+    ids repeat some words, so a touched embedding row gathers several gradients."""
     rng = np.random.RandomState(100 + rank)
     chars = rng.randint(1, 262, (BATCH, UNROLL, 50)).astype(np.int32)
     targets = rng.randint(0, VOCAB, (BATCH, UNROLL)).astype(np.int64)
@@ -45,6 +55,8 @@ def make_case(rank):
         hit = int(batch[key][0, 0])
         others = rng.choice([i for i in range(VOCAB) if i != hit], NEGATIVES - 1, replace=False)
         samples.append((np.concatenate([others, [hit]]).astype(np.int64), 15 + rank))
+    batch['word_ids'] = rng.randint(1, VOCAB // 3, (BATCH, UNROLL)).astype(np.int64)
+    batch['word_ids_reverse'] = batch['word_ids'][:, ::-1].copy()
     return batch, samples
 
 
@@ -82,13 +94,13 @@ def sampled_softmax(h, targets, candidates, n_draws, W, b):
     return losses, dh, dW, db
 
 
-def reference_gradients(rank):
+def reference_gradients(rank, token_input='char'):
     """bilm-tf's gradients of total_loss * unroll_steps for one rank: -> ({name: grad}, touched rows)."""
     batch, samples = make_case(rank)
-    model = make_model()
+    model = make_model(token_input)
     W = model.softmax.W.numpy().astype(np.float64)
     b = model.softmax.b.numpy()[:, 0].astype(np.float64)
-    tops = model.bilm.lm_outputs((batch['char_ids'], batch['char_ids_reverse']))
+    tops = model.bilm.lm_outputs(*model._inputs(batch))
     grads = {'softmax.W': np.zeros_like(W), 'softmax.b': np.zeros_like(b)}
     upstream, touched = [], []
     for top, key, (cands, n_draws) in zip(tops, ('next_token_ids', 'next_token_ids_reverse'), samples):
@@ -107,15 +119,15 @@ def reference_gradients(rank):
     return grads, np.unique(np.concatenate(touched))
 
 
-def reference_update(ranks, clip):
+def reference_update(ranks, clip, token_input='char'):
     """Weights after one bilm-tf step over `ranks` (each rank's own batch and candidates)."""
-    per_rank = [reference_gradients(r) for r in ranks]
+    per_rank = [reference_gradients(r, token_input) for r in ranks]
     grads = {k: np.mean([g[k] for g, _ in per_rank], axis=0) for k in per_rank[0][0]}
     rows = np.unique(np.concatenate([t for _, t in per_rank]))
     norm = np.sqrt(sum((g ** 2).sum() for g in grads.values()))  # softmax: zero outside the touched rows
     if norm > clip:
         grads = {k: g * clip / norm for k, g in grads.items()}
-    weights = {k: v.numpy().astype(np.float64) for k, v in make_model().state_dict().items()}
+    weights = {k: v.numpy().astype(np.float64) for k, v in make_model(token_input).state_dict().items()}
     for name, g in grads.items():
         w, g = weights[name], g.reshape(weights[name].shape)
         new = w - LR * g / np.sqrt(1.0 + g * g)  # Adagrad, accumulator from 1.0, one step
@@ -127,9 +139,9 @@ def reference_update(ranks, clip):
 
 # ---- ours -------------------------------------------------------------------------------------
 
-def our_update(rank, world_size, clip):
+def our_update(rank, world_size, clip, token_input='char'):
     from lm import Adagrad, train_step
-    model = make_model()
+    model = make_model(token_input)
     batch, samples = make_case(rank)
     fix_candidates(model, samples)
     agree_rows = None
@@ -147,17 +159,25 @@ def assert_weights_match(ours, ref):
         np.testing.assert_allclose(ours[k], ref[k], rtol=1e-4, atol=2e-5, err_msg=k)
 
 
-def test_one_step_equals_bilm_tf_update_with_the_clip_active():
-    ref, ref_norm = reference_update([0], clip=CLIP)
+@pytest.mark.parametrize('token_input', TOKEN_INPUTS)
+def test_one_step_equals_bilm_tf_update_with_the_clip_active(token_input):
+    ref, ref_norm = reference_update([0], clip=CLIP, token_input=token_input)
     assert ref_norm > CLIP * 1.5, 'the case must exercise the clip'
-    ours, norm = our_update(0, 1, clip=CLIP)
+    ours, norm = our_update(0, 1, clip=CLIP, token_input=token_input)
     assert norm == pytest.approx(ref_norm, rel=1e-4)
     assert_weights_match(ours, ref)
+    if token_input != 'char':  # the embedding rows no token read are untouched
+        before = make_model(token_input).bilm.word_embedding.numpy()
+        after = ours['bilm.word_embedding']
+        read = np.unique(make_case(0)[0]['word_ids']) - 1
+        changed = np.where((after != before).any(axis=1))[0]
+        assert set(changed) == set(read)
 
 
-def test_one_step_equals_bilm_tf_update_with_the_clip_inactive():
-    ref, ref_norm = reference_update([0], clip=1e6)
-    ours, norm = our_update(0, 1, clip=1e6)
+@pytest.mark.parametrize('token_input', TOKEN_INPUTS)
+def test_one_step_equals_bilm_tf_update_with_the_clip_inactive(token_input):
+    ref, ref_norm = reference_update([0], clip=1e6, token_input=token_input)
+    ours, norm = our_update(0, 1, clip=1e6, token_input=token_input)
     assert norm == pytest.approx(ref_norm, rel=1e-4)
     assert_weights_match(ours, ref)
 
@@ -174,12 +194,13 @@ def test_the_step_differs_from_the_plain_mean_loss_gradient():
 
 def test_two_ranks_step_equals_the_mean_of_each_ranks_scaled_gradient(tmp_path):
     env = dict(os.environ, OMP_NUM_THREADS='1', ELMO_TEST_OUT=str(tmp_path))
-    for clip in (CLIP, 1e6):
+    # word+char: the ranks' embedding rows are agreed (union) as the softmax's are.
+    for clip, token_input in ((CLIP, 'word+char'), (1e6, 'char')):
         cmd = [sys.executable, '-m', 'paddle.distributed.launch', '--nproc_per_node', '2', '--log_dir',
-               str(tmp_path / f'logs{clip:g}'), os.path.abspath(__file__), str(clip)]
+               str(tmp_path / f'logs{clip:g}'), os.path.abspath(__file__), str(clip), token_input]
         proc = subprocess.run(cmd, capture_output=True, text=True, env=env, cwd=ROOT, timeout=300)
         assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
-        ref, ref_norm = reference_update([0, 1], clip=clip)
+        ref, ref_norm = reference_update([0, 1], clip=clip, token_input=token_input)
         for rank in (0, 1):
             ours = {k: v.numpy() for k, v in paddle.load(str(tmp_path / f'step.{clip:g}.{rank}.pdparams')).items()}
             assert_weights_match(ours, ref)
@@ -191,6 +212,6 @@ if __name__ == '__main__':  # the two-rank worker
     paddle.set_device('cpu')
     dist.init_parallel_env()
     clip = float(sys.argv[1])
-    weights, _ = our_update(dist.get_rank(), dist.get_world_size(), clip)
+    weights, _ = our_update(dist.get_rank(), dist.get_world_size(), clip, sys.argv[2])
     paddle.save({k: paddle.to_tensor(v) for k, v in weights.items()},
                 os.path.join(os.environ['ELMO_TEST_OUT'], f'step.{clip:g}.{dist.get_rank()}.pdparams'))
