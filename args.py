@@ -38,25 +38,31 @@ def parser(description):
     return _OneLineErrors(description=description, formatter_class=_DefaultsHelp)
 
 
-def add_model_source(p, bundled_default=False):
+def add_model_source(p, bundled_default=False, vocab_flag=True):
     """Where the biLM comes from: our checkpoint prefix, or bilm-tf/AllenNLP files; with
-    bundled_default, neither means the model bundled in pretrained/."""
+    bundled_default, neither means the model bundled in pretrained/. vocab_flag: add --vocab_file,
+    a word model's input vocabulary (scripts with their own --vocab_file, the softmax's, pass
+    False: for a word model the two are one vocabulary, as in bilm-tf)."""
     title = 'model (a checkpoint of ours, or bilm-tf / AllenNLP files'
     g = p.add_argument_group(title + ('; neither: the bundled model in pretrained/)' if bundled_default else ')'))
     g.add_argument('--init_from_ckpt', help='checkpoint prefix without suffix, e.g. checkpoints/10000 '
                    '(the directory holds options.json)')
     g.add_argument('--options_file', help='bilm-tf / AllenNLP options.json')
     g.add_argument('--weight_file', help='bilm-tf / AllenNLP weights.hdf5')
+    if vocab_flag:
+        g.add_argument('--vocab_file', help='a word or word+char model given as bilm-tf files: its input vocabulary '
+                       '(line i = embedding row i); our checkpoints and exports carry theirs (vocab.txt)')
     p.set_defaults(_model_source_required=not bundled_default)
 
 
 def model_source(args):
-    """-> dict(params_file=..., options_file=..., weight_file=...) after checking the combination."""
+    """-> dict(params_file=..., options_file=..., weight_file=..., vocab_file=...) after checking the
+    combination."""
     ckpt, opts, weights = args.init_from_ckpt, args.options_file, args.weight_file
     check_files_flags('init_from_ckpt', ckpt, opts, weights)
     if not ckpt and not opts and args._model_source_required:
         raise InputError('no model: give --init_from_ckpt DIR/N or --options_file and --weight_file')
-    return dict(params_file=ckpt, options_file=opts, weight_file=weights)
+    return dict(params_file=ckpt, options_file=opts, weight_file=weights, vocab_file=getattr(args, 'vocab_file', None))
 
 
 def check_files_flags(other_flag, other, options_file, weight_file):

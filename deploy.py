@@ -400,7 +400,7 @@ def _replace_dir(tmp, output_dir):
         shutil.rmtree(old, ignore_errors=True)
 
 
-def model_options_file(params_file=None, options_file=None, weight_file=None):
+def model_options_file(params_file=None, options_file=None, weight_file=None, vocab_file=None):
     """The options.json of a model given as load_bilm takes it (a checkpoint prefix, bilm-tf files,
     or none: the bundled model) -> its path."""
     if params_file is not None:

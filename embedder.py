@@ -116,11 +116,14 @@ class ELMoEmbedder(SentenceEmbedder):
         configure_if_on_cpu(cpu_threads)
         if reuse_memory:
             keep_freed_memory()
-        if embedding_weight_file and not (vocab_file or own_vocabulary_file(params_file, options_file)):
+        own_vocab = own_vocabulary_file(params_file, options_file)
+        if embedding_weight_file and not (vocab_file or own_vocab):
             raise InputError(f'embedding_weight_file {embedding_weight_file} needs vocab_file, the tokens of its rows')
         if bilm is None:
             word_model_embedding = embedding_weight_file if _is_word_model(params_file, options_file) else None
-            bilm = load_bilm(params_file, options_file, weight_file, stateful=stateful, vocab_file=vocab_file,
+            # Beside a model's own vocab.txt, vocab_file with embedding_weight_file lists that file's rows.
+            model_vocab = None if embedding_weight_file and own_vocab else vocab_file
+            bilm = load_bilm(params_file, options_file, weight_file, stateful=stateful, vocab_file=model_vocab,
                              embedding_weight_file=word_model_embedding)
         self.bilm = bilm
         self.batch_size = batch_size
@@ -133,7 +136,7 @@ class ELMoEmbedder(SentenceEmbedder):
         # The cached path: every row of embedding_weight_file, kept whatever token_cache_size says.
         self._token_table = {}
         if embedding_weight_file and bilm.config.has_chars:
-            tokens = read_vocabulary_file(vocab_file or own_vocabulary_file(params_file, options_file))
+            tokens = read_vocabulary_file(vocab_file or own_vocab)
             self._token_table = read_token_embeddings(embedding_weight_file, tokens, bilm.projection_dim)
 
     @property

@@ -107,7 +107,7 @@ def read_input_vocabulary(config, model_dir, vocab_file=None, rows=None, source=
     path = own or vocab_file
     tokens = read_vocabulary_file(path)
     if own and vocab_file and os.path.abspath(vocab_file) != os.path.abspath(own) \
-            and read_vocabulary_file(vocab_file) != tokens:
+            and Vocabulary(vocab_file, config.max_characters_per_token).tokens != tokens:
         raise InputError(f'{vocab_file} is not the vocabulary of {source} ({own}): their tokens differ')
     missing = [t for t in SPECIAL_TOKENS if t not in tokens]
     if missing:

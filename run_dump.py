@@ -21,7 +21,7 @@ def main():
     p = cli.parser(__doc__.split('\n')[0])
     p.add_argument('--vocab_file', required=True, help='one token per line (for the softmax: the vocabulary '
                    'the model was trained with)')
-    cli.add_model_source(p)
+    cli.add_model_source(p, vocab_flag=False)
     cli.add_device(p)
     p.add_argument('--output_dir', help='directory for the .npy dumps (created if needed)')
     p.add_argument('--embeddings', nargs='+', default=['softmax', 'char_cnn'], choices=['softmax', 'char_cnn'],

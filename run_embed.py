@@ -18,6 +18,9 @@ def main():
     p.add_argument('input_file', help='one sentence per line, whitespace-tokenized, UTF-8')
     p.add_argument('output_file', help='hdf5 file to write')
     cli.add_model_source(p, bundled_default=True)
+    p.add_argument('--embedding_weight_file', help="hdf5 of dump_token_embeddings (dataset 'embedding', one row per "
+                   'line of --vocab_file, or of the model\'s vocab.txt): those words skip the char CNN (bilm-tf\'s '
+                   'use_character_inputs=False); for a word model, its embedding (bilm-tf\'s embedding_weight_file)')
     g = p.add_argument_group('or an exported model (export_inference.py; stateless, CPU)')
     g.add_argument('--inference_model', help='directory written by export_inference.py')
     g.add_argument('--inference_backend', default='paddle', choices=['paddle', 'onnxruntime'],
@@ -32,7 +35,7 @@ def main():
                    help='carry LSTM state across batches (as allennlp elmo did); default stateless')
     a = p.parse_args()
     if a.inference_model:
-        if a.init_from_ckpt or a.options_file or a.weight_file:
+        if a.init_from_ckpt or a.options_file or a.weight_file or a.vocab_file or a.embedding_weight_file:
             raise InputError('give either --inference_model or a model to load (--init_from_ckpt, '
                              '--options_file/--weight_file), not both')
         if a.stateful:
@@ -48,7 +51,8 @@ def main():
         embedder = InferenceEmbedder(a.inference_model, backend=a.inference_backend, batch_size=a.batch_size,
                                      onednn=not a.no_onednn, threads=a.cpu_threads)
     else:
-        embedder = ELMoEmbedder(**cli.model_source(a), batch_size=a.batch_size, stateful=a.stateful)
+        embedder = ELMoEmbedder(**cli.model_source(a), batch_size=a.batch_size, stateful=a.stateful,
+                                embedding_weight_file=a.embedding_weight_file)
     n = embedder.embed_file(a.input_file, a.output_file, a.output_format)
     print(f'wrote {n} sentences to {a.output_file}')
 

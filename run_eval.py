@@ -18,7 +18,7 @@ def main():
     p = cli.parser(__doc__.split('\n')[0])
     p.add_argument('--dev_data_path', required=True, help='held-out files (glob), one sentence per line')
     p.add_argument('--vocab_file', required=True, help='the vocabulary the model was trained with')
-    cli.add_model_source(p)
+    cli.add_model_source(p, vocab_flag=False)
     cli.add_device(p)
     p.add_argument('--batch_size', type=int, default=EVAL_BATCH_SIZE, help='rows per batch (changes which targets '
                    'come first, hence the figure of a --max_tokens evaluation)')

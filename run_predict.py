@@ -22,7 +22,7 @@ from fileio import InputError, iter_lines
 def main():
     p = cli.parser(__doc__.split('\n')[0])
     p.add_argument('--vocab_file', required=True, help='the vocabulary the model was trained with')
-    cli.add_model_source(p)
+    cli.add_model_source(p, vocab_flag=False)
     cli.add_device(p)
     p.add_argument('--prefix', action='append',
                    help='text to continue (repeatable); with --direction backward, the text to precede')

@@ -1,0 +1,255 @@
+"""Word and word + char token input (issue 21): bilm-tf's token mode against the reference
+fixture, our exports and checkpoints, --word_vectors, the cached path (dump_token_embeddings +
+embedding_weight_file) against the char path, and training that resumes exactly."""
+import json
+import os
+
+import h5py
+import numpy as np
+import paddle
+import pytest
+
+from conftest import one_line_error, tiny_config
+from dataset import InputMapper, Vocabulary
+from elmo import BiLM, ELMoEmbedder, dump_token_embeddings, export_weights, load_bilm, token_embeddings
+from fileio import InputError
+from test_elmo import TOL, fixture_embedder, reference_top, run_reference_protocol
+from test_pretrain import assert_same_weights, load, pretrain_args, run
+
+WORDS = 'the cat sat on a mat while dogs ran in parks near old houses and birds sang songs'.split()
+
+
+def tiny_vocab():
+    return Vocabulary.from_tokens(['<S>', '</S>', '<UNK>'] + WORDS)
+
+
+def tiny_bilm(token_input, seed=0):
+    paddle.seed(seed)
+    config = tiny_config(token_input=token_input, word_dim=5 if token_input == 'word+char' else 0)
+    return BiLM(config, vocab=tiny_vocab() if config.has_words else None)
+
+
+# ---- bilm-tf's token mode, against the reference fixture -------------------------------------
+
+def bilm_tf_word_model(fixture_dir, directory, with_embedding=True):
+    """bilm-tf's files for a word model, made by hand in its layout: options.json without
+    char_cnn, weights.hdf5 with dataset `embedding` [n_tokens_vocab, projection_dim] (row i = line
+    i of the vocabulary) and the LSTM datasets. The LSTMs are the fixture's and the embedding is
+    bilm-tf's own char-CNN representation of vocab_test.txt (elmo_token_embeddings.hdf5), so the
+    word model must give the fixture's reference outputs for sentences made of those words."""
+    with open(os.path.join(fixture_dir, 'options.json')) as f:
+        options = json.load(f)
+    del options['char_cnn']
+    options['n_tokens_vocab'] = 458
+    (directory / 'options.json').write_text(json.dumps(options))
+    with h5py.File(os.path.join(fixture_dir, 'lm_weights.hdf5'), 'r') as src, \
+            h5py.File(os.path.join(fixture_dir, 'elmo_token_embeddings.hdf5'), 'r') as emb, \
+            h5py.File(directory / 'weights.hdf5', 'w') as out:
+        names = []
+        src.visititems(lambda name, obj: names.append(name) if isinstance(obj, h5py.Dataset) else None)
+        for name in names:
+            if name.startswith('RNN_'):
+                out.create_dataset(name, data=src[name][...])
+        if with_embedding:
+            out.create_dataset('embedding', data=emb['embedding'][...])
+    return directory / 'options.json', directory / 'weights.hdf5', os.path.join(fixture_dir, 'vocab_test.txt')
+
+
+def test_a_bilm_tf_word_model_gives_the_reference_layers(fixture_dir, fixture_sentences, tmp_path):
+    options, weights, vocab = bilm_tf_word_model(fixture_dir, tmp_path)
+    embedder = ELMoEmbedder(options_file=str(options), weight_file=str(weights), vocab_file=vocab, stateful=True)
+    assert embedder.bilm.config.token_input == 'word' and embedder.bilm.char_encoder is None
+    for i, batch in enumerate(run_reference_protocol(embedder, fixture_sentences)):
+        for g in range(3):
+            np.testing.assert_allclose(batch[g][2], reference_top(fixture_dir, g, i), atol=TOL, rtol=0)
+
+
+def test_bilm_tf_inference_layout_reads_the_embedding_from_its_own_file(fixture_dir, fixture_sentences, tmp_path):
+    options, weights, vocab = bilm_tf_word_model(fixture_dir, tmp_path, with_embedding=False)
+    embedder = ELMoEmbedder(options_file=str(options), weight_file=str(weights), vocab_file=vocab, stateful=True,
+                            embedding_weight_file=os.path.join(fixture_dir, 'elmo_token_embeddings.hdf5'))
+    first = embedder.embed_batch([fixture_sentences[g][0] for g in range(3)])
+    for g in range(3):
+        np.testing.assert_allclose(first[g][2], reference_top(fixture_dir, g, 0), atol=TOL, rtol=0)
+
+
+def test_a_word_model_without_or_with_a_wrong_vocabulary_fails_naming_the_files(fixture_dir, tmp_path):
+    options, weights, vocab = bilm_tf_word_model(fixture_dir, tmp_path)
+    with pytest.raises(InputError, match='give its vocabulary'):
+        load_bilm(options_file=str(options), weight_file=str(weights))
+    short = tmp_path / 'short.txt'
+    short.write_text('<S>\n</S>\n<UNK>\nthe\n')
+    with pytest.raises(InputError, match=r'short.txt has 4 tokens but the word embedding of .*weights.hdf5 has 458'):
+        load_bilm(options_file=str(options), weight_file=str(weights), vocab_file=str(short))
+    plain = tmp_path / 'plain.txt'
+    plain.write_text('the\ncat\n')
+    with pytest.raises(InputError, match='must hold <S>, </S>, <UNK>'):
+        load_bilm(options_file=str(options), weight_file=str(weights), vocab_file=str(plain))
+
+
+# ---- the cached path and dump_token_embeddings ------------------------------------------------
+
+def test_the_cached_path_equals_the_char_path_and_skips_the_char_cnn(fixture_dir, fixture_sentences, tmp_path):
+    vocab = os.path.join(fixture_dir, 'vocab_test.txt')
+    dumped = tmp_path / 'token_embeddings.hdf5'
+    dump_token_embeddings(vocab, os.path.join(fixture_dir, 'options.json'),
+                          os.path.join(fixture_dir, 'lm_weights.hdf5'), str(dumped))
+    with h5py.File(dumped, 'r') as ours, h5py.File(os.path.join(fixture_dir, 'elmo_token_embeddings.hdf5')) as ref:
+        np.testing.assert_allclose(ours['embedding'][...], ref['embedding'][...], atol=TOL, rtol=0)
+    cached = fixture_embedder(fixture_dir, vocab_file=vocab, embedding_weight_file=str(dumped), token_cache_size=0)
+    seen = []
+    features = cached.bilm.char_encoder.features
+    cached.bilm.char_encoder.features = lambda ids: seen.append(ids.shape[0]) or features(ids)
+    sentences = [s + ['unseenword'] for s in fixture_sentences[0]]  # one word outside the file: the char CNN
+    got = cached.encode(sentences)
+    want = fixture_embedder(fixture_dir).encode(sentences)
+    for a, b in zip(got, want):
+        np.testing.assert_allclose(a, b, atol=1e-6, rtol=0)
+    assert sum(seen) == 1  # only 'unseenword' went through the char CNN
+
+
+@pytest.mark.parametrize('token_input', ['word', 'word+char'])
+def test_dump_and_cached_path_equal_the_model_for_word_input(token_input, tmp_path):
+    bilm = tiny_bilm(token_input)
+    export_weights(bilm, str(tmp_path / 'model'))
+    options, weights = str(tmp_path / 'model' / 'options.json'), str(tmp_path / 'model' / 'weights.hdf5')
+    dumped = str(tmp_path / 'dump.hdf5')
+    tokens = ['<S>', '</S>'] + WORDS[:6]
+    (tmp_path / 'dump_vocab.txt').write_text('\n'.join(tokens) + '\n')
+    dump_token_embeddings(str(tmp_path / 'dump_vocab.txt'), options, weights, dumped)
+    with h5py.File(dumped, 'r') as f:
+        np.testing.assert_allclose(f['embedding'][...], token_embeddings(bilm, tokens), atol=1e-6, rtol=0)
+    sentences = [WORDS[:4], ['unknownword', 'cat', 'xyzzy'], []]
+    direct = ELMoEmbedder(bilm=bilm).encode(sentences)
+    cached = ELMoEmbedder(options_file=options, weight_file=weights, vocab_file=str(tmp_path / 'dump_vocab.txt'),
+                          embedding_weight_file=dumped).encode(sentences) if token_input != 'word' else direct
+    for a, b in zip(cached, direct):
+        np.testing.assert_allclose(a, b, atol=1e-6, rtol=0)
+    # layer 0 is the token representation; an unknown word is <UNK>'s row (with its own chars for word+char)
+    unk = token_embeddings(bilm, ['<UNK>', 'unknownword', 'xyzzy'])
+    np.testing.assert_allclose(direct[1][0][0, :bilm.projection_dim], unk[1], atol=1e-6, rtol=0)
+    if token_input == 'word':
+        np.testing.assert_array_equal(unk[1], unk[0])
+        np.testing.assert_array_equal(unk[1], unk[2])
+    else:
+        assert np.abs(unk[1] - unk[2]).max() > 1e-4
+
+
+def test_word_plus_char_is_the_projection_of_the_word_row_beside_the_highway_output():
+    bilm = tiny_bilm('word+char')
+    mapper = InputMapper.of(bilm)
+    char_ids, word_ids = mapper.tokens(['cat', 'notaword'])
+    with paddle.no_grad():
+        features = bilm.char_encoder.features(paddle.to_tensor(char_ids)).numpy()
+    rows = bilm.word_embedding.numpy()[word_ids - 1]
+    assert list(word_ids - 1) == [bilm.vocab.word_to_id('cat'), bilm.vocab.unk]
+    proj = bilm.char_encoder.projection
+    want = np.concatenate([rows, features], axis=1) @ proj.weight.numpy() + proj.bias.numpy()
+    np.testing.assert_allclose(token_embeddings(bilm, ['cat', 'notaword']), want, atol=1e-5, rtol=0)
+
+
+# ---- files: export, options.json, checkpoints ------------------------------------------------
+
+@pytest.mark.parametrize('token_input', ['word', 'word+char'])
+def test_export_writes_bilm_tf_layout_with_the_vocabulary_and_loads_back(token_input, tmp_path):
+    bilm = tiny_bilm(token_input)
+    export_weights(bilm, str(tmp_path))
+    options = json.loads((tmp_path / 'options.json').read_text())
+    assert options['n_tokens_vocab'] == bilm.vocab.size
+    assert ('char_cnn' in options) == (token_input == 'word+char')
+    assert ('word_embedding' in options) == (token_input == 'word+char')
+    assert (tmp_path / 'vocab.txt').read_text().split('\n')[:3] == ['<S>', '</S>', '<UNK>']
+    with h5py.File(tmp_path / 'weights.hdf5', 'r') as f:
+        name = 'embedding' if token_input == 'word' else 'word_embedding'
+        np.testing.assert_array_equal(f[name][...], bilm.word_embedding.numpy())  # no padding row
+        if token_input == 'word+char':
+            assert f['CNN_proj/W_proj'].shape == (5 + bilm.config.n_filters, 8)
+    again = load_bilm(options_file=str(tmp_path / 'options.json'), weight_file=str(tmp_path / 'weights.hdf5'))
+    sentences = [WORDS[:5], ['cat', 'unknownword']]
+    for a, b in zip(ELMoEmbedder(bilm=again).encode(sentences), ELMoEmbedder(bilm=bilm).encode(sentences)):
+        np.testing.assert_array_equal(a, b)
+
+
+def test_char_options_stay_pure_bilm_tf():
+    options = tiny_config().to_options()
+    assert 'word_embedding' not in options and 'char_cnn' in options
+    from config import ModelConfig
+    assert ModelConfig.from_options(tiny_config(token_input='word').to_options()).token_input == 'word'
+    with pytest.raises(InputError, match='--word_dim must be >= 1 with token_input word\\+char'):
+        tiny_config(token_input='word+char').checked()
+    with pytest.raises(InputError, match='share_embedding_softmax'):
+        ModelConfig.from_options({**tiny_config(token_input='word').to_options(), 'share_embedding_softmax': True})
+
+
+# ---- pretraining: --token_input, --word_vectors, resume ----------------------------------------
+
+def write_vectors(path, dim, words):
+    from gensim.models import KeyedVectors
+    kv = KeyedVectors(dim)
+    kv.add_vectors(words, np.random.RandomState(1).randn(len(words), dim).astype(np.float32))
+    kv.save_word2vec_format(str(path))
+    return kv
+
+
+@pytest.mark.parametrize('token_input', ['word', 'word+char'])
+def test_word_input_trains_and_resumes_exactly(token_input, corpus, tmp_path):
+    vectors = tmp_path / 'vectors.txt'
+    dim = 8 if token_input == 'word' else 6
+    write_vectors(vectors, dim, ['the', 'cat', 'sat', 'notinvocab'])
+    extra = ['--token_input', token_input, '--word_vectors', str(vectors), '--optimizer', 'adam', '--lr', '0.01',
+             '--max_steps', '8'] + (['--word_dim', '6'] if token_input == 'word+char' else [])
+    whole = run('run_pretrain.py', pretrain_args(corpus, tmp_path / 'whole', *extra))
+    assert whole.returncode == 0, whole.stderr[-2000:]
+    assert "word embedding: 3 of the vocabulary's 26 tokens (11.5%)" in whole.stdout
+    part = run('run_pretrain.py', pretrain_args(corpus, tmp_path / 'part', *extra, '--max_minutes', '10',
+                                                 '--save_freq', '4'))
+    assert part.returncode == 0, part.stderr[-2000:]
+    resumed = run('run_pretrain.py', ['--init_from_ckpt', str(tmp_path / 'part' / '4')])
+    assert resumed.returncode == 0, resumed.stderr[-2000:]
+    assert_same_weights(load(tmp_path / 'whole' / 'final.pdparams'), load(tmp_path / 'part' / 'final.pdparams'))
+    assert (tmp_path / 'part' / 'vocab.txt').read_text() == (tmp_path / 'whole' / 'vocab.txt').read_text()
+    # evaluation and embedding read the checkpoint's vocabulary
+    ev = run('run_eval.py', ['--dev_data_path', str(corpus / 'heldout.txt'), '--vocab_file', str(corpus / 'vocab.txt'),
+                             '--init_from_ckpt', str(tmp_path / 'whole' / 'final')])
+    assert ev.returncode == 0 and 'perplexity' in ev.stdout, ev.stderr[-2000:]
+    (tmp_path / 'in.txt').write_text('the cat sat\nunknownword on a mat\n')
+    emb = run('run_embed.py', [str(tmp_path / 'in.txt'), str(tmp_path / 'out.hdf5'),
+                               '--init_from_ckpt', str(tmp_path / 'whole' / 'final')])
+    assert emb.returncode == 0, emb.stderr[-2000:]
+    with h5py.File(tmp_path / 'out.hdf5', 'r') as f:
+        assert f['1'].shape == (3, 4, 16)
+
+
+def test_word_vectors_initialise_covered_rows_and_freeze_keeps_them(corpus, tmp_path):
+    vectors = tmp_path / 'vectors.txt'
+    kv = write_vectors(vectors, 8, ['the', 'cat'])
+    proc = run('run_pretrain.py', pretrain_args(corpus, tmp_path / 'ck', '--token_input', 'word', '--word_vectors',
+                                                str(vectors), '--freeze_word_embeddings', '--max_steps', '3'))
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    final = load(tmp_path / 'ck' / 'final.pdparams')['bilm.word_embedding']
+    vocab = Vocabulary(str(corpus / 'vocab.txt'))
+    for word in ('the', 'cat'):
+        np.testing.assert_allclose(final[vocab.word_to_id(word)], kv[word], rtol=1e-6)
+    # a dimension that does not fit, and a resumed run with another vocabulary, are one-line errors
+    bad = run('run_pretrain.py', pretrain_args(corpus, tmp_path / 'bad', '--token_input', 'word', '--word_vectors',
+                                               str(write_vectors(tmp_path / 'v3.txt', 3, ['the']) and
+                                                   tmp_path / 'v3.txt'), '--max_steps', '1'))
+    assert 'holds 3-dimensional vectors; the word embedding has 8 columns' in one_line_error(bad)
+    other = tmp_path / 'other_vocab.txt'
+    other.write_text('<S>\n</S>\n<UNK>\nthe\ncat\n')
+    resumed = run('run_pretrain.py', ['--init_from_ckpt', str(tmp_path / 'ck' / 'final'), '--vocab_file', str(other),
+                                      '--max_steps', '5'])
+    assert 'is not the vocabulary of the word embedding' in one_line_error(resumed)
+    chars = run('run_pretrain.py', pretrain_args(corpus, tmp_path / 'c', '--word_vectors', str(vectors)))
+    assert '--word_vectors is for a model with word input' in one_line_error(chars)
+
+
+def test_elmo_reads_word_input_for_downstream_models():
+    from downstream import Elmo
+    bilm = tiny_bilm('word')
+    elmo = Elmo(bilm, dropout=0.0)
+    out = elmo(**elmo.batch_to_inputs(['the cat sat', 'a dog']))
+    assert out['elmo_representations'][0].shape == [2, 3, 16]
+    assert out['mask'].numpy().sum(axis=1).tolist() == [3, 2]
+    with pytest.raises(InputError, match='batch_to_inputs'):
+        elmo.batch_to_ids(['the cat'])
