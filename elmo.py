@@ -10,7 +10,7 @@ reads and writes their `options.json` + `weights.hdf5`. The pieces live in one f
 - `model_io.py`: every model file in and out: hdf5 weights, our checkpoints (`load_bilm`, `export_weights`).
 - `downstream.py`: `ScalarMix` and `Elmo`, the layers a downstream model adds.
 - `embedder.py`: `ELMoEmbedder` (sentences in, numpy arrays out), `embed_file` (text to hdf5) and
-  `dump_token_embeddings` (a vocabulary's char-CNN representations to hdf5, as bilm-tf's).
+  `dump_token_embeddings` (a vocabulary's token representations to hdf5, as bilm-tf's; any token input).
 """
 from bilm import BiLM, remove_sentence_boundaries  # noqa: F401
 from config import ORIGINAL_FILTERS, PRESETS, ModelConfig, Recipe  # noqa: F401

@@ -27,7 +27,7 @@ def main():
     p.add_argument('--embeddings', nargs='+', default=['softmax', 'char_cnn'], choices=['softmax', 'char_cnn'],
                    help='which .npy dumps: softmax needs a model with its softmax (a checkpoint of ours, or '
                    'weights exported with it); char_cnn works with any model, official weights included')
-    p.add_argument('--hdf5', help='write bilm-tf\'s dump_token_embeddings file here (char CNN only, rows = '
+    p.add_argument('--hdf5', help='write bilm-tf\'s dump_token_embeddings file here (token representations, rows = '
                    'the vocabulary file\'s lines)')
     a = p.parse_args()
     if not a.output_dir and not a.hdf5:
