@@ -12,6 +12,9 @@ same seed:
   (word2vec_base.py --w2v_max_tokens), + BoW;
 - concat: ELMo (+) word2vec (run_finetune.py --concat_word2vec with that row's vectors),
   and its paired comparison with word2vec alone over the folds (mean difference, standard error).
+With --word2vec_file the word2vec and concat rows use those vectors at every step instead (a biLM
+whose word input started from whole-corpus vectors has seen them from step 0): the word2vec row is
+computed once and stands beside every step.
 Rows are appended to OUT/results.jsonl as they finish (an interrupted run keeps its rows and
 skips them when started again); OUT/curve.csv and curve.png are rewritten after each row.
 """
@@ -62,16 +65,17 @@ def heldout_perplexities(run_dir):
 
 def random_init_checkpoint(run_dir, out_dir, seed):
     """OUT/init/0: the run's options and the weights its seed gives before the first step."""
+    from dataset import Vocabulary
     from lm import LanguageModel
-    from model_io import read_json, read_run_configs, write_run_configs
+    from model_io import read_run_configs, write_run_configs
     from runtime import paddle
     config, recipe = read_run_configs(run_dir)
     directory = os.path.join(out_dir, 'init')
     os.makedirs(directory, exist_ok=True)
-    vocab_size = read_json(os.path.join(run_dir, 'options.json'), 'options file')['n_tokens_vocab']
-    write_run_configs(directory, config, recipe, vocab_size)
+    vocab = Vocabulary(recipe.vocab_file, config.max_characters_per_token)
+    write_run_configs(directory, config, recipe, vocab)
     paddle.seed(seed)  # as run_pretrain.py seeds before building the model
-    model = LanguageModel(config, vocab_size)
+    model = LanguageModel(config, vocab.size, vocab=vocab if config.has_words else None)
     with atomic_path(os.path.join(directory, '0.pdparams')) as tmp:
         paddle.save(model.state_dict(), tmp)
     return os.path.join(directory, '0')
@@ -109,6 +113,8 @@ def main():
                    help='rows to compute per step (concat: ELMo (+) word2vec; it trains the word2vec row\'s '
                    'vectors if they are not there yet)')
     p.add_argument('--out_dir', help='default: RUN_DIR/downstream')
+    p.add_argument('--word2vec_file', help='word2vec vectors for the word2vec and concat rows at every step (default: '
+                   'trained on as many tokens as the biLM had seen)')
     p.add_argument('--threads', type=int, default=2)
     p.add_argument('--seed', type=int, default=1, help='the pretraining run\'s --seed (for step 0)')
     p.add_argument('--plot_only', action='store_true',
@@ -136,10 +142,17 @@ def main():
     for step in a.steps:
         tokens = tokens_at(a.run_dir, step)
         ckpt = random_init_checkpoint(a.run_dir, out_dir, a.seed) if step == 0 else os.path.join(a.run_dir, str(step))
-        vectors = os.path.join(out_dir, f'w2v-{tokens}.bin')
+        vectors = a.word2vec_file or os.path.join(out_dir, f'w2v-{tokens}.bin')
         rows = {}
         want_vectors = tokens > 0 and ('word2vec' in a.methods or 'concat' in a.methods)
-        if want_vectors and ('word2vec', step) not in have:
+        fixed = [r for r in done if r['method'] == 'word2vec' and a.word2vec_file and r.get('vectors') == vectors]
+        if want_vectors and ('word2vec', step) not in have and fixed:  # the same vectors: the same row
+            rows['word2vec'] = {k: fixed[0][k] for k in ('accuracy_mean', 'accuracy_std', 'fold_accuracies')}
+            rows['word2vec']['wall_seconds'] = 0.0
+        elif want_vectors and a.word2vec_file and ('word2vec', step) not in have:
+            rows['word2vec'] = run_protocol('word2vec_base.py', ['--pretrained_word2vec_file', vectors],
+                                            os.path.join(out_dir, f'word2vec-{step}.json'), a.threads)
+        elif want_vectors and ('word2vec', step) not in have:
             rows['word2vec'] = run_protocol('word2vec_base.py', [
                 '--train_word2vec_on', corpus, '--w2v_max_tokens', str(tokens), '--save_word2vec', vectors,
                 '--workers', str(a.threads)], os.path.join(out_dir, f'word2vec-{step}.json'), a.threads)
@@ -154,6 +167,7 @@ def main():
             row = {'method': method, 'step': step, 'tokens': tokens, 'accuracy_mean': summary['accuracy_mean'],
                    'accuracy_std': summary['accuracy_std'], 'fold_accuracies': summary['fold_accuracies'],
                    'seconds': summary['wall_seconds'], 'threads': a.threads, 'commit': common._git_commit(),
+                   'vectors': vectors if method != 'elmo' else None,
                    'date': time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}
             done.append(row)
             with open(results_path, 'a', encoding='utf-8') as f:

@@ -56,7 +56,8 @@ def test_resuming_keeps_the_checkpoints_configs_overrides_training_settings_and_
 def test_options_json_holds_bilm_tfs_keys_and_recipe_json_the_rest(tmp_path):
     from model_io import read_run_configs, write_run_configs
     model, recipe = from_preset('budget', {'train_data_path': '/data/*', 'vocab_file': '/v.txt', 'max_steps': 9})
-    write_run_configs(str(tmp_path), model, recipe, vocab_size=123)
+    from dataset import Vocabulary
+    write_run_configs(str(tmp_path), model, recipe, Vocabulary.from_tokens([f'w{i}' for i in range(120)]))
     options = json.loads((tmp_path / 'options.json').read_text())
     stored = json.loads((tmp_path / 'recipe.json').read_text())
     assert options['learning_rate'] == 0.004 and options['n_negative_samples_batch'] == 1024
