@@ -20,6 +20,7 @@ import shutil
 import sys
 import tempfile
 import time
+from collections import Counter
 
 import args as cli  # first: it quiets Paddle's import-time noise on stderr
 import numpy as np
@@ -28,7 +29,7 @@ import paddle.nn as nn
 
 from classifier import (SentenceClassifier, add_protocol_args, check_protocol_args, cross_validate, load_data,
                         make_folds, report, runs_on_this_rank, show_bars, train_config)
-from dataset import CharMapper
+from dataset import CharMapper, long_tokens_report, model_tokenizer
 from downstream import Elmo
 from embedder import ELMoEmbedder
 from model_io import BUNDLED_MODEL_DIR, load_bilm
@@ -208,6 +209,7 @@ def main():
     cli.add_model_source(p, bundled_default=True)
     cli.add_device(p)
     add_protocol_args(p)
+    cli.add_tokenizer(p)
     add_elmo_args(p)
     a = p.parse_args()
     source = cli.model_source(a)
@@ -216,9 +218,11 @@ def main():
     if not runs_on_this_rank('run_finetune.py'):
         return 0
     use_device(a.device, cpu_threads=a.cpu_threads)
-    data = load_data(a, boundary_tokens=2)  # <S> and </S>
+    bilm = load_bilm(**source)  # first: the text is split by the tokenizer it records, unless --tokenizer
+    data = load_data(a, model_tokenizer(bilm.config.tokenizer, a.tokenizer))
+    print(long_tokens_report(Counter(t for s in data.sentences for t in s), bilm.config.max_characters_per_token),
+          file=sys.stderr)
     folds = make_folds(data.labels, a.folds, a.seed, a.dev_fraction)
-    bilm = load_bilm(**source)
     info = {'model': {k: v for k, v in source.items() if v} or {'bundled': BUNDLED_MODEL_DIR},
             'projection_dim': bilm.projection_dim, 'n_layers': bilm.n_layers + 1, 'trainable': a.trainable,
             'cached': not (a.trainable or a.no_cache)}
