@@ -4,6 +4,8 @@ raw strings, build_vocab.py on raw lines, and both classifiers on a slice of zh-
 import json
 import logging
 import os
+import re
+import shlex
 import subprocess
 import sys
 
@@ -249,3 +251,48 @@ def test_word2vec_base_classifies_raw_chinese_reviews_with_vectors_trained_on_zh
                       '--w2v_dim', '16', '--w2v_min_count', '1', '--output_json', out)
     result = _check_zh_result(out, proc)
     assert result['features']['oov_rate'] < 0.5  # jieba's words are zh-corpus's words
+
+
+# ---- README's "Chinese" commands -----------------------------------------------------------------
+
+def readme_commands(heading):
+    """The bash block under `heading` in README.md -> its commands, continuation lines joined."""
+    with open(os.path.join(ROOT, 'README.md'), encoding='utf-8') as f:
+        text = f.read()
+    block = re.search(r'```bash\n(.*?)```', text[text.index(heading):], re.S).group(1)
+    lines = [line for line in block.replace('\\\n', ' ').splitlines() if line.strip() and not line.startswith('#')]
+    return [shlex.split(line) for line in lines]
+
+
+def test_the_readme_chinese_commands_run_as_written_on_a_slice(tmp_path):
+    """Each command as README writes it, on slices in place of ../shared's files, with flags that only
+    shrink the run appended (a tiny model, 2 steps, 2 folds, 1 epoch)."""
+    from test_pretrain import TINY_MODEL
+    heldout = require(ZH_HELDOUT)
+    with open(heldout, encoding='utf-8') as f:
+        (tmp_path / 'corpus.txt').write_text(''.join(next(f) for _ in range(300)), encoding='utf-8')
+    (tmp_path / 'sentiment').mkdir()
+    for name in ('pos', 'neg'):
+        (tmp_path / 'sentiment' / f'online_shopping.{name}').write_text(
+            '\n'.join(reviews(name, 40, max_chars=30)) + '\n', encoding='utf-8')
+    (tmp_path / 'raw.txt').write_text('\n'.join(reviews('pos', 20)) + '\n', encoding='utf-8')
+    stand_ins = {'../shared/data/zh-corpus/train.txt': 'corpus.txt', '../shared/data/zh-corpus/heldout.txt':
+                 'corpus.txt', '../shared/data/zh-sentiment': 'sentiment'}
+    shrink = {'run_pretrain.py': TINY_MODEL + ['--max_steps', '2'], 'build_vocab.py': [],
+              'run_finetune.py': ['--folds', '2', '--epochs', '1', '--quiet'],
+              'word2vec_base.py': ['--folds', '2', '--epochs', '1', '--quiet', '--w2v_dim', '8', '--w2v_min_count', '1']}
+    commands = readme_commands('## Chinese')
+    assert [c[1] if c[0] == 'python' else c[0] for c in commands] == [
+        'mkdir', 'build_vocab.py', 'run_pretrain.py', 'run_finetune.py', 'word2vec_base.py', 'build_vocab.py']
+    for words in commands:
+        words = [stand_ins.get(w, w) for w in words]
+        if words[0] == 'python':
+            words = [sys.executable, os.path.join(ROOT, words[1]), *words[2:], *shrink[words[1]]]
+        proc = subprocess.run(words, cwd=tmp_path, capture_output=True, text=True, timeout=600,
+                              env=dict(os.environ, OMP_NUM_THREADS='1'))
+        assert proc.returncode == 0, (words, proc.stderr[-3000:])
+        assert 'differs' not in proc.stderr, proc.stderr
+    assert json.loads((tmp_path / 'zh' / 'options.json').read_text())['tokenizer'] == 'jieba'
+    assert json.loads((tmp_path / 'zh_elmo.json').read_text())['data']['tokenizer'] == 'jieba'
+    assert json.loads((tmp_path / 'zh_w2v.json').read_text())['data']['tokenizer'] == 'jieba'
+    assert (tmp_path / 'zh' / 'train.txt').read_text(encoding='utf-8').count('\n') == 20
