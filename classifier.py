@@ -456,6 +456,7 @@ def prepare_output(path):
 # --------------------------------------------------------------------------------------------
 
 def add_protocol_args(p):
+    """The protocol's options -> their 'data' group, where each script adds its --tokenizer."""
     d = p.add_argument_group('data')
     d.add_argument('--data_dir', required=True, help='directory holding the positive and negative files')
     d.add_argument('--pos_file', default='rt-polarity.pos', help='positive sentences, one per line, in --data_dir')
@@ -490,6 +491,7 @@ def add_protocol_args(p):
     t.add_argument('--output_json', help='write the results here (accuracy_mean, accuracy_std, '
                    'fold_accuracies, layer_weights, args, ...)')
     t.add_argument('--quiet', action='store_true', help='no progress bars or per-epoch lines')
+    return d
 
 
 def check_protocol_args(a):

@@ -1,5 +1,6 @@
-"""Text to ids: ELMo character ids of tokens and sentences, and the biLM pretraining data
-(Vocabulary, token counts, vocabulary building, LMStream training batches, eval batches).
+"""Text to ids: the tokenizers (raw text to tokens), ELMo character ids of tokens and sentences,
+and the biLM pretraining data (Vocabulary, token counts, vocabulary building, LMStream training
+batches, eval batches).
 
 Characters follow the reference ELMo (allenai/bilm-tf, AllenNLP's ELMoCharacterMapper): a token is
 its UTF-8 bytes cut to `max_chars - 2`, wrapped as [BOW, bytes..., EOW, PAD, ...] to exactly
@@ -125,9 +126,9 @@ def as_token_lists(sentences, tokenizer='whitespace'):
     """A batch of sentences -> list of token lists, each a list of str.
 
     A sentence is a raw string (split by the named `tokenizer`, see get_tokenizer; '' gives no
-    tokens) or any iterable of str tokens. The batch itself must be a list (or tuple, array...) of sentences: a bare string is a
-    TypeError, since it is ambiguous (one sentence or many?), and so is anything else that is not a
-    sentence (an int, bytes, a token that is not a str).
+    tokens) or any iterable of str tokens. The batch itself must be a list (or tuple, array...) of
+    sentences: a bare string is a TypeError, since it is ambiguous (one sentence or many?), and so
+    is anything else that is not a sentence (an int, bytes, a token that is not a str).
     """
     if isinstance(sentences, (str, bytes)) or not hasattr(sentences, '__iter__'):
         raise TypeError(f'expected a list of sentences (each a string or a list of tokens), got '

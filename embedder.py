@@ -170,10 +170,10 @@ class ELMoEmbedder(SentenceEmbedder):
         """TF-Hub-style outputs for a batch, padded to its longest sentence (numpy arrays).
 
         sentences: raw strings, split by the embedder's tokenizer (whitespace: as the `default`
-        signature does), or token lists (the `tokens` signature). word_emb [batch, time, P] (char-CNN token representation), lstm_outputs1/2
-        [batch, time, 2P], elmo [batch, time, 2P] = gamma * sum softmax(mix_weights)_k layer_k
-        (equal weights by default), default [batch, 2P] = mean of elmo over real tokens only,
-        sequence_len [batch].
+        signature does), or token lists (the `tokens` signature). word_emb [batch, time, P]
+        (char-CNN token representation), lstm_outputs1/2 [batch, time, 2P], elmo [batch, time, 2P]
+        = gamma * sum softmax(mix_weights)_k layer_k (equal weights by default), default
+        [batch, 2P] = mean of elmo over real tokens only, sequence_len [batch].
         """
         embs = self.encode(sentences)
         n_layers = self.bilm.n_layers + 1
@@ -271,8 +271,8 @@ def embed_file(embedder, input_file, output_file, output_format='all', batch_siz
     Datasets, as `allennlp elmo` wrote them: str(line index) -> [n_layers + 1, n_tokens, 2P]
     ('all'), [n_tokens, 2P] ('top' or 'average'); plus 'sentence_to_index', a JSON string
     {sentence: index}. An empty line is an empty sentence ([n_layers + 1, 0, 2P]), so that the
-    datasets keep the file's line numbers. Lines are read in chunks, so memory stays flat however long the file is; the
-    output appears atomically. -> the number of lines.
+    datasets keep the file's line numbers. Lines are read in chunks, so memory stays flat however
+    long the file is; the output appears atomically. -> the number of lines.
     """
     import h5py
     from tqdm import tqdm

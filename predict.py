@@ -41,7 +41,8 @@ class Predictor:
     model: a LanguageModel (`lm.load_language_model`), whose softmax rows are `vocab`'s tokens.
     vocab: the `dataset.Vocabulary` it was trained with.
     A context is a raw string (split by `tokenizer`, by default the model's, see
-    dataset.model_tokenizer) or a list of tokens; '' is the sentence boundary alone (forward: the first word of a sentence; backward: its last word).
+    dataset.model_tokenizer) or a list of tokens; '' is the sentence boundary alone (forward: the
+    first word of a sentence; backward: its last word).
     Which words can be predicted: every vocabulary word, `</S>` (forward: the sentence ends) and
     `<S>` (backward: the sentence starts) included, and `<UNK>` unless `exclude_unk`. The boundary a
     direction reads first (`<S>` forward, `</S>` backward) is never one of its targets in training

@@ -106,8 +106,7 @@ def vectors_from_args(a, info):
 
 def main():
     p = cli.parser(__doc__.split('\n')[0])
-    add_protocol_args(p)
-    cli.add_tokenizer(p, model_default=False)
+    cli.add_tokenizer(p, model_default=False, group=add_protocol_args(p))
     add_word2vec_args(p)
     cli.add_device(p)
     a = p.parse_args()
