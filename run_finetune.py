@@ -32,7 +32,8 @@ from classifier import (SentenceClassifier, add_protocol_args, check_protocol_ar
 from dataset import CharMapper, long_tokens_report, model_tokenizer
 from downstream import Elmo
 from embedder import ELMoEmbedder
-from model_io import BUNDLED_MODEL_DIR, load_bilm
+from deploy import model_options_file
+from model_io import BUNDLED_MODEL_DIR, load_bilm, read_model_config
 from word_vectors import Word2VecFeatures, load_vectors, lookup_table
 
 
@@ -217,11 +218,14 @@ def main():
     if not runs_on_this_rank('run_finetune.py'):
         return 0
     use_device(a.device, cpu_threads=a.cpu_threads)
-    bilm = load_bilm(**source)  # first: the text is split by the tokenizer it records, unless --tokenizer
-    data = load_data(a, model_tokenizer(bilm.config.tokenizer, a.tokenizer))
+    # The text is split by the tokenizer the model records (unless --tokenizer): its options.json is
+    # read first, the weights after the data, so that a bad data file fails before they load.
+    recorded = read_model_config(model_options_file(**source)).tokenizer
+    data = load_data(a, model_tokenizer(recorded, a.tokenizer))
+    folds = make_folds(data.labels, a.folds, a.seed, a.dev_fraction)
+    bilm = load_bilm(**source)
     print(long_tokens_report(Counter(t for s in data.sentences for t in s), bilm.config.max_characters_per_token),
           file=sys.stderr)
-    folds = make_folds(data.labels, a.folds, a.seed, a.dev_fraction)
     info = {'model': {k: v for k, v in source.items() if v} or {'bundled': BUNDLED_MODEL_DIR},
             'projection_dim': bilm.projection_dim, 'n_layers': bilm.n_layers + 1, 'trainable': a.trainable,
             'cached': not (a.trainable or a.no_cache)}

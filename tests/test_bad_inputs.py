@@ -107,6 +107,8 @@ def test_a_bad_input_fails_with_one_line_and_leaves_no_output(name, tmp_path, fi
     if script == 'run_embed.py':  # a real model, so that only the output path is wrong
         args += ['--weight_file', os.path.join(fixture_dir, 'lm_weights.hdf5')]
         args[args.index('--options_file') + 1] = os.path.join(fixture_dir, 'options.json')
+    if script == 'run_finetune.py':  # a real options.json (read before the data, for its tokenizer)
+        args[args.index('--options_file') + 1] = os.path.join(fixture_dir, 'options.json')
     assert message in one_line_error(run(script, args, cwd=tmp_path, timeout=300))
     out = tmp_path / 'out'
     assert not out.exists() or not any(out.rglob('*')), sorted(out.rglob('*'))
