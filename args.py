@@ -15,6 +15,7 @@ os.environ.setdefault('GLOG_minloglevel', '2')
 
 import runtime  # noqa: E402  (after GLOG_minloglevel, which Paddle reads when runtime first imports it)
 from config import MODEL_FIELDS, OPTIMIZERS, PRESETS, TOKEN_INPUTS, ModelConfig, Recipe  # noqa: E402
+from dataset import TOKENIZERS  # noqa: E402
 from fileio import InputError  # noqa: E402
 
 
@@ -73,6 +74,18 @@ def check_files_flags(other_flag, other, options_file, weight_file):
         raise InputError('--options_file and --weight_file go together')
 
 
+def add_tokenizer(p, model_default=True, group=None):
+    """--tokenizer: how raw text becomes tokens (dataset.get_tokenizer). model_default: no value
+    means the model's recorded tokenizer (scripts that load a biLM); otherwise whitespace."""
+    default = ("default: the one the model records in its options.json, whitespace for bilm-tf files; another "
+               "one warns" if model_default else "default: whitespace")
+    (group or p).add_argument(
+        '--tokenizer', choices=TOKENIZERS, default=None if model_default else 'whitespace',
+        help='how raw text becomes tokens: whitespace (split on spaces: text already segmented), jieba (Chinese '
+             'words, jieba 0.42.1\'s accurate mode), chars (each CJK character a token, other runs of non-space '
+             f'characters whole, e.g. iPhone很好 -> iPhone 很 好) ({default})')
+
+
 def _positive_int(text):
     if not text.strip().isdigit() or int(text) < 1:
         raise argparse.ArgumentTypeError(f'expected a positive integer, got {text!r}')
@@ -107,7 +120,8 @@ DATA_FIELDS = ('train_data_path', 'vocab_file', 'dev_data_path', 'n_train_tokens
 # --preset has its own help; the others are recorded, not chosen (run_pretrain.py's --init_from_weights
 # and --options_file / --weight_file set the last two).
 NOT_FLAGS = ('preset', 'world_size', 'init_options_file', 'init_weight_file')
-CHOICES = {'optimizer': OPTIMIZERS, 'activation': ('relu', 'tanh'), 'token_input': TOKEN_INPUTS}
+CHOICES = {'optimizer': OPTIMIZERS, 'activation': ('relu', 'tanh'), 'token_input': TOKEN_INPUTS,
+           'tokenizer': TOKENIZERS}
 
 
 def _flag_type(annotation):

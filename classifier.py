@@ -5,8 +5,9 @@ features module they plug into `SentenceClassifier`; everything else lives here,
 numbers they print are comparable:
 
 - data: `read_polarity` reads a directory with one positive and one negative file (one sentence
-  per line, UTF-8 with a Latin-1 fallback) and optionally splits clitics the way the pretraining
-  corpus does (`it's` -> `it 's`, `doesn't` -> `doesn 't`);
+  per line, UTF-8; Latin-1 too for whitespace-split text), splits each line with a tokenizer
+  (dataset.get_tokenizer: whitespace, jieba or chars) and optionally splits clitics the way the
+  pretraining corpus does (`it's` -> `it 's`, `doesn't` -> `doesn 't`);
 - folds: `make_folds` gives stratified k-fold cross-validation with a dev split carved from each
   training fold (early stopping), or one stratified split for smoke runs;
 - model: features [batch, time, dim] + mask -> dropout -> masked mean -> MLP -> logits [batch, 2];
@@ -27,6 +28,7 @@ import sys
 import time
 import warnings
 from dataclasses import dataclass
+from typing import Optional
 
 import numpy as np
 
@@ -34,12 +36,14 @@ from runtime import paddle, set_mode
 import paddle.nn as nn
 import paddle.nn.functional as F
 
-from fileio import InputError, write_json_atomic
+from dataset import get_tokenizer
+from fileio import InputError, decode_utf8, write_json_atomic
 
 TOKENIZATIONS = ('split_clitics', 'as_is')
 # The pretraining corpus (1B Word style) splits clitics *with* the apostrophe: "don 't", "it 's".
 _CLITIC = re.compile(r"^([^']+)('(?:s|t|re|ve|ll|d|m))$", re.IGNORECASE)
 SINGLE_SPLIT_TEST_FRACTION = 0.1  # --folds 1: the test share (a 10-fold fold's size)
+BOUNDARY_TOKENS = 2  # ELMo's <S> and </S>, which --max_seq_len counts
 
 
 # --------------------------------------------------------------------------------------------
@@ -50,8 +54,10 @@ SINGLE_SPLIT_TEST_FRACTION = 0.1  # --folds 1: the test share (a 10-fold fold's 
 class Dataset:
     sentences: list  # token lists
     labels: np.ndarray  # int64 [n]: 1 for the positive file, 0 for the negative one
-    sources: dict  # file path -> {'lines': n, 'encoding': 'utf-8' | 'latin-1'}
+    sources: dict  # file path -> {'lines': sentences, 'encoding': 'utf-8' | 'latin-1', 'empty_lines': [numbers]}
     tokenization: str
+    tokenizer: str = 'whitespace'
+    cut: Optional[dict] = None  # --max_seq_len: {'max_seq_len', 'sentences', 'tokens'} cut (load_data)
 
 
 def split_clitics(tokens):
@@ -63,37 +69,46 @@ def split_clitics(tokens):
     return out
 
 
-def read_sentences(path):
-    """A one-sentence-per-line file -> (token lists, encoding used).
+def read_sentences(path, tokenizer='whitespace'):
+    """A one-sentence-per-line file -> (token lists, {'lines': sentences read, 'encoding': 'utf-8' |
+    'latin-1', 'empty_lines': the 1-based numbers of the lines skipped}).
 
-    The whole file is decoded as UTF-8, or as Latin-1 if that fails (the original rt-polarity
-    release is Latin-1). An empty line is an error, not a skipped sentence.
+    Each line is split by the named `tokenizer` (dataset.get_tokenizer). The whole file is decoded
+    as UTF-8; with the whitespace tokenizer a file that is not is read as Latin-1 (the original
+    rt-polarity release is), while for the others (Chinese text, which Latin-1 would garble) it is
+    an InputError naming the line. Empty lines are not sentences: they are skipped, and listed.
     """
     if not os.path.isfile(path):
         raise FileNotFoundError(f'{path}: data file not found')
+    split = get_tokenizer(tokenizer)
     with open(path, 'rb') as f:
         raw = f.read()
     try:
-        text, encoding = raw.decode('utf-8'), 'utf-8'
-    except UnicodeDecodeError:
+        text, encoding = decode_utf8(raw, path), 'utf-8'
+    except InputError as e:
+        if tokenizer != 'whitespace':
+            raise InputError(f'{e}; --tokenizer {tokenizer} reads UTF-8 only (convert the file, e.g. with iconv)') \
+                from None
         text, encoding = raw.decode('latin-1'), 'latin-1'
     lines = text.split('\n')
     if lines and lines[-1] == '':
         lines.pop()  # the file's final newline
-    sentences = []
+    sentences, empty = [], []
     for number, line in enumerate(lines, 1):
-        tokens = line.split()
-        if not tokens:
-            raise InputError(f'{path}:{number}: empty line (expected one sentence per line)')
-        sentences.append(tokens)
+        tokens = split(line)
+        if tokens:
+            sentences.append(tokens)
+        else:
+            empty.append(number)
     if not sentences:
         raise InputError(f'{path}: no sentences')
-    return sentences, encoding
+    return sentences, {'lines': len(sentences), 'encoding': encoding, 'empty_lines': empty}
 
 
 def read_polarity(data_dir, pos_file='rt-polarity.pos', neg_file='rt-polarity.neg',
-                  tokenization='split_clitics'):
-    """Read data_dir/pos_file (label 1) and data_dir/neg_file (label 0) into a Dataset."""
+                  tokenization='split_clitics', tokenizer='whitespace'):
+    """Read data_dir/pos_file (label 1) and data_dir/neg_file (label 0) into a Dataset: lines split
+    by `tokenizer` (read_sentences), then clitics split unless tokenization is 'as_is'."""
     if tokenization not in TOKENIZATIONS:
         raise InputError(f'tokenization must be one of {TOKENIZATIONS}, got {tokenization!r}')
     if not os.path.isdir(data_dir):
@@ -101,13 +116,12 @@ def read_polarity(data_dir, pos_file='rt-polarity.pos', neg_file='rt-polarity.ne
     sentences, labels, sources = [], [], {}
     for name, label in ((pos_file, 1), (neg_file, 0)):
         path = os.path.join(data_dir, name)
-        part, encoding = read_sentences(path)
-        sources[path] = {'lines': len(part), 'encoding': encoding}
+        part, sources[path] = read_sentences(path, tokenizer)
         sentences += part
         labels += [label] * len(part)
     if tokenization == 'split_clitics':
         sentences = [split_clitics(s) for s in sentences]
-    return Dataset(sentences, np.array(labels, dtype=np.int64), sources, tokenization)
+    return Dataset(sentences, np.array(labels, dtype=np.int64), sources, tokenization, tokenizer)
 
 
 # --------------------------------------------------------------------------------------------
@@ -406,7 +420,8 @@ def summarize(results, args, data, features_info=None):
         'fold_dev_accuracies': [r['dev_accuracy'] for r in results],
         'fold_best_epochs': [r['best_epoch'] for r in results],
         'fold_seconds': [r['seconds'] for r in results],
-        'data': {'sources': data.sources, 'sentences': len(data.sentences), 'tokenization': data.tokenization},
+        'data': {'sources': data.sources, 'sentences': len(data.sentences), 'tokenization': data.tokenization,
+                 'tokenizer': data.tokenizer, 'cut': data.cut},
         'features': features_info or {},
     }
 
@@ -441,13 +456,14 @@ def prepare_output(path):
 # --------------------------------------------------------------------------------------------
 
 def add_protocol_args(p):
+    """The protocol's options -> their 'data' group, where each script adds its --tokenizer."""
     d = p.add_argument_group('data')
     d.add_argument('--data_dir', required=True, help='directory holding the positive and negative files')
     d.add_argument('--pos_file', default='rt-polarity.pos', help='positive sentences, one per line, in --data_dir')
     d.add_argument('--neg_file', default='rt-polarity.neg', help='negative sentences, one per line, in --data_dir')
     d.add_argument('--tokenization', default='split_clitics', choices=TOKENIZATIONS,
-                   help="split_clitics: it's -> it 's, doesn't -> doesn 't (as in the pretraining corpus); "
-                        'as_is: whitespace tokens unchanged')
+                   help="what becomes of the --tokenizer's tokens: split_clitics: it's -> it 's, doesn't -> "
+                        "doesn 't (as in the pretraining corpus); as_is: unchanged")
     t = p.add_argument_group('protocol and classifier')
     t.add_argument('--folds', type=int, default=10, help='k-fold cross-validation; 1: one split (10%% test)')
     t.add_argument('--run_folds', type=int, nargs='+', help='run only these folds (1-based) of the --folds: the '
@@ -462,7 +478,8 @@ def add_protocol_args(p):
     t.add_argument('--weight_decay', type=float, default=0.0, help='Adam L2 regularisation coefficient '
                    '(the PaddleNLP example\'s default: 1e-4)')
     t.add_argument('--max_seq_len', type=int, help='cut sentences to this many tokens, counting ELMo\'s <S> and '
-                   '</S> (as the PaddleNLP example; default: no limit)')
+                   '</S> (as the PaddleNLP example): each keeps its first max_seq_len - 2 tokens, in both scripts; '
+                   'how many were cut is reported. Default: no limit, nothing is cut')
     t.add_argument('--logging_step', type=int, default=0, help='print the running training loss every this many '
                    'batches (0: once per epoch)')
     t.add_argument('--hidden_dim', '--sent_embedding_dim', dest='hidden_dim', type=int, default=256,
@@ -474,6 +491,7 @@ def add_protocol_args(p):
     t.add_argument('--output_json', help='write the results here (accuracy_mean, accuracy_std, '
                    'fold_accuracies, layer_weights, args, ...)')
     t.add_argument('--quiet', action='store_true', help='no progress bars or per-epoch lines')
+    return d
 
 
 def check_protocol_args(a):
@@ -515,17 +533,26 @@ def runs_on_this_rank(script):
     return rank == 0
 
 
-def load_data(a, boundary_tokens=0):
-    """Read the dataset named by the options and say how each file was decoded. With --max_seq_len,
-    sentences keep their first max_seq_len - boundary_tokens words (ELMo adds <S> and </S>: 2)."""
-    data = read_polarity(a.data_dir, a.pos_file, a.neg_file, a.tokenization)
+def load_data(a, tokenizer='whitespace'):
+    """Read the dataset named by the options, its lines split by `tokenizer`, and say how each file
+    was decoded and which empty lines were skipped. With --max_seq_len, sentences keep their first
+    max_seq_len - 2 tokens (ELMo adds <S> and </S>; word2vec_base.py keeps the same tokens, so that
+    both scripts classify the same text), and the cut is reported and kept in `data.cut`."""
+    data = read_polarity(a.data_dir, a.pos_file, a.neg_file, a.tokenization, tokenizer)
     for path, info in data.sources.items():
-        print(f'read {path}: {info["lines"]} sentences ({info["encoding"]})', file=sys.stderr)
+        empty = info['empty_lines']
+        skipped = (f'; skipped {len(empty)} empty line(s): {", ".join(map(str, empty[:10]))}'
+                   f'{", ..." if len(empty) > 10 else ""}' if empty else '')
+        print(f'read {path}: {info["lines"]} sentences ({info["encoding"]}) split by {tokenizer}{skipped}',
+              file=sys.stderr)
     if a.max_seq_len:
-        limit = a.max_seq_len - boundary_tokens
-        n_cut = sum(len(s) > limit for s in data.sentences)
+        limit = a.max_seq_len - BOUNDARY_TOKENS
+        excess = [len(s) - limit for s in data.sentences if len(s) > limit]
+        n_tokens = sum(map(len, data.sentences))
         data.sentences = [s[:limit] for s in data.sentences]
-        print(f'--max_seq_len {a.max_seq_len}: cut {n_cut} sentences to {limit} words', file=sys.stderr)
+        data.cut = {'max_seq_len': a.max_seq_len, 'sentences': len(excess), 'tokens': sum(excess)}
+        print(f'--max_seq_len {a.max_seq_len}: cut {len(excess)} of {len(data.sentences)} sentences to {limit} '
+              f'tokens ({sum(excess)} of {n_tokens} tokens left out)', file=sys.stderr)
     return data
 
 

@@ -12,7 +12,7 @@ import dataclasses
 from dataclasses import dataclass, field
 from typing import List, Optional
 
-from dataset import N_CHARACTERS
+from dataset import N_CHARACTERS, TOKENIZERS
 from fileio import InputError
 
 ORIGINAL_FILTERS = [[1, 32], [2, 32], [3, 64], [4, 128], [5, 256], [6, 512], [7, 1024]]
@@ -50,6 +50,9 @@ class ModelConfig:
     activation: str = setting('relu', 'char CNN activation: relu or tanh')
     max_characters_per_token: int = setting(50, 'chars per token, boundary marks included; longer tokens are cut')
     dropout: float = setting(0.1, 'dropout on the LSTM inputs and before the softmax (training only)')
+    tokenizer: str = setting('whitespace', 'the tokenizer that segmented the training text, recorded for the '
+                             'scripts that give the model raw text: whitespace, jieba or chars. Pretraining reads '
+                             'the corpus split on spaces (build_vocab.py --segmented_output segments raw text)')
 
     @property
     def n_filters(self):
@@ -74,18 +77,18 @@ class ModelConfig:
         """-> the bilm-tf options dict (the model part of options.json).
 
         A char model is a pure bilm-tf char file and a word model a pure bilm-tf token-mode file
-        (no `char_cnn`; model_io adds `n_tokens_vocab`, the vocabulary's size). word+char adds
-        `word_embedding.dim`, which only this toolkit reads.
+        (no `char_cnn`; model_io adds `n_tokens_vocab`, the vocabulary's size). Our own keys
+        (OUR_OPTIONS: word+char's `word_embedding.dim`, `tokenizer`) are written only when they
+        differ from their absent value.
         """
         options = {'bidirectional': True, 'lstm': {}}
         if self.has_chars:
             options['char_cnn'] = {'n_characters': N_CHARACTERS}
-        for name, (path, _) in OPTION_PATHS.items():
-            if path[0] == 'char_cnn' and not self.has_chars:
+        for name, (path, absent) in OPTION_PATHS.items():
+            value = getattr(self, name)
+            if (path[0] == 'char_cnn' and not self.has_chars) or (name in OUR_OPTIONS and value == absent):
                 continue
-            if name == 'word_dim' and self.token_input != 'word+char':
-                continue
-            _put(options, path, copy.deepcopy(getattr(self, name)))
+            _put(options, path, copy.deepcopy(value))
         return options
 
     @classmethod
@@ -152,6 +155,8 @@ class ModelConfig:
             raise bad('num_highways', '>= 0', self.num_highways)
         if not 0 <= self.dropout < 1:
             raise bad('dropout', 'in [0, 1)', self.dropout)
+        if self.tokenizer not in TOKENIZERS:
+            raise bad('tokenizer', f'one of {", ".join(TOKENIZERS)}', self.tokenizer)
         return self
 
 
@@ -172,8 +177,12 @@ OPTION_PATHS = {
     'activation': (('char_cnn', 'activation'), 'relu'),
     'max_characters_per_token': (('char_cnn', 'max_characters_per_token'), REQUIRED),
     'dropout': (('dropout',), 0.0),
-    'word_dim': (('word_embedding', 'dim'), 0),  # word+char only: not a bilm-tf key
+    'word_dim': (('word_embedding', 'dim'), 0),  # word+char only
+    'tokenizer': (('tokenizer',), 'whitespace'),
 }
+# Keys of ours, not bilm-tf's: to_options writes them only when they differ from their absent value,
+# so that char and word models keep pure bilm-tf options files.
+OUR_OPTIONS = ('word_dim', 'tokenizer')
 assert set(OPTION_PATHS) | {'token_input'} == {f.name for f in dataclasses.fields(ModelConfig)}
 
 
@@ -332,17 +341,18 @@ def for_weights(model, given, source):
 
     A model setting given that differs from the file's is an InputError naming each such flag;
     dropout is a training setting here (a released options.json often leaves it out): the flag's,
-    else the preset's.
+    else the preset's; so is tokenizer, the adaptation corpus's: the flag's, else the file's.
     """
     given = dict(given)
     preset = given.pop('preset', 'original')
     given_model, given_recipe = split_fields(given)
     dropout = given_model.pop('dropout', None)
+    tokenizer = given_model.pop('tokenizer', model.tokenizer)  # the new corpus's, which may differ
     _check_model_flags(model, given_model, f'{source} defines the model being adapted', 'weights',
                        'Drop them: the weights fix the model')
     _, recipe = from_preset(preset, given_recipe)  # (checks the preset's name)
     dropout = PRESETS[preset]['dropout'] if dropout is None else dropout
-    return dataclasses.replace(model, dropout=dropout).checked(), recipe
+    return dataclasses.replace(model, dropout=dropout, tokenizer=tokenizer).checked(), recipe
 
 
 def _check_model_flags(model, given_model, what, theirs, advice):

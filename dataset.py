@@ -1,5 +1,6 @@
-"""Text to ids: ELMo character ids of tokens and sentences, and the biLM pretraining data
-(Vocabulary, token counts, vocabulary building, LMStream training batches, eval batches).
+"""Text to ids: the tokenizers (raw text to tokens), ELMo character ids of tokens and sentences,
+and the biLM pretraining data (Vocabulary, token counts, vocabulary building, LMStream training
+batches, eval batches).
 
 Characters follow the reference ELMo (allenai/bilm-tf, AllenNLP's ELMoCharacterMapper): a token is
 its UTF-8 bytes cut to `max_chars - 2`, wrapped as [BOW, bytes..., EOW, PAD, ...] to exactly
@@ -11,10 +12,13 @@ import itertools
 import json
 import logging
 import os
+import re
 
 import numpy as np
 
-from fileio import InputError, iter_lines, list_files, write_text_atomic
+from fileio import InputError, decode_utf8, iter_lines, list_files, write_text_atomic
+
+log = logging.getLogger(__name__)
 
 BOS_CHAR = 256  # <S>
 EOS_CHAR = 257  # </S>
@@ -45,28 +49,95 @@ def token_to_char_ids(token, max_chars=50):
     return ids + 1
 
 
-def tokenize(text):
-    """Raw text -> tokens: split on whitespace, as TF-Hub ELMo's `default` signature splits its
-    untokenized strings. The one place a raw sentence becomes tokens (ELMoEmbedder, Elmo,
-    run_predict.py), so another tokenizer (e.g. for Chinese) plugs in here."""
+# ---- raw text -> tokens ----------------------------------------------------------------------
+# The one place a raw string becomes tokens: the embedders, Elmo, the classifiers' data,
+# build_vocab.py and run_predict.py all go through get_tokenizer. A model records the tokenizer of
+# its training text (config.ModelConfig.tokenizer); model_tokenizer picks the one to use with it.
+
+TOKENIZERS = ('whitespace', 'jieba', 'chars')
+JIEBA_VERSION = '0.42.1'  # requirements.txt's; zh-corpus was segmented with it
+
+# The characters that `chars` makes tokens of their own (not U+3000, the ideographic space).
+_CJK = ('\u2010-\u2027'  # the general punctuation Chinese text uses: — ‘ ’ “ ” …
+        '\u2e80-\u2fdf'  # radicals
+        '\u3001-\u303f'  # CJK symbols and punctuation: 、。《》「」【】
+        '\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff'  # ideographs: extension A, unified, compatibility
+        '\uff00-\uffef'  # halfwidth and fullwidth forms: ，！？：；（）
+        '\U00020000-\U000323af')  # ideographs: extensions B to H, compatibility supplement
+_CHAR_TOKEN = re.compile(f'[{_CJK}]|[^\\s{_CJK}]+')
+
+
+def whitespace_tokens(text):
+    """Split on whitespace, as TF-Hub ELMo's `default` signature splits its untokenized strings."""
     return text.split()
 
 
-def as_token_lists(sentences):
+def char_tokens(text):
+    """Every CJK character is a token of its own; runs of other non-whitespace characters (Latin
+    words, numbers, ASCII punctuation) stay whole; whitespace separates tokens and is dropped:
+    'iPhone很好用！' -> ['iPhone', '很', '好', '用', '！']. CJK characters are the ideographs
+    (U+3400-4DBF, U+4E00-9FFF, U+F900-FAFF, U+20000-323AF), the radicals (U+2E80-2FDF), CJK
+    symbols and punctuation (U+3001-303F: 、。《》), the fullwidth forms (U+FF00-FFEF: ，！？)
+    and the dashes, quotation marks and ellipsis of General Punctuation (U+2010-2027: — “ ” …)."""
+    return _CHAR_TOKEN.findall(text)
+
+
+def _jieba_tokenizer():
+    """jieba's accurate mode (`jieba.lcut(text)`, HMM on for unknown words), without the whitespace
+    tokens it returns; imported on first use, its dictionary-loading messages silenced. It is the
+    process's jieba: words added with jieba.add_word / load_userdict take part."""
+    try:
+        import jieba
+    except ImportError:
+        raise InputError(f'the jieba tokenizer needs the jieba package: pip install jieba=={JIEBA_VERSION}') from None
+    jieba.setLogLevel(logging.WARNING)  # else 'Building prefix dict ...' on stderr at the first cut
+
+    def jieba_tokens(text):
+        return [token for token in jieba.lcut(text) if not token.isspace()]
+    return jieba_tokens
+
+
+def get_tokenizer(name):
+    """A tokenizer's name (TOKENIZERS) -> a function: raw text -> list of str tokens (none empty,
+    none holding whitespace). whitespace: `whitespace_tokens`; jieba: Chinese words
+    (`_jieba_tokenizer`); chars: `char_tokens`."""
+    if name == 'whitespace':
+        return whitespace_tokens
+    if name == 'chars':
+        return char_tokens
+    if name == 'jieba':
+        return _jieba_tokenizer()
+    raise InputError(f'unknown tokenizer {name!r}; expected one of {", ".join(TOKENIZERS)}')
+
+
+def model_tokenizer(recorded, requested=None):
+    """The tokenizer to use on raw text for a model whose training text `recorded` segmented
+    (ModelConfig.tokenizer): `requested` when given, with a warning if it is another, else
+    `recorded` -> its name (checked)."""
+    name = requested or recorded
+    get_tokenizer(name)
+    if name != recorded:
+        log.warning('tokenizer %r differs from %r, the tokenizer the model was trained with (its options.json); '
+                    'its inputs will not be segmented as its training text was', name, recorded)
+    return name
+
+
+def as_token_lists(sentences, tokenizer='whitespace'):
     """A batch of sentences -> list of token lists, each a list of str.
 
-    A sentence is a raw string (split by `tokenize`; '' gives no tokens) or any iterable of str
-    tokens. The batch itself must be a list (or tuple, array...) of sentences: a bare string is a
-    TypeError, since it is ambiguous (one sentence or many?), and so is anything else that is not a
-    sentence (an int, bytes, a token that is not a str).
+    A sentence is a raw string (split by the named `tokenizer`, see get_tokenizer; '' gives no
+    tokens) or any iterable of str tokens. The batch itself must be a list (or tuple, array...) of
+    sentences: a bare string is a TypeError, since it is ambiguous (one sentence or many?), and so
+    is anything else that is not a sentence (an int, bytes, a token that is not a str).
     """
     if isinstance(sentences, (str, bytes)) or not hasattr(sentences, '__iter__'):
         raise TypeError(f'expected a list of sentences (each a string or a list of tokens), got '
                         f'{_describe(sentences)}; for one sentence pass [sentence]')
+    split = get_tokenizer(tokenizer)
     batch = []
     for i, sentence in enumerate(sentences):
         if isinstance(sentence, str):
-            batch.append(tokenize(sentence))
+            batch.append(split(sentence))
             continue
         if isinstance(sentence, bytes) or not hasattr(sentence, '__iter__'):
             raise TypeError(f'sentence {i} is {_describe(sentence)}; expected a string or a list of '
@@ -109,8 +180,8 @@ class CharMapper:
         return np.stack([self.token(t) for t in tokens])
 
     def batch(self, sentences, add_boundaries=True):
-        """Sentences (strings or token lists) -> (char ids [batch, time, max_chars] int64,
-        lengths [batch] int64).
+        """Sentences (strings, split on whitespace, or token lists) -> (char ids
+        [batch, time, max_chars] int64, lengths [batch] int64).
 
         With `add_boundaries` every sentence becomes `<S> w1 .. wn </S>` (length n + 2); rows are
         padded with all-zero tokens to the longest sentence.
@@ -177,7 +248,6 @@ class InputMapper:
 # whitespace (`str.split()` everywhere, so counting, vocabulary building and batching agree).
 # Lines that are empty or only whitespace are not sentences: they are skipped and reported.
 
-log = logging.getLogger(__name__)
 
 UNK_TOKEN = '<UNK>'
 SPECIAL_TOKENS = (BOS_TOKEN, EOS_TOKEN, UNK_TOKEN)  # bilm-tf order: ids 0, 1, 2 when added
@@ -206,11 +276,6 @@ def tokens_to_char_ids(tokens, max_chars=50):
     return ids
 
 
-def _utf8_error(path, line_no, error):
-    return InputError(f'{path}:{line_no}: not valid UTF-8 ({error.reason} at byte {error.start} '
-                      f'of the line)')
-
-
 def read_vocabulary_file(path):
     """The tokens of a vocabulary file, one per line; ValueError naming path:line for an empty
     line, a token with whitespace or a duplicate."""
@@ -218,10 +283,7 @@ def read_vocabulary_file(path):
         raise FileNotFoundError(f'{path}: vocabulary file not found')
     with open(path, 'rb') as f:
         data = f.read()
-    try:
-        text = data.decode('utf-8')
-    except UnicodeDecodeError as e:
-        raise _utf8_error(path, data.count(b'\n', 0, e.start) + 1, e) from None
+    text = decode_utf8(data, path)
     lines = text.split('\n')
     if lines[-1] == '':
         lines.pop()  # the newline that ends the last line
@@ -299,8 +361,9 @@ def _warn_skipped(path, n_skipped):
         log.warning('%s: skipped %d empty line(s) (not sentences)', path, n_skipped)
 
 
-def _iter_file_sentences(path, progress_bar=None):
-    """Yield the sentences (token lists) of one file in order; empty lines skipped and reported."""
+def _iter_file_sentences(path, progress_bar=None, split=whitespace_tokens):
+    """Yield the sentences (token lists, made by `split`) of one file in order; empty lines skipped
+    and reported."""
     n_skipped = 0
     for _, n_bytes, text in iter_lines(path):
         if progress_bar is not None:
@@ -308,7 +371,7 @@ def _iter_file_sentences(path, progress_bar=None):
         if _is_blank(text):
             n_skipped += 1
             continue
-        yield text.split()
+        yield split(text)
     _warn_skipped(path, n_skipped)
 
 
@@ -404,15 +467,36 @@ def _save_counts_cache(cache_path, entries):
 
 # ---- building a vocabulary ---------------------------------------------------------------------
 
-def count_words(file_pattern, progress=True):
-    """Counter of whitespace tokens over all files of a glob (streamed; progress bar by bytes)."""
+def count_words(file_pattern, progress=True, tokenizer='whitespace', segmented=None):
+    """Counter of the tokens over all files of a glob (streamed; progress bar by bytes).
+
+    tokenizer: how a line becomes tokens (get_tokenizer; a corpus for pretraining is already
+    segmented: whitespace). segmented: an open text file that receives every sentence counted, its
+    tokens joined by single spaces, one per line (a raw corpus segmented for run_pretrain.py).
+    """
     files = list_files(file_pattern)
+    split = get_tokenizer(tokenizer)
     counts = collections.Counter()
     with _progress(sum(os.path.getsize(p) for p in files), 'counting words', progress) as bar:
         for path in files:
-            for words in _iter_file_sentences(path, bar):
+            for words in _iter_file_sentences(path, bar, split):
                 counts.update(words)
+                if segmented is not None:
+                    segmented.write(' '.join(words) + '\n')
     return counts
+
+
+def long_tokens_report(counts, max_chars=50, n_examples=5):
+    """One line on the tokens the char CNN cuts, those longer than max_chars - 2 UTF-8 bytes (50 ->
+    48 bytes, 16 CJK characters): how many of the tokens counted in `counts` (a Counter), their
+    share, and the most frequent few."""
+    limit = max_chars - 2
+    cut = sorted((t for t in counts if len(t.encode('utf-8')) > limit), key=lambda t: (-counts[t], t))
+    n_cut, n_total = sum(counts[t] for t in cut), sum(counts.values())
+    examples = ', '.join(f'{t} ({counts[t]})' for t in cut[:n_examples])
+    return (f'{n_cut} tokens ({100 * n_cut / max(n_total, 1):.3f}% of {n_total}, {len(cut)} distinct) are longer than '
+            f'{limit} UTF-8 bytes, which the char CNN cuts (max_characters_per_token {max_chars})'
+            + (f'; most frequent: {examples}' if cut else ''))
 
 
 def build_vocabulary(counts, min_count=1, max_vocab_size=None, special_tokens=True):

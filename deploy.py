@@ -30,7 +30,7 @@ import paddle.nn as nn
 import paddle.nn.functional as F
 
 from config import MODEL_FIELDS, OPTION_PATHS, ModelConfig
-from dataset import CharMapper
+from dataset import CharMapper, model_tokenizer
 from embedder import SentenceEmbedder
 from model_io import bundled_model_files, checkpoint_paths, read_json, read_model_config
 from fileio import InputError
@@ -45,11 +45,12 @@ OPTIONS_FILE = 'options.json'
 EXPORTED_FILES = (f'{PROGRAM_PREFIX}.json', f'{PROGRAM_PREFIX}.pdiparams', ONNX_FILE, OPTIONS_FILE)
 BACKENDS = ('paddle', 'onnxruntime')
 
-# The ModelConfig fields StaticBiLM computes (all of today's; `dropout` is training's only). A field
-# added later is refused unless it holds its default, until StaticBiLM implements it.
+# The ModelConfig fields StaticBiLM computes (all of today's; `dropout` is training's only, and
+# `tokenizer` is the text's: it travels in the export's options.json). A field added later is
+# refused unless it holds its default, until StaticBiLM implements it.
 IMPLEMENTED_FIELDS = frozenset({'projection_dim', 'cell_dim', 'num_layers', 'cell_clip', 'proj_clip',
                                 'use_skip_connections', 'char_embed_dim', 'cnn_filters', 'num_highways',
-                                'activation', 'max_characters_per_token', 'dropout'})
+                                'activation', 'max_characters_per_token', 'dropout', 'tokenizer'})
 
 
 def check_exportable(config=None, options=None, source='options'):
@@ -478,12 +479,13 @@ class InferenceEmbedder(SentenceEmbedder):
     Same results and batching as ELMoEmbedder(stateful=False) (sentences grouped by length), run by
     Paddle Inference's predictor (backend='paddle'; onednn=False runs Paddle's own CPU kernels,
     matmuls on MKL) or onnxruntime (backend='onnxruntime'). threads: CPU threads (None: as
-    ELMoEmbedder, the user's OMP_NUM_THREADS or the available cores).
+    ELMoEmbedder, the user's OMP_NUM_THREADS or the available cores). tokenizer: as ELMoEmbedder's
+    (None: the one the export's options.json records).
     """
 
     stateful = False
 
-    def __init__(self, model_dir, backend='paddle', batch_size=64, onednn=True, threads=None):
+    def __init__(self, model_dir, backend='paddle', batch_size=64, onednn=True, threads=None, tokenizer=None):
         if backend not in BACKENDS:
             raise InputError(f'backend must be one of {BACKENDS}, got {backend!r}')
         self.model_dir, self.backend, self.batch_size = model_dir, backend, batch_size
@@ -495,6 +497,7 @@ class InferenceEmbedder(SentenceEmbedder):
                 raise FileNotFoundError(f'{os.path.join(model_dir, name)}: not found; {model_dir} is not an export '
                                         f'for {backend} (export_inference.py writes {", ".join(EXPORTED_FILES)})')
         self.config = read_model_config(os.path.join(model_dir, OPTIONS_FILE))
+        self.tokenizer = model_tokenizer(self.config.tokenizer, tokenizer)
         self.mapper = CharMapper(self.config.max_characters_per_token)
         threads = threads or default_threads()
         if backend == 'paddle':

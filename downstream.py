@@ -8,7 +8,7 @@ import paddle.nn as nn
 import paddle.nn.functional as F
 
 from bilm import remove_sentence_boundaries
-from dataset import CharMapper, InputMapper
+from dataset import CharMapper, InputMapper, as_token_lists, model_tokenizer
 from fileio import InputError
 from model_io import load_bilm
 
@@ -69,13 +69,15 @@ class Elmo(nn.Layer):
 
     cpu_threads: on CPU, Paddle's threads, as in `ELMoEmbedder` (None: $OMP_NUM_THREADS if set,
     else the available cores; on AMD processors also MKL's AVX2 path unless MKL_DEBUG_CPU_TYPE is set).
+    tokenizer: how `batch_to_ids` splits raw strings, as in `ELMoEmbedder` (None: the model's).
     """
 
     def __init__(self, bilm, num_output_representations=1, requires_grad=False, do_layer_norm=False,
-                 dropout=0.5, l2_coef=0.0, cpu_threads=None):
+                 dropout=0.5, l2_coef=0.0, cpu_threads=None, tokenizer=None):
         super().__init__()
         configure_if_on_cpu(cpu_threads)
         self.bilm = bilm
+        self.tokenizer = model_tokenizer(bilm.config.tokenizer, tokenizer)
         self.requires_grad = requires_grad
         for p in self.bilm.parameters():
             p.stop_gradient = not requires_grad
@@ -89,12 +91,13 @@ class Elmo(nn.Layer):
         return cls(load_bilm(params_file, options_file, weight_file), **kwargs)
 
     def batch_to_ids(self, sentences):
-        """Sentences (raw strings, split on whitespace by `dataset.tokenize`, or token lists) ->
-        int64 char ids [batch, max_tokens + 2, max_chars], `<S>` and `</S>` added, for forward()
-        (AllenNLP's; a word model reads word ids: use batch_to_inputs).
+        """Sentences (raw strings, split by `self.tokenizer`, or token lists) -> int64 char ids
+        [batch, max_tokens + 2, max_chars], `<S>` and `</S>` added, for forward() (AllenNLP's; a
+        word model reads word ids: use batch_to_inputs).
         An empty sentence (or '') is `<S> </S>` and gives no representations."""
         if not self.bilm.config.has_chars:
             raise InputError('this biLM reads words, not chars: use elmo(**elmo.batch_to_inputs(sentences))')
+        sentences = as_token_lists(sentences, self.tokenizer)
         ids, _ = CharMapper(self.bilm.config.max_characters_per_token).batch(sentences)
         return paddle.to_tensor(ids)
 
@@ -102,6 +105,7 @@ class Elmo(nn.Layer):
         """Sentences -> dict(char_ids, word_ids, lengths) for forward(): char ids [batch, time,
         max_chars] and word ids [batch, time] as tensors, each None when the biLM does not read it
         (dataset.InputMapper), `<S>` and `</S>` added."""
+        sentences = as_token_lists(sentences, self.tokenizer)
         char_ids, word_ids, lengths = InputMapper.of(self.bilm, max_cache=0).batch(sentences)
         as_tensor = lambda ids: None if ids is None else paddle.to_tensor(ids)
         return {'char_ids': as_tensor(char_ids), 'word_ids': as_tensor(word_ids), 'lengths': lengths}

@@ -11,7 +11,7 @@ import numpy as np
 
 from runtime import configure_if_on_cpu, inference_mode, keep_freed_memory, paddle
 
-from dataset import BOS_TOKEN, EOS_TOKEN, InputMapper, as_token_lists, read_vocabulary_file
+from dataset import BOS_TOKEN, EOS_TOKEN, InputMapper, as_token_lists, model_tokenizer, read_vocabulary_file
 from downstream import ScalarMix
 from fileio import InputError, atomic_path, iter_lines
 from model_io import HDF5_EMBEDDING, load_bilm, own_vocabulary_file
@@ -19,10 +19,11 @@ from model_io import HDF5_EMBEDDING, load_bilm, own_vocabulary_file
 
 class SentenceEmbedder:
     """What every embedder of ours does with sentences: a sentence is a list of str tokens or a raw
-    string (split by `dataset.tokenize`, as TF-Hub ELMo's `default` signature); batches, input order
+    string (split by the embedder's `tokenizer`, see dataset.get_tokenizer); batches, input order
     and files are handled here. A subclass (ELMoEmbedder; deploy.InferenceEmbedder, which runs an
-    exported model) sets `batch_size` and `stateful` and implements `_embed_token_lists(sentences)`:
-    token lists -> list of float32 [n_layers + 1, n_tokens, 2P], boundaries removed.
+    exported model) sets `batch_size`, `stateful` and `tokenizer` (a name of dataset.TOKENIZERS) and
+    implements `_embed_token_lists(sentences)`: token lists -> list of float32
+    [n_layers + 1, n_tokens, 2P], boundaries removed.
     """
 
     def _embed_token_lists(self, sentences):
@@ -31,7 +32,7 @@ class SentenceEmbedder:
     def embed_batch(self, sentences):
         """One batch of sentences (strings or token lists) -> list of float32
         [n_layers + 1, n_tokens, 2P], boundaries removed."""
-        return self._embed_token_lists(as_token_lists(sentences))
+        return self._embed_token_lists(as_token_lists(sentences, self.tokenizer))
 
     def embed_sentence(self, sentence):
         """One sentence (a string or a list of tokens) -> float32 [n_layers + 1, n_tokens, 2P]."""
@@ -49,7 +50,7 @@ class SentenceEmbedder:
         """Yield (index, float32 [n_layers + 1, n_tokens, 2P]) batch by batch, so that a long input
         never holds all its embeddings at once. Stateless runs group sentences by length, so the
         indices do not come in input order."""
-        return self._iter_token_lists(as_token_lists(sentences), batch_size)
+        return self._iter_token_lists(as_token_lists(sentences, self.tokenizer), batch_size)
 
     def _iter_token_lists(self, sentences, batch_size):
         for idx in self._batches(sentences, batch_size or self.batch_size):
@@ -58,7 +59,7 @@ class SentenceEmbedder:
     def encode(self, sentences, batch_size=None):
         """List of sentences (strings or token lists) -> list of float32 [n_layers + 1, n_tokens, 2P],
         input order kept."""
-        sentences = as_token_lists(sentences)
+        sentences = as_token_lists(sentences, self.tokenizer)
         results = [None] * len(sentences)
         for i, emb in self._iter_token_lists(sentences, batch_size):
             results[i] = emb
@@ -73,8 +74,8 @@ class SentenceEmbedder:
 
 class ELMoEmbedder(SentenceEmbedder):
     """Sentences -> numpy ELMo layers. A sentence is a list of str tokens or a raw string, which is
-    split on whitespace (`dataset.tokenize`, as TF-Hub ELMo's `default` signature); '' is an empty
-    sentence ([n_layers + 1, 0, 2P]).
+    split by `tokenizer` (by default the model's: on whitespace, as TF-Hub ELMo's `default`
+    signature, for bilm-tf files); '' is an empty sentence ([n_layers + 1, 0, 2P]).
 
     >>> embedder = ELMoEmbedder()  # the bundled model: pretrained/
     >>> [e.shape for e in embedder.encode([['Hello', 'world', '.'], 'Bye now'])]
@@ -106,11 +107,14 @@ class ELMoEmbedder(SentenceEmbedder):
         $OMP_NUM_THREADS if you set it, else the available cores. On an AMD processor the embedder
         also sets MKL_DEBUG_CPU_TYPE=5 unless you set it (MKL's AVX2 path, ~3x faster products);
         see `runtime.py`.
+    tokenizer: how raw strings become tokens, 'whitespace', 'jieba' or 'chars'
+        (dataset.get_tokenizer); None: the one the model records (options.json's "tokenizer";
+        whitespace when absent, as in bilm-tf files). Another than the model's logs a warning.
     """
 
     def __init__(self, params_file=None, options_file=None, weight_file=None, batch_size=64,
                  device=None, stateful=False, token_cache_size=50000, bilm=None, reuse_memory=False,
-                 cpu_threads=None, vocab_file=None, embedding_weight_file=None):
+                 cpu_threads=None, vocab_file=None, embedding_weight_file=None, tokenizer=None):
         if device is not None:
             paddle.set_device(device)
         configure_if_on_cpu(cpu_threads)
@@ -126,6 +130,7 @@ class ELMoEmbedder(SentenceEmbedder):
             bilm = load_bilm(params_file, options_file, weight_file, stateful=stateful, vocab_file=model_vocab,
                              embedding_weight_file=word_model_embedding)
         self.bilm = bilm
+        self.tokenizer = model_tokenizer(bilm.config.tokenizer, tokenizer)
         self.batch_size = batch_size
         self.stateful = stateful
         self.token_cache_size = token_cache_size
@@ -185,11 +190,11 @@ class ELMoEmbedder(SentenceEmbedder):
     def hub_outputs(self, sentences, mix_weights=None, gamma=1.0):
         """TF-Hub-style outputs for a batch, padded to its longest sentence (numpy arrays).
 
-        sentences: raw strings, split on whitespace as the `default` signature does, or token lists
-        (the `tokens` signature). word_emb [batch, time, P] (char-CNN token representation), lstm_outputs1/2
-        [batch, time, 2P], elmo [batch, time, 2P] = gamma * sum softmax(mix_weights)_k layer_k
-        (equal weights by default), default [batch, 2P] = mean of elmo over real tokens only,
-        sequence_len [batch].
+        sentences: raw strings, split by the embedder's tokenizer (whitespace: as the `default`
+        signature does), or token lists (the `tokens` signature). word_emb [batch, time, P]
+        (char-CNN token representation), lstm_outputs1/2 [batch, time, 2P], elmo [batch, time, 2P]
+        = gamma * sum softmax(mix_weights)_k layer_k (equal weights by default), default
+        [batch, 2P] = mean of elmo over real tokens only, sequence_len [batch].
         """
         embs = self.encode(sentences)
         n_layers = self.bilm.n_layers + 1
@@ -306,12 +311,14 @@ def _select(embedding, output_format):
 
 def embed_file(embedder, input_file, output_file, output_format='all', batch_size=64, progress=True,
                chunk_batches=16):
-    """Stream a one-sentence-per-line file (whitespace tokens) through `embedder` into hdf5.
+    """Stream a one-sentence-per-line file (raw lines, split by the embedder's tokenizer) through
+    `embedder` into hdf5.
 
     Datasets, as `allennlp elmo` wrote them: str(line index) -> [n_layers + 1, n_tokens, 2P]
     ('all'), [n_tokens, 2P] ('top' or 'average'); plus 'sentence_to_index', a JSON string
-    {sentence: index}. Lines are read in chunks, so memory stays flat however long the file is; the
-    output appears atomically. -> the number of lines.
+    {sentence: index}. An empty line is an empty sentence ([n_layers + 1, 0, 2P]), so that the
+    datasets keep the file's line numbers. Lines are read in chunks, so memory stays flat however
+    long the file is; the output appears atomically. -> the number of lines.
     """
     import h5py
     from tqdm import tqdm
@@ -328,7 +335,7 @@ def embed_file(embedder, input_file, output_file, output_format='all', batch_siz
     with atomic_path(output_file) as tmp, h5py.File(tmp, 'w') as fout, \
             tqdm(total=n_lines, unit='sent', disable=not progress, desc='embedding') as bar:
         for chunk in _read_chunks(input_file, batch_size * chunk_batches):
-            embeddings = embedder.encode([line for _, line in chunk], batch_size)  # split by dataset.tokenize
+            embeddings = embedder.encode([line for _, line in chunk], batch_size)  # split by its tokenizer
             for (i, line), emb in zip(chunk, embeddings):
                 fout.create_dataset(str(i), data=_select(emb, output_format).astype(np.float32))
                 sentence_to_index[line] = str(i)

@@ -35,9 +35,22 @@ def iter_lines(path, start_byte=0, start_line=0):
             try:
                 text = raw.decode('utf-8')
             except UnicodeDecodeError as e:
-                raise InputError(f'{path}:{line_no + 1}: not valid UTF-8 ({e.reason} at byte {e.start} '
-                                 f'of the line)') from None
+                raise not_utf8(path, line_no + 1, e.reason, e.start) from None
             yield line_no, len(raw), text
+
+
+def decode_utf8(data, path):
+    """A whole file's bytes -> str; InputError naming the file, the 1-based line and the byte of
+    the line when they are not UTF-8."""
+    try:
+        return data.decode('utf-8')
+    except UnicodeDecodeError as e:
+        line_start = data.rfind(b'\n', 0, e.start) + 1
+        raise not_utf8(path, data.count(b'\n', 0, e.start) + 1, e.reason, e.start - line_start) from None
+
+
+def not_utf8(path, line_no, reason, byte):
+    return InputError(f'{path}:{line_no}: not valid UTF-8 ({reason} at byte {byte} of the line)')
 
 
 @contextlib.contextmanager

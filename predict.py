@@ -20,7 +20,7 @@ import numpy as np
 from runtime import inference_mode, paddle
 import paddle.nn.functional as F
 
-from dataset import BOS_TOKEN, EOS_TOKEN, InputMapper, as_token_lists
+from dataset import BOS_TOKEN, EOS_TOKEN, InputMapper, as_token_lists, model_tokenizer
 from embedder import token_embeddings
 from fileio import InputError, atomic_path, write_text_atomic
 
@@ -40,8 +40,9 @@ class Predictor:
 
     model: a LanguageModel (`lm.load_language_model`), whose softmax rows are `vocab`'s tokens.
     vocab: the `dataset.Vocabulary` it was trained with.
-    A context is a raw string (split by `dataset.tokenize`) or a list of tokens; '' is the sentence
-    boundary alone (forward: the first word of a sentence; backward: its last word).
+    A context is a raw string (split by `tokenizer`, by default the model's, see
+    dataset.model_tokenizer) or a list of tokens; '' is the sentence boundary alone (forward: the
+    first word of a sentence; backward: its last word).
     Which words can be predicted: every vocabulary word, `</S>` (forward: the sentence ends) and
     `<S>` (backward: the sentence starts) included, and `<UNK>` unless `exclude_unk`. The boundary a
     direction reads first (`<S>` forward, `</S>` backward) is never one of its targets in training
@@ -49,11 +50,12 @@ class Predictor:
     after leaving words out, so they match `run_eval.py`'s losses.
     """
 
-    def __init__(self, model, vocab):
+    def __init__(self, model, vocab, tokenizer=None):
         if model.vocab_size != vocab.size:
             raise InputError(f'{vocab.path}: the vocabulary has {vocab.size} tokens but the softmax has '
                              f'{model.vocab_size} rows (use the vocabulary the model was trained with)')
         self.model, self.vocab = model, vocab
+        self.tokenizer = model_tokenizer(model.bilm.config.tokenizer, tokenizer)
         self.mapper = InputMapper.of(model.bilm)
 
     # ---- the LSTM and the softmax --------------------------------------------------------------
@@ -70,7 +72,7 @@ class Predictor:
     def context_tokens(self, context, direction):
         """The tokens the `direction` LM reads: `<S> w1 .. wn` or `</S> wn .. w1`."""
         check_direction(direction)
-        words = as_token_lists([context])[0]
+        words = as_token_lists([context], self.tokenizer)[0]
         return [self._start(direction)] + (words if direction == 'forward' else words[::-1])
 
     def _read(self, direction, tokens, states=None):
@@ -160,7 +162,7 @@ class Predictor:
 
     def sample_text(self, context, words, direction='forward'):
         """The context and sampled words as one whitespace-joined sentence, in reading order."""
-        given = as_token_lists([context])[0]
+        given = as_token_lists([context], self.tokenizer)[0]
         return ' '.join(given + words if direction == 'forward' else words + given)
 
 

@@ -4,9 +4,11 @@
     python run_embed.py sentences.txt out.hdf5 --options_file options.json --weight_file weights.hdf5
     python run_embed.py sentences.txt out.hdf5 --init_from_ckpt checkpoints/final --output_format top
     python run_embed.py sentences.txt out.hdf5 --inference_model elmo_inference   # export_inference.py's
+    python run_embed.py reviews.txt out.hdf5 --init_from_ckpt zh/final   # raw Chinese, if zh/ records jieba
 
-Datasets: str(line index) -> the embedding of that line ('all': [3, n_tokens, dim]; 'top' and
-'average': [n_tokens, dim]), and 'sentence_to_index', a JSON string {sentence: line index}.
+Lines are split into tokens by --tokenizer, by default the one the model records (whitespace for
+bilm-tf files). Datasets: str(line index) -> the embedding of that line ('all': [3, n_tokens, dim];
+'top' and 'average': [n_tokens, dim]), and 'sentence_to_index', a JSON string {sentence: line index}.
 """
 import args as cli
 from embedder import OUTPUT_FORMATS
@@ -15,7 +17,8 @@ from fileio import InputError
 
 def main():
     p = cli.parser(__doc__.split('\n')[0])
-    p.add_argument('input_file', help='one sentence per line, whitespace-tokenized, UTF-8')
+    p.add_argument('input_file', help='one sentence per line, UTF-8, split into tokens by --tokenizer (an empty '
+                   'line gives an empty embedding, so that the datasets keep the line numbers)')
     p.add_argument('output_file', help='hdf5 file to write')
     cli.add_model_source(p, bundled_default=True)
     p.add_argument('--embedding_weight_file', help="hdf5 of dump_token_embeddings (dataset 'embedding', one row per "
@@ -30,6 +33,7 @@ def main():
     cli.add_device(p)
     p.add_argument('--output_format', default='all', choices=OUTPUT_FORMATS,
                    help='all layers, the top layer, or the average of the layers')
+    cli.add_tokenizer(p)
     p.add_argument('--batch_size', type=int, default=64, help='sentences per batch')
     p.add_argument('--stateful', action='store_true',
                    help='carry LSTM state across batches (as allennlp elmo did); default stateless')
@@ -49,10 +53,10 @@ def main():
     if a.inference_model:
         from deploy import InferenceEmbedder
         embedder = InferenceEmbedder(a.inference_model, backend=a.inference_backend, batch_size=a.batch_size,
-                                     onednn=not a.no_onednn, threads=a.cpu_threads)
+                                     onednn=not a.no_onednn, threads=a.cpu_threads, tokenizer=a.tokenizer)
     else:
         embedder = ELMoEmbedder(**cli.model_source(a), batch_size=a.batch_size, stateful=a.stateful,
-                                embedding_weight_file=a.embedding_weight_file)
+                                embedding_weight_file=a.embedding_weight_file, tokenizer=a.tokenizer)
     n = embedder.embed_file(a.input_file, a.output_file, a.output_format)
     print(f'wrote {n} sentences to {a.output_file}')
 

@@ -20,6 +20,7 @@ import shutil
 import sys
 import tempfile
 import time
+from collections import Counter
 
 import args as cli  # first: it quiets Paddle's import-time noise on stderr
 import numpy as np
@@ -28,10 +29,11 @@ import paddle.nn as nn
 
 from classifier import (SentenceClassifier, add_protocol_args, check_protocol_args, cross_validate, load_data,
                         make_folds, report, runs_on_this_rank, show_bars, train_config)
-from dataset import InputMapper
+from dataset import InputMapper, long_tokens_report, model_tokenizer
 from downstream import Elmo
 from embedder import ELMoEmbedder
-from model_io import BUNDLED_MODEL_DIR, load_bilm
+from deploy import model_options_file
+from model_io import BUNDLED_MODEL_DIR, load_bilm, read_model_config
 from word_vectors import Word2VecFeatures, load_vectors, lookup_table
 
 
@@ -207,7 +209,7 @@ def main():
     p = cli.parser(__doc__.split('\n')[0])
     cli.add_model_source(p, bundled_default=True)
     cli.add_device(p)
-    add_protocol_args(p)
+    cli.add_tokenizer(p, group=add_protocol_args(p))
     add_elmo_args(p)
     a = p.parse_args()
     source = cli.model_source(a)
@@ -216,9 +218,14 @@ def main():
     if not runs_on_this_rank('run_finetune.py'):
         return 0
     use_device(a.device, cpu_threads=a.cpu_threads)
-    data = load_data(a, boundary_tokens=2)  # <S> and </S>
+    # The text is split by the tokenizer the model records (unless --tokenizer): its options.json is
+    # read first, the weights after the data, so that a bad data file fails before they load.
+    recorded = read_model_config(model_options_file(**source)).tokenizer
+    data = load_data(a, model_tokenizer(recorded, a.tokenizer))
     folds = make_folds(data.labels, a.folds, a.seed, a.dev_fraction)
     bilm = load_bilm(**source)
+    print(long_tokens_report(Counter(t for s in data.sentences for t in s), bilm.config.max_characters_per_token),
+          file=sys.stderr)
     info = {'model': {k: v for k, v in source.items() if v} or {'bundled': BUNDLED_MODEL_DIR},
             'projection_dim': bilm.projection_dim, 'n_layers': bilm.n_layers + 1, 'trainable': a.trainable,
             'cached': not (a.trainable or a.no_cache)}

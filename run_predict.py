@@ -6,10 +6,11 @@ As lm_1b's `sample` mode: the forward LM predicts the next word, the backward LM
     python run_predict.py ... --prefix 'on the mat .' --direction backward --top_k 5
     python run_predict.py ... --prefix_file prefixes.txt --sample 3 --temperature 0.8 --output_json out.json
 
-A prefix is split on whitespace and read after `<S>`: the forward LM has read `<S> w1 .. wn` and
-predicts the next word (`</S>`: the sentence ends). Backward, the text is a suffix: the LM has read
-`</S> wn .. w1` and predicts the word before w1 (`<S>`: the sentence starts). An empty prefix is the
-sentence boundary alone. Probabilities are the full softmax's, so -log(prob) is the loss
+A prefix is split into tokens (--tokenizer; by default the model's, whitespace unless it records
+another) and read after `<S>`: the forward LM has read `<S> w1 .. wn` and predicts the next word
+(`</S>`: the sentence ends). Backward, the text is a suffix: the LM has read `</S> wn .. w1` and
+predicts the word before w1 (`<S>`: the sentence starts). An empty prefix is the sentence boundary
+alone. Probabilities are the full softmax's, so -log(prob) is the loss
 run_eval.py counts for that word in that context. The model needs its softmax: a checkpoint of
 ours, or hdf5 weights exported with it (export_weights.py without --without_softmax).
 """
@@ -27,6 +28,7 @@ def main():
     p.add_argument('--prefix', action='append',
                    help='text to continue (repeatable); with --direction backward, the text to precede')
     p.add_argument('--prefix_file', help='more prefixes, one per line (UTF-8; an empty line is the empty prefix)')
+    cli.add_tokenizer(p)
     p.add_argument('--direction', default='forward', choices=['forward', 'backward'],
                    help='forward: the next word after the prefix; backward: the word before it')
     p.add_argument('--top_k', type=int, default=10, help='most likely words shown per prefix (0: none)')
@@ -58,7 +60,7 @@ def main():
     use_device(a.device, cpu_threads=a.cpu_threads)
     source = cli.model_source(a)
     vocab = Vocabulary(a.vocab_file)
-    predictor = Predictor(load_language_model(vocab.size, **source), vocab)
+    predictor = Predictor(load_language_model(vocab.size, **source), vocab, a.tokenizer)
     result = {'predictions': [], 'samples': []}
     for prefix in prefixes:
         shown = f'{prefix} ___' if a.direction == 'forward' else f'___ {prefix}'

@@ -40,7 +40,8 @@ def add_word2vec_args(p):
     src.add_argument('--pretrained_word2vec_file', help='word2vec vectors: binary .bin / .bin.gz (e.g. GoogleNews '
                      '300-d) or text .txt / .vec')
     src.add_argument('--train_word2vec_on', help="train skip-gram vectors on these files (a glob, one sentence per "
-                     "line, e.g. the biLM's pretraining corpus)")
+                     "line, tokens separated by spaces, e.g. the biLM's pretraining corpus; build_vocab.py "
+                     "--segmented_output segments raw text)")
     w.add_argument('--max_vocab', type=int, default=0, help='read only the first (most frequent) N vectors of '
                    '--pretrained_word2vec_file to bound memory (GoogleNews: 3M x 300 floats = 3.6 GB); 0: all')
     w.add_argument('--save_word2vec', help='with --train_word2vec_on: save the vectors here (.bin) for reuse '
@@ -105,7 +106,7 @@ def vectors_from_args(a, info):
 
 def main():
     p = cli.parser(__doc__.split('\n')[0])
-    add_protocol_args(p)
+    cli.add_tokenizer(p, model_default=False, group=add_protocol_args(p))
     add_word2vec_args(p)
     cli.add_device(p)
     a = p.parse_args()
@@ -114,7 +115,7 @@ def main():
     if not runs_on_this_rank('word2vec_base.py'):
         return 0
     use_device(a.device, cpu_threads=a.cpu_threads)
-    data = load_data(a)  # before the (long) training, so a bad --data_dir fails at once
+    data = load_data(a, a.tokenizer)  # before the (long) training, so a bad --data_dir fails at once
     folds = make_folds(data.labels, a.folds, a.seed, a.dev_fraction)
     info = {}
     kv = vectors_from_args(a, info)

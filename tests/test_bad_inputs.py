@@ -43,6 +43,22 @@ def word2vec_file(tmp_path, truncate=False):
     return str(path)
 
 
+GBK = '很好用\n'.encode('utf-8') + '质量不错\n'.encode('gbk')  # line 2 is not UTF-8
+
+
+def gbk_reviews(tmp_path):
+    write(tmp_path / 'rt' / 'rt-polarity.pos', GBK)
+    write(tmp_path / 'rt' / 'rt-polarity.neg', '太差了\n' * 2)
+    return ['--data_dir', str(tmp_path / 'rt'), '--tokenizer', 'jieba', '--folds', '2',
+            '--output_json', str(tmp_path / 'out' / 'r.json'), '--pretrained_word2vec_file', word2vec_file(tmp_path)]
+
+
+def raw_corpus(tmp_path, data):
+    (tmp_path / 'out').mkdir()
+    return ['--train_data_path', write(tmp_path / 'raw.txt', data), '--tokenizer', 'jieba', '--vocab_file',
+            str(tmp_path / 'out' / 'vocab.txt'), '--segmented_output', str(tmp_path / 'out' / 'train.txt')]
+
+
 BAD = {  # name: (script, args(tmp_path), the message's expected part)
     'empty training file': ('run_pretrain.py', lambda t: pretrain(t, ''), 'no tokens to train on'),
     'glob matches nothing': ('run_pretrain.py', lambda t: pretrain(t, None), 'no files match this pattern'),
@@ -73,6 +89,10 @@ BAD = {  # name: (script, args(tmp_path), the message's expected part)
                                        lambda t: polarity(t, 'rt-polarity.pos') + ['--options_file', str(t / 'o'),
                                                                                    '--weight_file', str(t / 'w')],
                                        'rt-polarity.pos'),
+    'reviews not in UTF-8 with --tokenizer jieba': ('word2vec_base.py', gbk_reviews,
+                                                    'rt-polarity.pos:2: not valid UTF-8 (invalid continuation byte at '
+                                                    'byte 0 of the line); --tokenizer jieba reads UTF-8 only'),
+    'raw corpus not in UTF-8': ('build_vocab.py', lambda t: raw_corpus(t, GBK), 'raw.txt:2: not valid UTF-8'),
     'hdf5 output in a missing directory': ('run_embed.py', lambda t: [write(t / 'in.txt', GOOD),
                                                                       str(t / 'out' / 'missing' / 'o.hdf5'),
                                                                       '--options_file', str(t / 'o')],
@@ -86,6 +106,8 @@ def test_a_bad_input_fails_with_one_line_and_leaves_no_output(name, tmp_path, fi
     args = make_args(tmp_path)
     if script == 'run_embed.py':  # a real model, so that only the output path is wrong
         args += ['--weight_file', os.path.join(fixture_dir, 'lm_weights.hdf5')]
+        args[args.index('--options_file') + 1] = os.path.join(fixture_dir, 'options.json')
+    if script == 'run_finetune.py':  # a real options.json (read before the data, for its tokenizer)
         args[args.index('--options_file') + 1] = os.path.join(fixture_dir, 'options.json')
     assert message in one_line_error(run(script, args, cwd=tmp_path, timeout=300))
     out = tmp_path / 'out'

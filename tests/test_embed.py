@@ -102,9 +102,8 @@ def test_raw_strings_are_split_on_whitespace_as_tf_hub_s_default_signature(embed
     assert empty['elmo'].shape == (1, 0, 16) and empty['sequence_len'].tolist() == [0]
 
 
-def test_raw_strings_in_elmo_and_the_one_tokenizer(tiny_bilm, monkeypatch):
+def test_raw_strings_in_elmo_and_the_tokenizer_choice(tiny_bilm):
     import paddle
-    import dataset
     from dataset import CharMapper
     from elmo import Elmo
     elmo = Elmo(tiny_bilm, dropout=0.0)
@@ -113,8 +112,8 @@ def test_raw_strings_in_elmo_and_the_one_tokenizer(tiny_bilm, monkeypatch):
     out = elmo(ids)
     assert out['elmo_representations'][0].shape == [3, 3, 16]
     assert out['mask'].numpy().sum(axis=1).tolist() == [2, 3, 0]
-    # dataset.tokenize is the one place text becomes tokens: a tokenizer set there reaches every entry point.
-    monkeypatch.setattr(dataset, 'tokenize', list)  # one token per character, as a Chinese tokenizer might
-    assert elmo.batch_to_ids(['中文']).shape == [1, 4, 50]
-    assert ELMoEmbedder(bilm=tiny_bilm).embed_sentence('中文').shape == (3, 2, 16)
+    # Another tokenizer splits the raw strings of both (dataset.get_tokenizer: one token per CJK character).
+    assert elmo.batch_to_ids(['中文']).shape == [1, 3, 50]
+    assert Elmo(tiny_bilm, tokenizer='chars').batch_to_ids(['中文']).shape == [1, 4, 50]
+    assert ELMoEmbedder(bilm=tiny_bilm, tokenizer='chars').embed_sentence('中文').shape == (3, 2, 16)
     assert isinstance(ids, paddle.Tensor)

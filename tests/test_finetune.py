@@ -68,10 +68,14 @@ def test_read_polarity_falls_back_to_latin1_per_file_and_reports_it(tmp_path):
     assert encodings == {'rt-polarity.pos': 'utf-8', 'rt-polarity.neg': 'latin-1'}
 
 
-def test_empty_line_is_an_error_naming_file_and_line(tmp_path):
-    (tmp_path / 'a.pos').write_text('good\n\nbad\n', encoding='utf-8')
+def test_empty_lines_are_skipped_and_listed_by_number(tmp_path):
+    (tmp_path / 'a.pos').write_text('good\n\nfine\n \t\n', encoding='utf-8')
     (tmp_path / 'a.neg').write_text('bad\n', encoding='utf-8')
-    with pytest.raises(ValueError, match=r'a\.pos:2: empty line'):
+    data = read_polarity(str(tmp_path), 'a.pos', 'a.neg')
+    assert data.sentences == [['good'], ['fine'], ['bad']] and data.labels.tolist() == [1, 1, 0]
+    assert data.sources[str(tmp_path / 'a.pos')] == {'lines': 2, 'encoding': 'utf-8', 'empty_lines': [2, 4]}
+    (tmp_path / 'a.neg').write_text('\n', encoding='utf-8')
+    with pytest.raises(ValueError, match=r'a\.neg: no sentences'):
         read_polarity(str(tmp_path), 'a.pos', 'a.neg')
 
 
