@@ -5,10 +5,14 @@
         --seed 1 --output_json results/elmo_bow.json
     python run_finetune.py --data_dir ../shared/data/rt-polarity --options_file options.json \
         --weight_file weights.hdf5 --folds 1 --epochs 2        # a quick smoke run
+    python run_finetune.py --data_dir ../shared/data/zh-sentiment --pos_file online_shopping.pos \
+        --neg_file online_shopping.neg --init_from_ckpt zh/final  # raw Chinese, split by the model's tokenizer
 
-Model: char ids -> biLM -> scalar mix (softmax layer weights and gamma, optional layer norm, L2
-toward equal weights) -> dropout -> masked mean over real tokens -> MLP -> 2 classes (the head
-and protocol are classifier.py's, shared with word2vec_base.py).
+Lines are split into tokens by --tokenizer, by default the one the model records in its
+options.json (whitespace for bilm-tf files). Model: char ids -> biLM -> scalar mix (softmax layer
+weights and gamma, optional layer norm, L2 toward equal weights) -> dropout -> masked mean over
+real tokens -> MLP -> 2 classes (the head and protocol are classifier.py's, shared with
+word2vec_base.py).
 
 The biLM is frozen by default: its layers are computed once per sentence (stateless, boundaries
 removed) into an on-disk float32 cache that every epoch and every fold reuse, so an epoch costs

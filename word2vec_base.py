@@ -12,6 +12,7 @@ token features differ: frozen word2vec vectors instead of a scalar mix of biLM l
     python word2vec_base.py --data_dir ../shared/data/rt-polarity \
         --pretrained_word2vec_file GoogleNews-vectors-negative300.bin.gz --max_vocab 1000000
 
+Raw Chinese reviews: --tokenizer jieba (zh-corpus's segmentation, so its vectors fit) or chars.
 Token lookup: the token itself, else its lower-case, Capitalised or UPPER-case form (rt-polarity
 is lower-cased; the corpus and GoogleNews are not). Tokens still not found (--oov): 'unk' (default)
 share one learned vector, initialised at zero and trained with the classifier; 'skip' leaves them
