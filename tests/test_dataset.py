@@ -143,9 +143,12 @@ def test_vocabulary_errors_for_bytes_and_missing_file(tmp_path):
 def test_batch_format(corpus):
     pattern, _, vocab = corpus
     batch = take(LMStream(pattern, vocab, batch_size=3, unroll_steps=5), 1)[0]
-    assert sorted(batch) == sorted(['token_ids', 'char_ids', 'next_token_ids', 'token_ids_reverse',
-                                    'char_ids_reverse', 'next_token_ids_reverse', 'sentence_start'])
+    assert sorted(batch) == sorted(['token_ids', 'word_ids', 'char_ids', 'next_token_ids', 'token_ids_reverse',
+                                    'word_ids_reverse', 'char_ids_reverse', 'next_token_ids_reverse',
+                                    'sentence_start'])
     assert batch.pop('sentence_start').tolist() == [True] * 3
+    for name in ('', '_reverse'):  # word input reads the ids + 1 (0 is padding; this batch has none)
+        np.testing.assert_array_equal(batch['word_ids' + name], batch['token_ids' + name] + 1)
     for key, value in batch.items():
         assert value.dtype == np.int64
         assert value.shape == ((3, 5, 50) if key.startswith('char') else (3, 5)), key
@@ -350,6 +353,8 @@ def test_eval_batches_count_every_target_once(corpus, batch_size, unroll_steps):
     real = weights > 0
     assert not ids[~real].any() and not nxt[~real].any() and not chars[~real].any()
     assert (chars[real] > 0).all()
+    word_ids = np.concatenate([b['word_ids'] for b in batches], axis=1)  # 0 exactly where a row ran out
+    np.testing.assert_array_equal(word_ids, np.where(real, ids + 1, 0))
     # Files sorted, no shuffle: the sentences in file order, each once.
     assert dealt_markers(batches, vocab) == [f's{i}' for i in range(len(sentences))]
 
