@@ -325,6 +325,10 @@ class BiLM(nn.Layer):
         word_rows: in training, the TableRows of the word embedding the step reads (lm.py), so the
         update touches those rows only; None reads the whole embedding.
         """
+        for needed, ids, name in ((self.config.has_chars, char_ids, 'char_ids'), (self.config.has_words, word_ids, 'word_ids')):
+            if needed and ids is None:
+                raise ValueError(f'this biLM ({self.config.token_input} input) reads {name}: make them with '
+                                 f'dataset.InputMapper.of(bilm)')
         if not self.config.has_chars:
             return self._word_rows(word_ids, word_rows)
         if not self.config.has_words:
@@ -336,7 +340,7 @@ class BiLM(nn.Layer):
         x = paddle.concat([self._word_rows(word_ids, word_rows), features], axis=-1)
         batch, time = x.shape[0], x.shape[1]
         x = linear(x.reshape([batch * time, -1]), self.char_encoder.projection).reshape([batch, time, -1])
-        present = np.asarray(word_ids.numpy() if isinstance(word_ids, paddle.Tensor) else word_ids) > 0
+        present = _numpy(word_ids) > 0
         return x if present.all() else x * paddle.to_tensor(present.astype(np.float32)).unsqueeze(-1)
 
     def _per_distinct_token(self, char_ids, encode, dim, chunk):
@@ -349,7 +353,7 @@ class BiLM(nn.Layer):
         input.
         """
         batch, time, max_chars = char_ids.shape
-        ids = char_ids.numpy() if isinstance(char_ids, paddle.Tensor) else np.asarray(char_ids)
+        ids = _numpy(char_ids)
         distinct, used, slot = distinct_tokens(ids.reshape(batch * time, max_chars), self.char_encoder.pad_id)
         if len(distinct) == 0:
             return paddle.zeros([batch, time, dim])
@@ -362,7 +366,7 @@ class BiLM(nn.Layer):
     def _word_rows(self, word_ids, rows=None):
         """word_ids int64 [batch, time] (id + 1, 0 = padding) -> their embedding rows
         [batch, time, word dim], zeros at padding; from `rows` (a TableRows holding every id) when given."""
-        ids = word_ids.numpy() if isinstance(word_ids, paddle.Tensor) else np.asarray(word_ids)
+        ids = _numpy(word_ids)
         batch, time = ids.shape
         flat = ids.reshape(-1) - 1
         if rows is None:
@@ -390,8 +394,8 @@ class BiLM(nn.Layer):
             token_embeddings = self.token_embedding(char_ids, word_ids)
         time = token_embeddings.shape[1]
         if lengths is None:
-            present = _present(word_ids) if char_ids is None else (paddle.to_tensor(char_ids) > 0).any(axis=-1)
-            lengths = present.astype('int64').sum(axis=1).numpy()
+            present = _numpy(word_ids if char_ids is None else char_ids) > 0
+            lengths = (present if char_ids is None else present.any(axis=-1)).sum(axis=1)
         lengths = np.asarray(lengths, dtype=np.int64)
         forward_out, backward_out = self.contextual(token_embeddings, lengths)
         mask = paddle.to_tensor(np.arange(time)[None, :] < lengths[:, None])
@@ -453,9 +457,9 @@ class BiLM(nn.Layer):
         return tops[0], tops[1]
 
 
-def _present(word_ids):
-    """word_ids [batch, time] (numpy or tensor) -> bool tensor: a token, not padding."""
-    return paddle.to_tensor(word_ids) > 0
+def _numpy(ids):
+    """Ids as a tensor or array-like -> numpy (the index plans are made in numpy)."""
+    return ids.numpy() if isinstance(ids, paddle.Tensor) else np.asarray(ids)
 
 
 def remove_sentence_boundaries(tensor, mask):

@@ -310,7 +310,7 @@ def set_up(a):
     if recipe.n_negative_samples >= vocab.size and rank == 0:
         print(f'note: --n_negative_samples {recipe.n_negative_samples} >= the vocabulary\'s {vocab.size} tokens: '
               f'every step uses the full softmax', file=sys.stderr)
-    check_input_vocabulary(model_config, recipe, vocab, a.init_from_ckpt)
+    check_input_vocabulary(model_config, recipe, a.init_from_ckpt)
     paddle.seed(recipe.seed)  # identical initial weights on every rank
     model = LanguageModel(model_config, vocab.size, recipe.n_negative_samples, seed=recipe.seed * 1000 + rank,
                           reset_state_at_sentence_start=recipe.reset_state_at_sentence_start,
@@ -350,7 +350,7 @@ def set_up(a):
                a.init_from_ckpt, a.max_minutes)
 
 
-def check_input_vocabulary(model_config, recipe, vocab, init_from_ckpt):
+def check_input_vocabulary(model_config, recipe, init_from_ckpt):
     """Word input reads the training vocabulary's ids: a resumed run (or one adapting released
     weights) must train with the vocabulary its word embedding was made for."""
     if not model_config.has_words:
@@ -361,10 +361,8 @@ def check_input_vocabulary(model_config, recipe, vocab, init_from_ckpt):
         directory = os.path.dirname(recipe.init_options_file)
     else:
         return
-    saved = read_input_vocabulary(model_config, directory, source=directory)
-    if saved.tokens != vocab.tokens:
-        raise cli.InputError(f'{recipe.vocab_file} is not the vocabulary of the word embedding in {saved.path}: '
-                             f'train with that vocabulary (--vocab_file {saved.path})')
+    # its vocab.txt, which --vocab_file must match; bilm-tf files have none: --vocab_file is theirs
+    read_input_vocabulary(model_config, directory, recipe.vocab_file, source=f'the word embedding in {directory}')
 
 
 def init_word_embedding(bilm, path):

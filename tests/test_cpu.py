@@ -143,7 +143,7 @@ def test_parity_and_the_training_update_hold_on_either_mkl_path(setting):
     env = {**CLEAN_ENV, 'MKL_DEBUG_CPU_TYPE': setting}
     proc = subprocess.run([sys.executable, '-m', 'pytest', '-q', '-p', 'no:cacheprovider', *tests], cwd=ROOT,
                           capture_output=True, text=True, env=env, timeout=600)
-    assert proc.returncode == 0 and '4 passed' in proc.stdout, proc.stdout[-3000:]
+    assert proc.returncode == 0 and '8 passed' in proc.stdout, proc.stdout[-3000:]  # the step: 3 token inputs x 2
     path = mkl_state(python('import runtime as cpu; cpu.configure(); ' + MKL_STATE, env))[1]
     if ON_AMD_AVX2:
         assert path == setting

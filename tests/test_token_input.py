@@ -239,7 +239,7 @@ def test_word_vectors_initialise_covered_rows_and_freeze_keeps_them(corpus, tmp_
     other.write_text('<S>\n</S>\n<UNK>\nthe\ncat\n')
     resumed = run('run_pretrain.py', ['--init_from_ckpt', str(tmp_path / 'ck' / 'final'), '--vocab_file', str(other),
                                       '--max_steps', '5'])
-    assert 'is not the vocabulary of the word embedding' in one_line_error(resumed)
+    assert f'other_vocab.txt is not the vocabulary of the word embedding in {tmp_path / "ck"}' in one_line_error(resumed)
     chars = run('run_pretrain.py', pretrain_args(corpus, tmp_path / 'c', '--word_vectors', str(vectors)))
     assert '--word_vectors is for a model with word input' in one_line_error(chars)
 
