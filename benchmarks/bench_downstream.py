@@ -149,10 +149,10 @@ def main():
         if want_vectors and ('word2vec', step) not in have and fixed:  # the same vectors: the same row
             rows['word2vec'] = {k: fixed[0][k] for k in ('accuracy_mean', 'accuracy_std', 'fold_accuracies')}
             rows['word2vec']['wall_seconds'] = 0.0
-        elif want_vectors and a.word2vec_file and ('word2vec', step) not in have:
+        elif a.word2vec_file and 'word2vec' in a.methods and tokens > 0 and ('word2vec', step) not in have:
             rows['word2vec'] = run_protocol('word2vec_base.py', ['--pretrained_word2vec_file', vectors],
                                             os.path.join(out_dir, f'word2vec-{step}.json'), a.threads)
-        elif want_vectors and ('word2vec', step) not in have:
+        elif want_vectors and not a.word2vec_file and ('word2vec', step) not in have:
             rows['word2vec'] = run_protocol('word2vec_base.py', [
                 '--train_word2vec_on', corpus, '--w2v_max_tokens', str(tokens), '--save_word2vec', vectors,
                 '--workers', str(a.threads)], os.path.join(out_dir, f'word2vec-{step}.json'), a.threads)
