@@ -68,7 +68,7 @@ class CharEncoder(nn.Layer):
     def __init__(self, config):
         super().__init__()
         # word+char: the word embedding's columns come first in the projection's input, as in
-        # ELMoForManyLangs' token embedder.
+        # ELMoForManyLangs' token embedder; the projection keeps bilm-tf's init, std sqrt(1 / n_filters).
         self.word_dim = config.word_embedding_dim
         self.max_chars = config.max_characters_per_token
         self.char_dim = config.char_embed_dim

@@ -54,6 +54,12 @@ class ModelConfig:
                              'scripts that give the model raw text: whitespace, jieba or chars. Pretraining reads '
                              'the corpus split on spaces (build_vocab.py --segmented_output segments raw text)')
 
+    def __post_init__(self):
+        if self.token_input == 'word':  # no char CNN: its fields are unused and kept at their defaults,
+            for name, (path, _) in OPTION_PATHS.items():  # so that options.json round-trips exactly
+                if path[0] == 'char_cnn':
+                    setattr(self, name, _field_default(name))
+
     @property
     def n_filters(self):
         return sum(n for _, n in self.cnn_filters)
@@ -108,6 +114,8 @@ class ModelConfig:
             raise InputError(f'{source}: share_embedding_softmax (one matrix for the word embedding and the '
                              f'softmax) is not supported')
         has_chars = 'char_cnn' in options
+        if not has_chars and _get(options, ('word_embedding', 'dim')):
+            raise InputError(f'{source}: "word_embedding.dim" (word+char input) needs "char_cnn"')
         if has_chars:
             if not isinstance(options['char_cnn'], dict):
                 raise InputError(f'{source}: "char_cnn" must be an object')

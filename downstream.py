@@ -87,16 +87,18 @@ class Elmo(nn.Layer):
         self.dropout = nn.Dropout(dropout)
 
     @classmethod
-    def from_files(cls, params_file=None, options_file=None, weight_file=None, **kwargs):
-        return cls(load_bilm(params_file, options_file, weight_file), **kwargs)
+    def from_files(cls, params_file=None, options_file=None, weight_file=None, vocab_file=None, **kwargs):
+        """Elmo of a checkpoint prefix or bilm-tf files (vocab_file: a bilm-tf word model's vocabulary)."""
+        return cls(load_bilm(params_file, options_file, weight_file, vocab_file=vocab_file), **kwargs)
 
     def batch_to_ids(self, sentences):
         """Sentences (raw strings, split by `self.tokenizer`, or token lists) -> int64 char ids
         [batch, max_tokens + 2, max_chars], `<S>` and `</S>` added, for forward() (AllenNLP's; a
         word model reads word ids: use batch_to_inputs).
         An empty sentence (or '') is `<S> </S>` and gives no representations."""
-        if not self.bilm.config.has_chars:
-            raise InputError('this biLM reads words, not chars: use elmo(**elmo.batch_to_inputs(sentences))')
+        if self.bilm.config.token_input != 'char':
+            raise InputError(f'this biLM reads {self.bilm.config.token_input} input, not char ids alone: use '
+                             f'elmo(**elmo.batch_to_inputs(sentences))')
         sentences = as_token_lists(sentences, self.tokenizer)
         ids, _ = CharMapper(self.bilm.config.max_characters_per_token).batch(sentences)
         return paddle.to_tensor(ids)

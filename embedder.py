@@ -125,8 +125,9 @@ class ELMoEmbedder(SentenceEmbedder):
             raise InputError(f'embedding_weight_file {embedding_weight_file} needs vocab_file, the tokens of its rows')
         if bilm is None:
             word_model_embedding = embedding_weight_file if _is_word_model(params_file, options_file) else None
-            # Beside a model's own vocab.txt, vocab_file with embedding_weight_file lists that file's rows.
-            model_vocab = None if embedding_weight_file and own_vocab else vocab_file
+            # Beside a char model's own vocab.txt, vocab_file with embedding_weight_file lists that file's
+            # rows; a word model's embedding file is its embedding: vocab_file must be its vocabulary.
+            model_vocab = None if embedding_weight_file and own_vocab and not word_model_embedding else vocab_file
             bilm = load_bilm(params_file, options_file, weight_file, stateful=stateful, vocab_file=model_vocab,
                              embedding_weight_file=word_model_embedding)
         self.bilm = bilm

@@ -319,7 +319,8 @@ class Optimizer:
     def set_state_dict(self, state):
         for key, v in self._state_items():
             if key not in state or tuple(state[key].shape) != tuple(v.shape):
-                raise InputError(f'optimizer state for "{key}" is missing or has the wrong shape')
+                raise InputError(f'optimizer state for "{key}" is missing or has the wrong shape (resume with the '
+                                 f'--freeze_bilm / --freeze_word_embeddings of the run that saved it)')
             v.set_value(state[key])
         self.n_updates = int(state.get('n_updates', 0))
 

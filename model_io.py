@@ -515,13 +515,18 @@ def load_bilm(params_file=None, options_file=None, weight_file=None, stateful=Fa
     if params_file is not None:
         if options_file is not None or weight_file is not None:
             raise InputError('give either params_file (a checkpoint prefix) or options_file + weight_file')
-        return load_bilm_checkpoint(params_file, stateful, vocab_file)[0]
+        bilm = load_bilm_checkpoint(params_file, stateful, vocab_file)[0]
+        if embedding_weight_file and bilm.config.token_input == 'word':
+            with _open_hdf5(embedding_weight_file) as f, paddle.no_grad():
+                _set_from_dataset(bilm.word_embedding, f, HDF5_EMBEDDING, embedding_weight_file, *hdf5_layout(bilm)[0][2:])
+        return bilm
     if options_file is None or weight_file is None:
         raise InputError('give params_file (a checkpoint prefix like checkpoints/10000), '
                          'both options_file and weight_file, or neither (the bundled model)')
     config = read_model_config(options_file)
+    embedding_source = embedding_weight_file if config.token_input == 'word' and embedding_weight_file else weight_file
     vocab = read_input_vocabulary(config, os.path.dirname(options_file), vocab_file,
-                                  _hdf5_embedding_rows(config, weight_file, embedding_weight_file), weight_file)
+                                  _hdf5_embedding_rows(config, weight_file, embedding_weight_file), embedding_source)
     return load_hdf5_weights(BiLM(config, stateful=stateful, vocab=vocab), weight_file, embedding_weight_file)
 
 

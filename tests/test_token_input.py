@@ -253,3 +253,24 @@ def test_elmo_reads_word_input_for_downstream_models():
     assert out['mask'].numpy().sum(axis=1).tolist() == [3, 2]
     with pytest.raises(InputError, match='batch_to_inputs'):
         elmo.batch_to_ids(['the cat'])
+
+
+def test_a_word_models_embedding_file_and_vocabulary_are_read_and_checked(fixture_dir, tmp_path):
+    from downstream import Elmo
+    options, weights, vocab = bilm_tf_word_model(fixture_dir, tmp_path)
+    elmo = Elmo.from_files(options_file=str(options), weight_file=str(weights), vocab_file=vocab, dropout=0.0)
+    assert elmo.bilm.vocab.size == 458
+    bilm = tiny_bilm('word')
+    export_weights(bilm, str(tmp_path / 'model'))
+    wrong = tmp_path / 'wrong.hdf5'
+    with h5py.File(wrong, 'w') as f:
+        f.create_dataset('embedding', data=np.zeros((5, 8), np.float32))
+    with pytest.raises(InputError, match=r'wrong.hdf5 has 5 rows|wrong.hdf5: dataset "embedding" has shape \(5, 8\)'):
+        ELMoEmbedder(options_file=str(tmp_path / 'model' / 'options.json'),
+                     weight_file=str(tmp_path / 'model' / 'weights.hdf5'), embedding_weight_file=str(wrong))
+    right = tmp_path / 'right.hdf5'
+    with h5py.File(right, 'w') as f:
+        f.create_dataset('embedding', data=np.ones((bilm.vocab.size, 8), np.float32))
+    loaded = ELMoEmbedder(options_file=str(tmp_path / 'model' / 'options.json'),
+                          weight_file=str(tmp_path / 'model' / 'weights.hdf5'), embedding_weight_file=str(right))
+    np.testing.assert_array_equal(loaded.bilm.word_embedding.numpy(), 1.0)
