@@ -4,8 +4,8 @@ Computes exactly what allenai/bilm-tf and AllenNLP's `_ElmoBiLm` compute (see
 `../shared/REFERENCE-ELMO.md`). `BiLM(config, vocab=...)`: a token representation -- char CNN +
 highway + projection (bilm-tf's char input), a word embedding (bilm-tf's token mode), or both
 concatenated before the projection (ELMoForManyLangs) -- then separate forward and backward stacks
-of LSTMs with a projection, cell/projection clipping and optional residual connections. It returns L + 1 layers `[batch, time, 2 * projection_dim]` and a mask, in a
-stateful or a stateless mode. `config` is a `config.ModelConfig`; the index plans that skip
+of LSTMs with a projection, cell/projection clipping and optional residual connections. It
+returns L + 1 layers `[batch, time, 2 * projection_dim]` and a mask, in a stateful or a stateless mode. `config` is a `config.ModelConfig`; the index plans that skip
 padding live in packing.py, the CPU kernels in kernels.py.
 """
 import math
@@ -340,8 +340,7 @@ class BiLM(nn.Layer):
         x = paddle.concat([self._word_rows(word_ids, word_rows), features], axis=-1)
         batch, time = x.shape[0], x.shape[1]
         x = linear(x.reshape([batch * time, -1]), self.char_encoder.projection).reshape([batch, time, -1])
-        present = _numpy(word_ids) > 0
-        return x if present.all() else x * paddle.to_tensor(present.astype(np.float32)).unsqueeze(-1)
+        return _zero_padding(x, _numpy(word_ids) > 0)
 
     def _per_distinct_token(self, char_ids, encode, dim, chunk):
         """encode ([tokens, max_chars] -> [tokens, dim]) on each distinct real token of char_ids
@@ -373,10 +372,8 @@ class BiLM(nn.Layer):
             table, index = self.word_embedding, flat.clip(0)
         else:
             table, index = rows.values[0], np.searchsorted(rows.ids, flat.clip(0))
-        x = paddle.gather(table, paddle.to_tensor(index))
-        if (flat < 0).any():  # padding: zero rows (and no gradient to the row it gathered)
-            x = x * paddle.to_tensor((flat >= 0).astype(np.float32)).unsqueeze(-1)
-        return x.reshape([batch, time, -1])
+        # padding: zero rows (and no gradient to the row it gathered)
+        return _zero_padding(paddle.gather(table, paddle.to_tensor(index)), flat >= 0).reshape([batch, time, -1])
 
     def forward(self, char_ids=None, lengths=None, token_embeddings=None, word_ids=None):
         """Run the biLM on sentences that already hold <S> and </S>.
@@ -455,6 +452,12 @@ class BiLM(nn.Layer):
             self._store_states(direction, finals)
             tops.append(layer_outs[-1])
         return tops[0], tops[1]
+
+
+def _zero_padding(x, present):
+    """x [..., dim] with zeros where `present` (bool numpy, x's leading shape) is false; x itself
+    when nothing is padding (the common training window)."""
+    return x if present.all() else x * paddle.to_tensor(present.astype(np.float32)).unsqueeze(-1)
 
 
 def _numpy(ids):

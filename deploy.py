@@ -32,7 +32,7 @@ import paddle.nn.functional as F
 from config import MODEL_FIELDS, OPTION_PATHS, ModelConfig
 from dataset import CharMapper, model_tokenizer
 from embedder import SentenceEmbedder
-from model_io import bundled_model_files, checkpoint_paths, read_json, read_model_config
+from model_io import read_json, read_model_config
 from fileio import InputError
 
 INPUT_NAME = 'char_ids'
@@ -400,15 +400,6 @@ def _replace_dir(tmp, output_dir):
     if old:
         shutil.rmtree(old, ignore_errors=True)
 
-
-def model_options_file(params_file=None, options_file=None, weight_file=None, vocab_file=None):
-    """The options.json of a model given as load_bilm takes it (a checkpoint prefix, bilm-tf files,
-    or none: the bundled model) -> its path."""
-    if params_file is not None:
-        return checkpoint_paths(params_file)[0]
-    if options_file is not None:
-        return options_file
-    return bundled_model_files()[0]
 
 
 def export_inference(bilm, output_dir, formats=('paddle', 'onnx'), verify_sentences=None, options_file=None):

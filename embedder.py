@@ -14,7 +14,7 @@ from runtime import configure_if_on_cpu, inference_mode, keep_freed_memory, padd
 from dataset import BOS_TOKEN, EOS_TOKEN, InputMapper, as_token_lists, model_tokenizer, read_vocabulary_file
 from downstream import ScalarMix
 from fileio import InputError, atomic_path, iter_lines
-from model_io import HDF5_EMBEDDING, load_bilm, own_vocabulary_file
+from model_io import HDF5_EMBEDDING, load_bilm, model_options_file, own_vocabulary_file, read_model_config
 
 
 class SentenceEmbedder:
@@ -124,7 +124,9 @@ class ELMoEmbedder(SentenceEmbedder):
         if embedding_weight_file and not (vocab_file or own_vocab):
             raise InputError(f'embedding_weight_file {embedding_weight_file} needs vocab_file, the tokens of its rows')
         if bilm is None:
-            word_model_embedding = embedding_weight_file if _is_word_model(params_file, options_file) else None
+            word_model_embedding = None
+            if embedding_weight_file and read_model_config(model_options_file(params_file, options_file)).token_input == 'word':
+                word_model_embedding = embedding_weight_file
             # Beside a char model's own vocab.txt, vocab_file with embedding_weight_file lists that file's
             # rows; a word model's embedding file is its embedding: vocab_file must be its vocabulary.
             model_vocab = None if embedding_weight_file and own_vocab and not word_model_embedding else vocab_file
@@ -249,12 +251,6 @@ def read_token_embeddings(path, tokens, dim):
         raise InputError(f'{path}: "{HDF5_EMBEDDING}" has shape {table.shape}, expected ({len(tokens)}, {dim}): one '
                          f'row of the model\'s projection_dim per token of the vocabulary')
     return dict(zip(tokens, table))
-
-
-def _is_word_model(params_file, options_file):
-    from model_io import checkpoint_paths, read_model_config
-    options = options_file or (checkpoint_paths(params_file)[0] if params_file else None)
-    return bool(options) and os.path.isfile(options) and read_model_config(options).token_input == 'word'
 
 
 def dump_token_embeddings(vocab_file, options_file=None, weight_file=None, outfile=None, params_file=None,

@@ -33,8 +33,8 @@ def main():
                    help='skip running the written models against ELMoEmbedder before the directory appears')
     a = p.parse_args()
     source = cli.model_source(a)
-    from deploy import ExportError, check_exportable, check_output_dir, export_inference, model_options_file
-    from model_io import load_bilm, read_json
+    from deploy import ExportError, check_exportable, check_output_dir, export_inference
+    from model_io import load_bilm, model_options_file, read_json
     from runtime import paddle
     # Everything that can be checked before loading what may be a large model.
     check_output_dir(a.output_dir)

@@ -199,7 +199,7 @@ class LanguageModel(nn.Layer):
         if self.reset_state_at_sentence_start:
             self.bilm.zero_state_rows(batch['sentence_start'])
         word_rows = None
-        if self.bilm.config.has_words and not self.bilm.word_embedding.stop_gradient:
+        if self.trained_word_embedding() is not None:
             used = np.unique(np.concatenate([batch[key].reshape(-1) for key in WORD_IDS]))
             word_rows = TableRows([self.bilm.word_embedding], agree_rows(used[used > 0] - 1))
         tops = self.bilm.lm_outputs(*self._inputs(batch), word_rows=word_rows)
@@ -214,6 +214,12 @@ class LanguageModel(nn.Layer):
                                             np.log(self.sampler.expected_count(c, n)))
                   for h, t, (c, n) in zip(hs, targets, samples)]
         return losses, [rows] + ([word_rows] if word_rows is not None else [])
+
+    def trained_word_embedding(self):
+        """The biLM's word embedding when it trains (word input, not frozen), else None: a table
+        whose rows a step updates sparsely, as the softmax's."""
+        embedding = getattr(self.bilm, 'word_embedding', None)
+        return embedding if embedding is not None and not embedding.stop_gradient else None
 
     def _inputs(self, batch):
         """A batch's (char ids, word ids) pairs (forward, backward) for BiLM.lm_outputs; None for
@@ -247,8 +253,8 @@ class Optimizer:
     def __init__(self, model, lr, max_grad_norm, world_size=1):
         self.model, self.lr, self.max_grad_norm, self.world_size = model, lr, max_grad_norm, world_size
         tables = [model.softmax.W, model.softmax.b]
-        if model.bilm.config.has_words and not model.bilm.word_embedding.stop_gradient:
-            tables.append(model.bilm.word_embedding)
+        if model.trained_word_embedding() is not None:
+            tables.append(model.trained_word_embedding())
         names = {id(p): n for n, p in model.named_parameters()}
         self.sparse = [(names[id(p)], p) for p in tables]
         self.dense = [(n, p) for n, p in model.named_parameters()

@@ -150,12 +150,19 @@ def read_run_configs(directory):
 # hdf5 weights (bilm-tf / AllenNLP)
 # --------------------------------------------------------------------------------------------
 
+def model_options_file(params_file=None, options_file=None, weight_file=None, vocab_file=None):
+    """The options.json of a model given as load_bilm takes it (a checkpoint prefix, bilm-tf files,
+    or none: the bundled model) -> its path."""
+    if params_file is not None:
+        return checkpoint_paths(params_file)[0]
+    if options_file is not None:
+        return options_file
+    return bundled_model_files()[0]
+
+
 def own_vocabulary_file(params_file=None, options_file=None):
-    """The vocab.txt beside a model's options.json (a checkpoint prefix's or an options file's), or None."""
-    if not params_file and not options_file:
-        return None
-    directory = checkpoint_dir(params_file) if params_file else os.path.dirname(options_file)
-    path = os.path.join(directory or '.', VOCAB_FILE)
+    """The vocab.txt beside a model's options.json (model_options_file), or None."""
+    path = os.path.join(os.path.dirname(model_options_file(params_file, options_file)) or '.', VOCAB_FILE)
     return path if os.path.isfile(path) else None
 
 
@@ -220,11 +227,18 @@ def load_hdf5_weights(bilm, weight_file, embedding_weight_file=None):
     `embedding_weight_file`: an hdf5 holding dataset `embedding`)."""
     with _open_hdf5(weight_file) as fin, paddle.no_grad():
         for name, param, from_file, to_file in hdf5_layout(bilm):
-            if name == HDF5_EMBEDDING and embedding_weight_file:
-                with _open_hdf5(embedding_weight_file) as fe:
-                    _set_from_dataset(param, fe, name, embedding_weight_file, from_file, to_file)
-            else:
+            if not (name == HDF5_EMBEDDING and embedding_weight_file):
                 _set_from_dataset(param, fin, name, weight_file, from_file, to_file)
+    return load_embedding_weight_file(bilm, embedding_weight_file)
+
+
+def load_embedding_weight_file(bilm, embedding_weight_file):
+    """A word model's embedding from bilm-tf's `embedding_weight_file` (dataset `embedding`, no
+    padding row), when one is given -> bilm. Any other model keeps its own token representation."""
+    if embedding_weight_file and bilm.config.token_input == 'word':
+        same = lambda a: a
+        with _open_hdf5(embedding_weight_file) as f, paddle.no_grad():
+            _set_from_dataset(bilm.word_embedding, f, HDF5_EMBEDDING, embedding_weight_file, same, same)
     return bilm
 
 
@@ -515,11 +529,8 @@ def load_bilm(params_file=None, options_file=None, weight_file=None, stateful=Fa
     if params_file is not None:
         if options_file is not None or weight_file is not None:
             raise InputError('give either params_file (a checkpoint prefix) or options_file + weight_file')
-        bilm = load_bilm_checkpoint(params_file, stateful, vocab_file)[0]
-        if embedding_weight_file and bilm.config.token_input == 'word':
-            with _open_hdf5(embedding_weight_file) as f, paddle.no_grad():
-                _set_from_dataset(bilm.word_embedding, f, HDF5_EMBEDDING, embedding_weight_file, *hdf5_layout(bilm)[0][2:])
-        return bilm
+        return load_embedding_weight_file(load_bilm_checkpoint(params_file, stateful, vocab_file)[0],
+                                          embedding_weight_file)
     if options_file is None or weight_file is None:
         raise InputError('give params_file (a checkpoint prefix like checkpoints/10000), '
                          'both options_file and weight_file, or neither (the bundled model)')

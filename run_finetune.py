@@ -36,8 +36,7 @@ from classifier import (SentenceClassifier, add_protocol_args, check_protocol_ar
 from dataset import InputMapper, long_tokens_report, model_tokenizer
 from downstream import Elmo
 from embedder import ELMoEmbedder
-from deploy import model_options_file
-from model_io import BUNDLED_MODEL_DIR, load_bilm, read_model_config
+from model_io import BUNDLED_MODEL_DIR, load_bilm, model_options_file, read_model_config
 from word_vectors import Word2VecFeatures, load_vectors, lookup_table
 
 
