@@ -4,8 +4,8 @@
     python benchmarks/bench_quality.py --preset small --minutes 20 --label small-20
     python benchmarks/bench_quality.py --preset budget --ranks 2 -- --lr 0.3   # flags after -- go to run_pretrain.py
 
-The comparable figure, whatever the recipe: lm-corpus `heldout.txt`, the vocabulary of the 100k most
-frequent words of `train.txt` plus <S> </S> <UNK>, full softmax, the first 51,200 targets in
+The comparable figure, whatever the recipe: lm-corpus `heldout.txt` (or --corpus DIR's), the
+vocabulary of the 100k most frequent words of `train.txt` plus <S> </S> <UNK>, full softmax, the first 51,200 targets in
 run_eval.py's 64x20 layout; forward, backward and mean (exp of the mean loss, bilm-tf's figure).
 The budget counts training time only (run_pretrain.py --max_minutes: evaluation and saving are
 not counted). Held-out perplexity is also taken every --eval_minutes, which gives the curve.
@@ -37,8 +37,8 @@ def pretrain_command(a, vocab, save_dir, extra):
     if a.ranks > 1:
         launch += ['-m', 'paddle.distributed.launch', '--nproc_per_node', str(a.ranks),
                    '--log_dir', os.path.join(save_dir, 'launch_logs')]
-    return launch + [script, '--preset', a.preset, '--train_data_path', os.path.join(common.LM_CORPUS, 'train.txt'),
-                     '--vocab_file', vocab, '--dev_data_path', os.path.join(common.LM_CORPUS, 'heldout.txt'),
+    return launch + [script, '--preset', a.preset, '--train_data_path', os.path.join(a.corpus, 'train.txt'),
+                     '--vocab_file', vocab, '--dev_data_path', os.path.join(a.corpus, 'heldout.txt'),
                      '--save_dir', save_dir, '--max_minutes', str(a.minutes), '--eval_minutes', str(a.eval_minutes),
                      '--eval_max_tokens', str(EVAL_TOKENS), '--epochs', '100', '--save_freq', '1000000000',
                      '--log_freq', '50', '--seed', str(a.seed), *extra]
@@ -85,6 +85,9 @@ def main():
     p.add_argument('--threads', type=int, default=2, help='CPU threads in all (split among the ranks)')
     p.add_argument('--ranks', type=int, default=1, help='processes under paddle.distributed.launch')
     p.add_argument('--seed', type=int, default=1)
+    p.add_argument('--corpus', default=common.LM_CORPUS,
+                   help='directory with train.txt and heldout.txt, segmented (tokens split by spaces), e.g. '
+                   '../shared/data/zh-corpus; the vocabulary is its train.txt\'s 100k most frequent words')
     p.add_argument('--label', help='name of the run (default: the preset and the extra flags)')
     p.add_argument('--out_dir', help='checkpoints and curve (default: ../runs/quality/LABEL)')
     p.add_argument('--results', default=os.path.join(common.ROOT, '..', 'runs', 'quality', 'results.jsonl'),
@@ -101,7 +104,7 @@ def main():
     common.set_threads(a.threads)
     info = common.machine_info()
     common.print_machine_info(info)
-    vocab = common.lm_corpus_vocabulary(VOCAB_SIZE)
+    vocab = common.lm_corpus_vocabulary(VOCAB_SIZE, a.corpus)
     gflops_start = common.measure_matmul_gflops()
     print(f'float32 matmul rate at the start: {gflops_start:.1f} GFLOP/s ({a.threads} threads)', flush=True)
     env = {**os.environ, **common.thread_env(max(1, a.threads // a.ranks)), 'PYTHONUNBUFFERED': '1'}

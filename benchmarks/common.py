@@ -145,15 +145,20 @@ def flops_per_token(config, *, training=False, vocab_size=None, n_negative_sampl
 
 LM_CORPUS = os.path.join(SHARED, 'data', 'lm-corpus')
 RT_POLARITY = os.path.join(SHARED, 'data', 'rt-polarity')
+ZH_CORPUS = os.path.join(SHARED, 'data', 'zh-corpus')
+ZH_SENTIMENT = os.path.join(SHARED, 'data', 'zh-sentiment')
 
 
-def lm_corpus_vocabulary(size):
-    """The `size` most frequent words of lm-corpus train.txt + <S> </S> <UNK>, built once and cached."""
+def lm_corpus_vocabulary(size, corpus=LM_CORPUS):
+    """The `size` most frequent words of CORPUS/train.txt (segmented: split on whitespace) + <S> </S>
+    <UNK>, built once and cached as ~/.cache/elmo-paddle/NAME-vocab-SIZE.txt (NAME: the corpus's
+    directory name, lm-corpus by default)."""
     from dataset import build_vocabulary, count_words, write_vocabulary
-    path = os.path.join(os.path.expanduser('~/.cache/elmo-paddle'), f'lm-corpus-vocab-{size}.txt')
+    name = os.path.basename(os.path.normpath(corpus))
+    path = os.path.join(os.path.expanduser('~/.cache/elmo-paddle'), f'{name}-vocab-{size}.txt')
     if not os.path.exists(path):
         os.makedirs(os.path.dirname(path), exist_ok=True)
-        write_vocabulary(build_vocabulary(count_words(os.path.join(LM_CORPUS, 'train.txt')),
+        write_vocabulary(build_vocabulary(count_words(os.path.join(corpus, 'train.txt')),
                                           max_vocab_size=size), path)
     return path
 
