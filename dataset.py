@@ -801,6 +801,27 @@ class LMStream:
 EVAL_BATCH_SIZE, EVAL_UNROLL_STEPS = 64, 20
 
 
+def target_statistics(file_pattern, vocab):
+    """What the targets of a corpus glob stand for -> dict(n_targets, n_characters, n_unknown).
+
+    n_targets: every word and every sentence end, as iter_eval_batches predicts them.
+    n_characters: the text's characters without the spaces between tokens, plus one per sentence
+    for its line break (the sentence end), so a per-character figure does not depend on how the
+    text was segmented into words. n_unknown: targets outside `vocab` (predicted as <UNK>, which a
+    per-token perplexity counts as if the word had been predicted).
+    """
+    n_targets = n_characters = n_unknown = 0
+    for path in list_files(file_pattern):
+        for _, _, text in iter_lines(path):
+            if _is_blank(text):
+                continue
+            words = whitespace_tokens(text)
+            n_targets += len(words) + 1
+            n_characters += sum(len(w) for w in words) + 1
+            n_unknown += sum(vocab.word_to_id(w) == vocab.unk for w in words)
+    return dict(n_targets=n_targets, n_characters=n_characters, n_unknown=n_unknown)
+
+
 def iter_eval_batches(file_pattern, vocab, batch_size, unroll_steps):
     """One deterministic pass over a corpus glob (files sorted, no shuffle) in LMStream batches.
 

@@ -8,7 +8,13 @@ Reports forward and backward perplexity (exp of each direction's mean per-token 
 mean as bilm-tf reports it: exp of the mean of the two losses. Every target token of the data
 (each word and each sentence end) counts once; the LSTM state is carried across batches from
 zeros, so the result is deterministic.
+
+Per-token perplexity depends on how the text was cut into tokens (Chinese word segmentation, a
+vocabulary's <UNK>): when the whole data is evaluated, the same losses are also given in bits per
+character (characters without the spaces between tokens, plus one per line break), which does
+not, with the share of targets that are <UNK>.
 """
+import math
 
 import args as cli
 from dataset import EVAL_BATCH_SIZE, EVAL_UNROLL_STEPS
@@ -27,7 +33,7 @@ def main():
     p.add_argument('--output_json', help='also write the figures here')
     a = p.parse_args()
     from tqdm import tqdm
-    from dataset import Vocabulary, count_tokens, iter_eval_batches
+    from dataset import Vocabulary, count_tokens, iter_eval_batches, target_statistics
     from fileio import write_json_atomic
     from lm import evaluate
     from model_io import load_language_model
@@ -45,9 +51,27 @@ def main():
     print(f'forward perplexity:  {result["forward_perplexity"]:.3f}')
     print(f'backward perplexity: {result["backward_perplexity"]:.3f}')
     print(f'perplexity (exp of the mean of the two losses, as bilm-tf): {result["perplexity"]:.3f}')
+    if a.max_tokens is None or a.max_tokens >= expected:
+        result.update(bits_per_character(result, target_statistics(a.dev_data_path, vocab)))
+        print(f'bits per character: forward {result["forward_bits_per_character"]:.4f}, backward '
+              f'{result["backward_bits_per_character"]:.4f}, mean {result["bits_per_character"]:.4f} '
+              f'({result["n_characters"]:,} characters)')
+        print(f'<UNK> targets: {result["n_unknown"]:,} ({100 * result["unknown_rate"]:.2f}%)')
     if a.output_json:
         result['args'] = {k: v for k, v in vars(a).items() if not k.startswith('_')}
         write_json_atomic(result, a.output_json)
+
+
+def bits_per_character(result, stats):
+    """evaluate()'s mean losses (nats per target) -> bits per character of the text they predict."""
+    if stats['n_targets'] != result['n_tokens']:
+        raise AssertionError(f'{stats["n_targets"]} targets in the text but {result["n_tokens"]} evaluated')
+    per_char = result['n_tokens'] / (stats['n_characters'] * math.log(2))
+    return {'n_characters': stats['n_characters'], 'n_unknown': stats['n_unknown'],
+            'unknown_rate': stats['n_unknown'] / stats['n_targets'],
+            'forward_bits_per_character': result['forward_loss'] * per_char,
+            'backward_bits_per_character': result['backward_loss'] * per_char,
+            'bits_per_character': 0.5 * (result['forward_loss'] + result['backward_loss']) * per_char}
 
 
 if __name__ == '__main__':

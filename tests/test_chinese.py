@@ -200,6 +200,19 @@ def test_build_vocab_segments_raw_lines_writes_the_corpus_it_counted_and_reports
     assert sorted(os.listdir(tmp_path)) == ['raw.txt', 'train.txt', 'vocab.txt']  # no temp file left
 
 
+# ---- perplexity per character ----------------------------------------------------------------------
+
+def test_characters_per_target_do_not_depend_on_the_segmentation_but_targets_and_unknowns_do(tmp_path):
+    from dataset import Vocabulary, target_statistics
+    raw = ['他打篮球。', '她会花钱', '']
+    (tmp_path / 'words.txt').write_text('他 打 篮球 。\n她 会 花钱\n\n', encoding='utf-8')
+    (tmp_path / 'chars.txt').write_text(''.join(' '.join(char_tokens(r)) + '\n' for r in raw), encoding='utf-8')
+    vocab = Vocabulary.from_tokens(['他', '打', '会', '。'])
+    words, chars = (target_statistics(str(tmp_path / f'{n}.txt'), vocab) for n in ('words', 'chars'))
+    assert words == {'n_targets': 9, 'n_characters': 11, 'n_unknown': 3}  # 篮球 她 花钱 are <UNK>
+    assert chars == {'n_targets': 11, 'n_characters': 11, 'n_unknown': 5}  # 篮 球 她 花 钱
+
+
 # ---- the classifiers on a slice of zh-sentiment --------------------------------------------------
 
 @pytest.fixture

@@ -140,6 +140,12 @@ def test_eval_of_a_trained_model_is_deterministic_and_export_keeps_the_softmax(c
     assert results[2]['perplexity'] == pytest.approx(results[0]['perplexity'], rel=1e-6)
     vocab_size = len((corpus / 'vocab.txt').read_text().split())
     assert math.isfinite(results[0]['perplexity']) and results[0]['perplexity'] < vocab_size
+    # The whole data was evaluated, so the same losses come per character of the unsegmented text.
+    lines = [line for line in (corpus / 'heldout.txt').read_text(encoding='utf-8').splitlines() if line.strip()]
+    first = results[0]
+    assert first['n_characters'] == sum(len(''.join(line.split())) + 1 for line in lines)
+    mean_nats = 0.5 * (first['forward_loss'] + first['backward_loss']) * first['n_tokens']
+    assert first['bits_per_character'] == pytest.approx(mean_nats / math.log(2) / first['n_characters'])
 
 
 def test_max_minutes_stops_saves_a_checkpoint_that_resumes_exactly_and_exits_0(corpus, tmp_path):
