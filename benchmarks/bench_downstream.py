@@ -1,8 +1,14 @@
-"""Downstream learning curve: rt-polarity accuracy against pretraining tokens, ELMo vs word2vec.
+"""Downstream learning curve: classifier accuracy against pretraining tokens, ELMo vs word2vec.
 
     python benchmarks/bench_downstream.py --run_dir ../runs/long --steps 0 700 1400 2800 ...
     python benchmarks/bench_downstream.py --run_dir ../runs/long --steps 2800 --methods concat  # ELMo (+) word2vec
     python benchmarks/bench_downstream.py --run_dir ../runs/long --plot_only  # redraw from the rows there
+    python benchmarks/bench_downstream.py --run_dir ../runs/zh-word --steps 9000 --methods elmo word2vec concat \
+        --dataset zh-sentiment --word2vec_file ../runs/zh/w2v/zh-corpus-sg300.bin   # raw Chinese reviews
+
+The data (--dataset): rt-polarity (English sentences, lm-corpus for the word2vec rows) or
+zh-sentiment's online_shopping reviews (raw Chinese: the ELMo rows split them with the tokenizer
+the biLM records, the word2vec rows with jieba, zh-corpus's segmenter; zh-corpus for word2vec).
 
 For each checkpoint step S of a run_pretrain.py run (S = 0 is the random initialisation of the
 same options and seed, written here), up to three rows (--methods) on the same 10 folds with the
@@ -31,6 +37,14 @@ import common
 from fileio import atomic_path, write_csv_atomic
 
 METHODS = ('elmo', 'word2vec', 'concat')
+# name -> the classifier's data flags, the corpus the word2vec rows train on, word2vec_base's tokenizer
+DATASETS = {
+    'rt-polarity': dict(flags=['--data_dir', common.RT_POLARITY], corpus=os.path.join(common.LM_CORPUS, 'train.txt'),
+                        tokenizer='whitespace'),
+    'zh-sentiment': dict(flags=['--data_dir', common.ZH_SENTIMENT, '--pos_file', 'online_shopping.pos',
+                                '--neg_file', 'online_shopping.neg'],
+                         corpus=os.path.join(common.ZH_CORPUS, 'train.txt'), tokenizer='jieba'),
+}
 FIELDS = ['method', 'step', 'tokens', 'heldout_ppl', 'accuracy_mean', 'accuracy_std', 'paired_diff_vs_word2vec',
           'paired_se', 'seconds']
 
@@ -81,9 +95,10 @@ def random_init_checkpoint(run_dir, out_dir, seed):
     return os.path.join(directory, '0')
 
 
-def run_protocol(script, extra, out_json, threads):
-    cmd = [sys.executable, os.path.join(common.ROOT, script), '--data_dir', common.RT_POLARITY, '--folds', '10',
-           '--seed', '1', '--output_json', out_json, '--quiet'] + extra
+def run_protocol(script, extra, out_json, threads, dataset='rt-polarity'):
+    data = DATASETS[dataset]
+    data_flags = data['flags'] + (['--tokenizer', data['tokenizer']] if script == 'word2vec_base.py' else [])
+    cmd = [sys.executable, os.path.join(common.ROOT, script), *data_flags, '--folds', '10', '--seed', '1', '--output_json', out_json, '--quiet'] + extra
     print(' '.join(cmd), flush=True)
     env = {**os.environ, **common.thread_env(threads)}
     start = time.time()
@@ -112,9 +127,11 @@ def main():
     p.add_argument('--methods', nargs='+', choices=METHODS, default=['elmo', 'word2vec'],
                    help='rows to compute per step (concat: ELMo (+) word2vec; it trains the word2vec row\'s '
                    'vectors if they are not there yet)')
-    p.add_argument('--out_dir', help='default: RUN_DIR/downstream')
+    p.add_argument('--out_dir', help='default: RUN_DIR/downstream (RUN_DIR/downstream-DATASET for another --dataset)')
     p.add_argument('--word2vec_file', help='word2vec vectors for the word2vec and concat rows at every step (default: '
                    'trained on as many tokens as the biLM had seen)')
+    p.add_argument('--dataset', choices=sorted(DATASETS), default='rt-polarity',
+                   help='the classification data (and the corpus the word2vec rows train on)')
     p.add_argument('--threads', type=int, default=2)
     p.add_argument('--seed', type=int, default=1, help='the pretraining run\'s --seed (for step 0)')
     p.add_argument('--plot_only', action='store_true',
@@ -122,7 +139,8 @@ def main():
     a = p.parse_args()
     if not a.steps and not a.plot_only:
         p.error('give --steps STEP [STEP ...] (or --plot_only to redraw the curve from the rows already computed)')
-    out_dir = a.out_dir or os.path.join(a.run_dir, 'downstream')
+    out_dir = a.out_dir or os.path.join(a.run_dir, 'downstream' + ('' if a.dataset == 'rt-polarity' else
+                                                                   f'-{a.dataset}'))
     results_path = os.path.join(out_dir, 'results.jsonl')
     done = []
     if os.path.exists(results_path):
@@ -131,14 +149,14 @@ def main():
     if a.plot_only:
         if not done:
             sys.exit(f'error: --plot_only: no rows in {results_path}')
-        write_curve(done, out_dir, heldout_perplexities(a.run_dir))
+        write_curve(done, out_dir, heldout_perplexities(a.run_dir), a.dataset)
         return
     os.makedirs(out_dir, exist_ok=True)
     common.set_threads(a.threads)
     common.print_machine_info()
     print(f'float32 matmul rate: {common.measure_matmul_gflops():.1f} GFLOP/s', flush=True)
     have = {(r['method'], r['step']) for r in done}
-    corpus = os.path.join(common.LM_CORPUS, 'train.txt')
+    corpus = DATASETS[a.dataset]['corpus']
     for step in a.steps:
         tokens = tokens_at(a.run_dir, step)
         ckpt = random_init_checkpoint(a.run_dir, out_dir, a.seed) if step == 0 else os.path.join(a.run_dir, str(step))
@@ -151,31 +169,31 @@ def main():
             rows['word2vec']['wall_seconds'] = 0.0
         elif a.word2vec_file and 'word2vec' in a.methods and tokens > 0 and ('word2vec', step) not in have:
             rows['word2vec'] = run_protocol('word2vec_base.py', ['--pretrained_word2vec_file', vectors],
-                                            os.path.join(out_dir, f'word2vec-{step}.json'), a.threads)
+                                            os.path.join(out_dir, f'word2vec-{step}.json'), a.threads, a.dataset)
         elif want_vectors and not a.word2vec_file and ('word2vec', step) not in have:
             rows['word2vec'] = run_protocol('word2vec_base.py', [
                 '--train_word2vec_on', corpus, '--w2v_max_tokens', str(tokens), '--save_word2vec', vectors,
-                '--workers', str(a.threads)], os.path.join(out_dir, f'word2vec-{step}.json'), a.threads)
+                '--workers', str(a.threads)], os.path.join(out_dir, f'word2vec-{step}.json'), a.threads, a.dataset)
         if 'elmo' in a.methods and ('elmo', step) not in have:
             rows['elmo'] = run_protocol('run_finetune.py', ['--init_from_ckpt', ckpt],
-                                        os.path.join(out_dir, f'elmo-{step}.json'), a.threads)
+                                        os.path.join(out_dir, f'elmo-{step}.json'), a.threads, a.dataset)
         if 'concat' in a.methods and ('elmo+word2vec', step) not in have and tokens > 0:
             rows['elmo+word2vec'] = run_protocol('run_finetune.py', ['--init_from_ckpt', ckpt, '--concat_word2vec',
                                                                     vectors],
-                                                 os.path.join(out_dir, f'concat-{step}.json'), a.threads)
+                                                 os.path.join(out_dir, f'concat-{step}.json'), a.threads, a.dataset)
         for method, summary in rows.items():
             row = {'method': method, 'step': step, 'tokens': tokens, 'accuracy_mean': summary['accuracy_mean'],
                    'accuracy_std': summary['accuracy_std'], 'fold_accuracies': summary['fold_accuracies'],
                    'seconds': summary['wall_seconds'], 'threads': a.threads, 'commit': common._git_commit(),
-                   'vectors': vectors if method != 'elmo' else None,
+                   'vectors': vectors if method != 'elmo' else None, 'dataset': a.dataset,
                    'date': time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}
             done.append(row)
             with open(results_path, 'a', encoding='utf-8') as f:
                 f.write(json.dumps(row) + '\n')
-        write_curve(done, out_dir, heldout_perplexities(a.run_dir))
+        write_curve(done, out_dir, heldout_perplexities(a.run_dir), a.dataset)
 
 
-def write_curve(rows, out_dir, perplexities):
+def write_curve(rows, out_dir, perplexities, dataset):
     by_key = {(r['method'], r['step']): r for r in rows}
     table = []
     for r in sorted(rows, key=lambda r: (r['step'], r['method'])):
@@ -201,7 +219,7 @@ def write_curve(rows, out_dir, perplexities):
             xs, ys, errs = zip(*points)
             ax.errorbar([x / 1e6 for x in xs], ys, yerr=errs, marker='o', capsize=3, label=method)
     ax.set_xlabel('pretraining tokens (millions)')
-    ax.set_ylabel('rt-polarity accuracy (10-fold mean)')
+    ax.set_ylabel(f'{dataset} accuracy (10-fold mean)')
     ax.grid(True, alpha=0.3)
     ax.legend()
     fig.tight_layout()
