@@ -6,7 +6,15 @@ different vectors in different contexts: for ambiguous words (bank, bat, spring)
 sentences, the LSTM layers' vector is nearest to the right sense's centroid, while the
 context-free layer 0 can only guess; then the same with the bundled model (pretrained/), which never
 saw the demo's sentences. Takes about two minutes on 2 CPU cores.
+
+    python demo.py --zh ../runs/zh/word-w2v-60min/final   # the same for Chinese, with a model you trained
+
+With --zh MODEL (a checkpoint prefix trained on zh-corpus, see README "Chinese"; no Chinese model
+ships with the repository) it shows the same for Chinese words with two senses, 花 (flower / to
+spend) and 长 (long / the head of, as in 省长): raw probe sentences of our own split by the
+model's tokenizer, the senses' centroids from zh-corpus training sentences with one sense's cues.
 """
+import argparse
 import os
 import subprocess
 import sys
@@ -55,38 +63,83 @@ def run(step, args):
     subprocess.run([sys.executable] + args, check=True, cwd=HERE, env=env)
 
 
+# Chinese: raw probe sentences of our own (split by the model's tokenizer, jieba for a zh-corpus
+# model, which leaves the word a token of its own), senses defined by cues in zh-corpus's sentences.
+PROBES_ZH = [
+    ('花', '公园里的桃花盛开，一朵朵花在春风中绽放。', 'flower'),
+    ('花', '花市上，各种颜色的花吸引了很多市民。', 'flower'),
+    ('花', '春节前，年宵花大量上市，花香飘满街道。', 'flower'),
+    ('花', '他为了修这条路，花了整整三年时间。', 'spend'),
+    ('花', '这个项目花了两千万元。', 'spend'),
+    ('花', '我们花了不少钱买设备。', 'spend'),
+    ('长', '这条新修的隧道长3.5公里。', 'long'),
+    ('长', '这根钢管长二十米。', 'long'),
+    ('长', '今年的雨季持续时间长、雨量大。', 'long'),
+    ('长', '河南省长出席了开幕式。', 'head'),
+    ('长', '两国外长在北京举行会谈。', 'head'),
+    ('长', '广东省长在会上介绍了今年的经济情况。', 'head'),
+]
+CUES_ZH = {'花': {'flower': {'盛开', '绽放', '年宵', '鲜花', '桃花', '花香', '赏花', '花卉', '开', '朵', '樱花', '油菜花',
+                             '春天', '花海'},
+                  'spend': {'钱', '元', '万元', '时间', '小时', '天', '精力', '功夫', '心思', '一笔', '多少'}},
+           '长': {'long': {'公里', '米', '时间', '达', '周期', '太', '较', '宽', '全长', '厘米', '多长'},
+                  'head': {'金正恩', '委员', '出席', '会见', '会谈', '国务', '外', '河北省', '山东省', '湖南省', '陕西省',
+                           '河南省', '广东省', '浙江省', '江苏省', '省委书记'}}}
+ZH_CORPUS = os.path.join(HERE, '..', 'shared', 'data', 'zh-corpus', 'train.txt')
+CENTROID_SENTENCES = 50  # training sentences per sense, at most
+
+
 def word_vectors(embedder, sentences, word):
-    """All layers' vectors of `word` in each sentence -> [n_sentences, layers, dim]."""
-    embs = embedder.encode([s.split() for s in sentences])
-    return np.stack([e[:, s.split().index(word)] for e, s in zip(embs, sentences)])
+    """All layers' vectors of `word` (its first use) in each token list -> [n_sentences, layers, dim]."""
+    embs = embedder.encode(sentences)
+    return np.stack([e[:, s.index(word)] for e, s in zip(embs, sentences)])
 
 
 def sense_centroids(embedder, train, word, senses):
-    """Mean vectors of `word` per sense over training sentences with a cue of that sense only."""
+    """Mean vectors of `word` per sense over training sentences (token lists) with a cue of that
+    sense only -> {sense: [layers, dim]}."""
     centroids = {}
     for sense, cues in senses.items():
         others = set().union(*(c for s, c in senses.items() if s != sense))
-        chosen = [s for s in train if word in s.split() and cues & set(s.split()) and not others & set(s.split())]
-        centroids[sense] = word_vectors(embedder, chosen[:20], word).mean(axis=0)  # [layers, dim]
+        chosen = [s for s in train if word in s and cues & set(s) and not others & set(s)][:CENTROID_SENTENCES]
+        if not chosen:
+            raise SystemExit(f'error: no training sentence has {word!r} with a cue of its sense {sense!r} only')
+        centroids[sense] = word_vectors(embedder, chosen, word).mean(axis=0)
     return centroids
 
 
-def show_contexts(params_file, model_name):
+def sentences_with(path, words):
+    """The lines of a segmented corpus that have one of `words` as a token -> token lists."""
+    with open(path, encoding='utf-8') as f:
+        return [line.split() for line in f if any(w in line for w in words) and set(line.split()) & set(words)]
+
+
+LAYER0 = {'char': 'char CNN', 'word': 'word embedding', 'word+char': 'word embedding + char CNN'}
+
+
+def show_contexts(model, model_name, probes=PROBES, cues=CUES, train_file=TRAIN):
     """Nearest sense centroid of each probe, per layer: context-free layer 0 can only guess.
-    params_file None: the bundled model (pretrained/)."""
+    model: ELMoEmbedder's keyword arguments ({}: the bundled model, pretrained/). Probes are raw
+    sentences, split by the model's tokenizer; train_file is segmented (tokens split by spaces).
+    -> senses right per layer [layers]."""
+    from dataset import get_tokenizer
     from elmo import ELMoEmbedder
     print(f'\n== {model_name}: the same word, different vectors: which sense is each held-out use nearest to?',
           flush=True)
-    embedder = ELMoEmbedder(params_file)
-    with open(TRAIN, encoding='utf-8') as f:
-        train = f.read().splitlines()
+    embedder = ELMoEmbedder(**model)
+    split = get_tokenizer(embedder.tokenizer)
+    train = sentences_with(train_file, list(cues))
     n_layers = embedder.bilm.n_layers + 1
     correct = np.zeros(n_layers, dtype=int)
-    for word, senses in CUES.items():
+    for word, senses in cues.items():
         centroids = sense_centroids(embedder, train, word, senses)
-        probes = [p for p in PROBES if p[0] == word]
-        vectors = word_vectors(embedder, [p[1] for p in probes], word)
-        for (_, sentence, sense), v in zip(probes, vectors):
+        chosen = [p for p in probes if p[0] == word]
+        tokens = [split(p[1]) for p in chosen]
+        bad = [p[1] for p, t in zip(chosen, tokens) if word not in t]
+        if bad:
+            raise SystemExit(f'error: the {embedder.tokenizer} tokenizer does not leave {word!r} a token in {bad[0]}')
+        vectors = word_vectors(embedder, tokens, word)
+        for (_, sentence, sense), v in zip(chosen, vectors):
             guesses = []
             for layer in range(n_layers):
                 cos = {s: v[layer] @ c[layer] / (np.linalg.norm(v[layer]) * np.linalg.norm(c[layer]) + 1e-12)
@@ -95,12 +148,20 @@ def show_contexts(params_file, model_name):
             correct += [g == sense for g in guesses]
             print(f'  [{sense:>6}] {sentence:<62} layer 0: {guesses[0]:<6} top: {guesses[-1]}')
     for layer in range(n_layers):
-        kind = 'char CNN, context-free' if layer == 0 else f'LSTM layer {layer}'
-        print(f'  layer {layer} ({kind}): {correct[layer]}/{len(PROBES)} senses right')
+        kind = f'{LAYER0[embedder.bilm.config.token_input]}, context-free' if layer == 0 else f'LSTM layer {layer}'
+        print(f'  layer {layer} ({kind}): {correct[layer]}/{len(probes)} senses right')
     return correct
 
 
 def main():
+    p = argparse.ArgumentParser(description=__doc__.split('\n')[0])
+    p.add_argument('--zh', metavar='MODEL', help='instead: the sense demo for Chinese with this checkpoint prefix '
+                   '(a biLM trained on zh-corpus)')
+    p.add_argument('--zh_corpus', default=ZH_CORPUS, help='segmented Chinese text for the senses\' centroids')
+    a = p.parse_args()
+    if a.zh:
+        show_contexts({'params_file': a.zh}, f'{a.zh} (Chinese)', PROBES_ZH, CUES_ZH, a.zh_corpus)
+        return
     t0 = time.time()
     os.makedirs(OUT, exist_ok=True)
     print('Pretraining a tiny ELMo on the bundled sample corpus (demo/sample_train.txt, our own sentences).')
@@ -110,8 +171,8 @@ def main():
         '--save_freq', '1000', '--dev_data_path', HELDOUT, '--eval_freq', '100', '--seed', '1'] + MODEL_FLAGS)
     run('held-out perplexity (full softmax)', ['run_eval.py', '--dev_data_path', HELDOUT, '--vocab_file', VOCAB,
         '--init_from_ckpt', os.path.join(CKPT, 'final'), '--batch_size', '8'])
-    show_contexts(os.path.join(CKPT, 'final'), 'the tiny model just trained')
-    show_contexts(None, 'the bundled model (pretrained/, trained on lm-corpus; no sentence of the demo)')
+    show_contexts({'params_file': os.path.join(CKPT, 'final')}, 'the tiny model just trained')
+    show_contexts({}, 'the bundled model (pretrained/, trained on lm-corpus; no sentence of the demo)')
     print(f'\nDone in {time.time() - t0:.0f} s. Checkpoint: {os.path.relpath(CKPT, HERE)}/final, '
           f'training curve: {os.path.relpath(CKPT, HERE)}/train_curve.png')
 

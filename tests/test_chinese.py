@@ -263,6 +263,26 @@ def test_word2vec_base_classifies_raw_chinese_reviews_with_vectors_trained_on_zh
     assert result['features']['oov_rate'] < 0.5  # jieba's words are zh-corpus's words
 
 
+# ---- the sense demo ----------------------------------------------------------------------------
+
+def test_the_chinese_sense_demo_splits_its_raw_probes_and_names_a_sense_without_training_sentences(tmp_path,
+                                                                                                    capsys):
+    import demo
+    options_file, weight_file = jieba_model(tmp_path)
+    model = {'options_file': options_file, 'weight_file': weight_file}
+    corpus = tmp_path / 'corpus.txt'
+    corpus.write_text('公园 里 花 盛开\n他 花 了 很多 钱\n隧道 长 3 公里\n河南省 长 出席 会议\n', encoding='utf-8')
+    correct = demo.show_contexts(model, 'tiny', demo.PROBES_ZH, demo.CUES_ZH, str(corpus))
+    out = capsys.readouterr().out
+    assert len(correct) == 3 and all(0 <= c <= 12 for c in correct)
+    for _, sentence, sense in demo.PROBES_ZH:  # every probe is shown with its sense
+        assert f'[{sense:>6}] {sentence}' in out
+    assert 'layer 0 (char CNN, context-free)' in out and 'layer 2 (LSTM layer 2)' in out
+    corpus.write_text('公园 里 花 盛开\n隧道 长 3 公里\n河南省 长 出席 会议\n', encoding='utf-8')
+    with pytest.raises(SystemExit, match="no training sentence has '花' with a cue of its sense 'spend' only"):
+        demo.show_contexts(model, 'tiny', demo.PROBES_ZH, demo.CUES_ZH, str(corpus))
+
+
 # ---- README's "Chinese" commands -----------------------------------------------------------------
 
 def readme_commands(heading):
