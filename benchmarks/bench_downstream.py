@@ -78,18 +78,24 @@ def heldout_perplexities(run_dir):
 
 
 def random_init_checkpoint(run_dir, out_dir, seed):
-    """OUT/init/0: the run's options and the weights its seed gives before the first step."""
+    """OUT/init/0: the run's options and the weights it starts from: its seed's, then its
+    --init_weight_file's and --word_vectors' as run_pretrain.py loads them."""
     from dataset import Vocabulary
     from lm import LanguageModel
-    from model_io import read_run_configs, write_run_configs
+    from model_io import load_weights_into, read_run_configs, write_run_configs
+    from run_pretrain import init_word_embedding
     from runtime import paddle
     config, recipe = read_run_configs(run_dir)
     directory = os.path.join(out_dir, 'init')
     os.makedirs(directory, exist_ok=True)
     vocab = Vocabulary(recipe.vocab_file, config.max_characters_per_token)
     write_run_configs(directory, config, recipe, vocab)
-    paddle.seed(seed)  # as run_pretrain.py seeds before building the model
+    paddle.seed(seed)  # as run_pretrain.py seeds before building the model, then starts it from files
     model = LanguageModel(config, vocab.size, vocab=vocab if config.has_words else None)
+    if recipe.init_weight_file:
+        print(f'step 0: {load_weights_into(model, recipe.init_weight_file)}', flush=True)
+    if recipe.word_vectors:
+        print(f'step 0: {init_word_embedding(model.bilm, recipe.word_vectors)}', flush=True)
     with atomic_path(os.path.join(directory, '0.pdparams')) as tmp:
         paddle.save(model.state_dict(), tmp)
     return os.path.join(directory, '0')

@@ -9,7 +9,7 @@ import numpy as np
 import paddle
 import pytest
 
-from conftest import one_line_error, tiny_config
+from conftest import ROOT, one_line_error, tiny_config
 from dataset import InputMapper, Vocabulary
 from elmo import BiLM, ELMoEmbedder, dump_token_embeddings, export_weights, load_bilm, token_embeddings
 from fileio import InputError
@@ -220,7 +220,7 @@ def test_word_input_trains_and_resumes_exactly(token_input, corpus, tmp_path):
         assert f['1'].shape == (3, 4, 16)
 
 
-def test_word_vectors_initialise_covered_rows_and_freeze_keeps_them(corpus, tmp_path):
+def test_word_vectors_initialise_covered_rows_and_freeze_keeps_them(corpus, tmp_path, monkeypatch):
     vectors = tmp_path / 'vectors.txt'
     kv = write_vectors(vectors, 8, ['the', 'cat'])
     proc = run('run_pretrain.py', pretrain_args(corpus, tmp_path / 'ck', '--token_input', 'word', '--word_vectors',
@@ -230,6 +230,12 @@ def test_word_vectors_initialise_covered_rows_and_freeze_keeps_them(corpus, tmp_
     vocab = Vocabulary(str(corpus / 'vocab.txt'))
     for word in ('the', 'cat'):
         np.testing.assert_allclose(final[vocab.word_to_id(word)], kv[word], rtol=1e-6)
+    # bench_downstream's step 0 (the run before its first step) starts from the same vectors
+    monkeypatch.syspath_prepend(os.path.join(ROOT, 'benchmarks'))
+    from bench_downstream import random_init_checkpoint
+    start = load(random_init_checkpoint(str(tmp_path / 'ck'), str(tmp_path / 'down'), 1) + '.pdparams')
+    for word in ('the', 'cat'):
+        np.testing.assert_allclose(start['bilm.word_embedding'][vocab.word_to_id(word)], kv[word], rtol=1e-6)
     # a dimension that does not fit, and a resumed run with another vocabulary, are one-line errors
     bad = run('run_pretrain.py', pretrain_args(corpus, tmp_path / 'bad', '--token_input', 'word', '--word_vectors',
                                                str(write_vectors(tmp_path / 'v3.txt', 3, ['the']) and
