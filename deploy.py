@@ -1,15 +1,18 @@
 """The biLM as a self-contained model for deployment: a Paddle Inference program and ONNX.
 
     export_inference(bilm, 'elmo_inference')     # -> inference.json + inference.pdiparams, model.onnx,
-                                                 #    options.json (see EXPORTED_FILES)
+                                                 #    options.json (see EXPORTED_FILES), vocab.txt (word input)
     embedder = InferenceEmbedder('elmo_inference', backend='paddle')   # or 'onnxruntime'
     embedder.encode([['Hello', 'world']])        # -> [[n_layers + 1, 2, 2 * projection_dim]], as ELMoEmbedder
 
-The exported model takes `char_ids`, int64 [batch, time, max_characters_per_token], exactly what
-`dataset.CharMapper().batch(sentences)` returns (with <S> and </S>), and returns `layers`, float32
-[batch, n_layers + 1, time - 2, 2 * projection_dim] (boundaries removed, zeros at padding), and
-`mask`, bool [batch, time - 2]. It is stateless (every sentence starts from a zero LSTM state) and
-gives ELMoEmbedder(stateful=False)'s numbers (tests/test_export.py: within 1e-5).
+The exported model takes what `dataset.InputMapper(config, vocab).batch(sentences)` returns (with
+<S> and </S>), one input per id kind the model reads (input_names): `char_ids`, int64
+[batch, time, max_characters_per_token], for a char model (exactly `dataset.CharMapper().batch`);
+`word_ids`, int64 [batch, time] (the line of the export's vocab.txt + 1, <UNK>'s for an unknown
+word, 0 = padding), for a word model; both, `word_ids` first, for word+char. It returns `layers`,
+float32 [batch, n_layers + 1, time - 2, 2 * projection_dim] (boundaries removed, zeros at padding),
+and `mask`, bool [batch, time - 2]. It is stateless (every sentence starts from a zero LSTM state)
+and gives ELMoEmbedder(stateful=False)'s numbers (tests/test_export.py: within 1e-5).
 
 Why a separate forward: BiLM's CPU path runs custom C++ ops and PyLayers (kernels.py) and plans its
 work in NumPy (distinct tokens, length chunks, packing), none of which a static program can hold.
@@ -30,49 +33,59 @@ import paddle.nn as nn
 import paddle.nn.functional as F
 
 from config import MODEL_FIELDS, OPTION_PATHS, ModelConfig
-from dataset import CharMapper, model_tokenizer
+from dataset import InputMapper, model_tokenizer
 from embedder import SentenceEmbedder
-from model_io import read_json, read_model_config
+from model_io import VOCAB_FILE, model_options, read_input_vocabulary, read_json, read_model_config, \
+    write_input_vocabulary
 from fileio import InputError
 
-INPUT_NAME = 'char_ids'
+CHAR_INPUT, WORD_INPUT = 'char_ids', 'word_ids'
 OUTPUT_NAMES = ('layers', 'mask')
 PROGRAM_PREFIX = 'inference'  # paddle.jit.save's path prefix inside the export directory
 ONNX_FILE = 'model.onnx'
 ONNX_OPSET = 13  # Loop, Split with sizes as an input; supported by every onnxruntime since 1.6
 OPTIONS_FILE = 'options.json'
-# What an export directory holds (Paddle 3.x saves PIR programs as JSON, not inference.pdmodel).
+# What every export directory holds (Paddle 3.x saves PIR programs as JSON, not inference.pdmodel);
+# a word or word+char model's also holds its input vocabulary, model_io's VOCAB_FILE (vocab.txt).
 EXPORTED_FILES = (f'{PROGRAM_PREFIX}.json', f'{PROGRAM_PREFIX}.pdiparams', ONNX_FILE, OPTIONS_FILE)
 BACKENDS = ('paddle', 'onnxruntime')
 
 # The ModelConfig fields StaticBiLM computes (all of today's; `dropout` is training's only, and
 # `tokenizer` is the text's: it travels in the export's options.json). A field added later is
 # refused unless it holds its default, until StaticBiLM implements it.
-IMPLEMENTED_FIELDS = frozenset({'projection_dim', 'cell_dim', 'num_layers', 'cell_clip', 'proj_clip',
-                                'use_skip_connections', 'char_embed_dim', 'cnn_filters', 'num_highways',
+IMPLEMENTED_FIELDS = frozenset({'token_input', 'word_dim', 'projection_dim', 'cell_dim', 'num_layers', 'cell_clip',
+                                'proj_clip', 'use_skip_connections', 'char_embed_dim', 'cnn_filters', 'num_highways',
                                 'activation', 'max_characters_per_token', 'dropout', 'tokenizer'})
+
+
+def input_names(config):
+    """The exported inputs of a model with ModelConfig `config`, in order: ('char_ids',),
+    ('word_ids',) or ('word_ids', 'char_ids') (word+char: the word columns come first, as in
+    the projection)."""
+    return tuple(name for name, read in ((WORD_INPUT, config.has_words), (CHAR_INPUT, config.has_chars)) if read)
 
 
 def check_exportable(config=None, options=None, source='options'):
     """Raise InputError (one line naming `source` and the setting) for what the export cannot compute.
 
     config: the model's ModelConfig. options: its options.json as read, when there is one: a key
-    under `char_cnn` or `lstm` that ModelConfig does not read (and BiLM therefore ignores) may be
-    another project's extension that changes the network, so the export refuses it by name rather
-    than silently computing something else; word-input models (no `char_cnn`) are refused too.
+    under `char_cnn`, `lstm` or `word_embedding` that ModelConfig does not read (and BiLM therefore
+    ignores) may be another project's extension that changes the network, so the export refuses it
+    by name rather than silently computing something else. A section that is absent (a word model
+    has no `char_cnn`) or malformed is left to ModelConfig.from_options, which reads the model.
     """
-    if options is not None:
-        if not isinstance(options.get('char_cnn'), dict):
-            raise InputError(f'{source}: the export needs a char-input model ("char_cnn" in options); '
-                             f'word-input models are not supported')
-        for section in ('char_cnn', 'lstm'):
-            known = {path[1] for path, _ in OPTION_PATHS.values() if path[0] == section}
-            known |= {'n_characters'} if section == 'char_cnn' else set()
-            unknown = sorted(set(options.get(section) or {}) - known)
-            if unknown:
-                raise InputError(f'{source}: option "{section}.{unknown[0]}" is not supported by the export '
-                                 f'(it knows {section}.{{{", ".join(sorted(known))}}})')
-        extra = sorted(set(options['char_cnn'].get('embedding') or {}) - {'dim'})
+    for section in ('char_cnn', 'lstm', 'word_embedding') if options is not None else ():
+        values = options.get(section)
+        if not isinstance(values, dict):
+            continue
+        known = {path[1] for path, _ in OPTION_PATHS.values() if path[0] == section}
+        known |= {'n_characters'} if section == 'char_cnn' else set()
+        unknown = sorted(set(values) - known)
+        if unknown:
+            raise InputError(f'{source}: option "{section}.{unknown[0]}" is not supported by the export '
+                             f'(it knows {section}.{{{", ".join(sorted(known))}}})')
+        embedding = values.get('embedding') if section == 'char_cnn' else None
+        extra = sorted(set(embedding) - {'dim'}) if isinstance(embedding, dict) else []
         if extra:
             raise InputError(f'{source}: option "char_cnn.embedding.{extra[0]}" is not supported by the export')
     defaults = ModelConfig()
@@ -85,11 +98,13 @@ class StaticBiLM(nn.Layer):
     """BiLM's stateless forward in Paddle ops only, on dynamic batch and time: what is exported.
 
     Holds the BiLM's parameters (not copies). Computes the reference (../shared/REFERENCE-ELMO.md):
-    the char CNN's max over all max_characters_per_token positions of the pre-activation, then the
-    activation, highway, projection, then the forward and backward LSTM stacks with projection,
-    clipping and skip connections; layer 0 is [x; x].
+    the token representation as BiLM.token_embedding (char: the char CNN's max over all
+    max_characters_per_token positions of the pre-activation, then the activation, highway,
+    projection; word: the word embedding's row; word+char: the word row beside the highway output,
+    then the projection), then the forward and backward LSTM stacks with projection, clipping and
+    skip connections; layer 0 is [x; x].
 
-    Padding is at the end of each row (CharMapper's layout), so steps past a row's length come
+    Padding is at the end of each row (InputMapper's layout), so steps past a row's length come
     after all of its real steps: the loop runs every row for `time` steps and the outputs at
     padding are zeroed, which gives the numbers of BiLM's packed run, where padding is never
     computed. The backward stack reads each row reversed within its own length.
@@ -104,16 +119,43 @@ class StaticBiLM(nn.Layer):
         self.use_skip = bool(bilm.config.use_skip_connections)
 
     # ---- token representations -------------------------------------------------------------
-    def token_embedding(self, char_ids):
-        """char_ids int64 [tokens, max_chars] -> [tokens, projection_dim] (padding tokens too: the
-        caller masks them). Each distinct token of the batch goes through the char CNN once."""
+    def token_embedding(self, char_ids=None, word_ids=None):
+        """char_ids int64 [tokens, max_chars] (a model with chars), word_ids int64 [tokens] (one with
+        words: vocabulary id + 1, 0 = padding) -> [tokens, projection_dim] (padding tokens too: the
+        caller zeroes them). Each distinct char sequence of the batch goes through the char CNN once."""
+        if char_ids is None:
+            return self._word_rows(word_ids)
+        if word_ids is None:
+            return self._per_distinct_token(char_ids, self._encode_tokens)
+        # word+char as BiLM: the highway output of each position's chars, the word row beside it
+        # (word columns first), then the projection.
+        features = self._per_distinct_token(char_ids, self._char_features)
+        projection = self.bilm.char_encoder.projection
+        return paddle.matmul(paddle.concat([self._word_rows(word_ids), features], axis=-1),
+                             projection.weight) + projection.bias
+
+    def _word_rows(self, word_ids):
+        """word_ids int64 [tokens] (vocabulary id + 1, 0 = padding) -> their word embedding rows
+        [tokens, word_embedding_dim]. Padding reads row 0, which forward zeroes with every padding
+        position (BiLM's zero rows): no select here."""
+        index = paddle.maximum(word_ids - 1, paddle.zeros([], dtype='int64'))
+        return paddle.gather(self.bilm.word_embedding, index)
+
+    def _per_distinct_token(self, char_ids, encode):
+        """encode (char ids [n, max_chars] -> [n, dim]) on each distinct row of char_ids
+        [tokens, max_chars] -> [tokens, dim]."""
         # On a float copy of the ids (exact: ids < 2^24): paddle2onnx 2.1 types Unique's output as
         # float whatever its input, and the ONNX model of an int64 unique fails to load.
         distinct, inverse = paddle.unique(char_ids.astype('float32'), return_inverse=True, axis=0)
-        return paddle.gather(self._encode_tokens(distinct.astype('int64')), inverse.reshape([-1]))
+        return paddle.gather(encode(distinct.astype('int64')), inverse.reshape([-1]))
 
     def _encode_tokens(self, char_ids):
-        """char_ids int64 [tokens, max_chars] -> [tokens, projection_dim]: char CNN, highway, projection.
+        """char_ids int64 [tokens, max_chars] -> [tokens, projection_dim]: char CNN, highway, projection."""
+        projection = self.bilm.char_encoder.projection
+        return paddle.matmul(self._char_features(char_ids), projection.weight) + projection.bias
+
+    def _char_features(self, char_ids):
+        """char_ids int64 [tokens, max_chars] -> the highway output [tokens, n_filters].
 
         As CharEncoder: a window made only of PAD chars gives the same value for every token, so
         the windows that start after the last non-PAD char of every token here are represented by
@@ -140,7 +182,7 @@ class StaticBiLM(nn.Layer):
             carry = F.sigmoid(paddle.matmul(x, highway.carry.weight) + highway.carry.bias)
             transform = F.relu(paddle.matmul(x, highway.transform.weight) + highway.transform.bias)
             x = carry * transform + (1.0 - carry) * x  # bilm-tf's carry gate multiplies the transform
-        return paddle.matmul(x, enc.projection.weight) + enc.projection.bias
+        return x
 
     # ---- LSTMs -----------------------------------------------------------------------------
     def _step(self, layer, x_t, h, c):
@@ -186,15 +228,21 @@ class StaticBiLM(nn.Layer):
         return loop[5], loop[6]
 
     # ---- the whole model -------------------------------------------------------------------
-    def forward(self, char_ids):
-        """char_ids int64 [batch, time, max_chars] with <S> and </S> (0 = padding token) ->
+    def forward(self, ids, char_ids=None):
+        """The inputs of input_names(config), with <S> and </S>: `ids` is the first (char_ids int64
+        [batch, time, max_chars] of a char model, 0 = padding token; word_ids int64 [batch, time] of
+        a word or word+char model, vocabulary id + 1, 0 = padding), `char_ids` word+char's second ->
         (layers float32 [batch, n_layers + 1, time - 2, 2 * projection_dim], mask bool [batch, time - 2])."""
-        shape = paddle.shape(char_ids)
+        word_ids, char_ids = (ids, char_ids) if self.bilm.config.has_words else (None, ids)
+        shape = paddle.shape(ids)
         batch, time = shape[0], shape[1]
-        lengths = paddle.any(char_ids > 0, axis=-1).astype('int64').sum(axis=1)  # [batch]
+        present = word_ids > 0 if word_ids is not None else paddle.any(char_ids > 0, axis=-1)
+        lengths = present.astype('int64').sum(axis=1)  # [batch]
         steps = paddle.arange(time, dtype='int64').unsqueeze(0)  # [1, time]
         real = (steps < lengths.unsqueeze(1)).astype('float32').unsqueeze(-1)  # [batch, time, 1]
-        x = self.token_embedding(char_ids.reshape([-1, self.bilm.char_encoder.max_chars]))
+        max_chars = self.bilm.config.max_characters_per_token
+        x = self.token_embedding(None if char_ids is None else char_ids.reshape([-1, max_chars]),
+                                 None if word_ids is None else word_ids.reshape([-1]))
         x = x.reshape([batch, time, -1]) * real  # [batch, time, P], zeros at padding
         # Row b of the backward stream is row b reversed within its length (an involution: the
         # same gather puts the backward outputs back in sentence order).
@@ -231,7 +279,17 @@ class ExportError(RuntimeError):
 
 
 def _input_spec(config):
-    return [paddle.static.InputSpec([None, None, config.max_characters_per_token], 'int64', INPUT_NAME)]
+    """The exported inputs (input_names), batch and time free: word_ids [batch, time], char_ids
+    [batch, time, max_characters_per_token], int64."""
+    shapes = {WORD_INPUT: [None, None], CHAR_INPUT: [None, None, config.max_characters_per_token]}
+    return [paddle.static.InputSpec(shapes[name], 'int64', name) for name in input_names(config)]
+
+
+def _inputs_doc(config):
+    """The exported inputs in words, for model.onnx's doc_string."""
+    doc = {WORD_INPUT: f'{WORD_INPUT} int64 [batch, time] (line index in {VOCAB_FILE} + 1; 0 = padding)',
+           CHAR_INPUT: f'{CHAR_INPUT} int64 [batch, time, {config.max_characters_per_token}]'}
+    return ' and '.join(doc[name] for name in input_names(config))
 
 
 def _name_program_outputs(program_file, names):
@@ -273,7 +331,7 @@ def save_paddle_program(bilm, directory):
 
 def save_onnx(directory, config):
     """directory/inference.json + .pdiparams -> directory/model.onnx with paddle2onnx; batch and
-    time named as ONNX dimensions."""
+    time named as ONNX dimensions (of every input and output)."""
     try:
         import onnx
         import paddle2onnx
@@ -299,13 +357,14 @@ def save_onnx(directory, config):
         raise ExportError(f'paddle2onnx {paddle2onnx.__version__} wrote an invalid ONNX model: {first}') from None
     _drop_unused_constants(model.graph)
     inner = 'time_minus_2'
-    dims = {INPUT_NAME: ('batch', 'time', None), 'layers': ('batch', None, inner, None), 'mask': ('batch', inner)}
+    dims = {CHAR_INPUT: ('batch', 'time', None), WORD_INPUT: ('batch', 'time'),
+            'layers': ('batch', None, inner, None), 'mask': ('batch', inner)}
     for value in list(model.graph.input) + list(model.graph.output):
         for dim, name in zip(value.type.tensor_type.shape.dim, dims.get(value.name, ())):
             if name is not None and not dim.HasField('dim_value'):
                 dim.dim_param = name
     model.doc_string = (f'ELMo biLM ({config.num_layers} LSTM layers, projection {config.projection_dim}): '
-                        f'char_ids int64 [batch, time, {config.max_characters_per_token}] with <S> and </S> -> '
+                        f'{_inputs_doc(config)} with <S> and </S> -> '
                         f'layers float32 [batch, n_layers + 1, time - 2, 2 * projection_dim], mask bool '
                         f'[batch, time - 2]')
     onnx.save(model, os.path.join(directory, ONNX_FILE))
@@ -364,7 +423,7 @@ def check_output_dir(output_dir):
     if os.path.exists(output_dir):
         if not os.path.isdir(output_dir):
             raise InputError(f'{output_dir}: exists and is not a directory')
-        others = sorted(set(os.listdir(output_dir)) - set(EXPORTED_FILES))
+        others = sorted(set(os.listdir(output_dir)) - set(EXPORTED_FILES) - {VOCAB_FILE})
         if others:
             raise InputError(f'{output_dir}: holds files that are not an export ({", ".join(others[:3])}); '
                              f'give a new or empty directory')
@@ -413,7 +472,9 @@ def export_inference(bilm, output_dir, formats=('paddle', 'onnx'), verify_senten
     verify_sentences: token lists to run through each written model and ELMoEmbedder(stateful=False)
     before the rename (verify_export): an ExportError if they differ by more than float rounding.
     options_file: the model's options.json, checked (check_exportable) and copied as it is; without
-    it, the export's options.json is bilm.config's (ModelConfig.to_options).
+    it, the export's options.json is model_io.model_options(bilm)'s. A word or word+char model's
+    input vocabulary is written beside it (vocab.txt, model_io.write_input_vocabulary), which
+    InferenceEmbedder reads to map tokens to word ids.
     -> dict(files=[names written], max_abs_diff={...}).
     """
     from fileio import write_json_atomic
@@ -427,7 +488,9 @@ def export_inference(bilm, output_dir, formats=('paddle', 'onnx'), verify_senten
         if options_file:
             shutil.copyfile(options_file, os.path.join(tmp, OPTIONS_FILE))
         else:
-            write_json_atomic(bilm.config.to_options(), os.path.join(tmp, OPTIONS_FILE))
+            write_json_atomic(model_options(bilm), os.path.join(tmp, OPTIONS_FILE))
+        if bilm.config.has_words:
+            write_input_vocabulary(bilm.vocab, tmp)
         diffs = verify_export(bilm, tmp, verify_sentences) if verify_sentences else {}
         files = sorted(os.listdir(tmp))
         _replace_dir(tmp, output_dir)
@@ -471,7 +534,8 @@ class InferenceEmbedder(SentenceEmbedder):
     Paddle Inference's predictor (backend='paddle'; onednn=False runs Paddle's own CPU kernels,
     matmuls on MKL) or onnxruntime (backend='onnxruntime'). threads: CPU threads (None: as
     ELMoEmbedder, the user's OMP_NUM_THREADS or the available cores). tokenizer: as ELMoEmbedder's
-    (None: the one the export's options.json records).
+    (None: the one the export's options.json records). A word or word+char export maps tokens to
+    word ids with its vocab.txt (`mapper`, a dataset.InputMapper).
     """
 
     stateful = False
@@ -488,8 +552,12 @@ class InferenceEmbedder(SentenceEmbedder):
                 raise FileNotFoundError(f'{os.path.join(model_dir, name)}: not found; {model_dir} is not an export '
                                         f'for {backend} (export_inference.py writes {", ".join(EXPORTED_FILES)})')
         self.config = read_model_config(os.path.join(model_dir, OPTIONS_FILE))
+        vocab_file = os.path.join(model_dir, VOCAB_FILE)
+        if self.config.has_words and not os.path.isfile(vocab_file):
+            raise FileNotFoundError(f'{vocab_file}: not found; the export of a {self.config.token_input} model holds '
+                                    f'its input vocabulary there (export_inference.py writes it)')
         self.tokenizer = model_tokenizer(self.config.tokenizer, tokenizer)
-        self.mapper = CharMapper(self.config.max_characters_per_token)
+        self.mapper = InputMapper(self.config, read_input_vocabulary(self.config, model_dir, source=model_dir))
         threads = threads or default_threads()
         if backend == 'paddle':
             ask_mkl_for_avx2()  # before the predictor's first product (without oneDNN, MKL runs them)
@@ -513,14 +581,23 @@ class InferenceEmbedder(SentenceEmbedder):
     def dim(self):
         return 2 * self.config.projection_dim
 
-    def run(self, char_ids):
-        """char_ids int64 [batch, time, max_chars] (with <S>, </S>) -> (layers, mask) numpy, as exported."""
-        char_ids = np.ascontiguousarray(char_ids, dtype=np.int64)
+    def run(self, char_ids=None, word_ids=None):
+        """The export's inputs (input_names) as InputMapper.batch returns them, with <S> and </S>:
+        char_ids int64 [batch, time, max_chars], word_ids int64 [batch, time] -> (layers, mask)
+        numpy, as exported."""
+        given = {CHAR_INPUT: char_ids, WORD_INPUT: word_ids}
+        feed = {}
+        for name in input_names(self.config):
+            if given[name] is None:
+                raise ValueError(f'{self.model_dir}: this export ({self.config.token_input} input) reads {name}: '
+                                 f'make them with dataset.InputMapper')
+            feed[name] = np.ascontiguousarray(given[name], dtype=np.int64)
         if self.backend == 'onnxruntime':
-            return tuple(self._session.run(list(OUTPUT_NAMES), {INPUT_NAME: char_ids}))
-        handle = self._predictor.get_input_handle(INPUT_NAME)
-        handle.reshape(list(char_ids.shape))
-        handle.copy_from_cpu(char_ids)
+            return tuple(self._session.run(list(OUTPUT_NAMES), feed))
+        for name, ids in feed.items():
+            handle = self._predictor.get_input_handle(name)
+            handle.reshape(list(ids.shape))
+            handle.copy_from_cpu(ids)
         self._predictor.run()
         return tuple(self._predictor.get_output_handle(n).copy_to_cpu() for n in OUTPUT_NAMES)
 
@@ -528,7 +605,8 @@ class InferenceEmbedder(SentenceEmbedder):
         """One batch of token lists -> list of float32 [n_layers + 1, n_tokens, 2P], boundaries removed."""
         if not sentences:
             return []
-        layers, _ = self.run(self.mapper.batch(sentences)[0])
+        char_ids, word_ids, _ = self.mapper.batch(sentences)
+        layers, _ = self.run(char_ids, word_ids)
         return [np.ascontiguousarray(layers[row, :, :len(s)]) for row, s in enumerate(sentences)]
 
     def reset_states(self):

@@ -3,11 +3,15 @@
     python export_inference.py --output_dir elmo_inference                     # the bundled model
     python export_inference.py --options_file options.json --weight_file weights.hdf5 --output_dir elmo_inference
     python export_inference.py --init_from_ckpt checkpoints/final --output_dir elmo_inference
+    python export_inference.py --options_file options.json --weight_file weights.hdf5 --vocab_file vocab.txt \
+        --output_dir elmo_inference                                            # a bilm-tf word model
 
 Writes OUTPUT_DIR/inference.json + inference.pdiparams (paddle.jit.save's program, for
-paddle.inference's predictor), OUTPUT_DIR/model.onnx (paddle2onnx, for onnxruntime) and
-OUTPUT_DIR/options.json. Input `char_ids` int64 [batch, time, max_characters_per_token] (what
-dataset.CharMapper().batch returns, with <S> and </S>); outputs `layers` float32
+paddle.inference's predictor), OUTPUT_DIR/model.onnx (paddle2onnx, for onnxruntime),
+OUTPUT_DIR/options.json and, for a word or word+char model, OUTPUT_DIR/vocab.txt (its input
+vocabulary). Inputs, with <S> and </S> (what dataset.InputMapper(...).batch returns): `char_ids`
+int64 [batch, time, max_characters_per_token] for a char model, `word_ids` int64 [batch, time]
+(vocab.txt line + 1, 0 = padding) for a word model, both for word+char; outputs `layers` float32
 [batch, n_layers + 1, time - 2, 2 * projection_dim] and `mask` bool [batch, time - 2]. Before the
 directory appears, both are run on a few sentences and compared with ELMoEmbedder(stateful=False).
 README.md, "Deploying: Paddle Inference and ONNX", shows how to run them without this repository.
@@ -17,7 +21,8 @@ import sys
 
 import args as cli
 
-# Sentences the export is checked on: short and long, a long word, non-ASCII bytes, one token.
+# Sentences the export is checked on: short and long, a long word, non-ASCII bytes, one token (a
+# word model maps the words its vocabulary lacks to <UNK>).
 CHECK_SENTENCES = [['The', 'first', 'sentence', '.'], ['Second', 'one', ',', 'a', 'little', 'longer', 'than',
                    'the', 'first', ',', 'with', 'antidisestablishmentarianism', '.'], ['中文', 'ünïcode'], ['x']]
 

@@ -283,17 +283,24 @@ def save_hdf5_weights(bilm, weight_file, softmax=None):
             fout.create_dataset(HDF5_SOFTMAX_B, data=softmax[1])
 
 
+def model_options(bilm):
+    """The options.json of `bilm` as an export writes it: ModelConfig.to_options, plus for word
+    input `n_tokens_vocab`, the input vocabulary's size (as bilm-tf writes it)."""
+    options = bilm.config.to_options()
+    if bilm.config.has_words:
+        options['n_tokens_vocab'] = bilm.vocab.size
+    return options
+
+
 def export_weights(bilm, output_dir, softmax=None):
     """Write output_dir/options.json and output_dir/weights.hdf5, loadable by AllenNLP and bilm-tf
     (char and word models; word+char by this toolkit), and output_dir/vocab.txt for word input;
     softmax = (W [vocab, P], b [vocab]) adds softmax/W and softmax/b."""
     os.makedirs(output_dir, exist_ok=True)
-    options = bilm.config.to_options()
     if bilm.config.has_words:
-        options['n_tokens_vocab'] = bilm.vocab.size
         write_input_vocabulary(bilm.vocab, output_dir)
     save_hdf5_weights(bilm, os.path.join(output_dir, WEIGHTS_FILE), softmax)
-    write_json_atomic(options, os.path.join(output_dir, OPTIONS_FILE))
+    write_json_atomic(model_options(bilm), os.path.join(output_dir, OPTIONS_FILE))
 
 
 def softmax_of(state):

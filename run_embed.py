@@ -25,7 +25,8 @@ def main():
                    'line of --vocab_file, or of the model\'s vocab.txt): those words skip the char CNN (bilm-tf\'s '
                    'use_character_inputs=False); for a word model, its embedding (bilm-tf\'s embedding_weight_file)')
     g = p.add_argument_group('or an exported model (export_inference.py; stateless, CPU)')
-    g.add_argument('--inference_model', help='directory written by export_inference.py')
+    g.add_argument('--inference_model', help='directory written by export_inference.py (a word model\'s holds its '
+                   'vocab.txt)')
     g.add_argument('--inference_backend', default='paddle', choices=['paddle', 'onnxruntime'],
                    help="paddle.inference's predictor (inference.json) or onnxruntime (model.onnx)")
     g.add_argument('--no_onednn', action='store_true',
@@ -40,8 +41,9 @@ def main():
     a = p.parse_args()
     if a.inference_model:
         if a.init_from_ckpt or a.options_file or a.weight_file or a.vocab_file or a.embedding_weight_file:
-            raise InputError('give either --inference_model or a model to load (--init_from_ckpt, '
-                             '--options_file/--weight_file), not both')
+            raise InputError('give either --inference_model (an export: its options.json and, for word input, '
+                             'its vocab.txt) or a model to load (--init_from_ckpt, --options_file/--weight_file, '
+                             '--vocab_file, --embedding_weight_file), not both')
         if a.stateful:
             raise InputError('--stateful: an exported model is stateless (export_inference.py)')
         if a.device != 'cpu':

@@ -1,9 +1,10 @@
 """export_inference.py and deploy.py: the exported Paddle Inference program and ONNX model give
-ELMoEmbedder(stateful=False)'s numbers, run without this repository as README shows, back
-run_embed.py --inference_model, and bad input fails with one line."""
+ELMoEmbedder(stateful=False)'s numbers (char, word and word+char input), run without this
+repository as README shows, back run_embed.py --inference_model, and bad input fails with one line."""
 import json
 import os
 import re
+import shutil
 import subprocess
 import sys
 
@@ -12,7 +13,8 @@ import numpy as np
 import paddle
 import pytest
 
-from conftest import FIXTURE, ROOT, one_line_error, require
+from conftest import FIXTURE, ROOT, one_line_error, require, tiny_config
+from test_token_input import WORDS, tiny_bilm
 
 # The reference's own tolerance for the fixture; the exports differ from the embedder by BLAS
 # summation order only (measured <= 1e-6), a formula slip by > 1e-3.
@@ -23,6 +25,8 @@ BACKENDS = ('paddle', 'onnxruntime')
 # (cut), non-ASCII bytes, a sentence that is long for its batch.
 ODD_SENTENCES = [[], ['x'], ['pneumonoultramicroscopicsilicovolcanoconiosis' * 2, 'ok'], ['中文', 'ünï', '.'],
                  ['a', 'much', 'longer', 'sentence', 'than', 'the', 'others', 'in', 'this', 'batch', '!']]
+# For the tiny word models: words of their vocabulary (WORDS) beside words it lacks (<UNK>).
+WORD_SENTENCES = [WORDS[:7], ['the', 'unknownword', 'cat', 'xyzzy', 'sat'], ['birds', 'sang'], *ODD_SENTENCES]
 
 
 def fixture_bilm():
@@ -62,6 +66,32 @@ def original_export(tmp_path_factory):
     return str(out), bilm
 
 
+@pytest.fixture(scope='module', params=['word', 'word+char'])
+def word_export(request, tmp_path_factory):
+    """A tiny word model (bilm-tf files, its vocabulary given by --vocab_file) or word+char model (a
+    checkpoint of ours, vocab.txt beside its options.json) exported by the script -> (directory,
+    its BiLM)."""
+    from model_io import export_weights, model_options, write_input_vocabulary
+    bilm = tiny_bilm(request.param)
+    d = tmp_path_factory.mktemp(request.param.replace('+', '_'))
+    if request.param == 'word':
+        export_weights(bilm, str(d / 'model'))
+        os.rename(d / 'model' / 'vocab.txt', d / 'vocab.txt')  # bilm-tf files do not carry it
+        source = ['--options_file', str(d / 'model' / 'options.json'), '--weight_file',
+                  str(d / 'model' / 'weights.hdf5'), '--vocab_file', str(d / 'vocab.txt')]
+    else:
+        (d / 'ckpt').mkdir()
+        (d / 'ckpt' / 'options.json').write_text(json.dumps(model_options(bilm)))
+        write_input_vocabulary(bilm.vocab, str(d / 'ckpt'))
+        paddle.save(bilm.state_dict(), str(d / 'ckpt' / 'final.pdparams'))
+        source = ['--init_from_ckpt', str(d / 'ckpt' / 'final')]
+    out = d / 'elmo_inference'
+    proc = run_script('export_inference.py', *source, '--output_dir', str(out))
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert proc.stdout.count('max |difference| from ELMoEmbedder') == 2  # both runtimes verified
+    return str(out), bilm
+
+
 def run_script(script, *args, cwd=ROOT, timeout=600):
     return subprocess.run([sys.executable, os.path.join(ROOT, script), *args], capture_output=True, text=True,
                           env=ENV, cwd=cwd, timeout=timeout)
@@ -71,14 +101,14 @@ def max_difference(model_dir, bilm, sentences, backend):
     """Largest |exported - ELMoEmbedder(stateful=False)| over one batch of `sentences`, after
     checking the exported outputs' layout (shapes, zeros at padding, mask)."""
     from deploy import InferenceEmbedder
-    from dataset import CharMapper
+    from dataset import InputMapper
     from elmo import ELMoEmbedder
     expected = ELMoEmbedder(bilm=bilm, stateful=False).embed_batch(sentences)
-    ids, lengths = CharMapper().batch(sentences)
-    layers, mask = InferenceEmbedder(model_dir, backend=backend).run(ids)
-    n_layers, dim = bilm.n_layers + 1, 2 * bilm.projection_dim
-    assert layers.dtype == np.float32 and layers.shape == (len(sentences), n_layers, ids.shape[1] - 2, dim)
-    assert mask.dtype == np.bool_ and mask.tolist() == [[t < n - 2 for t in range(ids.shape[1] - 2)] for n in lengths]
+    char_ids, word_ids, lengths = InputMapper.of(bilm).batch(sentences)
+    layers, mask = InferenceEmbedder(model_dir, backend=backend).run(char_ids, word_ids)
+    n_layers, dim, time = bilm.n_layers + 1, 2 * bilm.projection_dim, int(lengths.max())
+    assert layers.dtype == np.float32 and layers.shape == (len(sentences), n_layers, time - 2, dim)
+    assert mask.dtype == np.bool_ and mask.tolist() == [[t < n - 2 for t in range(time - 2)] for n in lengths]
     assert np.all(layers.transpose(0, 2, 1, 3)[~mask] == 0)
     return max(float(np.abs(layers[b, :, :len(s)] - e).max(initial=0.0))
                for b, (s, e) in enumerate(zip(sentences, expected)))
@@ -127,6 +157,30 @@ def test_static_bilm_matches_the_embedder_before_export(fixture_dir):
         assert mask.numpy()[b].sum() == e.shape[1]
 
 
+@pytest.mark.parametrize('backend', BACKENDS)
+def test_exported_word_models_match_the_stateless_embedder(word_export, backend):
+    # Tiny models' values are within the clip of 3: TOL is the VERIFY tolerance at that size.
+    model_dir, bilm = word_export
+    assert max_difference(model_dir, bilm, WORD_SENTENCES, backend) <= TOL
+    assert max_difference(model_dir, bilm, WORD_SENTENCES[1:3], backend) <= TOL  # another batch and time
+
+
+@pytest.mark.parametrize('token_input', ['word', 'word+char'])
+def test_static_bilm_matches_the_embedder_before_export_for_word_input(token_input):
+    from dataset import InputMapper
+    from deploy import StaticBiLM
+    from elmo import ELMoEmbedder
+    bilm = tiny_bilm(token_input)
+    expected = ELMoEmbedder(bilm=bilm).embed_batch(WORD_SENTENCES)
+    char_ids, word_ids, _ = InputMapper.of(bilm).batch(WORD_SENTENCES)
+    inputs = [word_ids] + ([char_ids] if token_input == 'word+char' else [])
+    with paddle.no_grad():
+        layers, mask = StaticBiLM(bilm)(*(paddle.to_tensor(ids) for ids in inputs))
+    for b, e in enumerate(expected):
+        np.testing.assert_allclose(layers.numpy()[b, :, :e.shape[1]], e, atol=TOL, rtol=0)
+        assert mask.numpy()[b].sum() == e.shape[1]
+
+
 # --------------------------------------------------------------------------------------------
 # Files and the README's snippets
 # --------------------------------------------------------------------------------------------
@@ -139,6 +193,46 @@ def test_export_writes_the_listed_files_and_the_models_options(fixture_export):
             open(os.path.join(FIXTURE, 'options.json'), 'rb') as original:
         assert copied.read() == original.read()
     assert not [n for n in os.listdir(os.path.dirname(model_dir)) if n.startswith('.')]  # no temp left
+
+
+def test_a_word_export_holds_its_vocabulary_and_names_its_inputs(word_export):
+    import onnx
+    from deploy import EXPORTED_FILES, InferenceEmbedder
+    model_dir, bilm = word_export
+    assert sorted(os.listdir(model_dir)) == sorted(EXPORTED_FILES + ('vocab.txt',))
+    with open(os.path.join(model_dir, 'vocab.txt'), encoding='utf-8') as f:
+        assert f.read().splitlines() == bilm.vocab.tokens
+    assert InferenceEmbedder(model_dir, backend='onnxruntime').mapper.vocab.tokens == bilm.vocab.tokens
+    graph = onnx.load(os.path.join(model_dir, 'model.onnx')).graph
+    dims = {v.name: [d.dim_param or d.dim_value for d in v.type.tensor_type.shape.dim] for v in graph.input}
+    expected = {'word_ids': ['batch', 'time']}
+    if bilm.config.has_chars:
+        expected['char_ids'] = ['batch', 'time', bilm.config.max_characters_per_token]
+    assert dims == expected and [v.name for v in graph.input] == list(expected)  # word_ids first
+
+
+def test_a_word_export_without_its_vocabulary_fails_with_one_line(word_export, tmp_path):
+    from deploy import InferenceEmbedder
+    copy = tmp_path / 'elmo_inference'
+    shutil.copytree(word_export[0], copy)
+    os.remove(copy / 'vocab.txt')
+    for backend in BACKENDS:
+        with pytest.raises(FileNotFoundError) as error:
+            InferenceEmbedder(str(copy), backend=backend)
+        assert str(error.value).startswith(f'{copy / "vocab.txt"}: not found') and '\n' not in str(error.value)
+
+
+def test_word_input_options_are_exportable_and_unknown_keys_still_refused_by_name():
+    from config import ModelConfig
+    from deploy import InputError, check_exportable
+    word = {**tiny_config(token_input='word').to_options(), 'n_tokens_vocab': len(WORDS) + 3}  # bilm-tf's
+    both = tiny_config(token_input='word+char', word_dim=5).to_options()  # word_embedding.dim beside char_cnn
+    for options in (word, both):
+        check_exportable(ModelConfig.from_options(options), options, 'options.json')
+    both['word_embedding']['trainable'] = False
+    with pytest.raises(InputError, match=r'^options.json: option "word_embedding.trainable" is not supported by '
+                                         r'the export \(it knows word_embedding.\{dim\}\)$'):
+        check_exportable(options=both, source='options.json')
 
 
 def readme_deploy_blocks():
@@ -203,6 +297,22 @@ def test_run_embed_with_the_inference_model_writes_the_embedders_hdf5(fixture_ex
             np.testing.assert_allclose(got[key][...], ref[key][...], atol=TOL, rtol=0)
 
 
+def test_run_embed_with_a_word_export_writes_the_embedders_hdf5(word_export, tmp_path):
+    model_dir, bilm = word_export
+    src = tmp_path / 'in.txt'
+    src.write_text('the cat sat on a mat\n\nbirds sang unknownword songs\n中文 xyzzy\n', encoding='utf-8')
+    proc = run_script('run_embed.py', str(src), str(tmp_path / 'o.hdf5'), '--inference_model', model_dir,
+                      '--output_format', 'top')
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    from elmo import ELMoEmbedder
+    ELMoEmbedder(bilm=bilm).embed_file(str(src), str(tmp_path / 'ref.hdf5'), 'top', progress=False)
+    with h5py.File(tmp_path / 'o.hdf5', 'r') as got, h5py.File(tmp_path / 'ref.hdf5', 'r') as ref:
+        assert sorted(got) == sorted(ref) == ['0', '1', '2', '3', 'sentence_to_index']
+        for key in ('0', '1', '2', '3'):
+            assert got[key].shape == ref[key].shape
+            np.testing.assert_allclose(got[key][...], ref[key][...], atol=TOL, rtol=0)
+
+
 # --------------------------------------------------------------------------------------------
 # Bad input, and exports that fail
 # --------------------------------------------------------------------------------------------
@@ -218,9 +328,13 @@ def unwritable_dir(tmp_path):
 
 
 def options_with(tmp_path, section, key, value):
+    """The fixture's options with options[section][key] = value (options[section] = value when key
+    is None; the section removed when value is None) -> export_inference.py's model arguments."""
     options = json.load(open(os.path.join(FIXTURE, 'options.json')))
     if value is None:
         del options[section]
+    elif key is None:
+        options[section] = value
     else:
         options[section][key] = value
     path = tmp_path / 'options.json'
@@ -234,8 +348,11 @@ BAD = {  # name: (args(tmp_path) without --output_dir, the message's expected pa
     'a missing checkpoint': (lambda t: ['--init_from_ckpt', str(t / 'ckpt' / 'final')], 'options.json: not found'),
     'an option the export does not implement': (lambda t: options_with(t, 'char_cnn', 'word_dim', 100),
                                                 'option "char_cnn.word_dim" is not supported by the export'),
-    'a word-input model': (lambda t: options_with(t, 'char_cnn', None, None),
-                           'the export needs a char-input model ("char_cnn" in options)'),
+    'a word-input model without its vocabulary': (lambda t: options_with(t, 'char_cnn', None, None),
+                                                  'has no vocab.txt beside its options.json'),
+    "bilm-tf's share_embedding_softmax": (lambda t: options_with(t, 'share_embedding_softmax', None, True),
+                                          'share_embedding_softmax (one matrix for the word embedding and the '
+                                          'softmax) is not supported'),
 }
 
 
