@@ -131,6 +131,7 @@ def show_contexts(model, model_name, probes=PROBES, cues=CUES, train_file=TRAIN)
     train = sentences_with(train_file, list(cues))
     n_layers = embedder.bilm.n_layers + 1
     correct = np.zeros(n_layers, dtype=int)
+    width = max(len(p[1]) for p in probes)
     for word, senses in cues.items():
         centroids = sense_centroids(embedder, train, word, senses)
         chosen = [p for p in probes if p[0] == word]
@@ -146,7 +147,7 @@ def show_contexts(model, model_name, probes=PROBES, cues=CUES, train_file=TRAIN)
                        for s, c in centroids.items()}
                 guesses.append(max(cos, key=cos.get))
             correct += [g == sense for g in guesses]
-            print(f'  [{sense:>6}] {sentence:<62} layer 0: {guesses[0]:<6} top: {guesses[-1]}')
+            print(f'  [{sense:>6}] {sentence:<{width}} layer 0: {guesses[0]:<6} top: {guesses[-1]}')
     for layer in range(n_layers):
         kind = f'{LAYER0[embedder.bilm.config.token_input]}, context-free' if layer == 0 else f'LSTM layer {layer}'
         print(f'  layer {layer} ({kind}): {correct[layer]}/{len(probes)} senses right')
