@@ -455,10 +455,11 @@ def prepare_output(path):
 # Command line (shared by run_finetune.py and word2vec_base.py)
 # --------------------------------------------------------------------------------------------
 
-def add_protocol_args(p):
-    """The protocol's options -> their 'data' group, where each script adds its --tokenizer."""
+def add_protocol_args(p, data_required=True):
+    """The protocol's options -> their 'data' group, where each script adds its --tokenizer.
+    data_required=False: the script checks --data_dir itself (word2vec_base.py can train vectors only)."""
     d = p.add_argument_group('data')
-    d.add_argument('--data_dir', required=True, help='directory holding the positive and negative files')
+    d.add_argument('--data_dir', required=data_required, help='directory holding the positive and negative files')
     d.add_argument('--pos_file', default='rt-polarity.pos', help='positive sentences, one per line, in --data_dir')
     d.add_argument('--neg_file', default='rt-polarity.neg', help='negative sentences, one per line, in --data_dir')
     d.add_argument('--tokenization', default='split_clitics', choices=TOKENIZATIONS,

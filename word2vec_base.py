@@ -11,6 +11,9 @@ token features differ: frozen word2vec vectors instead of a scalar mix of biLM l
     python word2vec_base.py --data_dir ../shared/data/rt-polarity --pretrained_word2vec_file w2v/lm-corpus-sg300.bin
     python word2vec_base.py --data_dir ../shared/data/rt-polarity \
         --pretrained_word2vec_file GoogleNews-vectors-negative300.bin.gz --max_vocab 1000000
+    # vectors only (no --data_dir): e.g. 128-d rows for a word-input biLM's --word_vectors
+    python word2vec_base.py --train_word2vec_on ../shared/data/zh-corpus/train.txt --w2v_dim 128 \
+        --save_word2vec zh/w2v-128.bin
 
 Raw Chinese reviews: --tokenizer jieba (zh-corpus's segmentation, so its vectors fit) or chars.
 Token lookup: the token itself, else its lower-case, Capitalised or UPPER-case form (rt-polarity
@@ -107,7 +110,7 @@ def vectors_from_args(a, info):
 
 def main():
     p = cli.parser(__doc__.split('\n')[0])
-    cli.add_tokenizer(p, model_default=False, group=add_protocol_args(p))
+    cli.add_tokenizer(p, model_default=False, group=add_protocol_args(p, data_required=False))
     add_word2vec_args(p)
     cli.add_device(p)
     a = p.parse_args()
@@ -116,6 +119,12 @@ def main():
     if not runs_on_this_rank('word2vec_base.py'):
         return 0
     use_device(a.device, cpu_threads=a.cpu_threads)
+    if a.data_dir is None:  # the vectors are the job (a word-input biLM's --word_vectors)
+        if not (a.train_word2vec_on and a.save_word2vec):
+            raise cli.InputError('--data_dir is required, unless the job is to train and save vectors only '
+                                 '(--train_word2vec_on FILES --save_word2vec FILE)')
+        vectors_from_args(a, {})
+        return 0
     data = load_data(a, a.tokenizer)  # before the (long) training, so a bad --data_dir fails at once
     folds = make_folds(data.labels, a.folds, a.seed, a.dev_fraction)
     info = {}

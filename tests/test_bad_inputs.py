@@ -82,6 +82,10 @@ BAD = {  # name: (script, args(tmp_path), the message's expected part)
                                           lambda t: polarity(t, 'rt-polarity.neg') + ['--pretrained_word2vec_file',
                                                                                       word2vec_file(t)],
                                           'rt-polarity.neg'),
+    'word2vec without --data_dir, not saving vectors': ('word2vec_base.py',
+                                                        lambda t: ['--train_word2vec_on', write(t / 'c.txt', GOOD)],
+                                                        '--data_dir is required, unless the job is to train and '
+                                                        'save vectors only'),
     'truncated word2vec file': ('word2vec_base.py',
                                 lambda t: polarity(t) + ['--pretrained_word2vec_file', word2vec_file(t, True)],
                                 'w2v.bin: cannot read as a binary word2vec file'),

@@ -308,12 +308,14 @@ def test_the_readme_chinese_commands_run_as_written_on_a_slice(tmp_path):
     (tmp_path / 'raw.txt').write_text('\n'.join(reviews('pos', 20)) + '\n', encoding='utf-8')
     stand_ins = {'../shared/data/zh-corpus/train.txt': 'corpus.txt', '../shared/data/zh-corpus/heldout.txt':
                  'corpus.txt', '../shared/data/zh-sentiment': 'sentiment'}
-    shrink = {'run_pretrain.py': TINY_MODEL + ['--max_steps', '2'], 'build_vocab.py': [],
+    shrink = {'run_pretrain.py': TINY_MODEL + ['--max_steps', '2'], 'build_vocab.py': [], 'run_eval.py': [],
+              'demo.py': [],
               'run_finetune.py': ['--folds', '2', '--epochs', '1', '--quiet'],
               'word2vec_base.py': ['--folds', '2', '--epochs', '1', '--quiet', '--w2v_dim', '8', '--w2v_min_count', '1']}
     commands = readme_commands('## Chinese')
     assert [c[1] if c[0] == 'python' else c[0] for c in commands] == [
-        'mkdir', 'build_vocab.py', 'run_pretrain.py', 'run_finetune.py', 'word2vec_base.py', 'build_vocab.py']
+        'mkdir', 'build_vocab.py', 'word2vec_base.py', 'run_pretrain.py', 'run_eval.py', 'demo.py', 'run_finetune.py',
+        'word2vec_base.py', 'build_vocab.py']
     for words in commands:
         words = [stand_ins.get(w, w) for w in words]
         if words[0] == 'python':
@@ -322,7 +324,9 @@ def test_the_readme_chinese_commands_run_as_written_on_a_slice(tmp_path):
                               env=dict(os.environ, OMP_NUM_THREADS='1'))
         assert proc.returncode == 0, (words, proc.stderr[-3000:])
         assert 'differs' not in proc.stderr, proc.stderr
-    assert json.loads((tmp_path / 'zh' / 'options.json').read_text())['tokenizer'] == 'jieba'
+    options = json.loads((tmp_path / 'zh' / 'options.json').read_text())
+    assert options['tokenizer'] == 'jieba' and 'char_cnn' not in options  # the word recipe
+    assert (tmp_path / 'zh' / 'w2v-128.bin').exists()
     assert json.loads((tmp_path / 'zh_elmo.json').read_text())['data']['tokenizer'] == 'jieba'
     assert json.loads((tmp_path / 'zh_w2v.json').read_text())['data']['tokenizer'] == 'jieba'
     assert (tmp_path / 'zh' / 'train.txt').read_text(encoding='utf-8').count('\n') == 20
