@@ -28,6 +28,7 @@ import argparse
 import json
 import math
 import os
+import shlex
 import subprocess
 import sys
 import time
@@ -101,10 +102,11 @@ def random_init_checkpoint(run_dir, out_dir, seed):
     return os.path.join(directory, '0')
 
 
-def run_protocol(script, extra, out_json, threads, dataset='rt-polarity'):
+def run_protocol(script, extra, out_json, threads, dataset='rt-polarity', classifier_flags=()):
     data = DATASETS[dataset]
     data_flags = data['flags'] + (['--tokenizer', data['tokenizer']] if script == 'word2vec_base.py' else [])
-    cmd = [sys.executable, os.path.join(common.ROOT, script), *data_flags, '--folds', '10', '--seed', '1', '--output_json', out_json, '--quiet'] + extra
+    cmd = [sys.executable, os.path.join(common.ROOT, script), *data_flags, '--folds', '10', '--seed', '1',
+           '--output_json', out_json, '--quiet', *classifier_flags] + extra
     print(' '.join(cmd), flush=True)
     env = {**os.environ, **common.thread_env(threads)}
     start = time.time()
@@ -138,6 +140,9 @@ def main():
                    'trained on as many tokens as the biLM had seen)')
     p.add_argument('--dataset', choices=sorted(DATASETS), default='rt-polarity',
                    help='the classification data (and the corpus the word2vec rows train on)')
+    p.add_argument('--classifier_flags', default='',
+                   help='more protocol flags for every row, e.g. "--run_folds 1 2 3 4 5 --batch_size 128 '
+                   '--max_seq_len 128" (the same folds, fewer of them, fewer and shorter batches: for a large dataset)')
     p.add_argument('--threads', type=int, default=2)
     p.add_argument('--seed', type=int, default=1, help='the pretraining run\'s --seed (for step 0)')
     p.add_argument('--plot_only', action='store_true',
@@ -163,6 +168,7 @@ def main():
     print(f'float32 matmul rate: {common.measure_matmul_gflops():.1f} GFLOP/s', flush=True)
     have = {(r['method'], r['step']) for r in done}
     corpus = DATASETS[a.dataset]['corpus']
+    flags = shlex.split(a.classifier_flags)
     for step in a.steps:
         tokens = tokens_at(a.run_dir, step)
         ckpt = random_init_checkpoint(a.run_dir, out_dir, a.seed) if step == 0 else os.path.join(a.run_dir, str(step))
@@ -175,23 +181,24 @@ def main():
             rows['word2vec']['wall_seconds'] = 0.0
         elif a.word2vec_file and 'word2vec' in a.methods and tokens > 0 and ('word2vec', step) not in have:
             rows['word2vec'] = run_protocol('word2vec_base.py', ['--pretrained_word2vec_file', vectors],
-                                            os.path.join(out_dir, f'word2vec-{step}.json'), a.threads, a.dataset)
+                                            os.path.join(out_dir, f'word2vec-{step}.json'), a.threads, a.dataset, flags)
         elif want_vectors and not a.word2vec_file and ('word2vec', step) not in have:
             rows['word2vec'] = run_protocol('word2vec_base.py', [
                 '--train_word2vec_on', corpus, '--w2v_max_tokens', str(tokens), '--save_word2vec', vectors,
-                '--workers', str(a.threads)], os.path.join(out_dir, f'word2vec-{step}.json'), a.threads, a.dataset)
+                '--workers', str(a.threads)], os.path.join(out_dir, f'word2vec-{step}.json'), a.threads, a.dataset, flags)
         if 'elmo' in a.methods and ('elmo', step) not in have:
             rows['elmo'] = run_protocol('run_finetune.py', ['--init_from_ckpt', ckpt],
-                                        os.path.join(out_dir, f'elmo-{step}.json'), a.threads, a.dataset)
+                                        os.path.join(out_dir, f'elmo-{step}.json'), a.threads, a.dataset, flags)
         if 'concat' in a.methods and ('elmo+word2vec', step) not in have and tokens > 0:
             rows['elmo+word2vec'] = run_protocol('run_finetune.py', ['--init_from_ckpt', ckpt, '--concat_word2vec',
                                                                     vectors],
-                                                 os.path.join(out_dir, f'concat-{step}.json'), a.threads, a.dataset)
+                                                 os.path.join(out_dir, f'concat-{step}.json'), a.threads, a.dataset, flags)
         for method, summary in rows.items():
             row = {'method': method, 'step': step, 'tokens': tokens, 'accuracy_mean': summary['accuracy_mean'],
                    'accuracy_std': summary['accuracy_std'], 'fold_accuracies': summary['fold_accuracies'],
                    'seconds': summary['wall_seconds'], 'threads': a.threads, 'commit': common._git_commit(),
                    'vectors': vectors if method != 'elmo' else None, 'dataset': a.dataset,
+                   'classifier_flags': a.classifier_flags,
                    'date': time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}
             done.append(row)
             with open(results_path, 'a', encoding='utf-8') as f:
