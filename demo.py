@@ -86,7 +86,8 @@ CUES_ZH = {'花': {'flower': {'盛开', '绽放', '年宵', '鲜花', '桃花', 
                   'head': {'金正恩', '委员', '出席', '会见', '会谈', '国务', '外', '河北省', '山东省', '湖南省', '陕西省',
                            '河南省', '广东省', '浙江省', '江苏省', '省委书记'}}}
 ZH_CORPUS = os.path.join(HERE, '..', 'shared', 'data', 'zh-corpus', 'train.txt')
-CENTROID_SENTENCES = 50  # training sentences per sense, at most
+# Training sentences per sense, at most: the sample corpus has 17-126 per sense; zh-corpus hundreds.
+CENTROID_SENTENCES, CENTROID_SENTENCES_ZH = 20, 50
 
 
 def word_vectors(embedder, sentences, word):
@@ -95,13 +96,13 @@ def word_vectors(embedder, sentences, word):
     return np.stack([e[:, s.index(word)] for e, s in zip(embs, sentences)])
 
 
-def sense_centroids(embedder, train, word, senses):
-    """Mean vectors of `word` per sense over training sentences (token lists) with a cue of that
-    sense only -> {sense: [layers, dim]}."""
+def sense_centroids(embedder, train, word, senses, limit=CENTROID_SENTENCES):
+    """Mean vectors of `word` per sense over (at most `limit`) training sentences (token lists) with
+    a cue of that sense only -> {sense: [layers, dim]}."""
     centroids = {}
     for sense, cues in senses.items():
         others = set().union(*(c for s, c in senses.items() if s != sense))
-        chosen = [s for s in train if word in s and cues & set(s) and not others & set(s)][:CENTROID_SENTENCES]
+        chosen = [s for s in train if word in s and cues & set(s) and not others & set(s)][:limit]
         if not chosen:
             raise SystemExit(f'error: no training sentence has {word!r} with a cue of its sense {sense!r} only')
         centroids[sense] = word_vectors(embedder, chosen, word).mean(axis=0)
@@ -117,11 +118,11 @@ def sentences_with(path, words):
 LAYER0 = {'char': 'char CNN', 'word': 'word embedding', 'word+char': 'word embedding + char CNN'}
 
 
-def show_contexts(model, model_name, probes=PROBES, cues=CUES, train_file=TRAIN):
+def show_contexts(model, model_name, probes=PROBES, cues=CUES, train_file=TRAIN, limit=CENTROID_SENTENCES):
     """Nearest sense centroid of each probe, per layer: context-free layer 0 can only guess.
     model: ELMoEmbedder's keyword arguments ({}: the bundled model, pretrained/). Probes are raw
-    sentences, split by the model's tokenizer; train_file is segmented (tokens split by spaces).
-    -> senses right per layer [layers]."""
+    sentences, split by the model's tokenizer; train_file is segmented (tokens split by spaces);
+    limit: training sentences per sense centroid. -> senses right per layer [layers]."""
     from dataset import get_tokenizer
     from elmo import ELMoEmbedder
     print(f'\n== {model_name}: the same word, different vectors: which sense is each held-out use nearest to?',
@@ -133,7 +134,7 @@ def show_contexts(model, model_name, probes=PROBES, cues=CUES, train_file=TRAIN)
     correct = np.zeros(n_layers, dtype=int)
     width = max(len(p[1]) for p in probes)
     for word, senses in cues.items():
-        centroids = sense_centroids(embedder, train, word, senses)
+        centroids = sense_centroids(embedder, train, word, senses, limit)
         chosen = [p for p in probes if p[0] == word]
         tokens = [split(p[1]) for p in chosen]
         bad = [p[1] for p, t in zip(chosen, tokens) if word not in t]
@@ -161,7 +162,8 @@ def main():
     p.add_argument('--zh_corpus', default=ZH_CORPUS, help='segmented Chinese text for the senses\' centroids')
     a = p.parse_args()
     if a.zh:
-        show_contexts({'params_file': a.zh}, f'{a.zh} (Chinese)', PROBES_ZH, CUES_ZH, a.zh_corpus)
+        show_contexts({'params_file': a.zh}, f'{a.zh} (Chinese)', PROBES_ZH, CUES_ZH, a.zh_corpus,
+                      CENTROID_SENTENCES_ZH)
         return
     t0 = time.time()
     os.makedirs(OUT, exist_ok=True)
