@@ -162,6 +162,13 @@ def main():
             sys.exit(f'error: --plot_only: no rows in {results_path}')
         write_curve(done, out_dir, heldout_perplexities(a.run_dir), a.dataset)
         return
+    # A row is skipped (or its word2vec row reused) by method and step alone: rows of another dataset
+    # or protocol in the same file would be taken for this run's. (Rows before --dataset were rt-polarity's.)
+    other = [r for r in done if (r.get('dataset', 'rt-polarity'), r.get('classifier_flags', '')) !=
+             (a.dataset, a.classifier_flags)]
+    if other:
+        sys.exit(f'error: {results_path} holds rows of --dataset {other[0].get("dataset", "rt-polarity")} '
+                 f'--classifier_flags "{other[0].get("classifier_flags", "")}"; give another --out_dir')
     os.makedirs(out_dir, exist_ok=True)
     common.set_threads(a.threads)
     common.print_machine_info()
