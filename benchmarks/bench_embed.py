@@ -115,7 +115,7 @@ def build_embedder(spec):
     if cache == 'table':  # the cached path: the vocabulary's token embeddings, dumped once
         directory = tempfile.mkdtemp(prefix='bench_embed_table_')
         export_weights(bilm, directory)
-        vocab, table = common.lm_corpus_vocabulary(TABLE_VOCAB), os.path.join(directory, 'token_embeddings.hdf5')
+        vocab, table = common.corpus_vocabulary(TABLE_VOCAB), os.path.join(directory, 'token_embeddings.hdf5')
         start = time.perf_counter()
         dump_token_embeddings(vocab, os.path.join(directory, 'options.json'), os.path.join(directory, 'weights.hdf5'),
                               table)

@@ -44,7 +44,7 @@ def worker(name, steps, warmup):
     cfg = CONFIGS[name]
     use_device('cpu')  # as run_pretrain.py (glibc keeps freed memory)
     paddle.seed(0)
-    vocab = Vocabulary(common.lm_corpus_vocabulary(VOCAB_SIZE))
+    vocab = Vocabulary(common.corpus_vocabulary(VOCAB_SIZE))
     config = ModelConfig(**cfg['model'], dropout=0.1)
     model = LanguageModel(config, vocab.size, NEGATIVES)
     optimizer = Adagrad(model, lr=0.2, max_grad_norm=10.0)
@@ -74,7 +74,7 @@ def main():
     if a.worker:
         return worker(a.worker, a.steps, a.warmup)
     common.print_machine_info()
-    common.lm_corpus_vocabulary(VOCAB_SIZE)  # build outside the timed workers
+    common.corpus_vocabulary(VOCAB_SIZE)  # build outside the timed workers
     gflops, numpy_gflops = common.measure_matmul_gflops(), common.measure_numpy_gflops()
     print(f'float32 matmul rate: Paddle {gflops:.1f} GFLOP/s, NumPy {numpy_gflops:.1f} GFLOP/s ({a.threads} threads)')
     rows = []

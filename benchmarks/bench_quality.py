@@ -104,7 +104,7 @@ def main():
     common.set_threads(a.threads)
     info = common.machine_info()
     common.print_machine_info(info)
-    vocab = common.lm_corpus_vocabulary(VOCAB_SIZE, a.corpus)
+    vocab = common.corpus_vocabulary(VOCAB_SIZE, a.corpus)
     gflops_start = common.measure_matmul_gflops()
     print(f'float32 matmul rate at the start: {gflops_start:.1f} GFLOP/s ({a.threads} threads)', flush=True)
     env = {**os.environ, **common.thread_env(max(1, a.threads // a.ranks)), 'PYTHONUNBUFFERED': '1'}

@@ -149,7 +149,7 @@ ZH_CORPUS = os.path.join(SHARED, 'data', 'zh-corpus')
 ZH_SENTIMENT = os.path.join(SHARED, 'data', 'zh-sentiment')
 
 
-def lm_corpus_vocabulary(size, corpus=LM_CORPUS):
+def corpus_vocabulary(size, corpus=LM_CORPUS):
     """The `size` most frequent words of CORPUS/train.txt (segmented: split on whitespace) + <S> </S>
     <UNK>, built once and cached as ~/.cache/elmo-paddle/NAME-vocab-SIZE.txt (NAME: the corpus's
     directory name, lm-corpus by default)."""
