@@ -266,6 +266,7 @@ class TrainConfig:
     progress: bool = True
     weight_decay: float = 0.0
     logging_step: int = 0  # print the running loss every this many batches (0: per epoch only)
+    batching: str = 'random'  # 'random': shuffled batches; 'bucketed': batches of similar lengths (batch_order)
 
 
 def set_seed(seed):
@@ -325,16 +326,41 @@ def _restore(model, snapshot):
                 t.set_value(snapshot[name])
 
 
-def train_epoch(model, optimizer, indices, labels, batch_size, rng, desc, progress=True, logging_step=0):
-    """One pass over `indices` in a random order -> mean training loss."""
+BATCHINGS = ('random', 'bucketed')
+BUCKET_POOL_BATCHES = 50  # 'bucketed' sorts pools of this many batches by length
+
+
+def batch_order(indices, batch_size, rng, lengths=None):
+    """One epoch's training batches: a list of index arrays covering `indices` once.
+
+    Without `lengths` ('random' batching): a random permutation cut into batches. With `lengths`
+    (token counts, indexed like the dataset; 'bucketed' batching): the permutation is cut into pools
+    of BUCKET_POOL_BATCHES batches, each pool is sorted by length and cut into batches, and the
+    batches are shuffled. A batch then holds sentences of similar lengths, so a padded batch
+    [batch, time, dim] has little padding: on long-tailed data (product reviews) it costs several
+    times fewer token positions, in the features, the dropout and the backward pass alike.
+    """
+    order = rng.permutation(indices)
+    if lengths is None:
+        return [order[start:start + batch_size] for start in range(0, len(order), batch_size)]
+    pool = batch_size * BUCKET_POOL_BATCHES
+    batches = []
+    for start in range(0, len(order), pool):
+        part = order[start:start + pool]
+        part = part[np.argsort(lengths[part], kind='stable')]
+        batches += [part[i:i + batch_size] for i in range(0, len(part), batch_size)]
+    return [batches[i] for i in rng.permutation(len(batches))]
+
+
+def train_epoch(model, optimizer, indices, labels, batch_size, rng, desc, progress=True, logging_step=0,
+                lengths=None):
+    """One pass over `indices` in batches from batch_order (bucketed with `lengths`) -> mean training loss."""
     from tqdm import tqdm
     set_mode(model, True)
-    order = rng.permutation(indices)
     total, batches = 0.0, 0
-    bar = tqdm(range(0, len(order), batch_size), desc=desc, unit='batch', leave=False,
+    bar = tqdm(batch_order(indices, batch_size, rng, lengths), desc=desc, unit='batch', leave=False,
                disable=not show_bars(progress))
-    for start in bar:
-        idx = order[start:start + batch_size]
+    for idx in bar:
         loss = F.cross_entropy(model(idx), paddle.to_tensor(labels[idx]))
         penalty = model.penalty()
         if penalty is not None:
@@ -357,11 +383,12 @@ def train_fold(model, data, fold, cfg, name='fold'):
     """
     optimizer = make_optimizer(model, cfg.lr, cfg.weight_decay)
     rng = np.random.default_rng(cfg.seed)
+    lengths = np.array([len(s) for s in data.sentences]) if cfg.batching == 'bucketed' else None
     best_accuracy, best_epoch, snapshot = -1.0, 0, None
     epoch = 0
     for epoch in range(1, cfg.epochs + 1):
         train_loss = train_epoch(model, optimizer, fold.train, data.labels, cfg.batch_size, rng,
-                                 f'{name} epoch {epoch}/{cfg.epochs}', cfg.progress, cfg.logging_step)
+                                 f'{name} epoch {epoch}/{cfg.epochs}', cfg.progress, cfg.logging_step, lengths)
         dev_accuracy, dev_loss = evaluate(model, fold.dev, data.labels, cfg.batch_size, data.sentences)
         improved = dev_accuracy > best_accuracy
         if improved:
@@ -473,6 +500,10 @@ def add_protocol_args(p, data_required=True):
                    help='share of each training fold held out for early stopping')
     t.add_argument('--seed', type=int, default=1, help='fixes folds, initialisation, batch order and dropout')
     t.add_argument('--batch_size', type=int, default=32, help='sentences per training batch')
+    t.add_argument('--batching', default='random', choices=BATCHINGS,
+                   help='random: shuffled training batches (the protocol of every rt-polarity figure); bucketed: '
+                   f'shuffled pools of {BUCKET_POOL_BATCHES} batches sorted by length, so that a batch holds '
+                   'sentences of similar lengths (several times less padding on long-tailed data such as reviews)')
     t.add_argument('--epochs', type=int, default=20, help='maximum epochs per fold')
     t.add_argument('--patience', type=int, default=3, help='stop after this many epochs without a better dev accuracy')
     t.add_argument('--lr', type=float, default=1e-3, help='Adam learning rate of the classifier (and scalar mix)')
@@ -520,7 +551,8 @@ def check_protocol_args(a):
 
 def train_config(a):
     return TrainConfig(lr=a.lr, batch_size=a.batch_size, epochs=a.epochs, patience=a.patience, seed=a.seed,
-                       progress=not a.quiet, weight_decay=a.weight_decay, logging_step=a.logging_step)
+                       progress=not a.quiet, weight_decay=a.weight_decay, logging_step=a.logging_step,
+                       batching=a.batching)
 
 
 def runs_on_this_rank(script):

@@ -9,8 +9,8 @@ import paddle
 import pytest
 
 from conftest import FIXTURE, ROOT, SHARED, require, tiny_config
-from classifier import (BowHead, Dataset, make_folds, make_optimizer, predict, read_polarity, split_clitics,
-                        train_epoch)
+from classifier import (BUCKET_POOL_BATCHES, BowHead, Dataset, batch_order, make_folds, make_optimizer, predict,
+                        read_polarity, split_clitics, train_epoch)
 
 RT = os.path.join(SHARED, 'data', 'rt-polarity')
 CORPUS = os.path.join(SHARED, 'data', 'lm-corpus', 'train.txt')
@@ -113,6 +113,38 @@ def test_single_split_and_too_few_sentences():
 
 
 # ---- head ------------------------------------------------------------------------------------
+
+def test_random_batching_is_the_permutation_cut_in_order():
+    """'random' must stay what every published rt-polarity figure used: one permutation, cut in order."""
+    indices = np.arange(100, 203)
+    batches = batch_order(indices, 32, np.random.default_rng(5))
+    assert [len(b) for b in batches] == [32, 32, 32, 7]
+    assert np.array_equal(np.concatenate(batches), np.random.default_rng(5).permutation(indices))
+
+
+def test_bucketed_batches_cover_each_sentence_once_with_little_padding():
+    rng = np.random.default_rng(0)
+    lengths = rng.lognormal(3, 1, 5000).astype(int) + 1  # median 20, a long tail, as product reviews have
+    indices = np.arange(200, 5000)  # a training fold: not every sentence of the dataset
+    batch_size = 16
+
+    def padding(batches):
+        return sum(len(b) * lengths[b].max() for b in batches) / lengths[indices].sum()
+
+    bucketed = batch_order(indices, batch_size, np.random.default_rng(1), lengths)
+    assert sorted(np.concatenate(bucketed).tolist()) == indices.tolist()
+    assert max(len(b) for b in bucketed) == batch_size
+    # A batch is a sorted slice of its pool; pools and batch order differ from epoch to epoch.
+    assert all(np.all(np.diff(lengths[b]) >= 0) for b in bucketed)
+    again = batch_order(indices, batch_size, np.random.default_rng(2), lengths)
+    assert [b.tolist() for b in again] != [b.tolist() for b in bucketed]
+    random = batch_order(indices, batch_size, np.random.default_rng(1))
+    assert padding(bucketed) < 1.25 and padding(random) > 3  # positions per real token
+    # The batches are shuffled, not served shortest first.
+    assert len(bucketed) > BUCKET_POOL_BATCHES
+    maxima = [lengths[b].max() for b in bucketed]
+    assert maxima != sorted(maxima)
+
 
 def test_head_ignores_padded_positions():
     paddle.seed(0)
