@@ -10,16 +10,18 @@ numbers they print are comparable:
   pretraining corpus does (`it's` -> `it 's`, `doesn't` -> `doesn 't`);
 - folds: `make_folds` gives stratified k-fold cross-validation with a dev split carved from each
   training fold (early stopping), or one stratified split for smoke runs;
-- model: features [batch, time, dim] + mask -> dropout -> masked mean -> MLP -> logits [batch, 2];
+- model: token features [tokens, dim] -> dropout -> mean per sentence -> MLP -> logits [batch, 2];
 - training: Adam, cross-entropy (+ the features' penalty), early stopping on dev accuracy with the
   best epoch's weights restored, then test accuracy;
 - results: a table and a JSON file with the same keys from both scripts.
 
 A features module is an `nn.Layer` whose `forward(indices)` takes sentence indices (numpy int
-array) into the dataset and returns (features [batch, time, dim] float32, mask [batch, time]
-bool). It may also define `penalty()` (a loss term), `lr_groups()` (a list of (parameters,
-learning rate) that train at their own rate), `layer_weights()` (JSON-able, for the output) and
-`dim` (its feature size).
+array) into the dataset and returns (tokens [tokens, dim] float32, lengths int64 numpy [batch]):
+the batch's token features packed sentence after sentence, without padding (`pack` makes that from a
+padded [batch, time, dim] + mask). Packed, the features, the dropout, the mean and their backward
+cost what the real tokens cost: a padded batch of long-tailed reviews is 4-5x larger. It may also
+define `penalty()` (a loss term), `lr_groups()` (a list of (parameters, learning rate) that train
+at their own rate), `layer_weights()` (JSON-able, for the output) and `dim` (its feature size).
 """
 import os
 import random
@@ -184,15 +186,29 @@ FEATURE_NORMS = ('batchnorm', 'none')
 _BATCHNORM_NOTICE = 'When training, we now always track global mean and variance'
 
 
-def masked_mean(x, mask):
-    """x [batch, time, dim], mask [batch, time] bool -> [batch, dim]; a row without tokens gives 0."""
-    m = mask.astype(x.dtype).unsqueeze(-1)
-    return (x * m).sum(axis=1) / paddle.clip(m.sum(axis=1), min=1.0)
+def pack(x, mask):
+    """Padded x [batch, time, dim] + mask [batch, time] bool -> (tokens [tokens, dim] in row order,
+    lengths int64 numpy [batch]). Gradients flow back to x's real positions."""
+    lengths = mask.astype('int64').sum(axis=1).numpy()
+    return paddle.gather_nd(x, paddle.nonzero(mask)), lengths
+
+
+def sentence_means(tokens, lengths):
+    """tokens [tokens, dim] packed sentence after sentence, lengths [batch] -> [batch, dim], the
+    mean of each sentence's rows; a sentence without tokens gives 0.
+
+    One matmul with an averaging matrix [batch, tokens] (1 / length where a token belongs to the row):
+    at these sizes it is cheaper than a scatter and its backward is a matmul too."""
+    lengths = np.asarray(lengths, dtype=np.int64)
+    averaging = np.zeros((len(lengths), int(lengths.sum())), dtype=np.float32)
+    rows = np.repeat(np.arange(len(lengths)), lengths)
+    averaging[rows, np.arange(len(rows))] = 1.0 / lengths[rows]
+    return paddle.matmul(paddle.to_tensor(averaging), tokens)
 
 
 class BowHead(nn.Layer):
-    """features [batch, time, dim] + mask -> dropout -> masked mean [batch, dim] -> (batch norm) ->
-    MLP -> logits [batch, classes].
+    """tokens [tokens, dim] + lengths [batch] (packed, see `pack`) -> dropout -> mean per sentence
+    [batch, dim] -> (batch norm) -> MLP -> logits [batch, classes].
 
     feature_norm 'batchnorm' standardizes each dimension of the mean (batch statistics in training,
     running ones at test time): the dimensions of biLM layers differ in scale by orders of
@@ -209,8 +225,8 @@ class BowHead(nn.Layer):
         self.hidden = nn.Linear(input_dim, hidden_dim) if hidden_dim else None
         self.output = nn.Linear(hidden_dim or input_dim, n_classes)
 
-    def forward(self, features, mask):
-        x = masked_mean(self.dropout(features), mask)
+    def forward(self, tokens, lengths):
+        x = sentence_means(self.dropout(tokens), lengths)
         if self.norm is not None:
             with warnings.catch_warnings():
                 warnings.filterwarnings('ignore', message=_BATCHNORM_NOTICE)
@@ -229,8 +245,7 @@ class SentenceClassifier(nn.Layer):
         self.head = BowHead(features.dim, hidden_dim, dropout, n_classes, feature_norm)
 
     def forward(self, indices):
-        x, mask = self.features(indices)
-        return self.head(x, mask)
+        return self.head(*self.features(indices))
 
     def penalty(self):
         return self.features.penalty() if hasattr(self.features, 'penalty') else None
@@ -266,7 +281,6 @@ class TrainConfig:
     progress: bool = True
     weight_decay: float = 0.0
     logging_step: int = 0  # print the running loss every this many batches (0: per epoch only)
-    batching: str = 'random'  # 'random': shuffled batches; 'bucketed': batches of similar lengths (batch_order)
 
 
 def set_seed(seed):
@@ -326,41 +340,16 @@ def _restore(model, snapshot):
                 t.set_value(snapshot[name])
 
 
-BATCHINGS = ('random', 'bucketed')
-BUCKET_POOL_BATCHES = 50  # 'bucketed' sorts pools of this many batches by length
-
-
-def batch_order(indices, batch_size, rng, lengths=None):
-    """One epoch's training batches: a list of index arrays covering `indices` once.
-
-    Without `lengths` ('random' batching): a random permutation cut into batches. With `lengths`
-    (token counts, indexed like the dataset; 'bucketed' batching): the permutation is cut into pools
-    of BUCKET_POOL_BATCHES batches, each pool is sorted by length and cut into batches, and the
-    batches are shuffled. A batch then holds sentences of similar lengths, so a padded batch
-    [batch, time, dim] has little padding: on long-tailed data (product reviews) it costs several
-    times fewer token positions, in the features, the dropout and the backward pass alike.
-    """
-    order = rng.permutation(indices)
-    if lengths is None:
-        return [order[start:start + batch_size] for start in range(0, len(order), batch_size)]
-    pool = batch_size * BUCKET_POOL_BATCHES
-    batches = []
-    for start in range(0, len(order), pool):
-        part = order[start:start + pool]
-        part = part[np.argsort(lengths[part], kind='stable')]
-        batches += [part[i:i + batch_size] for i in range(0, len(part), batch_size)]
-    return [batches[i] for i in rng.permutation(len(batches))]
-
-
-def train_epoch(model, optimizer, indices, labels, batch_size, rng, desc, progress=True, logging_step=0,
-                lengths=None):
-    """One pass over `indices` in batches from batch_order (bucketed with `lengths`) -> mean training loss."""
+def train_epoch(model, optimizer, indices, labels, batch_size, rng, desc, progress=True, logging_step=0):
+    """One pass over `indices` in a random order -> mean training loss."""
     from tqdm import tqdm
     set_mode(model, True)
+    order = rng.permutation(indices)
     total, batches = 0.0, 0
-    bar = tqdm(batch_order(indices, batch_size, rng, lengths), desc=desc, unit='batch', leave=False,
+    bar = tqdm(range(0, len(order), batch_size), desc=desc, unit='batch', leave=False,
                disable=not show_bars(progress))
-    for idx in bar:
+    for start in bar:
+        idx = order[start:start + batch_size]
         loss = F.cross_entropy(model(idx), paddle.to_tensor(labels[idx]))
         penalty = model.penalty()
         if penalty is not None:
@@ -383,12 +372,11 @@ def train_fold(model, data, fold, cfg, name='fold'):
     """
     optimizer = make_optimizer(model, cfg.lr, cfg.weight_decay)
     rng = np.random.default_rng(cfg.seed)
-    lengths = np.array([len(s) for s in data.sentences]) if cfg.batching == 'bucketed' else None
     best_accuracy, best_epoch, snapshot = -1.0, 0, None
     epoch = 0
     for epoch in range(1, cfg.epochs + 1):
         train_loss = train_epoch(model, optimizer, fold.train, data.labels, cfg.batch_size, rng,
-                                 f'{name} epoch {epoch}/{cfg.epochs}', cfg.progress, cfg.logging_step, lengths)
+                                 f'{name} epoch {epoch}/{cfg.epochs}', cfg.progress, cfg.logging_step)
         dev_accuracy, dev_loss = evaluate(model, fold.dev, data.labels, cfg.batch_size, data.sentences)
         improved = dev_accuracy > best_accuracy
         if improved:
@@ -500,10 +488,6 @@ def add_protocol_args(p, data_required=True):
                    help='share of each training fold held out for early stopping')
     t.add_argument('--seed', type=int, default=1, help='fixes folds, initialisation, batch order and dropout')
     t.add_argument('--batch_size', type=int, default=32, help='sentences per training batch')
-    t.add_argument('--batching', default='random', choices=BATCHINGS,
-                   help='random: shuffled training batches (the protocol of every rt-polarity figure); bucketed: '
-                   f'shuffled pools of {BUCKET_POOL_BATCHES} batches sorted by length, so that a batch holds '
-                   'sentences of similar lengths (several times less padding on long-tailed data such as reviews)')
     t.add_argument('--epochs', type=int, default=20, help='maximum epochs per fold')
     t.add_argument('--patience', type=int, default=3, help='stop after this many epochs without a better dev accuracy')
     t.add_argument('--lr', type=float, default=1e-3, help='Adam learning rate of the classifier (and scalar mix)')
@@ -551,8 +535,7 @@ def check_protocol_args(a):
 
 def train_config(a):
     return TrainConfig(lr=a.lr, batch_size=a.batch_size, epochs=a.epochs, patience=a.patience, seed=a.seed,
-                       progress=not a.quiet, weight_decay=a.weight_decay, logging_step=a.logging_step,
-                       batching=a.batching)
+                       progress=not a.quiet, weight_decay=a.weight_decay, logging_step=a.logging_step)
 
 
 def runs_on_this_rank(script):

@@ -31,7 +31,7 @@ import numpy as np
 from runtime import paddle, use_device  # before paddle.nn: Paddle imported quietly
 import paddle.nn as nn
 
-from classifier import (SentenceClassifier, add_protocol_args, check_protocol_args, cross_validate, load_data,
+from classifier import (SentenceClassifier, pack, add_protocol_args, check_protocol_args, cross_validate, load_data,
                         make_folds, report, runs_on_this_rank, show_bars, train_config)
 from dataset import InputMapper, long_tokens_report, model_tokenizer
 from downstream import Elmo
@@ -78,16 +78,12 @@ class ActivationCache:
         return int(self.array.nbytes)
 
     def batch(self, indices):
-        """Sentence indices -> (n_layers tensors [batch, time, dim], mask [batch, time] bool)."""
+        """Sentence indices -> (n_layers tensors [tokens, dim] packed sentence after sentence, lengths [batch])."""
         indices = np.asarray(indices)
         lengths = self.offsets[indices + 1] - self.offsets[indices]
-        time_steps = int(max(lengths.max(initial=0), 1))
-        padded = np.zeros((len(indices), self.n_layers, time_steps, self.dim), dtype=np.float32)
-        for row, i in enumerate(indices):
-            padded[row, :, :lengths[row]] = self.array[self.offsets[i]:self.offsets[i + 1]].transpose(1, 0, 2)
-        layers = [paddle.to_tensor(padded[:, k]) for k in range(self.n_layers)]
-        mask = paddle.to_tensor(np.arange(time_steps)[None, :] < lengths[:, None])
-        return layers, mask
+        rows = [self.array[self.offsets[i]:self.offsets[i + 1]] for i in indices]
+        packed = np.concatenate(rows) if rows else np.zeros((0, self.n_layers, self.dim), np.float32)
+        return [paddle.to_tensor(np.ascontiguousarray(packed[:, k])) for k in range(self.n_layers)], lengths
 
     def close(self):
         self.array = None
@@ -95,7 +91,8 @@ class ActivationCache:
 
 
 class ElmoFeatures(nn.Layer):
-    """Sentence indices -> (scalar mix of the biLM layers [batch, time, 2P], mask [batch, time]).
+    """Sentence indices -> (scalar mix of the biLM layers [tokens, 2P] packed sentence after sentence,
+    lengths [batch]): classifier.py's features module.
 
     With a cache (frozen biLM) the layers come from it; otherwise the biLM runs on the sentences'
     char ids. Elmo's own dropout should be 0: the shared head applies the dropout.
@@ -111,12 +108,16 @@ class ElmoFeatures(nn.Layer):
 
     def forward(self, indices):
         if self.cache is not None:
-            layers, mask = self.cache.batch(indices)
-            return self.elmo.mix_layers(layers, mask)['elmo_representations'][0], mask
+            layers, lengths = self.cache.batch(indices)
+            # The packed batch is one [1, tokens] row to the mix: a layer norm's statistics over all
+            # the batch's real tokens are the same as over a padded batch's unmasked positions.
+            mask = paddle.ones([1, int(lengths.sum())], dtype='bool')
+            mixed = self.elmo.mix_layers([x.unsqueeze(0) for x in layers], mask)['elmo_representations'][0]
+            return mixed[0], lengths
         # A frozen biLM applies no dropout even in train mode: Elmo.bilm_layers sees to that.
         char_ids, word_ids, lengths = self.mapper.batch([self.sentences[i] for i in indices])
         out = self.elmo(None if char_ids is None else paddle.to_tensor(char_ids), lengths, word_ids)
-        return out['elmo_representations'][0], out['mask']
+        return pack(out['elmo_representations'][0], out['mask'])
 
     def penalty(self):
         return self.elmo.l2_penalty()
@@ -130,7 +131,7 @@ class ElmoFeatures(nn.Layer):
 
 
 class ConcatFeatures(nn.Layer):
-    """ELMo and word2vec token features side by side, [batch, time, 2P + dim]: the paper's way of using
+    """ELMo and word2vec token features side by side, [tokens, 2P + dim]: the paper's way of using
     ELMo, concatenated with a context-free word vector before the task model."""
 
     def __init__(self, elmo_features, word_features):
@@ -139,9 +140,11 @@ class ConcatFeatures(nn.Layer):
         self.dim = elmo_features.dim + word_features.dim
 
     def forward(self, indices):
-        elmo, mask = self.elmo_features(indices)
-        words, _ = self.word_features(indices)  # the same tokens, so the same [batch, time] layout
-        return paddle.concat([elmo, words], axis=-1), mask
+        elmo, lengths = self.elmo_features(indices)
+        words, word_lengths = self.word_features(indices)
+        if not np.array_equal(lengths, word_lengths):  # word2vec's oov='skip' would drop tokens
+            raise ValueError('ELMo and word2vec features must cover the same tokens (word2vec oov mode "unk")')
+        return paddle.concat([elmo, words], axis=-1), lengths
 
     def penalty(self):
         return self.elmo_features.penalty()

@@ -208,7 +208,8 @@ def lookup_table(sentences, kv, oov='unk'):
 
 
 class Word2VecFeatures(nn.Layer):
-    """Sentence indices -> (frozen word vectors [batch, time, dim], mask [batch, time] bool)."""
+    """Sentence indices -> (frozen word vectors [tokens, dim] packed sentence after sentence,
+    lengths [batch]): classifier.py's features module."""
 
     def __init__(self, table, token_ids, oov='unk'):
         super().__init__()
@@ -221,12 +222,9 @@ class Word2VecFeatures(nn.Layer):
 
     def forward(self, indices):
         rows = [self.token_ids[i] for i in indices]
-        time_steps = max(max((len(r) for r in rows), default=0), 1)
-        ids = np.zeros((len(rows), time_steps), dtype=np.int64)
-        for b, r in enumerate(rows):
-            ids[b, :len(r)] = r
-        ids = paddle.to_tensor(ids)
-        x = F.embedding(ids, self.table)  # [batch, time, dim]
+        lengths = np.array([len(r) for r in rows], dtype=np.int64)
+        ids = paddle.to_tensor(np.concatenate(rows) if rows else np.zeros(0, np.int64))
+        x = F.embedding(ids, self.table)  # [tokens, dim]
         if self.unk is not None:
             x = x + (ids == UNK).astype(x.dtype).unsqueeze(-1) * self.unk
-        return x, ids != PAD
+        return x, lengths

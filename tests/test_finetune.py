@@ -9,8 +9,8 @@ import paddle
 import pytest
 
 from conftest import FIXTURE, ROOT, SHARED, require, tiny_config
-from classifier import (BUCKET_POOL_BATCHES, BowHead, Dataset, batch_order, make_folds, make_optimizer, predict,
-                        read_polarity, split_clitics, train_epoch)
+from classifier import (BowHead, Dataset, make_folds, make_optimizer, predict, read_polarity, split_clitics,
+                        train_epoch)
 
 RT = os.path.join(SHARED, 'data', 'rt-polarity')
 CORPUS = os.path.join(SHARED, 'data', 'lm-corpus', 'train.txt')
@@ -114,69 +114,56 @@ def test_single_split_and_too_few_sentences():
 
 # ---- head ------------------------------------------------------------------------------------
 
-def test_random_batching_is_the_permutation_cut_in_order():
-    """'random' must stay what every published rt-polarity figure used: one permutation, cut in order."""
-    indices = np.arange(100, 203)
-    batches = batch_order(indices, 32, np.random.default_rng(5))
-    assert [len(b) for b in batches] == [32, 32, 32, 7]
-    assert np.array_equal(np.concatenate(batches), np.random.default_rng(5).permutation(indices))
+def test_pack_keeps_the_real_tokens_and_the_head_averages_each_sentence():
+    from classifier import pack, sentence_means
+    x = np.random.RandomState(0).randn(3, 4, 6).astype(np.float32)
+    mask = np.array([[True, True, False, False], [False] * 4, [True] * 4])
+    x[0, 2:] = 1e3  # padding must not reach the features
+    tokens, lengths = pack(paddle.to_tensor(x), paddle.to_tensor(mask))
+    assert lengths.tolist() == [2, 0, 4]
+    np.testing.assert_array_equal(tokens.numpy(), np.concatenate([x[0, :2], x[2]]))
+    means = sentence_means(tokens, lengths).numpy()
+    np.testing.assert_allclose(means, [x[0, :2].mean(0), np.zeros(6), x[2].mean(0)], rtol=1e-6, atol=1e-6)
 
-
-def test_bucketed_batches_cover_each_sentence_once_with_little_padding():
-    rng = np.random.default_rng(0)
-    lengths = rng.lognormal(3, 1, 5000).astype(int) + 1  # median 20, a long tail, as product reviews have
-    indices = np.arange(200, 5000)  # a training fold: not every sentence of the dataset
-    batch_size = 16
-
-    def padding(batches):
-        return sum(len(b) * lengths[b].max() for b in batches) / lengths[indices].sum()
-
-    bucketed = batch_order(indices, batch_size, np.random.default_rng(1), lengths)
-    assert sorted(np.concatenate(bucketed).tolist()) == indices.tolist()
-    assert max(len(b) for b in bucketed) == batch_size
-    # A batch is a sorted slice of its pool; pools and batch order differ from epoch to epoch.
-    assert all(np.all(np.diff(lengths[b]) >= 0) for b in bucketed)
-    again = batch_order(indices, batch_size, np.random.default_rng(2), lengths)
-    assert [b.tolist() for b in again] != [b.tolist() for b in bucketed]
-    random = batch_order(indices, batch_size, np.random.default_rng(1))
-    assert padding(bucketed) < 1.25 and padding(random) > 3  # positions per real token
-    # The batches are shuffled, not served shortest first.
-    assert len(bucketed) > BUCKET_POOL_BATCHES
-    maxima = [lengths[b].max() for b in bucketed]
-    assert maxima != sorted(maxima)
-
-
-def test_head_ignores_padded_positions():
     paddle.seed(0)
     head = BowHead(input_dim=6, hidden_dim=5, dropout=0.0)
     head.eval()
-    x = np.random.RandomState(0).randn(2, 4, 6).astype(np.float32)
-    mask = np.array([[True, True, False, False], [True, True, True, True]])
-    garbage = x.copy()
-    garbage[0, 2:] = 1e3
-    a = head(paddle.to_tensor(x), paddle.to_tensor(mask)).numpy()
-    b = head(paddle.to_tensor(garbage), paddle.to_tensor(mask)).numpy()
-    np.testing.assert_allclose(a, b, atol=1e-6)
-    alone = head(paddle.to_tensor(x[:1, :2]), paddle.to_tensor(mask[:1, :2])).numpy()
-    np.testing.assert_allclose(a[:1], alone, atol=1e-6)  # a mean over real tokens, not over time
+    together = head(tokens, lengths).numpy()
+    alone = head(paddle.to_tensor(x[0, :2]), np.array([2])).numpy()
+    np.testing.assert_allclose(together[:1], alone, atol=1e-6)  # a sentence's logits do not depend on its batch
+
+
+def test_dropout_and_gradients_reach_only_real_tokens():
+    from classifier import pack
+    x = paddle.to_tensor(np.ones((2, 5, 400), np.float32), stop_gradient=False)
+    mask = paddle.to_tensor(np.arange(5)[None] < np.array([[2], [5]]))
+    head = BowHead(input_dim=400, hidden_dim=0, dropout=0.5, feature_norm='none')
+    head.train()
+    tokens, lengths = pack(x, mask)
+    dropped = head.dropout(tokens).numpy()
+    assert dropped.shape == (7, 400) and 0.4 < (dropped == 0).mean() < 0.6  # i.i.d. per element
+    assert set(np.unique(dropped)) == {0.0, 2.0}  # upscale_in_train: kept values / (1 - p)
+    head(tokens, lengths).sum().backward()
+    grad = x.grad.numpy()
+    assert np.all(grad[0, 2:] == 0) and np.abs(grad[1]).sum() > 0
 
 
 def test_early_stopping_restores_the_best_epochs_batch_norm_statistics_too():
     from classifier import _restore, _trainable_snapshot
     paddle.seed(0)
     head = BowHead(input_dim=6, hidden_dim=5, dropout=0.0, feature_norm='batchnorm')
-    x, mask = paddle.randn([8, 3, 6]), paddle.ones([8, 3], dtype='bool')
+    x, lengths = paddle.randn([24, 6]), np.full(8, 3)
     head.train()
-    head(x, mask)
+    head(x, lengths)
     best = _trainable_snapshot(head)
     assert any('_mean' in name for name in best)  # the running statistics are part of it
-    head(x * 10 + 5, mask)  # a later epoch moves parameters' statistics
+    head(x * 10 + 5, lengths)  # a later epoch moves parameters' statistics
     head.eval()
-    moved = head(x, mask).numpy()
+    moved = head(x, lengths).numpy()
     _restore(head, best)
     for name, t in head.state_dict().items():
         np.testing.assert_array_equal(t.numpy(), best[name], err_msg=name)
-    assert not np.allclose(head(x, mask).numpy(), moved)
+    assert not np.allclose(head(x, lengths).numpy(), moved)
 
 
 # ---- ELMo features ---------------------------------------------------------------------------
@@ -276,16 +263,16 @@ def test_word2vec_lookup_falls_back_on_case_and_handles_oov_as_documented():
     features = Word2VecFeatures(table, ids, 'unk')
     with paddle.no_grad():
         features.unk.set_value(np.array([5, 5, 5], np.float32))
-    x, mask = features(np.array([1, 2]))
-    np.testing.assert_array_equal(x.numpy()[0], [[5, 5, 5], [0, 0, 4]])
-    assert mask.numpy().tolist() == [[True, True], [True, False]]
+    x, lengths = features(np.array([1, 2]))
+    np.testing.assert_array_equal(x.numpy(), [[5, 5, 5], [0, 0, 4], [5, 5, 5]])
+    assert lengths.tolist() == [2, 1]
 
     table, ids, stats = lookup_table(sentences, _toy_vectors(), oov='skip')
     features = Word2VecFeatures(table, ids, 'skip')
     assert features.unk is None and len(ids[1]) == 1 and len(ids[2]) == 0
-    x, mask = features(np.array([1, 2]))
-    np.testing.assert_array_equal(x.numpy()[0, 0], [0, 0, 4])
-    assert mask.numpy().tolist() == [[True], [False]]
+    x, lengths = features(np.array([1, 2]))
+    np.testing.assert_array_equal(x.numpy(), [[0, 0, 4]])
+    assert lengths.tolist() == [1, 0]
 
 
 @pytest.mark.parametrize('name', ['v.bin', 'v.bin.gz', 'v.txt'])
