@@ -31,8 +31,8 @@ import numpy as np
 from runtime import paddle, use_device  # before paddle.nn: Paddle imported quietly
 import paddle.nn as nn
 
-from classifier import (SentenceClassifier, pack, add_protocol_args, check_protocol_args, cross_validate, load_data,
-                        make_folds, report, runs_on_this_rank, show_bars, train_config)
+from classifier import (SentenceClassifier, add_protocol_args, check_protocol_args, cross_validate, load_data,
+                        make_folds, pack, report, runs_on_this_rank, show_bars, train_config)
 from dataset import InputMapper, long_tokens_report, model_tokenizer
 from downstream import Elmo
 from embedder import ELMoEmbedder

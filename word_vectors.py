@@ -18,7 +18,7 @@ import paddle.nn.functional as F
 from fileio import InputError, atomic_path, iter_lines, list_files
 
 OOV_MODES = ('unk', 'skip')
-PAD, UNK = 0, 1  # rows of the lookup table; word vectors start at row 2
+UNK = 0  # row of the lookup table shared by OOV tokens; word vectors start at row 1 (features are packed: no padding row)
 MAX_GENSIM_SENTENCE = 10000  # gensim cuts longer sentences: longer lines are fed in pieces instead
 
 
@@ -171,10 +171,10 @@ def vector_key(token, kv):
 
 
 def lookup_table(sentences, kv, oov='unk'):
-    """-> (table float32 [2 + known words, dim], token ids per sentence (int64 arrays), OOV stats).
+    """-> (table float32 [1 + known words, dim], token ids per sentence (int64 arrays), OOV stats).
 
     Only the words the sentences use are kept, so the table is small whatever the vocabulary.
-    Row PAD and row UNK are zero; with oov='unk' OOV tokens get id UNK, with 'skip' they are left out.
+    Row UNK is zero; with oov='unk' OOV tokens get id UNK, with 'skip' they are left out.
     """
     if oov not in OOV_MODES:
         raise InputError(f'oov must be one of {OOV_MODES}, got {oov!r}')
@@ -192,15 +192,15 @@ def lookup_table(sentences, kv, oov='unk'):
                     row_ids.append(UNK)
                 continue
             if key not in rows:
-                rows[key] = len(keys) + 2
+                rows[key] = UNK + 1 + len(keys)
                 keys.append(key)
             row_ids.append(rows[key])
         n_tokens += len(sentence)
         n_empty += all(i == UNK for i in row_ids)  # no known token (an empty list counts too)
         ids.append(np.array(row_ids, dtype=np.int64))
-    table = np.zeros((len(keys) + 2, kv.vector_size), dtype=np.float32)
+    table = np.zeros((UNK + 1 + len(keys), kv.vector_size), dtype=np.float32)
     if keys:
-        table[2:] = kv[keys]
+        table[UNK + 1:] = kv[keys]
     stats = {'tokens': n_tokens, 'oov_tokens': n_oov, 'oov_rate': n_oov / max(n_tokens, 1),
              'oov_types': len(oov_types), 'sentences_without_known_tokens': int(n_empty),
              'known_types': len(keys)}
