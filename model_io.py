@@ -453,6 +453,16 @@ def save_training_checkpoint(prefix, model, optimizer, state):
         paddle.save(model.state_dict(), params_tmp)
 
 
+def saved_step(prefix):
+    """The step run_pretrain.py saved 'DIR/N' (or 'DIR/final') at, from its .pdopt's TRAIN_STATE;
+    None if there is no .pdopt or it holds no TRAIN_STATE."""
+    opt_path = f'{prefix}{OPTIMIZER_SUFFIX}'
+    if not os.path.exists(opt_path):
+        return None
+    state = read_paddle_file(opt_path, 'optimizer state').get(TRAIN_STATE)
+    return None if state is None else int(state['step'])
+
+
 def load_training_checkpoint(prefix, model, optimizer, world_size):
     """Restore model and optimizer from 'DIR/N' -> its TRAIN_STATE (checked to come from
     `world_size` processes)."""

@@ -78,6 +78,20 @@ def heldout_perplexities(run_dir):
     return found
 
 
+def checkpoint_at(run_dir, step):
+    """RUN_DIR/STEP, or RUN_DIR/final when the run ended at STEP (run_pretrain.py saves the last step
+    only as `final`, e.g. when --max_steps stopped it there)."""
+    from model_io import PARAMS_SUFFIX, saved_step
+    prefix = os.path.join(run_dir, str(step))
+    if os.path.exists(prefix + PARAMS_SUFFIX):
+        return prefix
+    final = os.path.join(run_dir, 'final')
+    if os.path.exists(final + PARAMS_SUFFIX) and saved_step(final) == step:
+        return final
+    sys.exit(f'error: no checkpoint of step {step} in {run_dir}: neither {prefix}{PARAMS_SUFFIX} nor a '
+             f'final{PARAMS_SUFFIX} saved at that step (its .pdopt says which step it is)')
+
+
 def random_init_checkpoint(run_dir, out_dir, seed):
     """OUT/init/0: the run's options and the weights it starts from: its seed's, then its
     --init_weight_file's and --word_vectors' as run_pretrain.py loads them."""
@@ -178,7 +192,7 @@ def main():
     flags = shlex.split(a.classifier_flags)
     for step in a.steps:
         tokens = tokens_at(a.run_dir, step)
-        ckpt = random_init_checkpoint(a.run_dir, out_dir, a.seed) if step == 0 else os.path.join(a.run_dir, str(step))
+        ckpt = random_init_checkpoint(a.run_dir, out_dir, a.seed) if step == 0 else checkpoint_at(a.run_dir, step)
         vectors = a.word2vec_file or os.path.join(out_dir, f'w2v-{tokens}.bin')
         rows = {}
         want_vectors = tokens > 0 and ('word2vec' in a.methods or 'concat' in a.methods)

@@ -232,8 +232,12 @@ def test_word_vectors_initialise_covered_rows_and_freeze_keeps_them(corpus, tmp_
         np.testing.assert_allclose(final[vocab.word_to_id(word)], kv[word], rtol=1e-6)
     # bench_downstream's step 0 (the run before its first step) starts from the same vectors
     monkeypatch.syspath_prepend(os.path.join(ROOT, 'benchmarks'))
-    from bench_downstream import random_init_checkpoint
+    from bench_downstream import checkpoint_at, random_init_checkpoint
     start = load(random_init_checkpoint(str(tmp_path / 'ck'), str(tmp_path / 'down'), 1) + '.pdparams')
+    # --max_steps 3 saved step 3 only as `final`: bench_downstream --steps 3 finds it; a step never saved fails
+    assert checkpoint_at(str(tmp_path / 'ck'), 3) == str(tmp_path / 'ck' / 'final')
+    with pytest.raises(SystemExit, match='no checkpoint of step 2 in'):
+        checkpoint_at(str(tmp_path / 'ck'), 2)
     for word in ('the', 'cat'):
         np.testing.assert_allclose(start['bilm.word_embedding'][vocab.word_to_id(word)], kv[word], rtol=1e-6)
     # a dimension that does not fit, and a resumed run with another vocabulary, are one-line errors
