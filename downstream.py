@@ -19,34 +19,47 @@ class ScalarMix(nn.Layer):
     With `do_layer_norm`, each layer is normalised by the mean and variance of its unmasked
     entries over the whole batch (as AllenNLP). `l2_penalty()` is l2_coef * sum(w^2): it pulls the
     weights toward equal, as bilm-tf's `weight_layers(l2_coef=...)`.
+    only_layer=k: gamma * layer_k alone, no weights and no penalty (bilm-tf's `use_top_only=True` is
+    k = n_layers - 1; TF-Hub's ELMo outputs `word_emb`, `lstm_outputs1`, `lstm_outputs2` are k = 0, 1, 2).
     """
 
     def __init__(self, n_layers, do_layer_norm=False, l2_coef=0.0, initial_weights=None, trainable=True,
-                 initial_gamma=1.0):
+                 initial_gamma=1.0, only_layer=None):
         super().__init__()
         init = np.zeros(n_layers, np.float32) if initial_weights is None else np.asarray(initial_weights, np.float32)
         if init.shape != (n_layers,):
             raise ValueError(f'initial_weights must have {n_layers} values, got {init.shape}')
+        if only_layer is not None and not 0 <= only_layer < n_layers:
+            raise ValueError(f'only_layer must be in 0..{n_layers - 1} (the layers of this biLM), got {only_layer}')
         self.weights_ = self.create_parameter([n_layers], default_initializer=nn.initializer.Assign(init))
         self.gamma = self.create_parameter([1], default_initializer=nn.initializer.Constant(initial_gamma))
-        self.weights_.stop_gradient = self.gamma.stop_gradient = not trainable
-        self.do_layer_norm, self.l2_coef = do_layer_norm, l2_coef
+        self.weights_.stop_gradient = not trainable or only_layer is not None
+        self.gamma.stop_gradient = not trainable
+        self.do_layer_norm, self.l2_coef, self.only_layer = do_layer_norm, l2_coef, only_layer
 
     def normalized_weights(self):
+        if self.only_layer is not None:
+            return paddle.nn.functional.one_hot(paddle.to_tensor(self.only_layer), self.weights_.shape[0])
         return F.softmax(self.weights_)
 
     def l2_penalty(self):
+        if self.only_layer is not None:
+            return paddle.zeros([])
         return self.l2_coef * paddle.sum(self.weights_ ** 2)
 
     def forward(self, layers, mask=None):
         """layers: list of [batch, time, dim]; mask: [batch, time] (needed for layer norm)."""
         if len(layers) != self.weights_.shape[0]:
             raise ValueError(f'ScalarMix built for {self.weights_.shape[0]} layers got {len(layers)}')
-        weights = self.normalized_weights()
+        if self.only_layer is not None:
+            layers = layers[self.only_layer:self.only_layer + 1]
         if self.do_layer_norm:
             if mask is None:
                 raise ValueError('ScalarMix with do_layer_norm needs the mask')
             layers = [_masked_layer_norm(x, mask) for x in layers]
+        if self.only_layer is not None:
+            return self.gamma * layers[0]
+        weights = self.normalized_weights()
         mixed = sum(weights[k] * x for k, x in enumerate(layers))
         return self.gamma * mixed
 
@@ -70,10 +83,12 @@ class Elmo(nn.Layer):
     cpu_threads: on CPU, Paddle's threads, as in `ELMoEmbedder` (None: $OMP_NUM_THREADS if set,
     else the available cores; on AMD processors also MKL's AVX2 path unless MKL_DEBUG_CPU_TYPE is set).
     tokenizer: how `batch_to_ids` splits raw strings, as in `ELMoEmbedder` (None: the model's).
+    only_layer: None (a scalar mix of all layers), or k: layer k alone, times gamma (ScalarMix's;
+    -1 is the top layer, bilm-tf's `use_top_only`).
     """
 
     def __init__(self, bilm, num_output_representations=1, requires_grad=False, do_layer_norm=False,
-                 dropout=0.5, l2_coef=0.0, cpu_threads=None, tokenizer=None):
+                 dropout=0.5, l2_coef=0.0, cpu_threads=None, tokenizer=None, only_layer=None):
         super().__init__()
         configure_if_on_cpu(cpu_threads)
         self.bilm = bilm
@@ -82,7 +97,11 @@ class Elmo(nn.Layer):
         for p in self.bilm.parameters():
             p.stop_gradient = not requires_grad
         n = bilm.n_layers + 1
-        self.scalar_mixes = nn.LayerList([ScalarMix(n, do_layer_norm, l2_coef)
+        if only_layer is not None and not -n <= only_layer < n:
+            raise InputError(f'layer {only_layer} asked for: this biLM has layers 0..{n - 1} (0: the token '
+                             f'layer, 1..{n - 1}: the LSTM layers; -1: the top one)')
+        only = None if only_layer is None else only_layer % n
+        self.scalar_mixes = nn.LayerList([ScalarMix(n, do_layer_norm, l2_coef, only_layer=only)
                                           for _ in range(num_output_representations)])
         self.dropout = nn.Dropout(dropout)
 

@@ -19,6 +19,7 @@ removed) into an on-disk float32 cache that every epoch and every fold reuse, so
 only the scalar mix and the head. --trainable fine-tunes the biLM at its own --bilm_lr; it is then
 recomputed every batch, and each fold starts again from the loaded weights.
 """
+import argparse
 import os
 import shutil
 import sys
@@ -157,11 +158,12 @@ class ConcatFeatures(nn.Layer):
 
 
 def model_builder(bilm, sentences, trainable=False, bilm_lr=2e-5, layer_norm=False, l2_coef=1e-3,
-                  hidden_dim=256, dropout=0.2, cache=None, feature_norm='batchnorm', word_table=None):
+                  hidden_dim=256, dropout=0.2, cache=None, feature_norm='batchnorm', word_table=None,
+                  only_layer=None):
     """-> build_model(fold) making a fresh classifier; a trainable biLM is reset to its loaded weights first.
 
     word_table: (table, token ids) of word_vectors.lookup_table, to concatenate word2vec vectors
-    to the ELMo features of each token."""
+    to the ELMo features of each token. only_layer: None (the scalar mix) or one layer (Elmo's)."""
     initial = {name: p.numpy().copy() for name, p in bilm.named_parameters()} if trainable else None
 
     def build_model(fold):
@@ -169,7 +171,8 @@ def model_builder(bilm, sentences, trainable=False, bilm_lr=2e-5, layer_norm=Fal
             with paddle.no_grad():
                 for name, p in bilm.named_parameters():
                     p.set_value(initial[name])
-        elmo = Elmo(bilm, requires_grad=trainable, do_layer_norm=layer_norm, dropout=0.0, l2_coef=l2_coef)
+        elmo = Elmo(bilm, requires_grad=trainable, do_layer_norm=layer_norm, dropout=0.0, l2_coef=l2_coef,
+                    only_layer=only_layer)
         features = ElmoFeatures(elmo, sentences, cache, bilm_lr)
         if word_table is not None:
             features = ConcatFeatures(features, Word2VecFeatures(*word_table))
@@ -184,6 +187,10 @@ def add_elmo_args(p):
                    help='fine-tune the biLM at --bilm_lr (recomputed every batch); default: frozen and cached')
     e.add_argument('--bilm_lr', type=float, default=2e-5, help='Adam learning rate of the biLM with --trainable')
     e.add_argument('--layer_norm', action='store_true', help='layer-normalise each biLM layer before mixing')
+    e.add_argument('--elmo_layer', default='mix', type=_elmo_layer,
+                   help='the feature: mix (a learned scalar mix of all layers), top (the top LSTM layer alone, '
+                   'bilm-tf\'s use_top_only), or a layer number alone: 0 the token layer (TF-Hub\'s word_emb), '
+                   '1, 2 the LSTM layers (lstm_outputs1, lstm_outputs2)')
     e.add_argument('--l2_coef', type=float, default=1e-3,
                    help='L2 penalty on the scalar-mix weights (pulls them toward equal weights)')
     e.add_argument('--no_cache', action='store_true',
@@ -193,6 +200,19 @@ def add_elmo_args(p):
     e.add_argument('--bilm_batch_size', type=int, default=64, help='sentences per biLM batch when caching')
     e.add_argument('--concat_word2vec', help='word2vec file (.bin / .txt): concatenate each token\'s word vector to '
                    'its ELMo features (the paper\'s use of ELMo); tokens without a vector share one learned vector')
+
+
+def _elmo_layer(value):
+    """--elmo_layer: 'mix' -> None, 'top' -> -1, 'K' -> K (checked against the model once it is loaded)."""
+    if value in ('mix', 'top'):
+        return {'mix': None, 'top': -1}[value]
+    try:
+        layer = int(value)
+    except ValueError:
+        layer = -1
+    if layer < 0:
+        raise argparse.ArgumentTypeError(f'expected mix, top or a layer number >= 0, got {value!r}')
+    return layer
 
 
 def check_elmo_args(a):
@@ -232,7 +252,11 @@ def main():
     bilm = load_bilm(**source)
     print(long_tokens_report(Counter(t for s in data.sentences for t in s), bilm.config.max_characters_per_token),
           file=sys.stderr)
+    if a.elmo_layer is not None and a.elmo_layer > bilm.n_layers:
+        raise cli.InputError(f'--elmo_layer {a.elmo_layer}: the model has layers 0..{bilm.n_layers} (0: the token '
+                             f'layer, 1..{bilm.n_layers}: the LSTM layers)')
     info = {'model': {k: v for k, v in source.items() if v} or {'bundled': BUNDLED_MODEL_DIR},
+            'elmo_layer': 'mix' if a.elmo_layer is None else a.elmo_layer,
             'projection_dim': bilm.projection_dim, 'n_layers': bilm.n_layers + 1, 'trainable': a.trainable,
             'cached': not (a.trainable or a.no_cache)}
     cache = None
@@ -250,7 +274,7 @@ def main():
             word_table = (table, token_ids)
             info.update(concat_word2vec=a.concat_word2vec, word2vec_dim=table.shape[1], word2vec_oov=stats)
         build = model_builder(bilm, data.sentences, a.trainable, a.bilm_lr, a.layer_norm, a.l2_coef,
-                              a.hidden_dim, a.dropout, cache, a.feature_norm, word_table)
+                              a.hidden_dim, a.dropout, cache, a.feature_norm, word_table, a.elmo_layer)
         results = cross_validate(data, folds, build, train_config(a), a.run_folds)
     finally:
         if cache is not None:

@@ -8,6 +8,7 @@ import numpy as np
 import paddle
 import pytest
 
+from fileio import InputError
 from conftest import FIXTURE, ROOT, SHARED, require, tiny_config
 from classifier import (BowHead, Dataset, make_folds, make_optimizer, predict, read_polarity, split_clitics,
                         train_epoch)
@@ -217,6 +218,28 @@ def test_frozen_bilm_does_not_change_but_the_scalar_mix_does():
     assert np.abs(mix.weights_.numpy()).max() > 0 and mix.gamma.numpy()[0] != 1.0
 
 
+def test_one_layer_alone_is_that_layer_times_gamma_and_only_gamma_trains():
+    from bilm import remove_sentence_boundaries
+    from downstream import Elmo
+    bilm, data = fixture_bilm(), small_dataset(20)
+    inputs = Elmo(bilm).batch_to_inputs(data.sentences[:4])
+    out = Elmo(bilm).bilm_layers(inputs['char_ids'], inputs['lengths'])
+    for asked, k in ((0, 0), (1, 1), (2, 2), (-1, 2)):  # -1: the top layer, bilm-tf's use_top_only
+        elmo = Elmo(bilm, dropout=0.0, l2_coef=1.0, only_layer=asked)
+        with paddle.no_grad():
+            elmo.scalar_mixes[0].gamma.set_value(np.array([0.7], np.float32))
+            got = elmo(**inputs)['elmo_representations'][0].numpy()
+        want, _ = remove_sentence_boundaries(out['activations'][k], out['mask'])
+        np.testing.assert_allclose(got, 0.7 * want.numpy(), rtol=1e-6, atol=1e-7)
+        assert elmo.scalar_mixes[0].normalized_weights().numpy().tolist() == [float(i == k) for i in range(3)]
+        assert float(elmo.l2_penalty()) == 0.0
+    with pytest.raises(InputError, match='this biLM has layers 0..2'):
+        Elmo(bilm, only_layer=3)
+    _, model = _train_steps(bilm, data, only_layer=1)
+    mix = model.features.elmo.scalar_mixes[0]
+    assert np.all(mix.weights_.numpy() == 0) and mix.gamma.numpy()[0] != 1.0
+
+
 def test_trainable_bilm_changes_at_its_own_rate_and_each_fold_restarts_from_the_loaded_weights():
     bilm, data = fixture_bilm(), small_dataset(20)
     assert set(data.labels[np.argsort([len(s) for s in data.sentences])[:8]]) == {0, 1}
@@ -310,6 +333,22 @@ def test_run_finetune_end_to_end_on_a_slice(rt_slice, tmp_path):
     assert len(result['layer_weights']) == 2
     assert sum(result['layer_weights'][0]['weights']) == pytest.approx(1.0, abs=1e-5)
     assert result['args']['folds'] == 2 and result['data']['sentences'] == 200
+
+
+def test_run_finetune_elmo_layer_picks_one_layer_and_rejects_a_layer_the_model_lacks(rt_slice, tmp_path):
+    require(FIXTURE)
+    model = ['--options_file', os.path.join(FIXTURE, 'options.json'),
+             '--weight_file', os.path.join(FIXTURE, 'lm_weights.hdf5')]
+    out = tmp_path / 'top.json'
+    proc = run_script('run_finetune.py', '--data_dir', str(rt_slice), *model, '--elmo_layer', 'top', '--folds', '2',
+                      '--run_folds', '1', '--epochs', '1', '--output_json', str(out), '--quiet')
+    assert proc.returncode == 0, proc.stderr
+    result = json.loads(out.read_text())
+    assert result['features']['elmo_layer'] == -1 and result['layer_weights'][0]['weights'] == [0.0, 0.0, 1.0]
+    for bad, message in (('3', '--elmo_layer 3: the model has layers 0..2'),
+                         ('first', "expected mix, top or a layer number >= 0, got 'first'")):
+        proc = run_script('run_finetune.py', '--data_dir', str(rt_slice), *model, '--elmo_layer', bad)
+        assert proc.returncode == 2 and message in proc.stderr and 'Traceback' not in proc.stderr, proc.stderr
 
 
 def test_word2vec_base_end_to_end_trains_saves_and_reuses_vectors(rt_slice, tmp_path):
