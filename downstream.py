@@ -39,7 +39,7 @@ class ScalarMix(nn.Layer):
 
     def normalized_weights(self):
         if self.only_layer is not None:
-            return paddle.nn.functional.one_hot(paddle.to_tensor(self.only_layer), self.weights_.shape[0])
+            return F.one_hot(paddle.to_tensor(self.only_layer), self.weights_.shape[0])
         return F.softmax(self.weights_)
 
     def l2_penalty(self):

@@ -26,7 +26,6 @@ skips them when started again); OUT/curve.csv and curve.png are rewritten after 
 """
 import argparse
 import json
-import math
 import os
 import shlex
 import subprocess
@@ -133,14 +132,6 @@ def run_protocol(script, extra, out_json, threads, dataset='rt-polarity', classi
     return summary
 
 
-def paired(a, b):
-    """Mean and standard error of the per-fold differences a - b."""
-    diffs = [x - y for x, y in zip(a, b)]
-    mean = sum(diffs) / len(diffs)
-    var = sum((d - mean) ** 2 for d in diffs) / (len(diffs) - 1)
-    return mean, math.sqrt(var / len(diffs))
-
-
 def main():
     p = argparse.ArgumentParser(description=__doc__.split('\n')[0],
                                 formatter_class=argparse.ArgumentDefaultsHelpFormatter)
@@ -234,7 +225,7 @@ def write_curve(rows, out_dir, perplexities, dataset):
         w2v = by_key.get(('word2vec', r['step']))
         diff = se = None
         if r['method'] != 'word2vec' and w2v is not None:
-            diff, se = paired(r['fold_accuracies'], w2v['fold_accuracies'])
+            diff, se = common.paired(r['fold_accuracies'], w2v['fold_accuracies'])[:2]
         ppl = perplexities.get(r['step']) if r['method'] != 'word2vec' else None
         table.append({'method': r['method'], 'step': r['step'], 'tokens': r['tokens'],
                       'heldout_ppl': None if ppl is None else round(ppl, 1),

@@ -305,3 +305,25 @@ def print_table(rows, columns=None):
     print('|' + '|'.join('-' * (w + 2) for w in widths) + '|')
     for r in cells:
         print('| ' + ' | '.join(v.rjust(w) for v, w in zip(r, widths)) + ' |')
+
+
+# --------------------------------------------------------------------------------------------
+# Paired comparisons over cross-validation folds
+# --------------------------------------------------------------------------------------------
+
+def paired(a, b):
+    """Per-fold accuracies a and b of two rows on the same folds -> (mean of a - b, its standard
+    error, folds where a is better, two-sided p of the paired t-test, of Wilcoxon's signed-rank
+    test). The p-values are None with fewer than 2 folds (Wilcoxon's: when every difference is 0)."""
+    if len(a) != len(b):
+        raise ValueError(f'paired rows need the same folds, got {len(a)} and {len(b)} accuracies')
+    diffs = [x - y for x, y in zip(a, b)]
+    n = len(diffs)
+    mean = sum(diffs) / n
+    if n < 2:
+        return mean, float('nan'), sum(d > 0 for d in diffs), None, None
+    se = (sum((d - mean) ** 2 for d in diffs) / (n - 1) / n) ** 0.5
+    from scipy import stats  # scikit-learn's dependency
+    t_p = float(stats.ttest_rel(a, b).pvalue) if se > 0 else (1.0 if mean == 0 else 0.0)
+    w_p = float(stats.wilcoxon(a, b).pvalue) if any(diffs) else None
+    return mean, se, sum(d > 0 for d in diffs), t_p, w_p
