@@ -1,5 +1,6 @@
-# make setup: .venv from requirements.txt; make demo: the main job on a small built-in default;
-# make test: the test suite (what CI runs); make bench: the benchmarks (prints tables).
+# make setup: .venv with the package installed editable and the extras the tests need;
+# make demo: the main job on a small built-in default; make test: the test suite (what CI runs);
+# make bench: the embedding benchmark (prints a table).
 PYTHON ?= python3
 VENV := .venv
 PY := $(VENV)/bin/python
@@ -7,17 +8,14 @@ PY := $(VENV)/bin/python
 .PHONY: setup demo test bench
 setup: $(VENV)/.installed
 
-# The .pth file puts this checkout on the venv's path (what an editable install does), so the
-# benchmarks and the launched test workers import our modules without editing sys.path.
-$(VENV)/.installed: requirements.txt Makefile
+$(VENV)/.installed: pyproject.toml Makefile
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
-	$(PY) -m pip install -q -r requirements.txt
-	$(PY) -c "import site; open(site.getsitepackages()[0] + '/elmo-paddle.pth', 'w').write('$(CURDIR)\n')"
+	$(PY) -m pip install -q -e '.[test]'
 	touch $@
 
 demo: setup
-	$(PY) demo.py
+	$(VENV)/bin/paddle-elmo demo
 
 test: setup
 	$(PY) -m pytest -q tests

@@ -32,9 +32,8 @@ import subprocess
 import sys
 import time
 
-import args  # noqa: F401  (first: it quiets Paddle's import-time notices, as in the scripts)
 import common
-from fileio import atomic_path, write_csv_atomic
+from paddle_elmo.fileio import atomic_path, write_csv_atomic
 
 METHODS = ('elmo', 'word2vec', 'concat')
 # name -> the classifier's data flags, the corpus the word2vec rows train on, word2vec_base's tokenizer
@@ -53,7 +52,7 @@ def tokens_at(run_dir, step):
     """Training tokens seen at `step`: step x batch x unroll x ranks, as train_log.csv counts them."""
     if step == 0:
         return 0
-    from model_io import read_run_configs
+    from paddle_elmo.model_io import read_run_configs
     _, recipe = read_run_configs(run_dir)
     return step * recipe.batch_size * recipe.unroll_steps * recipe.world_size
 
@@ -80,7 +79,7 @@ def heldout_perplexities(run_dir):
 def checkpoint_at(run_dir, step):
     """RUN_DIR/STEP, or RUN_DIR/final when the run ended at STEP (run_pretrain.py saves the last step
     only as `final`, e.g. when --max_steps stopped it there)."""
-    from model_io import PARAMS_SUFFIX, saved_step
+    from paddle_elmo.model_io import PARAMS_SUFFIX, saved_step
     prefix = os.path.join(run_dir, str(step))
     if os.path.exists(prefix + PARAMS_SUFFIX):
         return prefix
@@ -94,11 +93,11 @@ def checkpoint_at(run_dir, step):
 def random_init_checkpoint(run_dir, out_dir, seed):
     """OUT/init/0: the run's options and the weights it starts from: its seed's, then its
     --init_weight_file's and --word_vectors' as run_pretrain.py loads them."""
-    from dataset import Vocabulary
-    from lm import LanguageModel
-    from model_io import load_weights_into, read_run_configs, write_run_configs
-    from run_pretrain import init_word_embedding
-    from runtime import paddle
+    from paddle_elmo.dataset import Vocabulary
+    from paddle_elmo.lm import LanguageModel
+    from paddle_elmo.model_io import load_weights_into, read_run_configs, write_run_configs
+    from paddle_elmo.training import init_word_embedding
+    from paddle_elmo.runtime import paddle
     config, recipe = read_run_configs(run_dir)
     directory = os.path.join(out_dir, 'init')
     os.makedirs(directory, exist_ok=True)

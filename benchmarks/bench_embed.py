@@ -47,9 +47,9 @@ import sys
 import tempfile
 import time
 
-import args as cli
+from paddle_elmo.cli import flags as cli
 import common
-from fileio import write_json_atomic
+from paddle_elmo.fileio import write_json_atomic
 
 DEFAULT_DATA = os.path.join(common.SHARED, 'data', 'rt-polarity', 'rt-polarity.pos')
 DEFAULT_CORPUS = os.path.join(common.SHARED, 'data', 'lm-corpus', 'train.txt')
@@ -66,7 +66,7 @@ CONFIGS = {  # ModelConfig fields
 
 def config_options(name):
     """The ModelConfig of configuration `name`."""
-    from config import ModelConfig
+    from paddle_elmo.config import ModelConfig
     # Original filters, char embedding 16, clips 3, residual unless the config says otherwise.
     return ModelConfig(dropout=0.0, **CONFIGS[name])
 
@@ -105,8 +105,8 @@ def count_char_cnn_tokens(bilm):
 def build_embedder(spec):
     """-> (bilm, embedder, seconds the token table took to dump, or None)."""
     common.set_threads(spec['threads'])
-    from runtime import paddle
-    from elmo import BiLM, ELMoEmbedder, dump_token_embeddings, export_weights
+    from paddle_elmo.runtime import paddle
+    from paddle_elmo import BiLM, ELMoEmbedder, dump_token_embeddings, export_weights
     paddle.set_device(spec['device'])
     paddle.seed(spec['seed'])
     bilm = BiLM(config_options(spec['config']))
@@ -159,8 +159,8 @@ def embed_file_worker(spec):
 
 def export_worker(spec):
     """The configuration's random weights (the embed workers' seed) -> options.json + weights.hdf5."""
-    from runtime import paddle
-    from elmo import BiLM, export_weights
+    from paddle_elmo.runtime import paddle
+    from paddle_elmo import BiLM, export_weights
     paddle.seed(spec['seed'])
     export_weights(BiLM(config_options(spec['config'])), spec['output_dir'])
     return {'output_dir': spec['output_dir']}
@@ -168,9 +168,9 @@ def export_worker(spec):
 
 def export_inference_worker(spec):
     """The configuration's random weights (the embed workers' seed) -> an export_inference directory."""
-    from runtime import paddle
-    from deploy import export_inference
-    from elmo import BiLM
+    from paddle_elmo.runtime import paddle
+    from paddle_elmo.deploy import export_inference
+    from paddle_elmo import BiLM
     paddle.seed(spec['seed'])
     export_inference(BiLM(config_options(spec['config'])), spec['output_dir'])
     return {'output_dir': spec['output_dir']}
@@ -179,8 +179,8 @@ def export_inference_worker(spec):
 def exported_worker(spec):
     """Time an exported model as embed_worker times ELMoEmbedder (same sentences, batches, warm-up)."""
     common.set_threads(spec['threads'])
-    from deploy import InferenceEmbedder
-    from runtime import keep_freed_memory
+    from paddle_elmo.deploy import InferenceEmbedder
+    from paddle_elmo.runtime import keep_freed_memory
     keep_freed_memory()  # as the embedder's runs (reuse_memory=True)
     sentences, _ = read_sentences(spec['data_file'], spec['n_sentences'])
     embedder = InferenceEmbedder(spec['model_dir'], backend=EXPORTED_RUNTIMES[spec['runtime']]['backend'],
@@ -414,7 +414,7 @@ def main():
 
 def run_benchmark(a):
     common.set_threads(a.threads)
-    from runtime import paddle
+    from paddle_elmo.runtime import paddle
     paddle.set_device(a.device)
     info = common.machine_info()
     common.print_machine_info(info)

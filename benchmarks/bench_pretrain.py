@@ -20,9 +20,8 @@ import json
 import os
 import time
 
-import args  # noqa: F401  (first: it quiets Paddle's import-time notices, as in the scripts)
 import common
-from config import ModelConfig
+from paddle_elmo.config import ModelConfig
 
 CONFIGS = {
     # LSTM 1024 -> 128, the original char CNN, 1 highway (as bench_embed.py's small)
@@ -38,9 +37,9 @@ TRAIN = os.path.join(common.LM_CORPUS, 'train.txt')
 def worker(name, steps, warmup):
     """Train `steps` timed steps of configuration `name`; print one JSON line."""
     import numpy as np
-    from dataset import LMStream, Vocabulary
-    from lm import Adagrad, LanguageModel, train_step
-    from runtime import paddle, use_device
+    from paddle_elmo.dataset import LMStream, Vocabulary
+    from paddle_elmo.lm import Adagrad, LanguageModel, train_step
+    from paddle_elmo.runtime import paddle, use_device
     cfg = CONFIGS[name]
     use_device('cpu')  # as run_pretrain.py (glibc keeps freed memory)
     paddle.seed(0)

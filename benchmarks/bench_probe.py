@@ -16,20 +16,20 @@ import sys
 
 import numpy as np
 
-import args as cli  # first: it quiets Paddle's import-time notices, as in the scripts
+from paddle_elmo.cli import flags as cli  # first: it quiets Paddle's import-time notices, as in the scripts
 import common
 
 
 def elmo_sentence_means(sentences, source):
     """-> float32 [n_sentences, n_layers, dim]: each layer's mean over the sentence's tokens."""
-    from elmo import ELMoEmbedder
+    from paddle_elmo import ELMoEmbedder
     embedder = ELMoEmbedder(**source, reuse_memory=True)
     return np.stack([layers.mean(axis=1) for layers in embedder.encode(sentences)])
 
 
 def word2vec_sentence_means(sentences, path):
     """-> float32 [n_sentences, dim]: mean of the known tokens' vectors (zeros when none is known)."""
-    from word_vectors import load_vectors, lookup_table
+    from paddle_elmo.word_vectors import load_vectors, lookup_table
     table, ids, _ = lookup_table(sentences, load_vectors(path), oov='skip')
     return np.stack([table[i].mean(axis=0) if len(i) else np.zeros(table.shape[1], np.float32) for i in ids])
 
@@ -62,7 +62,7 @@ def feature_sets(elmo, word2vec):
 
 
 def main():
-    from classifier import make_folds, read_polarity
+    from paddle_elmo.classifier import make_folds, read_polarity
     p = argparse.ArgumentParser(description=__doc__.split('\n')[0])
     cli.add_model_source(p, bundled_default=True)
     p.add_argument('--word2vec', help='also probe these word vectors (.bin / .txt), alone and beside ELMo')

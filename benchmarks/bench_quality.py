@@ -22,9 +22,8 @@ import subprocess
 import sys
 import time
 
-import args  # noqa: F401  (first: it quiets Paddle's import-time notices, as in the scripts)
 import common
-from fileio import atomic_path, write_csv_atomic
+from paddle_elmo.fileio import atomic_path, write_csv_atomic
 
 VOCAB_SIZE, EVAL_TOKENS = 100_000, 51_200
 CURVE_FIELDS = ['train_minutes', 'tokens', 'step', 'dev_forward_perplexity', 'dev_backward_perplexity',

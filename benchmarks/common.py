@@ -36,7 +36,7 @@ def set_threads(threads):
     slow path); the environment too, for BLAS libraries that read it at load time and for child
     processes. -> runtime.configure's one-line summary."""
     os.environ.update(thread_env(threads))
-    import runtime
+    from paddle_elmo import runtime
     return runtime.configure(threads)
 
 
@@ -45,7 +45,7 @@ def set_threads(threads):
 # --------------------------------------------------------------------------------------------
 
 def _synchronize():
-    from runtime import paddle
+    from paddle_elmo.runtime import paddle
     if paddle.device.get_device().startswith('gpu'):
         paddle.device.synchronize()
 
@@ -56,7 +56,7 @@ def measure_matmul_gflops(n=4096, seconds=3.0):
     The best of repeated single products is the machine's rate; the median would mostly measure
     whatever else is running. One product is 2 * n^3 FLOPs.
     """
-    from runtime import paddle
+    from paddle_elmo.runtime import paddle
     a = paddle.randn([n, n], dtype='float32')
     b = paddle.randn([n, n], dtype='float32')
     paddle.matmul(a, b)  # warm-up: thread pool, page faults of the output
@@ -153,7 +153,7 @@ def corpus_vocabulary(size, corpus=LM_CORPUS):
     """The `size` most frequent words of CORPUS/train.txt (segmented: split on whitespace) + <S> </S>
     <UNK>, built once and cached as ~/.cache/elmo-paddle/NAME-vocab-SIZE.txt (NAME: the corpus's
     directory name, lm-corpus by default)."""
-    from dataset import build_vocabulary, count_words, write_vocabulary
+    from paddle_elmo.dataset import build_vocabulary, count_words, write_vocabulary
     name = os.path.basename(os.path.normpath(corpus))
     path = os.path.join(os.path.expanduser('~/.cache/elmo-paddle'), f'{name}-vocab-{size}.txt')
     if not os.path.exists(path):
@@ -234,7 +234,7 @@ def busiest_processes(n=3):
 
 def machine_info():
     """Facts to record next to every number."""
-    from runtime import paddle
+    from paddle_elmo.runtime import paddle
     return {
         'date': datetime.datetime.now(datetime.timezone.utc).strftime('%Y-%m-%d %H:%M UTC'),
         'cpu': _cpu_model(),
@@ -251,14 +251,14 @@ def machine_info():
 
 def _mkl():
     """Paddle's MKL code path and how it was chosen (runtime.configure has run: asking fixes the path)."""
-    import runtime
+    from paddle_elmo import runtime
     path = runtime.mkl_code_path()
     return f"path {path} (MKL_DEBUG_CPU_TYPE={os.environ.get('MKL_DEBUG_CPU_TYPE', 'unset')})"
 
 
 def _cpu_kernels():
     """'on' when kernels.cc is built and used on CPU, else 'off' (ELMO_CPU_KERNELS=0, no compiler)."""
-    import kernels
+    from paddle_elmo import kernels
     return 'on' if kernels.kernel() is not None else 'off'
 
 

@@ -1,22 +1,58 @@
-"""ELMo (Peters et al. 2018) in PaddlePaddle: the module users import.
+"""ELMo (Peters et al. 2018) in PaddlePaddle.
 
-    from elmo import ELMoEmbedder, Elmo, ScalarMix, BiLM
+    from paddle_elmo import ELMoEmbedder, Elmo, ScalarMix, BiLM
 
-Computes exactly what allenai/bilm-tf and AllenNLP compute (`../shared/REFERENCE-ELMO.md`), and
-reads and writes their `options.json` + `weights.hdf5`. The pieces live in one file per job:
+Computes exactly what allenai/bilm-tf and AllenNLP compute, and reads and writes their
+`options.json` + `weights.hdf5`. The names below are the public API; each lives in the module of
+its concept (`paddle_elmo.config`, `.bilm`, `.model_io`, `.downstream`, `.embedder`, `.runtime`)
+and is imported from there on first use, so `import paddle_elmo` (and every `paddle-elmo --help`)
+does not import Paddle.
 
-- `config.py`: `ModelConfig` (the biLM's settings; `from_options` / `to_options` for options.json).
-- `bilm.py`: the biLM, `BiLM(config)` -> L + 1 layers `[batch, time, 2 * projection_dim]`.
-- `model_io.py`: every model file in and out: hdf5 weights, our checkpoints (`load_bilm`, `export_weights`).
-- `downstream.py`: `ScalarMix` and `Elmo`, the layers a downstream model adds.
-- `embedder.py`: `ELMoEmbedder` (sentences in, numpy arrays out), `embed_file` (text to hdf5) and
-  `dump_token_embeddings` (a vocabulary's token representations to hdf5, as bilm-tf's; any token input).
+Importing the package sets one process-wide default, before anything of ours can import Paddle:
+`GLOG_minloglevel=2` (Paddle's C++ info logs off, read once when Paddle is imported), unless the
+user set it. So no module of ours has to be imported before another.
 """
-from bilm import BiLM, remove_sentence_boundaries  # noqa: F401
-from config import ORIGINAL_FILTERS, PRESETS, ModelConfig, Recipe  # noqa: F401
-from downstream import Elmo, ScalarMix  # noqa: F401
-from embedder import ELMoEmbedder, dump_token_embeddings, embed_file, token_embeddings  # noqa: F401
-from model_io import (checkpoint_paths, export_weights, hdf5_layout, load_bilm, load_bilm_checkpoint,  # noqa: F401
-                      load_hdf5_weights, load_language_model, read_checkpoint, read_model_config,
-                      save_hdf5_weights)
-from runtime import keep_freed_memory, set_mode, use_device  # noqa: F401
+import importlib
+import os
+import typing
+
+__version__ = '1.0.0'
+
+os.environ.setdefault('GLOG_minloglevel', '2')
+
+# public name -> the module that defines it
+_EXPORTS = {
+    'BiLM': 'bilm', 'remove_sentence_boundaries': 'bilm',
+    'ORIGINAL_FILTERS': 'config', 'PRESETS': 'config', 'ModelConfig': 'config', 'Recipe': 'config',
+    'Elmo': 'downstream', 'ScalarMix': 'downstream',
+    'ELMoEmbedder': 'embedder', 'dump_token_embeddings': 'embedder', 'embed_file': 'embedder',
+    'token_embeddings': 'embedder',
+    'checkpoint_paths': 'model_io', 'export_weights': 'model_io', 'hdf5_layout': 'model_io',
+    'load_bilm': 'model_io', 'load_bilm_checkpoint': 'model_io', 'load_hdf5_weights': 'model_io',
+    'load_language_model': 'model_io', 'read_checkpoint': 'model_io', 'read_model_config': 'model_io',
+    'save_hdf5_weights': 'model_io',
+    'keep_freed_memory': 'runtime', 'set_mode': 'runtime', 'use_device': 'runtime',
+}
+__all__ = ['__version__', *_EXPORTS]
+
+if typing.TYPE_CHECKING:  # what editors and type checkers read; at run time __getattr__ imports on demand
+    from paddle_elmo.bilm import BiLM, remove_sentence_boundaries  # noqa: F401
+    from paddle_elmo.config import ORIGINAL_FILTERS, PRESETS, ModelConfig, Recipe  # noqa: F401
+    from paddle_elmo.downstream import Elmo, ScalarMix  # noqa: F401
+    from paddle_elmo.embedder import ELMoEmbedder, dump_token_embeddings, embed_file, token_embeddings  # noqa: F401
+    from paddle_elmo.model_io import (checkpoint_paths, export_weights, hdf5_layout, load_bilm,  # noqa: F401
+                                      load_bilm_checkpoint, load_hdf5_weights, load_language_model,
+                                      read_checkpoint, read_model_config, save_hdf5_weights)
+    from paddle_elmo.runtime import keep_freed_memory, set_mode, use_device  # noqa: F401
+
+
+def __getattr__(name):
+    if name not in _EXPORTS:
+        raise AttributeError(f'module {__name__!r} has no attribute {name!r}')
+    value = getattr(importlib.import_module(f'{__name__}.{_EXPORTS[name]}'), name)
+    globals()[name] = value  # later lookups skip this function
+    return value
+
+
+def __dir__():
+    return sorted(set(globals()) | set(_EXPORTS))

@@ -12,15 +12,15 @@ import math
 
 import numpy as np
 
-from runtime import paddle
+from paddle_elmo.runtime import paddle
 import paddle.nn as nn
 import paddle.nn.functional as F
 
-import kernels
-from config import N_CHARACTERS
-from dataset import PAD_CHAR
-from kernels import add_bias
-from packing import distinct_tokens, last_states, length_chunks, packing_indices, row_order, step_groups
+from paddle_elmo import kernels
+from paddle_elmo.config import N_CHARACTERS
+from paddle_elmo.dataset import PAD_CHAR
+from paddle_elmo.kernels import add_bias
+from paddle_elmo.packing import distinct_tokens, last_states, length_chunks, packing_indices, row_order, step_groups
 
 # --------------------------------------------------------------------------------------------
 # The model

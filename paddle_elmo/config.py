@@ -12,8 +12,8 @@ import dataclasses
 from dataclasses import dataclass, field
 from typing import List, Optional
 
-from dataset import N_CHARACTERS, TOKENIZERS
-from fileio import InputError
+from paddle_elmo.dataset import N_CHARACTERS, TOKENIZERS
+from paddle_elmo.fileio import InputError
 
 ORIGINAL_FILTERS = [[1, 32], [2, 32], [3, 64], [4, 128], [5, 256], [6, 512], [7, 1024]]
 

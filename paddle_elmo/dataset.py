@@ -16,7 +16,7 @@ import re
 
 import numpy as np
 
-from fileio import InputError, decode_utf8, iter_lines, list_files, write_text_atomic
+from paddle_elmo.fileio import InputError, decode_utf8, iter_lines, list_files, write_text_atomic
 
 log = logging.getLogger(__name__)
 
@@ -55,7 +55,7 @@ def token_to_char_ids(token, max_chars=50):
 # its training text (config.ModelConfig.tokenizer); model_tokenizer picks the one to use with it.
 
 TOKENIZERS = ('whitespace', 'jieba', 'chars')
-JIEBA_VERSION = '0.42.1'  # requirements.txt's; zh-corpus was segmented with it
+JIEBA_VERSION = '0.42.1'  # the [zh] extra's (pyproject.toml); zh-corpus was segmented with it
 
 # The characters that `chars` makes tokens of their own (not U+3000, the ideographic space).
 _CJK = ('\u2010-\u2027'  # the general punctuation Chinese text uses: — ‘ ’ “ ” …

@@ -28,16 +28,16 @@ import tempfile
 
 import numpy as np
 
-from runtime import ask_mkl_for_avx2, default_threads, paddle
+from paddle_elmo.runtime import ask_mkl_for_avx2, default_threads, paddle
 import paddle.nn as nn
 import paddle.nn.functional as F
 
-from config import MODEL_FIELDS, OPTION_PATHS, ModelConfig
-from dataset import InputMapper, model_tokenizer
-from embedder import SentenceEmbedder
-from model_io import VOCAB_FILE, model_options, read_input_vocabulary, read_json, read_model_config, \
+from paddle_elmo.config import MODEL_FIELDS, OPTION_PATHS, ModelConfig
+from paddle_elmo.dataset import InputMapper, model_tokenizer
+from paddle_elmo.embedder import SentenceEmbedder
+from paddle_elmo.model_io import VOCAB_FILE, model_options, read_input_vocabulary, read_json, read_model_config, \
     write_input_vocabulary
-from fileio import InputError
+from paddle_elmo.fileio import InputError
 
 CHAR_INPUT, WORD_INPUT = 'char_ids', 'word_ids'
 OUTPUT_NAMES = ('layers', 'mask')
@@ -336,7 +336,7 @@ def save_onnx(directory, config):
         import onnx
         import paddle2onnx
     except ImportError as e:
-        raise ExportError(f'ONNX export needs paddle2onnx and onnx ({e}); pip install -r requirements.txt, '
+        raise ExportError(f'ONNX export needs paddle2onnx and onnx ({e}); pip install "paddle-elmo[onnx]", '
                           f'or --formats paddle') from None
     program = os.path.join(directory, f'{PROGRAM_PREFIX}.json')
     params = os.path.join(directory, f'{PROGRAM_PREFIX}.pdiparams')
@@ -477,7 +477,7 @@ def export_inference(bilm, output_dir, formats=('paddle', 'onnx'), verify_senten
     InferenceEmbedder reads to map tokens to word ids.
     -> dict(files=[names written], max_abs_diff={...}).
     """
-    from fileio import write_json_atomic
+    from paddle_elmo.fileio import write_json_atomic
     options = read_json(options_file, 'options file') if options_file else None
     check_exportable(bilm.config, options, options_file or 'the model')
     tmp = _temp_dir_beside(output_dir, check_output_dir(output_dir), '.tmp')
@@ -509,7 +509,7 @@ VERIFY_ATOL, VERIFY_RTOL = 1e-5, 1e-5
 def verify_export(bilm, model_dir, sentences):
     """Max abs difference between each runtime on `model_dir` and ELMoEmbedder(stateful=False) on
     `sentences` -> {'paddle': d, 'onnxruntime': d}; ExportError beyond VERIFY_ATOL + VERIFY_RTOL * |value|."""
-    from embedder import ELMoEmbedder
+    from paddle_elmo.embedder import ELMoEmbedder
     expected = ELMoEmbedder(bilm=bilm, stateful=False).embed_batch(sentences)
     diffs = {}
     for backend in BACKENDS:

@@ -3,14 +3,14 @@ times gamma, as bilm-tf's `weight_layers` and AllenNLP's `ScalarMix`) and `Elmo`
 more mixes of the biLM's layers out, frozen or fine-tuned)."""
 import numpy as np
 
-from runtime import configure_if_on_cpu, paddle, set_mode
+from paddle_elmo.runtime import configure_if_on_cpu, paddle, set_mode
 import paddle.nn as nn
 import paddle.nn.functional as F
 
-from bilm import remove_sentence_boundaries
-from dataset import CharMapper, InputMapper, as_token_lists, model_tokenizer
-from fileio import InputError
-from model_io import load_bilm
+from paddle_elmo.bilm import remove_sentence_boundaries
+from paddle_elmo.dataset import CharMapper, InputMapper, as_token_lists, model_tokenizer
+from paddle_elmo.fileio import InputError
+from paddle_elmo.model_io import load_bilm
 
 
 class ScalarMix(nn.Layer):

@@ -44,7 +44,7 @@ import warnings
 
 import numpy as np
 
-from runtime import paddle
+from paddle_elmo.runtime import paddle
 import paddle.nn.functional as F
 from paddle.autograd import PyLayer
 

@@ -9,14 +9,14 @@ import math
 
 import numpy as np
 
-from runtime import paddle, set_mode
+from paddle_elmo.runtime import paddle, set_mode
 import paddle.nn as nn
 import paddle.nn.functional as F
 from paddle import _C_ops
 
-import kernels
-from bilm import BiLM
-from fileio import InputError
+from paddle_elmo import kernels
+from paddle_elmo.bilm import BiLM
+from paddle_elmo.fileio import InputError
 
 
 class LogUniformSampler:

@@ -29,13 +29,13 @@ import sys
 
 import numpy as np
 
-from runtime import paddle
+from paddle_elmo.runtime import paddle
 
-from bilm import BiLM
-from config import BILM_TF_TRAINING_KEYS, PRESETS, RECIPE_FIELDS, ModelConfig, Recipe, split_fields
-from dataset import SPECIAL_TOKENS, Vocabulary, read_vocabulary_file, write_vocabulary
-from fileio import InputError, atomic_path, write_json_atomic
-from lm import LanguageModel
+from paddle_elmo.bilm import BiLM
+from paddle_elmo.config import BILM_TF_TRAINING_KEYS, PRESETS, RECIPE_FIELDS, ModelConfig, Recipe, split_fields
+from paddle_elmo.dataset import SPECIAL_TOKENS, Vocabulary, read_vocabulary_file, write_vocabulary
+from paddle_elmo.fileio import InputError, atomic_path, write_json_atomic
+from paddle_elmo.lm import LanguageModel
 
 OPTIONS_FILE, RECIPE_FILE, WEIGHTS_FILE, VOCAB_FILE = 'options.json', 'recipe.json', 'weights.hdf5', 'vocab.txt'
 HDF5_EMBEDDING = 'embedding'  # bilm-tf's token-mode embedding [n_tokens_vocab, projection_dim]

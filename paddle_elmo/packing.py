@@ -11,7 +11,7 @@ import math
 
 import numpy as np
 
-from runtime import paddle
+from paddle_elmo.runtime import paddle
 
 
 def row_order(lengths, time):

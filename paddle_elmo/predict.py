@@ -17,12 +17,12 @@ import os
 
 import numpy as np
 
-from runtime import inference_mode, paddle
+from paddle_elmo.runtime import inference_mode, paddle
 import paddle.nn.functional as F
 
-from dataset import BOS_TOKEN, EOS_TOKEN, InputMapper, as_token_lists, model_tokenizer
-from embedder import token_embeddings
-from fileio import InputError, atomic_path, write_text_atomic
+from paddle_elmo.dataset import BOS_TOKEN, EOS_TOKEN, InputMapper, as_token_lists, model_tokenizer
+from paddle_elmo.embedder import token_embeddings
+from paddle_elmo.fileio import InputError, atomic_path, write_text_atomic
 
 DIRECTIONS = ('forward', 'backward')
 # Logits computed at once, at most (rows x vocabulary floats): 64 MB, whatever the vocabulary.

@@ -2,7 +2,7 @@
 the CPU it runs on (MKL's AVX2 code path on AMD processors, every core), glibc's malloc, and
 train/eval mode without Paddle's global switch.
 
-    from runtime import paddle          # every module imports Paddle through here: quietly, in any order,
+    from paddle_elmo.runtime import paddle          # every module imports Paddle through here: quietly, in any order,
                                         # and only when it is first asked for (`import runtime` alone does not)
     summary = configure(threads=None)   # the scripts call it (use_device, and print summary); so do
                                         # ELMoEmbedder and Elmo on CPU (silently, as torch uses all cores)

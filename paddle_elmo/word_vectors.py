@@ -11,11 +11,11 @@ import sys
 
 import numpy as np
 
-from runtime import paddle
+from paddle_elmo.runtime import paddle
 import paddle.nn as nn
 import paddle.nn.functional as F
 
-from fileio import InputError, atomic_path, iter_lines, list_files
+from paddle_elmo.fileio import InputError, atomic_path, iter_lines, list_files
 
 OOV_MODES = ('unk', 'skip')
 UNK = 0  # row of the lookup table shared by OOV tokens; word vectors start at row 1 (features are packed: no padding row)

@@ -9,6 +9,7 @@ import pytest
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SHARED = os.path.abspath(os.path.join(ROOT, '..', 'shared'))
 FIXTURE = os.path.join(SHARED, 'fixtures', 'allennlp-elmo')
+RT = os.path.join(SHARED, 'data', 'rt-polarity')
 
 paddle.set_device('cpu')
 
@@ -24,6 +25,20 @@ def require(path):
 
 
 @pytest.fixture
+def rt_slice(tmp_path):
+    """100 positive + 100 negative rt-polarity lines in a fresh directory."""
+    require(RT)
+    for name in ('rt-polarity.pos', 'rt-polarity.neg'):
+        (tmp_path / name).write_text(''.join(_head_lines(os.path.join(RT, name), 100)), encoding='utf-8')
+    return tmp_path
+
+
+def _head_lines(path, n):
+    with open(path, encoding='utf-8') as f:
+        return [next(f) for _ in range(n)]
+
+
+@pytest.fixture
 def fixture_dir():
     return require(FIXTURE)
 
@@ -36,7 +51,7 @@ def fixture_sentences(fixture_dir):
 
 def tiny_config(**overrides):
     """A ModelConfig small enough for any test; overrides are ModelConfig fields."""
-    from config import ModelConfig
+    from paddle_elmo.config import ModelConfig
     kw = dict(projection_dim=8, cell_dim=16, num_layers=2, cnn_filters=[[1, 4], [2, 8], [3, 8]], num_highways=1,
               char_embed_dim=4, dropout=0.0)
     kw.update(overrides)
@@ -45,7 +60,7 @@ def tiny_config(**overrides):
 
 @pytest.fixture
 def tiny_bilm():
-    from elmo import BiLM
+    from paddle_elmo import BiLM
     paddle.seed(0)
     np.random.seed(0)
     return BiLM(tiny_config())

@@ -1,4 +1,4 @@
-"""Runs run_pretrain.main() and records, for the tests, what this rank read and its final weights.
+"""Runs `paddle-elmo pretrain` (its main()) and records, for the tests, what this rank read and its final weights.
 
 Used as the launched script in test_pretrain.py (not a test itself): writes
 $ELMO_TEST_OUT/seen.RANK.json (sentences the rank's stream read) and weights.RANK.pdparams.
@@ -9,12 +9,13 @@ import sys
 
 import paddle
 
-import dataset
-import run_pretrain
+from paddle_elmo import dataset
+from paddle_elmo import training
+from paddle_elmo.cli import pretrain
 
 seen, models = [], []
 _next_sentence = dataset.SentenceSource.next_sentence
-_LanguageModel = run_pretrain.LanguageModel
+_LanguageModel = training.LanguageModel
 
 
 def recording_next_sentence(self):
@@ -29,9 +30,9 @@ def recording_model(*args, **kwargs):
 
 
 dataset.SentenceSource.next_sentence = recording_next_sentence
-run_pretrain.LanguageModel = recording_model
+training.LanguageModel = recording_model
 if __name__ == '__main__':
-    code = run_pretrain.main()
+    code = pretrain.main()
     rank, out = paddle.distributed.get_rank(), os.environ['ELMO_TEST_OUT']
     with open(os.path.join(out, f'seen.{rank}.json'), 'w') as f:
         json.dump(seen, f)

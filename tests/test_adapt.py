@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from conftest import ROOT, one_line_error
-from test_pretrain import load, pretrain_args, run
+from helpers import load, pretrain_args, run
 
 TINY = ['--batch_size', '2', '--unroll_steps', '3', '--n_negative_samples', '4', '--log_freq', '1', '--seed', '3']
 
@@ -30,7 +30,7 @@ def adapt(corpus, save_dir, *extra, vocab=None):
 
 
 def test_the_run_starts_from_the_files_weights_and_softmax_and_records_them(corpus, export, tmp_path):
-    from elmo import load_bilm
+    from paddle_elmo import load_bilm
     # A learning rate far below float32's resolution: after one step the weights are still the file's.
     proc = adapt(corpus, tmp_path, '--init_from_weights', str(export), '--max_steps', '1', '--lr', '1e-30')
     assert proc.returncode == 0, proc.stderr[-2000:]
@@ -58,7 +58,7 @@ def test_a_vocabulary_that_does_not_fit_the_files_softmax_gets_a_new_one(corpus,
 def test_the_bundled_model_adapts_with_a_new_softmax(corpus, tmp_path):
     proc = adapt(corpus, tmp_path, '--init_from_weights', 'bundled', '--preset', 'budget', '--max_steps', '2')
     assert proc.returncode == 0, proc.stderr[-2000:]
-    assert f'{ROOT}/pretrained/weights.hdf5 has none)' in proc.stdout and 'preset budget, adam' in proc.stdout
+    assert f'{ROOT}/paddle_elmo/pretrained/weights.hdf5 has none)' in proc.stdout and 'preset budget, adam' in proc.stdout
 
 
 @pytest.mark.parametrize('flags, message', [
@@ -83,7 +83,7 @@ def test_freeze_bilm_trains_the_softmax_alone(corpus, export, tmp_path):
     proc = adapt(corpus, tmp_path / 'out', '--init_from_weights', str(export), '--max_steps', '3', '--freeze_bilm',
                  '--lr', '0.5', vocab=tmp_path / 'vocab.txt')
     assert proc.returncode == 0, proc.stderr[-2000:]
-    from elmo import load_bilm
+    from paddle_elmo import load_bilm
     state = load(tmp_path / 'out' / 'final.pdparams')
     exported = load_bilm(options_file=str(export / 'options.json'), weight_file=str(export / 'weights.hdf5'))
     for name, value in exported.state_dict().items():

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from conftest import one_line_error
-from test_pretrain import TINY_MODEL, run
+from helpers import TINY_MODEL, run
 
 GOOD = 'the cat sat on the mat\na dog ran in the park\n'
 

@@ -6,11 +6,11 @@ import h5py
 import numpy as np
 import pytest
 
-import model_io
+from paddle_elmo import model_io
 from conftest import ROOT
-from test_finetune import _check_result, rt_slice, run_script  # noqa: F401  (rt_slice is a fixture)
+from helpers import check_result, run_script  # rt_slice: the fixture in conftest
 
-BUNDLED = os.path.join(ROOT, 'pretrained')
+BUNDLED = os.path.join(ROOT, 'paddle_elmo', 'pretrained')
 OPTIONS, WEIGHTS = os.path.join(BUNDLED, 'options.json'), os.path.join(BUNDLED, 'weights.hdf5')
 SENTENCES = [['The', 'film', 'is', 'a', 'delight', '.'], ['Dull', 'and', 'far', 'too', 'long', '.']]
 
@@ -31,7 +31,7 @@ def test_bundled_files_are_a_float32_bilm_without_softmax_small_enough_to_ship()
 
 
 def test_embedder_without_a_model_loads_the_bundled_one_and_says_so(capfd):
-    from elmo import ELMoEmbedder
+    from paddle_elmo import ELMoEmbedder
     default = ELMoEmbedder().encode(SENTENCES)
     assert 'bundled model' in capfd.readouterr().err
     explicit = ELMoEmbedder(options_file=OPTIONS, weight_file=WEIGHTS).encode(SENTENCES)
@@ -62,5 +62,5 @@ def test_run_finetune_without_a_model_uses_the_bundled_one(rt_slice, tmp_path): 
                       '--output_json', str(out), '--quiet')
     assert proc.returncode == 0, proc.stderr
     assert 'bundled model' in proc.stderr
-    features = _check_result(out, 2)['features']
+    features = check_result(out, 2)['features']
     assert features['model'] == {'bundled': BUNDLED} and features['projection_dim'] == 128

@@ -9,8 +9,8 @@ import paddle
 import pytest
 
 from conftest import one_line_error, tiny_config
-from fileio import InputError
-from test_pretrain import run
+from paddle_elmo.fileio import InputError
+from helpers import run
 
 VOCAB = ['<S>', '</S>', '<UNK>', 'a', 'b', 'c']
 
@@ -18,7 +18,7 @@ VOCAB = ['<S>', '</S>', '<UNK>', 'a', 'b', 'c']
 @pytest.fixture
 def checkpoint(tmp_path):
     """DIR/7: a LanguageModel's state and options.json, plus a vocabulary and a held-out file."""
-    from lm import LanguageModel
+    from paddle_elmo.lm import LanguageModel
     paddle.seed(0)
     model = LanguageModel(tiny_config(), len(VOCAB), 4)
     ck = tmp_path / 'ck'
@@ -31,8 +31,8 @@ def checkpoint(tmp_path):
 
 
 def test_every_loader_reads_the_same_weights(checkpoint):
-    from elmo import ELMoEmbedder, load_bilm
-    from model_io import load_language_model
+    from paddle_elmo import ELMoEmbedder, load_bilm
+    from paddle_elmo.model_io import load_language_model
     state = paddle.load(f'{checkpoint}.pdparams')
     bilm = load_bilm(str(checkpoint))
     lm = load_language_model(len(VOCAB), str(checkpoint))
@@ -44,7 +44,7 @@ def test_every_loader_reads_the_same_weights(checkpoint):
 
 
 def test_a_truncated_checkpoint_fails_with_one_line_naming_it(checkpoint, tmp_path):
-    from elmo import load_bilm
+    from paddle_elmo import load_bilm
     params = f'{checkpoint}.pdparams'
     data = open(params, 'rb').read()
     with open(params, 'wb') as f:
@@ -57,7 +57,7 @@ def test_a_truncated_checkpoint_fails_with_one_line_naming_it(checkpoint, tmp_pa
 
 
 def test_a_checkpoint_directory_without_options_json_says_what_it_needs(checkpoint):
-    from elmo import load_bilm
+    from paddle_elmo import load_bilm
     os.remove(checkpoint.parent / 'options.json')
     with pytest.raises(FileNotFoundError, match=r'options\.json: not found; checkpoint .*7 needs the options\.json'):
         load_bilm(str(checkpoint))
@@ -68,7 +68,7 @@ def test_a_vocabulary_that_does_not_match_the_softmax_fails_at_eval_and_at_resum
     line = one_line_error(run('run_eval.py', ['--dev_data_path', str(tmp_path / 'dev.txt'), '--vocab_file',
                                               str(tmp_path / 'other.txt'), '--init_from_ckpt', str(checkpoint)]))
     assert 'the softmax has 6 rows but the vocabulary has 7 tokens' in line
-    from lm import LanguageModel, make_optimizer
+    from paddle_elmo.lm import LanguageModel, make_optimizer
     model = LanguageModel(tiny_config(), len(VOCAB), 4)  # a resumable checkpoint: .pdopt beside it
     paddle.save({**make_optimizer(model, 'adagrad', 0.2, 10.0, 0, 1).state_dict(), 'train_state': {}},
                 f'{checkpoint}.pdopt')
@@ -90,7 +90,7 @@ def test_model_flags_that_differ_from_the_resumed_checkpoint_are_named(checkpoin
 
 
 def test_missing_unexpected_and_misshapen_parameters_are_errors_not_skips(checkpoint):
-    from elmo import load_bilm
+    from paddle_elmo import load_bilm
     params = f'{checkpoint}.pdparams'
     state = paddle.load(params)
     name = 'bilm.forward_stack.layers.0.W_P'
@@ -103,7 +103,7 @@ def test_missing_unexpected_and_misshapen_parameters_are_errors_not_skips(checkp
 
 
 def test_an_hdf5_file_without_a_dataset_names_it(fixture_dir, tmp_path):
-    from elmo import load_bilm
+    from paddle_elmo import load_bilm
     broken = tmp_path / 'w.hdf5'
     with h5py.File(os.path.join(fixture_dir, 'lm_weights.hdf5'), 'r') as src, h5py.File(broken, 'w') as dst:
         for name in src:

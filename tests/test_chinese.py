@@ -13,12 +13,12 @@ import numpy as np
 import pytest
 
 from conftest import ROOT, SHARED, require, tiny_config
-from dataset import TOKENIZERS, char_tokens, get_tokenizer
-from fileio import InputError
+from paddle_elmo.dataset import TOKENIZERS, char_tokens, get_tokenizer
+from paddle_elmo.fileio import InputError
 
 ZH_SENTIMENT = os.path.join(SHARED, 'data', 'zh-sentiment')
 ZH_HELDOUT = os.path.join(SHARED, 'data', 'zh-corpus', 'heldout.txt')
-BUNDLED = os.path.join(ROOT, 'pretrained')
+BUNDLED = os.path.join(ROOT, 'paddle_elmo', 'pretrained')
 
 
 def reviews(name, n, max_chars=None):
@@ -87,7 +87,7 @@ def test_jieba_is_imported_on_first_use_and_quietly():
 def test_an_unknown_tokenizer_is_a_one_line_error_listing_the_choices(tmp_path):
     with pytest.raises(InputError, match="unknown tokenizer 'spaces'; expected one of whitespace, jieba, chars"):
         get_tokenizer('spaces')
-    from elmo import ELMoEmbedder
+    from paddle_elmo import ELMoEmbedder
     with pytest.raises(InputError, match="unknown tokenizer 'spaces'"):
         ELMoEmbedder(bilm=_bilm(), tokenizer='spaces')
     proc = run_script('build_vocab.py', '--train_data_path', tmp_path / 'x', '--vocab_file', tmp_path / 'v',
@@ -98,13 +98,13 @@ def test_an_unknown_tokenizer_is_a_one_line_error_listing_the_choices(tmp_path):
 # ---- the tokenizer a model records -----------------------------------------------------------
 
 def _bilm(tokenizer='whitespace'):
-    from elmo import BiLM
+    from paddle_elmo import BiLM
     return BiLM(tiny_config(tokenizer=tokenizer))
 
 
 def test_the_recorded_tokenizer_round_trips_options_json_and_whitespace_leaves_no_key(tmp_path, fixture_dir):
-    from config import ModelConfig
-    from elmo import export_weights, load_bilm
+    from paddle_elmo.config import ModelConfig
+    from paddle_elmo import export_weights, load_bilm
     options = tiny_config(tokenizer='jieba').to_options()
     assert options['tokenizer'] == 'jieba' and ModelConfig.from_options(options).tokenizer == 'jieba'
     assert 'tokenizer' not in tiny_config().to_options()  # a pure bilm-tf options file
@@ -124,8 +124,8 @@ def test_the_recorded_tokenizer_round_trips_options_json_and_whitespace_leaves_n
 
 
 def test_pretraining_records_the_tokenizer_resuming_keeps_it_and_adapting_may_change_it():
-    import args
-    from config import for_resume, for_weights, from_preset
+    from paddle_elmo.cli import flags as args
+    from paddle_elmo.config import for_resume, for_weights, from_preset
     given = args.given_settings(args.pretrain_parser().parse_args(['--tokenizer', 'jieba', '--preset', 'budget']))
     model, recipe = from_preset('budget', {k: v for k, v in given.items() if k != 'preset'})
     assert model.tokenizer == 'jieba' and model.to_options()['tokenizer'] == 'jieba'  # what options.json gets
@@ -136,7 +136,7 @@ def test_pretraining_records_the_tokenizer_resuming_keeps_it_and_adapting_may_ch
 
 
 def test_the_default_is_the_models_tokenizer_and_another_one_warns_naming_both(caplog):
-    from elmo import ELMoEmbedder, Elmo
+    from paddle_elmo import ELMoEmbedder, Elmo
     with caplog.at_level(logging.WARNING, logger='dataset'):
         assert ELMoEmbedder(bilm=_bilm('jieba')).tokenizer == 'jieba'
         assert Elmo(_bilm('chars')).tokenizer == 'chars'
@@ -152,7 +152,7 @@ def test_the_default_is_the_models_tokenizer_and_another_one_warns_naming_both(c
 # ---- raw Chinese through the API and run_embed.py ----------------------------------------------
 
 def test_encode_gives_one_vector_per_jieba_token_of_raw_reviews_with_the_bundled_model():
-    from elmo import ELMoEmbedder
+    from paddle_elmo import ELMoEmbedder
     texts = reviews('pos', 3, max_chars=60) + reviews('neg', 3, max_chars=60)
     tokens = [get_tokenizer('jieba')(t) for t in texts]
     embedder = ELMoEmbedder(tokenizer='jieba')
@@ -180,7 +180,7 @@ def test_run_embed_splits_raw_lines_with_the_tokenizer_the_model_records(tmp_pat
 # ---- build_vocab.py on raw lines -----------------------------------------------------------------
 
 def test_build_vocab_segments_raw_lines_writes_the_corpus_it_counted_and_reports_long_tokens(tmp_path):
-    from dataset import Vocabulary, count_words
+    from paddle_elmo.dataset import Vocabulary, count_words
     lines = reviews('pos', 3, max_chars=40) + ['', '全国人民代表大会常务委员会今天开会。']
     (tmp_path / 'raw.txt').write_text('\n'.join(lines) + '\n', encoding='utf-8')
     proc = run_script('build_vocab.py', '--train_data_path', tmp_path / 'raw.txt', '--tokenizer', 'jieba',
@@ -203,7 +203,7 @@ def test_build_vocab_segments_raw_lines_writes_the_corpus_it_counted_and_reports
 # ---- perplexity per character ----------------------------------------------------------------------
 
 def test_characters_per_target_do_not_depend_on_the_segmentation_but_targets_and_unknowns_do(tmp_path):
-    from dataset import Vocabulary, target_statistics
+    from paddle_elmo.dataset import Vocabulary, target_statistics
     raw = ['他打篮球。', '她会花钱', '']
     (tmp_path / 'words.txt').write_text('他 打 篮球 。\n她 会 花钱\n\n', encoding='utf-8')
     (tmp_path / 'chars.txt').write_text(''.join(' '.join(char_tokens(r)) + '\n' for r in raw), encoding='utf-8')
@@ -267,7 +267,7 @@ def test_word2vec_base_classifies_raw_chinese_reviews_with_vectors_trained_on_zh
 
 def test_the_chinese_sense_demo_splits_its_raw_probes_and_names_a_sense_without_training_sentences(tmp_path,
                                                                                                     capsys):
-    import demo
+    from paddle_elmo.cli import demo
     options_file, weight_file = jieba_model(tmp_path)
     model = {'options_file': options_file, 'weight_file': weight_file}
     corpus = tmp_path / 'corpus.txt'
@@ -297,7 +297,7 @@ def readme_commands(heading):
 def test_the_readme_chinese_commands_run_as_written_on_a_slice(tmp_path):
     """Each command as README writes it, on slices in place of ../shared's files, with flags that only
     shrink the run appended (a tiny model, 2 steps, 2 folds, 1 epoch)."""
-    from test_pretrain import TINY_MODEL
+    from helpers import TINY_MODEL
     heldout = require(ZH_HELDOUT)
     with open(heldout, encoding='utf-8') as f:
         (tmp_path / 'corpus.txt').write_text(''.join(next(f) for _ in range(300)), encoding='utf-8')
@@ -318,6 +318,8 @@ def test_the_readme_chinese_commands_run_as_written_on_a_slice(tmp_path):
         'word2vec_base.py', 'build_vocab.py']
     for words in commands:
         words = [stand_ins.get(w, w) for w in words]
+        if words[:2] == ['python', 'demo.py']:  # the senses' cues need the whole corpus, not the slice
+            words[words.index('--zh_corpus') + 1] = require(os.path.join(SHARED, 'data', 'zh-corpus', 'train.txt'))
         if words[0] == 'python':
             words = [sys.executable, os.path.join(ROOT, words[1]), *words[2:], *shrink[words[1]]]
         proc = subprocess.run(words, cwd=tmp_path, capture_output=True, text=True, timeout=600,

@@ -9,9 +9,9 @@ import numpy as np
 import pytest
 
 from conftest import ROOT, one_line_error, tiny_config
-from config import BILM_TF_TRAINING_KEYS, PRESETS, ModelConfig, Recipe, for_resume, from_preset
-from fileio import InputError
-from test_pretrain import assert_same_weights, load, pretrain_args, run
+from paddle_elmo.config import BILM_TF_TRAINING_KEYS, PRESETS, ModelConfig, Recipe, for_resume, from_preset
+from paddle_elmo.fileio import InputError
+from helpers import assert_same_weights, load, pretrain_args, run
 
 LEGACY = f'{ROOT}/tests/fixtures/legacy-checkpoint'
 
@@ -54,9 +54,9 @@ def test_resuming_keeps_the_checkpoints_configs_overrides_training_settings_and_
 
 
 def test_options_json_holds_bilm_tfs_keys_and_recipe_json_the_rest(tmp_path):
-    from model_io import read_run_configs, write_run_configs
+    from paddle_elmo.model_io import read_run_configs, write_run_configs
     model, recipe = from_preset('budget', {'train_data_path': '/data/*', 'vocab_file': '/v.txt', 'max_steps': 9})
-    from dataset import Vocabulary
+    from paddle_elmo.dataset import Vocabulary
     write_run_configs(str(tmp_path), model, recipe, Vocabulary.from_tokens([f'w{i}' for i in range(120)]))
     options = json.loads((tmp_path / 'options.json').read_text())
     stored = json.loads((tmp_path / 'recipe.json').read_text())
@@ -69,7 +69,7 @@ def test_options_json_holds_bilm_tfs_keys_and_recipe_json_the_rest(tmp_path):
 
 
 def test_a_checkpoint_written_before_recipe_json_reads_as_the_run_that_wrote_it():
-    from model_io import read_run_configs
+    from paddle_elmo.model_io import read_run_configs
     model, recipe = read_run_configs(LEGACY)
     assert (model.cell_dim, model.max_characters_per_token, model.cnn_filters) == (16, 20, [[1, 4], [2, 8], [3, 8]])
     assert (recipe.preset, recipe.optimizer, recipe.lr, recipe.warmup_steps, recipe.seed) == ('budget', 'adam', 0.004,
@@ -107,7 +107,7 @@ def test_a_legacy_checkpoint_resumes_exactly_evaluates_and_exports(legacy, tmp_p
     assert evaluation.returncode == 0 and 'perplexity (exp of the mean' in evaluation.stdout, evaluation.stderr
     export = run('export_weights.py', ['--init_from_ckpt', f'{LEGACY}/4', '--output_dir', str(tmp_path / 'exp')])
     assert export.returncode == 0, export.stderr
-    from elmo import ELMoEmbedder
+    from paddle_elmo import ELMoEmbedder
     sentence = ['the', 'cat', 'sat']
     np.testing.assert_array_equal(
         ELMoEmbedder(options_file=str(tmp_path / 'exp' / 'options.json'),
@@ -153,6 +153,6 @@ def test_recipe_fields_and_presets_use_one_set_of_names():
     fields = {f.name for f in dataclasses.fields(ModelConfig)} | {f.name for f in dataclasses.fields(Recipe)}
     for preset in PRESETS.values():
         assert set(preset) <= fields
-    import args as cli
+    from paddle_elmo.cli import flags as cli
     a = cli.pretrain_parser().parse_args(['--cell_dim', '7', '--lr', '0.1', '--no-use_skip_connections'])
     assert cli.given_settings(a) == {'cell_dim': 7, 'use_skip_connections': False, 'lr': 0.1}

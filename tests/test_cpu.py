@@ -6,7 +6,7 @@ import sys
 
 import pytest
 
-import runtime as cpu
+from paddle_elmo import runtime as cpu
 from conftest import FIXTURE, ROOT, require
 
 ON_AMD_AVX2 = cpu.needs_mkl_avx2_hint()
@@ -15,7 +15,7 @@ CORES = len(os.sched_getaffinity(0))
 CLEAN_ENV = {k: v for k, v in os.environ.items()
              if k not in ('OMP_NUM_THREADS', 'MKL_DEBUG_CPU_TYPE', 'PADDLE_LOCAL_SIZE')}
 # In a child process: the threads MKL will use and the code path it runs (asking fixes it, so last).
-MKL_STATE = ('import ctypes, os, paddle, runtime as cpu; '
+MKL_STATE = ('import ctypes, os, paddle; from paddle_elmo import runtime as cpu; '
              'lib = ctypes.CDLL(os.path.join(os.path.dirname(paddle.__file__), "libs", "libmklml_intel.so")); '
              'print("STATE", lib.mkl_get_max_threads(), cpu.mkl_code_path())')
 
@@ -77,13 +77,13 @@ def test_threads_default_to_the_cores_unless_the_user_set_omp_num_threads(monkey
     assert cpu.default_threads() == expected
 
 
-@pytest.mark.parametrize('order', ['args, paddle', 'paddle, runtime'])
+@pytest.mark.parametrize('order', ['paddle_elmo.cli.flags, paddle', 'paddle, paddle_elmo.runtime'])
 @pytest.mark.parametrize('user_value', [None, '1', '3'])
 def test_the_users_omp_num_threads_is_read_whatever_was_imported_first(order, user_value):
     # Paddle's import sets an unset OMP_NUM_THREADS to 1: imported first, cpu reads the process's
     # starting environment instead.
     env = {'OMP_NUM_THREADS': user_value} if user_value else {}
-    proc = python(f'import os, {order}, runtime as cpu; print(os.environ["OMP_NUM_THREADS"], cpu.default_threads())', env)
+    proc = python(f'import os, {order}; from paddle_elmo import runtime as cpu; print(os.environ["OMP_NUM_THREADS"], cpu.default_threads())', env)
     assert proc.stdout.split() == [user_value or '1', user_value or str(CORES)]
 
 
@@ -106,7 +106,7 @@ def test_a_script_started_without_settings_runs_on_the_cores_and_the_fast_path_a
     ('Elmo(bilm, cpu_threads=1)', {}, 1),
 ])
 def test_the_library_uses_the_cores_and_the_fast_path_unless_the_user_chose(make, env, threads):
-    code = ('import paddle; from elmo import BiLM, ELMoEmbedder, Elmo; from conftest import tiny_config; '
+    code = ('import paddle; from paddle_elmo import BiLM, ELMoEmbedder, Elmo; from conftest import tiny_config; '
             f'bilm = BiLM(tiny_config()); {make}; ' + MKL_STATE)
     proc = python(code, {**env, 'PYTHONPATH': f'{ROOT}:{ROOT}/tests'})
     got_threads, path = mkl_state(proc)
@@ -116,14 +116,14 @@ def test_the_library_uses_the_cores_and_the_fast_path_unless_the_user_chose(make
 
 
 def test_importing_the_library_leaves_mkl_and_threads_alone():
-    proc = python('import elmo; import os; print("ENV", os.environ.get("MKL_DEBUG_CPU_TYPE")); ' + MKL_STATE)
+    proc = python('from paddle_elmo import ELMoEmbedder; import os; print("ENV", os.environ.get("MKL_DEBUG_CPU_TYPE")); ' + MKL_STATE)
     assert 'ENV None' in proc.stdout and mkl_state(proc)[0] == 1  # Paddle's own default: one thread
 
 
 @pytest.mark.skipif(not ON_AMD_AVX2, reason='MKL picks its AVX2 path by itself on this processor')
 def test_when_a_paddle_product_ran_first_the_embedder_warns_once_naming_the_fix():
     code = ('import warnings; warnings.simplefilter("always"); import paddle; x = paddle.ones([4, 4]); '
-            'paddle.matmul(x, x); from elmo import BiLM, ELMoEmbedder; from conftest import tiny_config; '
+            'paddle.matmul(x, x); from paddle_elmo import BiLM, ELMoEmbedder; from conftest import tiny_config; '
             'bilm = BiLM(tiny_config()); ELMoEmbedder(bilm=bilm); ELMoEmbedder(bilm=bilm); ' + MKL_STATE)
     proc = python(code, {'PYTHONPATH': f'{ROOT}:{ROOT}/tests'})
     warned = [line for line in proc.stderr.splitlines() if 'generic code path' in line]
@@ -144,6 +144,6 @@ def test_parity_and_the_training_update_hold_on_either_mkl_path(setting):
     proc = subprocess.run([sys.executable, '-m', 'pytest', '-q', '-p', 'no:cacheprovider', *tests], cwd=ROOT,
                           capture_output=True, text=True, env=env, timeout=600)
     assert proc.returncode == 0 and '8 passed' in proc.stdout, proc.stdout[-3000:]  # the step: 3 token inputs x 2
-    path = mkl_state(python('import runtime as cpu; cpu.configure(); ' + MKL_STATE, env))[1]
+    path = mkl_state(python('from paddle_elmo import runtime as cpu; cpu.configure(); ' + MKL_STATE, env))[1]
     if ON_AMD_AVX2:
         assert path == setting

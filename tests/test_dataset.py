@@ -11,8 +11,8 @@ import numpy as np
 import pytest
 
 from conftest import FIXTURE, ROOT, SHARED, require
-import dataset
-from dataset import (LMStream, SentenceSource, Vocabulary, build_vocabulary, count_tokens,
+from paddle_elmo import dataset
+from paddle_elmo.dataset import (LMStream, SentenceSource, Vocabulary, build_vocabulary, count_tokens,
                      count_words, iter_eval_batches, token_to_char_ids, tokens_to_char_ids)
 
 COMMON = 'the of and a to in is was it that'.split()

@@ -10,28 +10,9 @@ import paddle
 import pytest
 
 from conftest import ROOT, tiny_config
-from dataset import CharMapper, token_to_char_ids
-from elmo import ELMoEmbedder, export_weights, load_bilm
-
-# The fixture's references were computed by bilm-tf in float32; 1e-5 leaves room for a different
-# summation order in BLAS while catching any real formula slip (those move values by >1e-3).
-TOL = 1e-5
-
-
-def fixture_embedder(fixture_dir, **kw):
-    return ELMoEmbedder(options_file=os.path.join(fixture_dir, 'options.json'),
-                        weight_file=os.path.join(fixture_dir, 'lm_weights.hdf5'), **kw)
-
-
-def reference_top(fixture_dir, group, i):
-    with h5py.File(os.path.join(fixture_dir, f'lm_embeddings_{group}.hdf5'), 'r') as f:
-        ref = f[str(i)][...]
-    return np.concatenate([ref[0], ref[1]], axis=-1)  # [n_tokens, 2 * projection_dim]
-
-
-def run_reference_protocol(embedder, sentences):
-    """Batch i = (sentences[0][i], sentences[1][i], sentences[2][i]), i = 0..9, in order."""
-    return [embedder.embed_batch([sentences[g][i] for g in range(3)]) for i in range(10)]
+from helpers import TOL, fixture_embedder, reference_top, run_reference_protocol
+from paddle_elmo.dataset import CharMapper, token_to_char_ids
+from paddle_elmo import ELMoEmbedder, export_weights, load_bilm
 
 
 def test_stateful_run_matches_reference_top_layer(fixture_dir, fixture_sentences):
@@ -236,7 +217,7 @@ def test_inputs_edge_cases(tiny_bilm):
 
 def test_char_cnn_weights_start_as_bilm_tf_s():
     """relu: uniform +-0.05 (bilm-tf's training.py, after Kim et al. 2015); tanh: normal(sqrt(1/fan_in))."""
-    from elmo import BiLM
+    from paddle_elmo import BiLM
     paddle.seed(0)
     for activation in ('relu', 'tanh'):
         config = tiny_config(cnn_filters=[[1, 64], [3, 256]], activation=activation)

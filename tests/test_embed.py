@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from conftest import ROOT
-from elmo import ELMoEmbedder
+from paddle_elmo import ELMoEmbedder
 
 
 @pytest.fixture
@@ -38,7 +38,7 @@ def test_embed_file_streams_in_chunks_and_keeps_line_order(embedder, tmp_path):
     lines = [' '.join(['w%d' % (i % 7)] * (1 + i % 5)) for i in range(37)]
     src = tmp_path / 'in.txt'
     src.write_text('\n'.join(lines) + '\n')
-    from embedder import embed_file
+    from paddle_elmo.embedder import embed_file
     embed_file(embedder, str(src), str(tmp_path / 'o.hdf5'), batch_size=3, progress=False, chunk_batches=2)
     with h5py.File(tmp_path / 'o.hdf5', 'r') as f:
         assert [f[str(i)].shape[1] for i in range(37)] == [len(l.split()) for l in lines]
@@ -104,8 +104,8 @@ def test_raw_strings_are_split_on_whitespace_as_tf_hub_s_default_signature(embed
 
 def test_raw_strings_in_elmo_and_the_tokenizer_choice(tiny_bilm):
     import paddle
-    from dataset import CharMapper
-    from elmo import Elmo
+    from paddle_elmo.dataset import CharMapper
+    from paddle_elmo import Elmo
     elmo = Elmo(tiny_bilm, dropout=0.0)
     ids = elmo.batch_to_ids(['The cat', ['A', 'dog', 'barked'], ''])
     np.testing.assert_array_equal(ids.numpy(), CharMapper().batch([['The', 'cat'], ['A', 'dog', 'barked'], []])[0])

@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 
 from conftest import ROOT
-from test_pretrain import TINY_MODEL
+from helpers import TINY_MODEL
 
 WORDS = ('the film is a warm funny and smart story with great actors but plot feels long dull sadly '
          'predictable so it never works').split()  # distinct words

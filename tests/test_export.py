@@ -14,7 +14,7 @@ import paddle
 import pytest
 
 from conftest import FIXTURE, ROOT, one_line_error, require, tiny_config
-from test_token_input import WORDS, tiny_bilm
+from helpers import WORDS, tiny_bilm
 
 # The reference's own tolerance for the fixture; the exports differ from the embedder by BLAS
 # summation order only (measured <= 1e-6), a formula slip by > 1e-3.
@@ -30,7 +30,7 @@ WORD_SENTENCES = [WORDS[:7], ['the', 'unknownword', 'cat', 'xyzzy', 'sat'], ['bi
 
 
 def fixture_bilm():
-    from elmo import load_bilm
+    from paddle_elmo import load_bilm
     return load_bilm(options_file=os.path.join(FIXTURE, 'options.json'),
                      weight_file=os.path.join(FIXTURE, 'lm_weights.hdf5'))
 
@@ -56,9 +56,9 @@ def fixture_export(tmp_path_factory):
 def original_export(tmp_path_factory):
     """A random model of the original size (char CNN 2048 filters, 2 highway, LSTM 4096 -> 512, 2
     layers) exported in-process -> (directory, its BiLM)."""
-    from config import ModelConfig
-    from deploy import export_inference
-    from elmo import BiLM
+    from paddle_elmo.config import ModelConfig
+    from paddle_elmo.deploy import export_inference
+    from paddle_elmo import BiLM
     paddle.seed(1)
     bilm = BiLM(ModelConfig(dropout=0.0))  # the defaults are the original model
     out = tmp_path_factory.mktemp('original') / 'elmo_inference'
@@ -71,7 +71,7 @@ def word_export(request, tmp_path_factory):
     """A tiny word model (bilm-tf files, its vocabulary given by --vocab_file) or word+char model (a
     checkpoint of ours, vocab.txt beside its options.json) exported by the script -> (directory,
     its BiLM)."""
-    from model_io import export_weights, model_options, write_input_vocabulary
+    from paddle_elmo.model_io import export_weights, model_options, write_input_vocabulary
     bilm = tiny_bilm(request.param)
     d = tmp_path_factory.mktemp(request.param.replace('+', '_'))
     if request.param == 'word':
@@ -100,9 +100,9 @@ def run_script(script, *args, cwd=ROOT, timeout=600):
 def max_difference(model_dir, bilm, sentences, backend):
     """Largest |exported - ELMoEmbedder(stateful=False)| over one batch of `sentences`, after
     checking the exported outputs' layout (shapes, zeros at padding, mask)."""
-    from deploy import InferenceEmbedder
-    from dataset import InputMapper
-    from elmo import ELMoEmbedder
+    from paddle_elmo.deploy import InferenceEmbedder
+    from paddle_elmo.dataset import InputMapper
+    from paddle_elmo import ELMoEmbedder
     expected = ELMoEmbedder(bilm=bilm, stateful=False).embed_batch(sentences)
     char_ids, word_ids, lengths = InputMapper.of(bilm).batch(sentences)
     layers, mask = InferenceEmbedder(model_dir, backend=backend).run(char_ids, word_ids)
@@ -137,16 +137,16 @@ def test_exported_original_size_model_matches_the_stateless_embedder(original_ex
 def test_original_size_outputs_are_not_trivially_equal(original_export):
     # Guards the test above: random weights whose outputs were all clipped or all zero would agree
     # with anything.
-    from deploy import InferenceEmbedder
+    from paddle_elmo.deploy import InferenceEmbedder
     layers = InferenceEmbedder(original_export[0], backend='onnxruntime').embed_batch(ODD_SENTENCES)[4]
     assert all(0.01 < layers[k].std() and np.abs(layers[k]).max() < 2.9 for k in range(1, 3))
 
 
 def test_static_bilm_matches_the_embedder_before_export(fixture_dir):
     # The eager run of what is exported: a slip here is ours, not the converter's.
-    from deploy import StaticBiLM
-    from dataset import CharMapper
-    from elmo import ELMoEmbedder
+    from paddle_elmo.deploy import StaticBiLM
+    from paddle_elmo.dataset import CharMapper
+    from paddle_elmo import ELMoEmbedder
     bilm = fixture_bilm()
     sentences = fixture_sentences()[:12] + ODD_SENTENCES
     expected = ELMoEmbedder(bilm=bilm).embed_batch(sentences)
@@ -167,9 +167,9 @@ def test_exported_word_models_match_the_stateless_embedder(word_export, backend)
 
 @pytest.mark.parametrize('token_input', ['word', 'word+char'])
 def test_static_bilm_matches_the_embedder_before_export_for_word_input(token_input):
-    from dataset import InputMapper
-    from deploy import StaticBiLM
-    from elmo import ELMoEmbedder
+    from paddle_elmo.dataset import InputMapper
+    from paddle_elmo.deploy import StaticBiLM
+    from paddle_elmo import ELMoEmbedder
     bilm = tiny_bilm(token_input)
     expected = ELMoEmbedder(bilm=bilm).embed_batch(WORD_SENTENCES)
     char_ids, word_ids, _ = InputMapper.of(bilm).batch(WORD_SENTENCES)
@@ -186,7 +186,7 @@ def test_static_bilm_matches_the_embedder_before_export_for_word_input(token_inp
 # --------------------------------------------------------------------------------------------
 
 def test_export_writes_the_listed_files_and_the_models_options(fixture_export):
-    from deploy import EXPORTED_FILES
+    from paddle_elmo.deploy import EXPORTED_FILES
     model_dir, _ = fixture_export
     assert sorted(os.listdir(model_dir)) == sorted(EXPORTED_FILES)
     with open(os.path.join(model_dir, 'options.json'), 'rb') as copied, \
@@ -197,7 +197,7 @@ def test_export_writes_the_listed_files_and_the_models_options(fixture_export):
 
 def test_a_word_export_holds_its_vocabulary_and_names_its_inputs(word_export):
     import onnx
-    from deploy import EXPORTED_FILES, InferenceEmbedder
+    from paddle_elmo.deploy import EXPORTED_FILES, InferenceEmbedder
     model_dir, bilm = word_export
     assert sorted(os.listdir(model_dir)) == sorted(EXPORTED_FILES + ('vocab.txt',))
     with open(os.path.join(model_dir, 'vocab.txt'), encoding='utf-8') as f:
@@ -212,7 +212,7 @@ def test_a_word_export_holds_its_vocabulary_and_names_its_inputs(word_export):
 
 
 def test_a_word_export_without_its_vocabulary_fails_with_one_line(word_export, tmp_path):
-    from deploy import InferenceEmbedder
+    from paddle_elmo.deploy import InferenceEmbedder
     copy = tmp_path / 'elmo_inference'
     shutil.copytree(word_export[0], copy)
     os.remove(copy / 'vocab.txt')
@@ -223,8 +223,8 @@ def test_a_word_export_without_its_vocabulary_fails_with_one_line(word_export, t
 
 
 def test_word_input_options_are_exportable_and_unknown_keys_still_refused_by_name():
-    from config import ModelConfig
-    from deploy import InputError, check_exportable
+    from paddle_elmo.config import ModelConfig
+    from paddle_elmo.deploy import InputError, check_exportable
     word = {**tiny_config(token_input='word').to_options(), 'n_tokens_vocab': len(WORDS) + 3}  # bilm-tf's
     both = tiny_config(token_input='word+char', word_dim=5).to_options()  # word_embedding.dim beside char_cnn
     for options in (word, both):
@@ -243,11 +243,12 @@ def readme_deploy_blocks():
 
 
 # Runs a README snippet as a user without this repository would: not in the checkout, and with the
-# checkout off sys.path (the venv's .pth file puts it there, as an editable install does).
+# checkout off sys.path and the package unimportable (the venv has it installed editable).
 WITHOUT_REPOSITORY = '''
 import importlib.util, os, sys
 sys.path[:] = [p for p in sys.path if os.path.realpath(p or '.') != os.path.realpath({root!r})]
-assert not any(importlib.util.find_spec(m) for m in ('elmo', 'deploy', 'dataset')), 'the repository is importable'
+sys.meta_path[:] = [f for f in sys.meta_path if 'paddle_elmo' not in repr(f)]  # the editable install's finder
+assert not any(importlib.util.find_spec(m) for m in ('elmo', 'paddle_elmo', 'dataset')), 'the repository is importable'
 '''
 
 
@@ -264,9 +265,9 @@ def test_readme_snippet_runs_without_the_repository(fixture_export, runtime, tmp
                           timeout=300)
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert proc.stdout.strip().splitlines()[-1] == f"['{runtime}']"  # the other runtime was never imported
-    from dataset import CharMapper
+    from paddle_elmo.dataset import CharMapper
     sentences = [['The', 'cat', 'sat', '.'], ['Hello', 'world', '!']]  # as in README
-    from elmo import ELMoEmbedder
+    from paddle_elmo import ELMoEmbedder
     expected = ELMoEmbedder(bilm=bilm).embed_batch(sentences)
     layers, mask = np.load(tmp_path / 'layers.npy'), np.load(tmp_path / 'mask.npy')
     for b, e in enumerate(expected):
@@ -287,7 +288,7 @@ def test_run_embed_with_the_inference_model_writes_the_embedders_hdf5(fixture_ex
     proc = run_script('run_embed.py', str(src), str(tmp_path / 'o.hdf5'), '--inference_model', model_dir,
                       '--inference_backend', backend, '--batch_size', '2')
     assert proc.returncode == 0, proc.stderr[-3000:]
-    from elmo import ELMoEmbedder
+    from paddle_elmo import ELMoEmbedder
     ELMoEmbedder(bilm=bilm).embed_file(str(src), str(tmp_path / 'ref.hdf5'), progress=False)
     with h5py.File(tmp_path / 'o.hdf5', 'r') as got, h5py.File(tmp_path / 'ref.hdf5', 'r') as ref:
         assert sorted(got) == sorted(ref)
@@ -304,7 +305,7 @@ def test_run_embed_with_a_word_export_writes_the_embedders_hdf5(word_export, tmp
     proc = run_script('run_embed.py', str(src), str(tmp_path / 'o.hdf5'), '--inference_model', model_dir,
                       '--output_format', 'top')
     assert proc.returncode == 0, proc.stderr[-3000:]
-    from elmo import ELMoEmbedder
+    from paddle_elmo import ELMoEmbedder
     ELMoEmbedder(bilm=bilm).embed_file(str(src), str(tmp_path / 'ref.hdf5'), 'top', progress=False)
     with h5py.File(tmp_path / 'o.hdf5', 'r') as got, h5py.File(tmp_path / 'ref.hdf5', 'r') as ref:
         assert sorted(got) == sorted(ref) == ['0', '1', '2', '3', 'sentence_to_index']
@@ -378,8 +379,8 @@ def test_export_to_a_bad_directory_fails_with_one_line(where, tmp_path):
 
 def test_a_model_setting_the_export_does_not_implement_is_refused_by_name(monkeypatch):
     # A ModelConfig field added after the export was written: refused unless it keeps its default.
-    import deploy
-    from config import ModelConfig
+    from paddle_elmo import deploy
+    from paddle_elmo.config import ModelConfig
     monkeypatch.setattr(deploy, 'IMPLEMENTED_FIELDS', deploy.IMPLEMENTED_FIELDS - {'activation'})
     deploy.check_exportable(ModelConfig(activation='relu'))
     with pytest.raises(deploy.InputError, match="does not implement activation = 'tanh'"):
@@ -400,7 +401,7 @@ def test_run_embed_inference_model_bad_input_fails_with_one_line(tmp_path, fixtu
 
 
 def test_a_failed_export_leaves_the_previous_one_and_no_temporary_files(fixture_dir, tmp_path, monkeypatch):
-    import deploy
+    from paddle_elmo import deploy
     bilm = fixture_bilm()
     out = tmp_path / 'elmo_inference'
     deploy.export_inference(bilm, str(out), formats=('paddle',))
@@ -421,7 +422,7 @@ def test_a_failed_export_leaves_the_previous_one_and_no_temporary_files(fixture_
 
 
 def test_an_export_that_differs_from_the_embedder_is_not_written(fixture_dir, tmp_path, monkeypatch):
-    import deploy
+    from paddle_elmo import deploy
     bilm = fixture_bilm()
     original = deploy.StaticBiLM._step
 

@@ -8,34 +8,20 @@ import numpy as np
 import paddle
 import pytest
 
-from fileio import InputError
+from paddle_elmo.fileio import InputError
 from conftest import FIXTURE, ROOT, SHARED, require, tiny_config
-from classifier import (BowHead, Dataset, make_folds, make_optimizer, predict, read_polarity, split_clitics,
+from helpers import RT, check_result, head_lines, run_script
+from paddle_elmo.classifier import (BowHead, Dataset, make_folds, make_optimizer, predict, read_polarity, split_clitics,
                         train_epoch)
 
-RT = os.path.join(SHARED, 'data', 'rt-polarity')
 CORPUS = os.path.join(SHARED, 'data', 'lm-corpus', 'train.txt')
 # Cache and live paths do the same float32 arithmetic on differently padded batches; 1e-5 allows
 # for BLAS summation order while a wrong layer, row or boundary moves logits by far more.
 TOL = 1e-5
 
 
-def head_lines(path, n):
-    with open(path, encoding='utf-8') as f:
-        return [next(f) for _ in range(n)]
-
-
-@pytest.fixture
-def rt_slice(tmp_path):
-    """100 positive + 100 negative rt-polarity lines in a fresh directory."""
-    require(RT)
-    for name in ('rt-polarity.pos', 'rt-polarity.neg'):
-        (tmp_path / name).write_text(''.join(head_lines(os.path.join(RT, name), 100)), encoding='utf-8')
-    return tmp_path
-
-
 def fixture_bilm():
-    from elmo import load_bilm
+    from paddle_elmo import load_bilm
     require(FIXTURE)
     return load_bilm(options_file=os.path.join(FIXTURE, 'options.json'),
                      weight_file=os.path.join(FIXTURE, 'lm_weights.hdf5'))
@@ -49,12 +35,6 @@ def small_dataset(n_per_class=20):
         sentences += [split_clitics(line.split()) for line in lines]
         labels += [label] * len(lines)
     return Dataset(sentences, np.array(labels, dtype=np.int64), {}, 'split_clitics')
-
-
-def run_script(script, *argv):
-    env = dict(os.environ, OMP_NUM_THREADS='1')
-    return subprocess.run([sys.executable, os.path.join(ROOT, script), *argv], capture_output=True, text=True,
-                          env=env, cwd=ROOT)
 
 
 # ---- data ------------------------------------------------------------------------------------
@@ -116,7 +96,7 @@ def test_single_split_and_too_few_sentences():
 # ---- head ------------------------------------------------------------------------------------
 
 def test_pack_keeps_the_real_tokens_and_the_head_averages_each_sentence():
-    from classifier import pack, sentence_means
+    from paddle_elmo.classifier import pack, sentence_means
     x = np.random.RandomState(0).randn(3, 4, 6).astype(np.float32)
     mask = np.array([[True, True, False, False], [False] * 4, [True] * 4])
     x[0, 2:] = 1e3  # padding must not reach the features
@@ -135,7 +115,7 @@ def test_pack_keeps_the_real_tokens_and_the_head_averages_each_sentence():
 
 
 def test_dropout_and_gradients_reach_only_real_tokens():
-    from classifier import pack
+    from paddle_elmo.classifier import pack
     x = paddle.to_tensor(np.ones((2, 5, 400), np.float32), stop_gradient=False)
     mask = paddle.to_tensor(np.arange(5)[None] < np.array([[2], [5]]))
     head = BowHead(input_dim=400, hidden_dim=0, dropout=0.5, feature_norm='none')
@@ -150,7 +130,7 @@ def test_dropout_and_gradients_reach_only_real_tokens():
 
 
 def test_early_stopping_restores_the_best_epochs_batch_norm_statistics_too():
-    from classifier import _restore, _trainable_snapshot
+    from paddle_elmo.classifier import _restore, _trainable_snapshot
     paddle.seed(0)
     head = BowHead(input_dim=6, hidden_dim=5, dropout=0.0, feature_norm='batchnorm')
     x, lengths = paddle.randn([24, 6]), np.full(8, 3)
@@ -170,7 +150,7 @@ def test_early_stopping_restores_the_best_epochs_batch_norm_statistics_too():
 # ---- ELMo features ---------------------------------------------------------------------------
 
 def test_cache_gives_the_same_predictions_as_recomputing_the_bilm():
-    from run_finetune import ActivationCache, model_builder
+    from paddle_elmo.features import ActivationCache, model_builder
     bilm, data = fixture_bilm(), small_dataset(15)
     cache = ActivationCache(bilm, data.sentences, progress=False)
     try:
@@ -199,7 +179,7 @@ def _largest_change(before, bilm):
 
 def _train_steps(bilm, data, steps=2, **kw):
     """A few Adam steps on short sentences (backward through the biLM is slow) -> (build, model)."""
-    from run_finetune import model_builder
+    from paddle_elmo.features import model_builder
     build = model_builder(bilm, data.sentences, **kw)
     model = build(0)
     optimizer = make_optimizer(model, 1e-3)
@@ -219,8 +199,8 @@ def test_frozen_bilm_does_not_change_but_the_scalar_mix_does():
 
 
 def test_one_layer_alone_is_that_layer_times_gamma_and_only_gamma_trains():
-    from bilm import remove_sentence_boundaries
-    from downstream import Elmo
+    from paddle_elmo.bilm import remove_sentence_boundaries
+    from paddle_elmo.downstream import Elmo
     bilm, data = fixture_bilm(), small_dataset(20)
     inputs = Elmo(bilm).batch_to_inputs(data.sentences[:4])
     out = Elmo(bilm).bilm_layers(inputs['char_ids'], inputs['lengths'])
@@ -255,8 +235,8 @@ def test_trainable_bilm_changes_at_its_own_rate_and_each_fold_restarts_from_the_
 
 
 def test_frozen_bilm_has_no_dropout_when_the_classifier_is_in_train_mode():
-    from elmo import BiLM
-    from run_finetune import model_builder
+    from paddle_elmo import BiLM
+    from paddle_elmo.features import model_builder
     paddle.seed(0)
     bilm = BiLM(tiny_config(dropout=0.5))
     sentences = [['a', 'good', 'film'], ['bad']]
@@ -276,7 +256,7 @@ def _toy_vectors():
 
 
 def test_word2vec_lookup_falls_back_on_case_and_handles_oov_as_documented():
-    from word_vectors import UNK, Word2VecFeatures, lookup_table
+    from paddle_elmo.word_vectors import UNK, Word2VecFeatures, lookup_table
     sentences = [['the', 'spielberg', 'film'], ['zzz', 'film'], ['zzz']]
     table, ids, stats = lookup_table(sentences, _toy_vectors(), oov='unk')
     assert stats['oov_tokens'] == 2 and stats['oov_types'] == 1 and stats['tokens'] == 6
@@ -300,7 +280,7 @@ def test_word2vec_lookup_falls_back_on_case_and_handles_oov_as_documented():
 
 @pytest.mark.parametrize('name', ['v.bin', 'v.bin.gz', 'v.txt'])
 def test_saved_vectors_load_back_unchanged(tmp_path, name):
-    from word_vectors import load_vectors, save_vectors
+    from paddle_elmo.word_vectors import load_vectors, save_vectors
     kv = _toy_vectors()
     save_vectors(kv, str(tmp_path / name))
     loaded = load_vectors(str(tmp_path / name))
@@ -311,15 +291,6 @@ def test_saved_vectors_load_back_unchanged(tmp_path, name):
 
 # ---- the scripts, end to end -----------------------------------------------------------------
 
-def _check_result(path, n_folds):
-    with open(path) as f:
-        result = json.load(f)
-    assert {'accuracy_mean', 'accuracy_std', 'fold_accuracies', 'layer_weights', 'args'} <= set(result)
-    assert len(result['fold_accuracies']) == n_folds
-    assert all(0 <= a <= 1 for a in result['fold_accuracies'])
-    assert result['accuracy_mean'] == pytest.approx(np.mean(result['fold_accuracies']))
-    return result
-
 
 def test_run_finetune_end_to_end_on_a_slice(rt_slice, tmp_path):
     require(FIXTURE)
@@ -328,7 +299,7 @@ def test_run_finetune_end_to_end_on_a_slice(rt_slice, tmp_path):
                       os.path.join(FIXTURE, 'options.json'), '--weight_file', os.path.join(FIXTURE, 'lm_weights.hdf5'),
                       '--folds', '2', '--epochs', '2', '--seed', '1', '--output_json', str(out), '--quiet')
     assert proc.returncode == 0, proc.stderr
-    result = _check_result(out, 2)
+    result = check_result(out, 2)
     assert 'accuracy' in proc.stdout and '(utf-8)' in proc.stderr
     assert len(result['layer_weights']) == 2
     assert sum(result['layer_weights'][0]['weights']) == pytest.approx(1.0, abs=1e-5)
@@ -360,10 +331,10 @@ def test_word2vec_base_end_to_end_trains_saves_and_reuses_vectors(rt_slice, tmp_
                       '--w2v_dim', '16', '--w2v_min_count', '1', '--save_word2vec', str(saved), '--folds', '1',
                       '--epochs', '2', '--output_json', str(out), '--quiet')
     assert proc.returncode == 0, proc.stderr
-    result = _check_result(out, 1)
+    result = check_result(out, 1)
     assert result['layer_weights'] is None and result['features']['dim'] == 16
     assert 0 < result['features']['oov_rate'] < 1
-    from word_vectors import load_vectors
+    from paddle_elmo.word_vectors import load_vectors
     assert load_vectors(str(saved)).vector_size == 16
 
 
@@ -377,7 +348,7 @@ def test_bad_input_is_one_line_error_with_exit_code_2(tmp_path):
 
 
 def test_word2vec_can_train_on_a_matched_budget_of_tokens(tmp_path):
-    from word_vectors import CorpusSentences
+    from paddle_elmo.word_vectors import CorpusSentences
     (tmp_path / 'a.txt').write_text('one two three\nfour five\n')
     (tmp_path / 'b.txt').write_text('six seven eight nine\n')
     paths = [str(tmp_path / 'a.txt'), str(tmp_path / 'b.txt')]
@@ -388,7 +359,7 @@ def test_word2vec_can_train_on_a_matched_budget_of_tokens(tmp_path):
 
 def test_run_finetune_concatenates_word2vec_to_the_elmo_features(rt_slice, tmp_path):
     require(FIXTURE)
-    from word_vectors import save_vectors
+    from paddle_elmo.word_vectors import save_vectors
     vectors = tmp_path / 'v.txt'
     save_vectors(_toy_vectors(), str(vectors))
     out = tmp_path / 'concat.json'
@@ -397,7 +368,7 @@ def test_run_finetune_concatenates_word2vec_to_the_elmo_features(rt_slice, tmp_p
                       '--concat_word2vec', str(vectors), '--folds', '2', '--epochs', '1', '--output_json', str(out),
                       '--quiet')
     assert proc.returncode == 0, proc.stderr
-    result = _check_result(out, 2)
+    result = check_result(out, 2)
     assert result['features']['word2vec_dim'] == 3 and result['features']['concat_word2vec'] == str(vectors)
 
 

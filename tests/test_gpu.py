@@ -25,7 +25,7 @@ def on(device, fn):
 
 def test_the_fixture_embeds_the_same_on_gpu_as_on_cpu(fixture_dir, fixture_sentences):
     import os
-    from elmo import ELMoEmbedder
+    from paddle_elmo import ELMoEmbedder
     files = dict(options_file=os.path.join(fixture_dir, 'options.json'),
                  weight_file=os.path.join(fixture_dir, 'lm_weights.hdf5'))
     sentences = fixture_sentences[0]
@@ -36,7 +36,7 @@ def test_the_fixture_embeds_the_same_on_gpu_as_on_cpu(fixture_dir, fixture_sente
 
 
 def test_two_training_steps_on_gpu_match_the_cpu():
-    from lm import LanguageModel, make_optimizer, train_step
+    from paddle_elmo.lm import LanguageModel, make_optimizer, train_step
     rng = np.random.RandomState(0)
     vocab_size, batch, unroll = 50, 3, 4
 

@@ -17,14 +17,14 @@ def tracer_train_mode():
 
 @pytest.fixture
 def bilm():
-    from elmo import BiLM
+    from paddle_elmo import BiLM
     paddle.seed(0)
     return BiLM(tiny_config(dropout=0.5))
 
 
 def test_embedder_leaves_the_device_malloc_and_the_global_mode_alone(bilm, monkeypatch):
-    import embedder as embedder_module
-    from elmo import ELMoEmbedder
+    from paddle_elmo import embedder as embedder_module
+    from paddle_elmo import ELMoEmbedder
     calls = []
     monkeypatch.setattr(paddle, 'set_device', lambda *a: calls.append(('set_device', a)))
     monkeypatch.setattr(embedder_module, 'keep_freed_memory', lambda *a: calls.append(('malloc', a)))
@@ -38,7 +38,7 @@ def test_embedder_leaves_the_device_malloc_and_the_global_mode_alone(bilm, monke
 
 
 def test_embedder_gives_back_a_callers_bilm_as_it_was(bilm):
-    from elmo import ELMoEmbedder
+    from paddle_elmo import ELMoEmbedder
     bilm.train()
     bilm.stateful = True
     first = ELMoEmbedder(bilm=bilm).encode([['a', 'b', 'c']])[0]
@@ -48,8 +48,8 @@ def test_embedder_gives_back_a_callers_bilm_as_it_was(bilm):
 
 
 def test_lm_evaluation_restores_the_mode_without_flipping_the_tracer(tmp_path):
-    from dataset import Vocabulary, iter_eval_batches
-    from lm import LanguageModel, evaluate
+    from paddle_elmo.dataset import Vocabulary, iter_eval_batches
+    from paddle_elmo.lm import LanguageModel, evaluate
     (tmp_path / 'v.txt').write_text('<S>\n</S>\n<UNK>\na\nb\n')
     (tmp_path / 'd.txt').write_text('a b a\nb a\n')
     vocab = Vocabulary(str(tmp_path / 'v.txt'))
@@ -60,9 +60,11 @@ def test_lm_evaluation_restores_the_mode_without_flipping_the_tracer(tmp_path):
 
 
 def test_importing_the_library_sets_no_environment_variables_or_warning_filters():
-    # Paddle's own import is the baseline (it sets variables of its own); then ours must add nothing.
-    code = ('import os, warnings; import paddle; env = dict(os.environ); filters = list(warnings.filters); '
-            'import elmo, lm, classifier, dataset, fileio; '
+    # Paddle's own import is the baseline (it sets variables of its own); then ours must add nothing
+    # but GLOG_minloglevel, and that only where the user left it unset (here: they set it).
+    code = ('import os, warnings; os.environ["GLOG_minloglevel"] = "0"; import paddle; env = dict(os.environ); '
+            'filters = list(warnings.filters); '
+            'from paddle_elmo import lm, classifier, dataset, fileio, ELMoEmbedder, Elmo; '
             'changed = sorted(k for k in set(env) | set(os.environ) if env.get(k) != os.environ.get(k)); '
             'print(changed, len(warnings.filters) - len(filters))')
     proc = subprocess.run([sys.executable, '-c', code], capture_output=True, text=True, cwd=ROOT,
@@ -71,16 +73,16 @@ def test_importing_the_library_sets_no_environment_variables_or_warning_filters(
     assert proc.stdout.strip() == '[] 0'
 
 
-def test_importing_elmo_first_hides_paddles_ccache_notice():
-    proc = subprocess.run([sys.executable, '-c', 'import elmo'], capture_output=True, text=True, cwd=ROOT,
+def test_importing_the_library_first_hides_paddles_ccache_notice():
+    proc = subprocess.run([sys.executable, '-c', 'from paddle_elmo import ELMoEmbedder'], capture_output=True, text=True, cwd=ROOT,
                           env=dict(os.environ, PYTHONPATH=ROOT))
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert 'No ccache found' not in proc.stderr  # filtered around Paddle's import only
 
 
 def test_run_reports_user_errors_in_one_line_and_keeps_a_bugs_traceback(capsys):
-    import args as cli
-    from fileio import InputError
+    from paddle_elmo.cli import flags as cli
+    from paddle_elmo.fileio import InputError
 
     def bad_input():
         raise InputError('data.txt:3: something the user can fix')
@@ -103,7 +105,7 @@ def test_without_a_working_compiler_the_kernels_fall_back_with_one_warning(tmp_p
     for name in ('g++', 'gcc', 'c++', 'cc', 'x86_64-linux-gnu-g++', 'x86_64-linux-gnu-gcc'):
         (bin_dir / name).write_text('#!/bin/sh\necho "error: this compiler is too old" >&2\nexit 1\n')
         (bin_dir / name).chmod(0o755)
-    code = ('import warnings, kernels\n'
+    code = ('import warnings\nfrom paddle_elmo import kernels\n'
             'with warnings.catch_warnings(record=True) as caught:\n'
             '    warnings.simplefilter("always")\n'
             '    assert kernels.kernel() is None\n'

@@ -10,8 +10,8 @@ import paddle
 import pytest
 
 from conftest import one_line_error, tiny_config
-from fileio import InputError
-from test_pretrain import run
+from paddle_elmo.fileio import InputError
+from helpers import run
 
 VOCAB = ['<S>', '</S>', '<UNK>', 'a', 'b', 'c', 'd']
 SENTENCE = 'a b zz c'  # zz is outside the vocabulary: read by its chars, a <UNK> target
@@ -22,8 +22,8 @@ def files(tmp_path_factory):
     """A tiny LanguageModel (random, with a softmax far from uniform) as a checkpoint of ours (ck/final),
     exported with its softmax (hdf5/) and without it (nosoftmax/); its vocabulary; a one-sentence
     held-out file."""
-    from lm import LanguageModel
-    from model_io import export_weights
+    from paddle_elmo.lm import LanguageModel
+    from paddle_elmo.model_io import export_weights
     d = tmp_path_factory.mktemp('predict')
     paddle.seed(1)
     model = LanguageModel(tiny_config(), len(VOCAB))
@@ -42,17 +42,17 @@ def files(tmp_path_factory):
 
 @pytest.fixture(scope='module')
 def predictor(files):
-    from dataset import Vocabulary
-    from model_io import load_language_model
-    from predict import Predictor
+    from paddle_elmo.dataset import Vocabulary
+    from paddle_elmo.model_io import load_language_model
+    from paddle_elmo.predict import Predictor
     return Predictor(load_language_model(len(VOCAB), str(files / 'ck' / 'final')), Vocabulary(str(files / 'vocab.txt')))
 
 
 def eval_losses(predictor, files):
     """run_eval.py's machinery on the one-sentence file, one row with room for the whole sentence:
     per-token (forward, backward) losses of its n + 1 targets, and lm.evaluate's figures."""
-    from dataset import iter_eval_batches
-    from lm import evaluate
+    from paddle_elmo.dataset import iter_eval_batches
+    from paddle_elmo.lm import evaluate
     batches = lambda: iter_eval_batches(str(files / 'dev.txt'), predictor.vocab, 1, 20)
     batch = next(batches())
     n = int(batch['weights'].sum())
@@ -121,9 +121,9 @@ def test_sampling_is_repeatable_stops_at_the_boundary_and_follows_the_temperatur
 
 
 def test_bad_arguments_of_the_api(predictor, files):
-    from dataset import Vocabulary
-    from model_io import load_language_model
-    from predict import Predictor
+    from paddle_elmo.dataset import Vocabulary
+    from paddle_elmo.model_io import load_language_model
+    from paddle_elmo.predict import Predictor
     with pytest.raises(InputError, match='direction must be "forward" or "backward", got \'sideways\''):
         predictor.top('a', 3, direction='sideways')
     with pytest.raises(InputError, match='temperature must be > 0'):
@@ -205,7 +205,7 @@ def test_run_predict_bad_input_is_one_line(case, files, tmp_path):
 
 @pytest.mark.filterwarnings("ignore:Paddle's MKL chose its generic code path")  # earlier tests ran products
 def test_run_dump_writes_lm_1b_s_files_and_bilm_tf_s_hdf5(files, tmp_path):
-    from elmo import ELMoEmbedder
+    from paddle_elmo import ELMoEmbedder
     plain = tmp_path / 'plain.txt'  # no specials: the softmax rows are <S> </S> <UNK> + the file
     plain.write_text('\n'.join(VOCAB[3:]) + '\n')
     proc = run('run_dump.py', ['--vocab_file', str(plain), '--init_from_ckpt', str(files / 'ck' / 'final'),
@@ -235,8 +235,8 @@ def test_run_dump_writes_lm_1b_s_files_and_bilm_tf_s_hdf5(files, tmp_path):
 
 
 def test_char_cnn_dump_without_a_softmax_and_token_embeddings_of_specials(files, tmp_path):
-    from elmo import load_bilm, token_embeddings
-    from predict import dump_embeddings
+    from paddle_elmo import load_bilm, token_embeddings
+    from paddle_elmo.predict import dump_embeddings
     bilm = load_bilm(options_file=str(files / 'nosoftmax' / 'options.json'),
                      weight_file=str(files / 'nosoftmax' / 'weights.hdf5'))
     written = dump_embeddings(str(tmp_path / 'd'), VOCAB, bilm, batch_size=3)
@@ -244,7 +244,7 @@ def test_char_cnn_dump_without_a_softmax_and_token_embeddings_of_specials(files,
     np.testing.assert_allclose(np.load(tmp_path / 'd' / 'embeddings_char_cnn.npy'),
                                token_embeddings(bilm, VOCAB), atol=1e-6, rtol=0)
     # <S> and </S> are the sentence boundaries: layer 0 of the positions the biLM adds around a sentence.
-    from dataset import CharMapper
+    from paddle_elmo.dataset import CharMapper
     ids, _ = CharMapper().batch([['a']])
     with paddle.no_grad():
         x = bilm(paddle.to_tensor(ids))['activations'][0].numpy()[0, :, :8]
@@ -252,7 +252,7 @@ def test_char_cnn_dump_without_a_softmax_and_token_embeddings_of_specials(files,
 
 
 def test_dump_token_embeddings_of_the_fixture_vocabulary_matches_the_reference(fixture_dir, tmp_path):
-    from elmo import dump_token_embeddings
+    from paddle_elmo import dump_token_embeddings
     out = tmp_path / 'tokens.hdf5'
     n = dump_token_embeddings(os.path.join(fixture_dir, 'vocab_test.txt'), os.path.join(fixture_dir, 'options.json'),
                               os.path.join(fixture_dir, 'lm_weights.hdf5'), str(out), batch_size=100)

@@ -12,7 +12,7 @@ import paddle
 import pytest
 
 from conftest import ROOT
-from test_pretrain import ENV, assert_same_weights, load, pretrain_args, run
+from helpers import ENV, assert_same_weights, load, pretrain_args, run
 
 STEPS = '120'  # long enough to be signalled mid-run, short enough for the suite
 
@@ -79,9 +79,9 @@ def test_sigterm_to_the_launcher_stops_both_ranks_at_one_step_and_resumes_exactl
 
 
 def test_a_failed_save_leaves_the_previous_checkpoint_intact(tmp_path, monkeypatch):
-    import model_io
+    from paddle_elmo import model_io
     from conftest import tiny_config
-    from lm import LanguageModel, make_optimizer
+    from paddle_elmo.lm import LanguageModel, make_optimizer
     model = LanguageModel(tiny_config(), 10, 4)
     optimizer = make_optimizer(model, 'adagrad', 0.2, 10.0, 0, 1)
     prefix = str(tmp_path / '5')

@@ -12,31 +12,7 @@ import paddle
 import pytest
 
 from conftest import ROOT, tiny_config  # corpus: the fixture in conftest
-
-TINY_MODEL = ['--projection_dim', '8', '--cell_dim', '16', '--num_layers', '2', '--char_embed_dim', '4',
-              '--cnn_filters', '[[1, 4], [2, 8], [3, 8]]', '--num_highways', '1', '--n_negative_samples', '10',
-              '--batch_size', '4', '--unroll_steps', '5']
-ENV = dict(os.environ, OMP_NUM_THREADS='1', PYTHONUNBUFFERED='1')
-
-
-def pretrain_args(corpus, save_dir, *extra):
-    return ['--train_data_path', str(corpus / 'train.*.txt'), '--vocab_file', str(corpus / 'vocab.txt'),
-            '--save_dir', str(save_dir), '--log_freq', '5', '--seed', '3', '--dropout', '0.1'] + TINY_MODEL + list(extra)
-
-
-def run(script, args, cwd=ROOT, **kw):
-    return subprocess.run([sys.executable, os.path.join(ROOT, script)] + args, capture_output=True, text=True,
-                          env=ENV, cwd=cwd, **kw)
-
-
-def load(path):
-    return {k: v.numpy() for k, v in paddle.load(str(path)).items()}
-
-
-def assert_same_weights(a, b):
-    assert a.keys() == b.keys()
-    for k in a:
-        np.testing.assert_array_equal(a[k], b[k], err_msg=k)
+from helpers import ENV, TINY_MODEL, assert_same_weights, load, pretrain_args, run
 
 
 def test_two_process_cpu_launch_reads_disjoint_data_and_ends_with_identical_weights(corpus, tmp_path):
@@ -101,7 +77,7 @@ def test_bad_arguments_fail_with_one_line(corpus, tmp_path):
 
 
 def test_eval_perplexity_of_a_uniform_model_is_the_vocabulary_size(corpus, tmp_path):
-    from lm import LanguageModel
+    from paddle_elmo.lm import LanguageModel
     vocab_size = len((corpus / 'vocab.txt').read_text().split())
     model = LanguageModel(tiny_config(), vocab_size)
     with paddle.no_grad():  # zero softmax: every word has probability 1 / V whatever the LSTM says
@@ -166,7 +142,7 @@ def test_max_minutes_stops_saves_a_checkpoint_that_resumes_exactly_and_exits_0(c
 
 
 def test_a_preset_reaches_the_model_and_an_explicit_flag_overrides_it(corpus, tmp_path):
-    import args as cli
+    from paddle_elmo.cli import flags as cli
     base = ['--train_data_path', str(corpus / 'train.*.txt'), '--vocab_file', str(corpus / 'vocab.txt'),
             '--save_dir', str(tmp_path), '--max_steps', '1', '--log_freq', '1']
     proc = run('run_pretrain.py', base + ['--preset', 'budget', '--cell_dim', '64'])
@@ -183,7 +159,7 @@ def test_a_preset_reaches_the_model_and_an_explicit_flag_overrides_it(corpus, tm
     assert recipe['preset'] == 'budget'
     state = paddle.load(str(tmp_path / 'final.pdparams'))
     assert tuple(state['bilm.forward_stack.layers.0.W_P'].shape) == (64, budget['projection_dim'])
-    from config import from_preset
+    from paddle_elmo.config import from_preset
     for name in ('original', 'small'):  # bilm-tf's recipe is the default of both
         a = cli.pretrain_parser().parse_args(['--preset', name])
         _, r = from_preset(a.preset, cli.given_settings(a))

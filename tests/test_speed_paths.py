@@ -14,13 +14,13 @@ import paddle
 import paddle.nn.functional as F
 import pytest
 
-import kernels
+from paddle_elmo import kernels
 from conftest import tiny_config
-from dataset import CharMapper
-from bilm import BiLM, CharEncoder, LstmStack
-from packing import length_chunks
-from elmo import ELMoEmbedder
-from kernels import add_bias, max_over_positions
+from paddle_elmo.dataset import CharMapper
+from paddle_elmo.bilm import BiLM, CharEncoder, LstmStack
+from paddle_elmo.packing import length_chunks
+from paddle_elmo import ELMoEmbedder
+from paddle_elmo.kernels import add_bias, max_over_positions
 
 # float32 against float64 / another summation order: ~1e-7 relative; a wrong window, gate or row
 # moves values by > 1e-3.
@@ -353,7 +353,7 @@ def test_full_token_cache_serves_known_words_and_computes_the_rest(tiny_bilm):
 
 def test_flops_per_token_counts_the_original_configuration_by_hand():
     from benchmarks.common import flops_breakdown, flops_per_token
-    from elmo import ModelConfig
+    from paddle_elmo import ModelConfig
     options = ModelConfig()  # the original ELMo: filters up to [7, 1024], 2 highways, 4096 -> 512
     parts = flops_breakdown(options)
     # sum over [w, n] of 2 * (50 - w + 1) * w * 16 * n; 2 highways x 2 products of 2048^2;

@@ -10,32 +10,53 @@ import pytest
 
 from conftest import ROOT, require, FIXTURE
 
-SCRIPTS = {'run_pretrain', 'run_eval', 'run_finetune', 'run_embed', 'word2vec_base', 'export_weights',
-           'export_inference', 'build_vocab', 'demo', 'run_predict', 'run_dump'}
+PACKAGE = os.path.join(ROOT, 'paddle_elmo')
+FRONT_DOORS = ('args.py', 'dataset.py', 'elmo.py', 'run_pretrain.py', 'run_eval.py', 'run_finetune.py',
+               'word2vec_base.py', 'run_embed.py', 'run_predict.py', 'run_dump.py', 'export_weights.py',
+               'export_inference.py', 'build_vocab.py', 'demo.py')
+
+
+def package_modules():
+    """Dotted name -> file of every module in paddle_elmo/."""
+    modules = {}
+    for directory, _, files in os.walk(PACKAGE):
+        for f in files:
+            if f.endswith('.py'):
+                rel = os.path.relpath(os.path.join(directory, f), ROOT)[:-3].replace(os.sep, '.')
+                modules[rel[:-len('.__init__')] if rel.endswith('.__init__') else rel] = os.path.join(directory, f)
+    return modules
+
+
+def imported_names(path):
+    """The absolute module names a file imports (at the top or inside functions), with each
+    `from X import y` also giving X.y (y may be a module)."""
+    with open(path, encoding='utf-8') as f:
+        tree = ast.parse(f.read())
+    found = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            found.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            found.add(node.module)
+            found.update(f'{node.module}.{alias.name}' for alias in node.names)
+    return found
 
 
 def our_imports():
-    """module -> the repository modules it imports (at the top or inside functions)."""
-    modules = {f[:-3] for f in os.listdir(ROOT) if f.endswith('.py')}
-    graph = {}
-    for name in modules:
-        with open(os.path.join(ROOT, f'{name}.py'), encoding='utf-8') as f:
-            tree = ast.parse(f.read())
-        found = set()
-        for node in ast.walk(tree):
-            if isinstance(node, ast.Import):
-                found.update(alias.name.split('.')[0] for alias in node.names)
-            elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
-                found.add(node.module.split('.')[0])
-        graph[name] = sorted(found & modules - {name})
-    return graph
+    """module -> the package modules it imports."""
+    modules = package_modules()
+    return {name: sorted(imported_names(path) & set(modules) - {name}) for name, path in modules.items()}
 
 
-def test_the_import_graph_has_no_cycle_and_the_library_imports_no_script():
+def is_command(module):
+    return module == 'paddle_elmo.cli' or module.startswith('paddle_elmo.cli.')
+
+
+def test_the_import_graph_has_no_cycle_and_the_library_imports_no_command():
     graph = our_imports()
-    library = set(graph) - SCRIPTS - {'args'}
-    for module in library:
-        assert not set(graph[module]) & (SCRIPTS | {'args'}), f'{module} imports {graph[module]}'
+    for module, dependencies in graph.items():
+        if not is_command(module) and module != 'paddle_elmo.__main__':
+            assert not [d for d in dependencies if is_command(d)], f'{module} imports {dependencies}'
     state = {}
 
     def visit(module, path):
@@ -44,11 +65,32 @@ def test_the_import_graph_has_no_cycle_and_the_library_imports_no_script():
         assert state.get(module) != 'open', 'import cycle: ' + ' -> '.join(path + [module])
         state[module] = 'open'
         for dependency in graph[module]:
-            visit(dependency, path + [module])
+            if dependency != 'paddle_elmo':  # every module's parent package, imported first by Python
+                visit(dependency, path + [module])
         state[module] = 'done'
 
     for module in graph:
         visit(module, [])
+
+
+def test_the_front_doors_at_the_top_are_thin_and_the_library_is_in_the_package():
+    top = sorted(f for f in os.listdir(ROOT) if f.endswith('.py'))
+    assert top == sorted(FRONT_DOORS)
+    for name in top:
+        with open(os.path.join(ROOT, name), encoding='utf-8') as f:
+            tree = ast.parse(f.read())
+        defined = [n for n in tree.body if isinstance(n, (ast.FunctionDef, ast.ClassDef))]
+        assert not defined, f'{name} defines {[n.name for n in defined]}: library code belongs in paddle_elmo/'
+        outside = [n for n in imported_names(os.path.join(ROOT, name)) if not n.startswith('paddle_elmo')]
+        assert not outside, f'{name} imports {outside}: a front door only calls into paddle_elmo'
+
+
+def test_tests_share_helpers_through_conftest_or_helpers_not_each_other_or_commands():
+    tests = os.path.join(ROOT, 'tests')
+    for f in os.listdir(tests):
+        if f.endswith('.py'):
+            names = imported_names(os.path.join(tests, f))
+            assert not [n for n in names if n.split('.')[0].startswith('test_')], f'{f} imports another test module'
 
 
 def readme_python_block(heading):
@@ -62,7 +104,7 @@ def api_files(tmp_path):
     """README's file names, made real: the reference fixture, a checkpoint of ours, a text file."""
     require(FIXTURE)
     import paddle
-    from elmo import load_bilm
+    from paddle_elmo import load_bilm
     bilm = load_bilm(options_file=os.path.join(FIXTURE, 'options.json'),
                      weight_file=os.path.join(FIXTURE, 'lm_weights.hdf5'))
     (tmp_path / 'checkpoints').mkdir()

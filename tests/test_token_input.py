@@ -10,23 +10,12 @@ import paddle
 import pytest
 
 from conftest import ROOT, one_line_error, tiny_config
-from dataset import InputMapper, Vocabulary
-from elmo import BiLM, ELMoEmbedder, dump_token_embeddings, export_weights, load_bilm, token_embeddings
-from fileio import InputError
-from test_elmo import TOL, fixture_embedder, reference_top, run_reference_protocol
-from test_pretrain import assert_same_weights, load, pretrain_args, run
-
-WORDS = 'the cat sat on a mat while dogs ran in parks near old houses and birds sang songs'.split()
-
-
-def tiny_vocab():
-    return Vocabulary.from_tokens(['<S>', '</S>', '<UNK>'] + WORDS)
-
-
-def tiny_bilm(token_input, seed=0):
-    paddle.seed(seed)
-    config = tiny_config(token_input=token_input, word_dim=5 if token_input == 'word+char' else 0)
-    return BiLM(config, vocab=tiny_vocab() if config.has_words else None)
+from paddle_elmo.dataset import InputMapper, Vocabulary
+from paddle_elmo import ELMoEmbedder, dump_token_embeddings, export_weights, load_bilm, token_embeddings
+from paddle_elmo.fileio import InputError
+from helpers import TOL, fixture_embedder, reference_top, run_reference_protocol
+from helpers import assert_same_weights, load, pretrain_args, run
+from helpers import WORDS, tiny_bilm
 
 
 # ---- bilm-tf's token mode, against the reference fixture -------------------------------------
@@ -173,7 +162,7 @@ def test_export_writes_bilm_tf_layout_with_the_vocabulary_and_loads_back(token_i
 def test_char_options_stay_pure_bilm_tf():
     options = tiny_config().to_options()
     assert 'word_embedding' not in options and 'char_cnn' in options
-    from config import ModelConfig
+    from paddle_elmo.config import ModelConfig
     assert ModelConfig.from_options(tiny_config(token_input='word').to_options()).token_input == 'word'
     with pytest.raises(InputError, match='--word_dim must be >= 1 with token_input word\\+char'):
         tiny_config(token_input='word+char').checked()
@@ -255,7 +244,7 @@ def test_word_vectors_initialise_covered_rows_and_freeze_keeps_them(corpus, tmp_
 
 
 def test_elmo_reads_word_input_for_downstream_models():
-    from downstream import Elmo
+    from paddle_elmo.downstream import Elmo
     bilm = tiny_bilm('word')
     elmo = Elmo(bilm, dropout=0.0)
     out = elmo(**elmo.batch_to_inputs(['the cat sat', 'a dog']))
@@ -266,7 +255,7 @@ def test_elmo_reads_word_input_for_downstream_models():
 
 
 def test_a_word_models_embedding_file_and_vocabulary_are_read_and_checked(fixture_dir, tmp_path):
-    from downstream import Elmo
+    from paddle_elmo.downstream import Elmo
     options, weights, vocab = bilm_tf_word_model(fixture_dir, tmp_path)
     elmo = Elmo.from_files(options_file=str(options), weight_file=str(weights), vocab_file=vocab, dropout=0.0)
     assert elmo.bilm.vocab.size == 458

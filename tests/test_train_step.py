@@ -30,8 +30,8 @@ TOKEN_INPUTS = ('char', 'word', 'word+char')
 
 
 def make_model(token_input='char'):
-    from dataset import Vocabulary
-    from lm import LanguageModel
+    from paddle_elmo.dataset import Vocabulary
+    from paddle_elmo.lm import LanguageModel
     paddle.seed(7)
     vocab = Vocabulary.from_tokens(['<S>', '</S>', '<UNK>'] + [f'w{i}' for i in range(3, VOCAB)])
     config = tiny_config(dropout=0.0, token_input=token_input, word_dim=6 if token_input == 'word+char' else 0)
@@ -140,13 +140,13 @@ def reference_update(ranks, clip, token_input='char'):
 # ---- ours -------------------------------------------------------------------------------------
 
 def our_update(rank, world_size, clip, token_input='char'):
-    from lm import Adagrad, train_step
+    from paddle_elmo.lm import Adagrad, train_step
     model = make_model(token_input)
     batch, samples = make_case(rank)
     fix_candidates(model, samples)
     agree_rows = None
     if world_size > 1:
-        from run_pretrain import union_over_ranks
+        from paddle_elmo.training import union_over_ranks
         agree_rows = union_over_ranks
     optimizer = Adagrad(model, LR, clip, initial_accumulator=1.0, world_size=world_size)
     _, norm = train_step(model, optimizer, batch, agree_rows)

@@ -13,9 +13,9 @@ bytes): the biLM sees only their beginning.
 """
 import contextlib
 
-import args as cli
-import dataset
-from fileio import atomic_path
+from paddle_elmo.cli import flags as cli
+from paddle_elmo import dataset
+from paddle_elmo.fileio import atomic_path
 
 
 def main():

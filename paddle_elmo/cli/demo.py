@@ -1,32 +1,32 @@
 """`make demo`: pretrain a tiny ELMo on the bundled sample corpus, measure it, and embed with it.
 
-Runs the real scripts end to end (build_vocab.py, run_pretrain.py, run_eval.py) on
-demo/sample_train.txt (our own sentences), then shows with ELMoEmbedder that the same word gets
+Runs the real commands end to end (`paddle-elmo build-vocab`, `pretrain`, `eval`) on the sample
+corpus installed with the package (`paddle_elmo/demo_data/sample_train.txt`, our own sentences), then shows with ELMoEmbedder that the same word gets
 different vectors in different contexts: for ambiguous words (bank, bat, spring) in held-out
 sentences, the LSTM layers' vector is nearest to the right sense's centroid, while the
-context-free layer 0 can only guess; then the same with the bundled model (pretrained/), which never
-saw the demo's sentences. Takes about two minutes on 2 CPU cores.
+context-free layer 0 can only guess; then the same with the bundled model (`paddle_elmo/pretrained/`), which never
+saw the demo's sentences. Takes about two minutes on 2 CPU cores. Everything it writes goes to
+--output_dir (default: a new temporary directory, whose path it prints).
 
-    python demo.py --zh ../runs/zh/word-w2v-60min/final   # the same for Chinese, with a model you trained
+    paddle-elmo demo --zh runs/zh/final --zh_corpus zh-corpus/train.txt   # Chinese, with a model you trained
 
 With --zh MODEL (a checkpoint prefix trained on zh-corpus, see README "Chinese"; no Chinese model
 ships with the repository) it shows the same for Chinese words with two senses, 花 (flower / to
 spend) and 长 (long / the head of, as in 省长): raw probe sentences of our own split by the
 model's tokenizer, the senses' centroids from zh-corpus training sentences with one sense's cues.
 """
-import argparse
 import os
 import subprocess
 import sys
+import tempfile
 import time
 
-import args  # noqa: F401  (first: it quiets Paddle's import-time noise)
 import numpy as np
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-OUT = os.path.join(HERE, 'demo_out')
-TRAIN, HELDOUT = os.path.join(HERE, 'demo', 'sample_train.txt'), os.path.join(HERE, 'demo', 'sample_heldout.txt')
-VOCAB, CKPT = os.path.join(OUT, 'vocab.txt'), os.path.join(OUT, 'checkpoints')
+from paddle_elmo.cli import flags as cli
+
+DATA = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), 'demo_data')
+TRAIN, HELDOUT = os.path.join(DATA, 'sample_train.txt'), os.path.join(DATA, 'sample_heldout.txt')
 # A small model that learns the sample corpus in about a minute on 2 CPU cores.
 MODEL_FLAGS = ['--projection_dim', '64', '--cell_dim', '256', '--num_layers', '2', '--char_embed_dim', '8',
                '--cnn_filters', '[[1, 16], [2, 16], [3, 32], [4, 64], [5, 64]]', '--num_highways', '1',
@@ -58,9 +58,10 @@ CUES = {'bank': {'river': {'river', 'stream', 'lake', 'canal', 'creek', 'boat', 
 
 
 def run(step, args):
-    print(f'\n== {step}\n$ {" ".join(os.path.relpath(a, HERE) if a.startswith(HERE) else a for a in args)}', flush=True)
+    """Runs `paddle-elmo ARGS` as a user would (a process of its own), echoing the command."""
+    print(f'\n== {step}\n$ paddle-elmo {" ".join(args)}', flush=True)
     env = dict(os.environ, PYTHONUNBUFFERED='1')
-    subprocess.run([sys.executable] + args, check=True, cwd=HERE, env=env)
+    subprocess.run([sys.executable, '-m', 'paddle_elmo'] + args, check=True, env=env)
 
 
 # Chinese: raw probe sentences of our own (split by the model's tokenizer, jieba for a zh-corpus
@@ -85,7 +86,6 @@ CUES_ZH = {'花': {'flower': {'盛开', '绽放', '年宵', '鲜花', '桃花', 
            '长': {'long': {'公里', '米', '时间', '达', '周期', '太', '较', '宽', '全长', '厘米', '多长'},
                   'head': {'金正恩', '委员', '出席', '会见', '会谈', '国务', '外', '河北省', '山东省', '湖南省', '陕西省',
                            '河南省', '广东省', '浙江省', '江苏省', '省委书记'}}}
-ZH_CORPUS = os.path.join(HERE, '..', 'shared', 'data', 'zh-corpus', 'train.txt')
 # Training sentences per sense, at most: the sample corpus has 17-126 per sense; zh-corpus hundreds.
 CENTROID_SENTENCES, CENTROID_SENTENCES_ZH = 20, 50
 
@@ -123,8 +123,8 @@ def show_contexts(model, model_name, probes=PROBES, cues=CUES, train_file=TRAIN,
     model: ELMoEmbedder's keyword arguments ({}: the bundled model, pretrained/). Probes are raw
     sentences, split by the model's tokenizer; train_file is segmented (tokens split by spaces);
     limit: training sentences per sense centroid. -> senses right per layer [layers]."""
-    from dataset import get_tokenizer
-    from elmo import ELMoEmbedder
+    from paddle_elmo.dataset import get_tokenizer
+    from paddle_elmo import ELMoEmbedder
     print(f'\n== {model_name}: the same word, different vectors: which sense is each held-out use nearest to?',
           flush=True)
     embedder = ELMoEmbedder(**model)
@@ -156,29 +156,33 @@ def show_contexts(model, model_name, probes=PROBES, cues=CUES, train_file=TRAIN,
 
 
 def main():
-    p = argparse.ArgumentParser(description=__doc__.split('\n')[0])
+    p = cli.parser(__doc__.split('\n')[0])
+    p.add_argument('--output_dir', help='where the vocabulary and checkpoints go (default: a new temporary directory)')
     p.add_argument('--zh', metavar='MODEL', help='instead: the sense demo for Chinese with this checkpoint prefix '
                    '(a biLM trained on zh-corpus)')
-    p.add_argument('--zh_corpus', default=ZH_CORPUS, help='segmented Chinese text for the senses\' centroids')
+    p.add_argument('--zh_corpus', help='with --zh: segmented Chinese text for the senses\' centroids (zh-corpus\'s train.txt)')
     a = p.parse_args()
+    if a.zh and not a.zh_corpus:
+        p.error('--zh needs --zh_corpus (segmented Chinese text with the senses\' cue words)')
     if a.zh:
         show_contexts({'params_file': a.zh}, f'{a.zh} (Chinese)', PROBES_ZH, CUES_ZH, a.zh_corpus,
                       CENTROID_SENTENCES_ZH)
         return
     t0 = time.time()
-    os.makedirs(OUT, exist_ok=True)
-    print('Pretraining a tiny ELMo on the bundled sample corpus (demo/sample_train.txt, our own sentences).')
-    run('build the vocabulary', ['build_vocab.py', '--train_data_path', TRAIN, '--vocab_file', VOCAB])
-    run(f'pretrain {STEPS} steps with sampled softmax', ['run_pretrain.py', '--train_data_path', TRAIN,
-        '--vocab_file', VOCAB, '--save_dir', CKPT, '--max_steps', str(STEPS), '--log_freq', '50',
+    out = a.output_dir or tempfile.mkdtemp(prefix='paddle-elmo-demo-')
+    os.makedirs(out, exist_ok=True)
+    vocab, ckpt = os.path.join(out, 'vocab.txt'), os.path.join(out, 'checkpoints')
+    print(f'Pretraining a tiny ELMo on the sample corpus installed with the package (our own sentences); output in {out}')
+    run('build the vocabulary', ['build-vocab', '--train_data_path', TRAIN, '--vocab_file', vocab])
+    run(f'pretrain {STEPS} steps with sampled softmax', ['pretrain', '--train_data_path', TRAIN,
+        '--vocab_file', vocab, '--save_dir', ckpt, '--max_steps', str(STEPS), '--log_freq', '50',
         '--save_freq', '1000', '--dev_data_path', HELDOUT, '--eval_freq', '100', '--seed', '1'] + MODEL_FLAGS)
-    run('held-out perplexity (full softmax)', ['run_eval.py', '--dev_data_path', HELDOUT, '--vocab_file', VOCAB,
-        '--init_from_ckpt', os.path.join(CKPT, 'final'), '--batch_size', '8'])
-    show_contexts({'params_file': os.path.join(CKPT, 'final')}, 'the tiny model just trained')
-    show_contexts({}, 'the bundled model (pretrained/, trained on lm-corpus; no sentence of the demo)')
-    print(f'\nDone in {time.time() - t0:.0f} s. Checkpoint: {os.path.relpath(CKPT, HERE)}/final, '
-          f'training curve: {os.path.relpath(CKPT, HERE)}/train_curve.png')
+    run('held-out perplexity (full softmax)', ['eval', '--dev_data_path', HELDOUT, '--vocab_file', vocab,
+        '--init_from_ckpt', os.path.join(ckpt, 'final'), '--batch_size', '8'])
+    show_contexts({'params_file': os.path.join(ckpt, 'final')}, 'the tiny model just trained')
+    show_contexts({}, 'the bundled model (paddle_elmo/pretrained/, trained on lm-corpus; no sentence of the demo)')
+    print(f'\nDone in {time.time() - t0:.0f} s. Checkpoint: {ckpt}/final, training curve: {ckpt}/train_curve.png')
 
 
 if __name__ == '__main__':
-    main()
+    cli.run(main)

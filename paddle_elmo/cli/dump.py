@@ -13,8 +13,8 @@ highway, projection; no LSTM). --hdf5 writes bilm-tf's token-embedding file inst
 `embedding` [lines, P], one row per line of the vocabulary file as it is, which bilm-tf and
 AllenNLP can use in place of the char CNN.
 """
-import args as cli
-from fileio import InputError
+from paddle_elmo.cli import flags as cli
+from paddle_elmo.fileio import InputError
 
 
 def main():
@@ -32,11 +32,11 @@ def main():
     a = p.parse_args()
     if not a.output_dir and not a.hdf5:
         raise InputError('nothing to write: give --output_dir (the .npy dumps) and/or --hdf5 FILE')
-    from dataset import Vocabulary
-    from embedder import dump_token_embeddings
-    from model_io import load_bilm, load_language_model
-    from predict import dump_embeddings
-    from runtime import use_device
+    from paddle_elmo.dataset import Vocabulary
+    from paddle_elmo.embedder import dump_token_embeddings
+    from paddle_elmo.model_io import load_bilm, load_language_model
+    from paddle_elmo.predict import dump_embeddings
+    from paddle_elmo.runtime import use_device
     use_device(a.device, cpu_threads=a.cpu_threads)
     source = cli.model_source(a)
     if a.output_dir:

@@ -10,9 +10,9 @@ Lines are split into tokens by --tokenizer, by default the one the model records
 bilm-tf files). Datasets: str(line index) -> the embedding of that line ('all': [3, n_tokens, dim];
 'top' and 'average': [n_tokens, dim]), and 'sentence_to_index', a JSON string {sentence: line index}.
 """
-import args as cli
-from embedder import OUTPUT_FORMATS
-from fileio import InputError
+from paddle_elmo.cli import flags as cli
+from paddle_elmo.embedder import OUTPUT_FORMATS
+from paddle_elmo.fileio import InputError
 
 
 def main():
@@ -48,12 +48,12 @@ def main():
             raise InputError('--stateful: an exported model is stateless (export_inference.py)')
         if a.device != 'cpu':
             raise InputError('--inference_model runs on the CPU here; use --device cpu')
-    from elmo import ELMoEmbedder, use_device
+    from paddle_elmo import ELMoEmbedder, use_device
     # The same process set-up either way: threads, MKL's AVX2 path (the predictor without oneDNN
     # multiplies with MKL), malloc keeping freed blocks.
     use_device(a.device, cpu_threads=a.cpu_threads)
     if a.inference_model:
-        from deploy import InferenceEmbedder
+        from paddle_elmo.deploy import InferenceEmbedder
         embedder = InferenceEmbedder(a.inference_model, backend=a.inference_backend, batch_size=a.batch_size,
                                      onednn=not a.no_onednn, threads=a.cpu_threads, tokenizer=a.tokenizer)
     else:

@@ -16,8 +16,8 @@ not, with the share of targets that are <UNK>.
 """
 import math
 
-import args as cli
-from dataset import EVAL_BATCH_SIZE, EVAL_UNROLL_STEPS
+from paddle_elmo.cli import flags as cli
+from paddle_elmo.dataset import EVAL_BATCH_SIZE, EVAL_UNROLL_STEPS
 
 
 def main():
@@ -33,11 +33,11 @@ def main():
     p.add_argument('--output_json', help='also write the figures here')
     a = p.parse_args()
     from tqdm import tqdm
-    from dataset import Vocabulary, count_tokens, iter_eval_batches, target_statistics
-    from fileio import write_json_atomic
-    from lm import evaluate
-    from model_io import load_language_model
-    from runtime import use_device
+    from paddle_elmo.dataset import Vocabulary, count_tokens, iter_eval_batches, target_statistics
+    from paddle_elmo.fileio import write_json_atomic
+    from paddle_elmo.lm import evaluate
+    from paddle_elmo.model_io import load_language_model
+    from paddle_elmo.runtime import use_device
     use_device(a.device, cpu_threads=a.cpu_threads)
     source = cli.model_source(a)
     counts = count_tokens(a.dev_data_path)  # the data first: a bad glob fails before a model loads

@@ -19,7 +19,7 @@ README.md, "Deploying: Paddle Inference and ONNX", shows how to run them without
 import os
 import sys
 
-import args as cli
+from paddle_elmo.cli import flags as cli
 
 # Sentences the export is checked on: short and long, a long word, non-ASCII bytes, one token (a
 # word model maps the words its vocabulary lacks to <UNK>).
@@ -38,9 +38,9 @@ def main():
                    help='skip running the written models against ELMoEmbedder before the directory appears')
     a = p.parse_args()
     source = cli.model_source(a)
-    from deploy import ExportError, check_exportable, check_output_dir, export_inference
-    from model_io import load_bilm, model_options_file, read_json
-    from runtime import paddle
+    from paddle_elmo.deploy import ExportError, check_exportable, check_output_dir, export_inference
+    from paddle_elmo.model_io import load_bilm, model_options_file, read_json
+    from paddle_elmo.runtime import paddle
     # Everything that can be checked before loading what may be a large model.
     check_output_dir(a.output_dir)
     options_file = model_options_file(**source)

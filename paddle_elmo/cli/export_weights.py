@@ -9,7 +9,7 @@ run_eval.py uses them for perplexity) unless --without_softmax: embeddings do no
 """
 import os
 
-import args as cli
+from paddle_elmo.cli import flags as cli
 
 
 def main():
@@ -19,8 +19,8 @@ def main():
     p.add_argument('--without_softmax', action='store_true',
                    help='leave the softmax out (enough for embeddings and fine-tuning, not for run_eval.py)')
     a = p.parse_args()
-    from model_io import export_weights, load_bilm_checkpoint, softmax_of
-    from runtime import paddle
+    from paddle_elmo.model_io import export_weights, load_bilm_checkpoint, softmax_of
+    from paddle_elmo.runtime import paddle
     paddle.set_device('cpu')
     bilm, state = load_bilm_checkpoint(a.init_from_ckpt)
     export_weights(bilm, a.output_dir, None if a.without_softmax else softmax_of(state))

@@ -16,8 +16,8 @@ ours, or hdf5 weights exported with it (export_weights.py without --without_soft
 """
 import os
 
-import args as cli
-from fileio import InputError, iter_lines
+from paddle_elmo.cli import flags as cli
+from paddle_elmo.fileio import InputError, iter_lines
 
 
 def main():
@@ -52,11 +52,11 @@ def main():
         prefixes += [text.rstrip('\r\n') for _, _, text in iter_lines(a.prefix_file)]
     if not prefixes:
         raise InputError('no prefix: give --prefix TEXT (repeatable) or --prefix_file FILE')
-    from dataset import Vocabulary
-    from fileio import write_json_atomic
-    from model_io import load_language_model
-    from runtime import use_device
-    from predict import Predictor
+    from paddle_elmo.dataset import Vocabulary
+    from paddle_elmo.fileio import write_json_atomic
+    from paddle_elmo.model_io import load_language_model
+    from paddle_elmo.runtime import use_device
+    from paddle_elmo.predict import Predictor
     use_device(a.device, cpu_threads=a.cpu_threads)
     source = cli.model_source(a)
     vocab = Vocabulary(a.vocab_file)

@@ -26,12 +26,12 @@ import os
 import sys
 import time
 
-import args as cli  # first: it quiets Paddle's import-time noise on stderr
-
-from classifier import (SentenceClassifier, add_protocol_args, check_protocol_args, cross_validate, load_data,
-                        make_folds, report, runs_on_this_rank, train_config)
-from runtime import use_device
-from word_vectors import (OOV_MODES, Word2VecFeatures, corpus_paths, is_binary, load_vectors, lookup_table,
+from paddle_elmo.cli import flags as cli
+from paddle_elmo.cli.protocol import (add_protocol_args, check_protocol_args, load_data, report, runs_on_this_rank,
+                                      train_config)
+from paddle_elmo.classifier import SentenceClassifier, cross_validate, make_folds
+from paddle_elmo.runtime import use_device
+from paddle_elmo.word_vectors import (OOV_MODES, Word2VecFeatures, corpus_paths, is_binary, load_vectors, lookup_table,
                           save_vectors, train_word2vec)
 
 # --------------------------------------------------------------------------------------------

@@ -1,0 +1,10 @@
+"""The vocabulary of a corpus, most frequent first.
+
+A front door kept for checkouts and the PaddleNLP example's commands; the same command is
+`paddle-elmo build-vocab` once the package is installed. The code is `paddle_elmo/cli/build_vocab.py`.
+"""
+from paddle_elmo.cli.build_vocab import main
+from paddle_elmo.cli.flags import run
+
+if __name__ == '__main__':
+    run(main)

@@ -1,0 +1,10 @@
+"""Any model to a Paddle Inference program and model.onnx that run without this code.
+
+A front door kept for checkouts and the PaddleNLP example's commands; the same command is
+`paddle-elmo export-inference` once the package is installed. The code is `paddle_elmo/cli/export_inference.py`.
+"""
+from paddle_elmo.cli.export_inference import main
+from paddle_elmo.cli.flags import run
+
+if __name__ == '__main__':
+    run(main)

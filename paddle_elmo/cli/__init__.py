@@ -1,0 +1,53 @@
+"""`paddle-elmo SUBCOMMAND [flags]` (also `python -m paddle_elmo SUBCOMMAND`): one command for every job.
+
+Each subcommand is a module of this package with a `main()` that parses its own flags; the
+top-level scripts of a checkout (`run_pretrain.py`, ...) call the same `main()`. Only the chosen
+module is imported, so `paddle-elmo --help` does not import Paddle.
+"""
+import importlib
+import sys
+
+# subcommand -> (module in paddle_elmo.cli, the checkout's script, one line of help)
+COMMANDS = {
+    'pretrain': ('pretrain', 'run_pretrain.py', 'pretrain the biLM with sampled softmax (one device or, with '
+                 '--nproc_per_node, several processes under paddle.distributed.launch)'),
+    'eval': ('evaluate', 'run_eval.py', 'held-out perplexity with the full softmax'),
+    'finetune': ('finetune', 'run_finetune.py', 'ELMo + bag-of-words polarity classifier, frozen or fine-tuned'),
+    'word2vec': ('word2vec', 'word2vec_base.py', 'the word2vec + bag-of-words baseline'),
+    'embed': ('embed', 'run_embed.py', 'embed a text file into hdf5 (as `allennlp elmo`)'),
+    'predict': ('predict', 'run_predict.py', 'the next (or previous) word, sampled continuations'),
+    'dump': ('dump', 'run_dump.py', "the vocabulary's softmax / char-CNN embeddings, bilm-tf's token hdf5"),
+    'export-weights': ('export_weights', 'export_weights.py', 'a checkpoint to bilm-tf / AllenNLP files'),
+    'export-inference': ('export_inference', 'export_inference.py', 'a Paddle Inference program and model.onnx'),
+    'build-vocab': ('build_vocab', 'build_vocab.py', 'the vocabulary of a corpus, most frequent first'),
+    'demo': ('demo', 'demo.py', 'pretrain a tiny model on the bundled sample corpus, then embed with it'),
+}
+
+
+def usage():
+    from paddle_elmo import __version__
+    width = max(map(len, COMMANDS))
+    lines = ['usage: paddle-elmo SUBCOMMAND [flags]   (paddle-elmo SUBCOMMAND --help for its flags)',
+             f'ELMo for PaddlePaddle {__version__}', '', 'subcommands:']
+    lines += [f'  {name:<{width}}  {text}' for name, (_, _, text) in COMMANDS.items()]
+    return '\n'.join(lines) + '\n'
+
+
+def main(argv=None):
+    """Runs `paddle-elmo ARGV`: the subcommand's main() with the rest of the flags."""
+    argv = sys.argv[1:] if argv is None else list(argv)
+    if not argv or argv[0] in ('-h', '--help'):
+        sys.stdout.write(usage())
+        return 0
+    if argv[0] == '--version':
+        from paddle_elmo import __version__
+        print(f'paddle-elmo {__version__}')
+        return 0
+    if argv[0] not in COMMANDS:
+        sys.stderr.write(f'error: unknown subcommand {argv[0]!r}; expected one of {", ".join(COMMANDS)} '
+                         '(see paddle-elmo --help)\n')
+        return 2
+    module = importlib.import_module(f'{__name__}.{COMMANDS[argv[0]][0]}')
+    sys.argv = [f'paddle-elmo {argv[0]}'] + argv[1:]  # argparse names the command in usage and errors
+    from paddle_elmo.cli.flags import run
+    run(module.main)

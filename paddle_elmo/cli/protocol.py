@@ -1,0 +1,133 @@
+"""The classification protocol's flags and their use, shared by `paddle-elmo finetune` and
+`paddle-elmo word2vec` (the protocol itself is paddle_elmo/classifier.py's)."""
+import os
+import sys
+
+from paddle_elmo.classifier import (BOUNDARY_TOKENS, FEATURE_NORMS, TOKENIZATIONS, TrainConfig, format_table,
+                                    read_polarity, summarize)
+from paddle_elmo.fileio import InputError, write_json_atomic
+
+
+def prepare_output(path):
+    """Check early (before hours of training) that the JSON can be written; make its directory."""
+    if path is None:
+        return
+    directory = os.path.dirname(os.path.abspath(path))
+    try:
+        os.makedirs(directory, exist_ok=True)
+    except OSError as e:
+        raise InputError(f'--output_json {path}: cannot create directory {directory} ({e.strerror})') from None
+    if not os.access(directory, os.W_OK):
+        raise InputError(f'--output_json {path}: directory {directory} is not writable')
+
+
+def add_protocol_args(p, data_required=True):
+    """The protocol's options -> their 'data' group, where each script adds its --tokenizer.
+    data_required=False: the script checks --data_dir itself (word2vec_base.py can train vectors only)."""
+    d = p.add_argument_group('data')
+    d.add_argument('--data_dir', required=data_required, help='directory holding the positive and negative files')
+    d.add_argument('--pos_file', default='rt-polarity.pos', help='positive sentences, one per line, in --data_dir')
+    d.add_argument('--neg_file', default='rt-polarity.neg', help='negative sentences, one per line, in --data_dir')
+    d.add_argument('--tokenization', default='split_clitics', choices=TOKENIZATIONS,
+                   help="what becomes of the --tokenizer's tokens: split_clitics: it's -> it 's, doesn't -> "
+                        "doesn 't (as in the pretraining corpus); as_is: unchanged")
+    t = p.add_argument_group('protocol and classifier')
+    t.add_argument('--folds', type=int, default=10, help='k-fold cross-validation; 1: one split (10%% test)')
+    t.add_argument('--run_folds', type=int, nargs='+', help='run only these folds (1-based) of the --folds: the '
+                   'same folds, seeds and results as in the full run, e.g. 1 for a quick check on fold 1')
+    t.add_argument('--dev_fraction', type=float, default=0.1,
+                   help='share of each training fold held out for early stopping')
+    t.add_argument('--seed', type=int, default=1, help='fixes folds, initialisation, batch order and dropout')
+    t.add_argument('--batch_size', type=int, default=32, help='sentences per training batch')
+    t.add_argument('--epochs', type=int, default=20, help='maximum epochs per fold')
+    t.add_argument('--patience', type=int, default=3, help='stop after this many epochs without a better dev accuracy')
+    t.add_argument('--lr', type=float, default=1e-3, help='Adam learning rate of the classifier (and scalar mix)')
+    t.add_argument('--weight_decay', type=float, default=0.0, help='Adam L2 regularisation coefficient '
+                   '(the PaddleNLP example\'s default: 1e-4)')
+    t.add_argument('--max_seq_len', type=int, help='cut sentences to this many tokens, counting ELMo\'s <S> and '
+                   '</S> (as the PaddleNLP example): each keeps its first max_seq_len - 2 tokens, in both scripts; '
+                   'how many were cut is reported. Default: no limit, nothing is cut')
+    t.add_argument('--logging_step', type=int, default=0, help='print the running training loss every this many '
+                   'batches (0: once per epoch)')
+    t.add_argument('--hidden_dim', '--sent_embedding_dim', dest='hidden_dim', type=int, default=256,
+                   help='MLP hidden size (0: a linear classifier); --sent_embedding_dim is the PaddleNLP '
+                   'example\'s name for it')
+    t.add_argument('--dropout', type=float, default=0.2, help='dropout on the token features and the hidden layer')
+    t.add_argument('--feature_norm', default='batchnorm', choices=FEATURE_NORMS,
+                   help='batchnorm: standardize each dimension of the mean feature vector before the MLP')
+    t.add_argument('--output_json', help='write the results here (accuracy_mean, accuracy_std, '
+                   'fold_accuracies, layer_weights, args, ...)')
+    t.add_argument('--quiet', action='store_true', help='no progress bars or per-epoch lines')
+    return d
+
+
+def check_protocol_args(a):
+    """Raise ValueError naming the option when a protocol option is out of range."""
+    for name in ('batch_size', 'epochs', 'patience'):
+        if getattr(a, name) < 1:
+            raise InputError(f'--{name} must be >= 1, got {getattr(a, name)}')
+    if a.hidden_dim < 0:
+        raise InputError(f'--hidden_dim must be >= 0, got {a.hidden_dim}')
+    if not 0 <= a.dropout < 1:
+        raise InputError(f'--dropout must be in [0, 1), got {a.dropout}')
+    if not a.lr > 0:
+        raise InputError(f'--lr must be > 0, got {a.lr}')
+    if not a.weight_decay >= 0:
+        raise InputError(f'--weight_decay must be >= 0, got {a.weight_decay}')
+    if a.logging_step < 0:
+        raise InputError(f'--logging_step must be >= 0, got {a.logging_step}')
+    for k in a.run_folds or ():
+        if not 1 <= k <= a.folds:
+            raise InputError(f'--run_folds: fold {k} is not among the {a.folds} folds (1 to {a.folds})')
+    if a.max_seq_len is not None and a.max_seq_len < 3:
+        raise InputError(f'--max_seq_len must be >= 3 (room for <S>, a word and </S>), got {a.max_seq_len}')
+    prepare_output(a.output_json)
+
+
+def train_config(a):
+    return TrainConfig(lr=a.lr, batch_size=a.batch_size, epochs=a.epochs, patience=a.patience, seed=a.seed,
+                       progress=not a.quiet, weight_decay=a.weight_decay, logging_step=a.logging_step)
+
+
+def runs_on_this_rank(script):
+    """Under paddle.distributed.launch with several ranks, only rank 0 runs the protocol (the folds
+    of rt-polarity are small, and N copies would fight over one output file): -> False elsewhere."""
+    import paddle.distributed as dist
+    rank, world_size = dist.get_rank(), dist.get_world_size()
+    if world_size > 1:
+        print(f'{script}: {world_size} ranks launched; rank 0 runs all folds, the others exit '
+              f'(this is rank {rank})', file=sys.stderr, flush=True)
+    return rank == 0
+
+
+def load_data(a, tokenizer='whitespace'):
+    """Read the dataset named by the options, its lines split by `tokenizer`, and say how each file
+    was decoded and which empty lines were skipped. With --max_seq_len, sentences keep their first
+    max_seq_len - 2 tokens (ELMo adds <S> and </S>; word2vec_base.py keeps the same tokens, so that
+    both scripts classify the same text), and the cut is reported and kept in `data.cut`."""
+    data = read_polarity(a.data_dir, a.pos_file, a.neg_file, a.tokenization, tokenizer)
+    for path, info in data.sources.items():
+        empty = info['empty_lines']
+        skipped = (f'; skipped {len(empty)} empty line(s): {", ".join(map(str, empty[:10]))}'
+                   f'{", ..." if len(empty) > 10 else ""}' if empty else '')
+        print(f'read {path}: {info["lines"]} sentences ({info["encoding"]}) split by {tokenizer}{skipped}',
+              file=sys.stderr)
+    if a.max_seq_len:
+        limit = a.max_seq_len - BOUNDARY_TOKENS
+        excess = [len(s) - limit for s in data.sentences if len(s) > limit]
+        n_tokens = sum(map(len, data.sentences))
+        data.sentences = [s[:limit] for s in data.sentences]
+        data.cut = {'max_seq_len': a.max_seq_len, 'sentences': len(excess), 'tokens': sum(excess)}
+        print(f'--max_seq_len {a.max_seq_len}: cut {len(excess)} of {len(data.sentences)} sentences to {limit} '
+              f'tokens ({sum(excess)} of {n_tokens} tokens left out)', file=sys.stderr)
+    return data
+
+
+def report(results, a, data, features_info=None):
+    """Print the accuracy table; write --output_json (atomically) if given. Returns the summary."""
+    summary = summarize(results, {k: v for k, v in vars(a).items() if not k.startswith('_')}, data, features_info)
+    print(format_table(summary))
+    if a.output_json:
+        write_json_atomic(summary, a.output_json)
+        print(f'wrote {a.output_json}')
+    return summary

@@ -1,0 +1,438 @@
+"""bilm-tf's pretraining loop, on one device or many: `set_up` (device, data, model, optimizer,
+resumed state) -> `Run`, `train` (the loop; its state is one `Progress`), `finish` (final
+evaluation and save). `paddle-elmo pretrain` (paddle_elmo/cli/pretrain.py) turns flags into the
+configs and calls these three.
+
+Writes to the run's directory: options.json and recipe.json (the two configs, model_io.py), N.pdparams /
+N.pdopt every save_freq steps and final.* at the end (atomically), train_log.csv and
+train_curve.png.
+"""
+import csv
+import dataclasses
+import math
+import os
+import signal
+import sys
+import time
+from dataclasses import dataclass, field
+from typing import Optional
+
+import numpy as np
+
+from paddle_elmo.runtime import paddle, use_device  # before paddle.distributed: Paddle imported quietly
+import paddle.distributed as dist  # noqa: E402
+
+from paddle_elmo.dataset import (EVAL_BATCH_SIZE, EVAL_UNROLL_STEPS, LMStream, Vocabulary, count_tokens,  # noqa: E402
+                                 iter_eval_batches)
+from paddle_elmo.fileio import InputError, atomic_path, write_csv_atomic  # noqa: E402
+from paddle_elmo.lm import LanguageModel, evaluate, make_optimizer, train_step  # noqa: E402
+from paddle_elmo.model_io import (checkpoint_dir, load_training_checkpoint, load_weights_into, rank_state,  # noqa: E402
+                                  read_input_vocabulary, restore_rank_state, save_training_checkpoint,
+                                  train_state, write_run_configs)
+from paddle_elmo.word_vectors import embedding_rows, read_word_vectors  # noqa: E402
+
+
+LOG_FIELDS = ['step', 'tokens', 'train_minutes', 'elapsed_s', 'loss', 'forward_loss', 'backward_loss', 'forward_perplexity',
+              'backward_perplexity', 'tokens_per_s', 'dev_forward_perplexity', 'dev_backward_perplexity',
+              'dev_perplexity']
+
+
+def total_steps(recipe):
+    if recipe.max_steps:
+        return recipe.max_steps
+    tokens_per_step = recipe.batch_size * recipe.unroll_steps * recipe.world_size
+    return max(1, math.ceil(recipe.epochs * recipe.n_train_tokens / tokens_per_step))
+
+
+# ---- the run's parts ---------------------------------------------------------------------------
+
+class TrainingClock:
+    """Training time: the steps themselves, not evaluation or saving; this run's and, for the logs,
+    the earlier runs' of a resumed training too."""
+
+    def __init__(self, earlier_seconds=0.0):
+        self.earlier, self.run, self._t0 = earlier_seconds, 0.0, None
+
+    def start(self):
+        self._t0 = time.perf_counter()
+
+    def stop(self):
+        self.run += time.perf_counter() - self._t0
+
+    def run_minutes(self):
+        return self.run / 60
+
+    def total_minutes(self):
+        return (self.earlier + self.run) / 60
+
+
+class TrainLog:
+    """Log lines on stdout, rows in train_log.csv and a curve in train_curve.png (rank 0 only)."""
+
+    def __init__(self, save_dir, total, start_step):
+        self.csv_path = os.path.join(save_dir, 'train_log.csv')
+        self.png_path = os.path.join(save_dir, 'train_curve.png')
+        self.total, self.start_step = total, start_step
+        self.rows = self._read_rows(start_step)
+        self.t0 = time.time()
+
+    def _read_rows(self, up_to_step):
+        """Rows of an earlier run up to the resumed step (later rows belong to a lost future)."""
+        if up_to_step == 0 or not os.path.exists(self.csv_path):
+            return []
+        with open(self.csv_path, newline='') as f:
+            return [r for r in csv.DictReader(f) if int(r['step']) <= up_to_step]
+
+    def log(self, step, tokens, train_minutes, losses, tokens_per_s, dev=None):
+        """tokens: training tokens seen (all ranks); train_minutes: training time so far (evaluation
+        and saving not counted, earlier runs of a resumed one included)."""
+        fwd, bwd = losses
+        elapsed = time.time() - self.t0
+        rate = (step - self.start_step) / max(elapsed, 1e-9)
+        eta = (self.total - step) / max(rate, 1e-9)
+        row = {'step': step, 'tokens': tokens, 'train_minutes': round(train_minutes, 3),
+               'elapsed_s': round(elapsed, 1), 'loss': 0.5 * (fwd + bwd), 'forward_loss': fwd,
+               'backward_loss': bwd, 'forward_perplexity': math.exp(min(fwd, 50)),
+               'backward_perplexity': math.exp(min(bwd, 50)), 'tokens_per_s': round(tokens_per_s)}
+        if dev:
+            row.update(dev_forward_perplexity=dev['forward_perplexity'],
+                       dev_backward_perplexity=dev['backward_perplexity'], dev_perplexity=dev['perplexity'])
+        self.rows.append(row)
+        line = (f'step {step}/{self.total} | loss {row["loss"]:.4f} | sampled ppl fwd {row["forward_perplexity"]:.1f} '
+                f'bwd {row["backward_perplexity"]:.1f} | {tokens_per_s:,.0f} tok/s | '
+                f'elapsed {_hms(elapsed)} | ETA {_hms(eta)}')
+        if dev:
+            line += (f' | dev ppl fwd {dev["forward_perplexity"]:.1f} bwd {dev["backward_perplexity"]:.1f} '
+                     f'mean {dev["perplexity"]:.1f} ({dev["n_tokens"]} tokens)')
+        print(line, flush=True)
+        self.write_csv()
+
+    def write_csv(self):
+        write_csv_atomic(self.csv_path, LOG_FIELDS, self.rows)
+
+    def plot(self):
+        import matplotlib
+        matplotlib.use('Agg')
+        import matplotlib.pyplot as plt
+        if not self.rows:
+            return
+        steps = [int(r['step']) for r in self.rows]
+        fig, ax = plt.subplots(figsize=(7, 4))
+        for key, label in (('forward_perplexity', 'train fwd (sampled)'), ('backward_perplexity', 'train bwd (sampled)'),
+                           ('dev_forward_perplexity', 'dev fwd (full softmax)'),
+                           ('dev_backward_perplexity', 'dev bwd (full softmax)')):
+            points = [(s, float(r[key])) for s, r in zip(steps, self.rows) if r.get(key) not in (None, '')]
+            if points:
+                ax.plot(*zip(*points), marker='o' if key.startswith('dev') else None, markersize=3, label=label)
+        ax.set_xlabel('step')
+        ax.set_ylabel('perplexity')
+        ax.set_yscale('log')
+        ax.grid(True, which='both', alpha=0.3)
+        ax.legend()
+        fig.tight_layout()
+        with atomic_path(self.png_path) as tmp:
+            fig.savefig(tmp, dpi=100)
+        plt.close(fig)
+
+
+def _hms(seconds):
+    seconds = int(seconds)
+    return f'{seconds // 3600}:{seconds // 60 % 60:02d}:{seconds % 60:02d}'
+
+
+class StopRequest:
+    """SIGTERM or Ctrl-C asks training to stop at the next step boundary, save a checkpoint and exit
+    cleanly; a second signal stops at once (atomic saves leave no half-written file behind).
+
+    Repeats within `grace_s` count as the first: paddle.distributed.launch passes one SIGTERM on
+    to each rank up to three times, 0.2 s apart.
+    """
+
+    def __init__(self, grace_s=2.0):
+        self.name, self.at, self.grace_s = None, None, grace_s
+
+    def install(self):
+        for sig in (signal.SIGTERM, signal.SIGINT):
+            signal.signal(sig, self._handle)
+        return self
+
+    def _handle(self, signum, frame):
+        now = time.monotonic()
+        if self.name is None:
+            self.name, self.at = signal.Signals(signum).name, now
+            print(f'{self.name}: stopping after this step to save a checkpoint (send it again to stop at once)',
+                  file=sys.stderr, flush=True)
+        elif now - self.at > self.grace_s:
+            raise KeyboardInterrupt
+
+
+def setup_device(device, cpu_threads=None):
+    world_size = dist.get_world_size()
+    if device == 'gpu':
+        paddle.set_device(f'gpu:{dist.ParallelEnv().device_id}' if world_size > 1 else 'gpu')
+    else:
+        use_device('cpu', cpu_threads=cpu_threads)
+    if world_size > 1:
+        dist.init_parallel_env()
+    return dist.get_rank(), world_size
+
+
+def union_over_ranks(ids):
+    """Sorted union of every rank's row ids of a table (the rows each rank's gradient covers)."""
+    gathered = []
+    dist.all_gather_object(gathered, ids)
+    return np.unique(np.concatenate(gathered))
+
+
+def mean_over_ranks(values, world_size):
+    t = paddle.to_tensor(np.asarray(values, dtype=np.float32))
+    if world_size > 1:
+        dist.all_reduce(t)
+        t = t / world_size
+    return t.numpy().tolist()
+
+
+@dataclass
+class Run:
+    """What training needs, built by set_up: the configs, the model and its optimizer, the data,
+    where this process stands among the ranks, and the clock and log."""
+    model_config: object
+    recipe: object
+    save_dir: str
+    rank: int
+    vocab: Vocabulary
+    model: LanguageModel
+    optimizer: object
+    stream: LMStream
+    total: int
+    clock: TrainingClock
+    log: Optional[TrainLog]  # rank 0 only
+    start_step: int
+    resumed_from: Optional[str]
+    max_minutes: Optional[float]  # this run's budget of training minutes (not recorded: a resume has its own)
+
+    @property
+    def world_size(self):
+        return self.recipe.world_size
+
+    @property
+    def tokens_per_step(self):
+        return self.recipe.batch_size * self.recipe.unroll_steps * self.world_size
+
+    def dev_eval(self):
+        """Held-out perplexity on the first eval_max_tokens targets, in run_eval.py's layout."""
+        batches = iter_eval_batches(self.recipe.dev_data_path, self.vocab, EVAL_BATCH_SIZE, EVAL_UNROLL_STEPS)
+        return evaluate(self.model, batches, self.recipe.eval_max_tokens)
+
+    def save(self, name, step, last_saved):
+        """Every rank's state, then (rank 0) DIR/name.pdparams/.pdopt and the curve -> the prefix.
+        A failed save (full disk, quota) stops the run, naming the checkpoint that is intact."""
+        local = rank_state(self.stream, self.model)
+        ranks = [local]
+        if self.world_size > 1:
+            ranks = []
+            dist.all_gather_object(ranks, local)
+        state = train_state(step, self.world_size, self.clock.total_minutes() * 60, ranks)
+        prefix = os.path.join(self.save_dir, name)
+        if self.rank == 0:
+            try:
+                save_training_checkpoint(prefix, self.model, self.optimizer, state)
+                self.log.plot()
+            except OSError as e:  # a full disk, a quota, a vanished mount
+                print(f'error: could not save {prefix} ({e.strerror or e}); stopping. The previous checkpoint '
+                      f'{last_saved or "(none)"} is intact', file=sys.stderr, flush=True)
+                sys.exit(1)
+        return prefix
+
+
+def set_up(model_config, recipe, save_dir, device='cpu', cpu_threads=None, init_from_ckpt=None, max_minutes=None):
+    """Device, data, model, optimizer and, resuming, the checkpoint's state -> Run.
+
+    # Parameters
+    model_config, recipe: the run's `ModelConfig` and `Recipe` (a resumed run's from its checkpoint).
+    save_dir: where checkpoints, the configs and the training log go.
+    device, cpu_threads: `runtime.use_device`'s; under distributed launch each rank takes its GPU.
+    init_from_ckpt: the checkpoint prefix this run resumes (its weights, optimizer and data position).
+    max_minutes: this run's budget of training minutes (None: until the last step).
+    """
+    rank, world_size = setup_device(device, cpu_threads)
+    if init_from_ckpt is None:
+        recipe = dataclasses.replace(recipe, world_size=world_size)
+    vocab = Vocabulary(recipe.vocab_file, model_config.max_characters_per_token)
+    if recipe.n_train_tokens is None:
+        recipe = dataclasses.replace(recipe, n_train_tokens=count_tokens(recipe.train_data_path)['n_tokens'])
+    if recipe.n_train_tokens == 0:  # before anything is written to --save_dir
+        raise InputError(f'{recipe.train_data_path}: no tokens to train on (empty files or only empty lines)')
+    if recipe.n_negative_samples >= vocab.size and rank == 0:
+        print(f'note: --n_negative_samples {recipe.n_negative_samples} >= the vocabulary\'s {vocab.size} tokens: '
+              f'every step uses the full softmax', file=sys.stderr)
+    check_input_vocabulary(model_config, recipe, init_from_ckpt)
+    paddle.seed(recipe.seed)  # identical initial weights on every rank
+    model = LanguageModel(model_config, vocab.size, recipe.n_negative_samples, seed=recipe.seed * 1000 + rank,
+                          reset_state_at_sentence_start=recipe.reset_state_at_sentence_start,
+                          vocab=vocab if model_config.has_words else None)
+    paddle.seed(recipe.seed * 1000 + rank)  # but different dropout masks
+    if recipe.init_weight_file and init_from_ckpt is None:  # domain adaptation: the weights, a fresh optimizer
+        said = load_weights_into(model, recipe.init_weight_file)
+        if rank == 0:
+            print(f'biLM: from {recipe.init_weight_file}; {said}', flush=True)
+    if recipe.word_vectors and init_from_ckpt is None:
+        said = init_word_embedding(model.bilm, recipe.word_vectors)
+        if rank == 0:
+            print(said, flush=True)
+    frozen = list(model.bilm.parameters()) if recipe.freeze_bilm else []
+    frozen += [model.bilm.word_embedding] if recipe.freeze_word_embeddings else []
+    for p in frozen:  # before the optimizer lists what it updates
+        p.stop_gradient = True
+    optimizer = make_optimizer(model, recipe.optimizer, recipe.lr, recipe.max_grad_norm, recipe.warmup_steps,
+                               world_size)
+    stream = LMStream(recipe.train_data_path, vocab, recipe.batch_size, recipe.unroll_steps, seed=recipe.seed,
+                      rank=rank, world_size=world_size)
+    clock, step = TrainingClock(), 0
+    if init_from_ckpt:
+        state = load_training_checkpoint(init_from_ckpt, model, optimizer, world_size)
+        restore_rank_state(state['ranks'][rank], stream, model)
+        clock.earlier, step = state.get('train_seconds', 0.0), state['step']
+    total, log = total_steps(recipe), None
+    if rank == 0:
+        os.makedirs(save_dir, exist_ok=True)
+        write_run_configs(save_dir, model_config, recipe, vocab)
+        log = TrainLog(save_dir, total, step)
+        print(f'preset {recipe.preset}, {recipe.optimizer} lr {recipe.lr}: {world_size} process(es), {total} steps '
+              f'of {recipe.batch_size}x{recipe.unroll_steps} tokens per process ({recipe.n_train_tokens:,} training '
+              f'tokens x {recipe.epochs} epochs), vocab {vocab.size:,}, '
+              f'{sum(int(np.prod(p.shape)) for p in model.parameters()):,} parameters', flush=True)
+    return Run(model_config, recipe, save_dir, rank, vocab, model, optimizer, stream, total, clock, log, step,
+               init_from_ckpt, max_minutes)
+
+
+def check_input_vocabulary(model_config, recipe, init_from_ckpt):
+    """Word input reads the training vocabulary's ids: a resumed run (or one adapting released
+    weights) must train with the vocabulary its word embedding was made for."""
+    if not model_config.has_words:
+        return
+    if init_from_ckpt:
+        directory = checkpoint_dir(init_from_ckpt)
+    elif recipe.init_options_file:
+        directory = os.path.dirname(recipe.init_options_file)
+    else:
+        return
+    # its vocab.txt, which --vocab_file must match; bilm-tf files have none: --vocab_file is theirs
+    read_input_vocabulary(model_config, directory, recipe.vocab_file, source=f'the word embedding in {directory}')
+
+
+def init_word_embedding(bilm, path):
+    """Rows of bilm.word_embedding from the vectors in `path` for the words it covers (the rest keep
+    bilm-tf's initialisation) -> a line saying how many."""
+    kv = read_word_vectors(path)
+    rows, covered = embedding_rows(kv, bilm.vocab.tokens, bilm.word_embedding.shape[1], path)
+    with paddle.no_grad():
+        table = bilm.word_embedding.numpy()
+        table[covered] = rows[covered]
+        bilm.word_embedding.set_value(table)
+    return (f'word embedding: {int(covered.sum()):,} of the vocabulary\'s {len(covered):,} tokens '
+            f'({covered.mean():.1%}) from {path}, the rest initialised as bilm-tf does')
+
+
+# ---- training ----------------------------------------------------------------------------------
+
+@dataclass
+class Progress:
+    """The loop's state: where it is, what it last saved, the losses of the current log window,
+    when it evaluates next, and why it stops early (None: it runs to the last step)."""
+    step: int
+    last_saved: Optional[str]
+    next_eval_minutes: float
+    window_losses: list = field(default_factory=list)
+    window_t0: float = field(default_factory=time.time)
+    window_steps: int = 0
+    stopped_by: Optional[str] = None  # 'time' (max_minutes) or 'signal'
+    signal_name: Optional[str] = None  # the signal this rank received, if any
+
+    def start_window(self):
+        self.window_losses, self.window_t0, self.window_steps = [], time.time(), 0
+
+
+def train(run):
+    """Train from run.start_step until the last step, max_minutes or a signal -> Progress."""
+    recipe, model, rank = run.recipe, run.model, run.rank
+    agree_rows = union_over_ranks if run.world_size > 1 else None
+    progress = Progress(run.start_step, run.resumed_from, _next_multiple(run.clock.total_minutes(),
+                                                                         recipe.eval_minutes))
+    stop_request = StopRequest().install()
+    batches = iter(run.stream)
+    model.train()
+    while progress.step < run.total and progress.stopped_by is None:
+        run.clock.start()
+        out, _ = train_step(model, run.optimizer, next(batches), agree_rows)
+        losses = [float(out['forward_loss']), float(out['backward_loss'])]
+        run.clock.stop()
+        progress.step += 1
+        progress.window_steps += 1
+        votes = [float(run.max_minutes is not None and run.clock.run_minutes() >= run.max_minutes),
+                 float(stop_request.name is not None)]
+        *losses, clock_votes, signal_votes = mean_over_ranks(losses + votes, run.world_size)
+        # Any rank's vote stops every rank at this step.
+        progress.stopped_by = 'signal' if signal_votes > 0 else 'time' if clock_votes > 0 else None
+        progress.signal_name = stop_request.name
+        if not all(math.isfinite(x) for x in losses):
+            if rank == 0:
+                print(f'error: non-finite loss {losses} at step {progress.step}; stopping. Last good checkpoint: '
+                      f'{progress.last_saved or "none"} (resume from it, perhaps with a lower --lr)', file=sys.stderr)
+            sys.exit(1)
+        progress.window_losses.append(losses)
+        last = progress.step == run.total or progress.stopped_by is not None  # finish() evaluates then
+        at_eval = recipe.dev_data_path and not last and (
+            (recipe.eval_freq and progress.step % recipe.eval_freq == 0) or
+            (recipe.eval_minutes and run.clock.total_minutes() >= progress.next_eval_minutes))
+        if progress.step % recipe.log_freq == 0 or at_eval or last:
+            log_window(run, progress, at_eval)
+        if (progress.step % recipe.save_freq == 0 or progress.stopped_by) and progress.step < run.total:
+            progress.last_saved = run.save(str(progress.step), progress.step, progress.last_saved)
+            progress.window_t0 = time.time()  # saving is not training time
+    return progress
+
+
+def log_window(run, progress, at_eval):
+    """Log the window's mean losses and speed (and, at_eval, the held-out perplexity); start a new window."""
+    tokens_per_s = progress.window_steps * run.tokens_per_step / (time.time() - progress.window_t0)
+    dev = None
+    if at_eval:
+        progress.next_eval_minutes = _next_multiple(run.clock.total_minutes(), run.recipe.eval_minutes)
+        if run.rank == 0:
+            dev = run.dev_eval()
+    if run.rank == 0:
+        run.log.log(progress.step, progress.step * run.tokens_per_step, run.clock.total_minutes(),
+                    np.mean(progress.window_losses, axis=0).tolist(), tokens_per_s, dev)
+    progress.start_window()
+
+
+def _next_multiple(minutes, every):
+    return (math.floor(minutes / every) + 1) * every if every else math.inf
+
+
+# ---- the end -----------------------------------------------------------------------------------
+
+def finish(run, progress):
+    """Evaluate (unless pre-empted: a signalled job has seconds), then save `final`, or say how to
+    resume a run that stopped early -> exit code."""
+    if run.rank == 0 and run.recipe.dev_data_path and progress.stopped_by != 'signal':
+        dev = run.dev_eval()
+        print(f'dev ({dev["n_tokens"]} tokens): perplexity fwd {dev["forward_perplexity"]:.2f} '
+              f'bwd {dev["backward_perplexity"]:.2f} mean {dev["perplexity"]:.2f}', flush=True)
+        if run.log.rows:
+            run.log.rows[-1].update(dev_forward_perplexity=dev['forward_perplexity'],
+                                    dev_backward_perplexity=dev['backward_perplexity'],
+                                    dev_perplexity=dev['perplexity'])
+            run.log.write_csv()
+    if progress.step < run.total:
+        if run.rank == 0:
+            why = (f'by {progress.signal_name or "a signal to another rank"}' if progress.stopped_by == 'signal'
+                   else f'after {run.clock.run_minutes():.1f} minutes of training (--max_minutes)')
+            print(f'stopped {why} at step {progress.step}/{run.total}; saved {progress.last_saved}.pdparams. '
+                  f'Resume with --init_from_ckpt {progress.last_saved}', flush=True)
+        return 0
+    saved = run.save('final', progress.step, progress.last_saved)
+    if run.rank == 0:
+        print(f'saved {saved}.pdparams after {progress.step} steps', flush=True)
+    return 0

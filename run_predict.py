@@ -1,0 +1,10 @@
+"""What the language model predicts: the next (or previous) word, sampled continuations.
+
+A front door kept for checkouts and the PaddleNLP example's commands; the same command is
+`paddle-elmo predict` once the package is installed. The code is `paddle_elmo/cli/predict.py`.
+"""
+from paddle_elmo.cli.predict import main
+from paddle_elmo.cli.flags import run
+
+if __name__ == '__main__':
+    run(main)

@@ -1,0 +1,108 @@
+"""Helpers the tests share (conftest holds the fixtures): running the commands, tiny models, the reference protocol."""
+import json
+import os
+import subprocess
+import sys
+
+import h5py
+import numpy as np
+import paddle
+import pytest
+
+from conftest import ROOT, tiny_config
+from paddle_elmo import BiLM, ELMoEmbedder
+from paddle_elmo.dataset import Vocabulary
+
+
+# ---- from test_pretrain --------------------------------------------------------------------------------
+
+
+TINY_MODEL = ['--projection_dim', '8', '--cell_dim', '16', '--num_layers', '2', '--char_embed_dim', '4',
+              '--cnn_filters', '[[1, 4], [2, 8], [3, 8]]', '--num_highways', '1', '--n_negative_samples', '10',
+              '--batch_size', '4', '--unroll_steps', '5']
+ENV = dict(os.environ, OMP_NUM_THREADS='1', PYTHONUNBUFFERED='1')
+
+
+def pretrain_args(corpus, save_dir, *extra):
+    return ['--train_data_path', str(corpus / 'train.*.txt'), '--vocab_file', str(corpus / 'vocab.txt'),
+            '--save_dir', str(save_dir), '--log_freq', '5', '--seed', '3', '--dropout', '0.1'] + TINY_MODEL + list(extra)
+
+
+def run(script, args, cwd=ROOT, **kw):
+    return subprocess.run([sys.executable, os.path.join(ROOT, script)] + args, capture_output=True, text=True,
+                          env=ENV, cwd=cwd, **kw)
+
+
+def load(path):
+    return {k: v.numpy() for k, v in paddle.load(str(path)).items()}
+
+
+def assert_same_weights(a, b):
+    assert a.keys() == b.keys()
+    for k in a:
+        np.testing.assert_array_equal(a[k], b[k], err_msg=k)
+
+
+# ---- from test_finetune --------------------------------------------------------------------------------
+
+
+from conftest import RT  # noqa: E402,F401  (tests import it from here)
+
+
+def head_lines(path, n):
+    with open(path, encoding='utf-8') as f:
+        return [next(f) for _ in range(n)]
+
+
+def run_script(script, *argv):
+    env = dict(os.environ, OMP_NUM_THREADS='1')
+    return subprocess.run([sys.executable, os.path.join(ROOT, script), *argv], capture_output=True, text=True,
+                          env=env, cwd=ROOT)
+
+
+def check_result(path, n_folds):
+    with open(path) as f:
+        result = json.load(f)
+    assert {'accuracy_mean', 'accuracy_std', 'fold_accuracies', 'layer_weights', 'args'} <= set(result)
+    assert len(result['fold_accuracies']) == n_folds
+    assert all(0 <= a <= 1 for a in result['fold_accuracies'])
+    assert result['accuracy_mean'] == pytest.approx(np.mean(result['fold_accuracies']))
+    return result
+
+
+# ---- from test_token_input --------------------------------------------------------------------------------
+
+
+WORDS = 'the cat sat on a mat while dogs ran in parks near old houses and birds sang songs'.split()
+
+
+def tiny_vocab():
+    return Vocabulary.from_tokens(['<S>', '</S>', '<UNK>'] + WORDS)
+
+
+def tiny_bilm(token_input, seed=0):
+    paddle.seed(seed)
+    config = tiny_config(token_input=token_input, word_dim=5 if token_input == 'word+char' else 0)
+    return BiLM(config, vocab=tiny_vocab() if config.has_words else None)
+
+
+# ---- from test_elmo --------------------------------------------------------------------------------
+# The fixture's references were computed by bilm-tf in float32; 1e-5 leaves room for a different
+# summation order in BLAS while catching any real formula slip (those move values by >1e-3).
+TOL = 1e-5
+
+
+def fixture_embedder(fixture_dir, **kw):
+    return ELMoEmbedder(options_file=os.path.join(fixture_dir, 'options.json'),
+                        weight_file=os.path.join(fixture_dir, 'lm_weights.hdf5'), **kw)
+
+
+def reference_top(fixture_dir, group, i):
+    with h5py.File(os.path.join(fixture_dir, f'lm_embeddings_{group}.hdf5'), 'r') as f:
+        ref = f[str(i)][...]
+    return np.concatenate([ref[0], ref[1]], axis=-1)  # [n_tokens, 2 * projection_dim]
+
+
+def run_reference_protocol(embedder, sentences):
+    """Batch i = (sentences[0][i], sentences[1][i], sentences[2][i]), i = 0..9, in order."""
+    return [embedder.embed_batch([sentences[g][i] for g in range(3)]) for i in range(10)]
