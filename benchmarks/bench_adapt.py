@@ -32,7 +32,7 @@ def write_texts(out_dir):
     """OUT/fold1.txt, OUT/all.txt (the adaptation texts), OUT/heldout.txt (fold 1's test sentences)
     and a vocabulary per text, tokenized as run_finetune.py tokenizes (clitics split)."""
     from paddle_elmo.classifier import make_folds, read_polarity
-    from paddle_elmo.dataset import build_vocabulary, write_vocabulary
+    from paddle_elmo.vocabulary import build_vocabulary, write_vocabulary
     import collections
     data = read_polarity(common.RT_POLARITY)
     fold = make_folds(data.labels, 10, seed=1)[0]

@@ -37,7 +37,8 @@ TRAIN = os.path.join(common.LM_CORPUS, 'train.txt')
 def worker(name, steps, warmup):
     """Train `steps` timed steps of configuration `name`; print one JSON line."""
     import numpy as np
-    from paddle_elmo.dataset import LMStream, Vocabulary
+    from paddle_elmo.lm_batches import LMStream
+    from paddle_elmo.vocabulary import Vocabulary
     from paddle_elmo.lm import Adagrad, LanguageModel, train_step
     from paddle_elmo.runtime import paddle, use_device
     cfg = CONFIGS[name]

@@ -153,7 +153,7 @@ def corpus_vocabulary(size, corpus=LM_CORPUS):
     """The `size` most frequent words of CORPUS/train.txt (segmented: split on whitespace) + <S> </S>
     <UNK>, built once and cached as ~/.cache/elmo-paddle/NAME-vocab-SIZE.txt (NAME: the corpus's
     directory name, lm-corpus by default)."""
-    from paddle_elmo.dataset import build_vocabulary, count_words, write_vocabulary
+    from paddle_elmo.vocabulary import build_vocabulary, count_words, write_vocabulary
     name = os.path.basename(os.path.normpath(corpus))
     path = os.path.join(os.path.expanduser('~/.cache/elmo-paddle'), f'{name}-vocab-{size}.txt')
     if not os.path.exists(path):

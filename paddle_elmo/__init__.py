@@ -4,7 +4,7 @@
 
 Computes exactly what allenai/bilm-tf and AllenNLP compute, and reads and writes their
 `options.json` + `weights.hdf5`. The names below are the public API; each lives in the module of
-its concept (`paddle_elmo.config`, `.bilm`, `.model_io`, `.downstream`, `.embedder`, `.runtime`)
+its concept (`paddle_elmo.config`, `.bilm`, `.model_io`, `.hdf5_weights`, `.downstream`, `.embedder`, ...)
 and is imported from there on first use, so `import paddle_elmo` (and every `paddle-elmo --help`)
 does not import Paddle.
 
@@ -27,10 +27,10 @@ _EXPORTS = {
     'Elmo': 'downstream', 'ScalarMix': 'downstream',
     'ELMoEmbedder': 'embedder', 'dump_token_embeddings': 'embedder', 'embed_file': 'embedder',
     'token_embeddings': 'embedder',
-    'checkpoint_paths': 'model_io', 'export_weights': 'model_io', 'hdf5_layout': 'model_io',
-    'load_bilm': 'model_io', 'load_bilm_checkpoint': 'model_io', 'load_hdf5_weights': 'model_io',
-    'load_language_model': 'model_io', 'read_checkpoint': 'model_io', 'read_model_config': 'model_io',
-    'save_hdf5_weights': 'model_io',
+    'load_bilm': 'model_io', 'read_model_config': 'run_configs', 'load_language_model': 'lm_loading',
+    'checkpoint_paths': 'checkpoints', 'load_bilm_checkpoint': 'checkpoints', 'read_checkpoint': 'checkpoints',
+    'export_weights': 'hdf5_weights', 'hdf5_layout': 'hdf5_weights', 'load_hdf5_weights': 'hdf5_weights',
+    'save_hdf5_weights': 'hdf5_weights',
     'keep_freed_memory': 'runtime', 'set_mode': 'runtime', 'use_device': 'runtime',
 }
 __all__ = ['__version__', *_EXPORTS]
@@ -40,9 +40,11 @@ if typing.TYPE_CHECKING:  # what editors and type checkers read; at run time __g
     from paddle_elmo.config import ORIGINAL_FILTERS, PRESETS, ModelConfig, Recipe  # noqa: F401
     from paddle_elmo.downstream import Elmo, ScalarMix  # noqa: F401
     from paddle_elmo.embedder import ELMoEmbedder, dump_token_embeddings, embed_file, token_embeddings  # noqa: F401
-    from paddle_elmo.model_io import (checkpoint_paths, export_weights, hdf5_layout, load_bilm,  # noqa: F401
-                                      load_bilm_checkpoint, load_hdf5_weights, load_language_model,
-                                      read_checkpoint, read_model_config, save_hdf5_weights)
+    from paddle_elmo.checkpoints import checkpoint_paths, load_bilm_checkpoint, read_checkpoint  # noqa: F401
+    from paddle_elmo.hdf5_weights import export_weights, hdf5_layout, load_hdf5_weights, save_hdf5_weights  # noqa: F401
+    from paddle_elmo.lm_loading import load_language_model  # noqa: F401
+    from paddle_elmo.model_io import load_bilm
+    from paddle_elmo.run_configs import read_model_config  # noqa: F401
     from paddle_elmo.runtime import keep_freed_memory, set_mode, use_device  # noqa: F401
 
 

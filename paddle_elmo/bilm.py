@@ -18,7 +18,7 @@ import paddle.nn.functional as F
 
 from paddle_elmo import kernels
 from paddle_elmo.config import N_CHARACTERS
-from paddle_elmo.dataset import PAD_CHAR
+from paddle_elmo.token_ids import PAD_CHAR
 from paddle_elmo.kernels import add_bias
 from paddle_elmo.packing import distinct_tokens, last_states, length_chunks, packing_indices, row_order, step_groups
 

@@ -38,7 +38,7 @@ from paddle_elmo.runtime import paddle, set_mode
 import paddle.nn as nn
 import paddle.nn.functional as F
 
-from paddle_elmo.dataset import get_tokenizer
+from paddle_elmo.tokenizers import get_tokenizer
 from paddle_elmo.fileio import InputError, decode_utf8
 
 TOKENIZATIONS = ('split_clitics', 'as_is')

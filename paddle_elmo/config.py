@@ -5,14 +5,15 @@ One field per setting, with its help text; the field name is run_pretrain.py's f
 is read or written does a config meet bilm-tf's names: `ModelConfig.to_options()` /
 `from_options()` convert to and from the `options.json` layout (`cell_dim` is `lstm.dim`), and the
 Recipe fields that bilm-tf's `bin/train_elmo.py` also writes into `options.json` go there under its
-names (BILM_TF_TRAINING_KEYS); model_io.py reads and writes the files.
+names (BILM_TF_TRAINING_KEYS); run_configs.py reads and writes the files.
 """
 import copy
 import dataclasses
 from dataclasses import dataclass, field
 from typing import List, Optional
 
-from paddle_elmo.dataset import N_CHARACTERS, TOKENIZERS
+from paddle_elmo.token_ids import N_CHARACTERS
+from paddle_elmo.tokenizers import TOKENIZERS
 from paddle_elmo.fileio import InputError
 
 ORIGINAL_FILTERS = [[1, 32], [2, 32], [3, 64], [4, 128], [5, 256], [6, 512], [7, 1024]]
@@ -216,7 +217,7 @@ class Recipe:
     """How the biLM is pretrained: data, batches, optimisation, length and bookkeeping.
 
     Defaults are bilm-tf's recipe (the `original` preset). A checkpoint directory keeps it in two
-    files (model_io.py): the fields of BILM_TF_TRAINING_KEYS in options.json under bilm-tf's
+    files (run_configs.py): the fields of BILM_TF_TRAINING_KEYS in options.json under bilm-tf's
     names, as its train_elmo.py writes them, the rest in recipe.json. Resuming reads both; a flag
     given explicitly overrides a field.
     """

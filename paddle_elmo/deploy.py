@@ -33,10 +33,11 @@ import paddle.nn as nn
 import paddle.nn.functional as F
 
 from paddle_elmo.config import MODEL_FIELDS, OPTION_PATHS, ModelConfig
-from paddle_elmo.dataset import InputMapper, model_tokenizer
+from paddle_elmo.token_ids import InputMapper
+from paddle_elmo.tokenizers import model_tokenizer
 from paddle_elmo.embedder import SentenceEmbedder
-from paddle_elmo.model_io import VOCAB_FILE, model_options, read_input_vocabulary, read_json, read_model_config, \
-    write_input_vocabulary
+from paddle_elmo.hdf5_weights import model_options
+from paddle_elmo.run_configs import VOCAB_FILE, read_input_vocabulary, read_json, read_model_config, write_input_vocabulary
 from paddle_elmo.fileio import InputError
 
 CHAR_INPUT, WORD_INPUT = 'char_ids', 'word_ids'
@@ -472,8 +473,8 @@ def export_inference(bilm, output_dir, formats=('paddle', 'onnx'), verify_senten
     verify_sentences: token lists to run through each written model and ELMoEmbedder(stateful=False)
     before the rename (verify_export): an ExportError if they differ by more than float rounding.
     options_file: the model's options.json, checked (check_exportable) and copied as it is; without
-    it, the export's options.json is model_io.model_options(bilm)'s. A word or word+char model's
-    input vocabulary is written beside it (vocab.txt, model_io.write_input_vocabulary), which
+    it, the export's options.json is hdf5_weights.model_options(bilm)'s. A word or word+char model's
+    input vocabulary is written beside it (vocab.txt, run_configs.write_input_vocabulary), which
     InferenceEmbedder reads to map tokens to word ids.
     -> dict(files=[names written], max_abs_diff={...}).
     """

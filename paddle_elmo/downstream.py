@@ -8,7 +8,8 @@ import paddle.nn as nn
 import paddle.nn.functional as F
 
 from paddle_elmo.bilm import remove_sentence_boundaries
-from paddle_elmo.dataset import CharMapper, InputMapper, as_token_lists, model_tokenizer
+from paddle_elmo.token_ids import CharMapper, InputMapper
+from paddle_elmo.tokenizers import as_token_lists, model_tokenizer
 from paddle_elmo.fileio import InputError
 from paddle_elmo.model_io import load_bilm
 

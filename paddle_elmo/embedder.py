@@ -11,10 +11,14 @@ import numpy as np
 
 from paddle_elmo.runtime import configure_if_on_cpu, inference_mode, keep_freed_memory, paddle
 
-from paddle_elmo.dataset import BOS_TOKEN, EOS_TOKEN, InputMapper, as_token_lists, model_tokenizer, read_vocabulary_file
+from paddle_elmo.token_ids import BOS_TOKEN, EOS_TOKEN, InputMapper
+from paddle_elmo.tokenizers import as_token_lists, model_tokenizer
+from paddle_elmo.vocabulary import read_vocabulary_file
 from paddle_elmo.downstream import ScalarMix
 from paddle_elmo.fileio import InputError, atomic_path, iter_lines
-from paddle_elmo.model_io import HDF5_EMBEDDING, load_bilm, model_options_file, own_vocabulary_file, read_model_config
+from paddle_elmo.hdf5_weights import HDF5_EMBEDDING
+from paddle_elmo.model_io import load_bilm, model_options_file, own_vocabulary_file
+from paddle_elmo.run_configs import read_model_config
 
 
 class SentenceEmbedder:

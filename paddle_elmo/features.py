@@ -15,7 +15,7 @@ from paddle_elmo.runtime import paddle  # before paddle.nn: Paddle imported quie
 import paddle.nn as nn  # noqa: E402
 
 from paddle_elmo.classifier import SentenceClassifier, pack, show_bars  # noqa: E402
-from paddle_elmo.dataset import InputMapper  # noqa: E402
+from paddle_elmo.token_ids import InputMapper
 from paddle_elmo.downstream import Elmo  # noqa: E402
 from paddle_elmo.embedder import ELMoEmbedder  # noqa: E402
 from paddle_elmo.word_vectors import Word2VecFeatures  # noqa: E402

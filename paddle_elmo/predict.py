@@ -20,7 +20,8 @@ import numpy as np
 from paddle_elmo.runtime import inference_mode, paddle
 import paddle.nn.functional as F
 
-from paddle_elmo.dataset import BOS_TOKEN, EOS_TOKEN, InputMapper, as_token_lists, model_tokenizer
+from paddle_elmo.token_ids import BOS_TOKEN, EOS_TOKEN, InputMapper
+from paddle_elmo.tokenizers import as_token_lists, model_tokenizer
 from paddle_elmo.embedder import token_embeddings
 from paddle_elmo.fileio import InputError, atomic_path, write_text_atomic
 

@@ -3,7 +3,7 @@ resumed state) -> `Run`, `train` (the loop; its state is one `Progress`), `finis
 evaluation and save). `paddle-elmo pretrain` (paddle_elmo/cli/pretrain.py) turns flags into the
 configs and calls these three.
 
-Writes to the run's directory: options.json and recipe.json (the two configs, model_io.py), N.pdparams /
+Writes to the run's directory: options.json and recipe.json (the two configs, run_configs.py), N.pdparams /
 N.pdopt every save_freq steps and final.* at the end (atomically), train_log.csv and
 train_curve.png.
 """
@@ -22,13 +22,14 @@ import numpy as np
 from paddle_elmo.runtime import paddle, use_device  # before paddle.distributed: Paddle imported quietly
 import paddle.distributed as dist  # noqa: E402
 
-from paddle_elmo.dataset import (EVAL_BATCH_SIZE, EVAL_UNROLL_STEPS, LMStream, Vocabulary, count_tokens,  # noqa: E402
-                                 iter_eval_batches)
+from paddle_elmo.corpus import count_tokens
+from paddle_elmo.lm_batches import EVAL_BATCH_SIZE, EVAL_UNROLL_STEPS, LMStream, iter_eval_batches
+from paddle_elmo.vocabulary import Vocabulary
 from paddle_elmo.fileio import InputError, atomic_path, write_csv_atomic  # noqa: E402
 from paddle_elmo.lm import LanguageModel, evaluate, make_optimizer, train_step  # noqa: E402
-from paddle_elmo.model_io import (checkpoint_dir, load_training_checkpoint, load_weights_into, rank_state,  # noqa: E402
-                                  read_input_vocabulary, restore_rank_state, save_training_checkpoint,
-                                  train_state, write_run_configs)
+from paddle_elmo.checkpoints import checkpoint_dir, load_training_checkpoint, rank_state, restore_rank_state, save_training_checkpoint, train_state
+from paddle_elmo.lm_loading import load_weights_into
+from paddle_elmo.run_configs import read_input_vocabulary, write_run_configs
 from paddle_elmo.word_vectors import embedding_rows, read_word_vectors  # noqa: E402
 
 

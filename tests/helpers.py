@@ -11,7 +11,7 @@ import pytest
 
 from conftest import ROOT, tiny_config
 from paddle_elmo import BiLM, ELMoEmbedder
-from paddle_elmo.dataset import Vocabulary
+from paddle_elmo.vocabulary import Vocabulary
 
 
 # ---- from test_pretrain --------------------------------------------------------------------------------

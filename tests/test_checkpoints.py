@@ -32,7 +32,7 @@ def checkpoint(tmp_path):
 
 def test_every_loader_reads_the_same_weights(checkpoint):
     from paddle_elmo import ELMoEmbedder, load_bilm
-    from paddle_elmo.model_io import load_language_model
+    from paddle_elmo.lm_loading import load_language_model
     state = paddle.load(f'{checkpoint}.pdparams')
     bilm = load_bilm(str(checkpoint))
     lm = load_language_model(len(VOCAB), str(checkpoint))

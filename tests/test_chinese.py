@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 from conftest import ROOT, SHARED, require, tiny_config
-from paddle_elmo.dataset import TOKENIZERS, char_tokens, get_tokenizer
+from paddle_elmo.tokenizers import TOKENIZERS, char_tokens, get_tokenizer
 from paddle_elmo.fileio import InputError
 
 ZH_SENTIMENT = os.path.join(SHARED, 'data', 'zh-sentiment')
@@ -180,7 +180,7 @@ def test_run_embed_splits_raw_lines_with_the_tokenizer_the_model_records(tmp_pat
 # ---- build_vocab.py on raw lines -----------------------------------------------------------------
 
 def test_build_vocab_segments_raw_lines_writes_the_corpus_it_counted_and_reports_long_tokens(tmp_path):
-    from paddle_elmo.dataset import Vocabulary, count_words
+    from paddle_elmo.vocabulary import Vocabulary, count_words
     lines = reviews('pos', 3, max_chars=40) + ['', '全国人民代表大会常务委员会今天开会。']
     (tmp_path / 'raw.txt').write_text('\n'.join(lines) + '\n', encoding='utf-8')
     proc = run_script('build_vocab.py', '--train_data_path', tmp_path / 'raw.txt', '--tokenizer', 'jieba',
@@ -203,7 +203,8 @@ def test_build_vocab_segments_raw_lines_writes_the_corpus_it_counted_and_reports
 # ---- perplexity per character ----------------------------------------------------------------------
 
 def test_characters_per_target_do_not_depend_on_the_segmentation_but_targets_and_unknowns_do(tmp_path):
-    from paddle_elmo.dataset import Vocabulary, target_statistics
+    from paddle_elmo.lm_batches import target_statistics
+    from paddle_elmo.vocabulary import Vocabulary
     raw = ['他打篮球。', '她会花钱', '']
     (tmp_path / 'words.txt').write_text('他 打 篮球 。\n她 会 花钱\n\n', encoding='utf-8')
     (tmp_path / 'chars.txt').write_text(''.join(' '.join(char_tokens(r)) + '\n' for r in raw), encoding='utf-8')

@@ -54,9 +54,9 @@ def test_resuming_keeps_the_checkpoints_configs_overrides_training_settings_and_
 
 
 def test_options_json_holds_bilm_tfs_keys_and_recipe_json_the_rest(tmp_path):
-    from paddle_elmo.model_io import read_run_configs, write_run_configs
+    from paddle_elmo.run_configs import read_run_configs, write_run_configs
     model, recipe = from_preset('budget', {'train_data_path': '/data/*', 'vocab_file': '/v.txt', 'max_steps': 9})
-    from paddle_elmo.dataset import Vocabulary
+    from paddle_elmo.vocabulary import Vocabulary
     write_run_configs(str(tmp_path), model, recipe, Vocabulary.from_tokens([f'w{i}' for i in range(120)]))
     options = json.loads((tmp_path / 'options.json').read_text())
     stored = json.loads((tmp_path / 'recipe.json').read_text())
@@ -69,7 +69,7 @@ def test_options_json_holds_bilm_tfs_keys_and_recipe_json_the_rest(tmp_path):
 
 
 def test_a_checkpoint_written_before_recipe_json_reads_as_the_run_that_wrote_it():
-    from paddle_elmo.model_io import read_run_configs
+    from paddle_elmo.run_configs import read_run_configs
     model, recipe = read_run_configs(LEGACY)
     assert (model.cell_dim, model.max_characters_per_token, model.cnn_filters) == (16, 20, [[1, 4], [2, 8], [3, 8]])
     assert (recipe.preset, recipe.optimizer, recipe.lr, recipe.warmup_steps, recipe.seed) == ('budget', 'adam', 0.004,

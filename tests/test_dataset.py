@@ -11,9 +11,11 @@ import numpy as np
 import pytest
 
 from conftest import FIXTURE, ROOT, SHARED, require
-from paddle_elmo import dataset
-from paddle_elmo.dataset import (LMStream, SentenceSource, Vocabulary, build_vocabulary, count_tokens,
-                     count_words, iter_eval_batches, token_to_char_ids, tokens_to_char_ids)
+from paddle_elmo import corpus as corpus_files, vocabulary
+from paddle_elmo.corpus import count_tokens
+from paddle_elmo.lm_batches import LMStream, SentenceSource, iter_eval_batches
+from paddle_elmo.token_ids import token_to_char_ids, tokens_to_char_ids
+from paddle_elmo.vocabulary import Vocabulary, build_vocabulary, count_words
 
 COMMON = 'the of and a to in is was it that'.split()
 
@@ -315,7 +317,7 @@ def test_resume_refuses_a_state_of_another_stream(corpus):
 def test_empty_lines_are_skipped_and_reported_once_per_file(tmp_path, caplog):
     pattern = write(tmp_path / 'c' / 'a.txt', 'x y\n\n  \t\nz\n')
     vocab = Vocabulary(write(tmp_path / 'v.txt', 'x\ny\nz\n'))
-    with caplog.at_level(logging.WARNING, logger='dataset'):
+    with caplog.at_level(logging.WARNING, logger='paddle_elmo'):
         batches = take(LMStream(pattern, vocab, 1, 3, chunk_lines=2), 8)  # 4 passes
     assert [r.getMessage() for r in caplog.records] == [f'{pattern}: skipped 2 empty line(s) (not sentences)']
     ids = rows_of(batches)[0]
@@ -362,7 +364,7 @@ def test_eval_batches_count_every_target_once(corpus, batch_size, unroll_steps):
 def test_eval_on_heldout_counts_its_tokens(tmp_path):
     heldout = require(os.path.join(SHARED, 'data', 'lm-corpus', 'heldout.txt'))
     vocab_path = str(tmp_path / 'vocab.txt')
-    dataset.write_vocabulary(build_vocabulary(count_words(heldout, progress=False),
+    vocabulary.write_vocabulary(build_vocabulary(count_words(heldout, progress=False),
                                               max_vocab_size=5000), vocab_path)
     vocab = Vocabulary(vocab_path)
     total = sum(b['weights'].sum() for b in iter_eval_batches(heldout, vocab, 128, 20))
@@ -377,14 +379,14 @@ def test_count_tokens_and_its_cache(tmp_path, monkeypatch):
     write(data / 'b.txt', '中文 分词\n')
     expected = dict(n_tokens=7, n_sentences=3, n_files=2)
     assert count_tokens(str(data / '*.txt'), progress=False) == expected
-    cache = data / dataset.COUNTS_CACHE_NAME
+    cache = data / corpus_files.COUNTS_CACHE_NAME
     entries = json.loads(cache.read_text())
     assert sorted(entries) == [str(data / 'a.txt'), str(data / 'b.txt')]
     assert entries[str(data / 'a.txt')]['n_tokens'] == 5
 
     def no_counting(*a):
         raise AssertionError('counted again although cached')
-    monkeypatch.setattr(dataset, '_count_file', no_counting)
+    monkeypatch.setattr(corpus_files, '_count_file', no_counting)
     assert count_tokens(str(data / '*.txt'), progress=False) == expected
     monkeypatch.undo()
     write(data / 'b.txt', '中文 分词 又\n')  # size and mtime change

@@ -104,7 +104,7 @@ def test_raw_strings_are_split_on_whitespace_as_tf_hub_s_default_signature(embed
 
 def test_raw_strings_in_elmo_and_the_tokenizer_choice(tiny_bilm):
     import paddle
-    from paddle_elmo.dataset import CharMapper
+    from paddle_elmo.token_ids import CharMapper
     from paddle_elmo import Elmo
     elmo = Elmo(tiny_bilm, dropout=0.0)
     ids = elmo.batch_to_ids(['The cat', ['A', 'dog', 'barked'], ''])

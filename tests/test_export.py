@@ -71,7 +71,8 @@ def word_export(request, tmp_path_factory):
     """A tiny word model (bilm-tf files, its vocabulary given by --vocab_file) or word+char model (a
     checkpoint of ours, vocab.txt beside its options.json) exported by the script -> (directory,
     its BiLM)."""
-    from paddle_elmo.model_io import export_weights, model_options, write_input_vocabulary
+    from paddle_elmo.hdf5_weights import export_weights, model_options
+    from paddle_elmo.run_configs import write_input_vocabulary
     bilm = tiny_bilm(request.param)
     d = tmp_path_factory.mktemp(request.param.replace('+', '_'))
     if request.param == 'word':
@@ -101,7 +102,7 @@ def max_difference(model_dir, bilm, sentences, backend):
     """Largest |exported - ELMoEmbedder(stateful=False)| over one batch of `sentences`, after
     checking the exported outputs' layout (shapes, zeros at padding, mask)."""
     from paddle_elmo.deploy import InferenceEmbedder
-    from paddle_elmo.dataset import InputMapper
+    from paddle_elmo.token_ids import InputMapper
     from paddle_elmo import ELMoEmbedder
     expected = ELMoEmbedder(bilm=bilm, stateful=False).embed_batch(sentences)
     char_ids, word_ids, lengths = InputMapper.of(bilm).batch(sentences)
@@ -145,7 +146,7 @@ def test_original_size_outputs_are_not_trivially_equal(original_export):
 def test_static_bilm_matches_the_embedder_before_export(fixture_dir):
     # The eager run of what is exported: a slip here is ours, not the converter's.
     from paddle_elmo.deploy import StaticBiLM
-    from paddle_elmo.dataset import CharMapper
+    from paddle_elmo.token_ids import CharMapper
     from paddle_elmo import ELMoEmbedder
     bilm = fixture_bilm()
     sentences = fixture_sentences()[:12] + ODD_SENTENCES
@@ -167,7 +168,7 @@ def test_exported_word_models_match_the_stateless_embedder(word_export, backend)
 
 @pytest.mark.parametrize('token_input', ['word', 'word+char'])
 def test_static_bilm_matches_the_embedder_before_export_for_word_input(token_input):
-    from paddle_elmo.dataset import InputMapper
+    from paddle_elmo.token_ids import InputMapper
     from paddle_elmo.deploy import StaticBiLM
     from paddle_elmo import ELMoEmbedder
     bilm = tiny_bilm(token_input)
@@ -265,7 +266,7 @@ def test_readme_snippet_runs_without_the_repository(fixture_export, runtime, tmp
                           timeout=300)
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert proc.stdout.strip().splitlines()[-1] == f"['{runtime}']"  # the other runtime was never imported
-    from paddle_elmo.dataset import CharMapper
+    from paddle_elmo.token_ids import CharMapper
     sentences = [['The', 'cat', 'sat', '.'], ['Hello', 'world', '!']]  # as in README
     from paddle_elmo import ELMoEmbedder
     expected = ELMoEmbedder(bilm=bilm).embed_batch(sentences)

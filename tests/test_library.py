@@ -48,7 +48,8 @@ def test_embedder_gives_back_a_callers_bilm_as_it_was(bilm):
 
 
 def test_lm_evaluation_restores_the_mode_without_flipping_the_tracer(tmp_path):
-    from paddle_elmo.dataset import Vocabulary, iter_eval_batches
+    from paddle_elmo.lm_batches import iter_eval_batches
+    from paddle_elmo.vocabulary import Vocabulary
     from paddle_elmo.lm import LanguageModel, evaluate
     (tmp_path / 'v.txt').write_text('<S>\n</S>\n<UNK>\na\nb\n')
     (tmp_path / 'd.txt').write_text('a b a\nb a\n')

@@ -23,7 +23,7 @@ def files(tmp_path_factory):
     exported with its softmax (hdf5/) and without it (nosoftmax/); its vocabulary; a one-sentence
     held-out file."""
     from paddle_elmo.lm import LanguageModel
-    from paddle_elmo.model_io import export_weights
+    from paddle_elmo.hdf5_weights import export_weights
     d = tmp_path_factory.mktemp('predict')
     paddle.seed(1)
     model = LanguageModel(tiny_config(), len(VOCAB))
@@ -42,8 +42,8 @@ def files(tmp_path_factory):
 
 @pytest.fixture(scope='module')
 def predictor(files):
-    from paddle_elmo.dataset import Vocabulary
-    from paddle_elmo.model_io import load_language_model
+    from paddle_elmo.vocabulary import Vocabulary
+    from paddle_elmo.lm_loading import load_language_model
     from paddle_elmo.predict import Predictor
     return Predictor(load_language_model(len(VOCAB), str(files / 'ck' / 'final')), Vocabulary(str(files / 'vocab.txt')))
 
@@ -51,7 +51,7 @@ def predictor(files):
 def eval_losses(predictor, files):
     """run_eval.py's machinery on the one-sentence file, one row with room for the whole sentence:
     per-token (forward, backward) losses of its n + 1 targets, and lm.evaluate's figures."""
-    from paddle_elmo.dataset import iter_eval_batches
+    from paddle_elmo.lm_batches import iter_eval_batches
     from paddle_elmo.lm import evaluate
     batches = lambda: iter_eval_batches(str(files / 'dev.txt'), predictor.vocab, 1, 20)
     batch = next(batches())
@@ -121,8 +121,8 @@ def test_sampling_is_repeatable_stops_at_the_boundary_and_follows_the_temperatur
 
 
 def test_bad_arguments_of_the_api(predictor, files):
-    from paddle_elmo.dataset import Vocabulary
-    from paddle_elmo.model_io import load_language_model
+    from paddle_elmo.vocabulary import Vocabulary
+    from paddle_elmo.lm_loading import load_language_model
     from paddle_elmo.predict import Predictor
     with pytest.raises(InputError, match='direction must be "forward" or "backward", got \'sideways\''):
         predictor.top('a', 3, direction='sideways')
@@ -244,7 +244,7 @@ def test_char_cnn_dump_without_a_softmax_and_token_embeddings_of_specials(files,
     np.testing.assert_allclose(np.load(tmp_path / 'd' / 'embeddings_char_cnn.npy'),
                                token_embeddings(bilm, VOCAB), atol=1e-6, rtol=0)
     # <S> and </S> are the sentence boundaries: layer 0 of the positions the biLM adds around a sentence.
-    from paddle_elmo.dataset import CharMapper
+    from paddle_elmo.token_ids import CharMapper
     ids, _ = CharMapper().batch([['a']])
     with paddle.no_grad():
         x = bilm(paddle.to_tensor(ids))['activations'][0].numpy()[0, :, :8]

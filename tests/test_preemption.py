@@ -79,13 +79,13 @@ def test_sigterm_to_the_launcher_stops_both_ranks_at_one_step_and_resumes_exactl
 
 
 def test_a_failed_save_leaves_the_previous_checkpoint_intact(tmp_path, monkeypatch):
-    from paddle_elmo import model_io
+    from paddle_elmo import checkpoints
     from conftest import tiny_config
     from paddle_elmo.lm import LanguageModel, make_optimizer
     model = LanguageModel(tiny_config(), 10, 4)
     optimizer = make_optimizer(model, 'adagrad', 0.2, 10.0, 0, 1)
     prefix = str(tmp_path / '5')
-    model_io.save_training_checkpoint(prefix, model, optimizer, {'step': 5})
+    checkpoints.save_training_checkpoint(prefix, model, optimizer, {'step': 5})
     before = {name: (tmp_path / name).read_bytes() for name in ('5.pdparams', '5.pdopt')}
     real_save, calls = paddle.save, []
 
@@ -99,6 +99,6 @@ def test_a_failed_save_leaves_the_previous_checkpoint_intact(tmp_path, monkeypat
     with paddle.no_grad():
         model.softmax.W.set_value(model.softmax.W * 2)
     with pytest.raises(OSError):
-        model_io.save_training_checkpoint(prefix, model, optimizer, {'step': 5})
+        checkpoints.save_training_checkpoint(prefix, model, optimizer, {'step': 5})
     assert {name: (tmp_path / name).read_bytes() for name in before} == before
     assert sorted(p.name for p in tmp_path.iterdir()) == ['5.pdopt', '5.pdparams']  # no temp files left

@@ -16,7 +16,7 @@ import pytest
 
 from paddle_elmo import kernels
 from conftest import tiny_config
-from paddle_elmo.dataset import CharMapper
+from paddle_elmo.token_ids import CharMapper
 from paddle_elmo.bilm import BiLM, CharEncoder, LstmStack
 from paddle_elmo.packing import length_chunks
 from paddle_elmo import ELMoEmbedder

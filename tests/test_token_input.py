@@ -10,7 +10,8 @@ import paddle
 import pytest
 
 from conftest import ROOT, one_line_error, tiny_config
-from paddle_elmo.dataset import InputMapper, Vocabulary
+from paddle_elmo.token_ids import InputMapper
+from paddle_elmo.vocabulary import Vocabulary
 from paddle_elmo import ELMoEmbedder, dump_token_embeddings, export_weights, load_bilm, token_embeddings
 from paddle_elmo.fileio import InputError
 from helpers import TOL, fixture_embedder, reference_top, run_reference_protocol

@@ -30,7 +30,7 @@ TOKEN_INPUTS = ('char', 'word', 'word+char')
 
 
 def make_model(token_input='char'):
-    from paddle_elmo.dataset import Vocabulary
+    from paddle_elmo.vocabulary import Vocabulary
     from paddle_elmo.lm import LanguageModel
     paddle.seed(7)
     vocab = Vocabulary.from_tokens(['<S>', '</S>', '<UNK>'] + [f'w{i}' for i in range(3, VOCAB)])

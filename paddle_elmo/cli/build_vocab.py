@@ -14,7 +14,7 @@ bytes): the biLM sees only their beginning.
 import contextlib
 
 from paddle_elmo.cli import flags as cli
-from paddle_elmo import dataset
+from paddle_elmo import vocabulary
 from paddle_elmo.fileio import atomic_path
 
 
@@ -50,10 +50,10 @@ def main():
         if a.segmented_output:
             tmp = files.enter_context(atomic_path(a.segmented_output))  # renamed once the corpus is read
             segmented = files.enter_context(open(tmp, 'w', encoding='utf-8', newline='\n'))
-        counts = dataset.count_words(a.train_data_path, tokenizer=a.tokenizer, segmented=segmented)
-    tokens = dataset.build_vocabulary(counts, a.min_count, a.max_vocab_size,
+        counts = vocabulary.count_words(a.train_data_path, tokenizer=a.tokenizer, segmented=segmented)
+    tokens = vocabulary.build_vocabulary(counts, a.min_count, a.max_vocab_size,
                                       special_tokens=not a.no_special_tokens)
-    dataset.write_vocabulary(tokens, a.vocab_file)
+    vocabulary.write_vocabulary(tokens, a.vocab_file)
     n_total = sum(counts.values())
     n_covered = sum(counts.get(t, 0) for t in tokens)
     if a.segmented_output:
@@ -61,7 +61,7 @@ def main():
     print(f'wrote {len(tokens)} tokens to {a.vocab_file} ({len(counts)} distinct words, '
           f'{n_total} tokens in the corpus, {100 * (1 - n_covered / max(n_total, 1)):.2f}% of them '
           f'out of vocabulary)')
-    print(dataset.long_tokens_report(counts, a.max_characters_per_token))
+    print(vocabulary.long_tokens_report(counts, a.max_characters_per_token))
 
 
 if __name__ == '__main__':

@@ -123,7 +123,7 @@ def show_contexts(model, model_name, probes=PROBES, cues=CUES, train_file=TRAIN,
     model: ELMoEmbedder's keyword arguments ({}: the bundled model, pretrained/). Probes are raw
     sentences, split by the model's tokenizer; train_file is segmented (tokens split by spaces);
     limit: training sentences per sense centroid. -> senses right per layer [layers]."""
-    from paddle_elmo.dataset import get_tokenizer
+    from paddle_elmo.tokenizers import get_tokenizer
     from paddle_elmo import ELMoEmbedder
     print(f'\n== {model_name}: the same word, different vectors: which sense is each held-out use nearest to?',
           flush=True)

@@ -32,9 +32,10 @@ def main():
     a = p.parse_args()
     if not a.output_dir and not a.hdf5:
         raise InputError('nothing to write: give --output_dir (the .npy dumps) and/or --hdf5 FILE')
-    from paddle_elmo.dataset import Vocabulary
+    from paddle_elmo.vocabulary import Vocabulary
     from paddle_elmo.embedder import dump_token_embeddings
-    from paddle_elmo.model_io import load_bilm, load_language_model
+    from paddle_elmo.lm_loading import load_language_model
+    from paddle_elmo.model_io import load_bilm
     from paddle_elmo.predict import dump_embeddings
     from paddle_elmo.runtime import use_device
     use_device(a.device, cpu_threads=a.cpu_threads)

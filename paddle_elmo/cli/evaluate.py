@@ -17,7 +17,7 @@ not, with the share of targets that are <UNK>.
 import math
 
 from paddle_elmo.cli import flags as cli
-from paddle_elmo.dataset import EVAL_BATCH_SIZE, EVAL_UNROLL_STEPS
+from paddle_elmo.lm_batches import EVAL_BATCH_SIZE, EVAL_UNROLL_STEPS
 
 
 def main():
@@ -33,10 +33,12 @@ def main():
     p.add_argument('--output_json', help='also write the figures here')
     a = p.parse_args()
     from tqdm import tqdm
-    from paddle_elmo.dataset import Vocabulary, count_tokens, iter_eval_batches, target_statistics
+    from paddle_elmo.corpus import count_tokens
+    from paddle_elmo.lm_batches import iter_eval_batches, target_statistics
+    from paddle_elmo.vocabulary import Vocabulary
     from paddle_elmo.fileio import write_json_atomic
     from paddle_elmo.lm import evaluate
-    from paddle_elmo.model_io import load_language_model
+    from paddle_elmo.lm_loading import load_language_model
     from paddle_elmo.runtime import use_device
     use_device(a.device, cpu_threads=a.cpu_threads)
     source = cli.model_source(a)

@@ -39,7 +39,8 @@ def main():
     a = p.parse_args()
     source = cli.model_source(a)
     from paddle_elmo.deploy import ExportError, check_exportable, check_output_dir, export_inference
-    from paddle_elmo.model_io import load_bilm, model_options_file, read_json
+    from paddle_elmo.model_io import load_bilm, model_options_file
+    from paddle_elmo.run_configs import read_json
     from paddle_elmo.runtime import paddle
     # Everything that can be checked before loading what may be a large model.
     check_output_dir(a.output_dir)

@@ -19,7 +19,8 @@ def main():
     p.add_argument('--without_softmax', action='store_true',
                    help='leave the softmax out (enough for embeddings and fine-tuning, not for run_eval.py)')
     a = p.parse_args()
-    from paddle_elmo.model_io import export_weights, load_bilm_checkpoint, softmax_of
+    from paddle_elmo.checkpoints import load_bilm_checkpoint, softmax_of
+    from paddle_elmo.hdf5_weights import export_weights
     from paddle_elmo.runtime import paddle
     paddle.set_device('cpu')
     bilm, state = load_bilm_checkpoint(a.init_from_ckpt)

@@ -29,9 +29,11 @@ from paddle_elmo.cli import flags as cli
 from paddle_elmo.cli.protocol import (add_protocol_args, check_protocol_args, load_data, report, runs_on_this_rank,
                                       train_config)
 from paddle_elmo.classifier import cross_validate, make_folds
-from paddle_elmo.dataset import long_tokens_report, model_tokenizer
+from paddle_elmo.tokenizers import model_tokenizer
+from paddle_elmo.vocabulary import long_tokens_report
 from paddle_elmo.features import ActivationCache, model_builder
-from paddle_elmo.model_io import BUNDLED_MODEL_DIR, load_bilm, model_options_file, read_model_config
+from paddle_elmo.model_io import BUNDLED_MODEL_DIR, load_bilm, model_options_file
+from paddle_elmo.run_configs import read_model_config
 from paddle_elmo.runtime import use_device
 from paddle_elmo.word_vectors import load_vectors, lookup_table
 

@@ -15,7 +15,7 @@ os.environ.setdefault('GLOG_minloglevel', '2')
 
 from paddle_elmo import runtime  # noqa: E402  (after GLOG_minloglevel, which Paddle reads when runtime first imports it)
 from paddle_elmo.config import MODEL_FIELDS, OPTIMIZERS, PRESETS, TOKEN_INPUTS, ModelConfig, Recipe  # noqa: E402
-from paddle_elmo.dataset import TOKENIZERS  # noqa: E402
+from paddle_elmo.tokenizers import TOKENIZERS
 from paddle_elmo.fileio import InputError  # noqa: E402
 
 

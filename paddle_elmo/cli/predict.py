@@ -52,9 +52,9 @@ def main():
         prefixes += [text.rstrip('\r\n') for _, _, text in iter_lines(a.prefix_file)]
     if not prefixes:
         raise InputError('no prefix: give --prefix TEXT (repeatable) or --prefix_file FILE')
-    from paddle_elmo.dataset import Vocabulary
+    from paddle_elmo.vocabulary import Vocabulary
     from paddle_elmo.fileio import write_json_atomic
-    from paddle_elmo.model_io import load_language_model
+    from paddle_elmo.lm_loading import load_language_model
     from paddle_elmo.runtime import use_device
     from paddle_elmo.predict import Predictor
     use_device(a.device, cpu_threads=a.cpu_threads)

@@ -14,7 +14,9 @@ import os
 
 from paddle_elmo.cli import flags as cli
 from paddle_elmo.config import for_resume, for_weights, from_preset
-from paddle_elmo.model_io import checkpoint_dir, read_model_config, read_run_configs, weights_files
+from paddle_elmo.checkpoints import checkpoint_dir
+from paddle_elmo.model_io import weights_files
+from paddle_elmo.run_configs import read_model_config, read_run_configs
 
 
 # ---- configuration ---------------------------------------------------------------------------

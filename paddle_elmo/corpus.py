@@ -1,0 +1,126 @@
+"""Corpus files: one or more UTF-8 files (a glob), one sentence per line, tokens separated by
+whitespace (`str.split()` everywhere, so counting, vocabulary building and batching agree). Lines
+that are empty or only whitespace are not sentences: they are skipped and reported. Token counts
+are cached, keyed by each file's size and modification time.
+"""
+import json
+import logging
+import os
+
+from paddle_elmo.fileio import iter_lines, list_files, write_text_atomic
+from paddle_elmo.tokenizers import whitespace_tokens
+
+log = logging.getLogger(__name__)
+
+
+def _is_blank(text):
+    return not text or text.isspace()
+
+
+def _warn_skipped(path, n_skipped):
+    if n_skipped:
+        log.warning('%s: skipped %d empty line(s) (not sentences)', path, n_skipped)
+
+
+def _iter_file_sentences(path, progress_bar=None, split=whitespace_tokens):
+    """Yield the sentences (token lists, made by `split`) of one file in order; empty lines skipped
+    and reported."""
+    n_skipped = 0
+    for _, n_bytes, text in iter_lines(path):
+        if progress_bar is not None:
+            progress_bar.update(n_bytes)
+        if _is_blank(text):
+            n_skipped += 1
+            continue
+        yield split(text)
+    _warn_skipped(path, n_skipped)
+
+
+def _progress(total_bytes, desc, enabled):
+    from tqdm import tqdm
+    return tqdm(total=total_bytes, unit='B', unit_scale=True, desc=desc, disable=not enabled,
+                mininterval=1.0)
+
+
+COUNTS_CACHE_NAME = '.elmo-token-counts.json'
+
+
+DEFAULT_CACHE_DIR = os.path.join(os.path.expanduser('~'), '.cache', 'elmo-paddle')
+
+
+def _dir_is_writable(directory):
+    # Mode bits too: as root os.access says yes even for a directory meant to be read-only
+    # (../shared is r-x), and the cache must not land there.
+    try:
+        mode = os.stat(directory).st_mode
+    except OSError:
+        return False
+    return bool(mode & 0o222) and os.access(directory, os.W_OK)
+
+
+def _counts_cache_path(data_dir, cache_dir):
+    if _dir_is_writable(data_dir):
+        return os.path.join(data_dir, COUNTS_CACHE_NAME)
+    return os.path.join(cache_dir or DEFAULT_CACHE_DIR, 'token-counts.json')
+
+
+def _read_json(path):
+    try:
+        with open(path, encoding='utf-8') as f:
+            return json.load(f)
+    except FileNotFoundError:
+        return {}
+    except (OSError, ValueError) as e:
+        log.warning('%s: unreadable token-count cache, counting again (%s)', path, e)
+        return {}
+
+
+def _count_file(path, bar):
+    n_tokens = n_sentences = 0
+    for words in _iter_file_sentences(path, bar):
+        n_tokens += len(words)
+        n_sentences += 1
+    return n_tokens, n_sentences
+
+
+def count_tokens(file_pattern, cache_dir=None, progress=True):
+    """-> dict(n_tokens=..., n_sentences=..., n_files=...) over the files of a glob.
+
+    n_tokens counts whitespace tokens (no <S>/</S>; 768,648,884 for 1B Word's training files) and
+    n_sentences the non-empty lines. Each file is counted once and cached in a JSON file keyed by
+    its absolute path, size and mtime: next to the data, or, when the data directory is
+    read-only, in `cache_dir` (default ~/.cache/elmo-paddle).
+    """
+    files = list_files(file_pattern)
+    caches, todo = {}, []
+    total = dict(n_tokens=0, n_sentences=0, n_files=len(files))
+    for path in files:
+        key = os.path.abspath(path)
+        stat = os.stat(key)
+        cache_path = _counts_cache_path(os.path.dirname(key), cache_dir)
+        entry = caches.setdefault(cache_path, _read_json(cache_path)).get(key)
+        if entry and entry.get('size') == stat.st_size and entry.get('mtime_ns') == stat.st_mtime_ns:
+            total['n_tokens'] += entry['n_tokens']
+            total['n_sentences'] += entry['n_sentences']
+        else:
+            todo.append((key, stat, cache_path))
+    changed = set()
+    with _progress(sum(s.st_size for _, s, _ in todo), 'counting tokens', progress and todo) as bar:
+        for key, stat, cache_path in todo:
+            n_tokens, n_sentences = _count_file(key, bar)
+            caches[cache_path][key] = dict(size=stat.st_size, mtime_ns=stat.st_mtime_ns,
+                                           n_tokens=n_tokens, n_sentences=n_sentences)
+            total['n_tokens'] += n_tokens
+            total['n_sentences'] += n_sentences
+            changed.add(cache_path)
+    for cache_path in changed:
+        _save_counts_cache(cache_path, caches[cache_path])
+    return total
+
+
+def _save_counts_cache(cache_path, entries):
+    try:
+        os.makedirs(os.path.dirname(cache_path), exist_ok=True)
+        write_text_atomic(cache_path, json.dumps(entries, indent=1, sort_keys=True))
+    except OSError as e:  # the counts are right; only the next call will be slower
+        log.warning('%s: could not write the token-count cache (%s)', cache_path, e)
