@@ -17,7 +17,9 @@ same seed:
 - word2vec: skip-gram trained on as many tokens of the same corpus as the biLM had seen at S
   (word2vec_base.py --w2v_max_tokens), + BoW;
 - concat: ELMo (+) word2vec (run_finetune.py --concat_word2vec with that row's vectors),
-  and its paired comparison with word2vec alone over the folds (mean difference, standard error).
+  and its paired comparison with word2vec alone over the folds (mean difference, standard error,
+  and the two-sided p of the corrected resampled t-test, the plain paired t-test and Wilcoxon's test:
+  common.paired; the corrected test is the headline, as the folds share most of their training data).
 With --word2vec_file the word2vec and concat rows use those vectors at every step instead (a biLM
 whose word input started from whole-corpus vectors has seen them from step 0): the word2vec row is
 computed once and stands beside every step.
@@ -45,7 +47,7 @@ DATASETS = {
                          corpus=os.path.join(common.ZH_CORPUS, 'train.txt'), tokenizer='jieba'),
 }
 FIELDS = ['method', 'step', 'tokens', 'heldout_ppl', 'accuracy_mean', 'accuracy_std', 'paired_diff_vs_word2vec',
-          'paired_se', 'seconds']
+          'paired_se', 'corrected_t_p', 'plain_t_p', 'wilcoxon_p', 'seconds']
 
 
 def tokens_at(run_dir, step):
@@ -150,6 +152,10 @@ def main():
                    '--max_seq_len 128" (the same folds, fewer of them, fewer and shorter batches: for a large dataset)')
     p.add_argument('--threads', type=int, default=2)
     p.add_argument('--seed', type=int, default=1, help='the pretraining run\'s --seed (for step 0)')
+    p.add_argument('--test_train_ratio', type=float, default=common.PROTOCOL_TEST_TRAIN_RATIO,
+                   help='n_test / n_train of one fold for the corrected t-test of rows that do not record it '
+                   '(rows record it since issue 36; default: the protocol\'s 10 folds with a 0.1 dev split, '
+                   '1 / (9 x 0.9))')
     p.add_argument('--plot_only', action='store_true',
                    help='compute nothing: rewrite OUT/curve.csv and curve.png from OUT/results.jsonl')
     a = p.parse_args()
@@ -165,7 +171,7 @@ def main():
     if a.plot_only:
         if not done:
             sys.exit(f'error: --plot_only: no rows in {results_path}')
-        write_curve(done, out_dir, heldout_perplexities(a.run_dir), a.dataset)
+        write_curve(done, out_dir, heldout_perplexities(a.run_dir), a.dataset, a.test_train_ratio)
         return
     # A row is skipped (or its word2vec row reused) by method and step alone: rows of another dataset
     # or protocol in the same file would be taken for this run's. (Rows before --dataset were rt-polarity's.)
@@ -211,27 +217,53 @@ def main():
                    'seconds': summary['wall_seconds'], 'threads': a.threads, 'commit': common._git_commit(),
                    'vectors': vectors if method != 'elmo' else None, 'dataset': a.dataset,
                    'classifier_flags': a.classifier_flags,
+                   'test_train_ratio': common.recorded_test_train_ratio(summary),
                    'date': time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}
             done.append(row)
             with open(results_path, 'a', encoding='utf-8') as f:
                 f.write(json.dumps(row) + '\n')
-        write_curve(done, out_dir, heldout_perplexities(a.run_dir), a.dataset)
+        write_curve(done, out_dir, heldout_perplexities(a.run_dir), a.dataset, a.test_train_ratio)
 
 
-def write_curve(rows, out_dir, perplexities, dataset):
+def _rounded(value, digits):
+    return None if value is None else round(value, digits)
+
+
+def vs_word2vec(row, w2v, test_train_ratio):
+    """The curve's paired columns of one row against the word2vec row of its step.
+
+    # Parameters
+
+    row, w2v : `dict`
+        Rows of results.jsonl (w2v: None when the step has no word2vec row).
+    test_train_ratio : `float`
+        n_test / n_train of one fold, for rows that do not record it.
+
+    # Returns
+
+    `dict`
+        paired_diff_vs_word2vec, paired_se, corrected_t_p (the headline), plain_t_p, wilcoxon_p:
+        None for the word2vec row itself and where there is nothing to compare with.
+    """
+    if row['method'] == 'word2vec' or w2v is None:
+        return dict.fromkeys(('paired_diff_vs_word2vec', 'paired_se', 'corrected_t_p', 'plain_t_p', 'wilcoxon_p'))
+    c = common.paired(row['fold_accuracies'], w2v['fold_accuracies'],
+                      common.comparison_test_train_ratio((row, w2v), test_train_ratio))
+    return {'paired_diff_vs_word2vec': _rounded(c.mean, 4), 'paired_se': _rounded(c.se, 4),
+            'corrected_t_p': _rounded(c.corrected_p, 4), 'plain_t_p': _rounded(c.plain_p, 4),
+            'wilcoxon_p': _rounded(c.wilcoxon_p, 4)}
+
+
+def write_curve(rows, out_dir, perplexities, dataset, test_train_ratio=common.PROTOCOL_TEST_TRAIN_RATIO):
     by_key = {(r['method'], r['step']): r for r in rows}
     table = []
     for r in sorted(rows, key=lambda r: (r['step'], r['method'])):
-        w2v = by_key.get(('word2vec', r['step']))
-        diff = se = None
-        if r['method'] != 'word2vec' and w2v is not None:
-            diff, se = common.paired(r['fold_accuracies'], w2v['fold_accuracies'])[:2]
         ppl = perplexities.get(r['step']) if r['method'] != 'word2vec' else None
         table.append({'method': r['method'], 'step': r['step'], 'tokens': r['tokens'],
                       'heldout_ppl': None if ppl is None else round(ppl, 1),
                       'accuracy_mean': round(r['accuracy_mean'], 4), 'accuracy_std': round(r['accuracy_std'], 4),
-                      'paired_diff_vs_word2vec': None if diff is None else round(diff, 4),
-                      'paired_se': None if se is None else round(se, 4), 'seconds': r.get('seconds')})
+                      **vs_word2vec(r, by_key.get(('word2vec', r['step'])), test_train_ratio),
+                      'seconds': r.get('seconds')})
     write_csv_atomic(os.path.join(out_dir, 'curve.csv'), FIELDS, table)
     common.print_table(table)
     import matplotlib

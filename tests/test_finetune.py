@@ -392,22 +392,3 @@ def test_run_folds_runs_the_same_fold_as_the_full_run(rt_slice, tmp_path):
     proc = run_script('word2vec_base.py', '--data_dir', str(rt_slice), '--pretrained_word2vec_file',
                       str(tmp_path / 'v.bin'), '--folds', '3', '--run_folds', '4')
     assert proc.returncode == 2 and 'error: --run_folds: fold 4 is not among the 3 folds (1 to 3)' in proc.stderr
-
-
-def test_paired_comparison_of_fold_accuracies_and_its_script(tmp_path):
-    from benchmarks.common import paired
-    mean, se, better, t_p, w_p = paired([0.8, 0.7, 0.9, 0.6], [0.7, 0.7, 0.8, 0.7])
-    assert mean == pytest.approx(0.025) and better == 2
-    assert se == pytest.approx(np.std([0.1, 0.0, 0.1, -0.1], ddof=1) / 2)
-    assert t_p == pytest.approx(0.6376, abs=1e-4) and 0 < w_p <= 1  # t = 0.025 / se = 0.52, 3 d.f.
-    with pytest.raises(ValueError, match='same folds'):
-        paired([0.8], [0.7, 0.6])
-    base, row, short = tmp_path / 'base.json', tmp_path / 'row.json', tmp_path / 'short.json'
-    base.write_text(json.dumps({'fold_accuracies': [0.7, 0.7, 0.8, 0.7], 'args': {'folds': 4, 'seed': 1}}))
-    row.write_text(json.dumps({'fold_accuracies': [0.8, 0.7, 0.9, 0.6], 'args': {'folds': 4, 'seed': 1}}))
-    short.write_text(json.dumps({'fold_accuracies': [0.8, 0.7], 'args': {'folds': 2, 'seed': 1}}))
-    script = os.path.join(ROOT, 'benchmarks', 'compare_folds.py')
-    ok = subprocess.run([sys.executable, script, str(base), str(row)], capture_output=True, text=True)
-    assert ok.returncode == 0 and '+2.50 ± 4.79' in ok.stdout and '2/4' in ok.stdout, ok.stderr
-    bad = subprocess.run([sys.executable, script, str(base), str(short)], capture_output=True, text=True)
-    assert bad.returncode == 1 and 'is not on the folds of' in bad.stderr
