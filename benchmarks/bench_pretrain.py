@@ -5,7 +5,7 @@
 
 Tokens/s counts forward-direction target tokens (batch x unroll per step), as bilm-tf's logs do.
 Each configuration trains on ../shared/data/lm-corpus/train.txt with a 150k-word vocabulary built
-from it (cached under ~/.cache/elmo-paddle), sampled softmax with 8192 negatives, Adagrad and
+from it (cached in the toolkit's cache directory), sampled softmax with 8192 negatives, Adagrad and
 global-norm clipping, exactly the run_pretrain.py step, in its own process (so the peak memory is
 its own). The floor is the configuration's training FLOPs per token (benchmarks/common.py:
 flops_breakdown, forward + backward = 3x the forward products) at the float32 matmul rate

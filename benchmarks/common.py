@@ -152,11 +152,12 @@ ZH_SENTIMENT = os.path.join(SHARED, 'data', 'zh-sentiment')
 
 def corpus_vocabulary(size, corpus=LM_CORPUS):
     """The `size` most frequent words of CORPUS/train.txt (segmented: split on whitespace) + <S> </S>
-    <UNK>, built once and cached as ~/.cache/elmo-paddle/NAME-vocab-SIZE.txt (NAME: the corpus's
+    <UNK>, built once and cached as CACHE/NAME-vocab-SIZE.txt (paddle_elmo.cache) (NAME: the corpus's
     directory name, lm-corpus by default)."""
     from paddle_elmo.vocabulary import build_vocabulary, count_words, write_vocabulary
     name = os.path.basename(os.path.normpath(corpus))
-    path = os.path.join(os.path.expanduser('~/.cache/elmo-paddle'), f'{name}-vocab-{size}.txt')
+    from paddle_elmo.cache import cache_dir
+    path = cache_dir(f'{name}-vocab-{size}.txt')
     if not os.path.exists(path):
         os.makedirs(os.path.dirname(path), exist_ok=True)
         write_vocabulary(build_vocabulary(count_words(os.path.join(corpus, 'train.txt')),

@@ -7,6 +7,7 @@ import json
 import logging
 import os
 
+from paddle_elmo.cache import cache_dir as default_cache_dir
 from paddle_elmo.fileio import iter_lines, list_files, write_text_atomic
 from paddle_elmo.tokenizers import whitespace_tokens
 
@@ -42,26 +43,9 @@ def _progress(total_bytes, desc, enabled):
                 mininterval=1.0)
 
 
-COUNTS_CACHE_NAME = '.elmo-token-counts.json'
+COUNTS_CACHE_NAME = 'token-counts.json'  # in the cache directory
 
 
-DEFAULT_CACHE_DIR = os.path.join(os.path.expanduser('~'), '.cache', 'elmo-paddle')
-
-
-def _dir_is_writable(directory):
-    # Mode bits too: as root os.access says yes even for a directory meant to be read-only
-    # (../shared is r-x), and the cache must not land there.
-    try:
-        mode = os.stat(directory).st_mode
-    except OSError:
-        return False
-    return bool(mode & 0o222) and os.access(directory, os.W_OK)
-
-
-def _counts_cache_path(data_dir, cache_dir):
-    if _dir_is_writable(data_dir):
-        return os.path.join(data_dir, COUNTS_CACHE_NAME)
-    return os.path.join(cache_dir or DEFAULT_CACHE_DIR, 'token-counts.json')
 
 
 def _read_json(path):
@@ -87,17 +71,17 @@ def count_tokens(file_pattern, cache_dir=None, progress=True):
     """-> dict(n_tokens=..., n_sentences=..., n_files=...) over the files of a glob.
 
     n_tokens counts whitespace tokens (no <S>/</S>; 768,648,884 for 1B Word's training files) and
-    n_sentences the non-empty lines. Each file is counted once and cached in a JSON file keyed by
-    its absolute path, size and mtime: next to the data, or, when the data directory is
-    read-only, in `cache_dir` (default ~/.cache/elmo-paddle).
+    n_sentences the non-empty lines. Each file is counted once and cached in
+    `cache_dir`/token-counts.json (default: the toolkit's cache directory, cache.py), keyed by its
+    absolute path, size and modification time; nothing is written beside the data.
     """
     files = list_files(file_pattern)
+    cache_path = os.path.join(cache_dir or default_cache_dir(), COUNTS_CACHE_NAME)
     caches, todo = {}, []
     total = dict(n_tokens=0, n_sentences=0, n_files=len(files))
     for path in files:
         key = os.path.abspath(path)
         stat = os.stat(key)
-        cache_path = _counts_cache_path(os.path.dirname(key), cache_dir)
         entry = caches.setdefault(cache_path, _read_json(cache_path)).get(key)
         if entry and entry.get('size') == stat.st_size and entry.get('mtime_ns') == stat.st_mtime_ns:
             total['n_tokens'] += entry['n_tokens']

@@ -17,7 +17,7 @@ from paddle_elmo.vocabulary import read_vocabulary_file
 from paddle_elmo.downstream import ScalarMix
 from paddle_elmo.fileio import InputError, atomic_path, iter_lines
 from paddle_elmo.hdf5_weights import HDF5_EMBEDDING
-from paddle_elmo.model_io import load_bilm, model_options_file, own_vocabulary_file
+from paddle_elmo.model_io import load_bilm, model_options_file, own_vocabulary_file, resolve_model
 from paddle_elmo.run_configs import read_model_config
 
 
@@ -50,6 +50,18 @@ class SentenceEmbedder:
         for start in range(0, len(order), batch_size):
             yield order[start:start + batch_size]
 
+    def embed_sentences(self, sentences, batch_size=None):
+        """AllenNLP's `embed_sentences`: yield each sentence's float32 [n_layers + 1, n_tokens, 2P]
+        in input order, one batch at a time (`sentences` may be any iterable, even a generator)."""
+        batch = []
+        for sentence in sentences:
+            batch.append(sentence)
+            if len(batch) == (batch_size or self.batch_size):
+                yield from self.embed_batch(batch)
+                batch = []
+        if batch:
+            yield from self.embed_batch(batch)
+
     def iter_embeddings(self, sentences, batch_size=None):
         """Yield (index, float32 [n_layers + 1, n_tokens, 2P]) batch by batch, so that a long input
         never holds all its embeddings at once. Stateless runs group sentences by length, so the
@@ -81,15 +93,17 @@ class ELMoEmbedder(SentenceEmbedder):
     split by `tokenizer` (by default the model's: on whitespace, as TF-Hub ELMo's `default`
     signature, for bilm-tf files); '' is an empty sentence ([n_layers + 1, 0, 2P]).
 
-    >>> embedder = ELMoEmbedder()  # the bundled model: pretrained/
+    >>> embedder = ELMoEmbedder()  # the bundled model: paddle_elmo/pretrained/
     >>> [e.shape for e in embedder.encode([['Hello', 'world', '.'], 'Bye now'])]
     [(3, 3, 256), (3, 2, 256)]
-    >>> ELMoEmbedder(options_file='options.json', weight_file='weights.hdf5')  # AllenNLP's files
+    >>> ELMoEmbedder('options.json', 'weights.hdf5')  # AllenNLP's files, as AllenNLP's ElmoEmbedder takes them
+    >>> ELMoEmbedder.from_pretrained('checkpoints')   # 'bundled', a directory or a checkpoint prefix
 
-    params_file: a checkpoint prefix of ours ('checkpoints/10000'); or options_file + weight_file
-        in the bilm-tf / AllenNLP format; or `bilm=`, an in-memory BiLM (e.g. one being trained),
-        whose mode and stateful flag are left as they were; or none of them: the model bundled in
-        pretrained/ (see its README.md), which is announced on stderr.
+    options_file, weight_file: a model in the bilm-tf / AllenNLP format (positional, as in AllenNLP).
+        A first argument that is not a .json file is a model name as `from_pretrained` takes it.
+    params_file: a checkpoint prefix of ours ('checkpoints/10000'); or `bilm=`, an in-memory BiLM
+        (e.g. one being trained), whose mode and stateful flag are left as they were; or none of
+        them: the bundled model (its card: paddle_elmo/pretrained/README.md), which is logged.
     batch_size: sentences per batch in `encode` / `embed_file`.
     device: 'cpu', 'gpu' or 'gpu:N' to switch Paddle's device (process-wide); None (the default)
         runs on the device Paddle already uses.
@@ -116,9 +130,12 @@ class ELMoEmbedder(SentenceEmbedder):
         whitespace when absent, as in bilm-tf files). Another than the model's logs a warning.
     """
 
-    def __init__(self, params_file=None, options_file=None, weight_file=None, batch_size=64,
+    def __init__(self, options_file=None, weight_file=None, *, params_file=None, batch_size=64,
                  device=None, stateful=False, token_cache_size=50000, bilm=None, reuse_memory=False,
                  cpu_threads=None, vocab_file=None, embedding_weight_file=None, tokenizer=None):
+        if options_file is not None and weight_file is None and params_file is None and \
+                not options_file.endswith('.json'):
+            params_file, options_file, weight_file = _model_files(resolve_model(options_file))
         if device is not None:
             paddle.set_device(device)
         configure_if_on_cpu(cpu_threads)
@@ -150,6 +167,14 @@ class ELMoEmbedder(SentenceEmbedder):
         if embedding_weight_file and bilm.config.has_chars:
             tokens = read_vocabulary_file(vocab_file or own_vocab)
             self._token_table = read_token_embeddings(embedding_weight_file, tokens, bilm.projection_dim)
+
+    @classmethod
+    def from_pretrained(cls, name='bundled', **kwargs):
+        """An embedder of a model by name: 'bundled' (the model that ships with the package), a
+        directory (bilm-tf / AllenNLP files, an export, or a checkpoint directory: its final or
+        latest step), or a checkpoint prefix 'DIR/N'. kwargs: the constructor's (batch_size, ...)."""
+        params_file, options_file, weight_file = _model_files(resolve_model(name))
+        return cls(options_file, weight_file, params_file=params_file, **kwargs)
 
     @property
     def dim(self):
@@ -218,6 +243,11 @@ class ELMoEmbedder(SentenceEmbedder):
         for k in range(1, n_layers):
             out[f'lstm_outputs{k}'] = padded[k]
         return out
+
+def _model_files(source):
+    """resolve_model's dict -> (params_file, options_file, weight_file)."""
+    return source.get('params_file'), source.get('options_file'), source.get('weight_file')
+
 
 def token_embeddings(bilm, tokens, out=None, batch_size=8192, mapper=None):
     """The context-free representation of each token alone, no LSTM (the first half of layer 0)

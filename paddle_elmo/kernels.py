@@ -27,7 +27,7 @@ The kernels also add the biases themselves: Paddle's broadcast add costs 3x a sa
 CPU, and its backward (a column sum) far more; add_bias is that add with a matmul backward.
 
 The kernels are compiled on first use with Paddle's C++ extension tools (g++, once, cached in
-~/.cache/elmo-paddle/ops/<tag>). Their loops over large tensors are split among OpenMP
+the toolkit's cache directory, cache.py: ~/.cache/paddle-elmo/ops/<tag>). Their loops over large tensors are split among OpenMP
 threads from Paddle's own Intel OpenMP runtime (the threads MKL uses), when the wheel ships it.
 The Python versions stay as the path for GPUs, for machines without a compiler (a warning says
 so) and as the references the kernels are tested against.
@@ -44,6 +44,7 @@ import warnings
 
 import numpy as np
 
+from paddle_elmo.cache import cache_dir
 from paddle_elmo.runtime import paddle
 import paddle.nn.functional as F
 from paddle.autograd import PyLayer
@@ -91,7 +92,7 @@ def _compiler_version():
 
 
 def _build_dir():
-    """~/.cache/elmo-paddle/ops/<tag>: the tag covers what makes a build invalid elsewhere: this
+    """CACHE/ops/<tag> (cache.cache_dir): the tag covers what makes a build invalid elsewhere: this
     CPU's instruction-set flags (a -march=native build only runs on its kind of CPU), the Paddle
     version (its headers and ABI), the compiler and the Paddle installation."""
     try:
@@ -104,7 +105,7 @@ def _build_dir():
     key = '\n'.join([platform.machine(), flags, paddle.__version__, _compiler_version(),
                      os.path.dirname(os.path.abspath(paddle.__file__))])
     tag = hashlib.sha1(key.encode()).hexdigest()[:12]
-    return os.path.join(os.path.expanduser('~'), '.cache', 'elmo-paddle', 'ops', tag)
+    return cache_dir('ops', tag)
 
 
 @contextlib.contextmanager

@@ -8,7 +8,7 @@ import os
 import sys
 
 from paddle_elmo.bilm import BiLM
-from paddle_elmo.checkpoints import checkpoint_paths, load_bilm_checkpoint
+from paddle_elmo.checkpoints import PARAMS_SUFFIX, checkpoint_paths, load_bilm_checkpoint
 from paddle_elmo.fileio import InputError
 from paddle_elmo.hdf5_weights import HDF5_EMBEDDING, HDF5_WORD_EMBEDDING, hdf5_rows, load_embedding_weight_file, load_hdf5_weights
 from paddle_elmo.run_configs import OPTIONS_FILE, VOCAB_FILE, WEIGHTS_FILE, read_input_vocabulary, read_model_config
@@ -41,6 +41,36 @@ def bundled_model_files():
             raise FileNotFoundError(f'{path}: the bundled model is missing from this checkout; give a model '
                                     f'(a checkpoint prefix, or options + weight files)')
     return files
+
+
+BUNDLED_NAME = 'bundled'
+
+
+def resolve_model(name):
+    """A model named as `from_pretrained` takes it -> load_bilm's arguments, dict(params_file=...)
+    or dict(options_file=..., weight_file=...).
+
+    name: 'bundled' (the model that ships with the package); a directory holding options.json +
+        weights.hdf5 (bilm-tf / AllenNLP files, or an export of ours); a checkpoint directory (its
+        `final`, else its latest step N); or a checkpoint prefix 'DIR/N' (with or without .pdparams).
+    """
+    if name == BUNDLED_NAME:
+        options_file, weight_file = bundled_model_files()
+        return dict(options_file=options_file, weight_file=weight_file)
+    prefix = name[:-len(PARAMS_SUFFIX)] if name.endswith(PARAMS_SUFFIX) else name
+    if os.path.isfile(prefix + PARAMS_SUFFIX):
+        return dict(params_file=prefix)
+    if os.path.isdir(name):
+        files = [os.path.join(name, n) for n in (OPTIONS_FILE, WEIGHTS_FILE)]
+        if all(os.path.isfile(f) for f in files):
+            return dict(options_file=files[0], weight_file=files[1])
+        steps = [f[:-len(PARAMS_SUFFIX)] for f in os.listdir(name) if f.endswith(PARAMS_SUFFIX)]
+        if 'final' in steps or any(s.isdigit() for s in steps):
+            step = 'final' if 'final' in steps else max((s for s in steps if s.isdigit()), key=int)
+            return dict(params_file=os.path.join(name, step))
+    raise InputError(f'{name}: not a model; expected {BUNDLED_NAME!r}, a directory with {OPTIONS_FILE} + '
+                     f'{WEIGHTS_FILE}, a checkpoint directory (with final{PARAMS_SUFFIX} or N{PARAMS_SUFFIX}) or '
+                     f'a checkpoint prefix DIR/N')
 
 
 def weights_files(init_from_weights=None, options_file=None, weight_file=None):

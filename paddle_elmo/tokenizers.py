@@ -101,6 +101,8 @@ def as_token_lists(sentences, tokenizer='whitespace'):
     for i, sentence in enumerate(sentences):
         if isinstance(sentence, str):
             batch.append(split(sentence))
+            if tokenizer == 'whitespace':
+                _warn_if_unsegmented(batch[-1])
             continue
         if isinstance(sentence, bytes) or not hasattr(sentence, '__iter__'):
             raise TypeError(f'sentence {i} is {_describe(sentence)}; expected a string or a list of '
@@ -111,6 +113,24 @@ def as_token_lists(sentences, tokenizer='whitespace'):
                 raise TypeError(f'sentence {i} holds {_describe(token)}; expected str tokens')
         batch.append(tokens)
     return batch
+
+
+# A run of this many CJK ideographs in one whitespace token is a phrase, not a word: raw Chinese
+# (words are 1-3 characters; segmented text such as zh-corpus has hardly any token this long).
+_UNSEGMENTED = re.compile('[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]{6}')
+_warned_unsegmented = False
+
+
+def _warn_if_unsegmented(tokens):
+    """Warns once per process when whitespace splitting left unsegmented Chinese in a token."""
+    global _warned_unsegmented
+    if _warned_unsegmented:
+        return
+    token = next((t for t in tokens if _UNSEGMENTED.search(t)), None)
+    if token is not None:
+        _warned_unsegmented = True
+        log.warning("the whitespace tokenizer left unsegmented Chinese as one token (%r): pass tokenizer='jieba' "
+                    "(Chinese words, as zh-corpus is segmented) or tokenizer='chars'", token[:20])
 
 
 def _describe(value):

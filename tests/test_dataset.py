@@ -373,14 +373,15 @@ def test_eval_on_heldout_counts_its_tokens(tmp_path):
 
 # ---- token counts --------------------------------------------------------------------------------
 
-def test_count_tokens_and_its_cache(tmp_path, monkeypatch):
+def test_count_tokens_caches_in_the_cache_directory_and_nothing_beside_the_data(tmp_path, monkeypatch):
+    monkeypatch.setenv('PADDLE_ELMO_CACHE', str(tmp_path / 'cache'))
     data = tmp_path / 'data'
     write(data / 'a.txt', 'a b c\n\nd e\n')
     write(data / 'b.txt', '中文 分词\n')
     expected = dict(n_tokens=7, n_sentences=3, n_files=2)
     assert count_tokens(str(data / '*.txt'), progress=False) == expected
-    cache = data / corpus_files.COUNTS_CACHE_NAME
-    entries = json.loads(cache.read_text())
+    assert sorted(os.listdir(data)) == ['a.txt', 'b.txt']  # the user's directory is left as it was
+    entries = json.loads((tmp_path / 'cache' / corpus_files.COUNTS_CACHE_NAME).read_text())
     assert sorted(entries) == [str(data / 'a.txt'), str(data / 'b.txt')]
     assert entries[str(data / 'a.txt')]['n_tokens'] == 5
 
@@ -389,21 +390,18 @@ def test_count_tokens_and_its_cache(tmp_path, monkeypatch):
     monkeypatch.setattr(corpus_files, '_count_file', no_counting)
     assert count_tokens(str(data / '*.txt'), progress=False) == expected
     monkeypatch.undo()
+    monkeypatch.setenv('PADDLE_ELMO_CACHE', str(tmp_path / 'cache'))
     write(data / 'b.txt', '中文 分词 又\n')  # size and mtime change
     assert count_tokens(str(data / '*.txt'), progress=False)['n_tokens'] == 8
 
 
-def test_count_tokens_caches_elsewhere_when_data_is_read_only(tmp_path):
-    data = tmp_path / 'ro'
-    write(data / 'a.txt', 'a b c\n')
-    os.chmod(data, 0o555)
-    try:
-        assert count_tokens(str(data / 'a.txt'), cache_dir=str(tmp_path / 'cache'),
-                            progress=False)['n_tokens'] == 3
-        assert os.listdir(data) == ['a.txt']
-        assert str(data / 'a.txt') in json.loads((tmp_path / 'cache' / 'token-counts.json').read_text())
-    finally:
-        os.chmod(data, 0o755)
+def test_the_cache_directory_follows_xdg_and_its_own_variable(monkeypatch, tmp_path):
+    from paddle_elmo.cache import cache_dir
+    monkeypatch.delenv('PADDLE_ELMO_CACHE', raising=False)
+    monkeypatch.setenv('XDG_CACHE_HOME', str(tmp_path / 'xdg'))
+    assert cache_dir('ops') == str(tmp_path / 'xdg' / 'paddle-elmo' / 'ops')
+    monkeypatch.setenv('PADDLE_ELMO_CACHE', str(tmp_path / 'mine'))
+    assert cache_dir() == str(tmp_path / 'mine')
 
 
 def test_count_tokens_of_shared_heldout_matches_its_readme(tmp_path):

@@ -213,3 +213,19 @@ def test_two_nodes_on_one_machine_train_as_one_node_with_two_ranks(corpus, tmp_p
                               env=ENV, cwd=ROOT, capture_output=True, text=True, timeout=300)
     assert one_node.returncode == 0, one_node.stdout[-2000:]
     assert_same_weights(load(tmp_path / 'nodes' / 'final.pdparams'), load(tmp_path / 'one' / 'final.pdparams'))
+
+
+def test_the_installed_command_launches_several_processes_outside_the_checkout(corpus, tmp_path):
+    command = os.path.join(os.path.dirname(sys.executable), 'paddle-elmo')
+    if not os.path.exists(command):
+        pytest.skip('the package is not installed in this environment (make setup installs it)')
+    env = {k: v for k, v in ENV.items() if k != 'PYTHONPATH'}
+    proc = subprocess.run([command, 'pretrain', '--nproc_per_node', '2', *pretrain_args(corpus, tmp_path / 'ckpt',
+                                                                                           '--max_steps', '4')],
+                          capture_output=True, text=True, env=env, cwd=tmp_path, timeout=300)
+    logs = ''.join(p.read_text() for p in (tmp_path / 'ckpt' / 'launch_logs').glob('workerlog.*'))
+    assert proc.returncode == 0, (proc.stderr + logs)[-3000:]
+    assert sorted(p.name for p in (tmp_path / 'ckpt' / 'launch_logs').glob('workerlog.*')) == ['workerlog.0',
+                                                                                               'workerlog.1']
+    assert '2 process(es)' in logs and (tmp_path / 'ckpt' / 'final.pdparams').exists()
+    assert sorted(os.listdir(tmp_path)) == ['ckpt']  # nothing written where it was not asked

@@ -11,6 +11,9 @@ configs here (`read_configs`); the loop is paddle_elmo/training.py's.
 """
 import dataclasses
 import os
+import shutil
+import subprocess
+import sys
 
 from paddle_elmo.cli import flags as cli
 from paddle_elmo.config import for_resume, for_weights, from_preset
@@ -67,13 +70,40 @@ def read_configs(a):
 
 
 def main():
-    a = cli.pretrain_parser().parse_args()
+    p = cli.pretrain_parser()
+    p.add_argument('--nproc_per_node', type=int, help='run this many processes on this machine under '
+                   'paddle.distributed.launch (one per GPU with --device gpu; on CPU the cores are divided among '
+                   'them); the launch logs go to SAVE_DIR/launch_logs. Default: this one process (or, started by '
+                   'paddle.distributed.launch, the ranks it launched)')
+    a = p.parse_args()
+    if a.nproc_per_node is not None:
+        return launch(a.nproc_per_node, sys.argv[1:], a.save_dir or a.init_from_ckpt and checkpoint_dir(
+            a.init_from_ckpt) or 'checkpoints')
     if a.max_minutes is not None and not a.max_minutes > 0:
         raise cli.InputError(f'--max_minutes must be > 0, got {a.max_minutes}')
     model_config, recipe, save_dir = read_configs(a)
     from paddle_elmo.training import finish, set_up, train
     run = set_up(model_config, recipe, save_dir, a.device, a.cpu_threads, a.init_from_ckpt, a.max_minutes)
     return finish(run, train(run))
+
+
+def launch(nproc, argv, save_dir):
+    """`paddle-elmo pretrain --nproc_per_node N ...`: the same command (without the option) under
+    paddle.distributed.launch, from the installed `paddle-elmo` (no checkout needed) -> its exit code."""
+    if nproc < 1:
+        raise cli.InputError(f'--nproc_per_node must be >= 1, got {nproc}')
+    command = shutil.which('paddle-elmo', path=os.pathsep.join([os.path.dirname(sys.executable),
+                                                                os.environ.get('PATH', '')]))
+    if command is None:
+        raise cli.InputError('--nproc_per_node launches the installed paddle-elmo command, which is not on PATH '
+                             '(pip install the package, or launch run_pretrain.py from a checkout yourself)')
+    rest = [arg for i, arg in enumerate(argv) if not arg.startswith('--nproc_per_node')
+            and not (i > 0 and argv[i - 1] == '--nproc_per_node')]
+    log_dir = os.path.join(save_dir, 'launch_logs')
+    launcher = [sys.executable, '-m', 'paddle.distributed.launch', '--nproc_per_node', str(nproc),
+                '--log_dir', log_dir, command, 'pretrain', *rest]
+    print(f'launching {nproc} processes: {" ".join(launcher[1:])}', file=sys.stderr, flush=True)
+    return subprocess.run(launcher).returncode
 
 
 if __name__ == '__main__':
