@@ -470,12 +470,13 @@ def export_inference(bilm, output_dir, formats=('paddle', 'onnx'), verify_senten
     formats: 'paddle' (inference.json + inference.pdiparams) is always written (the ONNX model is
     converted from it); 'onnx' adds model.onnx.
     verify_sentences: token lists to run through each written model and ELMoEmbedder(stateful=False)
-    before the rename (verify_export): an ExportError if they differ by more than float rounding.
+    before the rename (verify_export): an ExportError if a layer differs by more than float rounding
+    on its scale (VERIFY_TOL of its largest value).
     options_file: the model's options.json, checked (check_exportable) and copied as it is; without
     it, the export's options.json is model_io.model_options(bilm)'s. A word or word+char model's
     input vocabulary is written beside it (vocab.txt, model_io.write_input_vocabulary), which
     InferenceEmbedder reads to map tokens to word ids.
-    -> dict(files=[names written], max_abs_diff={...}).
+    -> dict(files=[names written], verified=verify_export's result ({} without verify_sentences)).
     """
     from fileio import write_json_atomic
     options = read_json(options_file, 'options file') if options_file else None
@@ -496,19 +497,46 @@ def export_inference(bilm, output_dir, formats=('paddle', 'onnx'), verify_senten
         _replace_dir(tmp, output_dir)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
-    return {'files': files, 'max_abs_diff': diffs}
+    return {'files': files, 'verified': diffs}
 
 
-# ELMoEmbedder and the exported model differ by float rounding only (BLAS summation order), which
-# grows with the value: <= 1e-6 on the fixture and the original size (values within the clip of 3),
-# 1.3e-5 on a token representation of 23.7 in the bundled model (5.6e-7 of it). A formula or
-# conversion slip moves values by > 1e-3. So: |difference| <= atol + rtol * |value|, as np.allclose.
-VERIFY_ATOL, VERIFY_RTOL = 1e-5, 1e-5
+# ELMoEmbedder and the exported model differ by float rounding only (BLAS summation order, fused
+# kernels), and rounding scales with the magnitudes a layer's sums carry, not with each output: a
+# trained model's highway pre-activations reach 100-200 and its token representations 10-50, and
+# values near zero of the same layer inherit errors of that size. So each layer of each sentence is
+# compared on its own scale: max |difference| <= VERIFY_TOL * max |value| (relative_differences).
+# Measured (issue 37; 150 sentences, both runtimes): at most 1.5e-6 on the bundled model, 1.1e-6
+# on a demo model trained 4 minutes, 6.8e-6 on random original-size models with a trained model's
+# magnitudes (benchmarks/common.py: realistic_bilm), whose rounding the old per-element check
+# (atol = rtol = 1e-5) refused. Slips in the same models move a layer by 0.3 (the forget bias
+# dropped) to 0.8 (two gates swapped) of its largest value. 1e-4 keeps a ~15x margin over rounding.
+VERIFY_TOL = 1e-4
+
+
+def relative_differences(got, expected):
+    """Each layer's largest difference on the scale of its values.
+
+    # Parameters
+    got, expected: lists (one item per sentence) of float32 [n_layers + 1, n_tokens, dim].
+    -> float64 [sentences, n_layers + 1]: max |got - expected| / max |expected| over the sentence's
+    tokens (0 for an empty sentence or an all-zero layer that got matches exactly; inf if got is not
+    zero there).
+    """
+    out = np.zeros((len(expected), expected[0].shape[0] if expected else 0))
+    for b, (g, e) in enumerate(zip(got, expected)):
+        diff = np.abs(g.astype(np.float64) - e).reshape(e.shape[0], -1).max(axis=1, initial=0.0)
+        scale = np.abs(e).reshape(e.shape[0], -1).max(axis=1, initial=0.0).astype(np.float64)
+        with np.errstate(divide='ignore', invalid='ignore'):
+            out[b] = np.where(diff == 0, 0.0, diff / scale)
+    return out
 
 
 def verify_export(bilm, model_dir, sentences):
-    """Max abs difference between each runtime on `model_dir` and ELMoEmbedder(stateful=False) on
-    `sentences` -> {'paddle': d, 'onnxruntime': d}; ExportError beyond VERIFY_ATOL + VERIFY_RTOL * |value|."""
+    """Run each runtime on `model_dir` and ELMoEmbedder(stateful=False) on `sentences`.
+
+    -> {backend: {'max_abs_diff': d, 'max_rel_diff': r}} for 'paddle' and 'onnxruntime' (when
+    model.onnx is there), r as relative_differences; ExportError beyond VERIFY_TOL.
+    """
     from embedder import ELMoEmbedder
     expected = ELMoEmbedder(bilm=bilm, stateful=False).embed_batch(sentences)
     diffs = {}
@@ -516,10 +544,13 @@ def verify_export(bilm, model_dir, sentences):
         if backend == 'onnxruntime' and not os.path.exists(os.path.join(model_dir, ONNX_FILE)):
             continue
         got = InferenceEmbedder(model_dir, backend=backend).embed_batch(sentences)
-        diffs[backend] = max(float(np.abs(g - e).max(initial=0.0)) for g, e in zip(got, expected))
-        if not all(np.allclose(g, e, rtol=VERIFY_RTOL, atol=VERIFY_ATOL) for g, e in zip(got, expected)):
+        relative = float(relative_differences(got, expected).max(initial=0.0))
+        diffs[backend] = {'max_abs_diff': max(float(np.abs(g - e).max(initial=0.0)) for g, e in zip(got, expected)),
+                          'max_rel_diff': relative}
+        if not relative <= VERIFY_TOL:  # also catches NaN
             raise ExportError(f'the exported model run by {backend} differs from ELMoEmbedder by up to '
-                              f'{diffs[backend]:.3g}, more than float rounding; the export is not written')
+                              f'{relative:.3g} of a layer\'s largest value, more than float rounding '
+                              f'({VERIFY_TOL:g}); the export is not written')
     return diffs
 
 

@@ -55,8 +55,9 @@ def main():
         print(f'error: {e}', file=sys.stderr)
         return 1
     print(f'wrote {a.output_dir}: {", ".join(result["files"])}')
-    for backend, diff in result['max_abs_diff'].items():
-        print(f'  {backend}: max |difference| from ELMoEmbedder {diff:.2g} on {len(CHECK_SENTENCES)} sentences')
+    for backend, diff in result['verified'].items():
+        print(f'  {backend}: max |difference| from ELMoEmbedder {diff["max_abs_diff"]:.2g} '
+              f'({diff["max_rel_diff"]:.2g} of a layer\'s largest value) on {len(CHECK_SENTENCES)} sentences')
 
 
 if __name__ == '__main__':
