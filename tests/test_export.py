@@ -538,3 +538,87 @@ def test_a_slip_in_a_large_valued_model_is_still_refused(slip, tmp_path, monkeyp
     with pytest.raises(deploy.ExportError, match=r"differs from ELMoEmbedder by up to .* of a layer's largest value"):
         deploy.export_inference(bilm, str(tmp_path / 'out'), formats=('paddle',), verify_sentences=CHECK_SENTENCES)
     assert os.listdir(tmp_path) == []
+
+
+# --------------------------------------------------------------------------------------------
+# int8 (issue 37)
+# --------------------------------------------------------------------------------------------
+
+@pytest.fixture(scope='module')
+def fixture_int8_export(tmp_path_factory):
+    """The fixture model exported by the script with --quantize int8 -> (directory, its BiLM, stdout)."""
+    require(FIXTURE)
+    out = tmp_path_factory.mktemp('fixture_int8') / 'elmo_int8'
+    proc = run_script('export_inference.py', '--options_file', os.path.join(FIXTURE, 'options.json'),
+                      '--weight_file', os.path.join(FIXTURE, 'lm_weights.hdf5'), '--quantize', 'int8',
+                      '--output_dir', str(out))
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    return str(out), fixture_bilm(), proc.stdout
+
+
+def int8_agreement(model_dir, bilm, sentences):
+    """(min per-token cosine, max difference on a layer's scale) of the export's onnxruntime run
+    against ELMoEmbedder(stateful=False)."""
+    from deploy import InferenceEmbedder, relative_differences, token_cosines
+    from elmo import ELMoEmbedder
+    expected = ELMoEmbedder(bilm=bilm, stateful=False).embed_batch(sentences)
+    got = InferenceEmbedder(model_dir, backend='onnxruntime').embed_batch(sentences)
+    return float(token_cosines(got, expected).min()), float(relative_differences(got, expected).max())
+
+
+def test_an_int8_export_runs_unchanged_says_it_is_int8_and_agrees_at_the_int8_tolerance(fixture_int8_export):
+    import onnx
+    from deploy import EXPORTED_FILES, INT8_MIN_COSINE, INT8_REL_TOL, InferenceEmbedder
+    model_dir, bilm, stdout = fixture_int8_export
+    assert sorted(os.listdir(model_dir)) == sorted(EXPORTED_FILES)
+    assert 'model.onnx is int8' in stdout and 'onnxruntime, int8: per-token cosine' in stdout
+    assert InferenceEmbedder(model_dir, backend='onnxruntime').precision.startswith('int8: ')
+    assert InferenceEmbedder(model_dir, backend='paddle').precision == 'float32'  # the program stays float
+    graphs = [onnx.load(os.path.join(model_dir, 'model.onnx')).graph]
+    loops = [a.g for n in graphs[0].node if n.op_type == 'Loop' for a in n.attribute if a.name == 'body']
+    assert [sum(n.op_type == 'MatMulInteger' for n in g.node) for g in loops] == [4] * bilm.n_layers  # W, W_P x 2
+    assert not any(n.op_type == 'MatMulInteger' for n in graphs[0].node)  # the token representation stays float
+    cosine, relative = int8_agreement(model_dir, bilm, fixture_sentences() + ODD_SENTENCES)
+    assert INT8_MIN_COSINE <= cosine < 1 - 1e-6 and 0 < relative <= INT8_REL_TOL  # quantized, and close
+
+
+def test_run_embed_reads_an_int8_export_and_says_so(fixture_int8_export, tmp_path):
+    src = tmp_path / 'in.txt'
+    src.write_text('Hello world .\nA second sentence\n', encoding='utf-8')
+    proc = run_script('run_embed.py', str(src), str(tmp_path / 'o.hdf5'), '--inference_model',
+                      fixture_int8_export[0], '--inference_backend', 'onnxruntime')
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert 'model.onnx is int8: ' in proc.stderr
+    with h5py.File(tmp_path / 'o.hdf5', 'r') as f:
+        assert f['0'].shape == (3, 3, 2 * fixture_bilm().projection_dim)
+
+
+def test_int8_export_of_a_large_valued_model(tmp_path):
+    # The original size's code paths (realistic magnitudes, Loops with int8 products, the char CNN
+    # float) at a size CI runs in seconds; the original size itself: benchmarks/bench_export.py.
+    from deploy import INT8_MIN_COSINE, export_inference
+    from export_inference import CHECK_SENTENCES
+    bilm = large_valued_bilm()
+    result = export_inference(bilm, str(tmp_path / 'e'), verify_sentences=CHECK_SENTENCES, quantize='int8')
+    assert result['quantized']['quantized'] == 4 * bilm.n_layers
+    assert result['verified']['onnxruntime int8']['min_cosine'] >= INT8_MIN_COSINE
+    assert result['verified']['paddle']['max_rel_diff'] <= 1e-5  # the float program as before
+
+
+def test_an_int8_model_of_another_function_is_refused(fixture_int8_export):
+    # verify_int8 is not vacuous: the same export checked against a different model fails.
+    import deploy
+    from export_inference import CHECK_SENTENCES
+    other = fixture_bilm()
+    for param in other.forward_stack.parameters():
+        param.set_value(param.numpy()[..., ::-1].copy() if param.ndim == 2 else param.numpy())
+    with pytest.raises(deploy.ExportError, match='the int8 model differs from ELMoEmbedder'):
+        deploy.verify_int8(other, fixture_int8_export[0], CHECK_SENTENCES)
+
+
+@pytest.mark.parametrize('args', [['--formats', 'paddle'], ['--quantize', 'int4']])
+def test_what_cannot_be_quantized_is_refused_with_one_line(args, tmp_path):
+    proc = run_script('export_inference.py', '--output_dir', str(tmp_path / 'out'), '--quantize', 'int8', *args)
+    message = 'the paddle format alone cannot be quantized' if '--formats' in args else "invalid choice: 'int4'"
+    assert message in one_line_error(proc)
+    assert not (tmp_path / 'out').exists()
