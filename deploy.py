@@ -681,12 +681,14 @@ def verify_export(bilm, model_dir, sentences):
     return diffs
 
 
-# int8 moves values by quantization steps, not rounding: measured (issue 37, 150-300 sentences) on
-# the LSTM-only int8 model, the worst per-token cosine of a layer with the float32 one was 0.9975
-# (original size, realistic magnitudes; the bundled and fixture models: see the notes), and the
-# largest difference 4.8e-2 of a layer's largest value. A slip moves a layer by 0.3-0.8 of it.
-# Limits with ~4x margin: cosine >= 0.99 for every token and layer, difference <= 0.2.
-INT8_MIN_COSINE, INT8_REL_TOL = 0.99, 0.2
+# int8 moves values by quantization steps, not rounding. The formula is verified first, on the
+# float model.onnx at VERIFY_TOL; this check guards the quantization itself (a model it wrecks).
+# Measured (issue 37) on the LSTM-only int8 model against float32, worst token of 300 rt-polarity
+# sentences: per-token cosine 0.9975 and 4.8e-2 of a layer's largest value on the original size
+# (realistic magnitudes), 0.974 and 0.19 on the bundled model (its first LSTM layer: the gates'
+# input [x; h] is quantized with one scale, set by token representations up to ~24, which is
+# coarse for h); means 0.999. Limits with ~4x margin on 1 - cosine and ~2.5x on the difference.
+INT8_MIN_COSINE, INT8_REL_TOL = 0.9, 0.5
 
 
 def token_cosines(got, expected):
