@@ -462,3 +462,122 @@ def paired(a, b, test_train_ratio=PROTOCOL_TEST_TRAIN_RATIO):
     w_p = float(stats.wilcoxon(a, b).pvalue) if any(diffs) else None
     return PairedComparison(mean, se, better, resampled_t_p(diffs, test_train_ratio), resampled_t_p(diffs, 0.0),
                             w_p)
+
+
+# --------------------------------------------------------------------------------------------
+# Random models with a trained model's magnitudes
+# --------------------------------------------------------------------------------------------
+
+def _reference_name(name, known):
+    """A parameter name of a BiLM of any size -> the name in `known` (the reference's parameters) it
+    takes its statistics from: an index past the reference's (char CNN width 6, a second highway,
+    a third LSTM layer) takes the reference's last one."""
+    parts = name.split('.')
+    for i, part in enumerate(parts):
+        while part.isdigit() and int(part) > 0 and '.'.join(parts[:i] + [part]) not in {
+                '.'.join(k.split('.')[:i + 1]) for k in known}:
+            part = str(int(part) - 1)
+        parts[i] = part
+    return '.'.join(parts)
+
+
+# Sentences on which realistic_bilm matches the reference's pre-activations: short and long, a
+# long word, non-ASCII bytes (export_inference.py's check sentences and a few more).
+CALIBRATION_SENTENCES = [['The', 'first', 'sentence', '.'], ['Second', 'one', ',', 'a', 'little', 'longer', 'than',
+                         'the', 'first', ',', 'with', 'antidisestablishmentarianism', '.'], ['中文', 'ünïcode'],
+                         ['x'], 'It was a dark and stormy night ; the rain fell in torrents .'.split(),
+                         'Stocks rose 3.5 % on Monday after the Federal Reserve held rates .'.split()]
+
+
+def preactivation_stds(bilm, sentences=CALIBRATION_SENTENCES):
+    """The std of each weight matrix's product on `sentences`, stateless (what the weight scales):
+    {parameter name: std}. Char CNN: the max-pooled products of each width; highway: carry and
+    transform; projection; LSTM: the gates (W) and the projection before its clip (W_P)."""
+    import numpy as np
+    from paddle_elmo.runtime import paddle
+    import paddle.nn.functional as F
+    from paddle_elmo import deploy
+    from paddle_elmo.token_ids import CharMapper
+    stds, enc = {}, bilm.char_encoder
+    ids = CharMapper().batch(sentences)[0]
+    with paddle.no_grad():
+        tokens = paddle.to_tensor(ids.reshape(-1, ids.shape[-1])[(ids > 0).any(-1).reshape(-1)])
+        chars = F.embedding(tokens, enc.char_embed.weight)
+        pooled = []
+        for k, (width, weight) in enumerate(zip(enc.widths, enc.conv_weights)):
+            windows = paddle.concat([chars[:, i:chars.shape[1] - width + 1 + i] for i in range(width)], axis=-1)
+            pooled.append(paddle.max(paddle.matmul(windows, weight), axis=1))
+            stds[f'char_encoder.conv_weights.{k}'] = float(pooled[-1].std())
+        x = enc.activation(paddle.concat(pooled, -1) + paddle.concat(list(enc.conv_biases)))
+        for k, hw in enumerate(enc.highways):
+            carry, transform = paddle.matmul(x, hw.carry.weight), paddle.matmul(x, hw.transform.weight)
+            stds[f'char_encoder.highways.{k}.carry.weight'] = float(carry.std())
+            stds[f'char_encoder.highways.{k}.transform.weight'] = float(transform.std())
+            gate = F.sigmoid(carry + hw.carry.bias)
+            x = gate * F.relu(transform + hw.transform.bias) + (1 - gate) * x
+        stds['char_encoder.projection.weight'] = float(paddle.matmul(x, enc.projection.weight).std())
+        products = {}
+        names = {id(layer): f'{stack}.layers.{k}' for stack in ('forward_stack', 'backward_stack')
+                 for k, layer in enumerate(getattr(bilm, stack).layers)}
+
+        def recording_step(self, layer, x_t, h, c):  # the exported step, its two products recorded
+            gates = paddle.matmul(paddle.concat([x_t, h], axis=-1), layer.W)
+            i, j, f, o = paddle.split(gates + layer.bias(), 4, axis=-1)
+            c = paddle.clip(F.sigmoid(i) * F.tanh(j) + F.sigmoid(f) * c, -self.cell_clip, self.cell_clip) \
+                if self.cell_clip else F.sigmoid(i) * F.tanh(j) + F.sigmoid(f) * c
+            h = paddle.matmul(F.sigmoid(o) * F.tanh(c), layer.W_P)
+            products.setdefault(names[id(layer)] + '.W', []).append(gates.numpy())
+            products.setdefault(names[id(layer)] + '.W_P', []).append(h.numpy())
+            return (paddle.clip(h, -self.proj_clip, self.proj_clip) if self.proj_clip else h), c
+
+        static = deploy.StaticBiLM(bilm)
+        static._step = recording_step.__get__(static)
+        static(paddle.to_tensor(ids))
+    stds.update({name: float(np.concatenate(v).std()) for name, v in products.items()})
+    return stds
+
+
+def realistic_bilm(config, seed=0, reference=None, rounds=4):
+    """A char BiLM of ModelConfig `config` whose weights are drawn independently with a trained
+    model's magnitudes (default reference: the bundled model, pretrained/).
+
+    Each parameter ~ Normal(mean, std) of the matching parameter of `reference` (an index the
+    reference lacks, e.g. char CNN width 7, takes its last one); then each weight matrix is scaled,
+    `rounds` times, so that its product's std on CALIBRATION_SENTENCES is the reference's
+    (preactivation_stds). Why calibrate: independent draws with a trained matrix's std give far
+    larger products in a wider layer, and an LSTM with such gates is chaotic (rounding in one step
+    flips later clipped outputs: ELMoEmbedder disagrees with itself across batch sizes by up to
+    2x a layer's largest value), which no trained model is; the trained products are what sets
+    the values float rounding acts on (the bundled model's highway pre-activations reach 172, its
+    token representations 24).
+    """
+    import numpy as np
+    from paddle_elmo.runtime import ask_mkl_for_avx2, paddle
+    from paddle_elmo.model_io import bundled_model_files, load_bilm
+    from paddle_elmo.bilm import BiLM
+    ask_mkl_for_avx2()  # before our first matmul fixes MKL's code path (embedders made later warn)
+    if reference is None:
+        options, weights = bundled_model_files()
+        reference = load_bilm(options_file=options, weight_file=weights)  # named: no 'using the bundled' line
+    stats = {n: p.numpy() for n, p in reference.named_parameters()}
+    rng = np.random.default_rng(seed)
+    paddle.seed(seed)
+    bilm = BiLM(config)
+    for name, param in bilm.named_parameters():
+        if '_stack.' in name:
+            continue  # the LSTMs keep BiLM's initialization: see the docstring
+        values = stats[_reference_name(name, stats)]
+        drawn = rng.normal(float(values.mean()), float(values.std()), size=param.shape).astype('float32')
+        if name == 'char_encoder.char_embed.weight':
+            drawn[0] = 0.0  # the padding row stays zero, as loaded models have it
+        param.set_value(drawn)
+    target = preactivation_stds(reference)
+    params = dict(bilm.named_parameters())
+    for _ in range(rounds):
+        for name, std in preactivation_stds(bilm).items():
+            if '_stack.' in name:
+                continue
+            goal = target[_reference_name(name, target)]
+            if std > 0:
+                params[name].set_value(params[name].numpy() * np.float32(goal / std))
+    return bilm

@@ -10,6 +10,8 @@ Lines are split into tokens by --tokenizer, by default the one the model records
 bilm-tf files). Datasets: str(line index) -> the embedding of that line ('all': [3, n_tokens, dim];
 'top' and 'average': [n_tokens, dim]), and 'sentence_to_index', a JSON string {sentence: line index}.
 """
+import sys
+
 from paddle_elmo.cli import flags as cli
 from paddle_elmo.embedder import OUTPUT_FORMATS
 from paddle_elmo.fileio import InputError
@@ -56,6 +58,8 @@ def main():
         from paddle_elmo.deploy import InferenceEmbedder
         embedder = InferenceEmbedder(a.inference_model, backend=a.inference_backend, batch_size=a.batch_size,
                                      onednn=not a.no_onednn, threads=a.cpu_threads, tokenizer=a.tokenizer)
+        if embedder.precision != 'float32':  # not ELMoEmbedder's numbers to 1e-4: say so
+            print(f'{a.inference_model}: model.onnx is {embedder.precision}', file=sys.stderr)
     else:
         embedder = ELMoEmbedder(**cli.model_source(a), batch_size=a.batch_size, stateful=a.stateful,
                                 embedding_weight_file=a.embedding_weight_file, tokenizer=a.tokenizer)

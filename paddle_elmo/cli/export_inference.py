@@ -3,6 +3,8 @@
     python export_inference.py --output_dir elmo_inference                     # the bundled model
     python export_inference.py --options_file options.json --weight_file weights.hdf5 --output_dir elmo_inference
     python export_inference.py --init_from_ckpt checkpoints/final --output_dir elmo_inference
+    python export_inference.py --options_file options.json --weight_file weights.hdf5 --quantize int8 \
+        --output_dir elmo_int8                                                 # model.onnx in int8 (onnxruntime)
     python export_inference.py --options_file options.json --weight_file weights.hdf5 --vocab_file vocab.txt \
         --output_dir elmo_inference                                            # a bilm-tf word model
 
@@ -34,16 +36,20 @@ def main():
     cli.add_model_source(p, bundled_default=True)
     p.add_argument('--formats', default='paddle,onnx', choices=['paddle,onnx', 'paddle'],
                    help='paddle: the Paddle Inference program only; paddle,onnx: also model.onnx')
+    p.add_argument('--quantize', choices=['int8'], default=None,
+                   help='int8: model.onnx dynamically quantized (the LSTMs\' products in int8, for onnxruntime; '
+                   'verified at an int8 tolerance); default: none (float32)')
     p.add_argument('--no_verify', action='store_true',
                    help='skip running the written models against ELMoEmbedder before the directory appears')
     a = p.parse_args()
     source = cli.model_source(a)
-    from paddle_elmo.deploy import ExportError, check_exportable, check_output_dir, export_inference
+    from paddle_elmo.deploy import ExportError, check_exportable, check_output_dir, check_quantizable, export_inference
     from paddle_elmo.model_io import load_bilm, model_options_file
     from paddle_elmo.run_configs import read_json
     from paddle_elmo.runtime import paddle
     # Everything that can be checked before loading what may be a large model.
     check_output_dir(a.output_dir)
+    check_quantizable(a.quantize, a.formats.split(','))
     options_file = model_options_file(**source)
     if os.path.isfile(options_file):  # else load_bilm below says what the model needs
         check_exportable(options=read_json(options_file, 'options file'), source=options_file)
@@ -51,13 +57,20 @@ def main():
     bilm = load_bilm(**source)
     try:
         result = export_inference(bilm, a.output_dir, formats=a.formats.split(','), options_file=options_file,
-                                  verify_sentences=None if a.no_verify else CHECK_SENTENCES)
+                                  verify_sentences=None if a.no_verify else CHECK_SENTENCES, quantize=a.quantize)
     except ExportError as e:  # a conversion step failed: not the user's mistake, but one line says it
         print(f'error: {e}', file=sys.stderr)
         return 1
     print(f'wrote {a.output_dir}: {", ".join(result["files"])}')
-    for backend, diff in result['max_abs_diff'].items():
-        print(f'  {backend}: max |difference| from ELMoEmbedder {diff:.2g} on {len(CHECK_SENTENCES)} sentences')
+    if result['quantized']:
+        print(f'  model.onnx is {result["quantized"]["description"]}')
+    for backend, diff in result['verified'].items():  # the float model.onnx's first, then the int8 one's
+        if backend == 'onnxruntime int8':
+            print(f'  onnxruntime, int8: per-token cosine with ELMoEmbedder >= {diff["min_cosine"]:.4f} (mean '
+                  f'{diff["mean_cosine"]:.5f}), max |difference| {diff["max_rel_diff"]:.2g} of a layer\'s largest value')
+            continue
+        print(f'  {backend}: max |difference| from ELMoEmbedder {diff["max_abs_diff"]:.2g} '
+              f'({diff["max_rel_diff"]:.2g} of a layer\'s largest value) on {len(CHECK_SENTENCES)} sentences')
 
 
 if __name__ == '__main__':
