@@ -179,7 +179,7 @@ def export_inference_worker(spec):
 def exported_worker(spec):
     """Time an exported model as embed_worker times ELMoEmbedder (same sentences, batches, warm-up)."""
     common.set_threads(spec['threads'])
-    from paddle_elmo.deploy import InferenceEmbedder
+    from paddle_elmo.inference import InferenceEmbedder
     from paddle_elmo.runtime import keep_freed_memory
     keep_freed_memory()  # as the embedder's runs (reuse_memory=True)
     sentences, _ = read_sentences(spec['data_file'], spec['n_sentences'])

@@ -71,7 +71,7 @@ def time_worker(spec):
         embedder = ELMoEmbedder(bilm=build_bilm(spec['model'], spec['seed']), batch_size=spec['batch_size'],
                                 stateful=False, reuse_memory=True)
     else:
-        from paddle_elmo.deploy import InferenceEmbedder
+        from paddle_elmo.inference import InferenceEmbedder
         embedder = InferenceEmbedder(spec['dir'], backend='onnxruntime', batch_size=spec['batch_size'],
                                      threads=spec['threads'])
     embedder.encode([['A', 'warm-up', 'sentence', '.'], ['Another', 'one']])
@@ -82,7 +82,8 @@ def agreement_worker(spec):
     """int8 model.onnx against ELMoEmbedder(stateful=False) on the sentences -> per layer: min and mean
     per-token cosine, largest difference on the layer's scale."""
     common.set_threads(spec['threads'])
-    from paddle_elmo.deploy import InferenceEmbedder, relative_differences, token_cosines
+    from paddle_elmo.deploy import relative_differences, token_cosines
+    from paddle_elmo.inference import InferenceEmbedder
     from paddle_elmo.embedder import ELMoEmbedder
     sentences, _ = read_sentences(spec['data_file'], spec['n_sentences'])
     expected = ELMoEmbedder(bilm=build_bilm(spec['model'], spec['seed']), stateful=False).encode(

@@ -101,7 +101,7 @@ def run_script(script, *args, cwd=ROOT, timeout=600):
 def max_difference(model_dir, bilm, sentences, backend):
     """Largest |exported - ELMoEmbedder(stateful=False)| over one batch of `sentences`, after
     checking the exported outputs' layout (shapes, zeros at padding, mask)."""
-    from paddle_elmo.deploy import InferenceEmbedder
+    from paddle_elmo.inference import InferenceEmbedder
     from paddle_elmo.token_ids import InputMapper
     from paddle_elmo import ELMoEmbedder
     expected = ELMoEmbedder(bilm=bilm, stateful=False).embed_batch(sentences)
@@ -138,14 +138,14 @@ def test_exported_original_size_model_matches_the_stateless_embedder(original_ex
 def test_original_size_outputs_are_not_trivially_equal(original_export):
     # Guards the test above: random weights whose outputs were all clipped or all zero would agree
     # with anything.
-    from paddle_elmo.deploy import InferenceEmbedder
+    from paddle_elmo.inference import InferenceEmbedder
     layers = InferenceEmbedder(original_export[0], backend='onnxruntime').embed_batch(ODD_SENTENCES)[4]
     assert all(0.01 < layers[k].std() and np.abs(layers[k]).max() < 2.9 for k in range(1, 3))
 
 
 def test_static_bilm_matches_the_embedder_before_export(fixture_dir):
     # The eager run of what is exported: a slip here is ours, not the converter's.
-    from paddle_elmo.deploy import StaticBiLM
+    from paddle_elmo.static_bilm import StaticBiLM
     from paddle_elmo.token_ids import CharMapper
     from paddle_elmo import ELMoEmbedder
     bilm = fixture_bilm()
@@ -169,7 +169,7 @@ def test_exported_word_models_match_the_stateless_embedder(word_export, backend)
 @pytest.mark.parametrize('token_input', ['word', 'word+char'])
 def test_static_bilm_matches_the_embedder_before_export_for_word_input(token_input):
     from paddle_elmo.token_ids import InputMapper
-    from paddle_elmo.deploy import StaticBiLM
+    from paddle_elmo.static_bilm import StaticBiLM
     from paddle_elmo import ELMoEmbedder
     bilm = tiny_bilm(token_input)
     expected = ELMoEmbedder(bilm=bilm).embed_batch(WORD_SENTENCES)
@@ -187,7 +187,7 @@ def test_static_bilm_matches_the_embedder_before_export_for_word_input(token_inp
 # --------------------------------------------------------------------------------------------
 
 def test_export_writes_the_listed_files_and_the_models_options(fixture_export):
-    from paddle_elmo.deploy import EXPORTED_FILES
+    from paddle_elmo.export_format import EXPORTED_FILES
     model_dir, _ = fixture_export
     assert sorted(os.listdir(model_dir)) == sorted(EXPORTED_FILES)
     with open(os.path.join(model_dir, 'options.json'), 'rb') as copied, \
@@ -198,7 +198,8 @@ def test_export_writes_the_listed_files_and_the_models_options(fixture_export):
 
 def test_a_word_export_holds_its_vocabulary_and_names_its_inputs(word_export):
     import onnx
-    from paddle_elmo.deploy import EXPORTED_FILES, InferenceEmbedder
+    from paddle_elmo.export_format import EXPORTED_FILES
+    from paddle_elmo.inference import InferenceEmbedder
     model_dir, bilm = word_export
     assert sorted(os.listdir(model_dir)) == sorted(EXPORTED_FILES + ('vocab.txt',))
     with open(os.path.join(model_dir, 'vocab.txt'), encoding='utf-8') as f:
@@ -213,7 +214,7 @@ def test_a_word_export_holds_its_vocabulary_and_names_its_inputs(word_export):
 
 
 def test_a_word_export_without_its_vocabulary_fails_with_one_line(word_export, tmp_path):
-    from paddle_elmo.deploy import InferenceEmbedder
+    from paddle_elmo.inference import InferenceEmbedder
     copy = tmp_path / 'elmo_inference'
     shutil.copytree(word_export[0], copy)
     os.remove(copy / 'vocab.txt')
@@ -225,7 +226,8 @@ def test_a_word_export_without_its_vocabulary_fails_with_one_line(word_export, t
 
 def test_word_input_options_are_exportable_and_unknown_keys_still_refused_by_name():
     from paddle_elmo.config import ModelConfig
-    from paddle_elmo.deploy import InputError, check_exportable
+    from paddle_elmo.fileio import InputError
+    from paddle_elmo.static_bilm import check_exportable
     word = {**tiny_config(token_input='word').to_options(), 'n_tokens_vocab': len(WORDS) + 3}  # bilm-tf's
     both = tiny_config(token_input='word+char', word_dim=5).to_options()  # word_embedding.dim beside char_cnn
     for options in (word, both):
@@ -380,12 +382,13 @@ def test_export_to_a_bad_directory_fails_with_one_line(where, tmp_path):
 
 def test_a_model_setting_the_export_does_not_implement_is_refused_by_name(monkeypatch):
     # A ModelConfig field added after the export was written: refused unless it keeps its default.
-    from paddle_elmo import deploy
+    from paddle_elmo import static_bilm
     from paddle_elmo.config import ModelConfig
-    monkeypatch.setattr(deploy, 'IMPLEMENTED_FIELDS', deploy.IMPLEMENTED_FIELDS - {'activation'})
-    deploy.check_exportable(ModelConfig(activation='relu'))
-    with pytest.raises(deploy.InputError, match="does not implement activation = 'tanh'"):
-        deploy.check_exportable(ModelConfig(activation='tanh'), source='options.json')
+    from paddle_elmo.fileio import InputError
+    monkeypatch.setattr(static_bilm, 'IMPLEMENTED_FIELDS', static_bilm.IMPLEMENTED_FIELDS - {'activation'})
+    static_bilm.check_exportable(ModelConfig(activation='relu'))
+    with pytest.raises(InputError, match="does not implement activation = 'tanh'"):
+        static_bilm.check_exportable(ModelConfig(activation='tanh'), source='options.json')
 
 
 def test_run_embed_inference_model_bad_input_fails_with_one_line(tmp_path, fixture_export):
@@ -473,7 +476,8 @@ def test_a_model_with_large_activations_is_verified_on_each_layers_scale(large_v
     # The old per-element check (atol 1e-5 + rtol 1e-5) refuses this export's float rounding; on
     # each layer's scale it is <= 4.3e-6 (measured), far inside VERIFY_TOL (issue 37's measurement: <= 7e-6 on
     # the bundled, a trained and an original-size model).
-    from paddle_elmo.deploy import VERIFY_TOL, InferenceEmbedder
+    from paddle_elmo.deploy import VERIFY_TOL
+    from paddle_elmo.inference import InferenceEmbedder
     from paddle_elmo import ELMoEmbedder
     from paddle_elmo.cli.export_inference import CHECK_SENTENCES
     model_dir, bilm, result = large_valued_export
@@ -561,7 +565,8 @@ def fixture_int8_export(tmp_path_factory):
 def int8_agreement(model_dir, bilm, sentences):
     """(min per-token cosine, max difference on a layer's scale) of the export's onnxruntime run
     against ELMoEmbedder(stateful=False)."""
-    from paddle_elmo.deploy import InferenceEmbedder, relative_differences, token_cosines
+    from paddle_elmo.deploy import relative_differences, token_cosines
+    from paddle_elmo.inference import InferenceEmbedder
     from paddle_elmo import ELMoEmbedder
     expected = ELMoEmbedder(bilm=bilm, stateful=False).embed_batch(sentences)
     got = InferenceEmbedder(model_dir, backend='onnxruntime').embed_batch(sentences)
@@ -570,7 +575,9 @@ def int8_agreement(model_dir, bilm, sentences):
 
 def test_an_int8_export_runs_unchanged_says_it_is_int8_and_agrees_at_the_int8_tolerance(fixture_int8_export):
     import onnx
-    from paddle_elmo.deploy import EXPORTED_FILES, INT8_MIN_COSINE, INT8_REL_TOL, InferenceEmbedder
+    from paddle_elmo.deploy import INT8_MIN_COSINE, INT8_REL_TOL
+    from paddle_elmo.export_format import EXPORTED_FILES
+    from paddle_elmo.inference import InferenceEmbedder
     model_dir, bilm, stdout = fixture_int8_export
     assert sorted(os.listdir(model_dir)) == sorted(EXPORTED_FILES)
     assert 'model.onnx is int8' in stdout and 'onnxruntime, int8: per-token cosine' in stdout

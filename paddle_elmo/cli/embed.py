@@ -55,7 +55,7 @@ def main():
     # multiplies with MKL), malloc keeping freed blocks.
     use_device(a.device, cpu_threads=a.cpu_threads)
     if a.inference_model:
-        from paddle_elmo.deploy import InferenceEmbedder
+        from paddle_elmo.inference import InferenceEmbedder
         embedder = InferenceEmbedder(a.inference_model, backend=a.inference_backend, batch_size=a.batch_size,
                                      onednn=not a.no_onednn, threads=a.cpu_threads, tokenizer=a.tokenizer)
         if embedder.precision != 'float32':  # not ELMoEmbedder's numbers to 1e-4: say so

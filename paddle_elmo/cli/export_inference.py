@@ -43,7 +43,8 @@ def main():
                    help='skip running the written models against ELMoEmbedder before the directory appears')
     a = p.parse_args()
     source = cli.model_source(a)
-    from paddle_elmo.deploy import ExportError, check_exportable, check_output_dir, check_quantizable, export_inference
+    from paddle_elmo.deploy import ExportError, check_output_dir, check_quantizable, export_inference
+    from paddle_elmo.static_bilm import check_exportable
     from paddle_elmo.model_io import load_bilm, model_options_file
     from paddle_elmo.run_configs import read_json
     from paddle_elmo.runtime import paddle

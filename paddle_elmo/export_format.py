@@ -1,0 +1,71 @@
+"""What an exported model directory holds and how it is called: its files, its input and output
+names (one input per id kind the model reads), and the key that records its precision. Shared by
+the writer (deploy.py) and the runtime (inference.py).
+"""
+import os
+import sys
+import tempfile
+
+
+CHAR_INPUT, WORD_INPUT = 'char_ids', 'word_ids'
+
+
+OUTPUT_NAMES = ('layers', 'mask')
+
+
+PROGRAM_PREFIX = 'inference'  # paddle.jit.save's path prefix inside the export directory
+
+
+ONNX_FILE = 'model.onnx'
+
+
+ONNX_OPSET = 13  # Loop, Split with sizes as an input; supported by every onnxruntime since 1.6
+
+
+OPTIONS_FILE = 'options.json'
+
+
+# What every export directory holds (Paddle 3.x saves PIR programs as JSON, not inference.pdmodel);
+# a word or word+char model's also holds its input vocabulary, model_io's VOCAB_FILE (vocab.txt).
+EXPORTED_FILES = (f'{PROGRAM_PREFIX}.json', f'{PROGRAM_PREFIX}.pdiparams', ONNX_FILE, OPTIONS_FILE)
+
+
+BACKENDS = ('paddle', 'onnxruntime')
+
+
+def input_names(config):
+    """The exported inputs of a model with ModelConfig `config`, in order: ('char_ids',),
+    ('word_ids',) or ('word_ids', 'char_ids') (word+char: the word columns come first, as in
+    the projection)."""
+    return tuple(name for name, read in ((WORD_INPUT, config.has_words), (CHAR_INPUT, config.has_chars)) if read)
+
+
+# model.onnx's metadata key saying how it was quantized (absent: float32); InferenceEmbedder reads it.
+PRECISION_KEY = 'elmo_precision'
+
+
+class _quiet_native_output:
+    """Silence stdout/stderr at the file-descriptor level (Paddle's and paddle2onnx's C++ log there);
+    what was written is shown if the block fails, and kept in .output."""
+
+    def __enter__(self):
+        sys.stdout.flush()
+        sys.stderr.flush()
+        self.log = tempfile.TemporaryFile()
+        self.saved = [os.dup(1), os.dup(2)]
+        os.dup2(self.log.fileno(), 1)
+        os.dup2(self.log.fileno(), 2)
+        return self
+
+    def __exit__(self, *exc):
+        sys.stdout.flush()
+        sys.stderr.flush()
+        for fd, saved in zip((1, 2), self.saved):
+            os.dup2(saved, fd)
+            os.close(saved)
+        self.log.seek(0)
+        self.output = self.log.read().decode(errors='replace')
+        self.log.close()
+        if exc[0] is not None:
+            sys.stderr.write(self.output)
+        return False

@@ -1,0 +1,103 @@
+"""`InferenceEmbedder`: runs an exported model (Paddle Inference or onnxruntime) without this
+toolkit's model code, with ELMoEmbedder's interface and batching.
+"""
+import os
+
+import numpy as np
+
+from paddle_elmo.embedder import SentenceEmbedder
+from paddle_elmo.export_format import BACKENDS, CHAR_INPUT, EXPORTED_FILES, ONNX_FILE, OPTIONS_FILE, OUTPUT_NAMES, PRECISION_KEY, PROGRAM_PREFIX, WORD_INPUT, input_names
+from paddle_elmo.fileio import InputError
+from paddle_elmo.run_configs import VOCAB_FILE, read_input_vocabulary, read_model_config
+from paddle_elmo.runtime import ask_mkl_for_avx2, default_threads
+from paddle_elmo.token_ids import InputMapper
+from paddle_elmo.tokenizers import model_tokenizer
+
+
+class InferenceEmbedder(SentenceEmbedder):
+    """An exported model (export_inference's directory) as an embedder: sentences in, numpy out.
+
+    Same results and batching as ELMoEmbedder(stateful=False) (sentences grouped by length), run by
+    Paddle Inference's predictor (backend='paddle'; onednn=False runs Paddle's own CPU kernels,
+    matmuls on MKL) or onnxruntime (backend='onnxruntime'). threads: CPU threads (None: as
+    ELMoEmbedder, the user's OMP_NUM_THREADS or the available cores). tokenizer: as ELMoEmbedder's
+    (None: the one the export's options.json records). A word or word+char export maps tokens to
+    word ids with its vocab.txt (`mapper`, a dataset.InputMapper). `precision`: 'float32', or how
+    model.onnx was quantized ('int8: ...', export_inference.py --quantize int8) for onnxruntime.
+    """
+
+    stateful = False
+
+    def __init__(self, model_dir, backend='paddle', batch_size=64, onednn=True, threads=None, tokenizer=None):
+        if backend not in BACKENDS:
+            raise InputError(f'backend must be one of {BACKENDS}, got {backend!r}')
+        self.model_dir, self.backend, self.batch_size = model_dir, backend, batch_size
+        self.precision = 'float32'  # model.onnx's PRECISION_KEY when it is quantized: 'int8: ...'
+        if not os.path.isdir(model_dir):
+            raise FileNotFoundError(f'{model_dir}: no such directory (export_inference.py writes one)')
+        needed = [f'{PROGRAM_PREFIX}.json', f'{PROGRAM_PREFIX}.pdiparams'] if backend == 'paddle' else [ONNX_FILE]
+        for name in needed + [OPTIONS_FILE]:
+            if not os.path.isfile(os.path.join(model_dir, name)):
+                raise FileNotFoundError(f'{os.path.join(model_dir, name)}: not found; {model_dir} is not an export '
+                                        f'for {backend} (export_inference.py writes {", ".join(EXPORTED_FILES)})')
+        self.config = read_model_config(os.path.join(model_dir, OPTIONS_FILE))
+        vocab_file = os.path.join(model_dir, VOCAB_FILE)
+        if self.config.has_words and not os.path.isfile(vocab_file):
+            raise FileNotFoundError(f'{vocab_file}: not found; the export of a {self.config.token_input} model holds '
+                                    f'its input vocabulary there (export_inference.py writes it)')
+        self.tokenizer = model_tokenizer(self.config.tokenizer, tokenizer)
+        self.mapper = InputMapper(self.config, read_input_vocabulary(self.config, model_dir, source=model_dir))
+        threads = threads or default_threads()
+        if backend == 'paddle':
+            ask_mkl_for_avx2()  # before the predictor's first product (without oneDNN, MKL runs them)
+            from paddle import inference
+            config = inference.Config(*(os.path.join(model_dir, n) for n in needed))
+            config.disable_glog_info()
+            config.set_cpu_math_library_num_threads(threads)
+            if onednn:
+                config.enable_onednn()
+            else:
+                config.disable_onednn()
+            self._predictor = inference.create_predictor(config)
+        else:
+            import onnxruntime
+            session_options = onnxruntime.SessionOptions()
+            session_options.intra_op_num_threads = threads
+            self._session = onnxruntime.InferenceSession(os.path.join(model_dir, ONNX_FILE), session_options,
+                                                         providers=['CPUExecutionProvider'])
+            self.precision = self._session.get_modelmeta().custom_metadata_map.get(PRECISION_KEY, 'float32')
+
+    @property
+    def dim(self):
+        return 2 * self.config.projection_dim
+
+    def run(self, char_ids=None, word_ids=None):
+        """The export's inputs (input_names) as InputMapper.batch returns them, with <S> and </S>:
+        char_ids int64 [batch, time, max_chars], word_ids int64 [batch, time] -> (layers, mask)
+        numpy, as exported."""
+        given = {CHAR_INPUT: char_ids, WORD_INPUT: word_ids}
+        feed = {}
+        for name in input_names(self.config):
+            if given[name] is None:
+                raise ValueError(f'{self.model_dir}: this export ({self.config.token_input} input) reads {name}: '
+                                 f'make them with dataset.InputMapper')
+            feed[name] = np.ascontiguousarray(given[name], dtype=np.int64)
+        if self.backend == 'onnxruntime':
+            return tuple(self._session.run(list(OUTPUT_NAMES), feed))
+        for name, ids in feed.items():
+            handle = self._predictor.get_input_handle(name)
+            handle.reshape(list(ids.shape))
+            handle.copy_from_cpu(ids)
+        self._predictor.run()
+        return tuple(self._predictor.get_output_handle(n).copy_to_cpu() for n in OUTPUT_NAMES)
+
+    def _embed_token_lists(self, sentences):
+        """One batch of token lists -> list of float32 [n_layers + 1, n_tokens, 2P], boundaries removed."""
+        if not sentences:
+            return []
+        char_ids, word_ids, _ = self.mapper.batch(sentences)
+        layers, _ = self.run(char_ids, word_ids)
+        return [np.ascontiguousarray(layers[row, :, :len(s)]) for row, s in enumerate(sentences)]
+
+    def reset_states(self):
+        """Nothing to reset: the export is stateless."""
