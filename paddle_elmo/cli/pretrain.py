@@ -28,13 +28,14 @@ def read_configs(a):
     given = cli.given_settings(a)
     if a.preset is not None:
         given['preset'] = a.preset
-    from_weights = a.init_from_weights or a.options_file or a.weight_file
+    from_weights = a.init_from_weights or a.init_options_file or a.init_weight_file
     if a.init_from_ckpt and from_weights:
-        raise cli.InputError('give --init_from_ckpt (resume a run) or --init_from_weights / --options_file '
+        raise cli.InputError('give --init_from_ckpt (resume a run) or --init_from_weights / --init_options_file '
                              '(start a new one from weights), not both')
     if from_weights:
-        cli.check_files_flags('init_from_weights', a.init_from_weights, a.options_file, a.weight_file)
-        options_file, weight_file = weights_files(a.init_from_weights, a.options_file, a.weight_file)
+        cli.check_files_flags('init_from_weights', a.init_from_weights, a.init_options_file, a.init_weight_file,
+                              prefix='init_')
+        options_file, weight_file = weights_files(a.init_from_weights, a.init_options_file, a.init_weight_file)
         model, recipe = for_weights(read_model_config(options_file), given, options_file)
         recipe = dataclasses.replace(recipe, init_options_file=options_file, init_weight_file=weight_file)
         save_dir = a.save_dir or 'checkpoints'
@@ -66,8 +67,12 @@ def read_configs(a):
     return model, recipe, save_dir
 
 
-def main():
-    a = cli.pretrain_parser().parse_args()
+def build_parser():
+    return cli.pretrain_parser()
+
+
+def main(argv=None):
+    a = build_parser().parse_args(argv)
     if a.max_minutes is not None and not a.max_minutes > 0:
         raise cli.InputError(f'--max_minutes must be > 0, got {a.max_minutes}')
     model_config, recipe, save_dir = read_configs(a)
