@@ -11,8 +11,8 @@ from paddle_elmo.bilm import BiLM
 from paddle_elmo.checkpoints import checkpoint_dir, checkpoint_paths, load_bilm_checkpoint
 from paddle_elmo.fileio import InputError
 from paddle_elmo.hdf5_weights import HDF5_EMBEDDING, HDF5_WORD_EMBEDDING, hdf5_rows, load_embedding_weight_file, load_hdf5_weights
-from paddle_elmo.run_configs import (OPTIONS_FILE, RECIPE_FILE, VOCAB_FILE, WEIGHTS_FILE, read_input_vocabulary, read_json,
-                                     read_model_config)
+from paddle_elmo.run_configs import (OPTIONS_FILE, RECIPE_FILE, VOCAB_FILE, WEIGHTS_FILE, read_input_vocabulary,
+                                     read_json, read_model_config)
 
 
 def model_options_file(params_file=None, options_file=None, weight_file=None, vocab_file=None):

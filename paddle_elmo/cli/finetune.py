@@ -57,7 +57,8 @@ def add_elmo_args(p):
                    'the cache is deleted at exit')
     e.add_argument('--bilm_batch_size', type=int, default=64, help='sentences per biLM batch when caching')
     e.add_argument(*cli.option_strings('word_vectors'),
-                   help='a word-vector file (word2vec .bin / .txt): concatenate each token\'s vector to its ELMo features (the paper\'s use of ELMo); tokens without a vector share one learned vector')
+                   help='a word-vector file (word2vec .bin / .txt): concatenate each token\'s vector to its ELMo '
+                   'features (the paper\'s use of ELMo); tokens without a vector share one learned vector')
 
 
 def _elmo_layer(value):
