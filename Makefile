@@ -25,4 +25,4 @@ bench: setup
 	$(PY) benchmarks/bench_embed.py
 
 flags-table: setup
-	$(PY) -c 'from paddle_elmo.cli.flags import update_readme; update_readme("README.md")'
+	$(PY) -c 'from paddle_elmo.cli import update_readme; update_readme("README.md")'

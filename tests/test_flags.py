@@ -9,7 +9,7 @@ import os
 import pytest
 
 from conftest import ROOT
-from paddle_elmo.cli import COMMANDS
+from paddle_elmo.cli import COMMANDS, command_parsers
 from paddle_elmo.cli import flags as cli
 from paddle_elmo.config import ModelConfig, Recipe
 
@@ -19,7 +19,7 @@ NOT_SWITCHES = ('quiet', 'verbose')
 
 @pytest.fixture(scope='module')
 def parsers():
-    return cli.command_parsers()
+    return command_parsers()
 
 
 def options(parsers):

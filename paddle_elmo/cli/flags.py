@@ -21,7 +21,8 @@ from paddle_elmo.fileio import InputError  # noqa: E402
 
 # ---- the vocabulary of flags ----------------------------------------------------------------
 # One name per concept across every command, one meaning per name (README's "Flags" table is made
-# from this: regenerate it with `make flags-table`; tests/test_flags.py holds every parser to it).
+# from this by paddle_elmo.cli.update_readme, `make flags-table`; tests/test_flags.py holds every
+# parser to it).
 # name -> (the concept, with its units; aliases: the PaddleNLP example's names where ours differ).
 # A switch is `--NAME` / `--no_NAME` (Switch); its table name is NAME.
 FLAGS = {
@@ -406,14 +407,6 @@ def pretrain_parser():
 README_START, README_END = '<!-- flags:start -->', '<!-- flags:end -->'
 
 
-def command_parsers():
-    """{subcommand: its argparse parser}, every command's build_parser() (nothing runs)."""
-    import importlib
-    from paddle_elmo.cli import COMMANDS
-    return {name: importlib.import_module(f'paddle_elmo.cli.{module}').build_parser()
-            for name, (module, _, _) in COMMANDS.items()}
-
-
 def flag_uses(parsers):
     """-> ({table name: [subcommands]}, {names that are switches}) over the parsers' options."""
     uses, switches = {}, set()
@@ -429,10 +422,11 @@ def flag_uses(parsers):
     return uses, switches
 
 
-def flags_markdown(parsers=None):
-    """README's flag table, made from FLAGS and the parsers (which commands take each flag)."""
+def flags_markdown(parsers):
+    """README's flag table, made from FLAGS and the parsers ({subcommand: parser}: which commands
+    take each flag); paddle_elmo.cli.update_readme writes it between the markers."""
     import re
-    uses, switches = flag_uses(command_parsers() if parsers is None else parsers)
+    uses, switches = flag_uses(parsers)
     rows = ['| flag | meaning (units) | commands |', '| --- | --- | --- |']
     for name, (concept, aliases) in FLAGS.items():
         shown = f'`--{name}`' + (f' / `--no_{name}`' if name in switches else '')
@@ -441,15 +435,3 @@ def flags_markdown(parsers=None):
         concept = re.sub(r'(</?[A-Z]+>)', r'`\1`', concept)
         rows.append(f'| {shown} | {concept} | {", ".join(uses.get(name, []))} |')
     return '\n'.join(rows) + '\n'
-
-
-def update_readme(path='README.md'):
-    """Rewrite README's table between its flags markers from FLAGS -> True when it changed."""
-    with open(path, encoding='utf-8') as f:
-        text = f.read()
-    start, end = text.index(README_START) + len(README_START), text.index(README_END)
-    new = text[:start] + '\n' + flags_markdown() + text[end:]
-    if new != text:
-        with open(path, 'w', encoding='utf-8') as f:
-            f.write(new)
-    return new != text
