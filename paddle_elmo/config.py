@@ -45,12 +45,12 @@ class ModelConfig:
     cell_clip: Optional[float] = setting(3.0, 'clip LSTM cells to +-this (0 or none: no clipping)')
     proj_clip: Optional[float] = setting(3.0, 'clip projected LSTM states to +-this (0 or none: no clipping)')
     use_skip_connections: bool = setting(True, 'residual connection around LSTM layers after the first')
-    char_embed_dim: int = setting(16, 'char embedding size')
+    char_embed_dim: int = setting(16, 'char embedding size (floats per char)')
     cnn_filters: List[List[int]] = setting(ORIGINAL_FILTERS, 'JSON list of [width, n_filters] for the char CNN')
     num_highways: int = setting(2, 'highway layers after the char CNN')
     activation: str = setting('relu', 'char CNN activation: relu or tanh')
     max_characters_per_token: int = setting(50, 'chars per token, boundary marks included; longer tokens are cut')
-    dropout: float = setting(0.1, 'dropout on the LSTM inputs and before the softmax (training only)')
+    dropout: float = setting(0.1, 'dropout probability on the LSTM inputs and before the softmax (training only)')
     tokenizer: str = setting('whitespace', 'the tokenizer that segmented the training text, recorded for the '
                              'scripts that give the model raw text: whitespace, jieba or chars. Pretraining reads '
                              'the corpus split on spaces (build_vocab.py --output_corpus segments raw text)')
@@ -230,7 +230,7 @@ class Recipe:
                                             'and cached next to it)')
     batch_size: int = setting(128, 'rows per batch per device')
     unroll_steps: int = setting(20, 'tokens per row per batch (BPTT window)')
-    n_negative_samples: int = setting(8192, 'sampled-softmax candidates per batch')
+    n_negative_samples: int = setting(8192, 'sampled-softmax candidates (words) per batch')
     optimizer: str = setting('adagrad', "adagrad: bilm-tf's (accumulators from 1.0); adam: with linear warm-up")
     lr: float = setting(0.2, 'learning rate')
     warmup_steps: int = setting(0, 'adam: linear warm-up steps')

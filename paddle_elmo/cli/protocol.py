@@ -54,7 +54,8 @@ def add_protocol_args(p, data_required=True):
     t.add_argument(*option_strings('hidden_dim'), type=int, default=256,
                    help='MLP hidden size (0: a linear classifier); --sent_embedding_dim is the PaddleNLP '
                    'example\'s name for it')
-    t.add_argument('--dropout', type=float, default=0.2, help='dropout on the token features and the hidden layer')
+    t.add_argument('--dropout', type=float, default=0.2, help='dropout probability on the token features and the hidden '
+                   'layer')
     t.add_argument('--feature_norm', default='batchnorm', choices=FEATURE_NORMS,
                    help='batchnorm: standardize each dimension of the mean feature vector before the MLP')
     t.add_argument('--output_json', help='write the results here (accuracy_mean, accuracy_std, '
