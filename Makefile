@@ -1,11 +1,12 @@
 # make setup: .venv with the package installed editable and the extras the tests need;
 # make demo: the main job on a small built-in default; make test: the test suite (what CI runs);
-# make bench: the embedding benchmark (prints a table).
+# make bench: the embedding benchmark (prints a table); make flags-table: README's flag table from
+# paddle_elmo/cli/flags.py's FLAGS.
 PYTHON ?= python3
 VENV := .venv
 PY := $(VENV)/bin/python
 
-.PHONY: setup demo test bench
+.PHONY: setup demo test bench flags-table
 setup: $(VENV)/.installed
 
 $(VENV)/.installed: pyproject.toml Makefile
@@ -22,3 +23,6 @@ test: setup
 
 bench: setup
 	$(PY) benchmarks/bench_embed.py
+
+flags-table: setup
+	$(PY) -c 'from paddle_elmo.cli import update_readme; update_readme("README.md")'

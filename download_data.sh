@@ -186,7 +186,7 @@ step_1b() {
     note "skip vocabulary: $vocab is there"
   else
     note "building $vocab from $train (a few minutes for 1B Word)"
-    "$PYTHON" "$ROOT/build_vocab.py" --train_data_path "$train/*" --vocab_file "$vocab" \
+    "$PYTHON" "$ROOT/build_vocab.py" --train_data_path "$train/*" --output_file "$vocab" \
       --max_vocab_size "$VOCAB_SIZE" || fail "build_vocab.py failed (see above)"
   fi
 }

@@ -15,8 +15,8 @@ same options and seed, written here), up to three rows (--methods) on the same 1
 same seed:
 - elmo: frozen ELMo + BoW (run_finetune.py) from checkpoint S;
 - word2vec: skip-gram trained on as many tokens of the same corpus as the biLM had seen at S
-  (word2vec_base.py --w2v_max_tokens), + BoW;
-- concat: ELMo (+) word2vec (run_finetune.py --concat_word2vec with that row's vectors),
+  (word2vec_base.py --train_max_tokens), + BoW;
+- concat: ELMo (+) word2vec (run_finetune.py --word_vectors with that row's vectors),
   and its paired comparison with word2vec alone over the folds (mean difference, standard error,
   and the two-sided p of the corrected resampled t-test, the plain paired t-test and Wilcoxon's test:
   common.paired; the corrected test is the headline, as the folds share most of their training data).
@@ -61,7 +61,7 @@ def tokens_at(run_dir, step):
 
 def heldout_perplexities(run_dir):
     """{step: held-out perplexity}: from train_log.csv, and from RUN_DIR/heldout/STEP.json files that
-    `run_eval.py --init_from_ckpt RUN_DIR/STEP --max_tokens 51200 --output_json ...` wrote (the
+    `run_eval.py --init_from_ckpt RUN_DIR/STEP --eval_max_tokens 51200 --output_json ...` wrote (the
     run's own layout of its evaluations)."""
     import csv
     import glob
@@ -198,17 +198,18 @@ def main():
             rows['word2vec'] = {k: fixed[0][k] for k in ('accuracy_mean', 'accuracy_std', 'fold_accuracies')}
             rows['word2vec']['wall_seconds'] = 0.0
         elif a.word2vec_file and 'word2vec' in a.methods and tokens > 0 and ('word2vec', step) not in have:
-            rows['word2vec'] = run_protocol('word2vec_base.py', ['--pretrained_word2vec_file', vectors],
+            rows['word2vec'] = run_protocol('word2vec_base.py', ['--word_vectors', vectors],
                                             os.path.join(out_dir, f'word2vec-{step}.json'), a.threads, a.dataset, flags)
         elif want_vectors and not a.word2vec_file and ('word2vec', step) not in have:
             rows['word2vec'] = run_protocol('word2vec_base.py', [
-                '--train_word2vec_on', corpus, '--w2v_max_tokens', str(tokens), '--save_word2vec', vectors,
-                '--workers', str(a.threads)], os.path.join(out_dir, f'word2vec-{step}.json'), a.threads, a.dataset, flags)
+                '--train_data_path', corpus, '--train_max_tokens', str(tokens), '--output_word_vectors', vectors,
+                '--cpu_threads', str(a.threads)], os.path.join(out_dir, f'word2vec-{step}.json'), a.threads, a.dataset,
+                flags)
         if 'elmo' in a.methods and ('elmo', step) not in have:
             rows['elmo'] = run_protocol('run_finetune.py', ['--init_from_ckpt', ckpt],
                                         os.path.join(out_dir, f'elmo-{step}.json'), a.threads, a.dataset, flags)
         if 'concat' in a.methods and ('elmo+word2vec', step) not in have and tokens > 0:
-            rows['elmo+word2vec'] = run_protocol('run_finetune.py', ['--init_from_ckpt', ckpt, '--concat_word2vec',
+            rows['elmo+word2vec'] = run_protocol('run_finetune.py', ['--init_from_ckpt', ckpt, '--word_vectors',
                                                                     vectors],
                                                  os.path.join(out_dir, f'concat-{step}.json'), a.threads, a.dataset, flags)
         for method, summary in rows.items():

@@ -45,15 +45,15 @@ class ModelConfig:
     cell_clip: Optional[float] = setting(3.0, 'clip LSTM cells to +-this (0 or none: no clipping)')
     proj_clip: Optional[float] = setting(3.0, 'clip projected LSTM states to +-this (0 or none: no clipping)')
     use_skip_connections: bool = setting(True, 'residual connection around LSTM layers after the first')
-    char_embed_dim: int = setting(16, 'char embedding size')
+    char_embed_dim: int = setting(16, 'char embedding size (floats per char)')
     cnn_filters: List[List[int]] = setting(ORIGINAL_FILTERS, 'JSON list of [width, n_filters] for the char CNN')
     num_highways: int = setting(2, 'highway layers after the char CNN')
     activation: str = setting('relu', 'char CNN activation: relu or tanh')
     max_characters_per_token: int = setting(50, 'chars per token, boundary marks included; longer tokens are cut')
-    dropout: float = setting(0.1, 'dropout on the LSTM inputs and before the softmax (training only)')
+    dropout: float = setting(0.1, 'dropout probability on the LSTM inputs and before the softmax (training only)')
     tokenizer: str = setting('whitespace', 'the tokenizer that segmented the training text, recorded for the '
                              'scripts that give the model raw text: whitespace, jieba or chars. Pretraining reads '
-                             'the corpus split on spaces (build_vocab.py --segmented_output segments raw text)')
+                             'the corpus split on spaces (build_vocab.py --output_corpus segments raw text)')
 
     def __post_init__(self):
         if self.token_input == 'word':  # no char CNN: its fields are unused and kept at their defaults,
@@ -223,13 +223,14 @@ class Recipe:
     """
     preset: str = setting('original', 'the preset the run started from (its values, then the explicit flags)')
     train_data_path: Optional[str] = setting(None, "training files, a glob such as 'data/train/*'")
-    vocab_file: Optional[str] = setting(None, 'one token per line, most frequent first')
+    vocab_file: Optional[str] = setting(None, 'the model\'s vocabulary: one token per line, most frequent first '
+                                      '(line i = softmax row i and, for word input, embedding row i)')
     dev_data_path: Optional[str] = setting(None, 'held-out glob: full-softmax perplexity every --eval_freq steps')
     n_train_tokens: Optional[int] = setting(None, 'training tokens per epoch (default: counted once from the data '
                                             'and cached next to it)')
     batch_size: int = setting(128, 'rows per batch per device')
     unroll_steps: int = setting(20, 'tokens per row per batch (BPTT window)')
-    n_negative_samples: int = setting(8192, 'sampled-softmax candidates per batch')
+    n_negative_samples: int = setting(8192, 'sampled-softmax candidates (words) per batch')
     optimizer: str = setting('adagrad', "adagrad: bilm-tf's (accumulators from 1.0); adam: with linear warm-up")
     lr: float = setting(0.2, 'learning rate')
     warmup_steps: int = setting(0, 'adam: linear warm-up steps')
@@ -248,16 +249,16 @@ class Recipe:
                                 '--init_from_weights: a softmax for weights released without one, for perplexity '
                                 'and prediction on your vocabulary)')
     epochs: int = setting(10, 'passes over n_train_tokens')
-    max_steps: Optional[int] = setting(None, 'stop after this many steps in all (overrides --epochs)')
-    save_freq: int = setting(10000, 'checkpoint every N steps')
-    log_freq: int = setting(100, 'log every N steps')
+    max_steps: Optional[int] = setting(None, 'stop after this many steps (batches) in all (overrides --epochs)')
+    save_freq: int = setting(10000, 'checkpoint every N steps (batches)')
+    log_freq: int = setting(100, 'log the training loss every N steps (batches)')
     eval_freq: int = setting(0, 'with --dev_data_path: evaluate every N steps (0: only at the end)')
     eval_minutes: float = setting(0.0, 'with --dev_data_path: evaluate every this many minutes of training (0: off)')
-    eval_max_tokens: int = setting(51200, 'target tokens of --dev_data_path used by the evaluation during training '
-                                   '(run_eval.py does the whole set)')
+    eval_max_tokens: int = setting(51200, 'target tokens of --dev_data_path read by each evaluation during '
+                                   'training (0: all; run_eval.py reads all by default)')
     world_size: int = setting(1, 'processes that trained (recorded; resuming needs as many)')
     init_options_file: Optional[str] = setting(None, 'the options.json of the weights the run started from '
-                                               '(recorded from --init_from_weights / --options_file)')
+                                               '(recorded from --init_from_weights / --init_options_file)')
     init_weight_file: Optional[str] = setting(None, 'the weights.hdf5 the run started from (recorded)')
 
     def checked(self):

@@ -8,10 +8,11 @@ import os
 import sys
 
 from paddle_elmo.bilm import BiLM
-from paddle_elmo.checkpoints import PARAMS_SUFFIX, checkpoint_paths, load_bilm_checkpoint
+from paddle_elmo.checkpoints import PARAMS_SUFFIX, checkpoint_dir, checkpoint_paths, load_bilm_checkpoint
 from paddle_elmo.fileio import InputError
 from paddle_elmo.hdf5_weights import HDF5_EMBEDDING, HDF5_WORD_EMBEDDING, hdf5_rows, load_embedding_weight_file, load_hdf5_weights
-from paddle_elmo.run_configs import OPTIONS_FILE, VOCAB_FILE, WEIGHTS_FILE, read_input_vocabulary, read_model_config
+from paddle_elmo.run_configs import (OPTIONS_FILE, RECIPE_FILE, VOCAB_FILE, WEIGHTS_FILE, read_input_vocabulary,
+                                     read_json, read_model_config)
 
 
 def model_options_file(params_file=None, options_file=None, weight_file=None, vocab_file=None):
@@ -28,6 +29,26 @@ def own_vocabulary_file(params_file=None, options_file=None):
     """The vocab.txt beside a model's options.json (model_options_file), or None."""
     path = os.path.join(os.path.dirname(model_options_file(params_file, options_file)) or '.', VOCAB_FILE)
     return path if os.path.isfile(path) else None
+
+
+def recorded_vocabulary_file(params_file=None, options_file=None):
+    """The vocabulary a model records (the one its softmax was trained with; for word input also its
+    embedding's): a checkpoint's recipe.json `vocab_file`, else the vocab.txt beside its options.json
+    (a word model's checkpoint or an export) -> (path or None, what was looked at: for an error)."""
+    looked = []
+    if params_file is not None:
+        recipe_file = os.path.join(checkpoint_dir(params_file), RECIPE_FILE)
+        recorded = read_json(recipe_file, 'recipe').get('vocab_file') if os.path.isfile(recipe_file) else None
+        if recorded and os.path.isfile(recorded):
+            return recorded, None
+        looked.append(f'{recipe_file} records {recorded}, which is not there' if recorded else
+                      f'{recipe_file} records none' if os.path.isfile(recipe_file) else f'{recipe_file} is absent')
+    if params_file is not None or options_file is not None:
+        own = own_vocabulary_file(params_file, options_file)
+        if own is not None:
+            return own, None
+        looked.append(f'no {VOCAB_FILE} beside {model_options_file(params_file, options_file)}')
+    return None, '; '.join(looked) or 'no model given'
 
 
 BUNDLED_MODEL_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), 'pretrained')

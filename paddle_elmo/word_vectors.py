@@ -1,6 +1,6 @@
 """Word vectors for the bag-of-vectors classifier: skip-gram training (gensim), word2vec files in and
 out, and `Word2VecFeatures`, the frozen-vector token features (word2vec_base.py's, and the word2vec
-half of run_finetune.py --concat_word2vec).
+half of run_finetune.py --word_vectors).
 
 Token lookup: the token itself, else its lower-case, Capitalised or UPPER-case form (rt-polarity
 is lower-cased; the corpus and GoogleNews are not).
@@ -52,7 +52,7 @@ def corpus_paths(pattern):
     try:
         return list_files(pattern)
     except FileNotFoundError:
-        raise FileNotFoundError(f'{pattern}: --train_word2vec_on matches no file') from None
+        raise FileNotFoundError(f'{pattern}: --train_data_path matches no file') from None
 
 
 def _configure_gensim_logging(progress):
@@ -82,7 +82,7 @@ def train_word2vec(paths, dim=300, window=5, min_count=5, negative=5, sample=1e-
                      sample=sample, epochs=epochs, workers=workers, seed=seed)
     model.build_vocab(corpus, progress_per=200000)
     if not len(model.wv):
-        raise InputError(f'{", ".join(paths)}: no word occurs --w2v_min_count {min_count} times')
+        raise InputError(f'{", ".join(paths)}: no word occurs --min_count {min_count} times')
     model.train(corpus, total_examples=model.corpus_count, epochs=model.epochs, report_delay=30.0)
     return model.wv
 

@@ -81,3 +81,24 @@ def test_raw_chinese_split_on_spaces_warns_once_naming_jieba(caplog):
     with caplog.at_level(logging.WARNING, logger='paddle_elmo'):
         embedder.encode(['这 本 书 很 好看', ['这本书很好看']])  # segmented text, and tokens the user chose
     assert not [r for r in caplog.records if 'unsegmented' in r.getMessage()]
+
+
+def test_the_embed_command_takes_allennlp_elmos_flags(fixture_files, tmp_path):
+    import subprocess
+    import sys
+
+    import h5py
+    from conftest import ROOT
+    (tmp_path / 'in.txt').write_text('The cat sat .\nHello\n')
+    options_file, weight_file = fixture_files
+    command = [sys.executable, os.path.join(ROOT, 'run_embed.py'), str(tmp_path / 'in.txt')]
+    model = ['--options-file', options_file, '--weight-file', weight_file]
+    proc = subprocess.run(command + [str(tmp_path / 'top.hdf5'), '--top', '--batch-size', '1', *model],
+                          capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    with h5py.File(tmp_path / 'top.hdf5', 'r') as f:
+        assert f['0'].shape == (4, 32) and f['1'].shape == (1, 32)  # the top layer alone: [tokens, 2P]
+    proc = subprocess.run(command + [str(tmp_path / 'x.hdf5'), '--top', '--average', *model], capture_output=True,
+                          text=True, timeout=300)
+    assert proc.returncode == 2 and proc.stderr.strip() == 'error: --top with --average: give one output format'
+    assert not (tmp_path / 'x.hdf5').exists()

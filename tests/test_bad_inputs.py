@@ -50,13 +50,13 @@ def gbk_reviews(tmp_path):
     write(tmp_path / 'rt' / 'rt-polarity.pos', GBK)
     write(tmp_path / 'rt' / 'rt-polarity.neg', '太差了\n' * 2)
     return ['--data_dir', str(tmp_path / 'rt'), '--tokenizer', 'jieba', '--folds', '2',
-            '--output_json', str(tmp_path / 'out' / 'r.json'), '--pretrained_word2vec_file', word2vec_file(tmp_path)]
+            '--output_json', str(tmp_path / 'out' / 'r.json'), '--word_vectors', word2vec_file(tmp_path)]
 
 
 def raw_corpus(tmp_path, data):
     (tmp_path / 'out').mkdir()
-    return ['--train_data_path', write(tmp_path / 'raw.txt', data), '--tokenizer', 'jieba', '--vocab_file',
-            str(tmp_path / 'out' / 'vocab.txt'), '--segmented_output', str(tmp_path / 'out' / 'train.txt')]
+    return ['--train_data_path', write(tmp_path / 'raw.txt', data), '--tokenizer', 'jieba', '--output_file',
+            str(tmp_path / 'out' / 'vocab.txt'), '--output_corpus', str(tmp_path / 'out' / 'train.txt')]
 
 
 BAD = {  # name: (script, args(tmp_path), the message's expected part)
@@ -79,15 +79,15 @@ BAD = {  # name: (script, args(tmp_path), the message's expected part)
                                                            write(t / 'o.json', '{}'), '--weight_file', str(t / 'w')],
                                   'none*: no files match this pattern'),
     'rt-polarity without its .neg file': ('word2vec_base.py',
-                                          lambda t: polarity(t, 'rt-polarity.neg') + ['--pretrained_word2vec_file',
+                                          lambda t: polarity(t, 'rt-polarity.neg') + ['--word_vectors',
                                                                                       word2vec_file(t)],
                                           'rt-polarity.neg'),
     'word2vec without --data_dir, not saving vectors': ('word2vec_base.py',
-                                                        lambda t: ['--train_word2vec_on', write(t / 'c.txt', GOOD)],
+                                                        lambda t: ['--train_data_path', write(t / 'c.txt', GOOD)],
                                                         '--data_dir is required, unless the job is to train and '
                                                         'save vectors only'),
     'truncated word2vec file': ('word2vec_base.py',
-                                lambda t: polarity(t) + ['--pretrained_word2vec_file', word2vec_file(t, True)],
+                                lambda t: polarity(t) + ['--word_vectors', word2vec_file(t, True)],
                                 'w2v.bin: cannot read as a binary word2vec file'),
     'finetune without the .pos file': ('run_finetune.py',
                                        lambda t: polarity(t, 'rt-polarity.pos') + ['--options_file', str(t / 'o'),

@@ -90,7 +90,7 @@ def test_an_unknown_tokenizer_is_a_one_line_error_listing_the_choices(tmp_path):
     from paddle_elmo import ELMoEmbedder
     with pytest.raises(InputError, match="unknown tokenizer 'spaces'"):
         ELMoEmbedder(bilm=_bilm(), tokenizer='spaces')
-    proc = run_script('build_vocab.py', '--train_data_path', tmp_path / 'x', '--vocab_file', tmp_path / 'v',
+    proc = run_script('build_vocab.py', '--train_data_path', tmp_path / 'x', '--output_file', tmp_path / 'v',
                       '--tokenizer', 'spaces')
     assert proc.returncode == 2 and "argument --tokenizer: invalid choice: 'spaces'" in proc.stderr
 
@@ -184,7 +184,7 @@ def test_build_vocab_segments_raw_lines_writes_the_corpus_it_counted_and_reports
     lines = reviews('pos', 3, max_chars=40) + ['', '全国人民代表大会常务委员会今天开会。']
     (tmp_path / 'raw.txt').write_text('\n'.join(lines) + '\n', encoding='utf-8')
     proc = run_script('build_vocab.py', '--train_data_path', tmp_path / 'raw.txt', '--tokenizer', 'jieba',
-                      '--vocab_file', tmp_path / 'vocab.txt', '--segmented_output', tmp_path / 'train.txt',
+                      '--output_file', tmp_path / 'vocab.txt', '--output_corpus', tmp_path / 'train.txt',
                       '--max_characters_per_token', '20')
     assert proc.returncode == 0, proc.stderr
     split = get_tokenizer('jieba')
@@ -258,8 +258,8 @@ def test_word2vec_base_classifies_raw_chinese_reviews_with_vectors_trained_on_zh
     with open(require(ZH_HELDOUT), encoding='utf-8') as f:
         corpus.write_text(''.join(next(f) for _ in range(2000)), encoding='utf-8')
     out = tmp_path / 'w2v.json'
-    proc = run_script('word2vec_base.py', *zh_slice, '--tokenizer', 'jieba', '--train_word2vec_on', corpus,
-                      '--w2v_dim', '16', '--w2v_min_count', '1', '--output_json', out)
+    proc = run_script('word2vec_base.py', *zh_slice, '--tokenizer', 'jieba', '--train_data_path', corpus,
+                      '--w2v_dim', '16', '--min_count', '1', '--output_json', out)
     result = _check_zh_result(out, proc)
     assert result['features']['oov_rate'] < 0.5  # jieba's words are zh-corpus's words
 
@@ -312,7 +312,7 @@ def test_the_readme_chinese_commands_run_as_written_on_a_slice(tmp_path):
     shrink = {'run_pretrain.py': TINY_MODEL + ['--max_steps', '2'], 'build_vocab.py': [], 'run_eval.py': [],
               'demo.py': [],
               'run_finetune.py': ['--folds', '2', '--epochs', '1', '--quiet'],
-              'word2vec_base.py': ['--folds', '2', '--epochs', '1', '--quiet', '--w2v_dim', '8', '--w2v_min_count', '1']}
+              'word2vec_base.py': ['--folds', '2', '--epochs', '1', '--quiet', '--w2v_dim', '8', '--min_count', '1']}
     commands = readme_commands('## Chinese')
     assert [c[1] if c[0] == 'python' else c[0] for c in commands] == [
         'mkdir', 'build_vocab.py', 'word2vec_base.py', 'run_pretrain.py', 'run_eval.py', 'demo.py', 'run_finetune.py',
@@ -320,7 +320,8 @@ def test_the_readme_chinese_commands_run_as_written_on_a_slice(tmp_path):
     for words in commands:
         words = [stand_ins.get(w, w) for w in words]
         if words[:2] == ['python', 'demo.py']:  # the senses' cues need the whole corpus, not the slice
-            words[words.index('--zh_corpus') + 1] = require(os.path.join(SHARED, 'data', 'zh-corpus', 'train.txt'))
+            words[words.index('--train_data_path') + 1] = require(os.path.join(SHARED, 'data', 'zh-corpus',
+                                                                                'train.txt'))
         if words[0] == 'python':
             words = [sys.executable, os.path.join(ROOT, words[1]), *words[2:], *shrink[words[1]]]
         proc = subprocess.run(words, cwd=tmp_path, capture_output=True, text=True, timeout=600,

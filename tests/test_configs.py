@@ -154,5 +154,5 @@ def test_recipe_fields_and_presets_use_one_set_of_names():
     for preset in PRESETS.values():
         assert set(preset) <= fields
     from paddle_elmo.cli import flags as cli
-    a = cli.pretrain_parser().parse_args(['--cell_dim', '7', '--lr', '0.1', '--no-use_skip_connections'])
+    a = cli.pretrain_parser().parse_args(['--cell_dim', '7', '--lr', '0.1', '--no_use_skip_connections'])
     assert cli.given_settings(a) == {'cell_dim': 7, 'use_skip_connections': False, 'lr': 0.1}

@@ -434,7 +434,7 @@ def test_build_vocab_script_on_chinese(tmp_path):
     write(tmp_path / 'zh' / '1.txt', '我 喜欢 自然 语言 处理\n我 喜欢 你\n')
     write(tmp_path / 'zh' / '2.txt', '自然 语言 很 美\n\n')
     out = tmp_path / 'vocab.txt'
-    result = run_build_vocab('--train_data_path', str(tmp_path / 'zh' / '*.txt'), '--vocab_file',
+    result = run_build_vocab('--train_data_path', str(tmp_path / 'zh' / '*.txt'), '--output_file',
                              str(out), '--min_count', '2')
     assert result.returncode == 0, result.stderr
     assert out.read_text(encoding='utf-8').split('\n') == ['<S>', '</S>', '<UNK>', '喜欢', '我', '自然',
@@ -449,13 +449,13 @@ def test_build_vocab_script_on_chinese(tmp_path):
 
 
 def test_build_vocab_script_reports_bad_input(tmp_path):
-    result = run_build_vocab('--train_data_path', str(tmp_path / 'none*'), '--vocab_file',
+    result = run_build_vocab('--train_data_path', str(tmp_path / 'none*'), '--output_file',
                              str(tmp_path / 'v.txt'))
     assert result.returncode == 2 and result.stderr.strip().splitlines()[-1].startswith('error: ')
     assert 'none*' in result.stderr and 'Traceback' not in result.stderr
     write(tmp_path / 'c.txt', 'a\n')
-    result = run_build_vocab('--train_data_path', str(tmp_path / 'c.txt'), '--vocab_file',
-                             str(tmp_path / 'v.txt'), '--max_vocab_size', '0')
+    result = run_build_vocab('--train_data_path', str(tmp_path / 'c.txt'), '--output_file',
+                             str(tmp_path / 'v.txt'), '--max_vocab_size', '-1')
     assert result.returncode == 2 and '--max_vocab_size' in result.stderr
     assert not (tmp_path / 'v.txt').exists()
 

@@ -327,8 +327,8 @@ def test_word2vec_base_end_to_end_trains_saves_and_reuses_vectors(rt_slice, tmp_
     corpus = tmp_path / 'corpus.txt'
     corpus.write_text(''.join(head_lines(CORPUS, 400)), encoding='utf-8')
     saved, out = tmp_path / 'w2v.bin', tmp_path / 'w2v.json'
-    proc = run_script('word2vec_base.py', '--data_dir', str(rt_slice), '--train_word2vec_on', str(corpus),
-                      '--w2v_dim', '16', '--w2v_min_count', '1', '--save_word2vec', str(saved), '--folds', '1',
+    proc = run_script('word2vec_base.py', '--data_dir', str(rt_slice), '--train_data_path', str(corpus),
+                      '--w2v_dim', '16', '--min_count', '1', '--output_word_vectors', str(saved), '--folds', '1',
                       '--epochs', '2', '--output_json', str(out), '--quiet')
     assert proc.returncode == 0, proc.stderr
     result = check_result(out, 1)
@@ -340,7 +340,7 @@ def test_word2vec_base_end_to_end_trains_saves_and_reuses_vectors(rt_slice, tmp_
 
 def test_bad_input_is_one_line_error_with_exit_code_2(tmp_path):
     (tmp_path / 'rt-polarity.pos').write_text('good\n', encoding='utf-8')
-    proc = run_script('word2vec_base.py', '--data_dir', str(tmp_path), '--pretrained_word2vec_file',
+    proc = run_script('word2vec_base.py', '--data_dir', str(tmp_path), '--word_vectors',
                       str(tmp_path / 'missing.bin'))
     assert proc.returncode == 2
     assert proc.stderr.strip().splitlines()[-1].startswith('error: ') and 'missing.bin' in proc.stderr
@@ -365,7 +365,7 @@ def test_run_finetune_concatenates_word2vec_to_the_elmo_features(rt_slice, tmp_p
     out = tmp_path / 'concat.json'
     proc = run_script('run_finetune.py', '--data_dir', str(rt_slice), '--options_file',
                       os.path.join(FIXTURE, 'options.json'), '--weight_file', os.path.join(FIXTURE, 'lm_weights.hdf5'),
-                      '--concat_word2vec', str(vectors), '--folds', '2', '--epochs', '1', '--output_json', str(out),
+                      '--word_vectors', str(vectors), '--folds', '2', '--epochs', '1', '--output_json', str(out),
                       '--quiet')
     assert proc.returncode == 0, proc.stderr
     result = check_result(out, 2)
@@ -382,13 +382,13 @@ def test_run_folds_runs_the_same_fold_as_the_full_run(rt_slice, tmp_path):
     outs = {}
     for name, extra in (('all', []), ('second', ['--run_folds', '2'])):
         outs[name] = tmp_path / f'{name}.json'
-        proc = run_script('word2vec_base.py', '--data_dir', str(rt_slice), '--pretrained_word2vec_file',
+        proc = run_script('word2vec_base.py', '--data_dir', str(rt_slice), '--word_vectors',
                           str(tmp_path / 'v.bin'), '--folds', '3', '--epochs', '2', '--output_json', str(outs[name]),
                           '--quiet', *extra)
         assert proc.returncode == 0, proc.stderr
     full, second = (json.loads(outs[n].read_text()) for n in ('all', 'second'))
     assert full['folds_run'] == [1, 2, 3] and second['folds_run'] == [2]
     assert second['fold_accuracies'] == [full['fold_accuracies'][1]]
-    proc = run_script('word2vec_base.py', '--data_dir', str(rt_slice), '--pretrained_word2vec_file',
+    proc = run_script('word2vec_base.py', '--data_dir', str(rt_slice), '--word_vectors',
                       str(tmp_path / 'v.bin'), '--folds', '3', '--run_folds', '4')
     assert proc.returncode == 2 and 'error: --run_folds: fold 4 is not among the 3 folds (1 to 3)' in proc.stderr

@@ -144,7 +144,8 @@ def test_run_predict_from_a_checkpoint_and_from_exported_weights(predictor, file
     out = tmp_path / 'p.json'
     proc = run('run_predict.py', ['--vocab_file', str(files / 'vocab.txt'), '--init_from_ckpt',
                                   str(files / 'ck' / 'final'), '--prefix', 'a b', '--prefix', '', '--top_k', '3',
-                                  '--sample', '2', '--max_words', '5', '--seed', '4', '--output_json', str(out)])
+                                  '--sample', '2', '--sample_max_tokens', '5', '--seed', '4',
+                                  '--output_json', str(out)])
     assert proc.returncode == 0, proc.stderr[-2000:]
     result = json.loads(out.read_text())
     assert [(p['prefix'], p['direction']) for p in result['predictions']] == [('a b', 'forward'), ('', 'forward')]
@@ -171,6 +172,41 @@ def test_run_predict_from_a_checkpoint_and_from_exported_weights(predictor, file
     _, backward, _ = eval_losses(predictor, files)
     prob_a = next(t['prob'] for t in entry['top'] if t['word'] == 'a')
     assert -math.log(prob_a) == pytest.approx(backward[3], abs=2e-5)  # a, before "b zz c"
+
+
+def test_predict_eval_and_dump_read_the_vocabulary_the_model_records(predictor, files, tmp_path):
+    import shutil
+    ck = tmp_path / 'ck'
+    shutil.copytree(files / 'ck', ck)
+    (ck / 'recipe.json').write_text(json.dumps({'version': 1, 'vocab_file': str(files / 'vocab.txt')}))
+    model = ['--init_from_ckpt', str(ck / 'final')]
+    proc = run('run_predict.py', model + ['--prefix', 'a b', '--top_k', '3', '--output_json', str(tmp_path / 'p.json')])
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    top = json.loads((tmp_path / 'p.json').read_text())['predictions'][0]['top']
+    assert [t['word'] for t in top] == [w for w, _ in predictor.top('a b', 3)]
+    proc = run('run_eval.py', model + ['--dev_data_path', str(files / 'dev.txt')])
+    assert proc.returncode == 0 and 'tokens: 5' in proc.stdout, proc.stderr[-2000:]
+    proc = run('run_dump.py', model + ['--output_dir', str(tmp_path / 'dump'), '--embeddings', 'softmax'])
+    assert proc.returncode == 0 and (tmp_path / 'dump' / 'vocab.txt').read_text().split() == VOCAB, proc.stderr
+    # An export with a vocab.txt beside its options.json: that one.
+    shutil.copytree(files / 'hdf5', tmp_path / 'export')
+    shutil.copy(files / 'vocab.txt', tmp_path / 'export' / 'vocab.txt')
+    export = ['--options_file', str(tmp_path / 'export' / 'options.json'), '--weight_file',
+              str(tmp_path / 'export' / 'weights.hdf5')]
+    proc = run('run_eval.py', export + ['--dev_data_path', str(files / 'dev.txt')])
+    assert proc.returncode == 0 and 'tokens: 5' in proc.stdout, proc.stderr[-2000:]
+    # Nothing recorded: one line naming the flag and what was looked at.
+    (ck / 'recipe.json').write_text(json.dumps({'version': 1}))
+    line = one_line_error(run('run_predict.py', model + ['--prefix', 'a']))
+    assert line == (f'error: no vocabulary: give --vocab_file (the one the model was trained with); '
+                    f'{ck / "recipe.json"} records none; no vocab.txt beside {ck / "options.json"}')
+    (ck / 'recipe.json').unlink()
+    line = one_line_error(run('run_eval.py', model + ['--dev_data_path', str(files / 'dev.txt')]))
+    assert f'error: no vocabulary: give --vocab_file' in line and f'{ck / "recipe.json"} is absent' in line
+    line = one_line_error(run('run_eval.py', ['--options_file', str(files / 'hdf5' / 'options.json'), '--weight_file',
+                                              str(files / 'hdf5' / 'weights.hdf5'), '--dev_data_path',
+                                              str(files / 'dev.txt')]))
+    assert line.endswith(f'no vocab.txt beside {files / "hdf5" / "options.json"}')
 
 
 @pytest.mark.parametrize('case', ['unknown direction', 'no prefix', 'weights without a softmax',
@@ -209,7 +245,7 @@ def test_run_dump_writes_lm_1b_s_files_and_bilm_tf_s_hdf5(files, tmp_path):
     plain = tmp_path / 'plain.txt'  # no specials: the softmax rows are <S> </S> <UNK> + the file
     plain.write_text('\n'.join(VOCAB[3:]) + '\n')
     proc = run('run_dump.py', ['--vocab_file', str(plain), '--init_from_ckpt', str(files / 'ck' / 'final'),
-                               '--output_dir', str(tmp_path / 'dump'), '--hdf5', str(tmp_path / 'tokens.hdf5')])
+                               '--output_dir', str(tmp_path / 'dump'), '--output_file', str(tmp_path / 'tokens.hdf5')])
     assert proc.returncode == 0, proc.stderr[-2000:]
     dump = tmp_path / 'dump'
     assert sorted(p.name for p in dump.iterdir()) == ['embeddings_char_cnn.npy', 'embeddings_softmax.npy',

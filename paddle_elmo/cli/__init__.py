@@ -1,8 +1,9 @@
 """`paddle-elmo SUBCOMMAND [flags]` (also `python -m paddle_elmo SUBCOMMAND`): one command for every job.
 
-Each subcommand is a module of this package with a `main()` that parses its own flags; the
-top-level scripts of a checkout (`run_pretrain.py`, ...) call the same `main()`. Only the chosen
-module is imported, so `paddle-elmo --help` does not import Paddle.
+Each subcommand is a module of this package with a `build_parser()` (its flags) and a
+`main(argv=None)` that parses them; the top-level scripts of a checkout (`run_pretrain.py`, ...)
+call the same `main()`. Only the chosen module is imported, so `paddle-elmo --help` does not import
+Paddle. Every flag's name is one of flags.FLAGS (README's "Flags" table: `update_readme`).
 """
 import importlib
 import sys
@@ -31,6 +32,25 @@ def usage():
              f'ELMo for PaddlePaddle {__version__}', '', 'subcommands:']
     lines += [f'  {name:<{width}}  {text}' for name, (_, _, text) in COMMANDS.items()]
     return '\n'.join(lines) + '\n'
+
+
+def command_parsers():
+    """{subcommand: its argparse parser}, from every command's build_parser() (nothing runs)."""
+    return {name: importlib.import_module(f'{__name__}.{module}').build_parser()
+            for name, (module, _, _) in COMMANDS.items()}
+
+
+def update_readme(path='README.md'):
+    """Rewrite README's flag table (between its flags markers) from flags.FLAGS -> True when it changed."""
+    from paddle_elmo.cli.flags import README_END, README_START, flags_markdown
+    with open(path, encoding='utf-8') as f:
+        text = f.read()
+    start, end = text.index(README_START) + len(README_START), text.index(README_END)
+    new = text[:start] + '\n' + flags_markdown(command_parsers()) + text[end:]
+    if new != text:
+        with open(path, 'w', encoding='utf-8') as f:
+            f.write(new)
+    return new != text
 
 
 def main(argv=None):

@@ -1,10 +1,10 @@
 """Build a vocabulary file (most frequent first) from corpus files, segmented or raw.
 
     python build_vocab.py --train_data_path 'data/1-billion-word/training-tokenized-shuffled/*' \
-        --vocab_file data/1-billion-word/vocab-15w.txt --max_vocab_size 150000
+        --output_file data/1-billion-word/vocab-15w.txt --max_vocab_size 150000
     # raw Chinese text: segment it with jieba, and keep the segmented corpus for run_pretrain.py
-    python build_vocab.py --train_data_path raw.txt --tokenizer jieba --vocab_file vocab.txt \
-        --segmented_output train.txt
+    python build_vocab.py --train_data_path raw.txt --tokenizer jieba --output_file vocab.txt \
+        --output_corpus train.txt
 
 The file starts with <S>, </S>, <UNK> (unless --no_special_tokens), then the words by descending
 count, ties broken by the word itself, so the same corpus always gives the same file. It also
@@ -18,47 +18,52 @@ from paddle_elmo import vocabulary
 from paddle_elmo.fileio import atomic_path
 
 
-def main():
+def build_parser():
     p = cli.parser(__doc__.split('\n')[0])
     p.add_argument('--train_data_path', required=True,
                    help="glob of UTF-8 corpus files, one sentence per line (quote it: 'dir/*'); empty lines "
                         'are skipped and reported')
-    p.add_argument('--vocab_file', required=True, help='vocabulary file to write')
+    p.add_argument('--output_file', required=True, help='the vocabulary file to write (what the other commands '
+                   'read as --vocab_file)')
     cli.add_tokenizer(p, model_default=False)
-    p.add_argument('--segmented_output',
+    p.add_argument('--output_corpus',
                    help='also write the corpus as counted here: one sentence per line, tokens separated by '
                         'spaces, empty lines left out: what run_pretrain.py reads (give it --tokenizer too, '
                         'which the model then records)')
-    p.add_argument('--min_count', type=int, default=1, help='drop words seen fewer times')
-    p.add_argument('--max_vocab_size', type=int, default=None,
-                   help='keep at most this many words after --min_count (the three special '
-                        'tokens come on top)')
-    p.add_argument('--no_special_tokens', action='store_true',
-                   help='do not write <S>, </S>, <UNK> first (Vocabulary adds them when loading)')
+    p.add_argument('--min_count', type=int, default=1, help='drop words seen fewer than this many times')
+    p.add_argument('--max_vocab_size', type=int, default=0,
+                   help='keep at most this many words (the most frequent) after --min_count; the three special '
+                        'tokens come on top (0: no limit)')
+    p.add_argument('--special_tokens', action=cli.Switch, default=True,
+                   help='write <S>, </S>, <UNK> first (without them, Vocabulary adds them when loading)')
     p.add_argument('--max_characters_per_token', type=int, default=50,
                    help="the model's setting, for the report of tokens its char CNN cuts (longer than this "
                         'minus 2 UTF-8 bytes)')
-    a = p.parse_args()
+    return p
+
+
+def main(argv=None):
+    a = build_parser().parse_args(argv)
     if a.min_count < 1:
         raise cli.InputError(f'--min_count must be >= 1, got {a.min_count}')
-    if a.max_vocab_size is not None and a.max_vocab_size < 1:
-        raise cli.InputError(f'--max_vocab_size must be >= 1, got {a.max_vocab_size}')
+    if a.max_vocab_size < 0:
+        raise cli.InputError(f'--max_vocab_size must be >= 0 (0: no limit), got {a.max_vocab_size}')
     if a.max_characters_per_token < 3:
         raise cli.InputError(f'--max_characters_per_token must be >= 3, got {a.max_characters_per_token}')
     with contextlib.ExitStack() as files:
         segmented = None
-        if a.segmented_output:
-            tmp = files.enter_context(atomic_path(a.segmented_output))  # renamed once the corpus is read
+        if a.output_corpus:
+            tmp = files.enter_context(atomic_path(a.output_corpus))  # renamed once the corpus is read
             segmented = files.enter_context(open(tmp, 'w', encoding='utf-8', newline='\n'))
         counts = vocabulary.count_words(a.train_data_path, tokenizer=a.tokenizer, segmented=segmented)
-    tokens = vocabulary.build_vocabulary(counts, a.min_count, a.max_vocab_size,
-                                      special_tokens=not a.no_special_tokens)
-    vocabulary.write_vocabulary(tokens, a.vocab_file)
+    tokens = vocabulary.build_vocabulary(counts, a.min_count, a.max_vocab_size or None,
+                                         special_tokens=a.special_tokens)
+    vocabulary.write_vocabulary(tokens, a.output_file)
     n_total = sum(counts.values())
     n_covered = sum(counts.get(t, 0) for t in tokens)
-    if a.segmented_output:
-        print(f'wrote the segmented corpus ({n_total} tokens, {a.tokenizer}) to {a.segmented_output}')
-    print(f'wrote {len(tokens)} tokens to {a.vocab_file} ({len(counts)} distinct words, '
+    if a.output_corpus:
+        print(f'wrote the segmented corpus ({n_total} tokens, {a.tokenizer}) to {a.output_corpus}')
+    print(f'wrote {len(tokens)} tokens to {a.output_file} ({len(counts)} distinct words, '
           f'{n_total} tokens in the corpus, {100 * (1 - n_covered / max(n_total, 1)):.2f}% of them '
           f'out of vocabulary)')
     print(vocabulary.long_tokens_report(counts, a.max_characters_per_token))

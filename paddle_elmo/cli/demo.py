@@ -8,10 +8,10 @@ context-free layer 0 can only guess; then the same with the bundled model (`padd
 saw the demo's sentences. Takes about two minutes on 2 CPU cores. Everything it writes goes to
 --output_dir (default: a new temporary directory, whose path it prints).
 
-    paddle-elmo demo --zh runs/zh/final --zh_corpus zh-corpus/train.txt   # Chinese, with a model you trained
+    paddle-elmo demo --zh --init_from_ckpt runs/zh/final --train_data_path zh-corpus/train.txt   # Chinese
 
-With --zh MODEL (a checkpoint prefix trained on zh-corpus, see README "Chinese"; no Chinese model
-ships with the repository) it shows the same for Chinese words with two senses, 花 (flower / to
+With --zh and --init_from_ckpt MODEL (a checkpoint prefix trained on zh-corpus, see README "Chinese";
+no Chinese model ships with the repository) it shows the same for Chinese words with two senses, 花 (flower / to
 spend) and 长 (long / the head of, as in 省长): raw probe sentences of our own split by the
 model's tokenizer, the senses' centroids from zh-corpus training sentences with one sense's cues.
 """
@@ -155,29 +155,40 @@ def show_contexts(model, model_name, probes=PROBES, cues=CUES, train_file=TRAIN,
     return correct
 
 
-def main():
+def build_parser():
     p = cli.parser(__doc__.split('\n')[0])
     p.add_argument('--output_dir', help='where the vocabulary and checkpoints go (default: a new temporary directory)')
-    p.add_argument('--zh', metavar='MODEL', help='instead: the sense demo for Chinese with this checkpoint prefix '
-                   '(a biLM trained on zh-corpus)')
-    p.add_argument('--zh_corpus', help='with --zh: segmented Chinese text for the senses\' centroids (zh-corpus\'s train.txt)')
-    a = p.parse_args()
-    if a.zh and not a.zh_corpus:
-        p.error('--zh needs --zh_corpus (segmented Chinese text with the senses\' cue words)')
+    p.add_argument('--zh', action=cli.Switch, default=False,
+                   help='instead of pretraining: the sense demo for Chinese with the biLM --init_from_ckpt names '
+                   '(trained on zh-corpus), the senses\' centroids from --train_data_path')
+    p.add_argument('--init_from_ckpt', help='with --zh: checkpoint prefix without suffix of a biLM trained on '
+                   'zh-corpus, e.g. zh/final')
+    p.add_argument('--train_data_path', help='with --zh: the segmented Chinese text it was trained on (zh-corpus\'s '
+                   'train.txt), for the senses\' centroids')
+    return p
+
+
+def main(argv=None):
+    p = build_parser()
+    a = p.parse_args(argv)
+    given = (a.init_from_ckpt, a.train_data_path)
+    if (a.zh and not all(given)) or (not a.zh and any(given)):
+        p.error('--zh goes with --init_from_ckpt MODEL and --train_data_path (segmented Chinese text with the senses\' '
+                'cue words)')
     if a.zh:
-        show_contexts({'params_file': a.zh}, f'{a.zh} (Chinese)', PROBES_ZH, CUES_ZH, a.zh_corpus,
-                      CENTROID_SENTENCES_ZH)
+        show_contexts({'params_file': a.init_from_ckpt}, f'{a.init_from_ckpt} (Chinese)', PROBES_ZH, CUES_ZH,
+                      a.train_data_path, CENTROID_SENTENCES_ZH)
         return
     t0 = time.time()
     out = a.output_dir or tempfile.mkdtemp(prefix='paddle-elmo-demo-')
     os.makedirs(out, exist_ok=True)
     vocab, ckpt = os.path.join(out, 'vocab.txt'), os.path.join(out, 'checkpoints')
     print(f'Pretraining a tiny ELMo on the sample corpus installed with the package (our own sentences); output in {out}')
-    run('build the vocabulary', ['build-vocab', '--train_data_path', TRAIN, '--vocab_file', vocab])
+    run('build the vocabulary', ['build-vocab', '--train_data_path', TRAIN, '--output_file', vocab])
     run(f'pretrain {STEPS} steps with sampled softmax', ['pretrain', '--train_data_path', TRAIN,
         '--vocab_file', vocab, '--save_dir', ckpt, '--max_steps', str(STEPS), '--log_freq', '50',
         '--save_freq', '1000', '--dev_data_path', HELDOUT, '--eval_freq', '100', '--seed', '1'] + MODEL_FLAGS)
-    run('held-out perplexity (full softmax)', ['eval', '--dev_data_path', HELDOUT, '--vocab_file', vocab,
+    run('held-out perplexity (full softmax)', ['eval', '--dev_data_path', HELDOUT,
         '--init_from_ckpt', os.path.join(ckpt, 'final'), '--batch_size', '8'])
     show_contexts({'params_file': os.path.join(ckpt, 'final')}, 'the tiny model just trained')
     show_contexts({}, 'the bundled model (paddle_elmo/pretrained/, trained on lm-corpus; no sentence of the demo)')

@@ -1,37 +1,41 @@
 """Dump the vocabulary's embeddings: lm_1b's `dump_emb` mode, and bilm-tf's `dump_token_embeddings`.
 
-    python run_dump.py --vocab_file vocab.txt --init_from_ckpt checkpoints/final --output_dir dump
+    python run_dump.py --init_from_ckpt checkpoints/final --output_dir dump    # the vocabulary it records
     python run_dump.py --vocab_file vocab.txt --options_file options.json --weight_file weights.hdf5 \\
         --output_dir dump --embeddings char_cnn
-    python run_dump.py --vocab_file vocab.txt --init_from_ckpt checkpoints/final --hdf5 token_embeddings.hdf5
+    python run_dump.py --init_from_ckpt checkpoints/final --output_file token_embeddings.hdf5
 
 --output_dir gets .npy files with one row per softmax row (the vocabulary as loaded: a file without
 `<S> </S> <UNK>` gets them first, as in training; `vocab.txt` there lists the rows):
 `embeddings_softmax.npy` [vocab, P] and `softmax_bias.npy` [vocab], the softmax the LM predicts
 with, and `embeddings_char_cnn.npy` [vocab, P], each word's context-free representation (char CNN,
-highway, projection; no LSTM). --hdf5 writes bilm-tf's token-embedding file instead: dataset
+highway, projection; no LSTM). --output_file writes bilm-tf's token-embedding hdf5 instead: dataset
 `embedding` [lines, P], one row per line of the vocabulary file as it is, which bilm-tf and
-AllenNLP can use in place of the char CNN.
+AllenNLP can use in place of the char CNN. The vocabulary is --vocab_file, or the one the model
+records (a checkpoint's recipe.json, or the vocab.txt beside its options.json).
 """
 from paddle_elmo.cli import flags as cli
 from paddle_elmo.fileio import InputError
 
 
-def main():
+def build_parser():
     p = cli.parser(__doc__.split('\n')[0])
-    p.add_argument('--vocab_file', required=True, help='one token per line (for the softmax: the vocabulary '
-                   'the model was trained with)')
-    cli.add_model_source(p, vocab_flag=False)
+    cli.add_model_source(p, vocab_help='the rows to dump; default: the one the model records (a checkpoint\'s '
+                         'recipe.json, or the vocab.txt beside its options.json)')
     cli.add_device(p)
     p.add_argument('--output_dir', help='directory for the .npy dumps (created if needed)')
     p.add_argument('--embeddings', nargs='+', default=['softmax', 'char_cnn'], choices=['softmax', 'char_cnn'],
                    help='which .npy dumps: softmax needs a model with its softmax (a checkpoint of ours, or '
                    'weights exported with it); char_cnn works with any model, official weights included')
-    p.add_argument('--hdf5', help='write bilm-tf\'s dump_token_embeddings file here (token representations, rows = '
-                   'the vocabulary file\'s lines)')
-    a = p.parse_args()
-    if not a.output_dir and not a.hdf5:
-        raise InputError('nothing to write: give --output_dir (the .npy dumps) and/or --hdf5 FILE')
+    p.add_argument('--output_file', help='write bilm-tf\'s dump_token_embeddings hdf5 here (token representations, '
+                   'rows = the vocabulary file\'s lines)')
+    return p
+
+
+def main(argv=None):
+    a = build_parser().parse_args(argv)
+    if not a.output_dir and not a.output_file:
+        raise InputError('nothing to write: give --output_dir (the .npy dumps) and/or --output_file FILE (the hdf5)')
     from paddle_elmo.vocabulary import Vocabulary
     from paddle_elmo.embedder import dump_token_embeddings
     from paddle_elmo.lm_loading import load_language_model
@@ -40,8 +44,9 @@ def main():
     from paddle_elmo.runtime import use_device
     use_device(a.device, cpu_threads=a.cpu_threads)
     source = cli.model_source(a)
+    vocab_file = cli.model_vocabulary(a)
     if a.output_dir:
-        vocab = Vocabulary(a.vocab_file)
+        vocab = Vocabulary(vocab_file)
         if 'softmax' in a.embeddings:  # checks the softmax is there and has the vocabulary's size
             model = load_language_model(vocab.size, **source)
             bilm, softmax = model.bilm, model.softmax
@@ -51,10 +56,10 @@ def main():
             bilm = None
         for path in dump_embeddings(a.output_dir, vocab.tokens, bilm, softmax):
             print(f'wrote {path}')
-    if a.hdf5:
-        n = dump_token_embeddings(a.vocab_file, source['options_file'], source['weight_file'], a.hdf5,
+    if a.output_file:
+        n = dump_token_embeddings(vocab_file, source['options_file'], source['weight_file'], a.output_file,
                                   params_file=source['params_file'])
-        print(f'wrote {a.hdf5} ({n} token embeddings)')
+        print(f'wrote {a.output_file} ({n} token embeddings)')
 
 
 if __name__ == '__main__':

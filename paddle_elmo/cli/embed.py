@@ -17,7 +17,7 @@ from paddle_elmo.embedder import OUTPUT_FORMATS
 from paddle_elmo.fileio import InputError
 
 
-def main():
+def build_parser():
     p = cli.parser(__doc__.split('\n')[0])
     p.add_argument('input_file', help='one sentence per line, UTF-8, split into tokens by --tokenizer (an empty '
                    'line gives an empty embedding, so that the datasets keep the line numbers)')
@@ -31,16 +31,28 @@ def main():
                    'vocab.txt)')
     g.add_argument('--inference_backend', default='paddle', choices=['paddle', 'onnxruntime'],
                    help="paddle.inference's predictor (inference.json) or onnxruntime (model.onnx)")
-    g.add_argument('--no_onednn', action='store_true',
-                   help="paddle backend: Paddle's own CPU kernels (MKL matmuls) instead of oneDNN's")
+    g.add_argument('--onednn', action=cli.Switch, default=True,
+                   help="paddle backend: oneDNN's CPU kernels (off: Paddle's own, with MKL matmuls)")
     cli.add_device(p)
     p.add_argument('--output_format', default='all', choices=OUTPUT_FORMATS,
                    help='all layers, the top layer, or the average of the layers')
+    for value in OUTPUT_FORMATS:  # allennlp elmo's --all / --top / --average
+        p.add_argument(f'--{value}', action='store_true', help=f'the same as --output_format {value} (allennlp elmo\'s '
+                       'flag)')
     cli.add_tokenizer(p)
-    p.add_argument('--batch_size', type=int, default=64, help='sentences per batch')
-    p.add_argument('--stateful', action='store_true',
-                   help='carry LSTM state across batches (as allennlp elmo did); default stateless')
-    a = p.parse_args()
+    p.add_argument(*cli.option_strings('batch_size'), type=int, default=64, help='sentences per batch')
+    p.add_argument('--stateful', action=cli.Switch, default=False,
+                   help='carry LSTM state across batches (as allennlp elmo did); off: each sentence from a zero state')
+    return p
+
+
+def main(argv=None):
+    a = build_parser().parse_args(argv)
+    chosen = [value for value in OUTPUT_FORMATS if getattr(a, value)]
+    if len(chosen) > 1 or chosen and a.output_format not in ('all', chosen[0]):
+        raise InputError(f'--{chosen[0]} with --{chosen[-1] if len(chosen) > 1 else "output_format " + a.output_format}'
+                         ': give one output format')
+    a.output_format = chosen[0] if chosen else a.output_format
     if a.inference_model:
         if a.init_from_ckpt or a.options_file or a.weight_file or a.vocab_file or a.embedding_weight_file:
             raise InputError('give either --inference_model (an export: its options.json and, for word input, '
@@ -57,7 +69,7 @@ def main():
     if a.inference_model:
         from paddle_elmo.inference import InferenceEmbedder
         embedder = InferenceEmbedder(a.inference_model, backend=a.inference_backend, batch_size=a.batch_size,
-                                     onednn=not a.no_onednn, threads=a.cpu_threads, tokenizer=a.tokenizer)
+                                     onednn=a.onednn, threads=a.cpu_threads, tokenizer=a.tokenizer)
         if embedder.precision != 'float32':  # not ELMoEmbedder's numbers to 1e-4: say so
             print(f'{a.inference_model}: model.onnx is {embedder.precision}', file=sys.stderr)
     else:

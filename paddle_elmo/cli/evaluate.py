@@ -1,8 +1,8 @@
 """Perplexity of a pretrained biLM on held-out data, with the full softmax.
 
+    python run_eval.py --dev_data_path 'data/heldout/*' --init_from_ckpt checkpoints/final  # its recorded vocabulary
     python run_eval.py --dev_data_path 'data/heldout/*' --vocab_file data/vocab-15w.txt \\
-        --init_from_ckpt checkpoints/final
-    python run_eval.py ... --options_file out/options.json --weight_file out/weights.hdf5
+        --options_file out/options.json --weight_file out/weights.hdf5
 
 Reports forward and backward perplexity (exp of each direction's mean per-token loss) and their
 mean as bilm-tf reports it: exp of the mean of the two losses. Every target token of the data
@@ -20,18 +20,24 @@ from paddle_elmo.cli import flags as cli
 from paddle_elmo.lm_batches import EVAL_BATCH_SIZE, EVAL_UNROLL_STEPS
 
 
-def main():
+def build_parser():
     p = cli.parser(__doc__.split('\n')[0])
     p.add_argument('--dev_data_path', required=True, help='held-out files (glob), one sentence per line')
-    p.add_argument('--vocab_file', required=True, help='the vocabulary the model was trained with')
-    cli.add_model_source(p, vocab_flag=False)
+    cli.add_model_source(p, vocab_help='default: the one the model records (a checkpoint\'s recipe.json, or the '
+                         'vocab.txt beside its options.json)')
     cli.add_device(p)
-    p.add_argument('--batch_size', type=int, default=EVAL_BATCH_SIZE, help='rows per batch (changes which targets '
-                   'come first, hence the figure of a --max_tokens evaluation)')
+    p.add_argument(*cli.option_strings('batch_size'), type=int, default=EVAL_BATCH_SIZE, help='rows per batch (changes which targets '
+                   'come first, hence the figure of an --eval_max_tokens evaluation)')
     p.add_argument('--unroll_steps', type=int, default=EVAL_UNROLL_STEPS, help='tokens per row per batch')
-    p.add_argument('--max_tokens', type=int, help='stop after this many target tokens (default: all)')
+    p.add_argument('--eval_max_tokens', type=int, default=0, help='stop after this many target tokens (0: all)')
     p.add_argument('--output_json', help='also write the figures here')
-    a = p.parse_args()
+    return p
+
+
+def main(argv=None):
+    a = build_parser().parse_args(argv)
+    if a.eval_max_tokens < 0:
+        raise cli.InputError(f'--eval_max_tokens must be >= 0 (0: all), got {a.eval_max_tokens}')
     from tqdm import tqdm
     from paddle_elmo.corpus import count_tokens
     from paddle_elmo.lm_batches import iter_eval_batches, target_statistics
@@ -43,17 +49,17 @@ def main():
     use_device(a.device, cpu_threads=a.cpu_threads)
     source = cli.model_source(a)
     counts = count_tokens(a.dev_data_path)  # the data first: a bad glob fails before a model loads
-    vocab = Vocabulary(a.vocab_file)
+    vocab = Vocabulary(cli.model_vocabulary(a))
     model = load_language_model(vocab.size, **source)
     expected = counts['n_tokens'] + counts['n_sentences']  # every word and every sentence end
-    with tqdm(total=min(expected, a.max_tokens or expected), unit='tok', desc='evaluating') as bar:
+    with tqdm(total=min(expected, a.eval_max_tokens or expected), unit='tok', desc='evaluating') as bar:
         result = evaluate(model, iter_eval_batches(a.dev_data_path, vocab, a.batch_size, a.unroll_steps),
-                          a.max_tokens, bar)
+                          a.eval_max_tokens, bar)
     print(f'tokens: {result["n_tokens"]:,}')
     print(f'forward perplexity:  {result["forward_perplexity"]:.3f}')
     print(f'backward perplexity: {result["backward_perplexity"]:.3f}')
     print(f'perplexity (exp of the mean of the two losses, as bilm-tf): {result["perplexity"]:.3f}')
-    if a.max_tokens is None or a.max_tokens >= expected:
+    if not a.eval_max_tokens or a.eval_max_tokens >= expected:
         result.update(bits_per_character(result, target_statistics(a.dev_data_path, vocab)))
         print(f'bits per character: forward {result["forward_bits_per_character"]:.4f}, backward '
               f'{result["backward_bits_per_character"]:.4f}, mean {result["bits_per_character"]:.4f} '

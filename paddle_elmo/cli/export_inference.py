@@ -18,6 +18,7 @@ int64 [batch, time, max_characters_per_token] for a char model, `word_ids` int64
 directory appears, both are run on a few sentences and compared with ELMoEmbedder(stateful=False).
 README.md, "Deploying: Paddle Inference and ONNX", shows how to run them without this repository.
 """
+import argparse
 import os
 import sys
 
@@ -29,19 +30,36 @@ CHECK_SENTENCES = [['The', 'first', 'sentence', '.'], ['Second', 'one', ',', 'a'
                    'the', 'first', ',', 'with', 'antidisestablishmentarianism', '.'], ['中文', 'ünïcode'], ['x']]
 
 
-def main():
+FORMATS = ('paddle', 'onnx')
+
+
+def formats(text):
+    """--formats: 'paddle' or 'paddle,onnx' (the ONNX model is converted from the Paddle program) -> list."""
+    names = [name.strip() for name in text.split(',') if name.strip()]
+    unknown = [name for name in names if name not in FORMATS]
+    if unknown or 'paddle' not in names:
+        raise argparse.ArgumentTypeError(f'expected paddle or paddle,onnx, got {text!r}')
+    return [name for name in FORMATS if name in names]
+
+
+def build_parser():
     p = cli.parser(__doc__.split('\n')[0])
     p.add_argument('--output_dir', required=True,
                    help='directory to write (new, empty, or a previous export, which is replaced)')
     cli.add_model_source(p, bundled_default=True)
-    p.add_argument('--formats', default='paddle,onnx', choices=['paddle,onnx', 'paddle'],
-                   help='paddle: the Paddle Inference program only; paddle,onnx: also model.onnx')
+    p.add_argument('--formats', type=formats, default='paddle,onnx', metavar='paddle[,onnx]',
+                   help='what to write, comma-separated: paddle (the Paddle Inference program, always written), '
+                   'onnx (also model.onnx, converted from it)')
     p.add_argument('--quantize', choices=['int8'], default=None,
                    help='int8: model.onnx dynamically quantized (the LSTMs\' products in int8, for onnxruntime; '
                    'verified at an int8 tolerance); default: none (float32)')
-    p.add_argument('--no_verify', action='store_true',
-                   help='skip running the written models against ELMoEmbedder before the directory appears')
-    a = p.parse_args()
+    p.add_argument('--verify', action=cli.Switch, default=True,
+                   help='run the written models against ELMoEmbedder before the directory appears')
+    return p
+
+
+def main(argv=None):
+    a = build_parser().parse_args(argv)
     source = cli.model_source(a)
     from paddle_elmo.deploy import ExportError, check_output_dir, check_quantizable, export_inference
     from paddle_elmo.static_bilm import check_exportable
@@ -50,15 +68,15 @@ def main():
     from paddle_elmo.runtime import paddle
     # Everything that can be checked before loading what may be a large model.
     check_output_dir(a.output_dir)
-    check_quantizable(a.quantize, a.formats.split(','))
+    check_quantizable(a.quantize, a.formats)
     options_file = model_options_file(**source)
     if os.path.isfile(options_file):  # else load_bilm below says what the model needs
         check_exportable(options=read_json(options_file, 'options file'), source=options_file)
     paddle.set_device('cpu')
     bilm = load_bilm(**source)
     try:
-        result = export_inference(bilm, a.output_dir, formats=a.formats.split(','), options_file=options_file,
-                                  verify_sentences=None if a.no_verify else CHECK_SENTENCES, quantize=a.quantize)
+        result = export_inference(bilm, a.output_dir, formats=a.formats, options_file=options_file,
+                                  verify_sentences=CHECK_SENTENCES if a.verify else None, quantize=a.quantize)
     except ExportError as e:  # a conversion step failed: not the user's mistake, but one line says it
         print(f'error: {e}', file=sys.stderr)
         return 1

@@ -4,7 +4,7 @@
 
 The files load in AllenNLP (`Elmo(options_file, weight_file, ...)`) and in bilm-tf. When the
 checkpoint holds a softmax, it is added as `softmax/W` and `softmax/b` (both readers ignore them;
-run_eval.py uses them for perplexity) unless --without_softmax: embeddings do not need it, and for a
+run_eval.py uses them for perplexity) unless --no_softmax: embeddings do not need it, and for a
 100k vocabulary it is most of the file (pretrained/ was exported that way).
 """
 import os
@@ -12,19 +12,25 @@ import os
 from paddle_elmo.cli import flags as cli
 
 
-def main():
+def build_parser():
     p = cli.parser(__doc__.split('\n')[0])
-    p.add_argument('--init_from_ckpt', required=True, help='checkpoint prefix, e.g. checkpoints/10000')
+    p.add_argument('--init_from_ckpt', required=True, help='checkpoint prefix without suffix, e.g. '
+                   'checkpoints/10000 (the directory holds options.json)')
     p.add_argument('--output_dir', required=True, help='directory for options.json and weights.hdf5')
-    p.add_argument('--without_softmax', action='store_true',
-                   help='leave the softmax out (enough for embeddings and fine-tuning, not for run_eval.py)')
-    a = p.parse_args()
+    p.add_argument('--softmax', action=cli.Switch, default=True,
+                   help='write the checkpoint\'s softmax too (off: enough for embeddings and fine-tuning, not for '
+                   'run_eval.py or run_predict.py)')
+    return p
+
+
+def main(argv=None):
+    a = build_parser().parse_args(argv)
     from paddle_elmo.checkpoints import load_bilm_checkpoint, softmax_of
     from paddle_elmo.hdf5_weights import export_weights
     from paddle_elmo.runtime import paddle
     paddle.set_device('cpu')
     bilm, state = load_bilm_checkpoint(a.init_from_ckpt)
-    export_weights(bilm, a.output_dir, None if a.without_softmax else softmax_of(state))
+    export_weights(bilm, a.output_dir, softmax_of(state) if a.softmax else None)
     print(f'wrote {os.path.join(a.output_dir, "options.json")} and {os.path.join(a.output_dir, "weights.hdf5")}')
 
 

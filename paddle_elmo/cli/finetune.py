@@ -40,23 +40,25 @@ from paddle_elmo.word_vectors import load_vectors, lookup_table
 
 def add_elmo_args(p):
     e = p.add_argument_group('ELMo')
-    e.add_argument('--trainable', action='store_true',
-                   help='fine-tune the biLM at --bilm_lr (recomputed every batch); default: frozen and cached')
+    e.add_argument('--trainable', action=cli.Switch, default=False,
+                   help='fine-tune the biLM at --bilm_lr (recomputed every batch); off: frozen (and cached)')
     e.add_argument('--bilm_lr', type=float, default=2e-5, help='Adam learning rate of the biLM with --trainable')
-    e.add_argument('--layer_norm', action='store_true', help='layer-normalise each biLM layer before mixing')
+    e.add_argument('--layer_norm', action=cli.Switch, default=False,
+                   help='layer-normalise each biLM layer before mixing')
     e.add_argument('--elmo_layer', default='mix', type=_elmo_layer,
                    help='the feature: mix (a learned scalar mix of all layers), top (the top LSTM layer alone, '
                    'bilm-tf\'s use_top_only), or a layer number alone: 0 the token layer (TF-Hub\'s word_emb), '
                    '1, 2 the LSTM layers (lstm_outputs1, lstm_outputs2)')
     e.add_argument('--l2_coef', type=float, default=1e-3,
                    help='L2 penalty on the scalar-mix weights (pulls them toward equal weights)')
-    e.add_argument('--no_cache', action='store_true',
-                   help='frozen biLM: recompute its layers every batch instead of caching them on disk')
+    e.add_argument('--cache', action=cli.Switch, default=True,
+                   help='frozen biLM: compute its layers once and cache them on disk (off: recompute them every batch)')
     e.add_argument('--cache_dir', help='directory for the layer cache (default: the system temp dir); '
                    'the cache is deleted at exit')
     e.add_argument('--bilm_batch_size', type=int, default=64, help='sentences per biLM batch when caching')
-    e.add_argument('--concat_word2vec', help='word2vec file (.bin / .txt): concatenate each token\'s word vector to '
-                   'its ELMo features (the paper\'s use of ELMo); tokens without a vector share one learned vector')
+    e.add_argument(*cli.option_strings('word_vectors'),
+                   help='a word-vector file (word2vec .bin / .txt): concatenate each token\'s vector to its ELMo '
+                   'features (the paper\'s use of ELMo); tokens without a vector share one learned vector')
 
 
 def _elmo_layer(value):
@@ -79,22 +81,26 @@ def check_elmo_args(a):
         raise cli.InputError(f'--l2_coef must be >= 0, got {a.l2_coef}')
     if a.bilm_batch_size < 1:
         raise cli.InputError(f'--bilm_batch_size must be >= 1, got {a.bilm_batch_size}')
-    if a.cache_dir and (a.trainable or a.no_cache):
+    if a.cache_dir and (a.trainable or not a.cache):
         raise cli.InputError('--cache_dir is for the frozen biLM\'s cache; it has no use with '
-                            '--trainable or --no_cache')
-    if a.concat_word2vec and not os.path.isfile(a.concat_word2vec):
-        raise FileNotFoundError(f'{a.concat_word2vec}: --concat_word2vec file not found')
+                             '--trainable or --no_cache')
+    if a.word_vectors and not os.path.isfile(a.word_vectors):
+        raise FileNotFoundError(f'{a.word_vectors}: --word_vectors file not found')
     if a.cache_dir and not os.path.isdir(a.cache_dir):
         raise FileNotFoundError(f'{a.cache_dir}: --cache_dir is not a directory')
 
 
-def main():
+def build_parser():
     p = cli.parser(__doc__.split('\n')[0])
     cli.add_model_source(p, bundled_default=True)
     cli.add_device(p)
     cli.add_tokenizer(p, group=add_protocol_args(p))
     add_elmo_args(p)
-    a = p.parse_args()
+    return p
+
+
+def main(argv=None):
+    a = build_parser().parse_args(argv)
     source = cli.model_source(a)
     check_protocol_args(a)
     check_elmo_args(a)
@@ -115,7 +121,7 @@ def main():
     info = {'model': {k: v for k, v in source.items() if v} or {'bundled': BUNDLED_MODEL_DIR},
             'elmo_layer': 'mix' if a.elmo_layer is None else a.elmo_layer,
             'projection_dim': bilm.projection_dim, 'n_layers': bilm.n_layers + 1, 'trainable': a.trainable,
-            'cached': not (a.trainable or a.no_cache)}
+            'cached': a.cache and not a.trainable}
     cache = None
     try:
         if info['cached']:
@@ -126,10 +132,10 @@ def main():
             print(f'cached {len(data.sentences)} sentences\' biLM layers ({cache.nbytes / 2 ** 20:.0f} MiB) '
                   f'in {info["cache_seconds"]:.1f} s', file=sys.stderr)
         word_table = None
-        if a.concat_word2vec:
-            table, token_ids, stats = lookup_table(data.sentences, load_vectors(a.concat_word2vec))
+        if a.word_vectors:
+            table, token_ids, stats = lookup_table(data.sentences, load_vectors(a.word_vectors))
             word_table = (table, token_ids)
-            info.update(concat_word2vec=a.concat_word2vec, word2vec_dim=table.shape[1], word2vec_oov=stats)
+            info.update(concat_word2vec=a.word_vectors, word2vec_dim=table.shape[1], word2vec_oov=stats)
         build = model_builder(bilm, data.sentences, a.trainable, a.bilm_lr, a.layer_norm, a.l2_coef,
                               a.hidden_dim, a.dropout, cache, a.feature_norm, word_table, a.elmo_layer)
         results = cross_validate(data, folds, build, train_config(a), a.run_folds)

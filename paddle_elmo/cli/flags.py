@@ -19,6 +19,155 @@ from paddle_elmo.tokenizers import TOKENIZERS
 from paddle_elmo.fileio import InputError  # noqa: E402
 
 
+# ---- the vocabulary of flags ----------------------------------------------------------------
+# One name per concept across every command, one meaning per name (README's "Flags" table is made
+# from this by paddle_elmo.cli.update_readme, `make flags-table`; tests/test_flags.py holds every
+# parser to it).
+# name -> (the concept, with its units; aliases: the PaddleNLP example's names where ours differ).
+# A switch is `--NAME` / `--no_NAME` (Switch); its table name is NAME.
+FLAGS = {
+    # the model
+    'init_from_ckpt': ('a checkpoint of ours: DIR/N without the .pdparams suffix (DIR holds options.json); '
+                       'pretrain resumes from it, the other commands load it', ()),
+    'options_file': ('the model as bilm-tf / AllenNLP files: its options.json (with --weight_file)',
+                     ('options-file',)),  # allennlp elmo's spelling
+    'weight_file': ('the model as bilm-tf / AllenNLP files: its weights.hdf5 (with --options_file)',
+                    ('weight-file',)),
+    'vocab_file': ('the model\'s vocabulary file, one token per line, most frequent first (softmax rows and, for '
+                   'word input, embedding rows); predict, eval and dump default to the one the model records', ()),
+    'init_from_weights': ('pretrain: start a new run from the weights in this directory (options.json + '
+                          'weights.hdf5) or "bundled"', ()),
+    'init_options_file': ('pretrain: start a new run from bilm-tf / AllenNLP files: their options.json', ()),
+    'init_weight_file': ('pretrain: start a new run from bilm-tf / AllenNLP files: their weights.hdf5', ()),
+    'inference_model': ('a directory written by export-inference, as the model', ()),
+    'inference_backend': ('what runs an --inference_model: paddle or onnxruntime', ()),
+    'embedding_weight_file': ('an hdf5 of token embeddings (dump --output_file) used in place of the char CNN', ()),
+    # data
+    'train_data_path': ('training corpus files (a glob): one sentence per line, tokens separated by spaces', ()),
+    'dev_data_path': ('held-out corpus files (a glob), for perplexity', ()),
+    'data_dir': ('the classification data: a directory with the positive and negative files', ()),
+    'pos_file': ('the positive sentences\' file in --data_dir', ()),
+    'neg_file': ('the negative sentences\' file in --data_dir', ()),
+    'word_vectors': ('a word-vector file (word2vec .bin/.txt; pretrain also gensim KeyedVectors, .npz): pretrain '
+                     'initialises the word embedding from it, finetune concatenates its vectors to ELMo\'s, '
+                     'word2vec classifies with them', ('pretrained_word2vec_file',)),
+    'prefix': ('a text for the LM to continue (repeatable)', ()),
+    'prefix_file': ('a file of texts for the LM to continue, one per line', ()),
+    'tokenizer': ('how raw text becomes tokens: whitespace, jieba or chars', ()),
+    'tokenization': ('what becomes of the tokenizer\'s tokens (split_clitics or as_is)', ()),
+    # what a command writes
+    'save_dir': ('pretrain\'s run directory: options.json, recipe.json, the checkpoints, the training log', ()),
+    'output_dir': ('the directory the command writes its files to', ()),
+    'output_file': ('the file the command writes (build-vocab: the vocabulary; dump: the token-embedding hdf5; '
+                    'embed: its second argument, the embeddings hdf5)', ()),
+    'output_corpus': ('build-vocab: also write the corpus as counted (segmented), one sentence per line', ()),
+    'output_word_vectors': ('word2vec: write the vectors it trained to this file (.bin)', ()),
+    'output_json': ('also write the results to this JSON file', ()),
+    'output_format': ('embed: which layers go into the hdf5 (all, top or average)', ()),
+    # allennlp elmo's names for --output_format's three values (embed only)
+    'all': ('embed: --output_format all (allennlp elmo\'s flag)', ()),
+    'top': ('embed: --output_format top (allennlp elmo\'s flag)', ()),
+    'average': ('embed: --output_format average (allennlp elmo\'s flag)', ()),
+    'formats': ('export-inference: what to write (paddle, or paddle,onnx)', ()),
+    'embeddings': ('dump: which .npy dumps (softmax, char_cnn)', ()),
+    # the model's settings (pretrain; recorded in options.json)
+    'preset': ('pretrain: a whole model and recipe (original, small, budget) that explicit flags override', ()),
+    'token_input': ('how a token enters the biLM: char, word or word+char', ()),
+    'word_dim': ('word+char input: the word embedding\'s size (floats)', ()),
+    'projection_dim': ('the LSTM projection and token representation size (floats)', ()),
+    'cell_dim': ('LSTM cells per layer', ()),
+    'num_layers': ('LSTM layers per direction', ()),
+    'cell_clip': ('clip LSTM cells to +- this value (0: no clipping)', ()),
+    'proj_clip': ('clip projected LSTM states to +- this value (0: no clipping)', ()),
+    'use_skip_connections': ('residual connections around the LSTM layers after the first', ()),
+    'char_embed_dim': ('the char embedding\'s size (floats)', ()),
+    'cnn_filters': ('the char CNN: a JSON list of [width in chars, filters]', ()),
+    'num_highways': ('highway layers after the char CNN', ()),
+    'activation': ('the char CNN\'s activation: relu or tanh', ()),
+    'max_characters_per_token': ('characters (UTF-8 bytes) per token the char CNN reads, boundary marks included',
+                                 ()),
+    'dropout': ('dropout probability (pretrain: the biLM\'s; classifiers: on the features and the hidden layer)',
+                ()),
+    # training
+    'batch_size': ('examples per batch: sentences, or for the LM rows of --unroll_steps tokens',
+                   ('batch-size',)),  # allennlp elmo's spelling
+    'unroll_steps': ('tokens per row of an LM batch (the BPTT window)', ()),
+    'n_train_tokens': ('training tokens per epoch', ()),
+    'n_negative_samples': ('sampled-softmax candidates per batch (words)', ()),
+    'optimizer': ('pretrain\'s optimizer: adagrad or adam', ()),
+    'lr': ('the learning rate (pretrain: the biLM\'s; classifiers: the head\'s and the scalar mix\'s)', ()),
+    'warmup_steps': ('adam: linear learning-rate warm-up, in steps', ()),
+    'max_grad_norm': ('clip the global gradient norm to this value', ()),
+    'reset_state_at_sentence_start': ('a row that starts a sentence starts from a zero LSTM state', ()),
+    'freeze_word_embeddings': ('keep the word embedding as it starts', ()),
+    'freeze_bilm': ('train the softmax only, the biLM fixed', ()),
+    'seed': ('the random seed: the same seed repeats a run on one machine', ()),
+    'epochs': ('passes over the training data (classifiers: at most, per fold)', ()),
+    'max_steps': ('stop training after this many steps (batches) in all', ()),
+    'max_minutes': ('stop this run after this many minutes of training, with a checkpoint that resumes', ()),
+    'nproc_per_node': ('pretrain: launch this many processes on this machine (paddle.distributed.launch)', ()),
+    'save_freq': ('write a checkpoint every N steps (batches)', ()),
+    'log_freq': ('log the running training loss every N steps (batches)', ('logging_step',)),
+    'quiet': ('no progress bars or per-epoch lines', ()),
+    # evaluation
+    'eval_freq': ('evaluate on --dev_data_path every N steps (batches)', ()),
+    'eval_minutes': ('evaluate on --dev_data_path every this many minutes of training', ()),
+    'eval_max_tokens': ('target tokens of --dev_data_path an evaluation reads (0: all)', ()),
+    # classification (finetune, word2vec)
+    'folds': ('k of the k-fold cross-validation', ()),
+    'run_folds': ('run only these folds (1-based) of --folds', ()),
+    'dev_fraction': ('share (0 to 1) of each training fold held out for early stopping', ()),
+    'patience': ('stop after this many epochs without a better dev accuracy', ()),
+    'weight_decay': ('Adam\'s L2 regularisation coefficient', ()),
+    'max_seq_len': ('cut each sentence to this many tokens, counting ELMo\'s <S> and </S>', ()),
+    'hidden_dim': ('the classifier\'s hidden layer size (0: a linear classifier)', ('sent_embedding_dim',)),
+    'feature_norm': ('how the mean feature vector is normalised before the classifier', ()),
+    'trainable': ('fine-tune the biLM rather than keep it frozen', ()),
+    'bilm_lr': ('the learning rate of the biLM when --trainable', ()),
+    'layer_norm': ('layer-normalise each biLM layer before the scalar mix', ()),
+    'elmo_layer': ('the ELMo feature: mix, top or one layer number', ()),
+    'l2_coef': ('L2 penalty on the scalar-mix weights', ()),
+    'cache': ('compute a frozen biLM\'s layers once and cache them on disk', ()),
+    'cache_dir': ('the directory for the layer cache', ()),
+    'bilm_batch_size': ('sentences per biLM batch when caching its layers', ()),
+    # word2vec
+    'min_count': ('drop words seen fewer than this many times in the corpus', ()),
+    'max_vocab_size': ('keep at most this many words, the most frequent (0: no limit)', ()),
+    'train_max_tokens': ('train on only the first N tokens of --train_data_path (0: all)', ()),
+    'oov': ('word2vec: what tokens without a vector become (unk or skip)', ()),
+    'w2v_dim': ('word2vec training: the vector size (floats)', ()),
+    'w2v_window': ('word2vec training: the largest distance of a context word (tokens)', ()),
+    'w2v_negative': ('word2vec training: negative samples per pair', ()),
+    'w2v_sample': ('word2vec training: the frequent-word downsampling threshold', ()),
+    'w2v_epochs': ('word2vec training: passes over the corpus', ()),
+    # embedding, export, prediction, the demo
+    'stateful': ('carry the LSTM state across batches, as allennlp elmo', ()),
+    'onednn': ('the paddle backend runs oneDNN\'s CPU kernels', ()),
+    'softmax': ('export-weights: write the checkpoint\'s softmax too', ()),
+    'verify': ('export-inference: check the written models against ELMoEmbedder', ()),
+    'quantize': ('export-inference: int8 writes model.onnx dynamically quantized (its LSTMs\' products in int8, for '
+                 'onnxruntime); default: float32', ()),
+    'special_tokens': ('build-vocab: write <S>, </S>, <UNK> first', ()),
+    'direction': ('which LM predicts: forward (the next word) or backward (the previous one)', ()),
+    'top_k': ('the most likely words shown per prefix', ()),
+    'unk': ('<UNK> may be predicted and sampled like any other word', ()),
+    'sample': ('continuations sampled per prefix', ()),
+    'temperature': ('the sampling temperature', ()),
+    'sample_max_tokens': ('a sampled continuation stops after this many tokens', ()),
+    'zh': ('demo: the Chinese sense demo with the --init_from_ckpt model', ()),
+    # the process
+    'device': ('cpu or gpu', ()),
+    'cpu_threads': ('threads per process on the CPU', ()),
+}
+# Option strings every parser has that are not flags of ours.
+ARGPARSE_OPTIONS = ('-h', '--help')
+
+
+def option_strings(name):
+    """A flag's option strings: --NAME, then its aliases (accepted wherever NAME is, shown in --help)."""
+    return [f'--{name}'] + [f'--{alias}' for alias in FLAGS[name][1]]
+
+
 class _OneLineErrors(argparse.ArgumentParser):
     """argparse, with a bad flag reported as one line (argparse prints the whole usage first)."""
 
@@ -26,34 +175,76 @@ class _OneLineErrors(argparse.ArgumentParser):
         self.exit(2, f'error: {message} (see {self.prog} --help)\n')
 
 
-class _DefaultsHelp(argparse.ArgumentDefaultsHelpFormatter):
-    """Shows a flag's default, except None (the help says what no value means) and False (a switch)."""
+class Switch(argparse.Action):
+    """An on/off setting: `--X` turns it on, `--no_X` off (argparse's BooleanOptionalAction, with
+    the underscore of every other flag). The one style for every switch of every command."""
+
+    def __init__(self, option_strings, dest, default=None, required=False, help=None, choices=None):
+        if choices is not None:
+            raise ValueError(f'{option_strings}: a switch has no choices')
+        strings = []
+        for s in option_strings:
+            strings.append(s)
+            if s.startswith('--'):
+                strings.append(f'--no_{s[2:]}')
+        super().__init__(option_strings=strings, dest=dest, nargs=0, default=default, required=required, help=help)
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        setattr(namespace, self.dest, not option_string.startswith('--no_'))
+
+    def format_usage(self):
+        return ' | '.join(self.option_strings)
+
+
+def shown_default(action):
+    """How --help shows a flag's default: on/off for a switch, a list's items, '' quoted -> text, or
+    None when there is nothing to show (the default is None: the help says what no value means)."""
+    default = action.default
+    if default is None or default is argparse.SUPPRESS:
+        return None
+    if isinstance(action, Switch) or (action.nargs == 0 and isinstance(default, bool)):
+        return 'on' if default else 'off'
+    if isinstance(default, (list, tuple)):
+        return ' '.join(map(str, default))
+    if default == '':
+        return "''"
+    return str(default)
+
+
+class _DefaultsHelp(argparse.HelpFormatter):
+    """Shows every flag's default (0 and empty included; on/off for a switch), except None (the help
+    says what no value means) and a help text that states its own."""
 
     def _get_help_string(self, action):
-        if action.default in (None, False) or '(default' in (action.help or ''):
-            return action.help
-        return super()._get_help_string(action)
+        text = action.help or ''
+        shown = shown_default(action)
+        if shown is None or '(default' in text:
+            return text
+        return f'{text} (default: {shown.replace("%", "%%")})'
 
 
 def parser(description):
     return _OneLineErrors(description=description, formatter_class=_DefaultsHelp)
 
 
-def add_model_source(p, bundled_default=False, vocab_flag=True):
+VOCAB_HELP = ('the model\'s vocabulary: one token per line, most frequent first (line i = softmax row i and, for a '
+              'word model, embedding row i: in bilm-tf one file)')
+
+
+def add_model_source(p, bundled_default=False, vocab_help=None):
     """Where the biLM comes from: our checkpoint prefix, or bilm-tf/AllenNLP files; with
-    bundled_default, neither means the model bundled in pretrained/. vocab_flag: add --vocab_file,
-    a word model's input vocabulary (scripts with their own --vocab_file, the softmax's, pass
-    False: for a word model the two are one vocabulary, as in bilm-tf)."""
+    bundled_default, neither means the model bundled in pretrained/. --vocab_file is the model's
+    vocabulary (vocab_help: what this command does with it, and when it may be left out)."""
     title = 'model (a checkpoint of ours, or bilm-tf / AllenNLP files'
     g = p.add_argument_group(title + ('; neither: the bundled model in pretrained/)' if bundled_default else ')'))
     g.add_argument('--init_from_ckpt', help='checkpoint prefix without suffix, e.g. checkpoints/10000 '
                    '(the directory holds options.json)')
-    g.add_argument('--options_file', help='bilm-tf / AllenNLP options.json')
-    g.add_argument('--weight_file', help='bilm-tf / AllenNLP weights.hdf5')
-    if vocab_flag:
-        g.add_argument('--vocab_file', help='a word or word+char model given as bilm-tf files: its input vocabulary '
-                       '(line i = embedding row i); our checkpoints and exports carry theirs (vocab.txt)')
+    g.add_argument(*option_strings('options_file'), help='bilm-tf / AllenNLP options.json (with --weight_file)')
+    g.add_argument(*option_strings('weight_file'), help='bilm-tf / AllenNLP weights.hdf5 (with --options_file)')
+    g.add_argument('--vocab_file', help=f'{VOCAB_HELP}; ' + (vocab_help or 'needed here only for a word or word+char '
+                   'model given as bilm-tf files: our checkpoints and exports carry theirs (vocab.txt)'))
     p.set_defaults(_model_source_required=not bundled_default)
+    return g
 
 
 def model_source(args):
@@ -66,12 +257,27 @@ def model_source(args):
     return dict(params_file=ckpt, options_file=opts, weight_file=weights, vocab_file=getattr(args, 'vocab_file', None))
 
 
-def check_files_flags(other_flag, other, options_file, weight_file):
-    """--options_file and --weight_file go together, and not with --`other_flag` (given as `other`)."""
+def model_vocabulary(args):
+    """The model's vocabulary file (model_source must have accepted `args`): --vocab_file, else the one
+    the model records (a checkpoint's recipe.json, or the vocab.txt beside its options.json) -> path;
+    InputError naming what is missing when there is none."""
+    if args.vocab_file:
+        return args.vocab_file
+    from paddle_elmo.model_io import recorded_vocabulary_file
+    path, checked = recorded_vocabulary_file(args.init_from_ckpt, args.options_file)
+    if path is None:
+        raise InputError(f'no vocabulary: give --vocab_file (the one the model was trained with); {checked}')
+    return path
+
+
+def check_files_flags(other_flag, other, options_file, weight_file, prefix=''):
+    """--`prefix`options_file and --`prefix`weight_file go together, and not with --`other_flag` (given
+    as `other`)."""
+    options, weights = f'--{prefix}options_file', f'--{prefix}weight_file'
     if other and (options_file or weight_file):
-        raise InputError(f'give either --{other_flag} or --options_file with --weight_file, not both')
+        raise InputError(f'give either --{other_flag} or {options} with {weights}, not both')
     if (options_file is None) != (weight_file is None):
-        raise InputError('--options_file and --weight_file go together')
+        raise InputError(f'{options} and {weights} go together')
 
 
 def add_tokenizer(p, model_default=True, group=None):
@@ -92,12 +298,14 @@ def _positive_int(text):
     return int(text)
 
 
-def add_device(p):
+def add_device(p, threads_note=''):
+    """--device and --cpu_threads; threads_note: what else no --cpu_threads means in this command."""
     p.add_argument('--device', default='cpu', choices=['cpu', 'gpu'],
                    help='cpu, or gpu (needs paddlepaddle-gpu)')
     p.add_argument('--cpu_threads', type=_positive_int,
-                   help=f'threads per process on CPU (default here: {runtime.default_threads()}: $OMP_NUM_THREADS if set, '
-                   'else the available cores divided by the ranks launched on this machine). On AMD processors '
+                   help=f'threads per process on CPU (default: {runtime.default_threads()} here: $OMP_NUM_THREADS if '
+                   f'set, else the available cores divided by the ranks launched on this machine{threads_note}). On '
+                   'AMD processors '
                    'MKL_DEBUG_CPU_TYPE=5 is set unless you set it (Paddle\'s MKL then runs its AVX2 path, ~3x faster)')
 
 
@@ -117,8 +325,8 @@ def run(main):
 # ---- pretraining: one flag per config field --------------------------------------------------
 
 DATA_FIELDS = ('train_data_path', 'vocab_file', 'dev_data_path', 'n_train_tokens', 'word_vectors')
-# --preset has its own help; the others are recorded, not chosen (run_pretrain.py's --init_from_weights
-# and --options_file / --weight_file set the last two).
+# --preset has its own help; world_size is recorded, not chosen; the last two have flags of their own
+# beside --init_from_weights (the fields' help says what they record).
 NOT_FLAGS = ('preset', 'world_size', 'init_options_file', 'init_weight_file')
 CHOICES = {'optimizer': OPTIMIZERS, 'activation': ('relu', 'tanh'), 'token_input': TOKEN_INPUTS,
            'tokenizer': TOKENIZERS}
@@ -129,15 +337,21 @@ def _flag_type(annotation):
     args = [t for t in typing.get_args(annotation) if t is not type(None)]
     base = args[0] if typing.get_origin(annotation) is typing.Union else annotation
     if base is bool:
-        return {'action': argparse.BooleanOptionalAction}
+        return {'action': Switch}
     if typing.get_origin(base) is list:
         return {'type': json.loads}
     return {'type': base}
 
 
+def _shown(value):
+    """A config value as --help shows it: on/off for a switch, JSON for a list."""
+    if isinstance(value, bool):
+        return 'on' if value else 'off'
+    return json.dumps(value) if isinstance(value, list) else str(value)
+
+
 def _preset_help(name, text):
-    values = ', '.join(f'{preset} {json.dumps(values[name]) if isinstance(values[name], list) else values[name]}'
-                       for preset, values in PRESETS.items())
+    values = ', '.join(f'{preset} {_shown(values[name])}' for preset, values in PRESETS.items())
     return f'{text} (default from --preset: {values})'
 
 
@@ -150,14 +364,15 @@ def add_config_flags(group, config_class, names):
         text = f.metadata['help']
         if f.name in PRESETS['original']:
             text = _preset_help(f.name, text)
-        elif f.default is not dataclasses.MISSING and f.default is not None and f.default is not False:
-            text += f' (default: {f.default})'
-        group.add_argument(f'--{f.name}', choices=CHOICES.get(f.name), help=text, **_flag_type(f.type))
+        elif f.default is not dataclasses.MISSING and f.default is not None:
+            text += f' (default: {_shown(f.default)})'
+        group.add_argument(*option_strings(f.name), choices=CHOICES.get(f.name), help=text, **_flag_type(f.type))
 
 
 def given_settings(a):
     """{field: value} of the config flags given on the command line (both configs, field order)."""
-    names = [f.name for cls in (ModelConfig, Recipe) for f in dataclasses.fields(cls)]
+    names = [f.name for cls in (ModelConfig, Recipe) for f in dataclasses.fields(cls)
+             if f.name == 'preset' or f.name not in NOT_FLAGS]
     return {name: getattr(a, name) for name in names if getattr(a, name, None) is not None}
 
 
@@ -183,14 +398,50 @@ def pretrain_parser():
                    '(a budget for this run: resuming does not inherit it)')
     t.add_argument('--save_dir', help='where options.json, recipe.json and checkpoints go (default: checkpoints, '
                    'or the resumed checkpoint\'s directory)')
-    t.add_argument('--init_from_ckpt', help='resume from DIR/N (model, optimizer, step, data position, and every '
-                   'setting not given)')
+    t.add_argument('--init_from_ckpt', help='resume from checkpoint DIR/N, a prefix without suffix (model, optimizer, '
+                   'step, data position, and every setting not given)')
     w = p.add_argument_group('start from pretrained weights (domain adaptation: a new run, a fresh optimizer)')
     w.add_argument('--init_from_weights', help='a directory with options.json + weights.hdf5 (an export of ours, '
                    'the official ELMo files renamed so) or "bundled" (pretrained/): the biLM from its weights, the '
                    'softmax from softmax/W and softmax/b when it has them and they have the vocabulary\'s size, '
                    'else new')
-    w.add_argument('--options_file', help='with --weight_file: bilm-tf / AllenNLP files to start from')
-    w.add_argument('--weight_file', help='with --options_file')
+    w.add_argument('--init_options_file', help='with --init_weight_file: the options.json of bilm-tf / AllenNLP '
+                   'files to start from')
+    w.add_argument('--init_weight_file', help='with --init_options_file: their weights.hdf5')
     add_device(p)
     return p
+
+
+# ---- the flag table in README.md ---------------------------------------------------------------
+
+README_START, README_END = '<!-- flags:start -->', '<!-- flags:end -->'
+
+
+def flag_uses(parsers):
+    """-> ({table name: [subcommands]}, {names that are switches}) over the parsers' options."""
+    uses, switches = {}, set()
+    for command, p in parsers.items():
+        for action in p._actions:
+            names = [s for s in action.option_strings if s not in ARGPARSE_OPTIONS]
+            if names:
+                uses.setdefault(names[0][2:], []).append(command)
+                if isinstance(action, Switch):
+                    switches.add(names[0][2:])
+            elif not action.option_strings and action.dest in FLAGS:  # a positional argument of that name
+                uses.setdefault(action.dest, []).append(f'{command} (argument)')
+    return uses, switches
+
+
+def flags_markdown(parsers):
+    """README's flag table, made from FLAGS and the parsers ({subcommand: parser}: which commands
+    take each flag); paddle_elmo.cli.update_readme writes it between the markers."""
+    import re
+    uses, switches = flag_uses(parsers)
+    rows = ['| flag | meaning (units) | commands |', '| --- | --- | --- |']
+    for name, (concept, aliases) in FLAGS.items():
+        shown = f'`--{name}`' + (f' / `--no_{name}`' if name in switches else '')
+        if aliases:
+            shown += ' (also ' + ', '.join(f'`--{alias}`' for alias in aliases) + ')'
+        concept = re.sub(r'(</?[A-Z]+>)', r'`\1`', concept)
+        rows.append(f'| {shown} | {concept} | {", ".join(uses.get(name, []))} |')
+    return '\n'.join(rows) + '\n'

@@ -2,7 +2,7 @@
 
 As lm_1b's `sample` mode: the forward LM predicts the next word, the backward LM the previous one.
 
-    python run_predict.py --vocab_file vocab.txt --init_from_ckpt checkpoints/final --prefix 'the cat'
+    python run_predict.py --init_from_ckpt checkpoints/final --prefix 'the cat'   # the vocabulary it records
     python run_predict.py ... --prefix 'on the mat .' --direction backward --top_k 5
     python run_predict.py ... --prefix_file prefixes.txt --sample 3 --temperature 0.8 --output_json out.json
 
@@ -12,7 +12,9 @@ another) and read after `<S>`: the forward LM has read `<S> w1 .. wn` and predic
 predicts the word before w1 (`<S>`: the sentence starts). An empty prefix is the sentence boundary
 alone. Probabilities are the full softmax's, so -log(prob) is the loss
 run_eval.py counts for that word in that context. The model needs its softmax: a checkpoint of
-ours, or hdf5 weights exported with it (export_weights.py without --without_softmax).
+ours, or hdf5 weights exported with it (export_weights.py without --no_softmax). The vocabulary is
+--vocab_file, or the one the model records (a checkpoint's recipe.json, or the vocab.txt beside
+its options.json).
 """
 import os
 
@@ -20,10 +22,10 @@ from paddle_elmo.cli import flags as cli
 from paddle_elmo.fileio import InputError, iter_lines
 
 
-def main():
+def build_parser():
     p = cli.parser(__doc__.split('\n')[0])
-    p.add_argument('--vocab_file', required=True, help='the vocabulary the model was trained with')
-    cli.add_model_source(p, vocab_flag=False)
+    cli.add_model_source(p, vocab_help='default: the one the model records (a checkpoint\'s recipe.json, or the '
+                         'vocab.txt beside its options.json)')
     cli.add_device(p)
     p.add_argument('--prefix', action='append',
                    help='text to continue (repeatable); with --direction backward, the text to precede')
@@ -32,17 +34,21 @@ def main():
     p.add_argument('--direction', default='forward', choices=['forward', 'backward'],
                    help='forward: the next word after the prefix; backward: the word before it')
     p.add_argument('--top_k', type=int, default=10, help='most likely words shown per prefix (0: none)')
-    p.add_argument('--no_unk', action='store_true',
-                   help='never predict or sample <UNK> (by default it is a word like any other: it stands for '
-                   'every word outside the vocabulary, and a sampled one appears as "<UNK>" in the text)')
+    p.add_argument('--unk', action=cli.Switch, default=True,
+                   help='predict and sample <UNK> like any other word: it stands for every word outside the '
+                   'vocabulary, and a sampled one appears as "<UNK>" in the text (off: never)')
     p.add_argument('--sample', type=int, default=0, metavar='N', help='also sample N continuations per prefix')
     p.add_argument('--temperature', type=float, default=1.0,
                    help='sampling temperature: below 1 sharper (towards the most likely word), above 1 flatter')
-    p.add_argument('--max_words', type=int, default=30,
-                   help='a sample stops after this many words unless the sentence boundary comes first')
+    p.add_argument('--sample_max_tokens', type=int, default=30,
+                   help='a sample stops after this many tokens unless the sentence boundary comes first')
     p.add_argument('--seed', type=int, default=0, help='the same seed gives the same samples')
     p.add_argument('--output_json', help='also write {"predictions": [...], "samples": [...]} here')
-    a = p.parse_args()
+    return p
+
+
+def main(argv=None):
+    a = build_parser().parse_args(argv)
     if a.top_k < 0 or a.sample < 0 or not (a.top_k or a.sample):
         raise InputError(f'--top_k and --sample must be >= 0 and not both 0, got {a.top_k} and {a.sample}')
     prefixes = list(a.prefix or [])
@@ -59,20 +65,21 @@ def main():
     from paddle_elmo.predict import Predictor
     use_device(a.device, cpu_threads=a.cpu_threads)
     source = cli.model_source(a)
-    vocab = Vocabulary(a.vocab_file)
+    vocab = Vocabulary(cli.model_vocabulary(a))
     predictor = Predictor(load_language_model(vocab.size, **source), vocab, a.tokenizer)
     result = {'predictions': [], 'samples': []}
     for prefix in prefixes:
         shown = f'{prefix} ___' if a.direction == 'forward' else f'___ {prefix}'
         if a.top_k:
-            top = predictor.top(prefix, a.top_k, a.direction, a.no_unk)
+            top = predictor.top(prefix, a.top_k, a.direction, not a.unk)
             result['predictions'].append({'prefix': prefix, 'direction': a.direction,
                                           'top': [{'word': w, 'prob': prob} for w, prob in top]})
             print(f'{a.direction}: {shown.strip()}')
             for word, prob in top:
                 print(f'  {prob:.4f}  {word}')
         if a.sample:
-            samples = predictor.sample(prefix, a.sample, a.temperature, a.max_words, a.seed, a.direction, a.no_unk)
+            samples = predictor.sample(prefix, a.sample, a.temperature, a.sample_max_tokens, a.seed, a.direction,
+                                       not a.unk)
             for i, words in enumerate(samples, 1):
                 text = predictor.sample_text(prefix, words, a.direction)
                 result['samples'].append({'prefix': prefix, 'direction': a.direction, 'text': text})

@@ -31,13 +31,14 @@ def read_configs(a):
     given = cli.given_settings(a)
     if a.preset is not None:
         given['preset'] = a.preset
-    from_weights = a.init_from_weights or a.options_file or a.weight_file
+    from_weights = a.init_from_weights or a.init_options_file or a.init_weight_file
     if a.init_from_ckpt and from_weights:
-        raise cli.InputError('give --init_from_ckpt (resume a run) or --init_from_weights / --options_file '
+        raise cli.InputError('give --init_from_ckpt (resume a run) or --init_from_weights / --init_options_file '
                              '(start a new one from weights), not both')
     if from_weights:
-        cli.check_files_flags('init_from_weights', a.init_from_weights, a.options_file, a.weight_file)
-        options_file, weight_file = weights_files(a.init_from_weights, a.options_file, a.weight_file)
+        cli.check_files_flags('init_from_weights', a.init_from_weights, a.init_options_file, a.init_weight_file,
+                              prefix='init_')
+        options_file, weight_file = weights_files(a.init_from_weights, a.init_options_file, a.init_weight_file)
         model, recipe = for_weights(read_model_config(options_file), given, options_file)
         recipe = dataclasses.replace(recipe, init_options_file=options_file, init_weight_file=weight_file)
         save_dir = a.save_dir or 'checkpoints'
@@ -69,16 +70,20 @@ def read_configs(a):
     return model, recipe, save_dir
 
 
-def main():
+def build_parser():
     p = cli.pretrain_parser()
     p.add_argument('--nproc_per_node', type=int, help='run this many processes on this machine under '
                    'paddle.distributed.launch (one per GPU with --device gpu; on CPU the cores are divided among '
                    'them); the launch logs go to SAVE_DIR/launch_logs. Default: this one process (or, started by '
                    'paddle.distributed.launch, the ranks it launched)')
-    a = p.parse_args()
+    return p
+
+
+def main(argv=None):
+    a = build_parser().parse_args(argv)
     if a.nproc_per_node is not None:
-        return launch(a.nproc_per_node, sys.argv[1:], a.save_dir or a.init_from_ckpt and checkpoint_dir(
-            a.init_from_ckpt) or 'checkpoints')
+        return launch(a.nproc_per_node, sys.argv[1:] if argv is None else list(argv), a.save_dir or
+                      a.init_from_ckpt and checkpoint_dir(a.init_from_ckpt) or 'checkpoints')
     if a.max_minutes is not None and not a.max_minutes > 0:
         raise cli.InputError(f'--max_minutes must be > 0, got {a.max_minutes}')
     model_config, recipe, save_dir = read_configs(a)

@@ -5,6 +5,7 @@ import sys
 
 from paddle_elmo.classifier import (BOUNDARY_TOKENS, FEATURE_NORMS, TOKENIZATIONS, TrainConfig, format_table,
                                     read_polarity, summarize)
+from paddle_elmo.cli.flags import option_strings
 from paddle_elmo.fileio import InputError, write_json_atomic
 
 
@@ -32,14 +33,14 @@ def add_protocol_args(p, data_required=True):
                    help="what becomes of the --tokenizer's tokens: split_clitics: it's -> it 's, doesn't -> "
                         "doesn 't (as in the pretraining corpus); as_is: unchanged")
     t = p.add_argument_group('protocol and classifier')
-    t.add_argument('--folds', type=int, default=10, help='k-fold cross-validation; 1: one split (10%% test)')
+    t.add_argument('--folds', type=int, default=10, help='k of the k-fold cross-validation; 1: one split (10%% test)')
     t.add_argument('--run_folds', type=int, nargs='+', help='run only these folds (1-based) of the --folds: the '
                    'same folds, seeds and results as in the full run, e.g. 1 for a quick check on fold 1')
     t.add_argument('--dev_fraction', type=float, default=0.1,
-                   help='share of each training fold held out for early stopping')
+                   help='share (0 to 1) of each training fold held out for early stopping')
     t.add_argument('--seed', type=int, default=1, help='fixes folds, initialisation, batch order and dropout')
-    t.add_argument('--batch_size', type=int, default=32, help='sentences per training batch')
-    t.add_argument('--epochs', type=int, default=20, help='maximum epochs per fold')
+    t.add_argument(*option_strings('batch_size'), type=int, default=32, help='sentences per training batch')
+    t.add_argument('--epochs', type=int, default=20, help='maximum epochs (passes over the training fold) per fold')
     t.add_argument('--patience', type=int, default=3, help='stop after this many epochs without a better dev accuracy')
     t.add_argument('--lr', type=float, default=1e-3, help='Adam learning rate of the classifier (and scalar mix)')
     t.add_argument('--weight_decay', type=float, default=0.0, help='Adam L2 regularisation coefficient '
@@ -47,12 +48,14 @@ def add_protocol_args(p, data_required=True):
     t.add_argument('--max_seq_len', type=int, help='cut sentences to this many tokens, counting ELMo\'s <S> and '
                    '</S> (as the PaddleNLP example): each keeps its first max_seq_len - 2 tokens, in both scripts; '
                    'how many were cut is reported. Default: no limit, nothing is cut')
-    t.add_argument('--logging_step', type=int, default=0, help='print the running training loss every this many '
-                   'batches (0: once per epoch)')
-    t.add_argument('--hidden_dim', '--sent_embedding_dim', dest='hidden_dim', type=int, default=256,
+    t.add_argument(*option_strings('log_freq'), type=int, default=0,
+                   help='print the running training loss every N steps (batches; 0: once per epoch); --logging_step '
+                   'is the PaddleNLP example\'s name for it')
+    t.add_argument(*option_strings('hidden_dim'), type=int, default=256,
                    help='MLP hidden size (0: a linear classifier); --sent_embedding_dim is the PaddleNLP '
                    'example\'s name for it')
-    t.add_argument('--dropout', type=float, default=0.2, help='dropout on the token features and the hidden layer')
+    t.add_argument('--dropout', type=float, default=0.2, help='dropout probability on the token features and the hidden '
+                   'layer')
     t.add_argument('--feature_norm', default='batchnorm', choices=FEATURE_NORMS,
                    help='batchnorm: standardize each dimension of the mean feature vector before the MLP')
     t.add_argument('--output_json', help='write the results here (accuracy_mean, accuracy_std, '
@@ -74,8 +77,8 @@ def check_protocol_args(a):
         raise InputError(f'--lr must be > 0, got {a.lr}')
     if not a.weight_decay >= 0:
         raise InputError(f'--weight_decay must be >= 0, got {a.weight_decay}')
-    if a.logging_step < 0:
-        raise InputError(f'--logging_step must be >= 0, got {a.logging_step}')
+    if a.log_freq < 0:
+        raise InputError(f'--log_freq must be >= 0, got {a.log_freq}')
     for k in a.run_folds or ():
         if not 1 <= k <= a.folds:
             raise InputError(f'--run_folds: fold {k} is not among the {a.folds} folds (1 to {a.folds})')
@@ -86,7 +89,7 @@ def check_protocol_args(a):
 
 def train_config(a):
     return TrainConfig(lr=a.lr, batch_size=a.batch_size, epochs=a.epochs, patience=a.patience, seed=a.seed,
-                       progress=not a.quiet, weight_decay=a.weight_decay, logging_step=a.logging_step)
+                       progress=not a.quiet, weight_decay=a.weight_decay, logging_step=a.log_freq)
 
 
 def runs_on_this_rank(script):
