@@ -21,6 +21,7 @@ BiLM's own parameters; each LSTM layer's time loop (both directions in one body)
 which paddle2onnx turns into an ONNX Loop.
 """
 import json
+import logging
 import os
 import shutil
 import sys
@@ -38,6 +39,8 @@ from paddle_elmo.tokenizers import model_tokenizer
 from paddle_elmo.embedder import SentenceEmbedder
 from paddle_elmo.hdf5_weights import model_options
 from paddle_elmo.run_configs import VOCAB_FILE, read_input_vocabulary, read_json, read_model_config, write_input_vocabulary
+
+log = logging.getLogger(__name__)
 from paddle_elmo.fileio import InputError
 
 CHAR_INPUT, WORD_INPUT = 'char_ids', 'word_ids'
@@ -390,15 +393,15 @@ def _drop_unused_constants(graph):
 
 class _quiet_native_output:
     """Silence stdout/stderr at the file-descriptor level (Paddle's and paddle2onnx's C++ log there);
-    what was written is shown if the block fails, and kept in .output."""
+    what was written is logged (ERROR) if the block fails, and kept in .output."""
 
     def __enter__(self):
         sys.stdout.flush()
         sys.stderr.flush()
-        self.log = tempfile.TemporaryFile()
+        self.file = tempfile.TemporaryFile()
         self.saved = [os.dup(1), os.dup(2)]
-        os.dup2(self.log.fileno(), 1)
-        os.dup2(self.log.fileno(), 2)
+        os.dup2(self.file.fileno(), 1)
+        os.dup2(self.file.fileno(), 2)
         return self
 
     def __exit__(self, *exc):
@@ -407,11 +410,11 @@ class _quiet_native_output:
         for fd, saved in zip((1, 2), self.saved):
             os.dup2(saved, fd)
             os.close(saved)
-        self.log.seek(0)
-        self.output = self.log.read().decode(errors='replace')
-        self.log.close()
-        if exc[0] is not None:
-            sys.stderr.write(self.output)
+        self.file.seek(0)
+        self.output = self.file.read().decode(errors='replace')
+        self.file.close()
+        if exc[0] is not None and self.output.strip():
+            log.error('the output of the step that failed:\n%s', self.output.rstrip())
         return False
 
 
