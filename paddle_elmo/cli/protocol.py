@@ -97,8 +97,9 @@ def runs_on_this_rank(script):
     import paddle.distributed as dist
     rank, world_size = dist.get_rank(), dist.get_world_size()
     if world_size > 1:
-        log.info('%s: %d ranks launched; rank 0 runs all folds, the others exit (this is rank %d)', script,
-                 world_size, rank)
+        # a warning: the launch does not do what it may seem to (every rank logs it, rank 0 alone the rest)
+        log.warning('%s: %d ranks launched; rank 0 runs all folds, the others exit (this is rank %d)', script,
+                    world_size, rank)
     return rank == 0
 
 
