@@ -48,6 +48,7 @@ def main():
             raise InputError('--stateful: an exported model is stateless (export_inference.py)')
         if a.device != 'cpu':
             raise InputError('--inference_model runs on the CPU here; use --device cpu')
+    source = None if a.inference_model else cli.model_source(a)  # a bad combination fails before the log starts
     from paddle_elmo import ELMoEmbedder, use_device
     # The same process set-up either way: threads, MKL's AVX2 path (the predictor without oneDNN
     # multiplies with MKL), malloc keeping freed blocks.
@@ -57,7 +58,7 @@ def main():
         embedder = InferenceEmbedder(a.inference_model, backend=a.inference_backend, batch_size=a.batch_size,
                                      onednn=not a.no_onednn, threads=a.cpu_threads, tokenizer=a.tokenizer)
     else:
-        embedder = ELMoEmbedder(**cli.model_source(a), batch_size=a.batch_size, stateful=a.stateful,
+        embedder = ELMoEmbedder(**source, batch_size=a.batch_size, stateful=a.stateful,
                                 embedding_weight_file=a.embedding_weight_file, tokenizer=a.tokenizer)
     n = embedder.embed_file(a.input_file, a.output_file, a.output_format)
     print(f'wrote {n} sentences to {a.output_file}')
