@@ -39,9 +39,9 @@ from paddle_elmo.tokenizers import model_tokenizer
 from paddle_elmo.embedder import SentenceEmbedder
 from paddle_elmo.hdf5_weights import model_options
 from paddle_elmo.run_configs import VOCAB_FILE, read_input_vocabulary, read_json, read_model_config, write_input_vocabulary
+from paddle_elmo.fileio import InputError
 
 log = logging.getLogger(__name__)
-from paddle_elmo.fileio import InputError
 
 CHAR_INPUT, WORD_INPUT = 'char_ids', 'word_ids'
 OUTPUT_NAMES = ('layers', 'mask')
