@@ -11,14 +11,21 @@ does not import Paddle.
 Importing the package sets one process-wide default, before anything of ours can import Paddle:
 `GLOG_minloglevel=2` (Paddle's C++ info logs off, read once when Paddle is imported), unless the
 user set it. So no module of ours has to be imported before another.
+
+The library never prints: it logs through `logging.getLogger(__name__)` (all under the
+`paddle_elmo` logger; progress lines at INFO, notes that matter and problems at WARNING/ERROR) and
+shows tqdm bars on stderr, which the logger's level switches off too (`paddle_elmo.logs`).
+Silence it as any library: `logging.getLogger('paddle_elmo').setLevel(logging.WARNING)`.
 """
 import importlib
+import logging
 import os
 import typing
 
 __version__ = '1.0.0'
 
 os.environ.setdefault('GLOG_minloglevel', '2')
+logging.getLogger(__name__).addHandler(logging.NullHandler())  # the application configures logging, not us
 
 # public name -> the module that defines it
 _EXPORTS = {

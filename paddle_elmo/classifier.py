@@ -23,6 +23,7 @@ cost what the real tokens cost: a padded batch of long-tailed reviews is 4-5x la
 define `penalty()` (a loss term), `lr_groups()` (a list of (parameters, learning rate) that train
 at their own rate), `layer_weights()` (JSON-able, for the output) and `dim` (its feature size).
 """
+import logging
 import os
 import random
 import re
@@ -40,6 +41,9 @@ import paddle.nn.functional as F
 
 from paddle_elmo.tokenizers import get_tokenizer
 from paddle_elmo.fileio import InputError, decode_utf8
+from paddle_elmo.logs import show_progress
+
+log = logging.getLogger(__name__)
 
 TOKENIZATIONS = ('split_clitics', 'as_is')
 # The pretraining corpus (1B Word style) splits clitics *with* the apostrophe: "don 't", "it 's".
@@ -278,9 +282,9 @@ class TrainConfig:
     epochs: int = 20
     patience: int = 3
     seed: int = 1
-    progress: bool = True
+    progress: bool = True  # tqdm bars (on a terminal) and the per-epoch and per-fold lines (logged at INFO)
     weight_decay: float = 0.0
-    logging_step: int = 0  # print the running loss every this many batches (0: per epoch only)
+    logging_step: int = 0  # log the running loss every this many batches (0: per epoch only)
 
 
 def set_seed(seed):
@@ -290,8 +294,9 @@ def set_seed(seed):
 
 
 def show_bars(progress):
-    """Progress bars only on a terminal: in a log file the per-epoch lines say enough."""
-    return progress and sys.stderr.isatty()
+    """Progress bars only on a terminal (in a log file the per-epoch lines say enough), and only when
+    the log shows INFO lines (logs.show_progress)."""
+    return show_progress(progress, log) and sys.stderr.isatty()
 
 
 def predict(model, indices, batch_size, sentences=None):
@@ -361,7 +366,7 @@ def train_epoch(model, optimizer, indices, labels, batch_size, rng, desc, progre
         batches += 1
         bar.set_postfix(loss=f'{total / batches:.4f}', refresh=False)
         if logging_step and batches % logging_step == 0:
-            print(f'{desc} step {batches}, loss {total / batches:.4f}', file=sys.stderr, flush=True)
+            log.info('%s step %d, loss %.4f', desc, batches, total / batches)
     return total / max(batches, 1)
 
 
@@ -382,8 +387,8 @@ def train_fold(model, data, fold, cfg, name='fold'):
         if improved:
             best_accuracy, best_epoch, snapshot = dev_accuracy, epoch, _trainable_snapshot(model)
         if cfg.progress:
-            print(f'{name} epoch {epoch}: train loss {train_loss:.4f}, dev loss {dev_loss:.4f}, '
-                  f'dev accuracy {dev_accuracy:.4f}{" *" if improved else ""}', file=sys.stderr)
+            log.info('%s epoch %d: train loss %.4f, dev loss %.4f, dev accuracy %.4f%s', name, epoch, train_loss,
+                     dev_loss, dev_accuracy, ' *' if improved else '')
         if epoch - best_epoch >= cfg.patience:
             break
     if snapshot is not None:
@@ -412,8 +417,8 @@ def cross_validate(data, folds, build_model, cfg, run_folds=None):
         result['seconds'] = time.time() - start
         result['fold'] = k + 1
         if cfg.progress:
-            print(f'fold {k + 1}/{len(folds)}: test accuracy {result["test_accuracy"]:.4f} '
-                  f'(best epoch {result["best_epoch"]}, {result["seconds"]:.1f} s)', file=sys.stderr)
+            log.info('fold %d/%d: test accuracy %.4f (best epoch %d, %.1f s)', k + 1, len(folds),
+                     result['test_accuracy'], result['best_epoch'], result['seconds'])
         results.append(result)
     return results
 

@@ -9,6 +9,7 @@ import os
 
 from paddle_elmo.cache import cache_dir as default_cache_dir
 from paddle_elmo.fileio import iter_lines, list_files, write_text_atomic
+from paddle_elmo.logs import show_progress
 from paddle_elmo.tokenizers import whitespace_tokens
 
 log = logging.getLogger(__name__)
@@ -39,7 +40,7 @@ def _iter_file_sentences(path, progress_bar=None, split=whitespace_tokens):
 
 def _progress(total_bytes, desc, enabled):
     from tqdm import tqdm
-    return tqdm(total=total_bytes, unit='B', unit_scale=True, desc=desc, disable=not enabled,
+    return tqdm(total=total_bytes, unit='B', unit_scale=True, desc=desc, disable=not show_progress(enabled, log),
                 mininterval=1.0)
 
 
@@ -86,6 +87,7 @@ def count_tokens(file_pattern, cache_dir=None, progress=True):
         if entry and entry.get('size') == stat.st_size and entry.get('mtime_ns') == stat.st_mtime_ns:
             total['n_tokens'] += entry['n_tokens']
             total['n_sentences'] += entry['n_sentences']
+            log.debug('%s: token count from the cache %s', key, cache_path)
         else:
             todo.append((key, stat, cache_path))
     changed = set()

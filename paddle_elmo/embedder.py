@@ -5,6 +5,7 @@ into hdf5 as AllenNLP's `allennlp elmo` command wrote it; and `token_embeddings`
 `dump_token_embeddings`, for char, word and word+char models), which `ELMoEmbedder(...,
 embedding_weight_file=...)` reads back so that known words skip the char CNN."""
 import json
+import logging
 import os
 
 import numpy as np
@@ -19,6 +20,9 @@ from paddle_elmo.fileio import InputError, atomic_path, iter_lines
 from paddle_elmo.hdf5_weights import HDF5_EMBEDDING
 from paddle_elmo.model_io import load_bilm, model_options_file, own_vocabulary_file, resolve_model
 from paddle_elmo.run_configs import read_model_config
+from paddle_elmo.logs import show_progress
+
+log = logging.getLogger(__name__)
 
 
 class SentenceEmbedder:
@@ -364,7 +368,8 @@ def embed_file(embedder, input_file, output_file, output_format='all', batch_siz
         n_lines = sum(1 for _ in f)
     sentence_to_index = {}
     with atomic_path(output_file) as tmp, h5py.File(tmp, 'w') as fout, \
-            tqdm(total=n_lines, unit='sent', disable=not progress, desc='embedding') as bar:
+            tqdm(total=n_lines, unit='sent', disable=not show_progress(progress, log),
+                 desc='embedding') as bar:
         for chunk in _read_chunks(input_file, batch_size * chunk_batches):
             embeddings = embedder.encode([line for _, line in chunk], batch_size)  # split by its tokenizer
             for (i, line), emb in zip(chunk, embeddings):

@@ -2,9 +2,12 @@
 names (one input per id kind the model reads), and the key that records its precision. Shared by
 the writer (deploy.py) and the runtime (inference.py).
 """
+import logging
 import os
 import sys
 import tempfile
+
+log = logging.getLogger(__name__)
 
 
 CHAR_INPUT, WORD_INPUT = 'char_ids', 'word_ids'
@@ -51,10 +54,10 @@ class _quiet_native_output:
     def __enter__(self):
         sys.stdout.flush()
         sys.stderr.flush()
-        self.log = tempfile.TemporaryFile()
+        self.file = tempfile.TemporaryFile()
         self.saved = [os.dup(1), os.dup(2)]
-        os.dup2(self.log.fileno(), 1)
-        os.dup2(self.log.fileno(), 2)
+        os.dup2(self.file.fileno(), 1)
+        os.dup2(self.file.fileno(), 2)
         return self
 
     def __exit__(self, *exc):
@@ -63,9 +66,9 @@ class _quiet_native_output:
         for fd, saved in zip((1, 2), self.saved):
             os.dup2(saved, fd)
             os.close(saved)
-        self.log.seek(0)
-        self.output = self.log.read().decode(errors='replace')
-        self.log.close()
-        if exc[0] is not None:
-            sys.stderr.write(self.output)
+        self.file.seek(0)
+        self.output = self.file.read().decode(errors='replace')
+        self.file.close()
+        if exc[0] is not None and self.output.strip():
+            log.error('the output of the step that failed:\n%s', self.output.rstrip())
         return False

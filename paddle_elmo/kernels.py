@@ -29,18 +29,18 @@ CPU, and its backward (a column sum) far more; add_bias is that add with a matmu
 The kernels are compiled on first use with Paddle's C++ extension tools (g++, once, cached in
 the toolkit's cache directory, cache.py: ~/.cache/paddle-elmo/ops/<tag>). Their loops over large tensors are split among OpenMP
 threads from Paddle's own Intel OpenMP runtime (the threads MKL uses), when the wheel ships it.
-The Python versions stay as the path for GPUs, for machines without a compiler (a warning says
-so) and as the references the kernels are tested against.
+The Python versions stay as the path for GPUs, for machines without a compiler (a warning in the
+log says so, once) and as the references the kernels are tested against.
 ELMO_CPU_KERNELS=0 turns the kernels off.
 """
 import contextlib
 import hashlib
+import logging
 import os
 import platform
 import subprocess
 import sys
 import tempfile
-import warnings
 
 import numpy as np
 
@@ -49,20 +49,24 @@ from paddle_elmo.runtime import paddle
 import paddle.nn.functional as F
 from paddle.autograd import PyLayer
 
+log = logging.getLogger(__name__)
+
 SOURCE = os.path.join(os.path.dirname(os.path.abspath(__file__)), 'kernels.cc')
 _ops = None  # the compiled module, or False once it is known to be unavailable
 
 
 def kernel():
-    """The compiled ops module, or None (turned off, or the build failed: warns once)."""
+    """The compiled ops module, or None (turned off, or the build failed: a warning in the log, once)."""
     global _ops
     if _ops is None:
         _ops = False
-        if os.environ.get('ELMO_CPU_KERNELS', '1') != '0':
+        if os.environ.get('ELMO_CPU_KERNELS', '1') == '0':
+            log.debug('CPU kernels off (ELMO_CPU_KERNELS=0): Python loops of Paddle ops')
+        else:
             try:
                 _ops = _build()
             except Exception as e:  # no compiler, no headers: the Python loop still works
-                warnings.warn(f'CPU kernels unavailable, using Python loops of Paddle ops ({type(e).__name__}: {e})')
+                log.warning('CPU kernels unavailable, using Python loops of Paddle ops (%s: %s)', type(e).__name__, e)
     return _ops or None
 
 
@@ -127,10 +131,10 @@ def _build():
     # Distributed ranks start together: one builds, the others wait and load the result.
     with _exclusive(os.path.join(build_dir, 'build.lock')):
         if not os.path.exists(os.path.join(build_dir, 'elmo_kernels', 'version.txt')):
-            print('building the CPU kernels (once, ~20 s)', file=sys.stderr, flush=True)
+            log.info('building the CPU kernels (once, ~20 s)')
         # Paddle's loader talks on stdout and stderr (its own and its build process's) even when
         # nothing is rebuilt, and stdout may be a script's output: keep it all, show it on failure.
-        with tempfile.TemporaryFile() as log, _output_to(log):
+        with tempfile.TemporaryFile() as output, _output_to(output):
             try:
                 from paddle.utils.cpp_extension import load
                 # Built for the machine that runs it (-march=native: AVX where there is AVX).
@@ -138,16 +142,18 @@ def _build():
                 # into vector blends: without it no gate loop vectorises ("control flow in loop"),
                 # and the gates cost more than the products. It changes no result: nothing here
                 # reads floating-point exception flags.
-                return load(name='elmo_kernels', sources=[SOURCE], build_directory=build_dir, verbose=False,
-                            **_openmp_flags(['-O3', '-march=native', '-fno-trapping-math']))
+                ops = load(name='elmo_kernels', sources=[SOURCE], build_directory=build_dir, verbose=False,
+                           **_openmp_flags(['-O3', '-march=native', '-fno-trapping-math']))
             except Exception as e:
                 sys.stdout.flush()
-                log.seek(0)
+                output.seek(0)
                 log_path = os.path.join(build_dir, 'build-error.log')
                 with open(log_path, 'wb') as saved:
-                    saved.write(log.read())
+                    saved.write(output.read())
                 first = (str(e).strip().splitlines() or [type(e).__name__])[0][:200]
                 raise RuntimeError(f'{first}; the compiler output is in {log_path}') from None
+    log.debug('CPU kernels loaded from %s', build_dir)
+    return ops
 
 
 def _openmp_flags(cflags):

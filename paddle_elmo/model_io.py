@@ -4,8 +4,8 @@ model (`load_bilm`); the model files a source names (`model_options_file`, `weig
 The inference path (the embedder, Elmo, the export) loads models through here, and nothing here
 imports the training objective.
 """
+import logging
 import os
-import sys
 
 from paddle_elmo.bilm import BiLM
 from paddle_elmo.checkpoints import PARAMS_SUFFIX, checkpoint_dir, checkpoint_paths, load_bilm_checkpoint
@@ -13,6 +13,8 @@ from paddle_elmo.fileio import InputError
 from paddle_elmo.hdf5_weights import HDF5_EMBEDDING, HDF5_WORD_EMBEDDING, hdf5_rows, load_embedding_weight_file, load_hdf5_weights
 from paddle_elmo.run_configs import (OPTIONS_FILE, RECIPE_FILE, VOCAB_FILE, WEIGHTS_FILE, read_input_vocabulary,
                                      read_json, read_model_config)
+
+log = logging.getLogger(__name__)
 
 
 def model_options_file(params_file=None, options_file=None, weight_file=None, vocab_file=None):
@@ -111,7 +113,7 @@ def weights_files(init_from_weights=None, options_file=None, weight_file=None):
 def load_bilm(params_file=None, options_file=None, weight_file=None, stateful=False, vocab_file=None,
               embedding_weight_file=None):
     """A BiLM from a checkpoint prefix ('DIR/N'), from bilm-tf options + hdf5 weights, or, given
-    none of them, the bundled model in pretrained/ (saying so on stderr).
+    none of them, the bundled model in pretrained/ (saying so: a warning in the log).
 
     A word or word+char model needs its input vocabulary: vocab.txt beside its options.json, or
     `vocab_file` (bilm-tf files; given beside vocab.txt, it must hold the same tokens). A word
@@ -119,16 +121,18 @@ def load_bilm(params_file=None, options_file=None, weight_file=None, stateful=Fa
     """
     if params_file is None and options_file is None and weight_file is None:
         options_file, weight_file = bundled_model_files()
-        print(f'no model given: using the bundled model in {BUNDLED_MODEL_DIR} '
-              f'(its card: {os.path.join(BUNDLED_MODEL_DIR, "README.md")})', file=sys.stderr, flush=True)
+        log.warning('no model given: using the bundled model in %s (its card: %s)', BUNDLED_MODEL_DIR,
+                    os.path.join(BUNDLED_MODEL_DIR, 'README.md'))
     if params_file is not None:
         if options_file is not None or weight_file is not None:
             raise InputError('give either params_file (a checkpoint prefix) or options_file + weight_file')
+        log.debug('biLM from the checkpoint %s', params_file)
         return load_embedding_weight_file(load_bilm_checkpoint(params_file, stateful, vocab_file)[0],
                                           embedding_weight_file)
     if options_file is None or weight_file is None:
         raise InputError('give params_file (a checkpoint prefix like checkpoints/10000), '
                          'both options_file and weight_file, or neither (the bundled model)')
+    log.debug('biLM from %s and %s', options_file, weight_file)
     config = read_model_config(options_file)
     embedding_source = embedding_weight_file if config.token_input == 'word' and embedding_weight_file else weight_file
     vocab = read_input_vocabulary(config, os.path.dirname(options_file), vocab_file,

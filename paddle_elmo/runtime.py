@@ -4,8 +4,8 @@ train/eval mode without Paddle's global switch.
 
     from paddle_elmo.runtime import paddle          # every module imports Paddle through here: quietly, in any order,
                                         # and only when it is first asked for (`import runtime` alone does not)
-    summary = configure(threads=None)   # the scripts call it (use_device, and print summary); so do
-                                        # ELMoEmbedder and Elmo on CPU (silently, as torch uses all cores)
+    summary = configure(threads=None)   # the scripts call it (use_device, which logs summary); so do
+                                        # ELMoEmbedder and Elmo on CPU (at DEBUG only, as torch uses all cores)
 
 Importing Paddle warns that ccache is missing (its C++-extension tools are imported with it); our
 one extension is built once and cached (kernels.py), so the notice only misleads. This module
@@ -27,7 +27,8 @@ configure() changes, process-wide and only where the user has not chosen:
 - Paddle's CPU threads: `threads`, else the user's OMP_NUM_THREADS, else the cores this process
   may use, divided among the ranks `paddle.distributed.launch` started on this machine.
 If MKL had already chosen its slow path (a Paddle product ran before configure()), it warns once
-and names the fix. Importing this module sets nothing: it reads OMP_NUM_THREADS as the user set it
+and names the fix (a Python warning, pointing at the caller's line: the calling code's order is
+what to change). Importing this module sets nothing: it reads OMP_NUM_THREADS as the user set it
 (Paddle's import would overwrite it), and imports Paddle, quietly, when first asked for it.
 
 A future Paddle with a newer MKL will ignore MKL_DEBUG_CPU_TYPE. The fallbacks, measured here
@@ -37,9 +38,12 @@ oneDNN kernels (`FLAGS_use_mkldnn`), whose code path depends on the instruction 
 """
 import contextlib
 import functools
+import logging
 import os
 import sys
 import warnings
+
+log = logging.getLogger(__name__)
 
 AVX2_PATH = '5'  # MKL_DEBUG_CPU_TYPE's value for the AVX2 code path; also the path MKL reports then
 
@@ -176,9 +180,10 @@ def configure(threads=None):
 
 
 def configure_if_on_cpu(threads=None):
-    """configure() when Paddle's current device is the CPU (ELMoEmbedder and Elmo call it)."""
+    """configure() when Paddle's current device is the CPU (ELMoEmbedder and Elmo call it; what runs
+    is logged at DEBUG)."""
     if _paddle().get_device() == 'cpu':
-        configure(threads)
+        log.debug('%s', configure(threads))
 
 
 # --------------------------------------------------------------------------------------------
@@ -206,11 +211,11 @@ def keep_freed_memory(mmap_threshold_mb=256, trim_threshold_mb=512):
 
 def use_device(device, reuse_memory=True, cpu_threads=None):
     """For the scripts: paddle.set_device(device); on CPU, also `configure(cpu_threads)` (MKL's fast
-    path, the available cores unless the user chose; says which on stdout, the log) and, with
-    reuse_memory, keep_freed_memory()."""
+    path, the available cores unless the user chose; logs which at INFO) and, with reuse_memory,
+    keep_freed_memory()."""
     _paddle().set_device(device)
     if device == 'cpu':
-        print(configure(cpu_threads), flush=True)
+        log.info('%s', configure(cpu_threads))
         if reuse_memory:
             keep_freed_memory()
 

@@ -1,7 +1,10 @@
 """bilm-tf's pretraining loop, on one device or many: `set_up` (device, data, model, optimizer,
 resumed state) -> `Run`, `train` (the loop; its state is one `Progress`), `finish` (final
-evaluation and save). `paddle-elmo pretrain` (paddle_elmo/cli/pretrain.py) turns flags into the
-configs and calls these three.
+evaluation and save -> an `Outcome`). `paddle-elmo pretrain` (paddle_elmo/cli/pretrain.py) turns
+flags into the configs, calls these three and prints the outcome.
+
+It logs (INFO: the set-up, a line every log_freq steps; WARNING: a setting without effect, a
+signal received; ERROR: why it stops on a failure) and prints nothing; only rank 0 logs its lines.
 
 Writes to the run's directory: options.json and recipe.json (the two configs, run_configs.py), N.pdparams /
 N.pdopt every save_freq steps and final.* at the end (atomically), train_log.csv and
@@ -9,6 +12,7 @@ train_curve.png.
 """
 import csv
 import dataclasses
+import logging
 import math
 import os
 import signal
@@ -32,6 +36,8 @@ from paddle_elmo.lm_loading import load_weights_into
 from paddle_elmo.run_configs import read_input_vocabulary, write_run_configs
 from paddle_elmo.word_vectors import embedding_rows, read_word_vectors  # noqa: E402
 
+
+log = logging.getLogger(__name__)
 
 LOG_FIELDS = ['step', 'tokens', 'train_minutes', 'elapsed_s', 'loss', 'forward_loss', 'backward_loss', 'forward_perplexity',
               'backward_perplexity', 'tokens_per_s', 'dev_forward_perplexity', 'dev_backward_perplexity',
@@ -68,7 +74,7 @@ class TrainingClock:
 
 
 class TrainLog:
-    """Log lines on stdout, rows in train_log.csv and a curve in train_curve.png (rank 0 only)."""
+    """Log lines (INFO), rows in train_log.csv and a curve in train_curve.png (rank 0 only)."""
 
     def __init__(self, save_dir, total, start_step):
         self.csv_path = os.path.join(save_dir, 'train_log.csv')
@@ -105,7 +111,7 @@ class TrainLog:
         if dev:
             line += (f' | dev ppl fwd {dev["forward_perplexity"]:.1f} bwd {dev["backward_perplexity"]:.1f} '
                      f'mean {dev["perplexity"]:.1f} ({dev["n_tokens"]} tokens)')
-        print(line, flush=True)
+        log.info('%s', line)
         self.write_csv()
 
     def write_csv(self):
@@ -161,8 +167,8 @@ class StopRequest:
         now = time.monotonic()
         if self.name is None:
             self.name, self.at = signal.Signals(signum).name, now
-            print(f'{self.name}: stopping after this step to save a checkpoint (send it again to stop at once)',
-                  file=sys.stderr, flush=True)
+            log.warning('%s: stopping after this step to save a checkpoint (send it again to stop at once)',
+                        self.name)
         elif now - self.at > self.grace_s:
             raise KeyboardInterrupt
 
@@ -240,8 +246,8 @@ class Run:
                 save_training_checkpoint(prefix, self.model, self.optimizer, state)
                 self.log.plot()
             except OSError as e:  # a full disk, a quota, a vanished mount
-                print(f'error: could not save {prefix} ({e.strerror or e}); stopping. The previous checkpoint '
-                      f'{last_saved or "(none)"} is intact', file=sys.stderr, flush=True)
+                log.error('could not save %s (%s); stopping. The previous checkpoint %s is intact', prefix,
+                          e.strerror or e, last_saved or '(none)')
                 sys.exit(1)
         return prefix
 
@@ -265,8 +271,8 @@ def set_up(model_config, recipe, save_dir, device='cpu', cpu_threads=None, init_
     if recipe.n_train_tokens == 0:  # before anything is written to --save_dir
         raise InputError(f'{recipe.train_data_path}: no tokens to train on (empty files or only empty lines)')
     if recipe.n_negative_samples >= vocab.size and rank == 0:
-        print(f'note: --n_negative_samples {recipe.n_negative_samples} >= the vocabulary\'s {vocab.size} tokens: '
-              f'every step uses the full softmax', file=sys.stderr)
+        log.warning('--n_negative_samples %d >= the vocabulary\'s %d tokens: every step uses the full softmax',
+                    recipe.n_negative_samples, vocab.size)
     check_input_vocabulary(model_config, recipe, init_from_ckpt)
     paddle.seed(recipe.seed)  # identical initial weights on every rank
     model = LanguageModel(model_config, vocab.size, recipe.n_negative_samples, seed=recipe.seed * 1000 + rank,
@@ -276,11 +282,11 @@ def set_up(model_config, recipe, save_dir, device='cpu', cpu_threads=None, init_
     if recipe.init_weight_file and init_from_ckpt is None:  # domain adaptation: the weights, a fresh optimizer
         said = load_weights_into(model, recipe.init_weight_file)
         if rank == 0:
-            print(f'biLM: from {recipe.init_weight_file}; {said}', flush=True)
+            log.info('biLM: from %s; %s', recipe.init_weight_file, said)
     if recipe.word_vectors and init_from_ckpt is None:
         said = init_word_embedding(model.bilm, recipe.word_vectors)
         if rank == 0:
-            print(said, flush=True)
+            log.info('%s', said)
     frozen = list(model.bilm.parameters()) if recipe.freeze_bilm else []
     frozen += [model.bilm.word_embedding] if recipe.freeze_word_embeddings else []
     for p in frozen:  # before the optimizer lists what it updates
@@ -294,16 +300,16 @@ def set_up(model_config, recipe, save_dir, device='cpu', cpu_threads=None, init_
         state = load_training_checkpoint(init_from_ckpt, model, optimizer, world_size)
         restore_rank_state(state['ranks'][rank], stream, model)
         clock.earlier, step = state.get('train_seconds', 0.0), state['step']
-    total, log = total_steps(recipe), None
+    total, train_log = total_steps(recipe), None
     if rank == 0:
         os.makedirs(save_dir, exist_ok=True)
         write_run_configs(save_dir, model_config, recipe, vocab)
-        log = TrainLog(save_dir, total, step)
-        print(f'preset {recipe.preset}, {recipe.optimizer} lr {recipe.lr}: {world_size} process(es), {total} steps '
-              f'of {recipe.batch_size}x{recipe.unroll_steps} tokens per process ({recipe.n_train_tokens:,} training '
-              f'tokens x {recipe.epochs} epochs), vocab {vocab.size:,}, '
-              f'{sum(int(np.prod(p.shape)) for p in model.parameters()):,} parameters', flush=True)
-    return Run(model_config, recipe, save_dir, rank, vocab, model, optimizer, stream, total, clock, log, step,
+        train_log = TrainLog(save_dir, total, step)
+        log.info(f'preset {recipe.preset}, {recipe.optimizer} lr {recipe.lr}: {world_size} process(es), {total} steps '
+                 f'of {recipe.batch_size}x{recipe.unroll_steps} tokens per process ({recipe.n_train_tokens:,} training '
+                 f'tokens x {recipe.epochs} epochs), vocab {vocab.size:,}, '
+                 f'{sum(int(np.prod(p.shape)) for p in model.parameters()):,} parameters')
+    return Run(model_config, recipe, save_dir, rank, vocab, model, optimizer, stream, total, clock, train_log, step,
                init_from_ckpt, max_minutes)
 
 
@@ -378,8 +384,8 @@ def train(run):
         progress.signal_name = stop_request.name
         if not all(math.isfinite(x) for x in losses):
             if rank == 0:
-                print(f'error: non-finite loss {losses} at step {progress.step}; stopping. Last good checkpoint: '
-                      f'{progress.last_saved or "none"} (resume from it, perhaps with a lower --lr)', file=sys.stderr)
+                log.error('non-finite loss %s at step %d; stopping. Last good checkpoint: %s (resume from it, '
+                          'perhaps with a lower --lr)', losses, progress.step, progress.last_saved or 'none')
             sys.exit(1)
         progress.window_losses.append(losses)
         last = progress.step == run.total or progress.stopped_by is not None  # finish() evaluates then
@@ -414,26 +420,30 @@ def _next_multiple(minutes, every):
 
 # ---- the end -----------------------------------------------------------------------------------
 
+@dataclass
+class Outcome:
+    """How a run ended, for its command to report (rank 0's; on other ranks `dev` is None)."""
+    step: int
+    total: int
+    saved: Optional[str]  # the checkpoint prefix written last: DIR/final, or the one to resume from
+    dev: Optional[dict] = None  # the final held-out evaluation (lm.evaluate's), if any
+    stopped: Optional[str] = None  # why it stopped before the last step ('by SIGTERM', ...); None: it finished
+
+
 def finish(run, progress):
-    """Evaluate (unless pre-empted: a signalled job has seconds), then save `final`, or say how to
-    resume a run that stopped early -> exit code."""
+    """Evaluate (unless pre-empted: a signalled job has seconds), then save `final` unless the run
+    stopped early (its last checkpoint is the one to resume from) -> Outcome."""
+    dev = None
     if run.rank == 0 and run.recipe.dev_data_path and progress.stopped_by != 'signal':
         dev = run.dev_eval()
-        print(f'dev ({dev["n_tokens"]} tokens): perplexity fwd {dev["forward_perplexity"]:.2f} '
-              f'bwd {dev["backward_perplexity"]:.2f} mean {dev["perplexity"]:.2f}', flush=True)
         if run.log.rows:
             run.log.rows[-1].update(dev_forward_perplexity=dev['forward_perplexity'],
                                     dev_backward_perplexity=dev['backward_perplexity'],
                                     dev_perplexity=dev['perplexity'])
             run.log.write_csv()
     if progress.step < run.total:
-        if run.rank == 0:
-            why = (f'by {progress.signal_name or "a signal to another rank"}' if progress.stopped_by == 'signal'
-                   else f'after {run.clock.run_minutes():.1f} minutes of training (--max_minutes)')
-            print(f'stopped {why} at step {progress.step}/{run.total}; saved {progress.last_saved}.pdparams. '
-                  f'Resume with --init_from_ckpt {progress.last_saved}', flush=True)
-        return 0
+        why = (f'by {progress.signal_name or "a signal to another rank"}' if progress.stopped_by == 'signal'
+               else f'after {run.clock.run_minutes():.1f} minutes of training (--max_minutes)')
+        return Outcome(progress.step, run.total, progress.last_saved, dev, why)
     saved = run.save('final', progress.step, progress.last_saved)
-    if run.rank == 0:
-        print(f'saved {saved}.pdparams after {progress.step} steps', flush=True)
-    return 0
+    return Outcome(progress.step, run.total, saved, dev)

@@ -34,7 +34,7 @@ def test_the_run_starts_from_the_files_weights_and_softmax_and_records_them(corp
     # A learning rate far below float32's resolution: after one step the weights are still the file's.
     proc = adapt(corpus, tmp_path, '--init_from_weights', str(export), '--max_steps', '1', '--lr', '1e-30')
     assert proc.returncode == 0, proc.stderr[-2000:]
-    assert f'biLM: from {export / "weights.hdf5"}; softmax: from' in proc.stdout
+    assert f'biLM: from {export / "weights.hdf5"}; softmax: from' in proc.stderr  # the log
     state = load(tmp_path / 'final.pdparams')
     exported = load_bilm(options_file=str(export / 'options.json'), weight_file=str(export / 'weights.hdf5'))
     for name, value in exported.state_dict().items():
@@ -52,13 +52,13 @@ def test_a_vocabulary_that_does_not_fit_the_files_softmax_gets_a_new_one(corpus,
     proc = adapt(corpus, tmp_path / 'out', '--init_from_weights', str(export), '--max_steps', '1',
                  vocab=tmp_path / 'vocab.txt')
     assert proc.returncode == 0, proc.stderr[-2000:]
-    assert 'softmax: new (' in proc.stdout and 'has one of 26 rows, the vocabulary 27 tokens)' in proc.stdout
+    assert 'softmax: new (' in proc.stderr and 'has one of 26 rows, the vocabulary 27 tokens)' in proc.stderr
 
 
 def test_the_bundled_model_adapts_with_a_new_softmax(corpus, tmp_path):
     proc = adapt(corpus, tmp_path, '--init_from_weights', 'bundled', '--preset', 'budget', '--max_steps', '2')
     assert proc.returncode == 0, proc.stderr[-2000:]
-    assert f'{ROOT}/paddle_elmo/pretrained/weights.hdf5 has none)' in proc.stdout and 'preset budget, adam' in proc.stdout
+    assert f'{ROOT}/paddle_elmo/pretrained/weights.hdf5 has none)' in proc.stderr and 'preset budget, adam' in proc.stderr
 
 
 @pytest.mark.parametrize('flags, message', [
@@ -90,4 +90,4 @@ def test_freeze_bilm_trains_the_softmax_alone(corpus, export, tmp_path):
     for name, value in exported.state_dict().items():
         np.testing.assert_array_equal(state[f'bilm.{name}'], value.numpy(), err_msg=name)
     assert json.loads((tmp_path / 'out' / 'recipe.json').read_text())['freeze_bilm'] is True
-    assert '--lr 0.5' not in proc.stdout and 'lr 0.5' in proc.stdout
+    assert '--lr 0.5' not in proc.stderr and 'lr 0.5' in proc.stderr

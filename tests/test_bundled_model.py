@@ -1,5 +1,6 @@
 """The model bundled in pretrained/: the default of ELMoEmbedder(), run_embed.py and run_finetune.py."""
 import json
+import logging
 import os
 
 import h5py
@@ -30,10 +31,12 @@ def test_bundled_files_are_a_float32_bilm_without_softmax_small_enough_to_ship()
     assert f"LSTM {options['lstm']['dim']}" in card and f"projection {options['lstm']['projection_dim']}" in card
 
 
-def test_embedder_without_a_model_loads_the_bundled_one_and_says_so(capfd):
+def test_embedder_without_a_model_loads_the_bundled_one_and_says_so(caplog):
     from paddle_elmo import ELMoEmbedder
-    default = ELMoEmbedder().encode(SENTENCES)
-    assert 'bundled model' in capfd.readouterr().err
+    with caplog.at_level(logging.WARNING, logger='paddle_elmo'):
+        default = ELMoEmbedder().encode(SENTENCES)
+    said = [r for r in caplog.records if 'bundled model' in r.getMessage()]  # a warning in the log (stderr)
+    assert [(r.name, r.levelno) for r in said] == [('paddle_elmo.model_io', logging.WARNING)]
     explicit = ELMoEmbedder(options_file=OPTIONS, weight_file=WEIGHTS).encode(SENTENCES)
     for a, b in zip(default, explicit):
         assert a.shape == (3, 6, 256)

@@ -137,7 +137,7 @@ def test_pretraining_records_the_tokenizer_resuming_keeps_it_and_adapting_may_ch
 
 def test_the_default_is_the_models_tokenizer_and_another_one_warns_naming_both(caplog):
     from paddle_elmo import ELMoEmbedder, Elmo
-    with caplog.at_level(logging.WARNING, logger='dataset'):
+    with caplog.at_level(logging.WARNING, logger='paddle_elmo'):
         assert ELMoEmbedder(bilm=_bilm('jieba')).tokenizer == 'jieba'
         assert Elmo(_bilm('chars')).tokenizer == 'chars'
         assert ELMoEmbedder(bilm=_bilm(), tokenizer='whitespace').tokenizer == 'whitespace'

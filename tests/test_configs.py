@@ -94,7 +94,7 @@ def test_a_legacy_checkpoint_resumes_exactly_evaluates_and_exports(legacy, tmp_p
                                       str(corpus / 'train.*.txt'), '--vocab_file', str(corpus / 'vocab.txt'),
                                       '--max_steps', '8'])
     assert resumed.returncode == 0, resumed.stderr[-2000:]
-    assert 'preset budget, adam lr 0.004' in resumed.stdout
+    assert 'preset budget, adam lr 0.004' in resumed.stderr  # the log
     final, expected = load(legacy / 'final.pdparams'), load(tmp_path / 'expected.pdparams')
     assert final.keys() == expected.keys()
     for k in expected:  # the run at 7d00a9b, continued by today's code
@@ -129,7 +129,8 @@ def test_resuming_needs_only_init_from_ckpt(corpus, tmp_path):
     resumed = run('run_pretrain.py', ['--init_from_ckpt', str(tmp_path / 'slot' / step)], cwd=tmp_path)
     assert resumed.returncode == 0, resumed.stderr[-2000:]
     assert_same_weights(load(tmp_path / 'whole' / 'final.pdparams'), load(tmp_path / 'slot' / 'final.pdparams'))
-    assert 'step 12/12' in resumed.stdout and 'dev (' in resumed.stdout  # max_steps and dev data came along
+    # max_steps and dev data came along: the last step's log line, the final perplexity (a result)
+    assert 'step 12/12' in resumed.stderr and 'dev (' in resumed.stdout
 
 
 def test_a_training_flag_given_when_resuming_overrides_the_checkpoints_and_is_recorded(corpus, tmp_path):
@@ -138,7 +139,7 @@ def test_a_training_flag_given_when_resuming_overrides_the_checkpoints_and_is_re
     step = next(p.stem for p in tmp_path.glob('*.pdparams'))
     resumed = run('run_pretrain.py', ['--init_from_ckpt', str(tmp_path / step), '--lr', '0.05'])
     assert resumed.returncode == 0, resumed.stderr[-2000:]
-    assert 'lr 0.05' in resumed.stdout
+    assert 'lr 0.05' in resumed.stderr
     assert json.loads((tmp_path / 'options.json').read_text())['learning_rate'] == 0.05
     line = one_line_error(run('run_pretrain.py', ['--init_from_ckpt', str(tmp_path / step), '--num_layers', '3']))
     assert '--num_layers 3 (checkpoint: 2)' in line

@@ -92,10 +92,10 @@ def test_a_script_started_without_settings_runs_on_the_cores_and_the_fast_path_a
     proc = subprocess.run([sys.executable, os.path.join(ROOT, 'run_embed.py'), str(tmp_path / 'in.txt'),
                            str(tmp_path / 'out.hdf5')], capture_output=True, text=True, env=CLEAN_ENV, timeout=300)
     assert proc.returncode == 0, proc.stderr[-3000:]
-    said = [line for line in proc.stdout.splitlines() if line.startswith('CPU: ')]
+    said = [line for line in proc.stderr.splitlines() if line.startswith('CPU: ')]  # the log
     threads = f'CPU: {CORES} thread{"s" * (CORES > 1)} (the available cores); MKL: '
     mkl = 'AVX2 path (MKL_DEBUG_CPU_TYPE=5 set for this AMD processor)' if ON_AMD_AVX2 else ''
-    assert len(said) == 1 and said[0].startswith(threads + mkl), proc.stdout
+    assert len(said) == 1 and said[0].startswith(threads + mkl), proc.stderr
 
 
 @pytest.mark.parametrize('make, env, threads', [

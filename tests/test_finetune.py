@@ -297,10 +297,11 @@ def test_run_finetune_end_to_end_on_a_slice(rt_slice, tmp_path):
     out = tmp_path / 'results' / 'elmo.json'
     proc = run_script('run_finetune.py', '--data_dir', str(rt_slice), '--options_file',
                       os.path.join(FIXTURE, 'options.json'), '--weight_file', os.path.join(FIXTURE, 'lm_weights.hdf5'),
-                      '--folds', '2', '--epochs', '2', '--seed', '1', '--output_json', str(out), '--quiet')
+                      '--folds', '2', '--epochs', '2', '--seed', '1', '--output_json', str(out))
     assert proc.returncode == 0, proc.stderr
     result = check_result(out, 2)
-    assert 'accuracy' in proc.stdout and '(utf-8)' in proc.stderr
+    # the table on stdout; the log on stderr says how each file was decoded, and the epochs
+    assert 'accuracy' in proc.stdout and '(utf-8)' in proc.stderr and 'fold 2/2 epoch 2:' in proc.stderr
     assert len(result['layer_weights']) == 2
     assert sum(result['layer_weights'][0]['weights']) == pytest.approx(1.0, abs=1e-5)
     assert result['args']['folds'] == 2 and result['data']['sentences'] == 200

@@ -91,7 +91,8 @@ def test_every_option_s_help_shows_its_default_unless_it_is_none(parsers):
             assert '%(default)' not in text
     help_of = {command: p.format_help() for command, p in parsers.items()}
     assert 'stop after this many target tokens (0: all) (default: 0)' in ' '.join(help_of['eval'].split())
-    assert '--quiet no progress bars or per-epoch lines (default: off)' in ' '.join(help_of['finetune'].split())
+    assert '--quiet log warnings and errors only (stderr): no progress lines or bars' in ' '.join(
+        help_of['finetune'].split())
     assert '(default: on)' in help_of['embed'] and '(default: softmax char_cnn)' in help_of['dump']
     assert '{paddle,onnx,paddle}' not in help_of['export-inference']
     assert '--formats paddle[,onnx]' in help_of['export-inference']

@@ -57,8 +57,10 @@ CUES = {'bank': {'river': {'river', 'stream', 'lake', 'canal', 'creek', 'boat', 
                    'water': {'water', 'drank', 'rocks', 'feeds', 'village', 'hills', 'mountain'}}}
 
 
-def run(step, args):
-    """Runs `paddle-elmo ARGS` as a user would (a process of its own), echoing the command."""
+def run(step, args, log_flags=()):
+    """Runs `paddle-elmo ARGS` as a user would (a process of its own), echoing the command; log_flags:
+    the demo's own --quiet / --verbose, passed on."""
+    args = list(args) + list(log_flags)
     print(f'\n== {step}\n$ paddle-elmo {" ".join(args)}', flush=True)
     env = dict(os.environ, PYTHONUNBUFFERED='1')
     subprocess.run([sys.executable, '-m', 'paddle_elmo'] + args, check=True, env=env)
@@ -184,12 +186,14 @@ def main(argv=None):
     os.makedirs(out, exist_ok=True)
     vocab, ckpt = os.path.join(out, 'vocab.txt'), os.path.join(out, 'checkpoints')
     print(f'Pretraining a tiny ELMo on the sample corpus installed with the package (our own sentences); output in {out}')
-    run('build the vocabulary', ['build-vocab', '--train_data_path', TRAIN, '--output_file', vocab])
+    log_flags = ['--quiet'] if a.quiet else ['--verbose'] if a.verbose else []
+    run('build the vocabulary', ['build-vocab', '--train_data_path', TRAIN, '--output_file', vocab], log_flags)
     run(f'pretrain {STEPS} steps with sampled softmax', ['pretrain', '--train_data_path', TRAIN,
         '--vocab_file', vocab, '--save_dir', ckpt, '--max_steps', str(STEPS), '--log_freq', '50',
-        '--save_freq', '1000', '--dev_data_path', HELDOUT, '--eval_freq', '100', '--seed', '1'] + MODEL_FLAGS)
+        '--save_freq', '1000', '--dev_data_path', HELDOUT, '--eval_freq', '100', '--seed', '1'] + MODEL_FLAGS,
+        log_flags)
     run('held-out perplexity (full softmax)', ['eval', '--dev_data_path', HELDOUT,
-        '--init_from_ckpt', os.path.join(ckpt, 'final'), '--batch_size', '8'])
+        '--init_from_ckpt', os.path.join(ckpt, 'final'), '--batch_size', '8'], log_flags)
     show_contexts({'params_file': os.path.join(ckpt, 'final')}, 'the tiny model just trained')
     show_contexts({}, 'the bundled model (paddle_elmo/pretrained/, trained on lm-corpus; no sentence of the demo)')
     print(f'\nDone in {time.time() - t0:.0f} s. Checkpoint: {ckpt}/final, training curve: {ckpt}/train_curve.png')

@@ -62,6 +62,7 @@ def main(argv=None):
             raise InputError('--stateful: an exported model is stateless (export_inference.py)')
         if a.device != 'cpu':
             raise InputError('--inference_model runs on the CPU here; use --device cpu')
+    source = None if a.inference_model else cli.model_source(a)  # a bad combination fails before the log starts
     from paddle_elmo import ELMoEmbedder, use_device
     # The same process set-up either way: threads, MKL's AVX2 path (the predictor without oneDNN
     # multiplies with MKL), malloc keeping freed blocks.
@@ -73,7 +74,7 @@ def main(argv=None):
         if embedder.precision != 'float32':  # not ELMoEmbedder's numbers to 1e-4: say so
             print(f'{a.inference_model}: model.onnx is {embedder.precision}', file=sys.stderr)
     else:
-        embedder = ELMoEmbedder(**cli.model_source(a), batch_size=a.batch_size, stateful=a.stateful,
+        embedder = ELMoEmbedder(**source, batch_size=a.batch_size, stateful=a.stateful,
                                 embedding_weight_file=a.embedding_weight_file, tokenizer=a.tokenizer)
     n = embedder.embed_file(a.input_file, a.output_file, a.output_format)
     print(f'wrote {n} sentences to {a.output_file}')

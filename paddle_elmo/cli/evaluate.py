@@ -45,6 +45,7 @@ def main(argv=None):
     from paddle_elmo.fileio import write_json_atomic
     from paddle_elmo.lm import evaluate
     from paddle_elmo.lm_loading import load_language_model
+    from paddle_elmo.logs import show_progress
     from paddle_elmo.runtime import use_device
     use_device(a.device, cpu_threads=a.cpu_threads)
     source = cli.model_source(a)
@@ -52,7 +53,8 @@ def main(argv=None):
     vocab = Vocabulary(cli.model_vocabulary(a))
     model = load_language_model(vocab.size, **source)
     expected = counts['n_tokens'] + counts['n_sentences']  # every word and every sentence end
-    with tqdm(total=min(expected, a.eval_max_tokens or expected), unit='tok', desc='evaluating') as bar:
+    with tqdm(total=min(expected, a.eval_max_tokens or expected), unit='tok', desc='evaluating',
+              disable=not show_progress(logger=__name__)) as bar:
         result = evaluate(model, iter_eval_batches(a.dev_data_path, vocab, a.batch_size, a.unroll_steps),
                           a.eval_max_tokens, bar)
     print(f'tokens: {result["n_tokens"]:,}')

@@ -20,8 +20,8 @@ only the scalar mix and the head. --trainable fine-tunes the biLM at its own --b
 recomputed every batch, and each fold starts again from the loaded weights.
 """
 import argparse
+import logging
 import os
-import sys
 import time
 from collections import Counter
 
@@ -37,6 +37,7 @@ from paddle_elmo.run_configs import read_model_config
 from paddle_elmo.runtime import use_device
 from paddle_elmo.word_vectors import load_vectors, lookup_table
 
+log = logging.getLogger(__name__)
 
 def add_elmo_args(p):
     e = p.add_argument_group('ELMo')
@@ -113,8 +114,8 @@ def main(argv=None):
     data = load_data(a, model_tokenizer(recorded, a.tokenizer))
     folds = make_folds(data.labels, a.folds, a.seed, a.dev_fraction)
     bilm = load_bilm(**source)
-    print(long_tokens_report(Counter(t for s in data.sentences for t in s), bilm.config.max_characters_per_token),
-          file=sys.stderr)
+    log.info('%s', long_tokens_report(Counter(t for s in data.sentences for t in s),
+                                      bilm.config.max_characters_per_token))
     if a.elmo_layer is not None and a.elmo_layer > bilm.n_layers:
         raise cli.InputError(f'--elmo_layer {a.elmo_layer}: the model has layers 0..{bilm.n_layers} (0: the token '
                              f'layer, 1..{bilm.n_layers}: the LSTM layers)')
@@ -129,8 +130,8 @@ def main(argv=None):
             cache = ActivationCache(bilm, data.sentences, a.cache_dir, a.bilm_batch_size, not a.quiet)
             info['cache_seconds'] = time.time() - start
             info['cache_bytes'] = cache.nbytes
-            print(f'cached {len(data.sentences)} sentences\' biLM layers ({cache.nbytes / 2 ** 20:.0f} MiB) '
-                  f'in {info["cache_seconds"]:.1f} s', file=sys.stderr)
+            log.info('cached %d sentences\' biLM layers (%.0f MiB) in %.1f s', len(data.sentences),
+                     cache.nbytes / 2 ** 20, info['cache_seconds'])
         word_table = None
         if a.word_vectors:
             table, token_ids, stats = lookup_table(data.sentences, load_vectors(a.word_vectors))

@@ -1,12 +1,20 @@
-"""Command-line options shared by the scripts, and the one way they report user errors.
+"""Command-line options shared by the scripts, the one way they report user errors, and their log.
 
 The scripts import this module first: a user's error must be the one line on stderr, so Paddle's
 C++ info logs are turned off (GLOG_minloglevel, read when Paddle is imported) before runtime.py
 imports Paddle. It is the scripts' setting; importing the library sets nothing process-wide.
+
+Output: results on stdout (print, in the commands); everything else is the log, on stderr: the
+`paddle_elmo` logger's records (INFO lines as they are, others after their level's name:
+`warning: ...`), and tqdm bars. `run()` sets that up for the command's duration, and every
+command's --quiet (warnings and errors only, no progress bars) or --verbose (debug lines too)
+sets the level once parsed. Under paddle.distributed.launch only rank 0 logs INFO lines.
 """
 import argparse
+import contextlib
 import dataclasses
 import json
+import logging
 import os
 import sys
 import typing
@@ -108,7 +116,8 @@ FLAGS = {
     'nproc_per_node': ('pretrain: launch this many processes on this machine (paddle.distributed.launch)', ()),
     'save_freq': ('write a checkpoint every N steps (batches)', ()),
     'log_freq': ('log the running training loss every N steps (batches)', ('logging_step',)),
-    'quiet': ('no progress bars or per-epoch lines', ()),
+    'quiet': ('log warnings and errors only (stderr): no progress lines or bars; results still go to stdout', ()),
+    'verbose': ('log debug lines too (stderr): what is loaded from where', ()),
     # evaluation
     'eval_freq': ('evaluate on --dev_data_path every N steps (batches)', ()),
     'eval_minutes': ('evaluate on --dev_data_path every this many minutes of training', ()),
@@ -169,10 +178,16 @@ def option_strings(name):
 
 
 class _OneLineErrors(argparse.ArgumentParser):
-    """argparse, with a bad flag reported as one line (argparse prints the whole usage first)."""
+    """argparse, with a bad flag reported as one line (argparse prints the whole usage first), and
+    the log's level set from --quiet / --verbose once they are parsed (set_log_level)."""
 
     def error(self, message):
         self.exit(2, f'error: {message} (see {self.prog} --help)\n')
+
+    def parse_known_args(self, args=None, namespace=None):
+        parsed, rest = super().parse_known_args(args, namespace)
+        set_log_level(getattr(parsed, 'quiet', False), getattr(parsed, 'verbose', False))
+        return parsed, rest
 
 
 class Switch(argparse.Action):
@@ -224,7 +239,13 @@ class _DefaultsHelp(argparse.HelpFormatter):
 
 
 def parser(description):
-    return _OneLineErrors(description=description, formatter_class=_DefaultsHelp)
+    """A command's parser, with the flags every command has: --quiet and --verbose (the log's level)."""
+    p = _OneLineErrors(description=description, formatter_class=_DefaultsHelp)
+    g = p.add_mutually_exclusive_group()
+    g.add_argument('--quiet', action='store_true', help='log warnings and errors only (stderr): no progress lines '
+                   'or bars; results still go to stdout')
+    g.add_argument('--verbose', action='store_true', help='log debug lines too (stderr): what is loaded from where')
+    return p
 
 
 VOCAB_HELP = ('the model\'s vocabulary: one token per line, most frequent first (line i = softmax row i and, for a '
@@ -310,16 +331,77 @@ def add_device(p, threads_note=''):
 
 
 def run(main):
-    """Call main(); a user mistake (InputError, a missing file) becomes one line on stderr and exit
-    code 2. Anything else is a bug and keeps its traceback."""
+    """Call main() with the command's log set up (command_logging); a user mistake (InputError, a
+    missing file) becomes one line on stderr and exit code 2. Anything else is a bug and keeps its
+    traceback."""
+    with command_logging():
+        try:
+            sys.exit(main() or 0)
+        except (InputError, FileNotFoundError) as e:
+            print(f'error: {e}', file=sys.stderr)
+            sys.exit(2)
+        except KeyboardInterrupt:
+            print('interrupted', file=sys.stderr)
+            sys.exit(130)
+
+
+# ---- the log -----------------------------------------------------------------------------------
+
+LOGGER = 'paddle_elmo'  # every module's logger is below it (logging.getLogger(__name__))
+_handler = None  # the stderr handler of the command running (command_logging), else None
+
+
+class _LogFormat(logging.Formatter):
+    """INFO records as their message (a progress line reads as before); the others after their
+    level's name, as the one-line errors: 'warning: ...', 'error: ...', 'debug: ...'."""
+
+    def format(self, record):
+        text = super().format(record)
+        return text if record.levelno == logging.INFO else f'{record.levelname.lower()}: {text}'
+
+
+def _rank():
+    """This process's global rank under paddle.distributed.launch (0 otherwise)."""
+    rank = os.environ.get('PADDLE_TRAINER_ID', '0').strip()
+    return int(rank) if rank.isdigit() else 0
+
+
+def log_level(quiet=False, verbose=False):
+    """--verbose: DEBUG; --quiet, or a rank other than 0 (rank 0 alone logs its progress): WARNING; else INFO."""
+    if verbose:
+        return logging.DEBUG
+    return logging.WARNING if quiet or _rank() > 0 else logging.INFO
+
+
+@contextlib.contextmanager
+def command_logging():
+    """For a command's duration: the paddle_elmo logger's records on stderr in _LogFormat, at INFO
+    until the flags are parsed (set_log_level), and not passed on to the root logger (Paddle's
+    import gives it a handler of its own format, which would print each line again). The logger's
+    settings are restored after (a test may run a command in its own process)."""
+    global _handler
+    logger = logging.getLogger(LOGGER)
+    saved = logger.level, logger.propagate
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(_LogFormat())
+    logger.addHandler(handler)
+    logger.setLevel(log_level())
+    logger.propagate = False
+    _handler = handler
     try:
-        sys.exit(main() or 0)
-    except (InputError, FileNotFoundError) as e:
-        print(f'error: {e}', file=sys.stderr)
-        sys.exit(2)
-    except KeyboardInterrupt:
-        print('interrupted', file=sys.stderr)
-        sys.exit(130)
+        yield
+    finally:
+        _handler = None
+        logger.removeHandler(handler)
+        logger.setLevel(saved[0])
+        logger.propagate = saved[1]
+
+
+def set_log_level(quiet=False, verbose=False):
+    """The level --quiet / --verbose ask for, on a command's log (none outside run(): parsing flags
+    in a program of one's own changes no logging setting)."""
+    if _handler is not None:
+        logging.getLogger(LOGGER).setLevel(log_level(quiet, verbose))
 
 
 # ---- pretraining: one flag per config field --------------------------------------------------

@@ -89,7 +89,24 @@ def main(argv=None):
     model_config, recipe, save_dir = read_configs(a)
     from paddle_elmo.training import finish, set_up, train
     run = set_up(model_config, recipe, save_dir, a.device, a.cpu_threads, a.init_from_ckpt, a.max_minutes)
-    return finish(run, train(run))
+    outcome = finish(run, train(run))
+    if run.rank == 0:
+        report(outcome)
+    return 0
+
+
+def report(outcome):
+    """The run's results on stdout (its progress went to the log, stderr): the final held-out
+    perplexity, and the checkpoint written or the one to resume from."""
+    if outcome.dev:
+        dev = outcome.dev
+        print(f'dev ({dev["n_tokens"]} tokens): perplexity fwd {dev["forward_perplexity"]:.2f} '
+              f'bwd {dev["backward_perplexity"]:.2f} mean {dev["perplexity"]:.2f}', flush=True)
+    if outcome.stopped:
+        print(f'stopped {outcome.stopped} at step {outcome.step}/{outcome.total}; saved {outcome.saved}.pdparams. '
+              f'Resume with --init_from_ckpt {outcome.saved}', flush=True)
+    else:
+        print(f'saved {outcome.saved}.pdparams after {outcome.step} steps', flush=True)
 
 
 def launch(nproc, argv, save_dir):

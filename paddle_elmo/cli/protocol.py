@@ -1,12 +1,15 @@
 """The classification protocol's flags and their use, shared by `paddle-elmo finetune` and
-`paddle-elmo word2vec` (the protocol itself is paddle_elmo/classifier.py's)."""
+`paddle-elmo word2vec` (the protocol itself is paddle_elmo/classifier.py's). Their --quiet is every
+command's (flags.parser): no progress bars and no per-epoch lines (those are the log's INFO)."""
+import logging
 import os
-import sys
 
 from paddle_elmo.classifier import (BOUNDARY_TOKENS, FEATURE_NORMS, TOKENIZATIONS, TrainConfig, format_table,
                                     read_polarity, summarize)
 from paddle_elmo.cli.flags import option_strings
 from paddle_elmo.fileio import InputError, write_json_atomic
+
+log = logging.getLogger(__name__)
 
 
 def prepare_output(path):
@@ -60,7 +63,6 @@ def add_protocol_args(p, data_required=True):
                    help='batchnorm: standardize each dimension of the mean feature vector before the MLP')
     t.add_argument('--output_json', help='write the results here (accuracy_mean, accuracy_std, '
                    'fold_accuracies, layer_weights, args, ...)')
-    t.add_argument('--quiet', action='store_true', help='no progress bars or per-epoch lines')
     return d
 
 
@@ -98,31 +100,34 @@ def runs_on_this_rank(script):
     import paddle.distributed as dist
     rank, world_size = dist.get_rank(), dist.get_world_size()
     if world_size > 1:
-        print(f'{script}: {world_size} ranks launched; rank 0 runs all folds, the others exit '
-              f'(this is rank {rank})', file=sys.stderr, flush=True)
+        # a warning: the launch does not do what it may seem to (every rank logs it, rank 0 alone the rest)
+        log.warning('%s: %d ranks launched; rank 0 runs all folds, the others exit (this is rank %d)', script,
+                    world_size, rank)
     return rank == 0
 
 
 def load_data(a, tokenizer='whitespace'):
     """Read the dataset named by the options, its lines split by `tokenizer`, and say how each file
-    was decoded and which empty lines were skipped. With --max_seq_len, sentences keep their first
-    max_seq_len - 2 tokens (ELMo adds <S> and </S>; word2vec_base.py keeps the same tokens, so that
-    both scripts classify the same text), and the cut is reported and kept in `data.cut`."""
+    was decoded and which empty lines were skipped (INFO; WARNING when a file had empty lines, as
+    corpus files). With --max_seq_len, sentences keep their first max_seq_len - 2 tokens (ELMo adds
+    <S> and </S>; word2vec_base.py keeps the same tokens, so that both scripts classify the same
+    text), and the cut is reported (WARNING when tokens were left out) and kept in `data.cut`."""
     data = read_polarity(a.data_dir, a.pos_file, a.neg_file, a.tokenization, tokenizer)
     for path, info in data.sources.items():
         empty = info['empty_lines']
         skipped = (f'; skipped {len(empty)} empty line(s): {", ".join(map(str, empty[:10]))}'
                    f'{", ..." if len(empty) > 10 else ""}' if empty else '')
-        print(f'read {path}: {info["lines"]} sentences ({info["encoding"]}) split by {tokenizer}{skipped}',
-              file=sys.stderr)
+        log.log(logging.WARNING if empty else logging.INFO, 'read %s: %d sentences (%s) split by %s%s', path,
+                info['lines'], info['encoding'], tokenizer, skipped)
     if a.max_seq_len:
         limit = a.max_seq_len - BOUNDARY_TOKENS
         excess = [len(s) - limit for s in data.sentences if len(s) > limit]
         n_tokens = sum(map(len, data.sentences))
         data.sentences = [s[:limit] for s in data.sentences]
         data.cut = {'max_seq_len': a.max_seq_len, 'sentences': len(excess), 'tokens': sum(excess)}
-        print(f'--max_seq_len {a.max_seq_len}: cut {len(excess)} of {len(data.sentences)} sentences to {limit} '
-              f'tokens ({sum(excess)} of {n_tokens} tokens left out)', file=sys.stderr)
+        log.log(logging.WARNING if excess else logging.INFO, '--max_seq_len %d: cut %d of %d sentences to %d tokens '
+                '(%d of %d tokens left out)', a.max_seq_len, len(excess), len(data.sentences), limit, sum(excess),
+                n_tokens)
     return data
 
 

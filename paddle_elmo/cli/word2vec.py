@@ -22,8 +22,8 @@ share one learned vector, initialised at zero and trained with the classifier; '
 out of the mean (a sentence without any known token then averages to zero). The OOV counts are
 printed and written to the JSON. The word vectors stay frozen, as the frozen biLM does.
 """
+import logging
 import os
-import sys
 import time
 
 from paddle_elmo.cli import flags as cli
@@ -33,6 +33,8 @@ from paddle_elmo.classifier import SentenceClassifier, cross_validate, make_fold
 from paddle_elmo.runtime import use_device
 from paddle_elmo.word_vectors import (OOV_MODES, Word2VecFeatures, corpus_paths, is_binary, load_vectors, lookup_table,
                           save_vectors, train_word2vec)
+
+log = logging.getLogger(__name__)
 
 # --------------------------------------------------------------------------------------------
 # Command line
@@ -103,11 +105,11 @@ def vectors_from_args(a, info):
                         max_tokens=a.train_max_tokens or None)
     info.update(vectors=f'trained on {a.train_data_path}', corpus_files=paths, max_tokens=a.train_max_tokens or None,
                 train_seconds=time.time() - start)
-    print(f'trained word2vec on {len(paths)} file(s): {len(kv)} words x {kv.vector_size} '
-          f'in {info["train_seconds"]:.0f} s', file=sys.stderr)
+    log.info('trained word2vec on %d file(s): %d words x %d in %.0f s', len(paths), len(kv), kv.vector_size,
+             info['train_seconds'])
     if a.output_word_vectors:
         save_vectors(kv, a.output_word_vectors)
-        print(f'saved the vectors to {a.output_word_vectors}', file=sys.stderr)
+        print(f'saved the vectors to {a.output_word_vectors}')  # a file written: a result (stdout)
     return kv
 
 
@@ -138,9 +140,9 @@ def main(argv=None):
     kv = vectors_from_args(a, info)
     table, token_ids, stats = lookup_table(data.sentences, kv, a.oov)
     info.update(stats, vocab_size=len(kv), dim=kv.vector_size, oov_mode=a.oov)
-    print(f'vectors: {len(kv)} words x {kv.vector_size}; OOV {stats["oov_tokens"]}/{stats["tokens"]} tokens '
-          f'({stats["oov_rate"]:.2%}, {stats["oov_types"]} types, handled as {a.oov!r}); '
-          f'{stats["sentences_without_known_tokens"]} sentences have no known token', file=sys.stderr)
+    log.info(f'vectors: {len(kv)} words x {kv.vector_size}; OOV {stats["oov_tokens"]}/{stats["tokens"]} tokens '
+             f'({stats["oov_rate"]:.2%}, {stats["oov_types"]} types, handled as {a.oov!r}); '
+             f'{stats["sentences_without_known_tokens"]} sentences have no known token')
     del kv  # only the rows the data uses are kept (the table)
 
     def build_model(fold):
