@@ -388,9 +388,7 @@ def check_args(p, a):
         a.embed_file_lines = [int(v) for v in a.embed_file_lines.split(',') if v.strip()]
     except ValueError:
         raise cli.InputError(f'--embed_file_lines: expected comma-separated integers, got {a.embed_file_lines!r}')
-    for name in ('n_sentences', 'batch_size', 'threads', 'matmul_size'):
-        if getattr(a, name) < 1:
-            raise cli.InputError(f'--{name} must be >= 1, got {getattr(a, name)}')
+    common.check_positive(a, ('n_sentences', 'batch_size', 'threads', 'matmul_size'))
     if any(n < 1 for n in a.embed_file_lines):
         raise cli.InputError('--embed_file_lines: counts must be >= 1')
     if a.configs and a.modes and a.cache:
@@ -401,9 +399,7 @@ def check_args(p, a):
 def main():
     a = parse_args()
     if a.worker:
-        spec = json.loads(a.worker)
-        print(json.dumps(WORKERS[spec['kind']](spec)))
-        return 0
+        return common.answer_worker(a.worker, WORKERS)
     try:
         run_benchmark(a)
     except RuntimeError as e:  # a worker failed: its last error line, no traceback

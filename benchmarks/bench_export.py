@@ -153,9 +153,7 @@ def parse_args(argv=None):
     bad = [c for c in a.configs if c not in MODELS]
     if bad:
         raise cli.InputError(f'--configs: unknown value(s) {", ".join(bad)}; expected {", ".join(MODELS)}')
-    for name in ('n_sentences', 'batch_size', 'threads'):
-        if getattr(a, name) < 1:
-            raise cli.InputError(f'--{name} must be >= 1, got {getattr(a, name)}')
+    common.check_positive(a, ('n_sentences', 'batch_size', 'threads'))
     read_sentences(a.data_file, 1)
     return a
 
@@ -163,9 +161,7 @@ def parse_args(argv=None):
 def main():
     a = parse_args()
     if a.worker:
-        spec = json.loads(a.worker)
-        print(json.dumps(WORKERS[spec['kind']](spec)))
-        return 0
+        return common.answer_worker(a.worker, WORKERS)
     common.set_threads(a.threads)
     info = common.machine_info()
     common.print_machine_info(info)

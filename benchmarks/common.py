@@ -277,6 +277,21 @@ def print_machine_info(info=None):
 # Isolated runs and tables
 # --------------------------------------------------------------------------------------------
 
+def check_positive(a, names):
+    """Each of the parsed flags `names` must be >= 1: a one-line InputError naming the first that is not."""
+    from paddle_elmo.fileio import InputError
+    for name in names:
+        if getattr(a, name) < 1:
+            raise InputError(f'--{name} must be >= 1, got {getattr(a, name)}')
+
+
+def answer_worker(spec_json, workers):
+    """A benchmark's worker process: run workers[spec['kind']](spec) and print its result as JSON."""
+    spec = json.loads(spec_json)
+    print(json.dumps(workers[spec['kind']](spec)))
+    return 0
+
+
 def run_worker(argv, env=None, timeout=None, python=None):
     """Run `python argv...` in a fresh process (so its peak memory is its own; this interpreter
     unless `python` names another) and return the JSON object it prints on its last stdout line.
