@@ -274,6 +274,7 @@ def set_up(model_config, recipe, save_dir, device='cpu', cpu_threads=None, init_
                           vocab=vocab if model_config.has_words else None)
     paddle.seed(recipe.seed * 1000 + rank)  # but different dropout masks
     if recipe.init_weight_file and init_from_ckpt is None:  # domain adaptation: the weights, a fresh optimizer
+        # (its learning rate ramped up over recipe.from_weights_warmup steps: make_optimizer below)
         said = load_weights_into(model, recipe.init_weight_file)
         if rank == 0:
             print(f'biLM: from {recipe.init_weight_file}; {said}', flush=True)
@@ -286,7 +287,7 @@ def set_up(model_config, recipe, save_dir, device='cpu', cpu_threads=None, init_
     for p in frozen:  # before the optimizer lists what it updates
         p.stop_gradient = True
     optimizer = make_optimizer(model, recipe.optimizer, recipe.lr, recipe.max_grad_norm, recipe.warmup_steps,
-                               world_size)
+                               world_size, ramp_steps=recipe.from_weights_warmup if recipe.init_weight_file else 0)
     stream = LMStream(recipe.train_data_path, vocab, recipe.batch_size, recipe.unroll_steps, seed=recipe.seed,
                       rank=rank, world_size=world_size)
     clock, step = TrainingClock(), 0
@@ -299,7 +300,9 @@ def set_up(model_config, recipe, save_dir, device='cpu', cpu_threads=None, init_
         os.makedirs(save_dir, exist_ok=True)
         write_run_configs(save_dir, model_config, recipe, vocab)
         log = TrainLog(save_dir, total, step)
-        print(f'preset {recipe.preset}, {recipe.optimizer} lr {recipe.lr}: {world_size} process(es), {total} steps '
+        ramp = (f' (from weights: rising from lr / {optimizer.ramp_steps} over the first {optimizer.ramp_steps} '
+                f'steps, --from_weights_warmup)' if optimizer.ramp_steps else '')
+        print(f'preset {recipe.preset}, {recipe.optimizer} lr {recipe.lr}{ramp}: {world_size} process(es), {total} steps '
               f'of {recipe.batch_size}x{recipe.unroll_steps} tokens per process ({recipe.n_train_tokens:,} training '
               f'tokens x {recipe.epochs} epochs), vocab {vocab.size:,}, '
               f'{sum(int(np.prod(p.shape)) for p in model.parameters()):,} parameters', flush=True)
