@@ -259,10 +259,11 @@ class Recipe:
     init_options_file: Optional[str] = setting(None, 'the options.json of the weights the run started from '
                                                '(recorded from --init_from_weights / --options_file)')
     init_weight_file: Optional[str] = setting(None, 'the weights.hdf5 the run started from (recorded)')
-    from_weights_warmup: int = setting(1000, 'a run started from pretrained weights (--init_from_weights, '
-                                       '--options_file): its learning rate rises linearly from lr / N to lr over '
-                                       'its first N steps (on top of --warmup_steps), so that a fresh optimizer '
-                                       'does not undo the weights; 0: off')
+    from_weights_warmup: int = setting(1000, 'a run that starts from pretrained weights (--init_from_weights, '
+                                       '--options_file) and trains them: its learning rate rises linearly from '
+                                       'lr / N to lr over its first N steps (on top of --warmup_steps), so that '
+                                       'the fresh optimizer does not undo the weights; 0 or off: none (a new '
+                                       'model, and --freeze_bilm, start at full rate)')
 
     def checked(self):
         """self, after checking the values; InputError naming the flag."""

@@ -287,7 +287,7 @@ def set_up(model_config, recipe, save_dir, device='cpu', cpu_threads=None, init_
     for p in frozen:  # before the optimizer lists what it updates
         p.stop_gradient = True
     optimizer = make_optimizer(model, recipe.optimizer, recipe.lr, recipe.max_grad_norm, recipe.warmup_steps,
-                               world_size, ramp_steps=recipe.from_weights_warmup if recipe.init_weight_file else 0)
+                               world_size, ramp_steps=warmup_from_weights(recipe))
     stream = LMStream(recipe.train_data_path, vocab, recipe.batch_size, recipe.unroll_steps, seed=recipe.seed,
                       rank=rank, world_size=world_size)
     clock, step = TrainingClock(), 0
@@ -308,6 +308,14 @@ def set_up(model_config, recipe, save_dir, device='cpu', cpu_threads=None, init_
               f'{sum(int(np.prod(p.shape)) for p in model.parameters()):,} parameters', flush=True)
     return Run(model_config, recipe, save_dir, rank, vocab, model, optimizer, stream, total, clock, log, step,
                init_from_ckpt, max_minutes)
+
+
+def warmup_from_weights(recipe):
+    """Steps over which the learning rate ramps up (Optimizer.ramp): recipe.from_weights_warmup in a
+    run that started from pretrained weights and trains them; 0 in a new model's run and with
+    --freeze_bilm (the biLM does not train). Read from the recipe alone, so a resumed run ramps as
+    it did."""
+    return recipe.from_weights_warmup if recipe.init_weight_file and not recipe.freeze_bilm else 0
 
 
 def check_input_vocabulary(model_config, recipe, init_from_ckpt):

@@ -90,6 +90,7 @@ def test_freeze_bilm_trains_the_softmax_alone(corpus, export, tmp_path):
         np.testing.assert_array_equal(state[f'bilm.{name}'], value.numpy(), err_msg=name)
     assert json.loads((tmp_path / 'out' / 'recipe.json').read_text())['freeze_bilm'] is True
     assert '--lr 0.5' not in proc.stdout and 'lr 0.5' in proc.stdout
+    assert 'rising from' not in proc.stdout  # the biLM does not train: no warm-up (warmup_from_weights)
 
 
 # ---- continuing from weights does not damage them (issue 38) ---------------------------------------------
@@ -149,10 +150,11 @@ def test_continuing_from_weights_on_their_own_text_does_not_damage_them(demo_exp
 
 
 def test_without_the_warm_up_a_fresh_optimizer_damages_the_weights(demo_export, tmp_path):
-    """--from_weights_warmup 0 is the behaviour before issue 38: this is what the default prevents."""
+    """--from_weights_warmup off (0) is the behaviour before issue 38: what the default prevents."""
     _, start = demo_export
-    curve, proc = continued(demo_export, tmp_path, '--from_weights_warmup', '0')
+    curve, proc = continued(demo_export, tmp_path, '--from_weights_warmup', 'off')
     assert 'from weights: rising' not in proc.stdout
+    assert json.loads((tmp_path / 'recipe.json').read_text())['from_weights_warmup'] == 0
     assert curve[5] > start * 1.3 and curve[50] > start * 1.1, (start, curve)
 
 
@@ -169,3 +171,20 @@ def test_a_run_from_weights_resumes_exactly_within_its_warm_up(corpus, export, t
     assert resumed.returncode == 0, resumed.stderr[-2000:]
     assert 'rising from lr / 10 over the first 10 steps' in resumed.stdout
     assert_same_weights(load(tmp_path / 'whole' / 'final.pdparams'), load(tmp_path / 'cut' / 'final.pdparams'))
+
+
+def test_a_run_written_before_the_warm_up_existed_resumes_without_one(tmp_path):
+    """Its recipe.json has no from_weights_warmup: it ran (and resumes) at the full rate."""
+    from paddle_elmo.config import for_weights
+    from paddle_elmo.run_configs import read_run_configs, write_run_configs
+    from paddle_elmo.training import warmup_from_weights
+    from paddle_elmo.vocabulary import Vocabulary
+    from conftest import tiny_config
+    model, recipe = for_weights(tiny_config(), {'train_data_path': '/d/*', 'vocab_file': '/v.txt'}, 'w/options.json')
+    recipe.init_weight_file = 'w/weights.hdf5'
+    write_run_configs(str(tmp_path), model, recipe, Vocabulary.from_tokens([f'w{i}' for i in range(30)]))
+    assert warmup_from_weights(read_run_configs(str(tmp_path))[1]) == 1000
+    stored = json.loads((tmp_path / 'recipe.json').read_text())
+    del stored['from_weights_warmup']
+    (tmp_path / 'recipe.json').write_text(json.dumps(stored))
+    assert warmup_from_weights(read_run_configs(str(tmp_path))[1]) == 0

@@ -124,6 +124,19 @@ CHOICES = {'optimizer': OPTIMIZERS, 'activation': ('relu', 'tanh'), 'token_input
            'tokenizer': TOKENIZERS}
 
 
+def _steps_or_off(text):
+    """A count of steps, 'off' being 0."""
+    if text.strip().lower() == 'off':
+        return 0
+    if not text.strip().isdigit():
+        raise argparse.ArgumentTypeError(f'expected a number of steps or off, got {text!r}')
+    return int(text)
+
+
+# Fields whose flag reads more than the field's type.
+FLAG_TYPES = {'from_weights_warmup': _steps_or_off}
+
+
 def _flag_type(annotation):
     """A config field's type -> argparse keyword arguments."""
     args = [t for t in typing.get_args(annotation) if t is not type(None)]
@@ -152,7 +165,8 @@ def add_config_flags(group, config_class, names):
             text = _preset_help(f.name, text)
         elif f.default is not dataclasses.MISSING and f.default is not None and f.default is not False:
             text += f' (default: {f.default})'
-        group.add_argument(f'--{f.name}', choices=CHOICES.get(f.name), help=text, **_flag_type(f.type))
+        kwargs = {**_flag_type(f.type), **({'type': FLAG_TYPES[f.name]} if f.name in FLAG_TYPES else {})}
+        group.add_argument(f'--{f.name}', choices=CHOICES.get(f.name), help=text, **kwargs)
 
 
 def given_settings(a):
