@@ -11,15 +11,18 @@ For each, the vocabulary is the text's words (+ <S> </S> <UNK>), and:
 1. the bundled biLM gets a softmax over that vocabulary, trained with the biLM frozen
    (run_pretrain.py --init_from_weights bundled --freeze_bilm, --softmax_minutes): "before";
 2. the whole model then trains from there (--init_from_weights of that export: its softmax, a
-   fresh optimizer, the budget recipe) for each budget of --minutes, resuming between budgets.
+   fresh optimizer, the budget recipe, its learning rate ramped up over --from_weights_warmup
+   steps, 1000 by default) for each budget of --minutes, resuming between budgets.
 Reported: held-out perplexity on fold 1's test sentences (run_eval.py, full softmax) and frozen
-ELMo + BoW accuracy on fold 1 (run_finetune.py --run_folds 1), before and after each budget. The
+ELMo + BoW accuracy on fold 1 (run_finetune.py --run_folds 1), before and after each budget (the
+"softmax only" rows copy the bundled model's accuracy: their biLM is the bundled one, frozen). The
 budgets are training minutes (run_pretrain.py --max_minutes): run it on an idle machine. Rows are
 appended to OUT/results.jsonl; a table is printed at the end.
 """
 import argparse
 import json
 import os
+import shlex
 import subprocess
 import sys
 
@@ -90,9 +93,12 @@ def main():
     p.add_argument('--softmax_minutes', type=float, default=2.0, help='the softmax alone, biLM frozen ("before")')
     p.add_argument('--conditions', nargs='+', choices=CONDITIONS, default=list(CONDITIONS))
     p.add_argument('--out_dir', default=os.path.join(common.ROOT, '..', 'runs', 'adapt'))
+    p.add_argument('--threads', type=int, default=2, help='CPU threads of every step (the budgets are minutes)')
+    p.add_argument('--adapt_flags', default='', help='more run_pretrain.py flags for the adaptation runs, e.g. '
+                   '"--from_weights_warmup off" (the behaviour before issue 38) or "--lr 0.0004"')
     a = p.parse_args()
     os.makedirs(a.out_dir, exist_ok=True)
-    common.set_threads(2)
+    common.set_threads(a.threads)
     info = common.machine_info()
     common.print_machine_info(info)
     gflops = common.measure_matmul_gflops()
@@ -121,14 +127,16 @@ def main():
                                 '--max_minutes', a.softmax_minutes] + data_flags + common_flags, log)
         ckpt = last_checkpoint(softmax_dir)
         os.makedirs(d, exist_ok=True)
+        # The accuracy is the bundled model's, copied, not measured again: the biLM is frozen here and the
+        # classifier reads the biLM alone (the softmax never enters it), so the features are the same.
         record({'condition': condition, 'stage': 'softmax only (biLM as shipped)', 'minutes': 0,
                 'tokens': train_minutes(softmax_dir)[1], 'heldout_ppl': perplexity(ckpt, vocab, d, log),
-                'fold1_accuracy': before})
+                'fold1_accuracy': before, 'fold1_accuracy_copied': True})
         run('export_weights.py', ['--init_from_ckpt', ckpt, '--output_dir', export_dir], log)
         done = 0.0
         for budget in a.minutes:
-            flags = (['--init_from_weights', export_dir, '--save_dir', adapt_dir] + data_flags + common_flags
-                     if done == 0 else ['--init_from_ckpt', last_checkpoint(adapt_dir)])
+            flags = (['--init_from_weights', export_dir, '--save_dir', adapt_dir] + data_flags + common_flags +
+                     shlex.split(a.adapt_flags) if done == 0 else ['--init_from_ckpt', last_checkpoint(adapt_dir)])
             run('run_pretrain.py', flags + ['--max_minutes', budget - done], log)
             done = budget
             ckpt = last_checkpoint(adapt_dir)

@@ -260,12 +260,19 @@ class Recipe:
     init_options_file: Optional[str] = setting(None, 'the options.json of the weights the run started from '
                                                '(recorded from --init_from_weights / --init_options_file)')
     init_weight_file: Optional[str] = setting(None, 'the weights.hdf5 the run started from (recorded)')
+    from_weights_warmup: int = setting(1000, 'a run that starts from pretrained weights (--init_from_weights, '
+                                       '--options_file) and trains them: its learning rate rises linearly from '
+                                       'lr / N to lr over its first N steps (on top of --warmup_steps), so that '
+                                       'the fresh optimizer does not undo the weights; 0 or off: none (a new '
+                                       'model, and --freeze_bilm, start at full rate)')
 
     def checked(self):
         """self, after checking the values; InputError naming the flag."""
         for name in ('batch_size', 'unroll_steps', 'epochs', 'save_freq', 'log_freq', 'n_negative_samples'):
             if getattr(self, name) < 1:
                 raise InputError(f'--{name} must be >= 1, got {getattr(self, name)}')
+        if self.from_weights_warmup < 0:
+            raise InputError(f'--from_weights_warmup must be >= 0, got {self.from_weights_warmup}')
         for name in ('lr', 'max_grad_norm'):
             if not getattr(self, name) > 0:
                 raise InputError(f'--{name} must be > 0, got {getattr(self, name)}')

@@ -105,6 +105,8 @@ FLAGS = {
     'optimizer': ('pretrain\'s optimizer: adagrad or adam', ()),
     'lr': ('the learning rate (pretrain: the biLM\'s; classifiers: the head\'s and the scalar mix\'s)', ()),
     'warmup_steps': ('adam: linear learning-rate warm-up, in steps', ()),
+    'from_weights_warmup': ('a run started from pretrained weights: its learning rate rises from lr / N to lr over its '
+                            'first N steps (off or 0: none)', ()),
     'max_grad_norm': ('clip the global gradient norm to this value', ()),
     'reset_state_at_sentence_start': ('a row that starts a sentence starts from a zero LSTM state', ()),
     'freeze_word_embeddings': ('keep the word embedding as it starts', ()),
@@ -414,6 +416,19 @@ CHOICES = {'optimizer': OPTIMIZERS, 'activation': ('relu', 'tanh'), 'token_input
            'tokenizer': TOKENIZERS}
 
 
+def _steps_or_off(text):
+    """A count of steps, 'off' being 0."""
+    if text.strip().lower() == 'off':
+        return 0
+    if not text.strip().isdigit():
+        raise argparse.ArgumentTypeError(f'expected a number of steps or off, got {text!r}')
+    return int(text)
+
+
+# Fields whose flag reads more than the field's type.
+FLAG_TYPES = {'from_weights_warmup': _steps_or_off}
+
+
 def _flag_type(annotation):
     """A config field's type -> argparse keyword arguments."""
     args = [t for t in typing.get_args(annotation) if t is not type(None)]
@@ -448,7 +463,8 @@ def add_config_flags(group, config_class, names):
             text = _preset_help(f.name, text)
         elif f.default is not dataclasses.MISSING and f.default is not None:
             text += f' (default: {_shown(f.default)})'
-        group.add_argument(*option_strings(f.name), choices=CHOICES.get(f.name), help=text, **_flag_type(f.type))
+        kwargs = {**_flag_type(f.type), **({'type': FLAG_TYPES[f.name]} if f.name in FLAG_TYPES else {})}
+        group.add_argument(*option_strings(f.name), choices=CHOICES.get(f.name), help=text, **kwargs)
 
 
 def given_settings(a):
