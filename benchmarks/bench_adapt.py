@@ -97,12 +97,7 @@ def main():
     p.add_argument('--adapt_flags', default='', help='more run_pretrain.py flags for the adaptation runs, e.g. '
                    '"--from_weights_warmup off" (the behaviour before issue 38) or "--lr 0.0004"')
     a = p.parse_args()
-    os.makedirs(a.out_dir, exist_ok=True)
-    common.set_threads(a.threads)
-    info = common.machine_info()
-    common.print_machine_info(info)
-    gflops = common.measure_matmul_gflops()
-    print(f'float32 matmul rate at the start: {gflops:.1f} GFLOP/s', flush=True)
+    info, gflops = common.start_run(a.out_dir, a.threads)
     sizes = write_texts(a.out_dir)
     log = os.path.join(a.out_dir, 'log.txt')
     results, rows = os.path.join(a.out_dir, 'results.jsonl'), []

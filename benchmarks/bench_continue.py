@@ -55,12 +55,7 @@ def main():
     p.add_argument('--threads', type=int, default=1)
     p.add_argument('--out_dir', required=True)
     a = p.parse_args()
-    os.makedirs(a.out_dir, exist_ok=True)
-    common.set_threads(a.threads)
-    info = common.machine_info()
-    common.print_machine_info(info)
-    gflops = common.measure_matmul_gflops()
-    print(f'float32 matmul rate at the start: {gflops:.1f} GFLOP/s', flush=True)
+    info, gflops = common.start_run(a.out_dir, a.threads)
     log, results = os.path.join(a.out_dir, 'log.txt'), os.path.join(a.out_dir, 'results.jsonl')
     heldouts = [h.split('=', 1) for h in a.heldout]
     rows = []

@@ -277,6 +277,18 @@ def print_machine_info(info=None):
 # Isolated runs and tables
 # --------------------------------------------------------------------------------------------
 
+def start_run(out_dir, threads):
+    """A benchmark run's opening: its output directory, its threads, the machine and the float32
+    matmul rate at the start (printed) -> (machine_info, GFLOP/s)."""
+    os.makedirs(out_dir, exist_ok=True)
+    set_threads(threads)
+    info = machine_info()
+    print_machine_info(info)
+    gflops = measure_matmul_gflops()
+    print(f'float32 matmul rate at the start: {gflops:.1f} GFLOP/s', flush=True)
+    return info, gflops
+
+
 def check_positive(a, names):
     """Each of the parsed flags `names` must be >= 1: a one-line InputError naming the first that is not."""
     from paddle_elmo.fileio import InputError
