@@ -189,16 +189,70 @@ def constants_to_initializers(graph):
     return moved
 
 
+# Ops that only pick parts of a tensor: on weights they are folded into weights of their own.
+_FOLDABLE = ('Split', 'Slice', 'Identity')
+
+
+def fold_weight_parts(model):
+    """Replace each Split / Slice / Identity of the main graph whose inputs are all initializers
+    (StaticBiLM splits each LSTM's W into its input rows W_x and hidden rows W_h) by initializers
+    holding its outputs, named after the weight (`lstm_layer_0.w_0.split1`: W's second part), and
+    drop the initializers nothing reads any more: quantize_dynamic quantizes a MatMul only when
+    its weight is an initializer, and gives each such matrix its own scale. Every graph (the Loop
+    bodies read the main graph's names) is renamed. -> {new initializer name: source weight}."""
+    import onnx
+    from onnx import numpy_helper
+    from onnx.reference import ReferenceEvaluator
+    graph = model.graph
+    opsets = {o.domain: o.version for o in model.opset_import}
+    values = {t.name: t for t in graph.initializer}
+    rename, origin, keep = {}, {}, []
+    for node in graph.node:
+        inputs = [name for name in node.input if name]
+        if node.op_type not in _FOLDABLE or not inputs or not all(name in values for name in inputs):
+            keep.append(node)
+            continue
+        source = rename.get(node.input[0], node.input[0])
+        if node.op_type == 'Identity':
+            rename[node.output[0]] = source
+            continue
+        outputs = ReferenceEvaluator(node, opsets=opsets).run(
+            None, {name: numpy_helper.to_array(values[name]) for name in inputs})
+        for k, (name, array) in enumerate(zip(node.output, outputs)):
+            new = f'{source}.{node.op_type.lower()}{k}'
+            values[name] = values[new] = numpy_helper.from_array(np.ascontiguousarray(array), new)
+            rename[name], origin[new] = new, origin.get(source, source)
+    del graph.node[:]
+    graph.node.extend(keep)
+    for g in _graphs(graph):
+        for node in g.node:
+            for k, name in enumerate(node.input):
+                node.input[k] = rename.get(name, name)
+        for value in g.output:
+            value.name = rename.get(value.name, value.name)
+    used = {name for g in _graphs(graph) for node in g.node for name in node.input}
+    used |= {value.name for value in graph.output}
+    kept = [t for t in graph.initializer if t.name in used] + [values[name] for name in origin if name in used]
+    del graph.initializer[:]
+    graph.initializer.extend(kept)
+    return {name: source for name, source in origin.items() if name in used}
+
+
 def float_matmuls(model, keep_float):
-    """Names of the MatMul nodes to keep float. keep_float: 'char_cnn' (the convolutions: their
-    weights are char_encoder.conv_weights, which jit.save names char_encoder_*), 'token' (every
-    MatMul outside the LSTM Loops: char CNN, highway, projection)."""
+    """Names of the MatMul nodes to keep float. keep_float holds any of: 'char_cnn' (the
+    convolutions: their weights are char_encoder.conv_weights, which jit.save names char_encoder_*),
+    'token' (the token representation: char CNN, highway, projection), 'lstm_input' (each LSTM
+    layer's input products x @ W_x, made before its Loop: weights lstm_layer_*, split by
+    fold_weight_parts). Every MatMul outside the Loops is one of these; inside them, h @ W_h and
+    the projection W_P."""
     main = [n for n in model.graph.node if n.op_type == 'MatMul']
+    lstm = [n for n in main if any(name.startswith('lstm_layer') for name in n.input[1:])]
+    kept = set(n.name for n in lstm) if 'lstm_input' in keep_float else set()
     if 'token' in keep_float:
-        return [n.name for n in main]
+        kept |= {n.name for n in main if n not in lstm}
     if 'char_cnn' in keep_float:
-        return [n.name for n in main if any(name.startswith('char_encoder') for name in n.input[1:])]
-    return []
+        kept |= {n.name for n in main if any(name.startswith('char_encoder') for name in n.input[1:])}
+    return [n.name for n in main if n.name in kept]
 
 
 def quantize_onnx(directory, weight_type='QInt8', keep_float=(), per_channel=False):
@@ -222,6 +276,7 @@ def quantize_onnx(directory, weight_type='QInt8', keep_float=(), per_channel=Fal
     path = os.path.join(directory, ONNX_FILE)
     model = onnx.load(path)
     constants_to_initializers(model.graph)
+    fold_weight_parts(model)
     excluded = float_matmuls(model, keep_float)
     float_path = os.path.join(directory, 'model.float.onnx')
     onnx.save(model, float_path)
@@ -233,6 +288,11 @@ def quantize_onnx(directory, weight_type='QInt8', keep_float=(), per_channel=Fal
     finally:
         os.remove(float_path)
     model = onnx.load(path)
+    loops = [g for g in _graphs(model.graph) if g is not model.graph]
+    left = [n.name for g in loops for n in g.node if n.op_type == 'MatMul']
+    if left:  # a weight reached through an op fold_weight_parts does not know (another paddle2onnx?)
+        raise ExportError(f'quantize_dynamic left {len(left)} MatMuls inside the LSTM Loops float ({left[0]}, ...): '
+                          f'their weights are not initializers of model.onnx')
     quantized = sum(n.op_type == 'MatMulInteger' for g in _graphs(model.graph) for n in g.node)
     description = (f'int8: onnxruntime {_onnxruntime_version()} quantize_dynamic, weights {weight_type} '
                    f'{"per column" if per_channel else "per matrix"}, activations uint8 per call; '

@@ -142,9 +142,22 @@ class StaticBiLM(nn.Layer):
         return x
 
     # ---- LSTMs -----------------------------------------------------------------------------
-    def _step(self, layer, x_t, h, c):
-        """One LSTM step: x_t [batch, P], h [batch, P], c [batch, D] -> (h, c)."""
-        gates = paddle.matmul(paddle.concat([x_t, h], axis=-1), layer.W) + layer.bias()
+    @staticmethod
+    def _split_weight(layer):
+        """layer.W [input_dim + P, 4 * dim] -> (W_x [input_dim, 4D], W_h [P, 4D]): its rows for the
+        input and for the previous h (bilm-tf's layout), split once outside the time loop."""
+        return paddle.split(layer.W, [layer.input_dim, layer.projection_dim])
+
+    def _input_products(self, layer, x, w_input):
+        """x [time, batch, input_dim] -> its part of every step's gates at once, x @ W_x + bias
+        [time, batch, 4 * dim], as LstmStack does: one large product before the time loop instead
+        of one per step (and in an int8 export a product of its own, apart from h's)."""
+        return paddle.matmul(x, w_input) + layer.bias()
+
+    def _step(self, layer, x_gates, h, c, w_hidden):
+        """One LSTM step: x_gates [batch, 4 * dim] (the step's row of _input_products), h [batch, P],
+        c [batch, D], w_hidden = W_h -> (h, c)."""
+        gates = x_gates + paddle.matmul(h, w_hidden)
         i, j, f, o = paddle.split(gates, 4, axis=-1)  # TensorFlow's gate order
         c = F.sigmoid(i) * F.tanh(j) + F.sigmoid(f) * c
         if self.cell_clip:
@@ -163,13 +176,15 @@ class StaticBiLM(nn.Layer):
         # Outputs grow by one step per iteration: paddle2onnx 2.1 cannot convert a tensor array
         # written inside a loop (its ONNX refers to a value of the loop body from outside).
         empty = paddle.zeros([0, batch, forward_layer.projection_dim], dtype=xs[0].dtype)
+        (wx_f, wh_f), (wx_b, wh_b) = self._split_weight(forward_layer), self._split_weight(backward_layer)
+        gates = [self._input_products(forward_layer, xs[0], wx_f), self._input_products(backward_layer, xs[1], wx_b)]
 
         def cond(t, *_):
             return t < time
 
         def body(t, h_f, c_f, h_b, c_b, out_f, out_b):
-            h_f, c_f = self._step(forward_layer, paddle.gather(xs[0], t).squeeze(0), h_f, c_f)
-            h_b, c_b = self._step(backward_layer, paddle.gather(xs[1], t).squeeze(0), h_b, c_b)
+            h_f, c_f = self._step(forward_layer, paddle.gather(gates[0], t).squeeze(0), h_f, c_f, wh_f)
+            h_b, c_b = self._step(backward_layer, paddle.gather(gates[1], t).squeeze(0), h_b, c_b, wh_b)
             out_f = paddle.concat([out_f, h_f.unsqueeze(0)])
             out_b = paddle.concat([out_b, h_b.unsqueeze(0)])
             return t + 1, h_f, c_f, h_b, c_b, out_f, out_b
