@@ -521,9 +521,8 @@ def preactivation_stds(bilm, sentences=CALIBRATION_SENTENCES):
                  for k, layer in enumerate(getattr(bilm, stack).layers)}
 
         def recording_step(self, layer, x_gates, h, c, w_hidden):  # the exported step, its two products recorded
-            gates = x_gates + paddle.matmul(h, w_hidden)  # x_gates: x_t @ W_x + bias (_input_products)
-            i, j, f, o = paddle.split(gates, 4, axis=-1)
-            gates = gates - layer.bias()  # [x_t; h] @ W, W's product
+            gates = x_gates + paddle.matmul(h, w_hidden)  # [x_t; h] @ W (x_gates: x_t @ W_x, _input_products)
+            i, j, f, o = paddle.split(gates + layer.bias(), 4, axis=-1)
             c = paddle.clip(F.sigmoid(i) * F.tanh(j) + F.sigmoid(f) * c, -self.cell_clip, self.cell_clip) \
                 if self.cell_clip else F.sigmoid(i) * F.tanh(j) + F.sigmoid(f) * c
             h = paddle.matmul(F.sigmoid(o) * F.tanh(c), layer.W_P)

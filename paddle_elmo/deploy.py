@@ -148,11 +148,19 @@ def _drop_unused_constants(graph):
 QUANTIZE_CHOICES = ('int8',)
 
 
-# What --quantize int8 does, chosen by measurement (issue 37, original size): QInt8 weights (with
-# uint8 activations, onnxruntime's fast u8s8 kernels on AVX2; QUInt8 ran at 0.55x of it), one
-# scale per matrix (per column: same agreement, 0.47x the speed), the token representation kept
-# float (quantizing the char CNN, highway and projection too brought a layer's worst token cosine
-# down from 0.9975 to 0.949 for ~1.3x more speed).
+# What --quantize int8 does, chosen by measurement (issue 37). The LSTMs' products in int8 with
+# QInt8 weights (with uint8 activations, onnxruntime's fast u8s8 kernels; QUInt8 ran at 0.55x of
+# it), one weight scale per matrix (per column: same agreement, 0.47x the speed); the token
+# representation float (quantizing the char CNN, highway and projection too brought the original
+# size's worst token cosine from 0.9975 to 0.949 for ~1.3x more speed). Each LSTM layer's input
+# products x @ W_x, computed for all steps before its Loop (StaticBiLM), are quantized with one
+# scale PER TOKEN (normalize_per_token): a token representation's values reach ~24 in the bundled
+# model (~50 at the original size) while most tokens' stay within a few units, so one scale for a
+# whole batch, as quantize_dynamic gives every call, is far too coarse for most tokens (the
+# bundled model's worst token cosine on 1,000 rt-polarity sentences: 0.979 with [x_t; h] at one
+# scale per step, 0.956 with x @ W_x apart at one scale per batch, 0.9965 per token; h's own
+# scale alone changed little). Inside the Loops, h @ W_h and the projection W_P go through
+# quantize_dynamic (h is bounded by the projection clip, its per-call scale is fine).
 INT8_SETTINGS = dict(weight_type='QInt8', keep_float=('token',), per_channel=False, per_token=('lstm_input',))
 
 
@@ -238,6 +246,11 @@ def fold_weight_parts(model):
     return {name: source for name, source in origin.items() if name in used}
 
 
+# The kinds of MatMuls matmuls_of knows, in words (for the model's description).
+MATMUL_KINDS = {'char_cnn': 'the char CNN', 'token': 'the token representation',
+                'lstm_input': "the LSTMs' input products"}
+
+
 def matmuls_of(model, kinds):
     """Names of the main graph's MatMul nodes of the given kinds, any of: 'char_cnn' (the
     convolutions: their weights are char_encoder.conv_weights, which jit.save names char_encoder_*),
@@ -255,67 +268,41 @@ def matmuls_of(model, kinds):
     return [n.name for n in main if n.name in kept]
 
 
-def quantize_per_token(model, names):
-    """Replace each named MatMul of the main graph (X [..., K] @ W, W an initializer [K, N]) by an
-    int8 product with ONE SCALE PER ROW OF X (per token), which quantize_dynamic cannot do (its
-    DynamicQuantizeLinear gives a whole tensor one scale, set by its largest value):
-        s = max |x_row| / 127;  q = round(x / s) + 128 (uint8, zero point 128);
-        W_q = round(W / s_W), s_W = max |W| / 127 (int8, one scale per matrix);
-        y = float(MatMulInteger(q, W_q, 128, 0)) * (s * s_W).
-    A zero row stays zero. The per-row factor s * s_W is made by a Div, not a Mul: onnxruntime
-    (1.32) fuses MatMulInteger -> Cast -> Mul(., Mul(a, b)) into MatMulIntegerToFloat taking a and
-    b for per-tensor scales without checking their shapes, which computes garbage with a per-row
-    scale (measured: worst token cosine 0.79). -> the number replaced."""
-    from onnx import TensorProto, helper, numpy_helper
-    values = {t.name: t for t in model.graph.initializer}
-    targets = set(names)
-    out, replaced = [], 0
+def normalize_per_token(model, names):
+    """Wrap each named MatMul of the main graph, y = x @ W, as y = ((x / r) @ W) * r with r each
+    row's largest |value| (per token; a zero row stays zero): quantize_dynamic then quantizes
+    x / r, whose rows all reach 1, with its one scale per call -- in effect one scale per token,
+    which onnxruntime's DynamicQuantizeLinear cannot give (one scale per tensor, set by its
+    largest value), while the product stays onnxruntime's fused DynamicQuantizeMatMul (float out;
+    a MatMulInteger with per-row scales needs a Cast and a Mul over its whole output, measured
+    ~1.4x slower at the original size). -> the number wrapped."""
+    from onnx import helper, numpy_helper
+    targets, out, wrapped = set(names), [], 0
     for node in model.graph.node:
         if node.op_type != 'MatMul' or node.name not in targets:
             out.append(node)
             continue
-        x, w_name = node.input
-        w = numpy_helper.to_array(values[w_name]).astype(np.float64)
-        w_scale = float(np.abs(w).max()) / 127 or 1.0
-        p = f'{node.name}.per_token'  # a prefix for the new values and initializers
-        model.graph.initializer.extend([
-            numpy_helper.from_array(np.clip(np.round(w / w_scale), -127, 127).astype(np.int8), f'{w_name}.int8'),
-            numpy_helper.from_array(np.array(127 / w_scale, np.float32), f'{p}.inv_w_scale'),
-            numpy_helper.from_array(np.array(127, np.float32), f'{p}.127'),
-            numpy_helper.from_array(np.array(128, np.float32), f'{p}.128'),
-            numpy_helper.from_array(np.array(1e-30, np.float32), f'{p}.tiny'),
-            numpy_helper.from_array(np.array(128, np.uint8), f'{p}.x_zero'),
-            numpy_helper.from_array(np.array(0, np.int8), f'{p}.w_zero')])
+        p, x, y = f'{node.name}.per_token', node.input[0], node.output[0]
+        model.graph.initializer.append(numpy_helper.from_array(np.array(1e-30, np.float32), f'{p}.tiny'))
         out += [helper.make_node('Abs', [x], [f'{p}.abs']),
                 helper.make_node('ReduceMax', [f'{p}.abs'], [f'{p}.max'], axes=[-1], keepdims=1),
-                helper.make_node('Max', [f'{p}.max', f'{p}.tiny'], [f'{p}.range']),  # a zero row: 0 / tiny = 0
-                helper.make_node('Div', [f'{p}.127', f'{p}.range'], [f'{p}.inv_scale']),
-                helper.make_node('Mul', [x, f'{p}.inv_scale'], [f'{p}.scaled']),
-                helper.make_node('Round', [f'{p}.scaled'], [f'{p}.rounded']),
-                helper.make_node('Add', [f'{p}.rounded', f'{p}.128'], [f'{p}.shifted']),
-                helper.make_node('Cast', [f'{p}.shifted'], [f'{p}.q'], to=TensorProto.UINT8),
-                helper.make_node('MatMulInteger', [f'{p}.q', f'{w_name}.int8', f'{p}.x_zero', f'{p}.w_zero'],
-                                 [f'{p}.int32'], name=f'{node.name}_per_token'),
-                helper.make_node('Cast', [f'{p}.int32'], [f'{p}.float'], to=TensorProto.FLOAT),
-                helper.make_node('Div', [f'{p}.range', f'{p}.inv_w_scale'], [f'{p}.scale']),  # s * s_W, per row
-                helper.make_node('Mul', [f'{p}.float', f'{p}.scale'], list(node.output), name=node.name)]
-        replaced += 1
+                helper.make_node('Max', [f'{p}.max', f'{p}.tiny'], [f'{p}.r']),
+                helper.make_node('Div', [x, f'{p}.r'], [f'{p}.x'])]
+        node.input[0], node.output[0] = f'{p}.x', f'{p}.y'
+        out += [node, helper.make_node('Mul', [f'{p}.y', f'{p}.r'], [y])]
+        wrapped += 1
     del model.graph.node[:]
     model.graph.node.extend(out)
-    used = {name for g in _graphs(model.graph) for n in g.node for name in n.input}
-    kept = [t for t in model.graph.initializer if t.name in used]
-    del model.graph.initializer[:]
-    model.graph.initializer.extend(kept)
-    return replaced
+    return wrapped
 
 
 def quantize_onnx(directory, weight_type='QInt8', keep_float=(), per_channel=False, per_token=()):
     """directory/model.onnx (float32, as save_onnx writes it) -> the same file dynamically quantized
-    to int8: products in integers (MatMulInteger), each weight stored as int8 with one scale per
-    matrix, each input quantized at every call. The MatMuls named by `per_token`
-    (quantize_per_token: one input scale per token) first; then onnxruntime.quantization's
-    quantize_dynamic (input uint8 with ONE scale per call, DynamicQuantizeLinear) on the other
-    MatMuls, the LSTM Loops' included, except those named by `keep_float`.
+    to int8 by onnxruntime.quantization.quantize_dynamic: each MatMul's weight stored as int8 (one
+    scale per matrix), its input quantized to uint8 at every call (DynamicQuantizeLinear), products
+    in integers (MatMulInteger); the MatMuls inside the LSTM Loops too. The weights StaticBiLM
+    splits are folded into weights of their own first (fold_weight_parts), and the MatMuls named
+    by `per_token` have their input quantized per token (normalize_per_token).
 
     # Parameters
     weight_type: 'QInt8' or 'QUInt8' (onnxruntime's QuantType names), quantize_dynamic's.
@@ -334,7 +321,8 @@ def quantize_onnx(directory, weight_type='QInt8', keep_float=(), per_channel=Fal
     model = onnx.load(path)
     constants_to_initializers(model.graph)
     fold_weight_parts(model)
-    per_token_count = quantize_per_token(model, matmuls_of(model, per_token))
+    per_token_names = matmuls_of(model, per_token)
+    normalize_per_token(model, per_token_names)
     excluded = matmuls_of(model, keep_float)
     float_path = os.path.join(directory, 'model.float.onnx')
     onnx.save(model, float_path)
@@ -352,15 +340,19 @@ def quantize_onnx(directory, weight_type='QInt8', keep_float=(), per_channel=Fal
         raise ExportError(f'quantize_dynamic left {len(left)} MatMuls inside the LSTM Loops float ({left[0]}, ...): '
                           f'their weights are not initializers of model.onnx')
     quantized = sum(n.op_type == 'MatMulInteger' for g in _graphs(model.graph) for n in g.node)
-    description = (f'int8: {per_token_count} MatMuls with int8 weights per matrix and inputs one scale per token '
-                   f'({", ".join(per_token) or "none"}); onnxruntime {_onnxruntime_version()} quantize_dynamic on '
-                   f'{quantized - per_token_count} more, weights {weight_type} '
-                   f'{"per column" if per_channel else "per matrix"}, activations uint8 per call; '
-                   f'{len(excluded)} MatMuls kept float32')
+    description = (f'int8: onnxruntime {_onnxruntime_version()} quantize_dynamic, weights {weight_type} '
+                   f'{"per column" if per_channel else "per matrix"}, activations uint8 per call'
+                   f'{_kinds_in_words(" (", per_token, " per token)")}; {quantized} MatMuls quantized, '
+                   f'{len(excluded)} kept float32{_kinds_in_words(" (", keep_float, ")")}')
     onnx.helper.set_model_props(model, {PRECISION_KEY: description})
     model.doc_string += f' [{description}]'
     onnx.save(model, path)
     return {'quantized': quantized, 'kept_float': excluded, 'description': description}
+
+
+def _kinds_in_words(before, kinds, after):
+    """MatMul kinds (MATMUL_KINDS) in words between `before` and `after`, or '' for none."""
+    return f'{before}{" and ".join(MATMUL_KINDS[kind] for kind in kinds)}{after}' if kinds else ''
 
 
 def _onnxruntime_version():

@@ -4,7 +4,8 @@ and time, reading the BiLM's own parameters.
 Why a separate forward: BiLM's CPU path runs custom C++ ops and PyLayers (kernels.py) and plans its
 work in NumPy (distinct tokens, length chunks, packing), none of which a static program can hold.
 Each LSTM layer's time loop (both directions in one body) is a `while_loop`, which paddle2onnx turns
-into an ONNX Loop. `check_exportable` refuses a model setting StaticBiLM does not implement.
+into an ONNX Loop; as in LstmStack, the layer's input products x @ W_x for all steps are one product
+before it, and only h @ W_h is in it (which also lets an int8 export quantize each apart: deploy). `check_exportable` refuses a model setting StaticBiLM does not implement.
 """
 from paddle_elmo.runtime import paddle  # before paddle.nn: Paddle imported quietly
 import paddle.nn as nn  # noqa: E402
@@ -149,15 +150,16 @@ class StaticBiLM(nn.Layer):
         return paddle.split(layer.W, [layer.input_dim, layer.projection_dim])
 
     def _input_products(self, layer, x, w_input):
-        """x [time, batch, input_dim] -> its part of every step's gates at once, x @ W_x + bias
+        """x [time, batch, input_dim] -> its part of every step's gates at once, x @ W_x
         [time, batch, 4 * dim], as LstmStack does: one large product before the time loop instead
         of one per step (and in an int8 export a product of its own, apart from h's)."""
-        return paddle.matmul(x, w_input) + layer.bias()
+        return paddle.matmul(x, w_input)
 
     def _step(self, layer, x_gates, h, c, w_hidden):
         """One LSTM step: x_gates [batch, 4 * dim] (the step's row of _input_products), h [batch, P],
-        c [batch, D], w_hidden = W_h -> (h, c)."""
-        gates = x_gates + paddle.matmul(h, w_hidden)
+        c [batch, D], w_hidden = W_h -> (h, c). The bias is added to h's product (onnxruntime
+        fuses it into the product, int8 or not)."""
+        gates = x_gates + (paddle.matmul(h, w_hidden) + layer.bias())
         i, j, f, o = paddle.split(gates, 4, axis=-1)  # TensorFlow's gate order
         c = F.sigmoid(i) * F.tanh(j) + F.sigmoid(f) * c
         if self.cell_clip:

@@ -503,7 +503,7 @@ def swapped_gates():
     import paddle.nn.functional as F
 
     def step(self, layer, x_gates, h, c, w_hidden):
-        gates = x_gates + paddle.matmul(h, w_hidden)
+        gates = x_gates + paddle.matmul(h, w_hidden) + layer.bias()
         f, j, i, o = paddle.split(gates, 4, axis=-1)  # the slip: TensorFlow's order is i, j, f, o
         c = paddle.clip(F.sigmoid(i) * F.tanh(j) + F.sigmoid(f) * c, -self.cell_clip, self.cell_clip)
         h = paddle.clip(paddle.matmul(F.sigmoid(o) * F.tanh(c), layer.W_P), -self.proj_clip, self.proj_clip)
@@ -525,14 +525,14 @@ class _WithoutForgetBias:
 
 
 def no_forget_bias():
-    """('_input_products', StaticBiLM._input_products without TensorFlow's forget bias (a formula
-    slip: bilm-tf adds it at run time, the weights do not hold it))."""
+    """('_step', StaticBiLM._step without TensorFlow's forget bias (a formula slip: bilm-tf adds it
+    at run time, the weights do not hold it))."""
     from paddle_elmo.static_bilm import StaticBiLM
-    original = StaticBiLM._input_products
+    original = StaticBiLM._step
 
-    def input_products(self, layer, x, w_input):
-        return original(self, _WithoutForgetBias(layer), x, w_input)
-    return '_input_products', input_products
+    def step(self, layer, x_gates, h, c, w_hidden):
+        return original(self, _WithoutForgetBias(layer), x_gates, h, c, w_hidden)
+    return '_step', step
 
 
 @pytest.mark.parametrize('slip', [swapped_gates, no_forget_bias])
