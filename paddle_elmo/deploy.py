@@ -155,12 +155,14 @@ QUANTIZE_CHOICES = ('int8',)
 # size's worst token cosine from 0.9975 to 0.949 for ~1.3x more speed). Each LSTM layer's input
 # products x @ W_x, computed for all steps before its Loop (StaticBiLM), are quantized with one
 # scale PER TOKEN (normalize_per_token): a token representation's values reach ~24 in the bundled
-# model (~50 at the original size) while most tokens' stay within a few units, so one scale for a
-# whole batch, as quantize_dynamic gives every call, is far too coarse for most tokens (the
-# bundled model's worst token cosine on 1,000 rt-polarity sentences: 0.979 with [x_t; h] at one
-# scale per step, 0.956 with x @ W_x apart at one scale per batch, 0.9965 per token; h's own
-# scale alone changed little). Inside the Loops, h @ W_h and the projection W_P go through
-# quantize_dynamic (h is bounded by the projection clip, its per-call scale is fine).
+# model (~50 at the original size) while most tokens' stay within 1-2, so one scale for a whole
+# call, as quantize_dynamic gives, is far too coarse for most tokens. The bundled model's worst
+# token cosine on 1,000 rt-polarity sentences: 0.979 with [x_t; h] at one scale per step (the
+# first int8 export); 0.956 with x @ W_x apart at one scale per batch; 0.9966 per token (and
+# 0.9998 at the original size). Giving h a scale of its own was not the fix (emulated: 0.971).
+# Inside the Loops, h @ W_h and the projection W_P go through quantize_dynamic as they are (h is
+# within the projection clip). Cost: ~0.9x the first int8 export's speed (measured on a loaded
+# machine, same process; /work/runs/int8fix37-notes.md).
 INT8_SETTINGS = dict(weight_type='QInt8', keep_float=('token',), per_channel=False, per_token=('lstm_input',))
 
 
@@ -521,12 +523,12 @@ def verify_export(bilm, model_dir, sentences):
 
 # int8 moves values by quantization steps, not rounding. The formula is verified first, on the
 # float model.onnx at VERIFY_TOL; this check guards the quantization itself (a model it wrecks).
-# Measured (issue 37) on the LSTM-only int8 model against float32, worst token of 300-1,000
-# rt-polarity sentences: per-token cosine 0.997 and 5.8e-2 of a layer's largest value on the original
-# size (realistic magnitudes), 0.974 and 0.21 on the bundled model (its first LSTM layer: the gates'
-# input [x; h] is quantized with one scale, set by token representations up to ~24, which is
-# coarse for h); means 0.999. Limits with ~4x margin on 1 - cosine and ~2.4x on the difference.
-INT8_MIN_COSINE, INT8_REL_TOL = 0.9, 0.5
+# Measured (issue 37, INT8_SETTINGS) against float32, worst token of 1,000 rt-polarity sentences:
+# per-token cosine 0.9966 and 8.4e-2 of a layer's largest value on the bundled model, 0.9998 and
+# 2.3e-2 on the original size (realistic magnitudes), 0.9992 / 3.8e-2 on a demo model trained 4
+# minutes, 0.9992 / 3.2e-2 and 0.9995 / 1.4e-2 on the test models (large_valued_bilm, the
+# fixture); means >= 0.9993. Limits with ~6x margin on 1 - cosine and 3x on the difference.
+INT8_MIN_COSINE, INT8_REL_TOL = 0.98, 0.25
 
 
 def token_cosines(got, expected):
