@@ -5,7 +5,8 @@ Why a separate forward: BiLM's CPU path runs custom C++ ops and PyLayers (kernel
 work in NumPy (distinct tokens, length chunks, packing), none of which a static program can hold.
 Each LSTM layer's time loop (both directions in one body) is a `while_loop`, which paddle2onnx turns
 into an ONNX Loop; as in LstmStack, the layer's input products x @ W_x for all steps are one product
-before it, and only h @ W_h is in it (which also lets an int8 export quantize each apart: deploy). `check_exportable` refuses a model setting StaticBiLM does not implement.
+before it, and only h @ W_h is in it (which also lets an int8 export quantize each apart: deploy).
+`check_exportable` refuses a model setting StaticBiLM does not implement.
 """
 from paddle_elmo.runtime import paddle  # before paddle.nn: Paddle imported quietly
 import paddle.nn as nn  # noqa: E402
