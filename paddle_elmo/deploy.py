@@ -161,8 +161,8 @@ QUANTIZE_CHOICES = ('int8',)
 # first int8 export); 0.956 with x @ W_x apart at one scale per batch; 0.9966 per token (and
 # 0.9998 at the original size). Giving h a scale of its own was not the fix (emulated: 0.971).
 # Inside the Loops, h @ W_h and the projection W_P go through quantize_dynamic as they are (h is
-# within the projection clip). Cost: ~0.9x the first int8 export's speed (measured on a loaded
-# machine, same process; /work/runs/int8fix37-notes.md).
+# within the projection clip). Cost: ~0.9x the first int8 export's CPU time (measured on a loaded
+# machine, same process, both sizes).
 INT8_SETTINGS = dict(weight_type='QInt8', keep_float=('token',), per_channel=False, per_token=('lstm_input',))
 
 
@@ -276,8 +276,8 @@ def normalize_per_token(model, names):
     x / r, whose rows all reach 1, with its one scale per call -- in effect one scale per token,
     which onnxruntime's DynamicQuantizeLinear cannot give (one scale per tensor, set by its
     largest value), while the product stays onnxruntime's fused DynamicQuantizeMatMul (float out;
-    a MatMulInteger with per-row scales needs a Cast and a Mul over its whole output, measured
-    ~1.4x slower at the original size). -> the number wrapped."""
+    a MatMulInteger with per-row scales needs a Cast and a Mul over its whole output: the whole
+    int8 model ran ~1.3x slower at the original size). -> the number wrapped."""
     from onnx import helper, numpy_helper
     targets, out, wrapped = set(names), [], 0
     for node in model.graph.node:
