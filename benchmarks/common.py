@@ -547,8 +547,8 @@ def preactivation_stds(bilm, sentences=CALIBRATION_SENTENCES):
         names = {id(layer): f'{stack}.layers.{k}' for stack in ('forward_stack', 'backward_stack')
                  for k, layer in enumerate(getattr(bilm, stack).layers)}
 
-        def recording_step(self, layer, x_t, h, c):  # the exported step, its two products recorded
-            gates = paddle.matmul(paddle.concat([x_t, h], axis=-1), layer.W)
+        def recording_step(self, layer, x_gates, h, c, w_hidden):  # the exported step, its two products recorded
+            gates = x_gates + paddle.matmul(h, w_hidden)  # [x_t; h] @ W (x_gates: x_t @ W_x, _input_products)
             i, j, f, o = paddle.split(gates + layer.bias(), 4, axis=-1)
             c = paddle.clip(F.sigmoid(i) * F.tanh(j) + F.sigmoid(f) * c, -self.cell_clip, self.cell_clip) \
                 if self.cell_clip else F.sigmoid(i) * F.tanh(j) + F.sigmoid(f) * c

@@ -4,7 +4,9 @@ and time, reading the BiLM's own parameters.
 Why a separate forward: BiLM's CPU path runs custom C++ ops and PyLayers (kernels.py) and plans its
 work in NumPy (distinct tokens, length chunks, packing), none of which a static program can hold.
 Each LSTM layer's time loop (both directions in one body) is a `while_loop`, which paddle2onnx turns
-into an ONNX Loop. `check_exportable` refuses a model setting StaticBiLM does not implement.
+into an ONNX Loop; as in LstmStack, the layer's input products x @ W_x for all steps are one product
+before it, and only h @ W_h is in it (which also lets an int8 export quantize each apart: deploy).
+`check_exportable` refuses a model setting StaticBiLM does not implement.
 """
 from paddle_elmo.runtime import paddle  # before paddle.nn: Paddle imported quietly
 import paddle.nn as nn  # noqa: E402
@@ -142,9 +144,23 @@ class StaticBiLM(nn.Layer):
         return x
 
     # ---- LSTMs -----------------------------------------------------------------------------
-    def _step(self, layer, x_t, h, c):
-        """One LSTM step: x_t [batch, P], h [batch, P], c [batch, D] -> (h, c)."""
-        gates = paddle.matmul(paddle.concat([x_t, h], axis=-1), layer.W) + layer.bias()
+    @staticmethod
+    def _split_weight(layer):
+        """layer.W [input_dim + P, 4 * dim] -> (W_x [input_dim, 4D], W_h [P, 4D]): its rows for the
+        input and for the previous h (bilm-tf's layout), split once outside the time loop."""
+        return paddle.split(layer.W, [layer.input_dim, layer.projection_dim])
+
+    def _input_products(self, layer, x, w_input):
+        """x [time, batch, input_dim] -> its part of every step's gates at once, x @ W_x
+        [time, batch, 4 * dim], as LstmStack does: one large product before the time loop instead
+        of one per step (and in an int8 export a product of its own, apart from h's)."""
+        return paddle.matmul(x, w_input)
+
+    def _step(self, layer, x_gates, h, c, w_hidden):
+        """One LSTM step: x_gates [batch, 4 * dim] (the step's row of _input_products), h [batch, P],
+        c [batch, D], w_hidden = W_h -> (h, c). The bias is added to h's product (onnxruntime
+        fuses it into the product, int8 or not)."""
+        gates = x_gates + (paddle.matmul(h, w_hidden) + layer.bias())
         i, j, f, o = paddle.split(gates, 4, axis=-1)  # TensorFlow's gate order
         c = F.sigmoid(i) * F.tanh(j) + F.sigmoid(f) * c
         if self.cell_clip:
@@ -163,13 +179,15 @@ class StaticBiLM(nn.Layer):
         # Outputs grow by one step per iteration: paddle2onnx 2.1 cannot convert a tensor array
         # written inside a loop (its ONNX refers to a value of the loop body from outside).
         empty = paddle.zeros([0, batch, forward_layer.projection_dim], dtype=xs[0].dtype)
+        (wx_f, wh_f), (wx_b, wh_b) = self._split_weight(forward_layer), self._split_weight(backward_layer)
+        gates = [self._input_products(forward_layer, xs[0], wx_f), self._input_products(backward_layer, xs[1], wx_b)]
 
         def cond(t, *_):
             return t < time
 
         def body(t, h_f, c_f, h_b, c_b, out_f, out_b):
-            h_f, c_f = self._step(forward_layer, paddle.gather(xs[0], t).squeeze(0), h_f, c_f)
-            h_b, c_b = self._step(backward_layer, paddle.gather(xs[1], t).squeeze(0), h_b, c_b)
+            h_f, c_f = self._step(forward_layer, paddle.gather(gates[0], t).squeeze(0), h_f, c_f, wh_f)
+            h_b, c_b = self._step(backward_layer, paddle.gather(gates[1], t).squeeze(0), h_b, c_b, wh_b)
             out_f = paddle.concat([out_f, h_f.unsqueeze(0)])
             out_b = paddle.concat([out_b, h_b.unsqueeze(0)])
             return t + 1, h_f, c_f, h_b, c_b, out_f, out_b
