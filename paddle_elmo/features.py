@@ -28,9 +28,12 @@ class ActivationCache:
     directory (sentence boundaries removed); rows offsets[i]:offsets[i + 1] belong to sentence i.
     On disk rather than in RAM because a 1024-dim model on rt-polarity needs ~3 GB; the OS page
     cache keeps in memory what fits. `close()` deletes the directory.
+
+    embedder: what computes the layers (default: ELMoEmbedder of `bilm`); e.g. an InferenceEmbedder
+    of the same model's export, to train on the features a deployed (int8) model gives.
     """
 
-    def __init__(self, bilm, sentences, directory=None, batch_size=64, progress=True):
+    def __init__(self, bilm, sentences, directory=None, batch_size=64, progress=True, embedder=None):
         from tqdm import tqdm
         lengths = np.array([len(s) for s in sentences], dtype=np.int64)
         self.offsets = np.concatenate([[0], np.cumsum(lengths)])
@@ -40,7 +43,7 @@ class ActivationCache:
             self.array = np.memmap(os.path.join(self.directory, 'layers.f32'), dtype=np.float32, mode='w+',
                                    shape=(int(self.offsets[-1]), self.n_layers, self.dim))
             # ELMoEmbedder runs each distinct token through the char CNN once (its token cache).
-            embedder = ELMoEmbedder(bilm=bilm, batch_size=batch_size)
+            embedder = embedder or ELMoEmbedder(bilm=bilm, batch_size=batch_size)
             order = np.argsort(lengths, kind='stable')  # similar lengths share a batch: little padding
             chunk = batch_size * 16
             with tqdm(total=len(sentences), desc='caching biLM layers', unit='sent', disable=not show_bars(progress)) as bar:

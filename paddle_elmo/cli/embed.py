@@ -26,13 +26,8 @@ def build_parser():
     p.add_argument('--embedding_weight_file', help="hdf5 of dump_token_embeddings (dataset 'embedding', one row per "
                    'line of --vocab_file, or of the model\'s vocab.txt): those words skip the char CNN (bilm-tf\'s '
                    'use_character_inputs=False); for a word model, its embedding (bilm-tf\'s embedding_weight_file)')
-    g = p.add_argument_group('or an exported model (export_inference.py; stateless, CPU)')
-    g.add_argument('--inference_model', help='directory written by export_inference.py (a word model\'s holds its '
-                   'vocab.txt)')
-    g.add_argument('--inference_backend', default='paddle', choices=['paddle', 'onnxruntime'],
-                   help="paddle.inference's predictor (inference.json) or onnxruntime (model.onnx)")
-    g.add_argument('--onednn', action=cli.Switch, default=True,
-                   help="paddle backend: oneDNN's CPU kernels (off: Paddle's own, with MKL matmuls)")
+    cli.add_inference_model(p, 'or an exported model (export_inference.py; stateless, CPU)',
+                            'directory written by export_inference.py (a word model\'s holds its vocab.txt)')
     cli.add_device(p)
     p.add_argument('--output_format', default='all', choices=OUTPUT_FORMATS,
                    help='all layers, the top layer, or the average of the layers')

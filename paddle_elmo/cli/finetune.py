@@ -18,6 +18,8 @@ The biLM is frozen by default: its layers are computed once per sentence (statel
 removed) into an on-disk float32 cache that every epoch and every fold reuse, so an epoch costs
 only the scalar mix and the head. --trainable fine-tunes the biLM at its own --bilm_lr; it is then
 recomputed every batch, and each fold starts again from the loaded weights.
+--inference_model computes the frozen layers with an export of the same model instead (e.g. its
+int8 export under --inference_backend onnxruntime): the accuracy a deployed model's features give.
 """
 import argparse
 import logging
@@ -87,8 +89,37 @@ def check_elmo_args(a):
                              '--trainable or --no_cache')
     if a.word_vectors and not os.path.isfile(a.word_vectors):
         raise FileNotFoundError(f'{a.word_vectors}: --word_vectors file not found')
+    if a.inference_model and (a.trainable or not a.cache):
+        raise cli.InputError('--inference_model fills the frozen biLM\'s cache; it has no use with --trainable or '
+                             '--no_cache')
+    if a.inference_model and a.device != 'cpu':
+        raise cli.InputError('--inference_model runs on the CPU here; use --device cpu')
     if a.cache_dir and not os.path.isdir(a.cache_dir):
         raise FileNotFoundError(f'{a.cache_dir}: --cache_dir is not a directory')
+
+
+def exported_embedder(a, bilm, sentences, n_check=8):
+    """--inference_model's InferenceEmbedder, after checking on the first sentences that it is an
+    export of `bilm`: every token's cosine within the int8 tolerance (a float export agrees far closer)."""
+    from paddle_elmo.deploy import INT8_MIN_COSINE, token_cosines
+    from paddle_elmo.embedder import ELMoEmbedder
+    from paddle_elmo.inference import InferenceEmbedder
+    exported = InferenceEmbedder(a.inference_model, backend=a.inference_backend, batch_size=a.bilm_batch_size,
+                                 onednn=a.onednn, threads=a.cpu_threads, tokenizer=a.tokenizer)
+    check = [s for s in sentences[:n_check] if s]
+    got = exported.embed_batch(check)
+    expected = ELMoEmbedder(bilm=bilm, stateful=False).embed_batch(check)
+    if any(g.shape != e.shape for g, e in zip(got, expected)):
+        raise cli.InputError(f'--inference_model {a.inference_model}: its layers have shape {got[0].shape}, the model\'s '
+                             f'{expected[0].shape}: not an export of this model')
+    worst = float(token_cosines(got, expected).min(initial=1.0))
+    if worst < INT8_MIN_COSINE:
+        raise cli.InputError(f'--inference_model {a.inference_model}: a token\'s cosine with the model\'s layers is '
+                             f'{worst:.3f} (< {INT8_MIN_COSINE}) on the first {len(check)} sentences: not an export '
+                             f'of this model')
+    log.info('%s (%s, %s) agrees with the model: worst token cosine %.4f on %d sentences', a.inference_model,
+             a.inference_backend, exported.precision, worst, len(check))
+    return exported
 
 
 def build_parser():
@@ -97,6 +128,10 @@ def build_parser():
     cli.add_device(p)
     cli.add_tokenizer(p, group=add_protocol_args(p))
     add_elmo_args(p)
+    cli.add_inference_model(p, 'frozen layers from an export of the same model (CPU)',
+                            'directory written by export-inference from the model above: its layers fill the '
+                            'frozen cache (an int8 export\'s features, for instance); checked against the model on '
+                            'the first sentences')
     return p
 
 
@@ -127,7 +162,11 @@ def main(argv=None):
     try:
         if info['cached']:
             start = time.time()
-            cache = ActivationCache(bilm, data.sentences, a.cache_dir, a.bilm_batch_size, not a.quiet)
+            embedder = exported_embedder(a, bilm, data.sentences) if a.inference_model else None
+            if embedder is not None:
+                info.update(inference_model=a.inference_model, inference_backend=a.inference_backend,
+                            precision=embedder.precision)
+            cache = ActivationCache(bilm, data.sentences, a.cache_dir, a.bilm_batch_size, not a.quiet, embedder)
             info['cache_seconds'] = time.time() - start
             info['cache_bytes'] = cache.nbytes
             log.info('cached %d sentences\' biLM layers (%.0f MiB) in %.1f s', len(data.sentences),

@@ -321,6 +321,19 @@ def _positive_int(text):
     return int(text)
 
 
+def add_inference_model(p, title, model_help):
+    """--inference_model, --inference_backend and --onednn: an export_inference directory run by
+    Paddle Inference or onnxruntime (InferenceEmbedder)."""
+    g = p.add_argument_group(title)
+    g.add_argument('--inference_model', help=model_help)
+    g.add_argument('--inference_backend', default='paddle', choices=['paddle', 'onnxruntime'],
+                   help="paddle.inference's predictor (inference.json) or onnxruntime (model.onnx; an int8 export "
+                   "runs here)")
+    g.add_argument('--onednn', action=Switch, default=True,
+                   help="paddle backend: oneDNN's CPU kernels (off: Paddle's own, with MKL matmuls)")
+    return g
+
+
 def add_device(p, threads_note=''):
     """--device and --cpu_threads; threads_note: what else no --cpu_threads means in this command."""
     p.add_argument('--device', default='cpu', choices=['cpu', 'gpu'],
