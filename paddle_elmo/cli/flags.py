@@ -124,17 +124,18 @@ CHOICES = {'optimizer': OPTIMIZERS, 'activation': ('relu', 'tanh'), 'token_input
            'tokenizer': TOKENIZERS}
 
 
-def _steps_or_off(text):
-    """A count of steps, 'off' being 0."""
+def _scale_or_off(text):
+    """A factor, 'off' being 1."""
     if text.strip().lower() == 'off':
-        return 0
-    if not text.strip().isdigit():
-        raise argparse.ArgumentTypeError(f'expected a number of steps or off, got {text!r}')
-    return int(text)
+        return 1.0
+    try:
+        return float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f'expected a number or off, got {text!r}') from None
 
 
 # Fields whose flag reads more than the field's type.
-FLAG_TYPES = {'from_weights_warmup': _steps_or_off}
+FLAG_TYPES = {'from_weights_lr_scale': _scale_or_off}
 
 
 def _flag_type(annotation):
