@@ -96,7 +96,8 @@ def test_freeze_bilm_trains_the_softmax_alone(corpus, export, tmp_path):
 # ---- continuing from weights does not damage them (issue 38) ---------------------------------------------
 
 DEMO = ROOT + '/paddle_elmo/demo_data'
-# The continuation's recipe: the default (original: Adagrad 0.2, a fresh optimizer) on tiny batches.
+# The continuation's recipe: the default (original: Adagrad 0.2 x from_weights_lr_scale, a fresh optimizer) on
+# tiny batches.
 CONTINUE = ['--batch_size', '4', '--unroll_steps', '5', '--n_negative_samples', '10', '--seed', '3',
             '--log_freq', '1000', '--save_freq', '1000000', '--dev_data_path', DEMO + '/sample_heldout.txt',
             '--eval_freq', '5']
@@ -149,7 +150,7 @@ def test_continuing_from_weights_on_their_own_text_does_not_damage_them(demo_exp
     assert json.loads((tmp_path / 'recipe.json').read_text())['from_weights_lr_scale'] == 0.1
 
 
-def test_without_the_warm_up_a_fresh_optimizer_damages_the_weights(demo_export, tmp_path):
+def test_at_the_full_rate_a_fresh_optimizer_damages_the_weights(demo_export, tmp_path):
     """--from_weights_lr_scale off (1) is the behaviour before issue 38: what the default prevents."""
     _, start = demo_export
     curve, proc = continued(demo_export, tmp_path, '--from_weights_lr_scale', 'off')
