@@ -11,8 +11,8 @@ For each, the vocabulary is the text's words (+ <S> </S> <UNK>), and:
 1. the bundled biLM gets a softmax over that vocabulary, trained with the biLM frozen
    (run_pretrain.py --init_from_weights bundled --freeze_bilm, --softmax_minutes): "before";
 2. the whole model then trains from there (--init_from_weights of that export: its softmax, a
-   fresh optimizer, the budget recipe, its learning rate ramped up over --from_weights_warmup
-   steps, 1000 by default) for each budget of --minutes, resuming between budgets.
+   fresh optimizer, the budget recipe at its learning rate x --from_weights_lr_scale, 0.1 by
+   default) for each budget of --minutes, resuming between budgets.
 Reported: held-out perplexity on fold 1's test sentences (run_eval.py, full softmax) and frozen
 ELMo + BoW accuracy on fold 1 (run_finetune.py --run_folds 1), before and after each budget (the
 "softmax only" rows copy the bundled model's accuracy: their biLM is the bundled one, frozen). The
@@ -95,7 +95,7 @@ def main():
     p.add_argument('--out_dir', default=os.path.join(common.ROOT, '..', 'runs', 'adapt'))
     p.add_argument('--threads', type=int, default=2, help='CPU threads of every step (the budgets are minutes)')
     p.add_argument('--adapt_flags', default='', help='more run_pretrain.py flags for the adaptation runs, e.g. '
-                   '"--from_weights_warmup off" (the behaviour before issue 38) or "--lr 0.0004"')
+                   '"--from_weights_lr_scale off" (the behaviour before issue 38)')
     a = p.parse_args()
     info, gflops = common.start_run(a.out_dir, a.threads)
     sizes = write_texts(a.out_dir)

@@ -4,7 +4,7 @@ under each variant of flags.
 
     python benchmarks/bench_continue.py --export ../runs/adapt38/export --train_data_path ../runs/adapt38/train.txt \
         --vocab_file ../runs/adapt38/vocab.txt --heldout same=../runs/adapt38/heldout.txt \
-        --variant off='--from_weights_warmup off' --variant default= --steps 5 50 500
+        --variant off='--from_weights_lr_scale off' --variant default= --steps 5 50 500
 
 Each variant is one run: trained to the first --steps figure, then resumed (bit-exact) to the next,
 so the 50-step weights are the ones a 50-step run would have. After each stage every --heldout file

@@ -260,20 +260,18 @@ class Recipe:
     init_options_file: Optional[str] = setting(None, 'the options.json of the weights the run started from '
                                                '(recorded from --init_from_weights / --init_options_file)')
     init_weight_file: Optional[str] = setting(None, 'the weights.hdf5 the run started from (recorded)')
-    from_weights_warmup: int = setting(1000, 'a run that starts from pretrained weights (--init_from_weights, '
-                                       '--options_file) and trains them: its learning rate rises linearly from '
-                                       'lr / N to lr over its first N steps (on top of --warmup_steps), so that '
-                                       'the fresh optimizer does not undo the weights; 0 or off: none (a new '
-                                       'model, and --freeze_bilm, start at full rate)')
+    from_weights_lr_scale: float = setting(0.1, 'a run that starts from pretrained weights (--init_from_weights, '
+                                           '--options_file) and trains them: its learning rate is --lr x this '
+                                           '(a fresh optimizer at the full rate undoes the weights within a few '
+                                           'steps); 1 or off: the full rate (a new model, and --freeze_bilm, have '
+                                           'the full rate)')
 
     def checked(self):
         """self, after checking the values; InputError naming the flag."""
         for name in ('batch_size', 'unroll_steps', 'epochs', 'save_freq', 'log_freq', 'n_negative_samples'):
             if getattr(self, name) < 1:
                 raise InputError(f'--{name} must be >= 1, got {getattr(self, name)}')
-        if self.from_weights_warmup < 0:
-            raise InputError(f'--from_weights_warmup must be >= 0, got {self.from_weights_warmup}')
-        for name in ('lr', 'max_grad_norm'):
+        for name in ('lr', 'max_grad_norm', 'from_weights_lr_scale'):
             if not getattr(self, name) > 0:
                 raise InputError(f'--{name} must be > 0, got {getattr(self, name)}')
         if self.optimizer not in OPTIMIZERS:

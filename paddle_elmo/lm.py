@@ -252,7 +252,6 @@ class Optimizer:
 
     def __init__(self, model, lr, max_grad_norm, world_size=1):
         self.model, self.lr, self.max_grad_norm, self.world_size = model, lr, max_grad_norm, world_size
-        self.ramp_steps = 0  # set by make_optimizer: a run that starts from pretrained weights
         tables = [model.softmax.W, model.softmax.b]
         if model.trained_word_embedding() is not None:
             tables.append(model.trained_word_embedding())
@@ -288,7 +287,7 @@ class Optimizer:
         backward); returns the global gradient norm before clipping."""
         grads, norm = self._gradients(table_rows)
         self.n_updates += 1
-        lr = paddle.to_tensor([self.learning_rate() * self.ramp()], dtype='float32')
+        lr = paddle.to_tensor([self.learning_rate()], dtype='float32')
         for (name, p), g in zip(self.dense, grads):
             self._update(p, g, self.slots[name], lr)
         sparse_grads = iter(grads[len(self.dense):])
@@ -307,12 +306,6 @@ class Optimizer:
 
     def learning_rate(self):
         return self.lr
-
-    def ramp(self):
-        """The factor on the learning rate of a run that starts from pretrained weights: it rises
-        linearly from 1 / ramp_steps at the first update to 1 at update ramp_steps (1 throughout
-        when ramp_steps is 0: a new model, or the ramp switched off)."""
-        return min(1.0, self.n_updates / self.ramp_steps) if self.ramp_steps else 1.0
 
     def clear_grad(self):
         self.model.clear_gradients()
@@ -379,17 +372,13 @@ class Adam(Optimizer):
         param.set_value(param - lr * m / (paddle.sqrt(v) + self.epsilon))
 
 
-def make_optimizer(model, name, lr, max_grad_norm, warmup_steps=0, world_size=1, ramp_steps=0):
-    """'adagrad' (bilm-tf's: accumulators from 1.0) or 'adam' (with warm-up); ramp_steps: a run
-    from pretrained weights, its learning rate ramped up over that many updates (Optimizer.ramp)."""
+def make_optimizer(model, name, lr, max_grad_norm, warmup_steps=0, world_size=1):
+    """'adagrad' (bilm-tf's: accumulators from 1.0) or 'adam' (with warm-up)."""
     if name == 'adagrad':
-        optimizer = Adagrad(model, lr, max_grad_norm, initial_accumulator=1.0, world_size=world_size)
-    elif name == 'adam':
-        optimizer = Adam(model, lr, max_grad_norm, warmup_steps=warmup_steps, world_size=world_size)
-    else:
-        raise InputError(f'unknown optimizer {name!r} (adagrad or adam)')
-    optimizer.ramp_steps = ramp_steps
-    return optimizer
+        return Adagrad(model, lr, max_grad_norm, initial_accumulator=1.0, world_size=world_size)
+    if name == 'adam':
+        return Adam(model, lr, max_grad_norm, warmup_steps=warmup_steps, world_size=world_size)
+    raise InputError(f'unknown optimizer {name!r} (adagrad or adam)')
 
 
 def _adagrad_update(param, grad, accumulator, lr):

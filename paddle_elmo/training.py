@@ -280,7 +280,7 @@ def set_up(model_config, recipe, save_dir, device='cpu', cpu_threads=None, init_
                           vocab=vocab if model_config.has_words else None)
     paddle.seed(recipe.seed * 1000 + rank)  # but different dropout masks
     if recipe.init_weight_file and init_from_ckpt is None:  # domain adaptation: the weights, a fresh optimizer
-        # (its learning rate ramped up over recipe.from_weights_warmup steps: make_optimizer below)
+        # (at recipe.lr x recipe.from_weights_lr_scale: make_optimizer below)
         said = load_weights_into(model, recipe.init_weight_file)
         if rank == 0:
             log.info('biLM: from %s; %s', recipe.init_weight_file, said)
@@ -292,8 +292,8 @@ def set_up(model_config, recipe, save_dir, device='cpu', cpu_threads=None, init_
     frozen += [model.bilm.word_embedding] if recipe.freeze_word_embeddings else []
     for p in frozen:  # before the optimizer lists what it updates
         p.stop_gradient = True
-    optimizer = make_optimizer(model, recipe.optimizer, recipe.lr, recipe.max_grad_norm, recipe.warmup_steps,
-                               world_size, ramp_steps=warmup_from_weights(recipe))
+    optimizer = make_optimizer(model, recipe.optimizer, recipe.lr * lr_scale_from_weights(recipe),
+                               recipe.max_grad_norm, recipe.warmup_steps, world_size)
     stream = LMStream(recipe.train_data_path, vocab, recipe.batch_size, recipe.unroll_steps, seed=recipe.seed,
                       rank=rank, world_size=world_size)
     clock, step = TrainingClock(), 0
@@ -306,9 +306,9 @@ def set_up(model_config, recipe, save_dir, device='cpu', cpu_threads=None, init_
         os.makedirs(save_dir, exist_ok=True)
         write_run_configs(save_dir, model_config, recipe, vocab)
         train_log = TrainLog(save_dir, total, step)
-        ramp = (f' (from weights: rising from lr / {optimizer.ramp_steps} over the first {optimizer.ramp_steps} '
-                f'steps, --from_weights_warmup)' if optimizer.ramp_steps else '')
-        log.info(f'preset {recipe.preset}, {recipe.optimizer} lr {recipe.lr}{ramp}: {world_size} process(es), '
+        scale = lr_scale_from_weights(recipe)
+        scaled = f' x {scale:g} = {recipe.lr * scale:g} (from weights, --from_weights_lr_scale)' if scale != 1 else ''
+        log.info(f'preset {recipe.preset}, {recipe.optimizer} lr {recipe.lr}{scaled}: {world_size} process(es), '
                  f'{total} steps of {recipe.batch_size}x{recipe.unroll_steps} tokens per process '
                  f'({recipe.n_train_tokens:,} training tokens x {recipe.epochs} epochs), vocab {vocab.size:,}, '
                  f'{sum(int(np.prod(p.shape)) for p in model.parameters()):,} parameters')
@@ -316,12 +316,11 @@ def set_up(model_config, recipe, save_dir, device='cpu', cpu_threads=None, init_
                init_from_ckpt, max_minutes)
 
 
-def warmup_from_weights(recipe):
-    """Steps over which the learning rate ramps up (Optimizer.ramp): recipe.from_weights_warmup in a
-    run that started from pretrained weights and trains them; 0 in a new model's run and with
-    --freeze_bilm (the biLM does not train). Read from the recipe alone, so a resumed run ramps as
-    it did."""
-    return recipe.from_weights_warmup if recipe.init_weight_file and not recipe.freeze_bilm else 0
+def lr_scale_from_weights(recipe):
+    """The factor on recipe.lr: recipe.from_weights_lr_scale in a run that started from pretrained
+    weights and trains them; 1 in a new model's run and with --freeze_bilm (the biLM does not
+    train). Read from the recipe alone, so a resumed run has the rate it had."""
+    return recipe.from_weights_lr_scale if recipe.init_weight_file and not recipe.freeze_bilm else 1.0
 
 
 def check_input_vocabulary(model_config, recipe, init_from_ckpt):

@@ -91,13 +91,14 @@ def test_freeze_bilm_trains_the_softmax_alone(corpus, export, tmp_path):
         np.testing.assert_array_equal(state[f'bilm.{name}'], value.numpy(), err_msg=name)
     assert json.loads((tmp_path / 'out' / 'recipe.json').read_text())['freeze_bilm'] is True
     assert '--lr 0.5' not in proc.stderr and 'lr 0.5' in proc.stderr
-    assert 'rising from' not in proc.stderr  # the biLM does not train: no warm-up (warmup_from_weights)
+    assert 'from weights,' not in proc.stderr  # the biLM does not train: the full rate (lr_scale_from_weights)
 
 
 # ---- continuing from weights does not damage them (issue 38) ---------------------------------------------
 
 DEMO = ROOT + '/paddle_elmo/demo_data'
-# The continuation's recipe: the default (original: Adagrad 0.2, a fresh optimizer) on tiny batches.
+# The continuation's recipe: the default (original: Adagrad 0.2 x from_weights_lr_scale, a fresh optimizer) on
+# tiny batches.
 CONTINUE = ['--batch_size', '4', '--unroll_steps', '5', '--n_negative_samples', '10', '--seed', '3',
             '--log_freq', '1000', '--save_freq', '1000000', '--dev_data_path', DEMO + '/sample_heldout.txt',
             '--eval_freq', '5']
@@ -142,50 +143,50 @@ def continued(demo_export, save_dir, *flags):
 def test_continuing_from_weights_on_their_own_text_does_not_damage_them(demo_export, tmp_path):
     _, start = demo_export
     curve, proc = continued(demo_export, tmp_path)
-    assert 'from weights: rising from lr / 1000 over the first 1000 steps' in proc.stderr
+    assert 'adagrad lr 0.2 x 0.1 = 0.02 (from weights, --from_weights_lr_scale)' in proc.stderr
     assert sorted(curve) == list(range(5, 501, 5))
     # Half a percent for the platform's arithmetic: the first steps move the weights very little.
     assert max(curve.values()) <= start * 1.005, (start, curve)
     assert curve[500] < start * 0.9, (start, curve)  # and it still learns
-    assert json.loads((tmp_path / 'recipe.json').read_text())['from_weights_warmup'] == 1000
+    assert json.loads((tmp_path / 'recipe.json').read_text())['from_weights_lr_scale'] == 0.1
 
 
-def test_without_the_warm_up_a_fresh_optimizer_damages_the_weights(demo_export, tmp_path):
-    """--from_weights_warmup off (0) is the behaviour before issue 38: what the default prevents."""
+def test_at_the_full_rate_a_fresh_optimizer_damages_the_weights(demo_export, tmp_path):
+    """--from_weights_lr_scale off (1) is the behaviour before issue 38: what the default prevents."""
     _, start = demo_export
-    curve, proc = continued(demo_export, tmp_path, '--from_weights_warmup', 'off')
-    assert 'from weights: rising' not in proc.stderr
-    assert json.loads((tmp_path / 'recipe.json').read_text())['from_weights_warmup'] == 0
+    curve, proc = continued(demo_export, tmp_path, '--from_weights_lr_scale', 'off')
+    assert 'adagrad lr 0.2:' in proc.stderr and 'from weights,' not in proc.stderr
+    assert json.loads((tmp_path / 'recipe.json').read_text())['from_weights_lr_scale'] == 1.0
     assert curve[5] > start * 1.3 and curve[50] > start * 1.1, (start, curve)
 
 
-def test_a_run_from_weights_resumes_exactly_within_its_warm_up(corpus, export, tmp_path):
-    """The warm-up's factor comes from the optimizer's update count, which the checkpoint keeps."""
+def test_a_run_from_weights_resumes_exactly_at_its_scaled_rate(corpus, export, tmp_path):
+    """The resumed run takes the scale from its recipe.json: the same rate as the uninterrupted one."""
     from helpers import assert_same_weights
     whole = adapt(corpus, tmp_path / 'whole', '--init_from_weights', str(export), '--max_steps', '6',
-                  '--from_weights_warmup', '10')
+                  '--from_weights_lr_scale', '0.5')
     assert whole.returncode == 0, whole.stderr[-2000:]
     cut = adapt(corpus, tmp_path / 'cut', '--init_from_weights', str(export), '--max_steps', '3',
-                '--from_weights_warmup', '10', '--save_freq', '3')
+                '--from_weights_lr_scale', '0.5', '--save_freq', '3')
     assert cut.returncode == 0, cut.stderr[-2000:]
     resumed = run('run_pretrain.py', ['--init_from_ckpt', str(tmp_path / 'cut' / 'final'), '--max_steps', '6'])
     assert resumed.returncode == 0, resumed.stderr[-2000:]
-    assert 'rising from lr / 10 over the first 10 steps' in resumed.stderr
+    assert 'lr 0.2 x 0.5 = 0.1 (from weights' in resumed.stderr
     assert_same_weights(load(tmp_path / 'whole' / 'final.pdparams'), load(tmp_path / 'cut' / 'final.pdparams'))
 
 
-def test_a_run_written_before_the_warm_up_existed_resumes_without_one(tmp_path):
-    """Its recipe.json has no from_weights_warmup: it ran (and resumes) at the full rate."""
+def test_a_run_written_before_the_scale_existed_resumes_at_the_full_rate(tmp_path):
+    """Its recipe.json has no from_weights_lr_scale: it ran (and resumes) at the full rate."""
     from paddle_elmo.config import for_weights
     from paddle_elmo.run_configs import read_run_configs, write_run_configs
-    from paddle_elmo.training import warmup_from_weights
+    from paddle_elmo.training import lr_scale_from_weights
     from paddle_elmo.vocabulary import Vocabulary
     from conftest import tiny_config
     model, recipe = for_weights(tiny_config(), {'train_data_path': '/d/*', 'vocab_file': '/v.txt'}, 'w/options.json')
     recipe.init_weight_file = 'w/weights.hdf5'
     write_run_configs(str(tmp_path), model, recipe, Vocabulary.from_tokens([f'w{i}' for i in range(30)]))
-    assert warmup_from_weights(read_run_configs(str(tmp_path))[1]) == 1000
+    assert lr_scale_from_weights(read_run_configs(str(tmp_path))[1]) == 0.1
     stored = json.loads((tmp_path / 'recipe.json').read_text())
-    del stored['from_weights_warmup']
+    del stored['from_weights_lr_scale']
     (tmp_path / 'recipe.json').write_text(json.dumps(stored))
-    assert warmup_from_weights(read_run_configs(str(tmp_path))[1]) == 0
+    assert lr_scale_from_weights(read_run_configs(str(tmp_path))[1]) == 1.0

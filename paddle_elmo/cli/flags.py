@@ -105,8 +105,8 @@ FLAGS = {
     'optimizer': ('pretrain\'s optimizer: adagrad or adam', ()),
     'lr': ('the learning rate (pretrain: the biLM\'s; classifiers: the head\'s and the scalar mix\'s)', ()),
     'warmup_steps': ('adam: linear learning-rate warm-up, in steps', ()),
-    'from_weights_warmup': ('a run started from pretrained weights: its learning rate rises from lr / N to lr over its '
-                            'first N steps (off or 0: none)', ()),
+    'from_weights_lr_scale': ('a run started from pretrained weights that trains them runs at --lr times this '
+                              '(off or 1: the full rate)', ()),
     'max_grad_norm': ('clip the global gradient norm to this value', ()),
     'reset_state_at_sentence_start': ('a row that starts a sentence starts from a zero LSTM state', ()),
     'freeze_word_embeddings': ('keep the word embedding as it starts', ()),
@@ -429,17 +429,18 @@ CHOICES = {'optimizer': OPTIMIZERS, 'activation': ('relu', 'tanh'), 'token_input
            'tokenizer': TOKENIZERS}
 
 
-def _steps_or_off(text):
-    """A count of steps, 'off' being 0."""
+def _scale_or_off(text):
+    """A factor, 'off' being 1."""
     if text.strip().lower() == 'off':
-        return 0
-    if not text.strip().isdigit():
-        raise argparse.ArgumentTypeError(f'expected a number of steps or off, got {text!r}')
-    return int(text)
+        return 1.0
+    try:
+        return float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f'expected a number or off, got {text!r}') from None
 
 
 # Fields whose flag reads more than the field's type.
-FLAG_TYPES = {'from_weights_warmup': _steps_or_off}
+FLAG_TYPES = {'from_weights_lr_scale': _scale_or_off}
 
 
 def _flag_type(annotation):
