@@ -25,6 +25,14 @@ tokens/s counts real tokens (not <S> and </S>). The floor: FLOPs per token of th
 highway and projection count as free) divided by the float32 matmul rate measured at the start on
 the same threads. ratio = tokens/s / floor tokens/s. "GFLOP/s" is the same counting per second.
 "CNN runs/token" is the share of tokens that went through the char CNN.
+That floor counts a fixed reference per token, more than the embedder computes (it runs the char CNN
+once per distinct word of a batch, on the windows that touch a char, and not at all for cached
+words), so its ratio can pass 1. "required floor tokens/s" counts only what the run needs on these
+very batches (common.required_flops: char CNN, highway and projection once per distinct token of a
+batch on the windows that touch a char, once per distinct token of the run with the cache on, none
+for the table's words; the LSTMs over every position, <S> and </S> included): "ratio to required"
+stays below 1 unless the arithmetic itself is beaten. --floor_only prints both counts for the
+sentences without timing anything (--gflops RATE: their floors at a recorded matmul rate).
 
 Exported models (export_inference.py, deploy.py) beside ELMoEmbedder: for each configuration the
 same random weights are exported once (Paddle Inference program + ONNX), then each runtime of
@@ -83,6 +91,32 @@ def read_sentences(path, n):
     except UnicodeDecodeError:
         text, encoding = [line.decode('latin-1') for line in raw], 'latin-1'
     return [line.split() for line in text], encoding
+
+
+def embedder_batches(sentences, batch_size, stateful):
+    """The char ids of the batches ELMoEmbedder runs (SentenceEmbedder._batches: input order when
+    stateful, else grouped by length), <S> and </S> added."""
+    import numpy as np
+    from paddle_elmo.token_ids import CharMapper
+    mapper = CharMapper()
+    order = np.arange(len(sentences)) if stateful else np.argsort([len(s) for s in sentences], kind='stable')
+    return [mapper.batch([sentences[i] for i in order[start:start + batch_size]])[0]
+            for start in range(0, len(order), batch_size)]
+
+
+def required_per_token(options, sentences, batch_size, stateful, cache):
+    """FLOPs per real token (<S>, </S> not counted as tokens) that embedding `sentences` needs
+    (common.required_flops) -> (FLOPs per token, distinct tokens through the char CNN per token)."""
+    precomputed = None
+    if cache == 'table':
+        with open(common.corpus_vocabulary(TABLE_VOCAB), encoding='utf-8') as f:
+            precomputed = [line.rstrip('\n') for line in f]
+    need = common.required_flops(options, embedder_batches(sentences, batch_size, stateful),
+                                 token_cache=cache == 'on', precomputed=precomputed)
+    if cache == 'on' and need['distinct'] > CACHE_SIZE:  # the cache stops adding words when full
+        raise ValueError(f'{need["distinct"]} distinct tokens: more than the cache holds ({CACHE_SIZE})')
+    tokens = sum(len(s) for s in sentences)
+    return need['total'] / tokens, need['distinct'] / tokens
 
 
 # --------------------------------------------------------------------------------------------
@@ -211,6 +245,7 @@ def run_measurement(spec):
 
 def embed_rows(a, rate):
     rows = []
+    sentences, _ = read_sentences(a.data_file, a.n_sentences)
     for config in a.configs:
         options = config_options(config)
         for mode in a.modes:
@@ -223,11 +258,14 @@ def embed_rows(a, rate):
                 load = common.load_average()[0]
                 print(f'{r["tokens"] / r["seconds"]:.0f} tokens/s, {r["seconds"]:.1f} s, load {load}', flush=True)
                 fpt = common.flops_per_token(options, cached_char_cnn=cache != 'off')
+                required, _ = required_per_token(options, sentences, a.batch_size, mode == 'stateful', cache)
                 tps = r['tokens'] / r['seconds']
                 floor = rate * 1e9 / fpt
                 rows.append({'config': config, 'mode': mode, 'cache': cache, 'tokens/s': tps,
                              'peak MB': r['peak_rss_mb'], 'GFLOP/s': tps * fpt / 1e9, 'floor tokens/s': floor,
-                             'ratio': tps / floor, 'CNN runs/token': r['cnn_tokens'] / r['tokens'],
+                             'ratio': tps / floor, 'required floor tokens/s': rate * 1e9 / required,
+                             'ratio to required': tps * required / (rate * 1e9),
+                             'CNN runs/token': r['cnn_tokens'] / r['tokens'],
                              'tokens/CPU-s': r['tokens'] / r['cpu_seconds'], 'seconds': r['seconds'],
                              'table dump s': r['dump_seconds'] or '', 'load (1 min)': load})
     return rows
@@ -337,6 +375,27 @@ def print_floors(a, rate):
               f'{cached / 1e6:.1f} MFLOP/token -> floor {rate * 1e9 / cached:.0f} tokens/s')
 
 
+def floor_rows(a):
+    """--floor_only: reference and required FLOPs per token of each configuration, mode and cache
+    on the sentences, without timing anything."""
+    sentences, _ = read_sentences(a.data_file, a.n_sentences)
+    rows = []
+    for config in a.configs:
+        options = config_options(config)
+        for mode in a.modes:
+            for cache in a.cache:
+                reference = common.flops_per_token(options, cached_char_cnn=cache != 'off')
+                required, distinct = required_per_token(options, sentences, a.batch_size, mode == 'stateful', cache)
+                row = {'config': config, 'mode': mode, 'cache': cache, 'tokens': sum(len(s) for s in sentences),
+                       'CNN runs/token': distinct, 'reference MFLOP/token': reference / 1e6,
+                       'required MFLOP/token': required / 1e6}
+                if a.gflops:
+                    row.update({'floor tokens/s': a.gflops * 1e9 / reference,
+                                'required floor tokens/s': a.gflops * 1e9 / required})
+                rows.append(row)
+    return rows
+
+
 def parse_args(argv=None):
     p = cli.parser(__doc__.split('\n')[0])
     p.add_argument('--data_file', default=DEFAULT_DATA, help='sentences to embed, one per line, whitespace tokens')
@@ -366,6 +425,11 @@ def parse_args(argv=None):
                    help='python of the venv benchmarks/setup_allennlp.sh makes: AllenNLP is timed beside us when it '
                    'exists ("none": skip)')
     p.add_argument('--json_out', help='also write the results to this JSON file')
+    p.add_argument('--floor_only', action='store_true',
+                   help='print the reference and required FLOPs per token of --configs/--modes/--cache on the '
+                   'sentences and exit (no model, no timing)')
+    p.add_argument('--gflops', type=float, default=0.0,
+                   help='with --floor_only: a recorded matmul rate (GFLOP/s) to turn the counts into floors; 0 = none')
     p.add_argument('--worker', help=argparse.SUPPRESS)  # internal: one measurement, JSON spec
     a = p.parse_args(argv)
     return a if a.worker else check_args(p, a)
@@ -400,6 +464,9 @@ def main():
     a = parse_args()
     if a.worker:
         return common.answer_worker(a.worker, WORKERS)
+    if a.floor_only:
+        common.print_table(floor_rows(a))
+        return 0
     try:
         run_benchmark(a)
     except RuntimeError as e:  # a worker failed: its last error line, no traceback

@@ -13,6 +13,15 @@ measured at the start of the run; the ratio achieved/floor is the figure to comp
 A second floor uses NumPy's matmul rate on the same machine (its BLAS knows the processor): the
 distance from Paddle's products to what the hardware does. MKL_DEBUG_CPU_TYPE=0 in the environment
 measures Paddle's slow MKL path on AMD processors (runtime.py).
+
+That floor counts a fixed reference per token (the char CNN over all 50 char positions of every
+token), more than the step computes. The required floor (common.required_flops) counts what the
+step cannot do without, on the very batches the run trains on: the char CNN over the windows that
+touch a char, once per distinct token of the step's two streams, the highway and projection per
+distinct token, the LSTMs per position, the sampled softmax per target; "achieved/required" is
+tokens/s over the rate / that count, and stays below 100% unless the arithmetic itself is beaten.
+--floor_only prints the two counts for the run's batches without training or timing anything
+(--gflops RATE gives their floors at a recorded matmul rate).
 """
 import argparse
 import dataclasses
@@ -32,6 +41,27 @@ CONFIGS = {
 VOCAB_SIZE, NEGATIVES, UNROLL = 150_000, 8192, 20
 TRAIN = os.path.join(common.LM_CORPUS, 'train.txt')
 # ELMO_CPU_KERNELS=0 in the environment measures the same step with Paddle ops only (kernels.py).
+
+
+def step_batches(name, steps, warmup):
+    """The LMStream batches the worker trains on (the same stream, seed and order), warm-up first."""
+    from paddle_elmo.lm_batches import LMStream
+    from paddle_elmo.vocabulary import Vocabulary
+    vocab = Vocabulary(common.corpus_vocabulary(VOCAB_SIZE))
+    batches = iter(LMStream(TRAIN, vocab, CONFIGS[name]['batch_size'], UNROLL, seed=0))
+    return [next(batches) for _ in range(warmup + steps)]
+
+
+def required_per_token(name, steps, warmup, config=None):
+    """-> (reference FLOPs per token (flops_breakdown), required FLOPs per token over the timed
+    batches (common.required_flops), distinct tokens per step)."""
+    config = config or ModelConfig(**CONFIGS[name]['model'], dropout=0.1)
+    timed = step_batches(name, steps, warmup)[warmup:]
+    need = common.required_flops(config, [common.lm_step_char_ids(b) for b in timed], training=True,
+                                 n_negative_samples=NEGATIVES)
+    tokens = len(timed) * CONFIGS[name]['batch_size'] * UNROLL  # forward targets, as tokens/s counts them
+    reference = common.flops_breakdown(config, training=True, n_negative_samples=NEGATIVES)['total']
+    return reference, need['total'] / tokens, need['distinct'] / len(timed)
 
 
 def worker(name, steps, warmup):
@@ -68,8 +98,15 @@ def main():
     p.add_argument('--steps', type=int, default=10, help='timed steps per configuration (median reported)')
     p.add_argument('--warmup', type=int, default=2, help='untimed steps first')
     p.add_argument('--threads', type=int, default=2, help='CPU threads')
+    p.add_argument('--floor_only', action='store_true',
+                   help='print the reference and required FLOPs per token of the run\'s batches and exit '
+                        '(no training, no timing)')
+    p.add_argument('--gflops', type=float, default=0.0,
+                   help='with --floor_only: a recorded matmul rate (GFLOP/s) to turn the counts into floors; 0 = none')
     p.add_argument('--worker', help=argparse.SUPPRESS)
     a = p.parse_args()
+    if a.floor_only:
+        return print_floors(a)
     common.set_threads(a.threads)
     if a.worker:
         return worker(a.worker, a.steps, a.warmup)
@@ -84,18 +121,37 @@ def main():
                                '--threads', str(a.threads)], env=common.thread_env(a.threads))
         parts = common.flops_breakdown(ModelConfig(**r['config']), training=True, n_negative_samples=NEGATIVES)
         floor, numpy_floor = gflops * 1e9 / parts['total'], numpy_gflops * 1e9 / parts['total']
+        _, required, _ = required_per_token(name, steps, a.warmup, ModelConfig(**r['config']))
         rows.append({'config': name, 'batch': CONFIGS[name]['batch_size'], 'steps': steps,
                      's/step': round(r['step_s'], 3), 'tokens/s': r['tokens_per_s'],
                      'peak MB': r['peak_mb'], 'GFLOP/token': parts['total'] / 1e9,
                      'GFLOP/s': r['tokens_per_s'] * parts['total'] / 1e9,
                      'floor tokens/s': floor, 'achieved/floor': f"{r['tokens_per_s'] / floor:.0%}",
                      'NumPy floor tokens/s': numpy_floor,
-                     'achieved/NumPy floor': f"{r['tokens_per_s'] / numpy_floor:.0%}"})
+                     'achieved/NumPy floor': f"{r['tokens_per_s'] / numpy_floor:.0%}",
+                     'required GFLOP/token': required / 1e9,
+                     'achieved/required': f"{r['tokens_per_s'] * required / (gflops * 1e9):.0%}"})
     common.print_table(rows)
     # The machine's speed drifts (this 2-core VM: 130-240 GFLOP/s within minutes): a rate far
     # from the first one means the ratios above are off by as much.
     print(f'float32 matmul rate at the end: {common.measure_matmul_gflops():.1f} GFLOP/s; '
           f'load average {common.load_average()}')
+
+
+def print_floors(a):
+    """--floor_only: the two FLOP counts per token of each configuration on the run's batches."""
+    rows = []
+    for name in a.configs.split(','):
+        steps = a.steps if name != 'original' else min(a.steps, 3)
+        reference, required, distinct = required_per_token(name, steps, a.warmup)
+        row = {'config': name, 'batch': CONFIGS[name]['batch_size'], 'timed steps': steps,
+               'distinct tokens/step': distinct, 'reference GFLOP/token': reference / 1e9,
+               'required GFLOP/token': required / 1e9, 'required/reference': f'{required / reference:.0%}'}
+        if a.gflops:
+            row.update({'floor tokens/s': a.gflops * 1e9 / reference,
+                        'required floor tokens/s': a.gflops * 1e9 / required})
+        rows.append(row)
+    common.print_table(rows)
 
 
 if __name__ == '__main__':

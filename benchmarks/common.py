@@ -140,6 +140,107 @@ def flops_per_token(config, *, training=False, vocab_size=None, n_negative_sampl
                            n_negative_samples=n_negative_samples, cached_char_cnn=cached_char_cnn)['total']
 
 
+def used_chars(char_ids, pad_id=None):
+    """char ids [tokens, max_chars] (shifted ids, as token_ids makes them) -> int [tokens]: the
+    position after each token's last char that is not PAD (its bytes + the begin and end of word
+    marks: a 5-byte word uses 7)."""
+    import numpy as np
+    from paddle_elmo.token_ids import PAD_CHAR
+    pad_id = PAD_CHAR + 1 if pad_id is None else pad_id
+    ids = np.asarray(char_ids)
+    not_pad = (ids != pad_id) & (ids > 0)
+    return np.where(not_pad.any(axis=1), ids.shape[1] - np.argmax(not_pad[:, ::-1], axis=1), 0)
+
+
+def required_flops(config, batches, *, training=False, n_negative_samples=None, vocab_size=None,
+                   token_cache=False, precomputed=None):
+    """The matrix-product FLOPs a run over `batches` cannot do without (2 * m * n * k per product),
+    as the model's code computes it, where flops_breakdown counts a fixed reference per token.
+
+    batches: iterable of int arrays [rows, time, max_chars] of char ids (token_ids' shifted ids,
+    0 = padding position; CharMapper.batch or LMStream's char_ids). Inference (embedding): each
+    row is a sentence with its <S> and </S>, run by both LSTM directions. Training: pass a step's
+    forward and backward windows as the rows of one batch (lm_step_char_ids); each row is run by
+    its own direction and each of its positions has a target.
+      char_cnn   once per distinct token of a batch (once per distinct token of the whole run with
+                 token_cache, the cache that holds every word it meets), over the windows that
+                 touch at least one char that is not PAD: a token using u positions (used_chars)
+                 needs min(max_chars - w + 1, u) windows of width w, each 2 * w * C * n FLOPs. The
+                 all-PAD windows give one value for every token (the code computes one per chunk)
+                 and are not counted.
+      highway    per distinct token as above (2 products of F x F per layer)
+      projection per distinct token: char input F -> P; word+char (word_dim + F) -> P; word input none
+      lstm       per position and direction run (inference: 2 per position; training: 1)
+      softmax    training only: per position, 2 * P * (n_negative_samples + 1) (the true word and
+                 the shared candidates, lm.sampled_loss) or 2 * P * vocab_size
+    training multiplies everything by 3 (forward + backward), as flops_breakdown.
+    precomputed: tokens (str) whose representation is read from a table (ELMoEmbedder's
+    embedding_weight_file), never computed. Elementwise work is not counted.
+    -> dict of parts and 'total', plus counts: 'positions' (real token positions of all rows),
+    'distinct' (tokens through the char CNN) and 'char_windows' (the windows counted, summed over
+    the distinct tokens and the filter widths).
+    """
+    import numpy as np
+    if training and n_negative_samples is None and vocab_size is None:
+        raise ValueError('training FLOPs need n_negative_samples (sampled softmax) or vocab_size (full softmax)')
+    max_chars, char_dim, n_filters = config.max_characters_per_token, config.char_embed_dim, config.n_filters
+    P, D, L = config.projection_dim, config.cell_dim, config.num_layers
+    has_chars = config.token_input != 'word'
+    lstm_per_direction = L * (2 * (P + P) * 4 * D + 2 * D * P)
+    classes = (n_negative_samples + 1) if n_negative_samples is not None else vocab_size
+    skip = set()
+    if precomputed is not None and has_chars:
+        from paddle_elmo.token_ids import tokens_to_char_ids
+        tokens = list(precomputed)
+        if tokens:
+            skip = {row.tobytes() for row in tokens_to_char_ids(tokens, max_chars)}
+    seen = set()
+    parts = dict(char_cnn=0, highway=0, projection=0, lstm=0, softmax=0)
+    counts = dict(positions=0, distinct=0, char_windows=0)
+    for batch in batches:
+        ids = np.ascontiguousarray(batch, dtype=np.int64)
+        ids = ids.reshape(-1, ids.shape[-1])
+        real = ids[(ids > 0).any(axis=1)]
+        positions = len(real)
+        counts['positions'] += positions
+        parts['lstm'] += positions * lstm_per_direction * (1 if training else 2)
+        if training:
+            parts['softmax'] += positions * 2 * P * classes
+        if not has_chars:
+            continue
+        keys = {}
+        for row in real:
+            key = row.tobytes()
+            if key not in skip and key not in seen:
+                keys.setdefault(key, row)
+        if token_cache:
+            seen.update(keys)
+        if not keys:
+            continue
+        distinct = np.stack(list(keys.values()))
+        used = used_chars(distinct)
+        windows = {w: np.minimum(max_chars - w + 1, used).sum() for w, _ in config.cnn_filters}
+        parts['char_cnn'] += int(sum(2 * windows[w] * w * char_dim * n for w, n in config.cnn_filters))
+        counts['char_windows'] += int(sum(windows[w] for w, _ in config.cnn_filters))
+        counts['distinct'] += len(distinct)
+        parts['highway'] += len(distinct) * config.num_highways * 2 * (2 * n_filters * n_filters)
+        parts['projection'] += len(distinct) * 2 * (config.word_dim * (config.token_input == 'word+char')
+                                                    + n_filters) * P
+    if training:
+        parts = {k: 3 * v for k, v in parts.items()}
+    parts = {k: int(v) for k, v in parts.items()}
+    parts['total'] = sum(parts.values())
+    return dict(parts, **counts)
+
+
+def lm_step_char_ids(batch):
+    """An LMStream batch -> the char ids of the step's forward and backward windows as one array
+    [2B, T, max_chars], as required_flops(training=True) reads a step (the biLM runs the char CNN
+    once per distinct token of the two: BiLM.lm_outputs)."""
+    import numpy as np
+    return np.concatenate([batch['char_ids'], batch['char_ids_reverse']])
+
+
 # --------------------------------------------------------------------------------------------
 # Data
 # --------------------------------------------------------------------------------------------

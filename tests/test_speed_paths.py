@@ -366,3 +366,40 @@ def test_flops_per_token_counts_the_original_configuration_by_hand():
     assert flops_per_token(options, training=True, n_negative_samples=8192) == 3 * (204263424 + 2 * 2 * 512 * 8193)
     with pytest.raises(ValueError, match='n_negative_samples'):
         flops_per_token(options, training=True)
+
+
+def test_required_flops_counts_the_windows_tokens_and_positions_by_hand():
+    """The floor of the arithmetic the code needs: char CNN on the windows that touch a char, once
+    per distinct token of a batch, LSTMs per position, sampled softmax per training position."""
+    from benchmarks.common import required_flops, used_chars
+    from paddle_elmo import ModelConfig
+    from paddle_elmo.packing import distinct_tokens
+    # F = 3 filters (width 1 x 2, width 3 x 1), C = 4, M = 8 chars, 1 highway, P = 3, D = 5, 1 layer
+    options = ModelConfig(projection_dim=3, cell_dim=5, num_layers=1, cnn_filters=[[1, 2], [3, 1]],
+                          num_highways=1, char_embed_dim=4, max_characters_per_token=8)
+    mapper = CharMapper(8)
+    one, _ = mapper.batch([['ab', 'c'], ['abcdefg']])  # <S> ab c </S> | <S> abcdef </S> (cut to 6 bytes)
+    two, _ = mapper.batch([['c', 'ab']])
+    # positions 4 + 3 = 7; distinct <S> ab c </S> abcdef, using 3, 4, 3, 3, 8 chars (marks included)
+    distinct, used, _ = distinct_tokens(one.reshape(-1, 8), mapper.tokens(['x'])[0, -1])
+    assert sorted(used_chars(distinct).tolist()) == sorted(used.tolist()) == [3, 3, 3, 4, 8]
+    # width 1: min(8, u) = 3 + 4 + 3 + 3 + 8 = 21 windows; width 3: min(6, u) = 3 + 4 + 3 + 3 + 6 = 19
+    char_cnn = 2 * 21 * 1 * 4 * 2 + 2 * 19 * 3 * 4 * 1  # 792
+    highway, projection = 5 * 2 * 2 * 3 * 3, 5 * 2 * 3 * 3  # 180, 90
+    lstm = 2 * (3 + 3) * 4 * 5 + 2 * 5 * 3  # 270 per position and direction
+    got = required_flops(options, [one])
+    assert (got['char_cnn'], got['highway'], got['projection'], got['lstm']) == (char_cnn, highway, projection, 7 * 2 * lstm)
+    assert got['total'] == 4842 and (got['positions'], got['distinct'], got['char_windows']) == (7, 5, 40)
+    # the second batch holds 4 distinct tokens again; a cache of every word met computes none of them
+    assert required_flops(options, [one, two])['distinct'] == 9
+    cached = required_flops(options, [one, two], token_cache=True)
+    assert cached['distinct'] == 5 and cached['total'] == 4842 + 4 * 2 * lstm
+    # a token read from a table is not computed: ab's 4 + 4 windows go
+    assert required_flops(options, [one], precomputed=['ab'])['char_cnn'] == 2 * 17 * 1 * 4 * 2 + 2 * 15 * 3 * 4 * 1
+    # training: each row one direction, a target per position (true word + 4 candidates), x 3
+    trained = required_flops(options, [one], training=True, n_negative_samples=4)
+    assert trained['softmax'] == 3 * 7 * 2 * 3 * 5
+    assert trained['total'] == 3 * (char_cnn + highway + projection + 7 * lstm + 7 * 2 * 3 * 5)
+    # word input: no char CNN, highway or projection
+    word = ModelConfig(projection_dim=3, cell_dim=5, num_layers=1, token_input='word')
+    assert required_flops(word, [one])['total'] == 7 * 2 * lstm
