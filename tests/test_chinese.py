@@ -15,6 +15,7 @@ import pytest
 from conftest import ROOT, SHARED, require, tiny_config
 from paddle_elmo.tokenizers import TOKENIZERS, char_tokens, get_tokenizer
 from paddle_elmo.fileio import InputError
+from paddle_elmo.cli import COMMANDS
 
 ZH_SENTIMENT = os.path.join(SHARED, 'data', 'zh-sentiment')
 ZH_HELDOUT = os.path.join(SHARED, 'data', 'zh-corpus', 'heldout.txt')
@@ -292,11 +293,13 @@ def readme_commands(heading):
         text = f.read()
     block = re.search(r'```bash\n(.*?)```', text[text.index(heading):], re.S).group(1)
     lines = [line for line in block.replace('\\\n', ' ').splitlines() if line.strip() and not line.startswith('#')]
-    return [shlex.split(line) for line in lines]
+    commands = [shlex.split(line) for line in lines]
+    # `paddle-elmo SUBCOMMAND` runs as the checkout's script for it (the same main())
+    return [['python', COMMANDS[c[1]][1], *c[2:]] if c[0] == 'paddle-elmo' else c for c in commands]
 
 
 def test_the_readme_chinese_commands_run_as_written_on_a_slice(tmp_path):
-    """Each command as README writes it, on slices in place of ../shared's files, with flags that only
+    """Each command as README writes it, on slices in place of data/zh-*'s files, with flags that only
     shrink the run appended (a tiny model, 2 steps, 2 folds, 1 epoch)."""
     from helpers import TINY_MODEL
     heldout = require(ZH_HELDOUT)
@@ -307,8 +310,8 @@ def test_the_readme_chinese_commands_run_as_written_on_a_slice(tmp_path):
         (tmp_path / 'sentiment' / f'online_shopping.{name}').write_text(
             '\n'.join(reviews(name, 40, max_chars=30)) + '\n', encoding='utf-8')
     (tmp_path / 'raw.txt').write_text('\n'.join(reviews('pos', 20)) + '\n', encoding='utf-8')
-    stand_ins = {'../shared/data/zh-corpus/train.txt': 'corpus.txt', '../shared/data/zh-corpus/heldout.txt':
-                 'corpus.txt', '../shared/data/zh-sentiment': 'sentiment'}
+    stand_ins = {'data/zh-corpus/train.txt': 'corpus.txt', 'data/zh-corpus/heldout.txt': 'corpus.txt',
+                 'data/zh-sentiment': 'sentiment'}
     shrink = {'run_pretrain.py': TINY_MODEL + ['--max_steps', '2'], 'build_vocab.py': [], 'run_eval.py': [],
               'demo.py': [],
               'run_finetune.py': ['--folds', '2', '--epochs', '1', '--quiet'],

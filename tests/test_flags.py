@@ -132,7 +132,6 @@ def test_the_paddlenlp_example_s_names_are_accepted_and_shown(parsers):
 def test_readme_s_flag_table_is_the_generated_one(parsers):
     with open(os.path.join(ROOT, 'README.md'), encoding='utf-8') as f:
         text = f.read()
-    assert text.index('## Flags') < text.index(cli.README_START) < text.index(cli.README_END) < \
-        text.index('## Embedding sentences')
+    assert text.index('\n## Flags\n') < text.index(cli.README_START) < text.index(cli.README_END)
     table = text[text.index(cli.README_START) + len(cli.README_START):text.index(cli.README_END)]
     assert table == '\n' + cli.flags_markdown(parsers), 'README.md is stale: run `make flags-table`'

@@ -116,7 +116,8 @@ def api_files(tmp_path):
     return tmp_path
 
 
-@pytest.mark.parametrize('heading', ['## Embedding sentences', '### In a downstream model (Paddle)'])
+@pytest.mark.parametrize('heading', ['## Quick start', '## Embedding sentences',
+                                     '### In a downstream model (Paddle)'])
 def test_readme_api_examples_run_as_written(heading, api_files):
     proc = subprocess.run([sys.executable, '-c', readme_python_block(heading)], cwd=api_files, capture_output=True,
                           text=True, env=dict(os.environ, PYTHONPATH=ROOT), timeout=300)
