@@ -1,19 +1,24 @@
 """`make demo`: pretrain a tiny ELMo on the bundled sample corpus, measure it, and embed with it.
 
 Runs the real commands end to end (`paddle-elmo build-vocab`, `pretrain`, `eval`) on the sample
-corpus installed with the package (`paddle_elmo/demo_data/sample_train.txt`, our own sentences), then shows with ELMoEmbedder that the same word gets
-different vectors in different contexts: for ambiguous words (bank, bat, spring) in held-out
-sentences, the LSTM layers' vector is nearest to the right sense's centroid, while the
-context-free layer 0 can only guess; then the same with the bundled model (`paddle_elmo/pretrained/`), which never
-saw the demo's sentences. Takes about two minutes on 2 CPU cores. Everything it writes goes to
---output_dir (default: a new temporary directory, whose path it prints).
+corpus installed with the package (`paddle_elmo/demo_data/sample_train.txt`, our own sentences), then
+illustrates with ELMoEmbedder that the same word gets different vectors in different contexts: for
+ambiguous words (bank, bat, spring), which sense's centroid (the mean vector of the word in training
+sentences with a cue word of that sense) is each probe sentence's use nearest to, per layer? The
+probes are a dozen sentences of our own, and none has a cue word of any sense, so a right answer
+comes from the rest of the context, not from a cue the centroids were built on. It is a small
+illustration on a few sentences, not a measurement: one probe more or less right is noise. The same
+then with the bundled model (`paddle_elmo/pretrained/`), which never saw the demo's sentences.
+Takes about two minutes on 2 CPU cores. Everything it writes goes to --output_dir (default: a new
+temporary directory, whose path it prints).
 
     paddle-elmo demo --zh --init_from_ckpt runs/zh/final --train_data_path zh-corpus/train.txt   # Chinese
 
 With --zh and --init_from_ckpt MODEL (a checkpoint prefix trained on zh-corpus, see README "Chinese";
 no Chinese model ships with the repository) it shows the same for Chinese words with two senses, 花 (flower / to
 spend) and 长 (long / the head of, as in 省长): raw probe sentences of our own split by the
-model's tokenizer, the senses' centroids from zh-corpus training sentences with one sense's cues.
+model's tokenizer, none containing any cue word, the senses' centroids from zh-corpus training
+sentences with one sense's cues.
 """
 import os
 import subprocess
@@ -33,20 +38,22 @@ MODEL_FLAGS = ['--projection_dim', '64', '--cell_dim', '256', '--num_layers', '2
                '--n_negative_samples', '256', '--batch_size', '32', '--unroll_steps', '20', '--dropout', '0.1']
 STEPS = 300
 
-# Held-out probe sentences (not in the training data): (word, sentence, sense).
+# Probe sentences of our own, not in the training data: (word, sentence, sense). None contains a
+# word of CUES (of any word's senses, test_demo checks): what tells the senses apart is context the
+# centroids were not selected by.
 PROBES = [
-    ('bank', 'the heron walked along the muddy bank of the creek .', 'river'),
-    ('bank', 'reeds grow thick on the grassy bank of the canal .', 'river'),
-    ('bank', 'my uncle asked the bank for a loan on friday .', 'money'),
-    ('bank', 'the banker deposited the cheque at the bank on payday .', 'money'),
-    ('bat', 'at dusk a bat flew out of the barn and hunted moths .', 'animal'),
-    ('bat', 'the bat hung upside down from the roof of the cave .', 'animal'),
-    ('bat', 'his sister swung the bat and hit the ball in softball .', 'sport'),
-    ('bat', 'the cricket player dropped the bat and ran .', 'sport'),
-    ('spring', 'the daffodils appear every spring after the cold winter .', 'season'),
-    ('spring', 'the lambs come back every spring to the meadow .', 'season'),
-    ('spring', 'the tourist drank cold water from a spring under the rocks .', 'water'),
-    ('spring', 'a clear spring feeds the stream below the hills .', 'water'),
+    ('bank', 'the ducks rested on the bank where the current bends .', 'river'),
+    ('bank', 'she sat on the far bank and watched the sunset .', 'river'),
+    ('bank', 'my aunt paid her salary into the bank on friday .', 'money'),
+    ('bank', 'the bank wants a signature before it pays the pension .', 'money'),
+    ('bat', 'a small bat flew out of the attic and hunted moths .', 'animal'),
+    ('bat', 'the bat hung upside down near the old chimney .', 'animal'),
+    ('bat', 'she gripped the bat and hit a high shot over the fence .', 'sport'),
+    ('bat', 'the coach bought a new bat for the team .', 'sport'),
+    ('spring', 'the garden turns green every spring after the cold months .', 'season'),
+    ('spring', 'we plant tomatoes in early spring when the days get longer .', 'season'),
+    ('spring', 'the hikers filled their bottles from a clear spring in the forest .', 'water'),
+    ('spring', 'a cold spring bubbles up under the old bridge .', 'water'),
 ]
 # Training sentences that contain the word and a cue of exactly one sense define that sense.
 CUES = {'bank': {'river': {'river', 'stream', 'lake', 'canal', 'creek', 'boat', 'reeds', 'muddy', 'grassy', 'flood'},
@@ -68,19 +75,20 @@ def run(step, args, log_flags=()):
 
 # Chinese: raw probe sentences of our own (split by the model's tokenizer, jieba for a zh-corpus
 # model, which leaves the word a token of its own), senses defined by cues in zh-corpus's sentences.
+# No probe contains any cue of CUES_ZH, not even as a part of a longer word (test_demo checks).
 PROBES_ZH = [
-    ('花', '公园里的桃花盛开，一朵朵花在春风中绽放。', 'flower'),
-    ('花', '花市上，各种颜色的花吸引了很多市民。', 'flower'),
-    ('花', '春节前，年宵花大量上市，花香飘满街道。', 'flower'),
-    ('花', '他为了修这条路，花了整整三年时间。', 'spend'),
-    ('花', '这个项目花了两千万元。', 'spend'),
-    ('花', '我们花了不少钱买设备。', 'spend'),
-    ('长', '这条新修的隧道长3.5公里。', 'long'),
-    ('长', '这根钢管长二十米。', 'long'),
-    ('长', '今年的雨季持续时间长、雨量大。', 'long'),
-    ('长', '河南省长出席了开幕式。', 'head'),
-    ('长', '两国外长在北京举行会谈。', 'head'),
-    ('长', '广东省长在会上介绍了今年的经济情况。', 'head'),
+    ('花', '公园里的花很美，引来不少游客。', 'flower'),
+    ('花', '院子里种满了花和草。', 'flower'),
+    ('花', '她买了一些花送给老师。', 'flower'),
+    ('花', '他为了修这条路，花了整整三年。', 'spend'),
+    ('花', '这次装修花了五十多万。', 'spend'),
+    ('花', '我们花了不少力气才找到他。', 'spend'),
+    ('长', '今年的冬季特别长，雪也多。', 'long'),
+    ('长', '这部电影长三个半钟头。', 'long'),
+    ('长', '学生们的暑假长，寒假短。', 'long'),
+    ('长', '四川省长在会上讲话。', 'head'),
+    ('长', '福建省长访问了当地的工厂。', 'head'),
+    ('长', '安徽省长视察了新建的学校。', 'head'),
 ]
 CUES_ZH = {'花': {'flower': {'盛开', '绽放', '年宵', '鲜花', '桃花', '花香', '赏花', '花卉', '开', '朵', '樱花', '油菜花',
                              '春天', '花海'},
@@ -127,7 +135,8 @@ def show_contexts(model, model_name, probes=PROBES, cues=CUES, train_file=TRAIN,
     limit: training sentences per sense centroid. -> senses right per layer [layers]."""
     from paddle_elmo.tokenizers import get_tokenizer
     from paddle_elmo import ELMoEmbedder
-    print(f'\n== {model_name}: the same word, different vectors: which sense is each held-out use nearest to?',
+    print(f'\n== {model_name}: the same word, different vectors: which sense is each probe\'s use nearest to? '
+          f'(an illustration on {len(probes)} sentences of our own without the senses\' cue words, not a measurement)',
           flush=True)
     embedder = ELMoEmbedder(**model)
     split = get_tokenizer(embedder.tokenizer)
