@@ -31,12 +31,15 @@ def reviews(name, n, max_chars=None):
 
 
 def jieba_model(directory):
-    """The bundled model with "tokenizer": "jieba" in its options.json -> (options_file, weight_file)."""
+    """The bundled model with "tokenizer": "jieba" in its options.json -> (options_file, weight_file), its
+    other files linked beside them."""
     with open(os.path.join(BUNDLED, 'options.json')) as f:
         options = json.load(f)
     options_file, weight_file = directory / 'options.json', directory / 'weights.hdf5'
     options_file.write_text(json.dumps({**options, 'tokenizer': 'jieba'}))
-    os.symlink(os.path.join(BUNDLED, 'weights.hdf5'), weight_file)
+    for name in ('weights.hdf5', 'vocab.txt'):  # a word model's vocabulary travels beside its weights
+        if os.path.exists(os.path.join(BUNDLED, name)):
+            os.symlink(os.path.join(BUNDLED, name), directory / name)
     return str(options_file), str(weight_file)
 
 
@@ -279,7 +282,7 @@ def test_the_chinese_sense_demo_splits_its_raw_probes_and_names_a_sense_without_
     assert len(correct) == 3 and all(0 <= c <= 12 for c in correct)
     for _, sentence, sense in demo.PROBES_ZH:  # every probe is shown with its sense
         assert f'[{sense:>6}] {sentence}' in out
-    assert 'layer 0 (char CNN, context-free)' in out and 'layer 2 (LSTM layer 2)' in out
+    assert re.search(r'layer 0 \([^)]+, context-free\)', out) and 'layer 2 (LSTM layer 2)' in out
     corpus.write_text('公园 里 花 盛开\n隧道 长 3 公里\n河南省 长 出席 会议\n', encoding='utf-8')
     with pytest.raises(SystemExit, match="no training sentence has '花' with a cue of its sense 'spend' only"):
         demo.show_contexts(model, 'tiny', demo.PROBES_ZH, demo.CUES_ZH, str(corpus))

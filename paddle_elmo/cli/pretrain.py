@@ -10,6 +10,7 @@ and final.* at the end (atomically), train_log.csv and train_curve.png. The flag
 configs here (`read_configs`); the loop is paddle_elmo/training.py's.
 """
 import dataclasses
+import logging
 import os
 import shutil
 import subprocess
@@ -19,8 +20,10 @@ from paddle_elmo.cli import flags as cli
 from paddle_elmo.config import for_resume, for_weights, from_preset
 from paddle_elmo.checkpoints import checkpoint_dir
 from paddle_elmo.model_io import weights_files
-from paddle_elmo.run_configs import read_model_config, read_run_configs
+from paddle_elmo.run_configs import VOCAB_FILE, read_model_config, read_run_configs
 
+
+log = logging.getLogger(__name__)
 
 # ---- configuration ---------------------------------------------------------------------------
 
@@ -41,6 +44,7 @@ def read_configs(a):
         options_file, weight_file = weights_files(a.init_from_weights, a.init_options_file, a.init_weight_file)
         model, recipe = for_weights(read_model_config(options_file), given, options_file)
         recipe = dataclasses.replace(recipe, init_options_file=options_file, init_weight_file=weight_file)
+        recipe = with_the_weights_vocabulary(model, recipe, options_file)
         save_dir = a.save_dir or 'checkpoints'
     elif not a.init_from_ckpt:
         model, recipe = from_preset(given.pop('preset', 'original'), given)
@@ -68,6 +72,16 @@ def read_configs(a):
                                             ('train_data_path', 'vocab_file', 'dev_data_path', 'word_vectors')
                                             if getattr(recipe, name) is not None})
     return model, recipe, save_dir
+
+
+def with_the_weights_vocabulary(model, recipe, options_file):
+    """A word or word + char model's input table is tied to its vocabulary, which is then also the
+    softmax's: without --vocab_file, a run from its weights reads the vocab.txt beside them."""
+    own = os.path.join(os.path.dirname(options_file), VOCAB_FILE)
+    if recipe.vocab_file is None and model.has_words and os.path.isfile(own):
+        log.info('--vocab_file: %s (the word table\'s vocabulary, beside the weights)', own)
+        return dataclasses.replace(recipe, vocab_file=own)
+    return recipe
 
 
 def build_parser():
