@@ -1,7 +1,7 @@
 """The ELMo bidirectional language model (Peters et al. 2018).
 
 Computes exactly what allenai/bilm-tf and AllenNLP's `_ElmoBiLm` compute (see
-`../shared/REFERENCE-ELMO.md`). `BiLM(config, vocab=...)`: a token representation -- char CNN +
+bilm-tf's `bilm/model.py`, AllenNLP's `modules/elmo.py`). `BiLM(config, vocab=...)`: a token representation -- char CNN +
 highway + projection (bilm-tf's char input), a word embedding (bilm-tf's token mode), or both
 concatenated before the projection (ELMoForManyLangs) -- then separate forward and backward stacks
 of LSTMs with a projection, cell/projection clipping and optional residual connections. It

@@ -56,7 +56,7 @@ def check_exportable(config=None, options=None, source='options'):
 class StaticBiLM(nn.Layer):
     """BiLM's stateless forward in Paddle ops only, on dynamic batch and time: what is exported.
 
-    Holds the BiLM's parameters (not copies). Computes the reference (../shared/REFERENCE-ELMO.md):
+    Holds the BiLM's parameters (not copies). Computes what bilm-tf and AllenNLP compute:
     the token representation as BiLM.token_embedding (char: the char CNN's max over all
     max_characters_per_token positions of the pre-activation, then the activation, highway,
     projection; word: the word embedding's row; word+char: the word row beside the highway output,

@@ -1,11 +1,11 @@
 """ELMo + bag-of-vectors sentence classification (rt-polarity by default), k-fold cross-validated.
 
-    python run_finetune.py --data_dir ../shared/data/rt-polarity      # the bundled model (pretrained/)
-    python run_finetune.py --data_dir ../shared/data/rt-polarity --init_from_ckpt checkpoints/final \
+    python run_finetune.py --data_dir data/sentence-polarity-dataset-v1      # the bundled model (pretrained/)
+    python run_finetune.py --data_dir data/sentence-polarity-dataset-v1 --init_from_ckpt checkpoints/final \
         --seed 1 --output_json results/elmo_bow.json
-    python run_finetune.py --data_dir ../shared/data/rt-polarity --options_file options.json \
+    python run_finetune.py --data_dir data/sentence-polarity-dataset-v1 --options_file options.json \
         --weight_file weights.hdf5 --folds 1 --epochs 2        # a quick smoke run
-    python run_finetune.py --data_dir ../shared/data/zh-sentiment --pos_file online_shopping.pos \
+    python run_finetune.py --data_dir data/zh-sentiment --pos_file online_shopping.pos \
         --neg_file online_shopping.neg --init_from_ckpt zh/final  # raw Chinese, split by the model's tokenizer
 
 Lines are split into tokens by --tokenizer, by default the one the model records in its

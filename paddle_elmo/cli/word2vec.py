@@ -4,15 +4,15 @@ Same head, folds, protocol and output JSON as run_finetune.py (both use classifi
 token features differ: frozen word2vec vectors instead of a scalar mix of biLM layers.
 
     # skip-gram vectors trained on the biLM's pretraining corpus (the fair comparison), saved for reuse
-    python word2vec_base.py --data_dir ../shared/data/rt-polarity \
-        --train_data_path '../shared/data/lm-corpus/train.txt' --output_word_vectors w2v/lm-corpus-sg300.bin \
+    python word2vec_base.py --data_dir data/sentence-polarity-dataset-v1 \
+        --train_data_path 'my-corpus/train.txt' --output_word_vectors w2v/lm-corpus-sg300.bin \
         --cpu_threads 2 --seed 1 --output_json results/w2v_bow.json
     # saved vectors, or the GoogleNews 300-d vectors (.bin or .bin.gz)
-    python word2vec_base.py --data_dir ../shared/data/rt-polarity --word_vectors w2v/lm-corpus-sg300.bin
-    python word2vec_base.py --data_dir ../shared/data/rt-polarity \
+    python word2vec_base.py --data_dir data/sentence-polarity-dataset-v1 --word_vectors w2v/lm-corpus-sg300.bin
+    python word2vec_base.py --data_dir data/sentence-polarity-dataset-v1 \
         --word_vectors GoogleNews-vectors-negative300.bin.gz --max_vocab_size 1000000
     # vectors only (no --data_dir): e.g. 128-d rows for a word-input biLM's --word_vectors
-    python word2vec_base.py --train_data_path ../shared/data/zh-corpus/train.txt --w2v_dim 128 \
+    python word2vec_base.py --train_data_path data/zh-corpus/train.txt --w2v_dim 128 \
         --output_word_vectors zh/w2v-128.bin
 
 Raw Chinese reviews: --tokenizer jieba (zh-corpus's segmentation, so its vectors fit) or chars.
