@@ -8,9 +8,13 @@ its concept (`paddle_elmo.config`, `.bilm`, `.model_io`, `.hdf5_weights`, `.down
 and is imported from there on first use, so `import paddle_elmo` (and every `paddle-elmo --help`)
 does not import Paddle.
 
-Importing the package sets one process-wide default, before anything of ours can import Paddle:
-`GLOG_minloglevel=2` (Paddle's C++ info logs off, read once when Paddle is imported), unless the
-user set it. So no module of ours has to be imported before another.
+Importing the package (which Python does first for any `paddle_elmo.*` import) imports
+`paddle_elmo.runtime`, the one place that sets what must be set before Paddle is imported:
+`GLOG_minloglevel=2` unless the user set it (Paddle's C++ info logs off), the user's
+OMP_NUM_THREADS noted, and Paddle's misleading ccache notice filtered (runtime's docstring). So no
+module of ours has to be imported before another, and each imports `paddle` plainly. MKL's code
+path and the threads are set by `runtime.configure()` before the first product (ELMoEmbedder, Elmo
+and the commands call it), not by any import.
 
 The library never prints: it logs through `logging.getLogger(__name__)` (all under the
 `paddle_elmo` logger; progress lines at INFO, notes that matter and problems at WARNING/ERROR) and
@@ -19,12 +23,12 @@ Silence it as any library: `logging.getLogger('paddle_elmo').setLevel(logging.WA
 """
 import importlib
 import logging
-import os
 import typing
+
+from paddle_elmo import runtime  # noqa: F401  (first: its import-time settings, see above)
 
 __version__ = '1.0.0'
 
-os.environ.setdefault('GLOG_minloglevel', '2')
 logging.getLogger(__name__).addHandler(logging.NullHandler())  # the application configures logging, not us
 
 # public name -> the module that defines it

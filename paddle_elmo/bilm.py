@@ -12,7 +12,7 @@ import math
 
 import numpy as np
 
-from paddle_elmo.runtime import paddle
+import paddle
 import paddle.nn as nn
 import paddle.nn.functional as F
 

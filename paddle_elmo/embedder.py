@@ -10,8 +10,9 @@ import os
 
 import numpy as np
 
-from paddle_elmo.runtime import configure_if_on_cpu, inference_mode, keep_freed_memory, paddle
+import paddle
 
+from paddle_elmo.runtime import configure_if_on_cpu, inference_mode, keep_freed_memory
 from paddle_elmo.token_ids import BOS_TOKEN, EOS_TOKEN, InputMapper
 from paddle_elmo.tokenizers import as_token_lists, model_tokenizer
 from paddle_elmo.vocabulary import read_vocabulary_file
@@ -109,8 +110,9 @@ class ELMoEmbedder(SentenceEmbedder):
         (e.g. one being trained), whose mode and stateful flag are left as they were; or none of
         them: the bundled model (its card: paddle_elmo/pretrained/README.md), which is logged.
     batch_size: sentences per batch in `encode` / `embed_file`.
-    device: 'cpu', 'gpu' or 'gpu:N' to switch Paddle's device (process-wide); None (the default)
-        runs on the device Paddle already uses.
+    device: 'cpu', 'gpu' or 'gpu:N': the constructor calls paddle.set_device(device), which switches
+        Paddle's device for the whole process (Paddle has no per-model device for the tensors a
+        forward creates); None (the default) changes nothing and runs on the device Paddle uses.
     stateful: carry LSTM state from batch to batch per row, as AllenNLP's ElmoEmbedder and bilm-tf
         do; the default (stateless) makes a sentence's embedding independent of other inputs.
     token_cache_size: char-CNN outputs of up to this many distinct tokens are kept, so a known word

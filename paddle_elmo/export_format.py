@@ -47,7 +47,7 @@ def input_names(config):
 PRECISION_KEY = 'elmo_precision'
 
 
-class _quiet_native_output:
+class quiet_native_output:
     """Silence stdout/stderr at the file-descriptor level (Paddle's and paddle2onnx's C++ log there);
     what was written is shown if the block fails, and kept in .output."""
 

@@ -11,14 +11,14 @@ import tempfile
 
 import numpy as np
 
-from paddle_elmo.runtime import paddle  # before paddle.nn: Paddle imported quietly
-import paddle.nn as nn  # noqa: E402
+import paddle
+import paddle.nn as nn
 
-from paddle_elmo.classifier import SentenceClassifier, pack, show_bars  # noqa: E402
+from paddle_elmo.classifier import SentenceClassifier, pack, show_bars
 from paddle_elmo.token_ids import InputMapper
-from paddle_elmo.downstream import Elmo  # noqa: E402
-from paddle_elmo.embedder import ELMoEmbedder  # noqa: E402
-from paddle_elmo.word_vectors import Word2VecFeatures  # noqa: E402
+from paddle_elmo.downstream import Elmo
+from paddle_elmo.embedder import ELMoEmbedder
+from paddle_elmo.word_vectors import Word2VecFeatures
 
 
 class ActivationCache:

@@ -9,9 +9,10 @@ import os
 
 import numpy as np
 
+import paddle
+
 from paddle_elmo.fileio import InputError, atomic_path, write_json_atomic
 from paddle_elmo.run_configs import OPTIONS_FILE, WEIGHTS_FILE, write_input_vocabulary
-from paddle_elmo.runtime import paddle
 
 
 HDF5_EMBEDDING = 'embedding'  # bilm-tf's token-mode embedding [n_tokens_vocab, projection_dim]

@@ -44,10 +44,11 @@ import tempfile
 
 import numpy as np
 
-from paddle_elmo.cache import cache_dir
-from paddle_elmo.runtime import paddle
+import paddle
 import paddle.nn.functional as F
 from paddle.autograd import PyLayer
+
+from paddle_elmo.cache import cache_dir
 
 log = logging.getLogger(__name__)
 

@@ -9,12 +9,13 @@ import math
 
 import numpy as np
 
-from paddle_elmo.runtime import paddle, set_mode
+import paddle
 import paddle.nn as nn
 import paddle.nn.functional as F
 from paddle import _C_ops
 
 from paddle_elmo import kernels
+from paddle_elmo.runtime import set_mode
 from paddle_elmo.bilm import BiLM
 from paddle_elmo.fileio import InputError
 

@@ -8,12 +8,12 @@ into an ONNX Loop; as in LstmStack, the layer's input products x @ W_x for all s
 before it, and only h @ W_h is in it (which also lets an int8 export quantize each apart: deploy).
 `check_exportable` refuses a model setting StaticBiLM does not implement.
 """
-from paddle_elmo.runtime import paddle  # before paddle.nn: Paddle imported quietly
-import paddle.nn as nn  # noqa: E402
-import paddle.nn.functional as F  # noqa: E402
+import paddle
+import paddle.nn as nn
+import paddle.nn.functional as F
 
-from paddle_elmo.config import MODEL_FIELDS, OPTION_PATHS, ModelConfig  # noqa: E402
-from paddle_elmo.fileio import InputError  # noqa: E402
+from paddle_elmo.config import MODEL_FIELDS, OPTION_PATHS, ModelConfig
+from paddle_elmo.fileio import InputError
 
 
 # The ModelConfig fields StaticBiLM computes (all of today's; `dropout` is training's only, and

@@ -78,7 +78,7 @@ def test_importing_the_library_first_hides_paddles_ccache_notice():
     proc = subprocess.run([sys.executable, '-c', 'from paddle_elmo import ELMoEmbedder'], capture_output=True, text=True, cwd=ROOT,
                           env=dict(os.environ, PYTHONPATH=ROOT))
     assert proc.returncode == 0, proc.stderr[-2000:]
-    assert 'No ccache found' not in proc.stderr  # filtered around Paddle's import only
+    assert 'No ccache found' not in proc.stderr  # runtime filters it when it imports before Paddle
 
 
 def test_run_reports_user_errors_in_one_line_and_keeps_a_bugs_traceback(capsys):

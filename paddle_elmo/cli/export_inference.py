@@ -65,7 +65,7 @@ def main(argv=None):
     from paddle_elmo.static_bilm import check_exportable
     from paddle_elmo.model_io import load_bilm, model_options_file
     from paddle_elmo.run_configs import read_json
-    from paddle_elmo.runtime import paddle
+    import paddle
     # Everything that can be checked before loading what may be a large model.
     check_output_dir(a.output_dir)
     check_quantizable(a.quantize, a.formats)

@@ -1,8 +1,8 @@
 """Command-line options shared by the scripts, the one way they report user errors, and their log.
 
-The scripts import this module first: a user's error must be the one line on stderr, so Paddle's
-C++ info logs are turned off (GLOG_minloglevel, read when Paddle is imported) before runtime.py
-imports Paddle. It is the scripts' setting; importing the library sets nothing process-wide.
+A user's error must be the one line on stderr: Paddle's C++ info logs are off because importing the
+package sets GLOG_minloglevel before anything of ours imports Paddle (runtime.py), whatever a
+script imports first.
 
 Output: results on stdout (print, in the commands); everything else is the log, on stderr: the
 `paddle_elmo` logger's records (INFO lines as they are, others after their level's name:
@@ -19,12 +19,10 @@ import os
 import sys
 import typing
 
-os.environ.setdefault('GLOG_minloglevel', '2')
-
-from paddle_elmo import runtime  # noqa: E402  (after GLOG_minloglevel, which Paddle reads when runtime first imports it)
-from paddle_elmo.config import MODEL_FIELDS, OPTIMIZERS, PRESETS, TOKEN_INPUTS, ModelConfig, Recipe  # noqa: E402
+from paddle_elmo import runtime
+from paddle_elmo.config import MODEL_FIELDS, OPTIMIZERS, PRESETS, TOKEN_INPUTS, ModelConfig, Recipe
 from paddle_elmo.tokenizers import TOKENIZERS
-from paddle_elmo.fileio import InputError  # noqa: E402
+from paddle_elmo.fileio import InputError
 
 
 # ---- the vocabulary of flags ----------------------------------------------------------------

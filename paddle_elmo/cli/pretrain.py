@@ -9,6 +9,7 @@ Writes to --save_dir: options.json and recipe.json, N.pdparams / N.pdopt every -
 and final.* at the end (atomically), train_log.csv and train_curve.png. The flags become the two
 configs here (`read_configs`); the loop is paddle_elmo/training.py's.
 """
+import argparse
 import dataclasses
 import os
 import shutil
@@ -119,8 +120,11 @@ def launch(nproc, argv, save_dir):
     if command is None:
         raise cli.InputError('--nproc_per_node launches the installed paddle-elmo command, which is not on PATH '
                              '(pip install the package, or launch run_pretrain.py from a checkout yourself)')
-    rest = [arg for i, arg in enumerate(argv) if not arg.startswith('--nproc_per_node')
-            and not (i > 0 and argv[i - 1] == '--nproc_per_node')]
+    # The same flags without --nproc_per_node (in any spelling argparse accepts: `--nproc_per_node=2`,
+    # an abbreviation), for each rank.
+    own = argparse.ArgumentParser(add_help=False)
+    own.add_argument('--nproc_per_node')
+    rest = own.parse_known_args(argv)[1]
     log_dir = os.path.join(save_dir, 'launch_logs')
     launcher = [sys.executable, '-m', 'paddle.distributed.launch', '--nproc_per_node', str(nproc),
                 '--log_dir', log_dir, command, 'pretrain', *rest]
