@@ -12,6 +12,7 @@ import paddle
 import paddle.nn as nn
 import paddle.nn.functional as F
 
+from paddle_elmo import layer_math
 from paddle_elmo.config import MODEL_FIELDS, OPTION_PATHS, ModelConfig
 from paddle_elmo.fileio import InputError
 
@@ -138,9 +139,8 @@ class StaticBiLM(nn.Layer):
             pooled.append(paddle.max(paddle.matmul(windows, weight), axis=1))  # [tokens, n]
         x = enc.activation(paddle.concat(pooled, axis=-1) + paddle.concat(list(enc.conv_biases)))
         for highway in enc.highways:
-            carry = F.sigmoid(paddle.matmul(x, highway.carry.weight) + highway.carry.bias)
-            transform = F.relu(paddle.matmul(x, highway.transform.weight) + highway.transform.bias)
-            x = carry * transform + (1.0 - carry) * x  # bilm-tf's carry gate multiplies the transform
+            x = layer_math.highway_gate(paddle.matmul(x, highway.carry.weight), highway.carry.bias,
+                                        paddle.matmul(x, highway.transform.weight), highway.transform.bias, x)
         return x
 
     # ---- LSTMs -----------------------------------------------------------------------------
@@ -159,16 +159,9 @@ class StaticBiLM(nn.Layer):
     def _step(self, layer, x_gates, h, c, w_hidden):
         """One LSTM step: x_gates [batch, 4 * dim] (the step's row of _input_products), h [batch, P],
         c [batch, D], w_hidden = W_h -> (h, c). The bias is added to h's product (onnxruntime
-        fuses it into the product, int8 or not)."""
-        gates = x_gates + (paddle.matmul(h, w_hidden) + layer.bias())
-        i, j, f, o = paddle.split(gates, 4, axis=-1)  # TensorFlow's gate order
-        c = F.sigmoid(i) * F.tanh(j) + F.sigmoid(f) * c
-        if self.cell_clip:
-            c = paddle.clip(c, -self.cell_clip, self.cell_clip)
-        h = paddle.matmul(F.sigmoid(o) * F.tanh(c), layer.W_P)
-        if self.proj_clip:
-            h = paddle.clip(h, -self.proj_clip, self.proj_clip)
-        return h, c
+        fuses it into the product, int8 or not). The step is layer_math's, as BiLM's off the C++ kernels."""
+        return layer_math.lstm_step(x_gates, h, c, w_hidden, layer.W_P, self.cell_clip, self.proj_clip,
+                                    hidden_bias=layer.bias())
 
     def _run_layers(self, forward_layer, backward_layer, xs):
         """Both directions' layer k over time-major inputs xs = (forward [time, batch, P], backward
