@@ -18,7 +18,7 @@ import paddle.nn.functional as F
 
 from paddle_elmo import kernels
 from paddle_elmo.config import N_CHARACTERS
-from paddle_elmo.token_ids import PAD_CHAR
+from paddle_elmo.token_ids import PAD_CHAR, TokenInput
 from paddle_elmo.kernels import add_bias
 from paddle_elmo.packing import distinct_tokens, last_states, length_chunks, packing_indices, row_order, step_groups
 
@@ -381,12 +381,13 @@ class BiLM(nn.Layer):
         char_ids: int64 [batch, time, max_chars] (0 = padding), for a model with chars;
         word_ids: int64 [batch, time] (vocabulary id + 1, 0 = padding), for a model with words;
         or, instead of both, `token_embeddings` [batch, time, projection_dim] precomputed (zeros
-        at padding) with `lengths`.
+        at padding) with `lengths`; or, as the first argument, a TokenInput (InputMapper.batch's).
         lengths: int array [batch] of real tokens per row (padding is at the end); derived from the
             ids when None.
         Returns dict: 'activations', a list of n_layers + 1 tensors [batch, time, 2 * projection_dim]
         (layer 0 is [x; x], then [forward; backward] per layer), and 'mask' [batch, time] bool.
         """
+        char_ids, word_ids, lengths = TokenInput.of(char_ids, word_ids, lengths)
         if token_embeddings is None:
             token_embeddings = self.token_embedding(char_ids, word_ids)
         time = token_embeddings.shape[1]

@@ -130,10 +130,9 @@ class Elmo(nn.Layer):
         """Sentences -> dict(char_ids, word_ids, lengths) for forward(): char ids [batch, time,
         max_chars] and word ids [batch, time] as tensors, each None when the biLM does not read it
         (dataset.InputMapper), `<S>` and `</S>` added."""
-        sentences = as_token_lists(sentences, self.tokenizer)
-        char_ids, word_ids, lengths = InputMapper.of(self.bilm, max_cache=0).batch(sentences)
+        inputs = InputMapper.of(self.bilm, max_cache=0).batch(as_token_lists(sentences, self.tokenizer))
         as_tensor = lambda ids: None if ids is None else paddle.to_tensor(ids)
-        return {'char_ids': as_tensor(char_ids), 'word_ids': as_tensor(word_ids), 'lengths': lengths}
+        return {'char_ids': as_tensor(inputs.char_ids), 'word_ids': as_tensor(inputs.word_ids), 'lengths': inputs.lengths}
 
     def _freeze_mode(self):
         """A frozen biLM never uses dropout, even when a parent layer's train() reached it."""
@@ -167,7 +166,8 @@ class Elmo(nn.Layer):
 
     def forward(self, char_ids=None, lengths=None, word_ids=None):
         """char_ids [batch, time, max_chars] and/or word_ids [batch, time] (as the biLM reads them,
-        <S> and </S> included) -> dict(elmo_representations=[[batch, time - 2, 2P], ...], mask)."""
+        <S> and </S> included), or a TokenInput (InputMapper.batch's) as the first argument
+        -> dict(elmo_representations=[[batch, time - 2, 2P], ...], mask)."""
         out = self.bilm_layers(char_ids, lengths, word_ids)
         return self.mix(out['activations'], out['mask'])
 

@@ -152,7 +152,8 @@ class ELMoEmbedder(SentenceEmbedder):
             raise InputError(f'embedding_weight_file {embedding_weight_file} needs vocab_file, the tokens of its rows')
         if bilm is None:
             word_model_embedding = None
-            if embedding_weight_file and read_model_config(model_options_file(params_file, options_file)).token_input == 'word':
+            mode = read_model_config(model_options_file(params_file, options_file)).input_mode
+            if embedding_weight_file and mode.embedding_file == 'embedding':
                 word_model_embedding = embedding_weight_file
             # Beside a char model's own vocab.txt, vocab_file with embedding_weight_file lists that file's
             # rows; a word model's embedding file is its embedding: vocab_file must be its vocabulary.
@@ -170,7 +171,7 @@ class ELMoEmbedder(SentenceEmbedder):
         self._token_cache = {}
         # The cached path: every row of embedding_weight_file, kept whatever token_cache_size says.
         self._token_table = {}
-        if embedding_weight_file and bilm.config.has_chars:
+        if embedding_weight_file and bilm.config.input_mode.embedding_file == 'cache':
             tokens = read_vocabulary_file(vocab_file or own_vocab)
             self._token_table = read_token_embeddings(embedding_weight_file, tokens, bilm.projection_dim)
 

@@ -99,8 +99,7 @@ class ElmoFeatures(nn.Layer):
             mixed = self.elmo.mix_layers([x.unsqueeze(0) for x in layers], mask)['elmo_representations'][0]
             return mixed[0], lengths
         # A frozen biLM applies no dropout even in train mode: Elmo.bilm_layers sees to that.
-        char_ids, word_ids, lengths = self.mapper.batch([self.sentences[i] for i in indices])
-        out = self.elmo(None if char_ids is None else paddle.to_tensor(char_ids), lengths, word_ids)
+        out = self.elmo(self.mapper.batch([self.sentences[i] for i in indices]))
         return pack(out['elmo_representations'][0], out['mask'])
 
     def penalty(self):

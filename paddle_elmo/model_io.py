@@ -10,7 +10,7 @@ import os
 from paddle_elmo.bilm import BiLM
 from paddle_elmo.checkpoints import PARAMS_SUFFIX, checkpoint_dir, checkpoint_paths, load_bilm_checkpoint
 from paddle_elmo.fileio import InputError
-from paddle_elmo.hdf5_weights import HDF5_EMBEDDING, HDF5_WORD_EMBEDDING, hdf5_rows, load_embedding_weight_file, load_hdf5_weights
+from paddle_elmo.hdf5_weights import hdf5_rows, load_embedding_weight_file, load_hdf5_weights
 from paddle_elmo.run_configs import (OPTIONS_FILE, RECIPE_FILE, VOCAB_FILE, WEIGHTS_FILE, read_input_vocabulary,
                                      read_json, read_model_config)
 
@@ -134,13 +134,19 @@ def load_bilm(params_file=None, options_file=None, weight_file=None, stateful=Fa
                          'both options_file and weight_file, or neither (the bundled model)')
     log.debug('biLM from %s and %s', options_file, weight_file)
     config = read_model_config(options_file)
-    embedding_source = embedding_weight_file if config.token_input == 'word' and embedding_weight_file else weight_file
+    embedding_source = word_embedding_file(config, weight_file, embedding_weight_file)
     vocab = read_input_vocabulary(config, os.path.dirname(options_file), vocab_file,
                                   _hdf5_embedding_rows(config, weight_file, embedding_weight_file), embedding_source)
     return load_hdf5_weights(BiLM(config, stateful=stateful, vocab=vocab), weight_file, embedding_weight_file)
 
 
+def word_embedding_file(config, weight_file, embedding_weight_file=None):
+    """The hdf5 that holds the model's word embedding: bilm-tf's embedding_weight_file when that is
+    the embedding itself (a word model's, config.input_mode.embedding_file), else weight_file."""
+    is_embedding = embedding_weight_file and config.input_mode.embedding_file == 'embedding'
+    return embedding_weight_file if is_embedding else weight_file
+
+
 def _hdf5_embedding_rows(config, weight_file, embedding_weight_file=None):
-    if config.token_input == 'word':
-        return hdf5_rows(embedding_weight_file or weight_file, HDF5_EMBEDDING)
-    return hdf5_rows(weight_file, HDF5_WORD_EMBEDDING) if config.has_words else None
+    name = config.input_mode.word_embedding
+    return hdf5_rows(word_embedding_file(config, weight_file, embedding_weight_file), name) if name else None

@@ -13,7 +13,7 @@ import paddle.nn as nn
 import paddle.nn.functional as F
 
 from paddle_elmo import layer_math
-from paddle_elmo.config import MODEL_FIELDS, OPTION_PATHS, ModelConfig
+from paddle_elmo.config import CHAR_IDS, MODEL_FIELDS, OPTION_PATHS, WORD_IDS, ModelConfig
 from paddle_elmo.fileio import InputError
 
 
@@ -196,12 +196,13 @@ class StaticBiLM(nn.Layer):
         return loop[5], loop[6]
 
     # ---- the whole model -------------------------------------------------------------------
-    def forward(self, ids, char_ids=None):
-        """The inputs of input_names(config), with <S> and </S>: `ids` is the first (char_ids int64
-        [batch, time, max_chars] of a char model, 0 = padding token; word_ids int64 [batch, time] of
-        a word or word+char model, vocabulary id + 1, 0 = padding), `char_ids` word+char's second ->
+    def forward(self, ids, second=None):
+        """The inputs of input_names(config) (config.input_mode.reads), in that order, with <S> and
+        </S>: char_ids int64 [batch, time, max_chars] (0 = padding token), word_ids int64 [batch,
+        time] (vocabulary id + 1, 0 = padding); word+char's are (word_ids, char_ids) ->
         (layers float32 [batch, n_layers + 1, time - 2, 2 * projection_dim], mask bool [batch, time - 2])."""
-        word_ids, char_ids = (ids, char_ids) if self.bilm.config.has_words else (None, ids)
+        given = dict(zip(self.bilm.config.input_mode.reads, (ids, second)))
+        word_ids, char_ids = given.get(WORD_IDS), given.get(CHAR_IDS)
         shape = paddle.shape(ids)
         batch, time = shape[0], shape[1]
         present = word_ids > 0 if word_ids is not None else paddle.any(char_ids > 0, axis=-1)
