@@ -141,7 +141,8 @@ class ELMoEmbedder(SentenceEmbedder):
                  cpu_threads=None, vocab_file=None, embedding_weight_file=None, tokenizer=None):
         if options_file is not None and weight_file is None and params_file is None and \
                 not options_file.endswith('.json'):
-            params_file, options_file, weight_file = _model_files(resolve_model(options_file))
+            source = resolve_model(options_file)
+            params_file, options_file, weight_file = source.params_file, source.options_file, source.weight_file
         if device is not None:
             paddle.set_device(device)
         configure_if_on_cpu(cpu_threads)
@@ -180,8 +181,7 @@ class ELMoEmbedder(SentenceEmbedder):
         """An embedder of a model by name: 'bundled' (the model that ships with the package), a
         directory (bilm-tf / AllenNLP files, an export, or a checkpoint directory: its final or
         latest step), or a checkpoint prefix 'DIR/N'. kwargs: the constructor's (batch_size, ...)."""
-        params_file, options_file, weight_file = _model_files(resolve_model(name))
-        return cls(options_file, weight_file, params_file=params_file, **kwargs)
+        return cls(**resolve_model(name).kwargs(), **kwargs)
 
     @property
     def dim(self):
@@ -250,11 +250,6 @@ class ELMoEmbedder(SentenceEmbedder):
         for k in range(1, n_layers):
             out[f'lstm_outputs{k}'] = padded[k]
         return out
-
-def _model_files(source):
-    """resolve_model's dict -> (params_file, options_file, weight_file)."""
-    return source.get('params_file'), source.get('options_file'), source.get('weight_file')
-
 
 def token_embeddings(bilm, tokens, out=None, batch_size=8192, mapper=None):
     """The context-free representation of each token alone, no LSTM (the first half of layer 0)

@@ -139,7 +139,7 @@ class ConcatFeatures(nn.Layer):
         return self.elmo_features.layer_weights()
 
 
-def model_builder(bilm, sentences, trainable=False, bilm_lr=2e-5, layer_norm=False, l2_coef=1e-3,
+def model_builder(bilm, sentences, *, trainable=False, bilm_lr=2e-5, layer_norm=False, l2_coef=1e-3,
                   hidden_dim=256, dropout=0.2, cache=None, feature_norm='batchnorm', word_table=None,
                   only_layer=None):
     """-> build_model(fold) making a fresh classifier; a trainable biLM is reset to its loaded weights first.

@@ -253,7 +253,7 @@ class Run:
         return prefix
 
 
-def set_up(model_config, recipe, save_dir, device='cpu', cpu_threads=None, init_from_ckpt=None, max_minutes=None):
+def set_up(model_config, recipe, save_dir, *, device='cpu', cpu_threads=None, init_from_ckpt=None, max_minutes=None):
     """Device, data, model, optimizer and, resuming, the checkpoint's state -> Run.
 
     # Parameters
@@ -313,8 +313,9 @@ def set_up(model_config, recipe, save_dir, device='cpu', cpu_threads=None, init_
                  f'{total} steps of {recipe.batch_size}x{recipe.unroll_steps} tokens per process '
                  f'({recipe.n_train_tokens:,} training tokens x {recipe.epochs} epochs), vocab {vocab.size:,}, '
                  f'{sum(int(np.prod(p.shape)) for p in model.parameters()):,} parameters')
-    return Run(model_config, recipe, save_dir, rank, vocab, model, optimizer, stream, total, clock, train_log, step,
-               init_from_ckpt, max_minutes)
+    return Run(model_config=model_config, recipe=recipe, save_dir=save_dir, rank=rank, vocab=vocab, model=model,
+               optimizer=optimizer, stream=stream, total=total, clock=clock, log=train_log, start_step=step,
+               resumed_from=init_from_ckpt, max_minutes=max_minutes)
 
 
 def lr_scale_from_weights(recipe):

@@ -269,13 +269,15 @@ def add_model_source(p, bundled_default=False, vocab_help=None):
 
 
 def model_source(args):
-    """-> dict(params_file=..., options_file=..., weight_file=..., vocab_file=...) after checking the
-    combination."""
+    """The model the flags name -> model_io.ModelSource (params_file, options_file, weight_file,
+    vocab_file), after checking the combination."""
+    from paddle_elmo.model_io import ModelSource
     ckpt, opts, weights = args.init_from_ckpt, args.options_file, args.weight_file
     check_files_flags('init_from_ckpt', ckpt, opts, weights)
     if not ckpt and not opts and args._model_source_required:
         raise InputError('no model: give --init_from_ckpt DIR/N or --options_file and --weight_file')
-    return dict(params_file=ckpt, options_file=opts, weight_file=weights, vocab_file=getattr(args, 'vocab_file', None))
+    return ModelSource(params_file=ckpt, options_file=opts, weight_file=weights,
+                       vocab_file=getattr(args, 'vocab_file', None))
 
 
 def model_vocabulary(args):

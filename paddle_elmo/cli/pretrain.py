@@ -89,7 +89,8 @@ def main(argv=None):
         raise cli.InputError(f'--max_minutes must be > 0, got {a.max_minutes}')
     model_config, recipe, save_dir = read_configs(a)
     from paddle_elmo.training import finish, set_up, train
-    run = set_up(model_config, recipe, save_dir, a.device, a.cpu_threads, a.init_from_ckpt, a.max_minutes)
+    run = set_up(model_config, recipe, save_dir, device=a.device, cpu_threads=a.cpu_threads,
+                 init_from_ckpt=a.init_from_ckpt, max_minutes=a.max_minutes)
     outcome = finish(run, train(run))
     if run.rank == 0:
         report(outcome)
