@@ -16,7 +16,7 @@ import paddle
 import paddle.nn as nn
 import paddle.nn.functional as F
 
-from paddle_elmo import kernels
+from paddle_elmo import kernels, layer_math
 from paddle_elmo.config import N_CHARACTERS
 from paddle_elmo.token_ids import PAD_CHAR, TokenInput
 from paddle_elmo.kernels import add_bias
@@ -471,9 +471,4 @@ def remove_sentence_boundaries(tensor, mask):
 
     Rows are shifted left by one and the position of each row's </S> is zeroed.
     """
-    lengths = mask.astype('int64').sum(axis=1)
-    time = tensor.shape[1]
-    inner = tensor[:, 1:time - 1]
-    new_mask = paddle.arange(time - 2)[None, :] < (lengths - 2)[:, None]
-    shape = [-1, time - 2] + [1] * (len(tensor.shape) - 2)
-    return inner * new_mask.astype(tensor.dtype).reshape(shape), new_mask
+    return layer_math.drop_boundaries(tensor, mask.astype('int64').sum(axis=1), tensor.shape[1])

@@ -1,7 +1,9 @@
-"""Each layer's math once, in Paddle ops: the LSTM-with-projection step and the highway gate.
+"""Each layer's math once, in Paddle ops: the LSTM-with-projection step, the highway gate, and the
+removal of <S> and </S> from the outputs.
 
     h, c = lstm_step(x_gates, h, c, w_hidden, w_proj, cell_clip, proj_clip, hidden_bias=None)
     y = highway_gate(carry, carry_bias, transform, transform_bias, x, add_bias=None)
+    inner, mask = drop_boundaries(x, lengths, time, axis=1)
 
 Both run wherever Paddle does: eager (kernels.loop_recurrence and kernels.highway_gate's fallback,
 i.e. every GPU run, and CPU runs without the C++ kernels) and in a static program (StaticBiLM,
@@ -55,3 +57,20 @@ def highway_gate(carry, carry_bias, transform, transform_bias, x, add_bias=None)
 
 def _plus(x, bias):
     return x + bias
+
+
+def drop_boundaries(x, lengths, time, axis=1):
+    """Outputs of sentences with <S> and </S> -> (the same without them, mask bool [batch, time - 2]).
+
+    x: [batch, ...] with the time steps on `axis`; lengths int64 [batch] (real tokens per row, the
+    boundaries included, padding at the end); time: x's steps, an int or (in a static program) a
+    tensor. Positions 1 .. time - 2 are kept and each row's </S> (now at length - 2) is zeroed.
+    """
+    inner = paddle.slice(x, [axis], [1], [time - 1])
+    mask = paddle.arange(time - 2, dtype='int64').unsqueeze(0) < (lengths - 2).unsqueeze(1)
+    keep = mask.astype(x.dtype)
+    for _ in range(axis - 1):  # [batch, time - 2] -> broadcastable to inner
+        keep = keep.unsqueeze(1)
+    for _ in range(len(x.shape) - axis - 1):
+        keep = keep.unsqueeze(-1)
+    return inner * keep, mask

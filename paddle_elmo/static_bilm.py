@@ -233,7 +233,5 @@ class StaticBiLM(nn.Layer):
             forward_out = outs[0].transpose([1, 0, 2])
             backward_out = reorder(outs[1].transpose([1, 0, 2]))
             layers.append(paddle.concat([forward_out, backward_out], axis=-1) * real)
-        # Drop <S> and </S>: positions 1 .. time - 2, and zero each row's </S> (now at length - 2).
-        inner = paddle.stack(layers, axis=1)[:, :, 1:time - 1]  # [batch, L + 1, time - 2, 2P]
-        mask = steps[:, :time - 2] < (lengths - 2).unsqueeze(1)  # [batch, time - 2]
-        return inner * mask.astype('float32').unsqueeze(1).unsqueeze(-1), mask
+        # Drop <S> and </S> as remove_sentence_boundaries does -> [batch, L + 1, time - 2, 2P], mask.
+        return layer_math.drop_boundaries(paddle.stack(layers, axis=1), lengths, time, axis=2)
