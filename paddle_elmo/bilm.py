@@ -430,21 +430,21 @@ class BiLM(nn.Layer):
                                            for h, c in finals])
         return outputs[0], outputs[1]
 
-    def lm_outputs(self, char_ids, word_ids=None, word_rows=None):
+    def lm_outputs(self, forward, backward, word_rows=None):
         """Top-layer outputs for language-model training on full windows.
 
-        char_ids: (forward, backward) numpy int [batch, unroll, max_chars], or None for a word
-        model; word_ids: (forward, backward) numpy int [batch, unroll] (id + 1, 0 = padding), or
-        None for a char model; word_rows: the word embedding's TableRows of the step. The backward
-        stream is already reversed (a separate stream, as in bilm-tf's training), so it is read as
-        is. Both streams hold the same words: token_embedding runs the char CNN once per distinct
-        token of the two.
+        forward, backward: the two streams' TokenInput (numpy int ids [batch, unroll(, max_chars)],
+        the ones the model reads; every row is a full window, lengths are not read); word_rows: the
+        word embedding's TableRows of the step. The backward stream is already reversed (a separate
+        stream, as in bilm-tf's training), so it is read as is. Both streams hold the same words:
+        token_embedding runs the char CNN once per distinct token of the two.
         Returns (forward top [batch, unroll, P], backward top [batch, unroll, P]).
         """
-        both = lambda pair: None if pair is None else np.concatenate(pair)
-        batch, time = (char_ids if char_ids is not None else word_ids)[0].shape[:2]
+        both = lambda name: None if getattr(forward, name) is None else np.concatenate(
+            [getattr(forward, name), getattr(backward, name)])
+        batch, time = (forward.char_ids if forward.char_ids is not None else forward.word_ids).shape[:2]
         # One chunk: a training window is small, and splitting it costs more op overhead than it saves.
-        x = self.token_embedding(both(char_ids), both(word_ids), chunk=2 * batch * time, word_rows=word_rows)
+        x = self.token_embedding(both('char_ids'), both('word_ids'), chunk=2 * batch * time, word_rows=word_rows)
         xs = paddle.unbind(x.reshape([2, batch, time, -1]))  # unbind, not x[d]: slice backward is slow
         batch_sizes = np.full(time, batch)
         tops = []

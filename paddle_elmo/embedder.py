@@ -153,9 +153,9 @@ class ELMoEmbedder(SentenceEmbedder):
             raise InputError(f'embedding_weight_file {embedding_weight_file} needs vocab_file, the tokens of its rows')
         if bilm is None:
             word_model_embedding = None
-            mode = read_model_config(model_options_file(params_file, options_file)).input_mode
-            if embedding_weight_file and mode.embedding_file == 'embedding':
-                word_model_embedding = embedding_weight_file
+            if embedding_weight_file:  # the options are read here only for it: load_bilm reports a bad source
+                mode = read_model_config(model_options_file(params_file, options_file)).input_mode
+                word_model_embedding = embedding_weight_file if mode.embedding_file == 'embedding' else None
             # Beside a char model's own vocab.txt, vocab_file with embedding_weight_file lists that file's
             # rows; a word model's embedding file is its embedding: vocab_file must be its vocabulary.
             model_vocab = None if embedding_weight_file and own_vocab and not word_model_embedding else vocab_file
