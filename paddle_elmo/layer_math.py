@@ -5,10 +5,11 @@ removal of <S> and </S> from the outputs.
     y = highway_gate(carry, carry_bias, transform, transform_bias, x, add_bias=None)
     inner, mask = drop_boundaries(x, lengths, time, axis=1)
 
-Both run wherever Paddle does: eager (kernels.loop_recurrence and kernels.highway_gate's fallback,
+They run wherever Paddle does: eager (kernels.loop_recurrence and kernels.highway_gate's fallback,
 i.e. every GPU run, and CPU runs without the C++ kernels) and in a static program (StaticBiLM,
 the export). The C++ kernels (kernels.cc) are the one other implementation, tested against these
-(tests/test_speed_paths.py). A model option that changes a step is written here and in kernels.cc.
+(tests/test_speed_paths.py). A model option that changes a step is written here and in kernels.cc;
+remove_sentence_boundaries (BiLM's outputs, Elmo) and StaticBiLM share drop_boundaries.
 
 Each function takes the products its callers already have, so that each keeps its own layout:
 BiLM's packed recurrence adds the bias to every step's input products at once (add_bias, whose
