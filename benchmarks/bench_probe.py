@@ -23,7 +23,7 @@ import common
 def elmo_sentence_means(sentences, source):
     """-> float32 [n_sentences, n_layers, dim]: each layer's mean over the sentence's tokens."""
     from paddle_elmo import ELMoEmbedder
-    embedder = ELMoEmbedder(**source, reuse_memory=True)
+    embedder = ELMoEmbedder(**source.kwargs(), reuse_memory=True)
     return np.stack([layers.mean(axis=1) for layers in embedder.encode(sentences)])
 
 

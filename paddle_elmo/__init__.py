@@ -8,9 +8,13 @@ its concept (`paddle_elmo.config`, `.bilm`, `.model_io`, `.hdf5_weights`, `.down
 and is imported from there on first use, so `import paddle_elmo` (and every `paddle-elmo --help`)
 does not import Paddle.
 
-Importing the package sets one process-wide default, before anything of ours can import Paddle:
-`GLOG_minloglevel=2` (Paddle's C++ info logs off, read once when Paddle is imported), unless the
-user set it. So no module of ours has to be imported before another.
+Importing the package (which Python does first for any `paddle_elmo.*` import) imports
+`paddle_elmo.runtime`, the one place that sets what must be set before Paddle is imported:
+`GLOG_minloglevel=2` unless the user set it (Paddle's C++ info logs off), the user's
+OMP_NUM_THREADS noted, and Paddle's misleading ccache notice filtered (runtime's docstring). So no
+module of ours has to be imported before another, and each imports `paddle` plainly. MKL's code
+path and the threads are set by `runtime.configure()` before the first product (ELMoEmbedder, Elmo
+and the commands call it), not by any import.
 
 The library never prints: it logs through `logging.getLogger(__name__)` (all under the
 `paddle_elmo` logger; progress lines at INFO, notes that matter and problems at WARNING/ERROR) and
@@ -19,12 +23,12 @@ Silence it as any library: `logging.getLogger('paddle_elmo').setLevel(logging.WA
 """
 import importlib
 import logging
-import os
 import typing
+
+from paddle_elmo import runtime  # noqa: F401  (first: its import-time settings, see above)
 
 __version__ = '1.0.0'
 
-os.environ.setdefault('GLOG_minloglevel', '2')
 logging.getLogger(__name__).addHandler(logging.NullHandler())  # the application configures logging, not us
 
 # public name -> the module that defines it
@@ -34,7 +38,8 @@ _EXPORTS = {
     'Elmo': 'downstream', 'ScalarMix': 'downstream',
     'ELMoEmbedder': 'embedder', 'dump_token_embeddings': 'embedder', 'embed_file': 'embedder',
     'token_embeddings': 'embedder',
-    'load_bilm': 'model_io', 'read_model_config': 'run_configs', 'load_language_model': 'lm_loading',
+    'load_bilm': 'model_io', 'ModelSource': 'model_io', 'resolve_model': 'model_io',
+    'read_model_config': 'run_configs', 'load_language_model': 'lm_loading', 'TokenInput': 'token_ids',
     'checkpoint_paths': 'checkpoints', 'load_bilm_checkpoint': 'checkpoints', 'read_checkpoint': 'checkpoints',
     'export_weights': 'hdf5_weights', 'hdf5_layout': 'hdf5_weights', 'load_hdf5_weights': 'hdf5_weights',
     'save_hdf5_weights': 'hdf5_weights',
@@ -50,7 +55,8 @@ if typing.TYPE_CHECKING:  # what editors and type checkers read; at run time __g
     from paddle_elmo.checkpoints import checkpoint_paths, load_bilm_checkpoint, read_checkpoint  # noqa: F401
     from paddle_elmo.hdf5_weights import export_weights, hdf5_layout, load_hdf5_weights, save_hdf5_weights  # noqa: F401
     from paddle_elmo.lm_loading import load_language_model  # noqa: F401
-    from paddle_elmo.model_io import load_bilm
+    from paddle_elmo.model_io import ModelSource, load_bilm, resolve_model  # noqa: F401
+    from paddle_elmo.token_ids import TokenInput  # noqa: F401
     from paddle_elmo.run_configs import read_model_config  # noqa: F401
     from paddle_elmo.runtime import keep_freed_memory, set_mode, use_device  # noqa: F401
 

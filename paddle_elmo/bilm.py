@@ -12,13 +12,13 @@ import math
 
 import numpy as np
 
-from paddle_elmo.runtime import paddle
+import paddle
 import paddle.nn as nn
 import paddle.nn.functional as F
 
-from paddle_elmo import kernels
+from paddle_elmo import kernels, layer_math
 from paddle_elmo.config import N_CHARACTERS
-from paddle_elmo.token_ids import PAD_CHAR
+from paddle_elmo.token_ids import PAD_CHAR, TokenInput
 from paddle_elmo.kernels import add_bias
 from paddle_elmo.packing import distinct_tokens, last_states, length_chunks, packing_indices, row_order, step_groups
 
@@ -381,12 +381,13 @@ class BiLM(nn.Layer):
         char_ids: int64 [batch, time, max_chars] (0 = padding), for a model with chars;
         word_ids: int64 [batch, time] (vocabulary id + 1, 0 = padding), for a model with words;
         or, instead of both, `token_embeddings` [batch, time, projection_dim] precomputed (zeros
-        at padding) with `lengths`.
+        at padding) with `lengths`; or, as the first argument, a TokenInput (InputMapper.batch's).
         lengths: int array [batch] of real tokens per row (padding is at the end); derived from the
             ids when None.
         Returns dict: 'activations', a list of n_layers + 1 tensors [batch, time, 2 * projection_dim]
         (layer 0 is [x; x], then [forward; backward] per layer), and 'mask' [batch, time] bool.
         """
+        char_ids, word_ids, lengths = TokenInput.of(char_ids, word_ids, lengths)
         if token_embeddings is None:
             token_embeddings = self.token_embedding(char_ids, word_ids)
         time = token_embeddings.shape[1]
@@ -429,21 +430,21 @@ class BiLM(nn.Layer):
                                            for h, c in finals])
         return outputs[0], outputs[1]
 
-    def lm_outputs(self, char_ids, word_ids=None, word_rows=None):
+    def lm_outputs(self, forward, backward, word_rows=None):
         """Top-layer outputs for language-model training on full windows.
 
-        char_ids: (forward, backward) numpy int [batch, unroll, max_chars], or None for a word
-        model; word_ids: (forward, backward) numpy int [batch, unroll] (id + 1, 0 = padding), or
-        None for a char model; word_rows: the word embedding's TableRows of the step. The backward
-        stream is already reversed (a separate stream, as in bilm-tf's training), so it is read as
-        is. Both streams hold the same words: token_embedding runs the char CNN once per distinct
-        token of the two.
+        forward, backward: the two streams' TokenInput (numpy int ids [batch, unroll(, max_chars)],
+        the ones the model reads; every row is a full window, lengths are not read); word_rows: the
+        word embedding's TableRows of the step. The backward stream is already reversed (a separate
+        stream, as in bilm-tf's training), so it is read as is. Both streams hold the same words:
+        token_embedding runs the char CNN once per distinct token of the two.
         Returns (forward top [batch, unroll, P], backward top [batch, unroll, P]).
         """
-        both = lambda pair: None if pair is None else np.concatenate(pair)
-        batch, time = (char_ids if char_ids is not None else word_ids)[0].shape[:2]
+        both = lambda name: None if getattr(forward, name) is None else np.concatenate(
+            [getattr(forward, name), getattr(backward, name)])
+        batch, time = (forward.char_ids if forward.char_ids is not None else forward.word_ids).shape[:2]
         # One chunk: a training window is small, and splitting it costs more op overhead than it saves.
-        x = self.token_embedding(both(char_ids), both(word_ids), chunk=2 * batch * time, word_rows=word_rows)
+        x = self.token_embedding(both('char_ids'), both('word_ids'), chunk=2 * batch * time, word_rows=word_rows)
         xs = paddle.unbind(x.reshape([2, batch, time, -1]))  # unbind, not x[d]: slice backward is slow
         batch_sizes = np.full(time, batch)
         tops = []
@@ -470,9 +471,4 @@ def remove_sentence_boundaries(tensor, mask):
 
     Rows are shifted left by one and the position of each row's </S> is zeroed.
     """
-    lengths = mask.astype('int64').sum(axis=1)
-    time = tensor.shape[1]
-    inner = tensor[:, 1:time - 1]
-    new_mask = paddle.arange(time - 2)[None, :] < (lengths - 2)[:, None]
-    shape = [-1, time - 2] + [1] * (len(tensor.shape) - 2)
-    return inner * new_mask.astype(tensor.dtype).reshape(shape), new_mask
+    return layer_math.drop_boundaries(tensor, mask.astype('int64').sum(axis=1), tensor.shape[1])

@@ -11,10 +11,11 @@ vocabulary and the options.
 """
 import os
 
+import paddle
+
 from paddle_elmo.bilm import BiLM
 from paddle_elmo.fileio import InputError, atomic_path
 from paddle_elmo.run_configs import OPTIONS_FILE, read_input_vocabulary, read_model_config
-from paddle_elmo.runtime import paddle
 
 
 PARAMS_SUFFIX, OPTIMIZER_SUFFIX = '.pdparams', '.pdopt'
@@ -126,13 +127,14 @@ def load_bilm_checkpoint(prefix, stateful=False, vocab_file=None):
     """A checkpoint prefix ('DIR/N') -> (BiLM, the checkpoint's whole state dict); a word model's
     vocabulary is DIR/vocab.txt (`vocab_file`, when given, must hold the same tokens)."""
     config, state = read_checkpoint(prefix)
-    vocab = read_input_vocabulary(config, checkpoint_dir(prefix), vocab_file, _embedding_rows(state), prefix)
+    vocab = read_input_vocabulary(config, checkpoint_dir(prefix), vocab_file, state_embedding_rows(state), prefix)
     bilm = BiLM(config, stateful=stateful, vocab=vocab)
     load_state_checked(bilm, bilm_state(state), prefix)
     return bilm, state
 
 
-def _embedding_rows(state):
+def state_embedding_rows(state):
+    """The word embedding's rows in a checkpoint's state dict (a BiLM's or a LanguageModel's), or None."""
     for key in ('word_embedding', BILM_PREFIX + 'word_embedding'):
         if key in state:
             return state[key].shape[0]

@@ -35,10 +35,11 @@ from typing import Optional
 
 import numpy as np
 
-from paddle_elmo.runtime import paddle, set_mode
+import paddle
 import paddle.nn as nn
 import paddle.nn.functional as F
 
+from paddle_elmo.runtime import set_mode
 from paddle_elmo.tokenizers import get_tokenizer
 from paddle_elmo.fileio import InputError, decode_utf8
 from paddle_elmo.logs import show_progress

@@ -6,6 +6,10 @@ is read or written does a config meet bilm-tf's names: `ModelConfig.to_options()
 `from_options()` convert to and from the `options.json` layout (`cell_dim` is `lstm.dim`), and the
 Recipe fields that bilm-tf's `bin/train_elmo.py` also writes into `options.json` go there under its
 names (BILM_TF_TRAINING_KEYS); run_configs.py reads and writes the files.
+
+`TOKEN_INPUT_MODES` describes each value of `ModelConfig.token_input` in one place (the ids it
+reads, which are also the export's inputs; its word embedding's hdf5 name and size; what bilm-tf's
+embedding_weight_file is to it; what layer 0 is): `config.input_mode`.
 """
 import copy
 import dataclasses
@@ -17,6 +21,51 @@ from paddle_elmo.tokenizers import TOKENIZERS
 from paddle_elmo.fileio import InputError
 
 ORIGINAL_FILTERS = [[1, 32], [2, 32], [3, 64], [4, 128], [5, 256], [6, 512], [7, 1024]]
+
+# hdf5 datasets of a word embedding (hdf5_weights.hdf5_layout has the rest of the layout)
+HDF5_EMBEDDING = 'embedding'  # bilm-tf's token-mode embedding [n_tokens_vocab, projection_dim]
+HDF5_WORD_EMBEDDING = 'word_embedding'  # word+char's [n_tokens_vocab, word_dim] (ours only)
+CHAR_IDS, WORD_IDS = 'char_ids', 'word_ids'  # the ids a biLM reads: TokenInput's fields, the export's inputs
+
+
+@dataclass(frozen=True)
+class TokenInputMode:
+    """What one value of ModelConfig.token_input means, for every module that asks: the one place
+    a token input mode is described (a new mode is a row of TOKEN_INPUT_MODES, plus the ids the
+    InputMapper makes for it and BiLM's token representation of them).
+
+    reads: the ids the biLM reads, in the export's input order (word columns first, as in the
+        projection): CHAR_IDS and / or WORD_IDS, TokenInput's fields.
+    word_embedding: the hdf5 dataset of its word embedding, None without one.
+    word_embedding_dim: the ModelConfig field that gives that embedding's columns, None without one.
+    embedding_file: what bilm-tf's `embedding_weight_file` (an hdf5 `embedding` of token vectors) is
+        to this model: 'embedding' (its word embedding itself) or 'cache' (vectors used in place of
+        the char CNN for the tokens it holds).
+    layer0: what layer 0 (the context-free token representation) is, in words.
+    """
+    name: str
+    reads: tuple
+    word_embedding: Optional[str]
+    word_embedding_dim: Optional[str]
+    embedding_file: str
+    layer0: str
+
+    @property
+    def chars(self):
+        return CHAR_IDS in self.reads
+
+    @property
+    def words(self):
+        return WORD_IDS in self.reads
+
+
+TOKEN_INPUT_MODES = {mode.name: mode for mode in (
+    TokenInputMode('char', (CHAR_IDS,), None, None, 'cache', 'char CNN'),
+    TokenInputMode('word', (WORD_IDS,), HDF5_EMBEDDING, 'projection_dim', 'embedding', 'word embedding'),
+    TokenInputMode('word+char', (WORD_IDS, CHAR_IDS), HDF5_WORD_EMBEDDING, 'word_dim', 'cache',
+                   'word embedding + char CNN'),
+)}
+TOKEN_INPUTS = tuple(TOKEN_INPUT_MODES)
 
 
 def setting(default, help):
@@ -66,19 +115,25 @@ class ModelConfig:
         return sum(n for _, n in self.cnn_filters)
 
     @property
+    def input_mode(self):
+        """The TokenInputMode of token_input: the inputs it reads, its hdf5 names, its layer 0."""
+        return TOKEN_INPUT_MODES[self.token_input]
+
+    @property
     def has_chars(self):
         """The model reads char ids (a char CNN)."""
-        return self.token_input != 'word'
+        return self.input_mode.chars
 
     @property
     def has_words(self):
         """The model reads word ids (an embedding over its input vocabulary)."""
-        return self.token_input != 'char'
+        return self.input_mode.words
 
     @property
     def word_embedding_dim(self):
         """Columns of the word embedding: projection_dim (word), word_dim (word+char), 0 (char)."""
-        return {'char': 0, 'word': self.projection_dim, 'word+char': self.word_dim}[self.token_input]
+        field_name = self.input_mode.word_embedding_dim
+        return getattr(self, field_name) if field_name else 0
 
     def to_options(self):
         """-> the bilm-tf options dict (the model part of options.json).
@@ -169,7 +224,6 @@ class ModelConfig:
         return self
 
 
-TOKEN_INPUTS = ('char', 'word', 'word+char')
 REQUIRED = object()
 # Each ModelConfig field but token_input (told by the sections present): its path in options.json, and its value when a file leaves it out
 # (REQUIRED: an error), as bilm-tf and AllenNLP read those files.

@@ -15,30 +15,33 @@ from paddle_elmo.tokenizers import whitespace_tokens
 log = logging.getLogger(__name__)
 
 
-def _is_blank(text):
+def is_blank(text):
+    """Whether a corpus line is empty or whitespace only (not a sentence)."""
     return not text or text.isspace()
 
 
-def _warn_skipped(path, n_skipped):
+def warn_skipped(path, n_skipped):
+    """Log how many blank lines of `path` were skipped, if any."""
     if n_skipped:
         log.warning('%s: skipped %d empty line(s) (not sentences)', path, n_skipped)
 
 
-def _iter_file_sentences(path, progress_bar=None, split=whitespace_tokens):
+def iter_file_sentences(path, progress_bar=None, split=whitespace_tokens):
     """Yield the sentences (token lists, made by `split`) of one file in order; empty lines skipped
     and reported."""
     n_skipped = 0
     for _, n_bytes, text in iter_lines(path):
         if progress_bar is not None:
             progress_bar.update(n_bytes)
-        if _is_blank(text):
+        if is_blank(text):
             n_skipped += 1
             continue
         yield split(text)
-    _warn_skipped(path, n_skipped)
+    warn_skipped(path, n_skipped)
 
 
-def _progress(total_bytes, desc, enabled):
+def file_progress(total_bytes, desc, enabled):
+    """A tqdm bar in bytes read, shown when `enabled` and the log shows INFO lines (logs.show_progress)."""
     from tqdm import tqdm
     return tqdm(total=total_bytes, unit='B', unit_scale=True, desc=desc, disable=not show_progress(enabled, log),
                 mininterval=1.0)
@@ -62,7 +65,7 @@ def _read_json(path):
 
 def _count_file(path, bar):
     n_tokens = n_sentences = 0
-    for words in _iter_file_sentences(path, bar):
+    for words in iter_file_sentences(path, bar):
         n_tokens += len(words)
         n_sentences += 1
     return n_tokens, n_sentences
@@ -91,7 +94,7 @@ def count_tokens(file_pattern, cache_dir=None, progress=True):
         else:
             todo.append((key, stat, cache_path))
     changed = set()
-    with _progress(sum(s.st_size for _, s, _ in todo), 'counting tokens', progress and todo) as bar:
+    with file_progress(sum(s.st_size for _, s, _ in todo), 'counting tokens', progress and todo) as bar:
         for key, stat, cache_path in todo:
             n_tokens, n_sentences = _count_file(key, bar)
             caches[cache_path][key] = dict(size=stat.st_size, mtime_ns=stat.st_mtime_ns,

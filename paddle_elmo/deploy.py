@@ -23,12 +23,13 @@ import tempfile
 
 import numpy as np
 
-from paddle_elmo.export_format import BACKENDS, CHAR_INPUT, EXPORTED_FILES, ONNX_FILE, ONNX_OPSET, OPTIONS_FILE, OUTPUT_NAMES, PRECISION_KEY, PROGRAM_PREFIX, WORD_INPUT, _quiet_native_output, input_names
+import paddle
+
+from paddle_elmo.export_format import BACKENDS, CHAR_INPUT, EXPORTED_FILES, ONNX_FILE, ONNX_OPSET, OPTIONS_FILE, OUTPUT_NAMES, PRECISION_KEY, PROGRAM_PREFIX, WORD_INPUT, quiet_native_output, input_names
 from paddle_elmo.fileio import InputError
 from paddle_elmo.hdf5_weights import model_options
 from paddle_elmo.inference import InferenceEmbedder
 from paddle_elmo.run_configs import VOCAB_FILE, read_json, write_input_vocabulary
-from paddle_elmo.runtime import paddle
 from paddle_elmo.static_bilm import StaticBiLM, check_exportable
 
 
@@ -78,7 +79,7 @@ def save_paddle_program(bilm, directory):
     static = paddle.jit.to_static(StaticBiLM(bilm), input_spec=spec, full_graph=True)
     # Tracing arange/cumsum with a traced end makes Paddle 3.3's C++ log 'not support input out
     # tensor' (it passes out=None on): not ours to fix, and not the user's concern.
-    with _quiet_native_output():
+    with quiet_native_output():
         paddle.jit.save(static, os.path.join(directory, PROGRAM_PREFIX), input_spec=spec)
     program_file = os.path.join(directory, f'{PROGRAM_PREFIX}.json')
     if not os.path.isfile(program_file):  # an old-IR program (FLAGS_enable_pir_api=0) is .pdmodel
@@ -101,7 +102,7 @@ def save_onnx(directory, config):
     # optimize_tool='None': paddle2onnx's default (polygraphy) may pip-install packages at run time;
     # onnxruntime folds constants itself when it loads the model.
     try:
-        with _quiet_native_output():
+        with quiet_native_output():
             model_bytes = paddle2onnx.export(program, params, save_file=None, opset_version=ONNX_OPSET,
                                              enable_onnx_checker=True, optimize_tool='None')
     except Exception as e:  # paddle2onnx logs its own error and then fails on an unset result
@@ -329,7 +330,7 @@ def quantize_onnx(directory, weight_type='QInt8', keep_float=(), per_channel=Fal
     float_path = os.path.join(directory, 'model.float.onnx')
     onnx.save(model, float_path)
     try:
-        with _quiet_native_output():  # its INFO lines and a pre-processing hint, on every export
+        with quiet_native_output():  # its INFO lines and a pre-processing hint, on every export
             quantize_dynamic(float_path, path, weight_type=getattr(QuantType, weight_type),
                              op_types_to_quantize=['MatMul'], nodes_to_exclude=excluded, per_channel=per_channel,
                              extra_options={'EnableSubgraph': True})

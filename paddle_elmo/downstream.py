@@ -3,10 +3,11 @@ times gamma, as bilm-tf's `weight_layers` and AllenNLP's `ScalarMix`) and `Elmo`
 more mixes of the biLM's layers out, frozen or fine-tuned)."""
 import numpy as np
 
-from paddle_elmo.runtime import configure_if_on_cpu, paddle, set_mode
+import paddle
 import paddle.nn as nn
 import paddle.nn.functional as F
 
+from paddle_elmo.runtime import configure_if_on_cpu, set_mode
 from paddle_elmo.bilm import remove_sentence_boundaries
 from paddle_elmo.token_ids import CharMapper, InputMapper
 from paddle_elmo.tokenizers import as_token_lists, model_tokenizer
@@ -77,7 +78,9 @@ class Elmo(nn.Layer):
     """ELMo for downstream models: token ids -> one or more scalar mixes of the biLM layers + mask.
 
     The biLM is frozen by default (run without gradients, in eval mode); `requires_grad=True`
-    fine-tunes it. Sentence boundaries are removed from the outputs: pass char ids made with
+    fine-tunes it. Either way the constructor sets `stop_gradient` on every parameter of the `bilm`
+    passed in, in place (as AllenNLP's Elmo sets requires_grad on its biLM's): that biLM becomes
+    this layer's part; pass a fresh one (load_bilm) to keep another as it was. Sentence boundaries are removed from the outputs: pass char ids made with
     `elmo.batch_to_ids(sentences)` or `CharMapper.batch(sentences)` (both add <S> and </S>), or,
     for any token input (char, word, word+char), `elmo(**elmo.batch_to_inputs(sentences))`.
 
@@ -127,10 +130,9 @@ class Elmo(nn.Layer):
         """Sentences -> dict(char_ids, word_ids, lengths) for forward(): char ids [batch, time,
         max_chars] and word ids [batch, time] as tensors, each None when the biLM does not read it
         (dataset.InputMapper), `<S>` and `</S>` added."""
-        sentences = as_token_lists(sentences, self.tokenizer)
-        char_ids, word_ids, lengths = InputMapper.of(self.bilm, max_cache=0).batch(sentences)
+        inputs = InputMapper.of(self.bilm, max_cache=0).batch(as_token_lists(sentences, self.tokenizer))
         as_tensor = lambda ids: None if ids is None else paddle.to_tensor(ids)
-        return {'char_ids': as_tensor(char_ids), 'word_ids': as_tensor(word_ids), 'lengths': lengths}
+        return {'char_ids': as_tensor(inputs.char_ids), 'word_ids': as_tensor(inputs.word_ids), 'lengths': inputs.lengths}
 
     def _freeze_mode(self):
         """A frozen biLM never uses dropout, even when a parent layer's train() reached it."""
@@ -164,7 +166,8 @@ class Elmo(nn.Layer):
 
     def forward(self, char_ids=None, lengths=None, word_ids=None):
         """char_ids [batch, time, max_chars] and/or word_ids [batch, time] (as the biLM reads them,
-        <S> and </S> included) -> dict(elmo_representations=[[batch, time - 2, 2P], ...], mask)."""
+        <S> and </S> included), or a TokenInput (InputMapper.batch's) as the first argument
+        -> dict(elmo_representations=[[batch, time - 2, 2P], ...], mask)."""
         out = self.bilm_layers(char_ids, lengths, word_ids)
         return self.mix(out['activations'], out['mask'])
 

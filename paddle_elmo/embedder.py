@@ -10,8 +10,9 @@ import os
 
 import numpy as np
 
-from paddle_elmo.runtime import configure_if_on_cpu, inference_mode, keep_freed_memory, paddle
+import paddle
 
+from paddle_elmo.runtime import configure_if_on_cpu, inference_mode, keep_freed_memory
 from paddle_elmo.token_ids import BOS_TOKEN, EOS_TOKEN, InputMapper
 from paddle_elmo.tokenizers import as_token_lists, model_tokenizer
 from paddle_elmo.vocabulary import read_vocabulary_file
@@ -109,8 +110,9 @@ class ELMoEmbedder(SentenceEmbedder):
         (e.g. one being trained), whose mode and stateful flag are left as they were; or none of
         them: the bundled model (its card: paddle_elmo/pretrained/README.md), which is logged.
     batch_size: sentences per batch in `encode` / `embed_file`.
-    device: 'cpu', 'gpu' or 'gpu:N' to switch Paddle's device (process-wide); None (the default)
-        runs on the device Paddle already uses.
+    device: 'cpu', 'gpu' or 'gpu:N': the constructor calls paddle.set_device(device), which switches
+        Paddle's device for the whole process (Paddle has no per-model device for the tensors a
+        forward creates); None (the default) changes nothing and runs on the device Paddle uses.
     stateful: carry LSTM state from batch to batch per row, as AllenNLP's ElmoEmbedder and bilm-tf
         do; the default (stateless) makes a sentence's embedding independent of other inputs.
     token_cache_size: char-CNN outputs of up to this many distinct tokens are kept, so a known word
@@ -139,7 +141,8 @@ class ELMoEmbedder(SentenceEmbedder):
                  cpu_threads=None, vocab_file=None, embedding_weight_file=None, tokenizer=None):
         if options_file is not None and weight_file is None and params_file is None and \
                 not options_file.endswith('.json'):
-            params_file, options_file, weight_file = _model_files(resolve_model(options_file))
+            source = resolve_model(options_file)
+            params_file, options_file, weight_file = source.params_file, source.options_file, source.weight_file
         if device is not None:
             paddle.set_device(device)
         configure_if_on_cpu(cpu_threads)
@@ -150,8 +153,9 @@ class ELMoEmbedder(SentenceEmbedder):
             raise InputError(f'embedding_weight_file {embedding_weight_file} needs vocab_file, the tokens of its rows')
         if bilm is None:
             word_model_embedding = None
-            if embedding_weight_file and read_model_config(model_options_file(params_file, options_file)).token_input == 'word':
-                word_model_embedding = embedding_weight_file
+            if embedding_weight_file:  # the options are read here only for it: load_bilm reports a bad source
+                mode = read_model_config(model_options_file(params_file, options_file)).input_mode
+                word_model_embedding = embedding_weight_file if mode.embedding_file == 'embedding' else None
             # Beside a char model's own vocab.txt, vocab_file with embedding_weight_file lists that file's
             # rows; a word model's embedding file is its embedding: vocab_file must be its vocabulary.
             model_vocab = None if embedding_weight_file and own_vocab and not word_model_embedding else vocab_file
@@ -168,7 +172,7 @@ class ELMoEmbedder(SentenceEmbedder):
         self._token_cache = {}
         # The cached path: every row of embedding_weight_file, kept whatever token_cache_size says.
         self._token_table = {}
-        if embedding_weight_file and bilm.config.has_chars:
+        if embedding_weight_file and bilm.config.input_mode.embedding_file == 'cache':
             tokens = read_vocabulary_file(vocab_file or own_vocab)
             self._token_table = read_token_embeddings(embedding_weight_file, tokens, bilm.projection_dim)
 
@@ -177,8 +181,7 @@ class ELMoEmbedder(SentenceEmbedder):
         """An embedder of a model by name: 'bundled' (the model that ships with the package), a
         directory (bilm-tf / AllenNLP files, an export, or a checkpoint directory: its final or
         latest step), or a checkpoint prefix 'DIR/N'. kwargs: the constructor's (batch_size, ...)."""
-        params_file, options_file, weight_file = _model_files(resolve_model(name))
-        return cls(options_file, weight_file, params_file=params_file, **kwargs)
+        return cls(**resolve_model(name).kwargs(), **kwargs)
 
     @property
     def dim(self):
@@ -247,11 +250,6 @@ class ELMoEmbedder(SentenceEmbedder):
         for k in range(1, n_layers):
             out[f'lstm_outputs{k}'] = padded[k]
         return out
-
-def _model_files(source):
-    """resolve_model's dict -> (params_file, options_file, weight_file)."""
-    return source.get('params_file'), source.get('options_file'), source.get('weight_file')
-
 
 def token_embeddings(bilm, tokens, out=None, batch_size=8192, mapper=None):
     """The context-free representation of each token alone, no LSTM (the first half of layer 0)

@@ -7,10 +7,12 @@ import os
 import sys
 import tempfile
 
+from paddle_elmo.config import CHAR_IDS, WORD_IDS
+
 log = logging.getLogger(__name__)
 
 
-CHAR_INPUT, WORD_INPUT = 'char_ids', 'word_ids'
+CHAR_INPUT, WORD_INPUT = CHAR_IDS, WORD_IDS  # the export's input names are TokenInput's fields
 
 
 OUTPUT_NAMES = ('layers', 'mask')
@@ -40,14 +42,14 @@ def input_names(config):
     """The exported inputs of a model with ModelConfig `config`, in order: ('char_ids',),
     ('word_ids',) or ('word_ids', 'char_ids') (word+char: the word columns come first, as in
     the projection)."""
-    return tuple(name for name, read in ((WORD_INPUT, config.has_words), (CHAR_INPUT, config.has_chars)) if read)
+    return config.input_mode.reads
 
 
 # model.onnx's metadata key saying how it was quantized (absent: float32); InferenceEmbedder reads it.
 PRECISION_KEY = 'elmo_precision'
 
 
-class _quiet_native_output:
+class quiet_native_output:
     """Silence stdout/stderr at the file-descriptor level (Paddle's and paddle2onnx's C++ log there);
     what was written is shown if the block fails, and kept in .output."""
 

@@ -11,14 +11,14 @@ import tempfile
 
 import numpy as np
 
-from paddle_elmo.runtime import paddle  # before paddle.nn: Paddle imported quietly
-import paddle.nn as nn  # noqa: E402
+import paddle
+import paddle.nn as nn
 
-from paddle_elmo.classifier import SentenceClassifier, pack, show_bars  # noqa: E402
+from paddle_elmo.classifier import SentenceClassifier, pack, show_bars
 from paddle_elmo.token_ids import InputMapper
-from paddle_elmo.downstream import Elmo  # noqa: E402
-from paddle_elmo.embedder import ELMoEmbedder  # noqa: E402
-from paddle_elmo.word_vectors import Word2VecFeatures  # noqa: E402
+from paddle_elmo.downstream import Elmo
+from paddle_elmo.embedder import ELMoEmbedder
+from paddle_elmo.word_vectors import Word2VecFeatures
 
 
 class ActivationCache:
@@ -99,8 +99,7 @@ class ElmoFeatures(nn.Layer):
             mixed = self.elmo.mix_layers([x.unsqueeze(0) for x in layers], mask)['elmo_representations'][0]
             return mixed[0], lengths
         # A frozen biLM applies no dropout even in train mode: Elmo.bilm_layers sees to that.
-        char_ids, word_ids, lengths = self.mapper.batch([self.sentences[i] for i in indices])
-        out = self.elmo(None if char_ids is None else paddle.to_tensor(char_ids), lengths, word_ids)
+        out = self.elmo(self.mapper.batch([self.sentences[i] for i in indices]))
         return pack(out['elmo_representations'][0], out['mask'])
 
     def penalty(self):
@@ -140,7 +139,7 @@ class ConcatFeatures(nn.Layer):
         return self.elmo_features.layer_weights()
 
 
-def model_builder(bilm, sentences, trainable=False, bilm_lr=2e-5, layer_norm=False, l2_coef=1e-3,
+def model_builder(bilm, sentences, *, trainable=False, bilm_lr=2e-5, layer_norm=False, l2_coef=1e-3,
                   hidden_dim=256, dropout=0.2, cache=None, feature_norm='batchnorm', word_table=None,
                   only_layer=None):
     """-> build_model(fold) making a fresh classifier; a trainable biLM is reset to its loaded weights first.

@@ -9,15 +9,11 @@ import os
 
 import numpy as np
 
+import paddle
+
 from paddle_elmo.fileio import InputError, atomic_path, write_json_atomic
 from paddle_elmo.run_configs import OPTIONS_FILE, WEIGHTS_FILE, write_input_vocabulary
-from paddle_elmo.runtime import paddle
-
-
-HDF5_EMBEDDING = 'embedding'  # bilm-tf's token-mode embedding [n_tokens_vocab, projection_dim]
-
-
-HDF5_WORD_EMBEDDING = 'word_embedding'  # word+char's [n_tokens_vocab, word_dim] (ours only)
+from paddle_elmo.config import HDF5_EMBEDDING, HDF5_WORD_EMBEDDING  # noqa: F401  (config.TOKEN_INPUT_MODES uses them)
 
 
 HDF5_SOFTMAX_W, HDF5_SOFTMAX_B = 'softmax/W', 'softmax/b'
@@ -29,10 +25,10 @@ def hdf5_layout(bilm):
     `word_embedding` beside the char CNN, whose `CNN_proj/W_proj` then has the word rows first."""
     same = lambda a: a
     layout = []
-    if bilm.config.has_words:
-        name = HDF5_EMBEDDING if bilm.config.token_input == 'word' else HDF5_WORD_EMBEDDING
-        layout.append((name, bilm.word_embedding, same, same))
-    if bilm.config.has_chars:
+    mode = bilm.config.input_mode
+    if mode.word_embedding:
+        layout.append((mode.word_embedding, bilm.word_embedding, same, same))
+    if mode.chars:
         layout += _char_layout(bilm.char_encoder)
     for direction, stack in enumerate((bilm.forward_stack, bilm.backward_stack)):
         for k, layer in enumerate(stack.layers):
@@ -92,7 +88,7 @@ def load_hdf5_weights(bilm, weight_file, embedding_weight_file=None):
 def load_embedding_weight_file(bilm, embedding_weight_file):
     """A word model's embedding from bilm-tf's `embedding_weight_file` (dataset `embedding`, no
     padding row), when one is given -> bilm. Any other model keeps its own token representation."""
-    if embedding_weight_file and bilm.config.token_input == 'word':
+    if embedding_weight_file and bilm.config.input_mode.embedding_file == 'embedding':
         same = lambda a: a
         with _open_hdf5(embedding_weight_file) as f, paddle.no_grad():
             _set_from_dataset(bilm.word_embedding, f, HDF5_EMBEDDING, embedding_weight_file, same, same)

@@ -6,11 +6,11 @@ import os
 import numpy as np
 
 from paddle_elmo.embedder import SentenceEmbedder
-from paddle_elmo.export_format import BACKENDS, CHAR_INPUT, EXPORTED_FILES, ONNX_FILE, OPTIONS_FILE, OUTPUT_NAMES, PRECISION_KEY, PROGRAM_PREFIX, WORD_INPUT, input_names
+from paddle_elmo.export_format import BACKENDS, EXPORTED_FILES, ONNX_FILE, OPTIONS_FILE, OUTPUT_NAMES, PRECISION_KEY, PROGRAM_PREFIX, input_names
 from paddle_elmo.fileio import InputError
 from paddle_elmo.run_configs import VOCAB_FILE, read_input_vocabulary, read_model_config
 from paddle_elmo.runtime import ask_mkl_for_avx2, default_threads
-from paddle_elmo.token_ids import InputMapper
+from paddle_elmo.token_ids import InputMapper, TokenInput
 from paddle_elmo.tokenizers import model_tokenizer
 
 
@@ -73,15 +73,15 @@ class InferenceEmbedder(SentenceEmbedder):
 
     def run(self, char_ids=None, word_ids=None):
         """The export's inputs (input_names) as InputMapper.batch returns them, with <S> and </S>:
-        char_ids int64 [batch, time, max_chars], word_ids int64 [batch, time] -> (layers, mask)
-        numpy, as exported."""
-        given = {CHAR_INPUT: char_ids, WORD_INPUT: word_ids}
+        char_ids int64 [batch, time, max_chars], word_ids int64 [batch, time], or a TokenInput
+        -> (layers, mask) numpy, as exported."""
+        inputs = TokenInput.of(char_ids, word_ids)
         feed = {}
-        for name in input_names(self.config):
-            if given[name] is None:
+        for name, ids in zip(input_names(self.config), inputs.ids(input_names(self.config))):
+            if ids is None:
                 raise ValueError(f'{self.model_dir}: this export ({self.config.token_input} input) reads {name}: '
                                  f'make them with dataset.InputMapper')
-            feed[name] = np.ascontiguousarray(given[name], dtype=np.int64)
+            feed[name] = np.ascontiguousarray(ids, dtype=np.int64)
         if self.backend == 'onnxruntime':
             return tuple(self._session.run(list(OUTPUT_NAMES), feed))
         for name, ids in feed.items():
@@ -95,8 +95,7 @@ class InferenceEmbedder(SentenceEmbedder):
         """One batch of token lists -> list of float32 [n_layers + 1, n_tokens, 2P], boundaries removed."""
         if not sentences:
             return []
-        char_ids, word_ids, _ = self.mapper.batch(sentences)
-        layers, _ = self.run(char_ids, word_ids)
+        layers, _ = self.run(self.mapper.batch(sentences))
         return [np.ascontiguousarray(layers[row, :, :len(s)]) for row, s in enumerate(sentences)]
 
     def reset_states(self):

@@ -29,8 +29,9 @@ CPU, and its backward (a column sum) far more; add_bias is that add with a matmu
 The kernels are compiled on first use with Paddle's C++ extension tools (g++, once, cached in
 the toolkit's cache directory, cache.py: ~/.cache/paddle-elmo/ops/<tag>). Their loops over large tensors are split among OpenMP
 threads from Paddle's own Intel OpenMP runtime (the threads MKL uses), when the wheel ships it.
-The Python versions stay as the path for GPUs, for machines without a compiler (a warning in the
-log says so, once) and as the references the kernels are tested against.
+The Python versions (the LSTM step and the highway gate are layer_math's, shared with the export)
+stay as the path for GPUs, for machines without a compiler (a warning in the log says so, once)
+and as the references the kernels are tested against.
 ELMO_CPU_KERNELS=0 turns the kernels off.
 """
 import contextlib
@@ -44,10 +45,12 @@ import tempfile
 
 import numpy as np
 
-from paddle_elmo.cache import cache_dir
-from paddle_elmo.runtime import paddle
+import paddle
 import paddle.nn.functional as F
 from paddle.autograd import PyLayer
+
+from paddle_elmo import layer_math
+from paddle_elmo.cache import cache_dir
 
 log = logging.getLogger(__name__)
 
@@ -249,7 +252,7 @@ class _KernelRecurrence(PyLayer):
 
 
 def loop_recurrence(gates_x, bias, batch_sizes, h0, c0, w_hidden, w_proj, cell_clip=None, proj_clip=None):
-    """recurrence() as a Python loop of Paddle ops (any device, autograd)."""
+    """recurrence() as a Python loop of layer_math.lstm_step (any device, autograd)."""
     gates_x = add_bias(gates_x, bias)
     h, c = h0, c0
     hs, cs = [], []
@@ -257,15 +260,7 @@ def loop_recurrence(gates_x, bias, batch_sizes, h0, c0, w_hidden, w_proj, cell_c
     for n, gates_in in zip(sizes, paddle.split(gates_x, sizes) if len(sizes) > 1 else [gates_x]):
         if n < h.shape[0]:
             h, c = h[:n], c[:n]
-        # split copies each gate into a contiguous [n, D] block (elementwise ops on strided column
-        # slices are slow), and its backward is one concat.
-        i, j, f, o = paddle.split(gates_in + paddle.matmul(h, w_hidden), 4, axis=1)
-        c = F.sigmoid(i) * paddle.tanh(j) + F.sigmoid(f) * c
-        if cell_clip:
-            c = paddle.clip(c, -cell_clip, cell_clip)
-        h = paddle.matmul(F.sigmoid(o) * paddle.tanh(c), w_proj)
-        if proj_clip:
-            h = paddle.clip(h, -proj_clip, proj_clip)
+        h, c = layer_math.lstm_step(gates_in, h, c, w_hidden, w_proj, cell_clip, proj_clip)
         hs.append(h)
         cs.append(c)
     return (hs[0], cs[0]) if len(hs) == 1 else (paddle.concat(hs), paddle.concat(cs))
@@ -372,12 +367,12 @@ def highway_gate(carry, carry_bias, transform, transform_bias, x):
     """y = g * relu(transform + transform_bias) + (1 - g) * x, g = sigmoid(carry + carry_bias).
 
     carry, transform, x: [tokens, dim] (carry and transform are x's two products); biases [dim].
+    The kernel, or layer_math.highway_gate (the same math in Paddle ops).
     """
     inputs = (carry, carry_bias, transform, transform_bias, x)
     ops = _kernels_for(x)
     if ops is None:
-        gate = F.sigmoid(add_bias(carry, carry_bias))
-        return gate * F.relu(add_bias(transform, transform_bias)) + (1.0 - gate) * x
+        return layer_math.highway_gate(carry, carry_bias, transform, transform_bias, x, add_bias=add_bias)
     if _tracks_grad(inputs):
         return _KernelHighwayGate.apply(*inputs)
     return ops.elmo_highway_gate(*inputs)

@@ -9,14 +9,16 @@ import math
 
 import numpy as np
 
-from paddle_elmo.runtime import paddle, set_mode
+import paddle
 import paddle.nn as nn
 import paddle.nn.functional as F
 from paddle import _C_ops
 
 from paddle_elmo import kernels
+from paddle_elmo.runtime import set_mode
 from paddle_elmo.bilm import BiLM
 from paddle_elmo.fileio import InputError
+from paddle_elmo.token_ids import TokenInput
 
 
 class LogUniformSampler:
@@ -149,7 +151,9 @@ def candidate_labels(targets, candidates):
 
 
 DIRECTIONS = (('char_ids', 'next_token_ids'), ('char_ids_reverse', 'next_token_ids_reverse'))
-WORD_IDS = ('word_ids', 'word_ids_reverse')
+# Each TokenInput field's keys in LMStream's batches: (forward, backward).
+INPUT_KEYS = {'char_ids': ('char_ids', 'char_ids_reverse'), 'word_ids': ('word_ids', 'word_ids_reverse')}
+WORD_IDS = INPUT_KEYS['word_ids']
 
 
 class LanguageModel(nn.Layer):
@@ -222,11 +226,10 @@ class LanguageModel(nn.Layer):
         return embedding if embedding is not None and not embedding.stop_gradient else None
 
     def _inputs(self, batch):
-        """A batch's (char ids, word ids) pairs (forward, backward) for BiLM.lm_outputs; None for
-        the input the model does not read."""
-        config = self.bilm.config
-        return (tuple(batch[chars] for chars, _ in DIRECTIONS) if config.has_chars else None,
-                tuple(batch[key] for key in WORD_IDS) if config.has_words else None)
+        """A batch's (forward, backward) TokenInput for BiLM.lm_outputs: the ids the model reads
+        (config.input_mode.reads), each direction's under its own keys (INPUT_KEYS)."""
+        reads = self.bilm.config.input_mode.reads
+        return tuple(TokenInput(**{name: batch[INPUT_KEYS[name][d]] for name in reads}) for d in range(2))
 
     def full_softmax_losses(self, batch):
         """Per-token full-softmax losses, tensors (forward [n], backward [n]), n = batch x unroll."""

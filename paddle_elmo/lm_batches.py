@@ -7,7 +7,7 @@ import os
 
 import numpy as np
 
-from paddle_elmo.corpus import _is_blank, _iter_file_sentences, _warn_skipped
+from paddle_elmo.corpus import is_blank, iter_file_sentences, warn_skipped
 from paddle_elmo.fileio import InputError, iter_lines, list_files
 from paddle_elmo.token_ids import tokens_to_char_ids
 from paddle_elmo.tokenizers import whitespace_tokens
@@ -100,7 +100,7 @@ class SentenceSource:
             end_byte, end_line = end_byte + n_bytes, line_no + 1
             if self.split_lines and line_no % self.world_size != self.rank:
                 continue
-            if _is_blank(text):
+            if is_blank(text):
                 n_skipped += 1
             else:
                 lines.append(text)
@@ -122,7 +122,7 @@ class SentenceSource:
         files = self.pass_files(self.pass_index)
         path = files[self._file_index]
         if path not in self._reported:
-            _warn_skipped(path, self._skipped)
+            warn_skipped(path, self._skipped)
             self._reported.add(path)
         self._file_index, self._chunk_byte, self._chunk_line, self._skipped = self._file_index + 1, 0, 0, 0
         if self._file_index == len(files):
@@ -300,7 +300,7 @@ def target_statistics(file_pattern, vocab):
     n_targets = n_characters = n_unknown = 0
     for path in list_files(file_pattern):
         for _, _, text in iter_lines(path):
-            if _is_blank(text):
+            if is_blank(text):
                 continue
             words = whitespace_tokens(text)
             n_targets += len(words) + 1
@@ -317,7 +317,7 @@ def iter_eval_batches(file_pattern, vocab, batch_size, unroll_steps):
     counts every target token of the data exactly once. Stops when every row is exhausted.
     """
     files = list_files(file_pattern)
-    sentences = itertools.chain.from_iterable(_iter_file_sentences(p) for p in files)
+    sentences = itertools.chain.from_iterable(iter_file_sentences(p) for p in files)
     batcher = _RowBatcher(vocab, batch_size, unroll_steps)
     while True:
         batch, weights = batcher.next_batch(lambda: next(sentences, None))

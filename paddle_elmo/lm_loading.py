@@ -1,12 +1,13 @@
 """A LanguageModel (biLM + softmax) from files: our checkpoint, or hdf5 weights with the softmax
 (perplexity and prediction), and released weights loaded into a new run's model.
 """
-from paddle_elmo.checkpoints import _embedding_rows, check_softmax_rows, checkpoint_dir, load_state_checked, read_checkpoint
+import paddle
+
+from paddle_elmo.checkpoints import state_embedding_rows, check_softmax_rows, checkpoint_dir, load_state_checked, read_checkpoint
 from paddle_elmo.hdf5_weights import load_hdf5_weights, read_hdf5_softmax
 from paddle_elmo.lm import LanguageModel
 from paddle_elmo.model_io import load_bilm
 from paddle_elmo.run_configs import read_input_vocabulary
-from paddle_elmo.runtime import paddle
 
 
 def load_weights_into(model, weight_file):
@@ -34,7 +35,7 @@ def load_language_model(vocab_size, params_file=None, options_file=None, weight_
     """
     if params_file is not None:
         config, state = read_checkpoint(params_file, vocab_size, require_softmax=True)
-        vocab = read_input_vocabulary(config, checkpoint_dir(params_file), vocab_file, _embedding_rows(state),
+        vocab = read_input_vocabulary(config, checkpoint_dir(params_file), vocab_file, state_embedding_rows(state),
                                       params_file)
         return load_state_checked(LanguageModel(config, vocab_size, vocab=vocab), state, params_file)
     bilm = load_bilm(options_file=options_file, weight_file=weight_file, stateful=True, vocab_file=vocab_file)

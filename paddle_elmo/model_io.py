@@ -1,16 +1,21 @@
 """A biLM from wherever it is: a checkpoint prefix of ours, bilm-tf / AllenNLP files, or the bundled
-model (`load_bilm`); the model files a source names (`model_options_file`, `weights_files`).
+model (`load_bilm`); a model named in one value (`ModelSource`: `resolve_model` makes one from a
+name, the commands' `cli.model_source` from their flags); the model files a source names
+(`model_options_file`, `weights_files`).
 
 The inference path (the embedder, Elmo, the export) loads models through here, and nothing here
 imports the training objective.
 """
+import dataclasses
 import logging
 import os
+from dataclasses import dataclass
+from typing import Optional
 
 from paddle_elmo.bilm import BiLM
 from paddle_elmo.checkpoints import PARAMS_SUFFIX, checkpoint_dir, checkpoint_paths, load_bilm_checkpoint
 from paddle_elmo.fileio import InputError
-from paddle_elmo.hdf5_weights import HDF5_EMBEDDING, HDF5_WORD_EMBEDDING, hdf5_rows, load_embedding_weight_file, load_hdf5_weights
+from paddle_elmo.hdf5_weights import hdf5_rows, load_embedding_weight_file, load_hdf5_weights
 from paddle_elmo.run_configs import (OPTIONS_FILE, RECIPE_FILE, VOCAB_FILE, WEIGHTS_FILE, read_input_vocabulary,
                                      read_json, read_model_config)
 
@@ -69,9 +74,38 @@ def bundled_model_files():
 BUNDLED_NAME = 'bundled'
 
 
+@dataclass(frozen=True)
+class ModelSource:
+    """A model, as load_bilm takes it, in one value: a checkpoint prefix of ours (`params_file`), a
+    bilm-tf / AllenNLP pair (`options_file` + `weight_file`), or neither (the bundled model); with a
+    word model's input vocabulary given apart (`vocab_file`) and bilm-tf's `embedding_weight_file`.
+
+        source = resolve_model('checkpoints')       # or ModelSource(options_file=..., weight_file=...)
+        bilm = source.load()
+        ELMoEmbedder(**source.kwargs(), batch_size=32)
+    """
+    params_file: Optional[str] = None
+    options_file: Optional[str] = None
+    weight_file: Optional[str] = None
+    vocab_file: Optional[str] = None
+    embedding_weight_file: Optional[str] = None
+
+    def kwargs(self):
+        """The files given, as keyword arguments of load_bilm, ELMoEmbedder, load_language_model ..."""
+        return {k: v for k, v in dataclasses.asdict(self).items() if v is not None}
+
+    def load(self, stateful=False):
+        """load_bilm of this source -> BiLM."""
+        return load_bilm(stateful=stateful, **self.kwargs())
+
+    def options_path(self):
+        """Its options.json (the bundled model's when none is given)."""
+        return model_options_file(self.params_file, self.options_file)
+
+
 def resolve_model(name):
-    """A model named as `from_pretrained` takes it -> load_bilm's arguments, dict(params_file=...)
-    or dict(options_file=..., weight_file=...).
+    """A model named as `from_pretrained` takes it -> ModelSource(params_file=...) or
+    ModelSource(options_file=..., weight_file=...).
 
     name: 'bundled' (the model that ships with the package); a directory holding options.json +
         weights.hdf5 (bilm-tf / AllenNLP files, or an export of ours); a checkpoint directory (its
@@ -79,18 +113,18 @@ def resolve_model(name):
     """
     if name == BUNDLED_NAME:
         options_file, weight_file = bundled_model_files()
-        return dict(options_file=options_file, weight_file=weight_file)
+        return ModelSource(options_file=options_file, weight_file=weight_file)
     prefix = name[:-len(PARAMS_SUFFIX)] if name.endswith(PARAMS_SUFFIX) else name
     if os.path.isfile(prefix + PARAMS_SUFFIX):
-        return dict(params_file=prefix)
+        return ModelSource(params_file=prefix)
     if os.path.isdir(name):
         files = [os.path.join(name, n) for n in (OPTIONS_FILE, WEIGHTS_FILE)]
         if all(os.path.isfile(f) for f in files):
-            return dict(options_file=files[0], weight_file=files[1])
+            return ModelSource(options_file=files[0], weight_file=files[1])
         steps = [f[:-len(PARAMS_SUFFIX)] for f in os.listdir(name) if f.endswith(PARAMS_SUFFIX)]
         if 'final' in steps or any(s.isdigit() for s in steps):
             step = 'final' if 'final' in steps else max((s for s in steps if s.isdigit()), key=int)
-            return dict(params_file=os.path.join(name, step))
+            return ModelSource(params_file=os.path.join(name, step))
     raise InputError(f'{name}: not a model; expected {BUNDLED_NAME!r}, a directory with {OPTIONS_FILE} + '
                      f'{WEIGHTS_FILE}, a checkpoint directory (with final{PARAMS_SUFFIX} or N{PARAMS_SUFFIX}) or '
                      f'a checkpoint prefix DIR/N')
@@ -134,13 +168,19 @@ def load_bilm(params_file=None, options_file=None, weight_file=None, stateful=Fa
                          'both options_file and weight_file, or neither (the bundled model)')
     log.debug('biLM from %s and %s', options_file, weight_file)
     config = read_model_config(options_file)
-    embedding_source = embedding_weight_file if config.token_input == 'word' and embedding_weight_file else weight_file
+    embedding_source = word_embedding_file(config, weight_file, embedding_weight_file)
     vocab = read_input_vocabulary(config, os.path.dirname(options_file), vocab_file,
                                   _hdf5_embedding_rows(config, weight_file, embedding_weight_file), embedding_source)
     return load_hdf5_weights(BiLM(config, stateful=stateful, vocab=vocab), weight_file, embedding_weight_file)
 
 
+def word_embedding_file(config, weight_file, embedding_weight_file=None):
+    """The hdf5 that holds the model's word embedding: bilm-tf's embedding_weight_file when that is
+    the embedding itself (a word model's, config.input_mode.embedding_file), else weight_file."""
+    is_embedding = embedding_weight_file and config.input_mode.embedding_file == 'embedding'
+    return embedding_weight_file if is_embedding else weight_file
+
+
 def _hdf5_embedding_rows(config, weight_file, embedding_weight_file=None):
-    if config.token_input == 'word':
-        return hdf5_rows(embedding_weight_file or weight_file, HDF5_EMBEDDING)
-    return hdf5_rows(weight_file, HDF5_WORD_EMBEDDING) if config.has_words else None
+    name = config.input_mode.word_embedding
+    return hdf5_rows(word_embedding_file(config, weight_file, embedding_weight_file), name) if name else None

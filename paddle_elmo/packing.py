@@ -11,7 +11,7 @@ import math
 
 import numpy as np
 
-from paddle_elmo.runtime import paddle
+import paddle
 
 
 def row_order(lengths, time):

@@ -17,9 +17,10 @@ import os
 
 import numpy as np
 
-from paddle_elmo.runtime import inference_mode, paddle
+import paddle
 import paddle.nn.functional as F
 
+from paddle_elmo.runtime import inference_mode
 from paddle_elmo.token_ids import BOS_TOKEN, EOS_TOKEN, InputMapper
 from paddle_elmo.tokenizers import as_token_lists, model_tokenizer
 from paddle_elmo.embedder import token_embeddings

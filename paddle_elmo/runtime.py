@@ -1,23 +1,29 @@
-"""Process-wide setup, in one place: Paddle imported quietly, the device, Paddle at full speed on
-the CPU it runs on (MKL's AVX2 code path on AMD processors, every core), glibc's malloc, and
-train/eval mode without Paddle's global switch.
+"""Process-wide setup, in one place: what importing the package sets, the device, Paddle at full
+speed on the CPU it runs on (MKL's AVX2 code path on AMD processors, every core), glibc's malloc,
+and train/eval mode without Paddle's global switch.
 
-    from paddle_elmo.runtime import paddle          # every module imports Paddle through here: quietly, in any order,
-                                        # and only when it is first asked for (`import runtime` alone does not)
+    import paddle                       # every module of ours imports Paddle plainly, in any order
     summary = configure(threads=None)   # the scripts call it (use_device, which logs summary); so do
                                         # ELMoEmbedder and Elmo on CPU (at DEBUG only, as torch uses all cores)
 
-Importing Paddle warns that ccache is missing (its C++-extension tools are imported with it); our
-one extension is built once and cached (kernels.py), so the notice only misleads. This module
-imports Paddle with that notice filtered (the filters are restored after), and every module of
-ours takes `paddle` from here, so whichever is imported first, the notice never shows.
+At import (`paddle_elmo/__init__.py` imports this module, so it runs first for any `paddle_elmo.*`
+import, whatever the user or a script imports next) it does three things, each before Paddle can
+read it and each only where the user left it alone -- and nothing else:
+- `GLOG_minloglevel=2` unless set: Paddle's C++ info logs off (read once, when Paddle is imported),
+  so that a user's error is the one line on stderr;
+- it notes the user's OMP_NUM_THREADS (Paddle's import sets an unset one to 1, see user_threads);
+- when Paddle is not imported yet, it filters the one warning Paddle's import gives about ccache
+  (its C++-extension tools are imported with it; our one extension is built once and cached,
+  kernels.py, so the notice only misleads). The filter matches that message only.
+This module itself imports no Paddle at import: `paddle-elmo --help` and build-vocab stay fast.
 
 Two of Paddle's CPU defaults cost most of the speed on the machines our users have:
 - Paddle's CPU wheels link an old MKL (`paddle/libs/libmklml_intel.so`) that chooses its code path
   by processor vendor: on AMD it runs a generic path, ~3x slower matmuls than its AVX2 path on the
   same processor (BENCHMARKS.md, "CPU speed"). This MKL honours `MKL_DEBUG_CPU_TYPE=5`
   (use AVX2), which it reads once, at its first product: setting it before the first Paddle
-  operation is enough, importing Paddle earlier is not a problem.
+  operation is enough, importing Paddle earlier is not a problem -- so it is configure()'s, not
+  the import's, and no import order matters.
 - Paddle runs its CPU kernels on one thread unless told otherwise (its import sets an unset
   OMP_NUM_THREADS to 1).
 
@@ -28,8 +34,7 @@ configure() changes, process-wide and only where the user has not chosen:
   may use, divided among the ranks `paddle.distributed.launch` started on this machine.
 If MKL had already chosen its slow path (a Paddle product ran before configure()), it warns once
 and names the fix (a Python warning, pointing at the caller's line: the calling code's order is
-what to change). Importing this module sets nothing: it reads OMP_NUM_THREADS as the user set it
-(Paddle's import would overwrite it), and imports Paddle, quietly, when first asked for it.
+what to change).
 
 A future Paddle with a newer MKL will ignore MKL_DEBUG_CPU_TYPE. The fallbacks, measured here
 (BENCHMARKS.md): a preloaded one-line library that makes MKL's `mkl_serv_intel_cpu_true` return 1
@@ -59,27 +64,24 @@ def _startup_environment(name):
     return next((e[len(prefix):].decode(errors='replace') for e in entries if e.startswith(prefix)), None)
 
 
-# Paddle's import sets an unset OMP_NUM_THREADS to '1'. Read before this module imports Paddle,
-# os.environ holds the user's value; if Paddle was imported earlier (by the user's code), the value
-# the process started with is the best witness of the user's choice.
+# Paddle's import sets an unset OMP_NUM_THREADS to '1'. Read before Paddle is imported (this module
+# is imported with the package, before any of ours imports Paddle), os.environ holds the user's
+# value; if Paddle was imported earlier (by the user's code), the value the process started with
+# is the best witness of the user's choice.
 _USER_OMP_NUM_THREADS = ((os.environ.get('OMP_NUM_THREADS') if 'paddle' not in sys.modules
                           else _startup_environment('OMP_NUM_THREADS')) or '').strip()
 
-
-def _paddle():
-    """Paddle, imported with its ccache notice filtered (the filters are restored after). Imported on
-    first use, not with this module: a script's --help or build_vocab.py need no Paddle, whose import
-    takes over a second."""
-    with warnings.catch_warnings():
-        warnings.filterwarnings('ignore', message='No ccache found')
-        import paddle
-    return paddle
+os.environ.setdefault('GLOG_minloglevel', '2')
+if 'paddle' not in sys.modules:  # the notice comes with Paddle's first import only
+    warnings.filterwarnings('ignore', message='No ccache found', category=UserWarning)
 
 
 def __getattr__(name):
-    """`from runtime import paddle` (PEP 562: asked for names this module does not define)."""
+    """`from paddle_elmo.runtime import paddle`, for code written before the package's modules
+    imported Paddle plainly (tests/test_structure.py keeps them from using it)."""
     if name == 'paddle':
-        return _paddle()
+        import paddle
+        return paddle
     raise AttributeError(f'module {__name__!r} has no attribute {name!r}')
 
 
@@ -134,7 +136,8 @@ def mkl_code_path():
     Asking fixes MKL's choice, as its first product would: call it after MKL_DEBUG_CPU_TYPE is set.
     """
     import ctypes
-    path = os.path.join(os.path.dirname(_paddle().__file__), 'libs', 'libmklml_intel.so')
+    import paddle
+    path = os.path.join(os.path.dirname(paddle.__file__), 'libs', 'libmklml_intel.so')
     if not os.path.exists(path):
         return None
     try:
@@ -163,10 +166,11 @@ def configure(threads=None):
     threads: None for the default (the user's OMP_NUM_THREADS, else the available cores).
     -> one line saying what runs, for a script's log.
     """
+    import paddle
     global _warned_slow_mkl
     asked = ask_mkl_for_avx2()
     n = threads or default_threads()
-    _paddle().base.core.set_num_threads(n)
+    paddle.base.core.set_num_threads(n)
     path = mkl_code_path()
     if _mkl_asked_here and path not in (None, AVX2_PATH) and not _warned_slow_mkl:
         _warned_slow_mkl = True
@@ -182,7 +186,8 @@ def configure(threads=None):
 def configure_if_on_cpu(threads=None):
     """configure() when Paddle's current device is the CPU (ELMoEmbedder and Elmo call it; what runs
     is logged at DEBUG)."""
-    if _paddle().get_device() == 'cpu':
+    import paddle
+    if paddle.get_device() == 'cpu':
         log.debug('%s', configure(threads))
 
 
@@ -213,7 +218,8 @@ def use_device(device, reuse_memory=True, cpu_threads=None):
     """For the scripts: paddle.set_device(device); on CPU, also `configure(cpu_threads)` (MKL's fast
     path, the available cores unless the user chose; logs which at INFO) and, with reuse_memory,
     keep_freed_memory()."""
-    _paddle().set_device(device)
+    import paddle
+    paddle.set_device(device)
     if device == 'cpu':
         log.info('%s', configure(cpu_threads))
         if reuse_memory:
@@ -237,12 +243,13 @@ def inference_mode(bilm, stateful):
     """Run `bilm` without dropout, without gradients and with the given stateful flag; restore its
     modes and flag afterwards, so a biLM the caller passed in (perhaps one being trained) comes back
     as it was."""
+    import paddle
     modes = [(layer, layer.training) for layer in bilm.sublayers(include_self=True)]
     was_stateful = bilm.stateful
     set_mode(bilm, False)
     bilm.stateful = stateful
     try:
-        with _paddle().no_grad():
+        with paddle.no_grad():
             yield bilm
     finally:
         bilm.stateful = was_stateful

@@ -8,12 +8,13 @@ into an ONNX Loop; as in LstmStack, the layer's input products x @ W_x for all s
 before it, and only h @ W_h is in it (which also lets an int8 export quantize each apart: deploy).
 `check_exportable` refuses a model setting StaticBiLM does not implement.
 """
-from paddle_elmo.runtime import paddle  # before paddle.nn: Paddle imported quietly
-import paddle.nn as nn  # noqa: E402
-import paddle.nn.functional as F  # noqa: E402
+import paddle
+import paddle.nn as nn
+import paddle.nn.functional as F
 
-from paddle_elmo.config import MODEL_FIELDS, OPTION_PATHS, ModelConfig  # noqa: E402
-from paddle_elmo.fileio import InputError  # noqa: E402
+from paddle_elmo import layer_math
+from paddle_elmo.config import CHAR_IDS, MODEL_FIELDS, OPTION_PATHS, WORD_IDS, ModelConfig
+from paddle_elmo.fileio import InputError
 
 
 # The ModelConfig fields StaticBiLM computes (all of today's; `dropout` is training's only, and
@@ -138,9 +139,8 @@ class StaticBiLM(nn.Layer):
             pooled.append(paddle.max(paddle.matmul(windows, weight), axis=1))  # [tokens, n]
         x = enc.activation(paddle.concat(pooled, axis=-1) + paddle.concat(list(enc.conv_biases)))
         for highway in enc.highways:
-            carry = F.sigmoid(paddle.matmul(x, highway.carry.weight) + highway.carry.bias)
-            transform = F.relu(paddle.matmul(x, highway.transform.weight) + highway.transform.bias)
-            x = carry * transform + (1.0 - carry) * x  # bilm-tf's carry gate multiplies the transform
+            x = layer_math.highway_gate(paddle.matmul(x, highway.carry.weight), highway.carry.bias,
+                                        paddle.matmul(x, highway.transform.weight), highway.transform.bias, x)
         return x
 
     # ---- LSTMs -----------------------------------------------------------------------------
@@ -159,16 +159,9 @@ class StaticBiLM(nn.Layer):
     def _step(self, layer, x_gates, h, c, w_hidden):
         """One LSTM step: x_gates [batch, 4 * dim] (the step's row of _input_products), h [batch, P],
         c [batch, D], w_hidden = W_h -> (h, c). The bias is added to h's product (onnxruntime
-        fuses it into the product, int8 or not)."""
-        gates = x_gates + (paddle.matmul(h, w_hidden) + layer.bias())
-        i, j, f, o = paddle.split(gates, 4, axis=-1)  # TensorFlow's gate order
-        c = F.sigmoid(i) * F.tanh(j) + F.sigmoid(f) * c
-        if self.cell_clip:
-            c = paddle.clip(c, -self.cell_clip, self.cell_clip)
-        h = paddle.matmul(F.sigmoid(o) * F.tanh(c), layer.W_P)
-        if self.proj_clip:
-            h = paddle.clip(h, -self.proj_clip, self.proj_clip)
-        return h, c
+        fuses it into the product, int8 or not). The step is layer_math's, as BiLM's off the C++ kernels."""
+        return layer_math.lstm_step(x_gates, h, c, w_hidden, layer.W_P, self.cell_clip, self.proj_clip,
+                                    hidden_bias=layer.bias())
 
     def _run_layers(self, forward_layer, backward_layer, xs):
         """Both directions' layer k over time-major inputs xs = (forward [time, batch, P], backward
@@ -203,12 +196,13 @@ class StaticBiLM(nn.Layer):
         return loop[5], loop[6]
 
     # ---- the whole model -------------------------------------------------------------------
-    def forward(self, ids, char_ids=None):
-        """The inputs of input_names(config), with <S> and </S>: `ids` is the first (char_ids int64
-        [batch, time, max_chars] of a char model, 0 = padding token; word_ids int64 [batch, time] of
-        a word or word+char model, vocabulary id + 1, 0 = padding), `char_ids` word+char's second ->
+    def forward(self, ids, second=None):
+        """The inputs of input_names(config) (config.input_mode.reads), in that order, with <S> and
+        </S>: char_ids int64 [batch, time, max_chars] (0 = padding token), word_ids int64 [batch,
+        time] (vocabulary id + 1, 0 = padding); word+char's are (word_ids, char_ids) ->
         (layers float32 [batch, n_layers + 1, time - 2, 2 * projection_dim], mask bool [batch, time - 2])."""
-        word_ids, char_ids = (ids, char_ids) if self.bilm.config.has_words else (None, ids)
+        given = dict(zip(self.bilm.config.input_mode.reads, (ids, second)))
+        word_ids, char_ids = given.get(WORD_IDS), given.get(CHAR_IDS)
         shape = paddle.shape(ids)
         batch, time = shape[0], shape[1]
         present = word_ids > 0 if word_ids is not None else paddle.any(char_ids > 0, axis=-1)
@@ -239,7 +233,5 @@ class StaticBiLM(nn.Layer):
             forward_out = outs[0].transpose([1, 0, 2])
             backward_out = reorder(outs[1].transpose([1, 0, 2]))
             layers.append(paddle.concat([forward_out, backward_out], axis=-1) * real)
-        # Drop <S> and </S>: positions 1 .. time - 2, and zero each row's </S> (now at length - 2).
-        inner = paddle.stack(layers, axis=1)[:, :, 1:time - 1]  # [batch, L + 1, time - 2, 2P]
-        mask = steps[:, :time - 2] < (lengths - 2).unsqueeze(1)  # [batch, time - 2]
-        return inner * mask.astype('float32').unsqueeze(1).unsqueeze(-1), mask
+        # Drop <S> and </S> as remove_sentence_boundaries does -> [batch, L + 1, time - 2, 2P], mask.
+        return layer_math.drop_boundaries(paddle.stack(layers, axis=1), lengths, time, axis=2)

@@ -1,9 +1,15 @@
 """Tokens to the ids a biLM reads: ELMo's character ids (as bilm-tf and AllenNLP's ELMoCharacterMapper)
-and, for word input, the input vocabulary's ids (`InputMapper`, bilm-tf's TokenBatcher).
+and, for word input, the input vocabulary's ids (`InputMapper`, bilm-tf's TokenBatcher), a batch of
+them as one value (`TokenInput`: what BiLM, Elmo and an export's InferenceEmbedder take). Which ids a
+model reads is its `config.input_mode` (config.TOKEN_INPUT_MODES).
 
 A token's chars are its UTF-8 bytes cut to `max_chars - 2`, wrapped as [BOW, bytes..., EOW, PAD, ...]
 to exactly `max_chars` ids, then every id is shifted by +1 so that 0 means "no token" (padding).
 """
+import dataclasses
+from dataclasses import dataclass
+from typing import Any
+
 import numpy as np
 
 from paddle_elmo.tokenizers import as_token_lists
@@ -95,6 +101,34 @@ def batch_to_char_ids(sentences, max_chars=50):
     return CharMapper(max_chars).batch(sentences)
 
 
+@dataclass
+class TokenInput:
+    """One batch as a biLM reads it, with <S> and </S>: char_ids int64 [batch, time, max_chars]
+    (models with chars; 0 = padding token), word_ids int64 [batch, time] (models with words:
+    vocabulary id + 1, 0 = padding), lengths int64 [batch] (real tokens per row; padding is at the
+    end). Numpy arrays or tensors; the ids a model does not read are None (its
+    config.input_mode.reads names the ones it does). InputMapper.batch makes it; BiLM, Elmo,
+    InferenceEmbedder.run take it whole, and `char_ids, word_ids, lengths = inputs` unpacks it."""
+    char_ids: Any = None
+    word_ids: Any = None
+    lengths: Any = None
+
+    def __iter__(self):
+        return iter((self.char_ids, self.word_ids, self.lengths))
+
+    @classmethod
+    def of(cls, char_ids=None, word_ids=None, lengths=None):
+        """A TokenInput passed as the first argument (with `lengths` when given), or one made of the
+        three: what a forward that takes either says first."""
+        if isinstance(char_ids, cls):
+            return char_ids if lengths is None else dataclasses.replace(char_ids, lengths=lengths)
+        return cls(char_ids, word_ids, lengths)
+
+    def ids(self, names):
+        """The ids named (config.input_mode.reads: the export's inputs), in that order."""
+        return tuple(getattr(self, name) for name in names)
+
+
 class InputMapper:
     """Tokens -> what a biLM reads: char ids for a model with chars (CharMapper), word ids for a
     model with words: its input vocabulary's id + 1, <UNK>'s for an unknown word, 0 for padding
@@ -120,8 +154,8 @@ class InputMapper:
                 None if self.vocab is None else self.vocab.encode(tokens) + 1)
 
     def batch(self, sentences, add_boundaries=True):
-        """Sentences (strings or token lists) -> (char ids [batch, time, max_chars] or None, word ids
-        [batch, time] or None, lengths [batch]), `<S>` and `</S>` added (as CharMapper.batch)."""
+        """Sentences (strings or token lists) -> TokenInput (char ids [batch, time, max_chars] or
+        None, word ids [batch, time] or None, lengths [batch]), `<S>` and `</S>` added (as CharMapper.batch)."""
         sentences = as_token_lists(sentences)
         if add_boundaries:
             sentences = [[BOS_TOKEN, *s, EOS_TOKEN] for s in sentences]
@@ -132,7 +166,7 @@ class InputMapper:
             word_ids = np.zeros((len(sentences), int(lengths.max(initial=0))), dtype=np.int64)
             for row, sentence in enumerate(sentences):
                 word_ids[row, :len(sentence)] = self.vocab.encode(sentence) + 1
-        return char_ids, word_ids, lengths
+        return TokenInput(char_ids, word_ids, lengths)
 
 
 def tokens_to_char_ids(tokens, max_chars=50):

@@ -23,18 +23,19 @@ from typing import Optional
 
 import numpy as np
 
-from paddle_elmo.runtime import paddle, use_device  # before paddle.distributed: Paddle imported quietly
-import paddle.distributed as dist  # noqa: E402
+import paddle
+import paddle.distributed as dist
 
+from paddle_elmo.runtime import use_device
 from paddle_elmo.corpus import count_tokens
 from paddle_elmo.lm_batches import EVAL_BATCH_SIZE, EVAL_UNROLL_STEPS, LMStream, iter_eval_batches
 from paddle_elmo.vocabulary import Vocabulary
-from paddle_elmo.fileio import InputError, atomic_path, write_csv_atomic  # noqa: E402
-from paddle_elmo.lm import LanguageModel, evaluate, make_optimizer, train_step  # noqa: E402
+from paddle_elmo.fileio import InputError, atomic_path, write_csv_atomic
+from paddle_elmo.lm import LanguageModel, evaluate, make_optimizer, train_step
 from paddle_elmo.checkpoints import checkpoint_dir, load_training_checkpoint, rank_state, restore_rank_state, save_training_checkpoint, train_state
 from paddle_elmo.lm_loading import load_weights_into
 from paddle_elmo.run_configs import read_input_vocabulary, write_run_configs
-from paddle_elmo.word_vectors import embedding_rows, read_word_vectors  # noqa: E402
+from paddle_elmo.word_vectors import embedding_rows, read_word_vectors
 
 
 log = logging.getLogger(__name__)
@@ -252,7 +253,7 @@ class Run:
         return prefix
 
 
-def set_up(model_config, recipe, save_dir, device='cpu', cpu_threads=None, init_from_ckpt=None, max_minutes=None):
+def set_up(model_config, recipe, save_dir, *, device='cpu', cpu_threads=None, init_from_ckpt=None, max_minutes=None):
     """Device, data, model, optimizer and, resuming, the checkpoint's state -> Run.
 
     # Parameters
@@ -312,8 +313,9 @@ def set_up(model_config, recipe, save_dir, device='cpu', cpu_threads=None, init_
                  f'{total} steps of {recipe.batch_size}x{recipe.unroll_steps} tokens per process '
                  f'({recipe.n_train_tokens:,} training tokens x {recipe.epochs} epochs), vocab {vocab.size:,}, '
                  f'{sum(int(np.prod(p.shape)) for p in model.parameters()):,} parameters')
-    return Run(model_config, recipe, save_dir, rank, vocab, model, optimizer, stream, total, clock, train_log, step,
-               init_from_ckpt, max_minutes)
+    return Run(model_config=model_config, recipe=recipe, save_dir=save_dir, rank=rank, vocab=vocab, model=model,
+               optimizer=optimizer, stream=stream, total=total, clock=clock, log=train_log, start_step=step,
+               resumed_from=init_from_ckpt, max_minutes=max_minutes)
 
 
 def lr_scale_from_weights(recipe):

@@ -8,7 +8,7 @@ import os
 
 import numpy as np
 
-from paddle_elmo.corpus import _iter_file_sentences, _progress
+from paddle_elmo.corpus import iter_file_sentences, file_progress
 from paddle_elmo.fileio import InputError, decode_utf8, list_files, write_text_atomic
 from paddle_elmo.token_ids import BOS_TOKEN, EOS_TOKEN, tokens_to_char_ids
 from paddle_elmo.tokenizers import get_tokenizer
@@ -106,9 +106,9 @@ def count_words(file_pattern, progress=True, tokenizer='whitespace', segmented=N
     files = list_files(file_pattern)
     split = get_tokenizer(tokenizer)
     counts = collections.Counter()
-    with _progress(sum(os.path.getsize(p) for p in files), 'counting words', progress) as bar:
+    with file_progress(sum(os.path.getsize(p) for p in files), 'counting words', progress) as bar:
         for path in files:
-            for words in _iter_file_sentences(path, bar, split):
+            for words in iter_file_sentences(path, bar, split):
                 counts.update(words)
                 if segmented is not None:
                     segmented.write(' '.join(words) + '\n')

@@ -11,7 +11,7 @@ import sys
 
 import numpy as np
 
-from paddle_elmo.runtime import paddle
+import paddle
 import paddle.nn as nn
 import paddle.nn.functional as F
 

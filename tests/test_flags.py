@@ -135,3 +135,14 @@ def test_readme_s_flag_table_is_the_generated_one(parsers):
     assert text.index('\n## Flags\n') < text.index(cli.README_START) < text.index(cli.README_END)
     table = text[text.index(cli.README_START) + len(cli.README_START):text.index(cli.README_END)]
     assert table == '\n' + cli.flags_markdown(parsers), 'README.md is stale: run `make flags-table`'
+
+
+@pytest.mark.parametrize('argv', [['--nproc_per_node', '2', '--max_steps', '4'], ['--max_steps', '4', '--nproc_per_node=2'],
+                                  ['--nproc', '2', '--max_steps', '4']])
+def test_pretrain_launch_passes_every_flag_but_nproc_per_node_to_the_ranks(monkeypatch, argv):
+    from paddle_elmo.cli import pretrain
+    ran = []
+    monkeypatch.setattr(pretrain.shutil, 'which', lambda *a, **k: '/bin/paddle-elmo')
+    monkeypatch.setattr(pretrain.subprocess, 'run', lambda cmd: ran.append(cmd) or argparse.Namespace(returncode=0))
+    assert pretrain.launch(2, argv, 'ckpt') == 0
+    assert ran[0][ran[0].index('/bin/paddle-elmo'):] == ['/bin/paddle-elmo', 'pretrain', '--max_steps', '4']

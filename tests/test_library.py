@@ -78,7 +78,7 @@ def test_importing_the_library_first_hides_paddles_ccache_notice():
     proc = subprocess.run([sys.executable, '-c', 'from paddle_elmo import ELMoEmbedder'], capture_output=True, text=True, cwd=ROOT,
                           env=dict(os.environ, PYTHONPATH=ROOT))
     assert proc.returncode == 0, proc.stderr[-2000:]
-    assert 'No ccache found' not in proc.stderr  # filtered around Paddle's import only
+    assert 'No ccache found' not in proc.stderr  # runtime filters it when it imports before Paddle
 
 
 def test_run_reports_user_errors_in_one_line_and_keeps_a_bugs_traceback(capsys):
@@ -123,3 +123,15 @@ def test_without_a_working_compiler_the_kernels_fall_back_with_one_warning(tmp_p
     count, message = proc.stdout.strip().splitlines()[-2:]
     assert count == '1' and message.startswith('CPU kernels unavailable, using Python loops of Paddle ops')
     assert '\n' not in message and 'build-error.log' in message
+
+
+def test_a_model_source_is_one_value_resolved_in_one_place(tmp_path):
+    from paddle_elmo.model_io import BUNDLED_MODEL_DIR, ModelSource, resolve_model
+    bundled = resolve_model('bundled')
+    assert bundled == ModelSource(options_file=os.path.join(BUNDLED_MODEL_DIR, 'options.json'),
+                                  weight_file=os.path.join(BUNDLED_MODEL_DIR, 'weights.hdf5'))
+    assert bundled.kwargs() == {'options_file': bundled.options_file, 'weight_file': bundled.weight_file}
+    assert bundled.options_path() == bundled.options_file
+    (tmp_path / '7.pdparams').write_bytes(b'')
+    for name in (str(tmp_path), str(tmp_path / '7'), str(tmp_path / '7.pdparams')):
+        assert resolve_model(name) == ModelSource(params_file=str(tmp_path / '7'))

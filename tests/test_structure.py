@@ -122,3 +122,61 @@ def test_readme_api_examples_run_as_written(heading, api_files):
     proc = subprocess.run([sys.executable, '-c', readme_python_block(heading)], cwd=api_files, capture_output=True,
                           text=True, env=dict(os.environ, PYTHONPATH=ROOT), timeout=300)
     assert proc.returncode == 0, proc.stderr[-3000:]
+
+
+def closure(graph, module):
+    """The package modules `module` imports, directly or through others."""
+    seen, todo = set(), [module]
+    while todo:
+        for dependency in graph[todo.pop()]:
+            if dependency not in seen and dependency != 'paddle_elmo':
+                seen.add(dependency)
+                todo.append(dependency)
+    return seen
+
+
+INFERENCE_PATH = ('paddle_elmo.embedder', 'paddle_elmo.inference', 'paddle_elmo.model_io', 'paddle_elmo.downstream',
+                  'paddle_elmo.static_bilm', 'paddle_elmo.bilm')
+TRAINING_MODULES = {'paddle_elmo.lm', 'paddle_elmo.training', 'paddle_elmo.lm_loading', 'paddle_elmo.lm_batches'}
+
+
+@pytest.mark.parametrize('module', INFERENCE_PATH)
+def test_the_inference_path_imports_no_training_module(module):
+    assert not closure(our_imports(), module) & TRAINING_MODULES
+
+
+def test_every_module_imports_paddle_plainly_with_no_import_order_rule():
+    for name, path in package_modules().items():
+        text = open(path, encoding='utf-8').read()
+        assert 'noqa: E402' not in text, f'{name}: an import that must come after something else'
+        if name != 'paddle_elmo.runtime':
+            assert 'paddle_elmo.runtime.paddle' not in imported_names(path), f'{name}: import paddle plainly'
+
+
+def python_child(code):
+    proc = subprocess.run([sys.executable, '-c', code], capture_output=True, text=True, cwd=ROOT, timeout=300,
+                          env={**{k: v for k, v in os.environ.items() if k != 'GLOG_minloglevel'}, 'PYTHONPATH': ROOT})
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    return proc
+
+
+def test_help_and_build_vocab_import_no_paddle():
+    # `paddle-elmo --help` and `build-vocab` answer in a fraction of a second: Paddle's import takes ~2 s.
+    modules = ['paddle_elmo.cli', 'paddle_elmo.cli.flags', 'paddle_elmo.cli.build_vocab', 'paddle_elmo.vocabulary',
+               'paddle_elmo.tokenizers', 'paddle_elmo.config', 'paddle_elmo.runtime']
+    proc = python_child(f'import sys, {", ".join(modules)}; print("paddle" in sys.modules)')
+    assert proc.stdout.split() == ['False']
+
+
+@pytest.mark.parametrize('first', ['paddle_elmo.kernels', 'paddle_elmo.static_bilm', 'paddle_elmo.lm',
+                                   'paddle_elmo.cli.flags'])
+def test_whichever_module_is_imported_first_paddle_comes_quiet_and_with_glog_off(first):
+    proc = python_child(f'import os, {first}, paddle; print(os.environ["GLOG_minloglevel"])')
+    assert proc.stdout.split() == ['2'] and 'No ccache found' not in proc.stderr, proc.stderr
+
+
+def test_modules_import_no_private_name_of_another_module():
+    for name, path in package_modules().items():
+        private = sorted(n for n in imported_names(path) if n.startswith('paddle_elmo.') and
+                         n.rsplit('.', 1)[1].startswith('_') and not n.endswith('__'))
+        assert not private, f'{name} imports {private}: give them public names'

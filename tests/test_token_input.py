@@ -274,3 +274,39 @@ def test_a_word_models_embedding_file_and_vocabulary_are_read_and_checked(fixtur
     loaded = ELMoEmbedder(options_file=str(tmp_path / 'model' / 'options.json'),
                           weight_file=str(tmp_path / 'model' / 'weights.hdf5'), embedding_weight_file=str(right))
     np.testing.assert_array_equal(loaded.bilm.word_embedding.numpy(), 1.0)
+
+
+# ---- one description per mode, one value per batch --------------------------------------------
+
+@pytest.mark.parametrize('token_input', ['char', 'word', 'word+char'])
+def test_the_mode_table_says_what_each_part_reads_and_writes(token_input):
+    from paddle_elmo.config import TOKEN_INPUT_MODES
+    from paddle_elmo.export_format import input_names
+    from paddle_elmo.hdf5_weights import hdf5_layout
+    bilm = tiny_bilm(token_input)
+    mode = TOKEN_INPUT_MODES[token_input]
+    assert bilm.config.input_mode is mode and input_names(bilm.config) == mode.reads
+    assert (bilm.char_encoder is not None, hasattr(bilm, 'word_embedding')) == (mode.chars, mode.words)
+    names = [name for name, _, _, _ in hdf5_layout(bilm)]
+    assert (names[0] == mode.word_embedding) if mode.word_embedding else not names[0].startswith(('embedding', 'word_'))
+    if mode.words:
+        assert bilm.word_embedding.shape[1] == bilm.config.word_embedding_dim
+    inputs = InputMapper.of(bilm).batch([['the', 'cat'], ['a']])
+    assert [name for name in ('char_ids', 'word_ids') if getattr(inputs, name) is not None] == sorted(mode.reads)
+
+
+@pytest.mark.parametrize('token_input', ['char', 'word', 'word+char'])
+def test_a_biLM_and_elmo_take_the_mappers_token_input_whole(token_input):
+    from paddle_elmo import Elmo
+    bilm = tiny_bilm(token_input)
+    inputs = InputMapper.of(bilm).batch([['the', 'cat', 'sat'], ['a']])
+    char_ids, word_ids, lengths = inputs
+    with paddle.no_grad():
+        whole = bilm(inputs)['activations']
+        parts = bilm(char_ids, lengths, word_ids=word_ids)['activations']
+        for a, b in zip(whole, parts):
+            np.testing.assert_array_equal(a.numpy(), b.numpy())
+        elmo = Elmo(bilm, dropout=0.0)
+        np.testing.assert_array_equal(elmo(inputs)['elmo_representations'][0].numpy(),
+                                      elmo(**elmo.batch_to_inputs([['the', 'cat', 'sat'], ['a']]))[
+                                          'elmo_representations'][0].numpy())

@@ -125,9 +125,6 @@ def sentences_with(path, words):
         return [line.split() for line in f if any(w in line for w in words) and set(line.split()) & set(words)]
 
 
-LAYER0 = {'char': 'char CNN', 'word': 'word embedding', 'word+char': 'word embedding + char CNN'}
-
-
 def show_contexts(model, model_name, probes=PROBES, cues=CUES, train_file=TRAIN, limit=CENTROID_SENTENCES):
     """Nearest sense centroid of each probe, per layer: context-free layer 0 can only guess.
     model: ELMoEmbedder's keyword arguments ({}: the bundled model, pretrained/). Probes are raw
@@ -161,7 +158,7 @@ def show_contexts(model, model_name, probes=PROBES, cues=CUES, train_file=TRAIN,
             correct += [g == sense for g in guesses]
             print(f'  [{sense:>6}] {sentence:<{width}} layer 0: {guesses[0]:<6} top: {guesses[-1]}')
     for layer in range(n_layers):
-        kind = f'{LAYER0[embedder.bilm.config.token_input]}, context-free' if layer == 0 else f'LSTM layer {layer}'
+        kind = f'{embedder.bilm.config.input_mode.layer0}, context-free' if layer == 0 else f'LSTM layer {layer}'
         print(f'  layer {layer} ({kind}): {correct[layer]}/{len(probes)} senses right')
     return correct
 

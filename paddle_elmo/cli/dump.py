@@ -39,7 +39,6 @@ def main(argv=None):
     from paddle_elmo.vocabulary import Vocabulary
     from paddle_elmo.embedder import dump_token_embeddings
     from paddle_elmo.lm_loading import load_language_model
-    from paddle_elmo.model_io import load_bilm
     from paddle_elmo.predict import dump_embeddings
     from paddle_elmo.runtime import use_device
     use_device(a.device, cpu_threads=a.cpu_threads)
@@ -48,17 +47,17 @@ def main(argv=None):
     if a.output_dir:
         vocab = Vocabulary(vocab_file)
         if 'softmax' in a.embeddings:  # checks the softmax is there and has the vocabulary's size
-            model = load_language_model(vocab.size, **source)
+            model = load_language_model(vocab.size, **source.kwargs())
             bilm, softmax = model.bilm, model.softmax
         else:
-            bilm, softmax = load_bilm(**source), None
+            bilm, softmax = source.load(), None
         if 'char_cnn' not in a.embeddings:
             bilm = None
         for path in dump_embeddings(a.output_dir, vocab.tokens, bilm, softmax):
             print(f'wrote {path}')
     if a.output_file:
-        n = dump_token_embeddings(vocab_file, source['options_file'], source['weight_file'], a.output_file,
-                                  params_file=source['params_file'])
+        n = dump_token_embeddings(vocab_file, source.options_file, source.weight_file, a.output_file,
+                                  params_file=source.params_file)
         print(f'wrote {a.output_file} ({n} token embeddings)')
 
 

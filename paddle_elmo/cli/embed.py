@@ -69,7 +69,7 @@ def main(argv=None):
         if embedder.precision != 'float32':  # not ELMoEmbedder's numbers to 1e-4: say so
             print(f'{a.inference_model}: model.onnx is {embedder.precision}', file=sys.stderr)
     else:
-        embedder = ELMoEmbedder(**source, batch_size=a.batch_size, stateful=a.stateful,
+        embedder = ELMoEmbedder(**source.kwargs(), batch_size=a.batch_size, stateful=a.stateful,
                                 embedding_weight_file=a.embedding_weight_file, tokenizer=a.tokenizer)
     n = embedder.embed_file(a.input_file, a.output_file, a.output_format)
     print(f'wrote {n} sentences to {a.output_file}')

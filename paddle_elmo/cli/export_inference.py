@@ -63,17 +63,16 @@ def main(argv=None):
     source = cli.model_source(a)
     from paddle_elmo.deploy import ExportError, check_output_dir, check_quantizable, export_inference
     from paddle_elmo.static_bilm import check_exportable
-    from paddle_elmo.model_io import load_bilm, model_options_file
     from paddle_elmo.run_configs import read_json
-    from paddle_elmo.runtime import paddle
+    import paddle
     # Everything that can be checked before loading what may be a large model.
     check_output_dir(a.output_dir)
     check_quantizable(a.quantize, a.formats)
-    options_file = model_options_file(**source)
+    options_file = source.options_path()
     if os.path.isfile(options_file):  # else load_bilm below says what the model needs
         check_exportable(options=read_json(options_file, 'options file'), source=options_file)
     paddle.set_device('cpu')
-    bilm = load_bilm(**source)
+    bilm = source.load()
     try:
         result = export_inference(bilm, a.output_dir, formats=a.formats, options_file=options_file,
                                   verify_sentences=CHECK_SENTENCES if a.verify else None, quantize=a.quantize)

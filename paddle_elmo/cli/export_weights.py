@@ -27,7 +27,7 @@ def main(argv=None):
     a = build_parser().parse_args(argv)
     from paddle_elmo.checkpoints import load_bilm_checkpoint, softmax_of
     from paddle_elmo.hdf5_weights import export_weights
-    from paddle_elmo.runtime import paddle
+    import paddle
     paddle.set_device('cpu')
     bilm, state = load_bilm_checkpoint(a.init_from_ckpt)
     export_weights(bilm, a.output_dir, softmax_of(state) if a.softmax else None)

@@ -28,13 +28,13 @@ import time
 from collections import Counter
 
 from paddle_elmo.cli import flags as cli
-from paddle_elmo.cli.protocol import (add_protocol_args, check_protocol_args, load_data, report, runs_on_this_rank,
-                                      train_config)
+from paddle_elmo.cli.protocol import (add_protocol_args, check_protocol_args, data_flags, load_data, report,
+                                      runs_on_this_rank, settings, train_config)
 from paddle_elmo.classifier import cross_validate, make_folds
 from paddle_elmo.tokenizers import model_tokenizer
 from paddle_elmo.vocabulary import long_tokens_report
 from paddle_elmo.features import ActivationCache, model_builder
-from paddle_elmo.model_io import BUNDLED_MODEL_DIR, load_bilm, model_options_file
+from paddle_elmo.model_io import BUNDLED_MODEL_DIR
 from paddle_elmo.run_configs import read_model_config
 from paddle_elmo.runtime import use_device
 from paddle_elmo.word_vectors import load_vectors, lookup_table
@@ -145,16 +145,16 @@ def main(argv=None):
     use_device(a.device, cpu_threads=a.cpu_threads)
     # The text is split by the tokenizer the model records (unless --tokenizer): its options.json is
     # read first, the weights after the data, so that a bad data file fails before they load.
-    recorded = read_model_config(model_options_file(**source)).tokenizer
-    data = load_data(a, model_tokenizer(recorded, a.tokenizer))
+    recorded = read_model_config(source.options_path()).tokenizer
+    data = load_data(**data_flags(a), tokenizer=model_tokenizer(recorded, a.tokenizer))
     folds = make_folds(data.labels, a.folds, a.seed, a.dev_fraction)
-    bilm = load_bilm(**source)
+    bilm = source.load()
     log.info('%s', long_tokens_report(Counter(t for s in data.sentences for t in s),
                                       bilm.config.max_characters_per_token))
     if a.elmo_layer is not None and a.elmo_layer > bilm.n_layers:
         raise cli.InputError(f'--elmo_layer {a.elmo_layer}: the model has layers 0..{bilm.n_layers} (0: the token '
                              f'layer, 1..{bilm.n_layers}: the LSTM layers)')
-    info = {'model': {k: v for k, v in source.items() if v} or {'bundled': BUNDLED_MODEL_DIR},
+    info = {'model': {k: v for k, v in source.kwargs().items() if v} or {'bundled': BUNDLED_MODEL_DIR},
             'elmo_layer': 'mix' if a.elmo_layer is None else a.elmo_layer,
             'projection_dim': bilm.projection_dim, 'n_layers': bilm.n_layers + 1, 'trainable': a.trainable,
             'cached': a.cache and not a.trainable}
@@ -176,13 +176,14 @@ def main(argv=None):
             table, token_ids, stats = lookup_table(data.sentences, load_vectors(a.word_vectors))
             word_table = (table, token_ids)
             info.update(concat_word2vec=a.word_vectors, word2vec_dim=table.shape[1], word2vec_oov=stats)
-        build = model_builder(bilm, data.sentences, a.trainable, a.bilm_lr, a.layer_norm, a.l2_coef,
-                              a.hidden_dim, a.dropout, cache, a.feature_norm, word_table, a.elmo_layer)
+        build = model_builder(bilm, data.sentences, trainable=a.trainable, bilm_lr=a.bilm_lr, layer_norm=a.layer_norm,
+                              l2_coef=a.l2_coef, hidden_dim=a.hidden_dim, dropout=a.dropout, cache=cache,
+                              feature_norm=a.feature_norm, word_table=word_table, only_layer=a.elmo_layer)
         results = cross_validate(data, folds, build, train_config(a), a.run_folds)
     finally:
         if cache is not None:
             cache.close()
-    report(results, a, data, info)
+    report(results, settings(a), data, info, a.output_json)
 
 
 if __name__ == '__main__':

@@ -1,8 +1,8 @@
 """Command-line options shared by the scripts, the one way they report user errors, and their log.
 
-The scripts import this module first: a user's error must be the one line on stderr, so Paddle's
-C++ info logs are turned off (GLOG_minloglevel, read when Paddle is imported) before runtime.py
-imports Paddle. It is the scripts' setting; importing the library sets nothing process-wide.
+A user's error must be the one line on stderr: Paddle's C++ info logs are off because importing the
+package sets GLOG_minloglevel before anything of ours imports Paddle (runtime.py), whatever a
+script imports first.
 
 Output: results on stdout (print, in the commands); everything else is the log, on stderr: the
 `paddle_elmo` logger's records (INFO lines as they are, others after their level's name:
@@ -19,12 +19,10 @@ import os
 import sys
 import typing
 
-os.environ.setdefault('GLOG_minloglevel', '2')
-
-from paddle_elmo import runtime  # noqa: E402  (after GLOG_minloglevel, which Paddle reads when runtime first imports it)
-from paddle_elmo.config import MODEL_FIELDS, OPTIMIZERS, PRESETS, TOKEN_INPUTS, ModelConfig, Recipe  # noqa: E402
+from paddle_elmo import runtime
+from paddle_elmo.config import MODEL_FIELDS, OPTIMIZERS, PRESETS, TOKEN_INPUTS, ModelConfig, Recipe
 from paddle_elmo.tokenizers import TOKENIZERS
-from paddle_elmo.fileio import InputError  # noqa: E402
+from paddle_elmo.fileio import InputError
 
 
 # ---- the vocabulary of flags ----------------------------------------------------------------
@@ -271,13 +269,15 @@ def add_model_source(p, bundled_default=False, vocab_help=None):
 
 
 def model_source(args):
-    """-> dict(params_file=..., options_file=..., weight_file=..., vocab_file=...) after checking the
-    combination."""
+    """The model the flags name -> model_io.ModelSource (params_file, options_file, weight_file,
+    vocab_file), after checking the combination."""
+    from paddle_elmo.model_io import ModelSource
     ckpt, opts, weights = args.init_from_ckpt, args.options_file, args.weight_file
     check_files_flags('init_from_ckpt', ckpt, opts, weights)
     if not ckpt and not opts and args._model_source_required:
         raise InputError('no model: give --init_from_ckpt DIR/N or --options_file and --weight_file')
-    return dict(params_file=ckpt, options_file=opts, weight_file=weights, vocab_file=getattr(args, 'vocab_file', None))
+    return ModelSource(params_file=ckpt, options_file=opts, weight_file=weights,
+                       vocab_file=getattr(args, 'vocab_file', None))
 
 
 def model_vocabulary(args):

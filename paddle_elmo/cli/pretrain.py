@@ -9,6 +9,7 @@ Writes to --save_dir: options.json and recipe.json, N.pdparams / N.pdopt every -
 and final.* at the end (atomically), train_log.csv and train_curve.png. The flags become the two
 configs here (`read_configs`); the loop is paddle_elmo/training.py's.
 """
+import argparse
 import dataclasses
 import logging
 import os
@@ -102,7 +103,8 @@ def main(argv=None):
         raise cli.InputError(f'--max_minutes must be > 0, got {a.max_minutes}')
     model_config, recipe, save_dir = read_configs(a)
     from paddle_elmo.training import finish, set_up, train
-    run = set_up(model_config, recipe, save_dir, a.device, a.cpu_threads, a.init_from_ckpt, a.max_minutes)
+    run = set_up(model_config, recipe, save_dir, device=a.device, cpu_threads=a.cpu_threads,
+                 init_from_ckpt=a.init_from_ckpt, max_minutes=a.max_minutes)
     outcome = finish(run, train(run))
     if run.rank == 0:
         report(outcome)
@@ -133,8 +135,11 @@ def launch(nproc, argv, save_dir):
     if command is None:
         raise cli.InputError('--nproc_per_node launches the installed paddle-elmo command, which is not on PATH '
                              '(pip install the package, or launch run_pretrain.py from a checkout yourself)')
-    rest = [arg for i, arg in enumerate(argv) if not arg.startswith('--nproc_per_node')
-            and not (i > 0 and argv[i - 1] == '--nproc_per_node')]
+    # The same flags without --nproc_per_node (in any spelling argparse accepts: `--nproc_per_node=2`,
+    # an abbreviation), for each rank.
+    own = argparse.ArgumentParser(add_help=False)
+    own.add_argument('--nproc_per_node')
+    rest = own.parse_known_args(argv)[1]
     log_dir = os.path.join(save_dir, 'launch_logs')
     launcher = [sys.executable, '-m', 'paddle.distributed.launch', '--nproc_per_node', str(nproc),
                 '--log_dir', log_dir, command, 'pretrain', *rest]

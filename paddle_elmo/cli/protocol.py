@@ -106,36 +106,50 @@ def runs_on_this_rank(script):
     return rank == 0
 
 
-def load_data(a, tokenizer='whitespace'):
-    """Read the dataset named by the options, its lines split by `tokenizer`, and say how each file
-    was decoded and which empty lines were skipped (INFO; WARNING when a file had empty lines, as
-    corpus files). With --max_seq_len, sentences keep their first max_seq_len - 2 tokens (ELMo adds
-    <S> and </S>; word2vec_base.py keeps the same tokens, so that both scripts classify the same
-    text), and the cut is reported (WARNING when tokens were left out) and kept in `data.cut`."""
-    data = read_polarity(a.data_dir, a.pos_file, a.neg_file, a.tokenization, tokenizer)
+def load_data(data_dir, pos_file='rt-polarity.pos', neg_file='rt-polarity.neg', tokenization='split_clitics',
+              tokenizer='whitespace', max_seq_len=None):
+    """Read the dataset (classifier.read_polarity's arguments: the flags of the same names), its lines
+    split by `tokenizer`, and say how each file was decoded and which empty lines were skipped (INFO;
+    WARNING when a file had empty lines, as corpus files). With max_seq_len, sentences keep their
+    first max_seq_len - 2 tokens (ELMo adds <S> and </S>; word2vec_base.py keeps the same tokens, so
+    that both scripts classify the same text), and the cut is reported (WARNING when tokens were left
+    out) and kept in `data.cut`."""
+    data = read_polarity(data_dir, pos_file, neg_file, tokenization, tokenizer)
     for path, info in data.sources.items():
         empty = info['empty_lines']
         skipped = (f'; skipped {len(empty)} empty line(s): {", ".join(map(str, empty[:10]))}'
                    f'{", ..." if len(empty) > 10 else ""}' if empty else '')
         log.log(logging.WARNING if empty else logging.INFO, 'read %s: %d sentences (%s) split by %s%s', path,
                 info['lines'], info['encoding'], tokenizer, skipped)
-    if a.max_seq_len:
-        limit = a.max_seq_len - BOUNDARY_TOKENS
+    if max_seq_len:
+        limit = max_seq_len - BOUNDARY_TOKENS
         excess = [len(s) - limit for s in data.sentences if len(s) > limit]
         n_tokens = sum(map(len, data.sentences))
         data.sentences = [s[:limit] for s in data.sentences]
-        data.cut = {'max_seq_len': a.max_seq_len, 'sentences': len(excess), 'tokens': sum(excess)}
+        data.cut = {'max_seq_len': max_seq_len, 'sentences': len(excess), 'tokens': sum(excess)}
         log.log(logging.WARNING if excess else logging.INFO, '--max_seq_len %d: cut %d of %d sentences to %d tokens '
-                '(%d of %d tokens left out)', a.max_seq_len, len(excess), len(data.sentences), limit, sum(excess),
+                '(%d of %d tokens left out)', max_seq_len, len(excess), len(data.sentences), limit, sum(excess),
                 n_tokens)
     return data
 
 
-def report(results, a, data, features_info=None):
-    """Print the accuracy table; write --output_json (atomically) if given. Returns the summary."""
-    summary = summarize(results, {k: v for k, v in vars(a).items() if not k.startswith('_')}, data, features_info)
+def data_flags(a):
+    """load_data's arguments from the protocol's flags (add_protocol_args) -> dict."""
+    return dict(data_dir=a.data_dir, pos_file=a.pos_file, neg_file=a.neg_file, tokenization=a.tokenization,
+                max_seq_len=a.max_seq_len)
+
+
+def settings(a):
+    """The flags' values to record with the results -> {flag: value}."""
+    return {k: v for k, v in vars(a).items() if not k.startswith('_')}
+
+
+def report(results, settings, data, features_info=None, output_json=None):
+    """Print the accuracy table; write output_json (atomically) if given. Returns the summary.
+    settings: what to record as the run's settings ({flag: value}: `settings(a)`)."""
+    summary = summarize(results, settings, data, features_info)
     print(format_table(summary))
-    if a.output_json:
-        write_json_atomic(summary, a.output_json)
-        print(f'wrote {a.output_json}')
+    if output_json:
+        write_json_atomic(summary, output_json)
+        print(f'wrote {output_json}')
     return summary

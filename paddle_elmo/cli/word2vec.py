@@ -27,8 +27,8 @@ import os
 import time
 
 from paddle_elmo.cli import flags as cli
-from paddle_elmo.cli.protocol import (add_protocol_args, check_protocol_args, load_data, report, runs_on_this_rank,
-                                      train_config)
+from paddle_elmo.cli.protocol import (add_protocol_args, check_protocol_args, data_flags, load_data, report,
+                                      runs_on_this_rank, settings, train_config)
 from paddle_elmo.classifier import SentenceClassifier, cross_validate, make_folds
 from paddle_elmo.runtime import use_device
 from paddle_elmo.word_vectors import (OOV_MODES, Word2VecFeatures, corpus_paths, is_binary, load_vectors, lookup_table,
@@ -134,7 +134,7 @@ def main(argv=None):
                                  '(--train_data_path FILES --output_word_vectors FILE)')
         vectors_from_args(a, {})
         return 0
-    data = load_data(a, a.tokenizer)  # before the (long) training, so a bad --data_dir fails at once
+    data = load_data(**data_flags(a), tokenizer=a.tokenizer)  # before the (long) training, so a bad --data_dir fails at once
     folds = make_folds(data.labels, a.folds, a.seed, a.dev_fraction)
     info = {}
     kv = vectors_from_args(a, info)
@@ -150,7 +150,7 @@ def main(argv=None):
                                   feature_norm=a.feature_norm)
 
     results = cross_validate(data, folds, build_model, train_config(a), a.run_folds)
-    report(results, a, data, info)
+    report(results, settings(a), data, info, a.output_json)
 
 
 if __name__ == '__main__':
