@@ -101,16 +101,16 @@ def _compiler_version():
 def _build_dir():
     """CACHE/ops/<tag> (cache.cache_dir): the tag covers what makes a build invalid elsewhere: this
     CPU's instruction-set flags (a -march=native build only runs on its kind of CPU), the Paddle
-    version (its headers and ABI), the compiler and the Paddle installation."""
+    version (its headers and ABI), the compiler, the Paddle installation and kernels.cc's path."""
     try:
         with open('/proc/cpuinfo', encoding='utf-8') as f:
             flags = next((line for line in f if line.startswith('flags')), '')
     except OSError:
         flags = ''
-    # The installation because the build records its library paths: a cache shared by two virtual
-    # environments was rebuilt by each in turn (~20 s a process).
+    # The installation and the source's path because the build records both: a cache shared by two
+    # virtual environments, or by two checkouts, was rebuilt by each in turn (~20 s a process).
     key = '\n'.join([platform.machine(), flags, paddle.__version__, _compiler_version(),
-                     os.path.dirname(os.path.abspath(paddle.__file__))])
+                     os.path.dirname(os.path.abspath(paddle.__file__)), os.path.abspath(SOURCE)])
     tag = hashlib.sha1(key.encode()).hexdigest()[:12]
     return cache_dir('ops', tag)
 
