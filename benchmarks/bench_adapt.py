@@ -7,7 +7,8 @@ Two conditions, on fold 1 of the 10 folds run_finetune.py uses (seed 1):
 - fold1: the text is fold 1's training and dev sentences only (its test sentences unseen);
 - all: every sentence of rt-polarity, labels unused (transductive: fold 1's test sentences are
   in the text the biLM adapts to).
-For each, the vocabulary is the text's words (+ <S> </S> <UNK>), and:
+For each, the vocabulary is the text's words (+ <S> </S> <UNK>) for a char model, the model's own
+for a word or word + char model (its input table is tied to it), and:
 1. the bundled biLM gets a softmax over that vocabulary, trained with the biLM frozen
    (run_pretrain.py --init_from_weights bundled --freeze_bilm, --softmax_minutes): "before";
 2. the whole model then trains from there (--init_from_weights of that export: its softmax, a
@@ -64,6 +65,16 @@ def last_checkpoint(save_dir):
     return os.path.join(save_dir, str(max(steps)))
 
 
+def bundled_vocabulary(out_dir, condition):
+    """The softmax's vocabulary: the text's words for a char model; a model that reads words keeps
+    its own (its input table is tied to it: run_pretrain.py refuses another)."""
+    from paddle_elmo.model_io import BUNDLED_MODEL_DIR
+    from paddle_elmo.run_configs import VOCAB_FILE, read_model_config
+    if read_model_config(os.path.join(BUNDLED_MODEL_DIR, 'options.json')).has_words:
+        return os.path.join(BUNDLED_MODEL_DIR, VOCAB_FILE)
+    return os.path.join(out_dir, f'{condition}.vocab.txt')
+
+
 def perplexity(ckpt, vocab, out_dir, log):
     out = os.path.join(out_dir, 'eval.json')
     run('run_eval.py', ['--dev_data_path', os.path.join(out_dir, '..', 'heldout.txt'), '--vocab_file', vocab,
@@ -115,7 +126,7 @@ def main():
                     '--log_freq', '50']
     for condition in a.conditions:
         d = os.path.join(a.out_dir, condition)
-        text, vocab = os.path.join(a.out_dir, f'{condition}.txt'), os.path.join(a.out_dir, f'{condition}.vocab.txt')
+        text, vocab = os.path.join(a.out_dir, f'{condition}.txt'), bundled_vocabulary(a.out_dir, condition)
         data_flags = ['--train_data_path', text, '--vocab_file', vocab]
         softmax_dir, export_dir, adapt_dir = (os.path.join(d, n) for n in ('softmax', 'softmax_export', 'adapted'))
         run('run_pretrain.py', ['--init_from_weights', 'bundled', '--freeze_bilm', '--save_dir', softmax_dir,

@@ -55,10 +55,22 @@ def test_a_vocabulary_that_does_not_fit_the_files_softmax_gets_a_new_one(corpus,
     assert 'softmax: new (' in proc.stderr and 'has one of 26 rows, the vocabulary 27 tokens)' in proc.stderr
 
 
-def test_the_bundled_model_adapts_with_a_new_softmax(corpus, tmp_path):
-    proc = adapt(corpus, tmp_path, '--init_from_weights', 'bundled', '--preset', 'budget', '--max_steps', '2')
+def test_the_bundled_model_adapts_with_a_new_softmax_over_its_own_vocabulary(corpus, tmp_path):
+    # The bundled model reads words: its input table is tied to its vocabulary, which the run reads
+    # from beside the weights when --vocab_file is not given.
+    proc = run('run_pretrain.py', ['--train_data_path', str(corpus / 'train.*.txt'), '--save_dir', str(tmp_path),
+                                   '--init_from_weights', 'bundled', '--preset', 'budget', '--max_steps', '2'] + TINY)
     assert proc.returncode == 0, proc.stderr[-2000:]
-    assert f'{ROOT}/paddle_elmo/pretrained/weights.hdf5 has none)' in proc.stderr and 'preset budget, adam' in proc.stderr
+    pretrained = f'{ROOT}/paddle_elmo/pretrained'
+    assert f'--vocab_file: {pretrained}/vocab.txt' in proc.stderr
+    assert f'{pretrained}/weights.hdf5 has none)' in proc.stderr and 'preset budget, adam' in proc.stderr
+    assert json.loads((tmp_path / 'recipe.json').read_text())['vocab_file'] == f'{pretrained}/vocab.txt'
+
+
+def test_a_word_model_refuses_another_vocabulary_naming_both(corpus, tmp_path):
+    proc = adapt(corpus, tmp_path, '--init_from_weights', 'bundled', '--preset', 'budget', '--max_steps', '1')
+    assert one_line_error(proc).endswith('their tokens differ')
+    assert f'{corpus / "vocab.txt"} is not the vocabulary of the word embedding' in proc.stderr
 
 
 @pytest.mark.parametrize('flags, message', [
