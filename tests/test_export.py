@@ -623,11 +623,11 @@ def test_int8_export_of_a_large_valued_model(tmp_path):
 
 
 def test_int8_export_of_the_bundled_model_keeps_every_layer_within_cosine_099(tmp_path):
-    # Issue 37's target, per-token cosine >= 0.99 with float32 on every layer, on its hard case: a
-    # small trained LSTM (256 -> 128) fed token representations up to ~24. With the LSTM's input
-    # [x_t; h] quantized at one scale per call (set by the largest token value of the batch) the
-    # worst token here was 0.986 on the first LSTM layer (0.979 on 1,000 rt-polarity sentences);
-    # with x @ W_x quantized one scale per token, before the Loop: 0.9975 (measured, issue 37).
+    # The int8 target, per-token cosine >= 0.99 with float32 on every layer, on the model users get
+    # (a small trained word + char LSTM, 256 -> 128). Its hard case was the previous bundled char
+    # model, fed token representations up to ~24: with the LSTM's input [x_t; h] quantized at one
+    # scale per call the worst token was 0.986 here (0.979 on 1,000 rt-polarity sentences), with
+    # x @ W_x quantized one scale per token 0.9975; large-valued models are held below.
     from paddle_elmo.deploy import export_inference, token_cosines
     from paddle_elmo.inference import InferenceEmbedder
     from paddle_elmo.model_io import bundled_model_files, load_bilm
@@ -641,7 +641,6 @@ def test_int8_export_of_the_bundled_model_keeps_every_layer_within_cosine_099(tm
     expected = ELMoEmbedder(bilm=bilm, stateful=False).embed_batch(sentences)
     got = InferenceEmbedder(str(tmp_path / 'e'), backend='onnxruntime').embed_batch(sentences)
     worst = token_cosines(got, expected).min(axis=1)
-    assert max(float(np.abs(e[0]).max(initial=0)) for e in expected) > 8  # token values to 10 here (24 in rt-polarity)
     assert worst[0] > 1 - 1e-6 and all(0.99 <= w < 0.9999 for w in worst[1:]), worst  # layer 0 is float, the LSTMs int8
 
 
