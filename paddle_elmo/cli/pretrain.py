@@ -20,8 +20,8 @@ import sys
 from paddle_elmo.cli import flags as cli
 from paddle_elmo.config import for_resume, for_weights, from_preset
 from paddle_elmo.checkpoints import checkpoint_dir
-from paddle_elmo.model_io import weights_files
-from paddle_elmo.run_configs import VOCAB_FILE, read_model_config, read_run_configs
+from paddle_elmo.model_io import own_vocabulary_file, weights_files
+from paddle_elmo.run_configs import read_model_config, read_run_configs
 
 
 log = logging.getLogger(__name__)
@@ -78,8 +78,8 @@ def read_configs(a):
 def with_the_weights_vocabulary(model, recipe, options_file):
     """A word or word + char model's input table is tied to its vocabulary, which is then also the
     softmax's: without --vocab_file, a run from its weights reads the vocab.txt beside them."""
-    own = os.path.join(os.path.dirname(options_file), VOCAB_FILE)
-    if recipe.vocab_file is None and model.has_words and os.path.isfile(own):
+    own = own_vocabulary_file(options_file=options_file)
+    if recipe.vocab_file is None and model.has_words and own is not None:
         log.info('--vocab_file: %s (the word table\'s vocabulary, beside the weights)', own)
         return dataclasses.replace(recipe, vocab_file=own)
     return recipe
