@@ -280,7 +280,8 @@ def test_every_model_loading_command_takes_model_and_keeps_its_older_flags(comma
     parse = lambda *argv: flags.model_source(parser.parse_args(COMMANDS[command] + list(argv)))  # noqa: E731
     assert parse('--model', str(tiny_release)) == resolve_model(str(tiny_release))
     assert parse('--model', 'bundled') == resolve_model('bundled')
-    files = ['--options_file', str(tiny_release / 'options.json'), '--weight_file', str(tiny_release / 'weights.hdf5')]
+    files = ['--options_file', str(tiny_release / 'options.json'),
+             '--weight_file', str(tiny_release / 'weights.hdf5')]
     assert parse(*files) == ModelSource(options_file=files[1], weight_file=files[3])
     assert parse('--init_from_ckpt', 'ckpt/3') == ModelSource(params_file='ckpt/3')
     with pytest.raises(InputError, match='give either --model or'):

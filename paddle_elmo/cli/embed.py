@@ -52,8 +52,8 @@ def main(argv=None):
     if a.inference_model:
         if a.model or a.init_from_ckpt or a.options_file or a.weight_file or a.vocab_file or a.embedding_weight_file:
             raise InputError('give either --inference_model (an export: its options.json and, for word input, '
-                             'its vocab.txt) or a model to load (--model, --init_from_ckpt, --options_file/--weight_file, '
-                             '--vocab_file, --embedding_weight_file), not both')
+                             'its vocab.txt) or a model to load (--model, --init_from_ckpt, --options_file/'
+                             '--weight_file, --vocab_file, --embedding_weight_file), not both')
         if a.stateful:
             raise InputError('--stateful: an exported model is stateless (export_inference.py)')
         if a.device != 'cpu':
