@@ -19,7 +19,7 @@ from paddle_elmo.vocabulary import read_vocabulary_file
 from paddle_elmo.downstream import ScalarMix
 from paddle_elmo.fileio import InputError, atomic_path, iter_lines
 from paddle_elmo.hdf5_weights import HDF5_EMBEDDING
-from paddle_elmo.model_io import load_bilm, model_options_file, own_vocabulary_file, resolve_model
+from paddle_elmo.model_io import ModelSource, load_bilm, model_options_file, own_vocabulary_file, resolve_model
 from paddle_elmo.run_configs import read_model_config
 from paddle_elmo.logs import show_progress
 
@@ -102,10 +102,12 @@ class ELMoEmbedder(SentenceEmbedder):
     >>> [e.shape for e in embedder.encode([['Hello', 'world', '.'], 'Bye now'])]
     [(3, 3, 256), (3, 2, 256)]
     >>> ELMoEmbedder('options.json', 'weights.hdf5')  # AllenNLP's files, as AllenNLP's ElmoEmbedder takes them
-    >>> ELMoEmbedder.from_pretrained('checkpoints')   # 'bundled', a directory or a checkpoint prefix
+    >>> ELMoEmbedder('original')                      # a model name: downloaded once into the cache
+    >>> ELMoEmbedder.from_pretrained('checkpoints')   # a name, a directory or a checkpoint prefix
 
     options_file, weight_file: a model in the bilm-tf / AllenNLP format (positional, as in AllenNLP).
-        A first argument that is not a .json file is a model name as `from_pretrained` takes it.
+        A first argument that is not a .json file is a model as `from_pretrained` takes it (a name
+        of model_names.MODELS, a directory or a checkpoint prefix), or a model_io.ModelSource.
     params_file: a checkpoint prefix of ours ('checkpoints/10000'); or `bilm=`, an in-memory BiLM
         (e.g. one being trained), whose mode and stateful flag are left as they were; or none of
         them: the bundled model (its card: paddle_elmo/pretrained/README.md), which is logged.
@@ -132,17 +134,22 @@ class ELMoEmbedder(SentenceEmbedder):
         also sets MKL_DEBUG_CPU_TYPE=5 unless you set it (MKL's AVX2 path, ~3x faster products);
         see `runtime.py`.
     tokenizer: how raw strings become tokens, 'whitespace', 'jieba' or 'chars'
-        (dataset.get_tokenizer); None: the one the model records (options.json's "tokenizer";
-        whitespace when absent, as in bilm-tf files). Another than the model's logs a warning.
+        (dataset.get_tokenizer); None: the one the model records (options.json's "tokenizer"; for a
+        named AllenNLP release, the table's; whitespace when absent, as in bilm-tf files). Another
+        than the model's logs a warning.
     """
 
     def __init__(self, options_file=None, weight_file=None, *, params_file=None, batch_size=64,
                  device=None, stateful=False, token_cache_size=50000, bilm=None, reuse_memory=False,
                  cpu_threads=None, vocab_file=None, embedding_weight_file=None, tokenizer=None):
-        if options_file is not None and weight_file is None and params_file is None and \
-                not options_file.endswith('.json'):
-            source = resolve_model(options_file)
+        recorded_tokenizer = None  # the table's, for a named model whose files record none
+        if isinstance(options_file, ModelSource) or options_file is not None and weight_file is None and \
+                params_file is None and not options_file.endswith('.json'):
+            source = options_file if isinstance(options_file, ModelSource) else resolve_model(options_file)
             params_file, options_file, weight_file = source.params_file, source.options_file, source.weight_file
+            vocab_file = vocab_file or source.vocab_file
+            embedding_weight_file = embedding_weight_file or source.embedding_weight_file
+            recorded_tokenizer = source.tokenizer
         if device is not None:
             paddle.set_device(device)
         configure_if_on_cpu(cpu_threads)
@@ -162,7 +169,7 @@ class ELMoEmbedder(SentenceEmbedder):
             bilm = load_bilm(params_file, options_file, weight_file, stateful=stateful, vocab_file=model_vocab,
                              embedding_weight_file=word_model_embedding)
         self.bilm = bilm
-        self.tokenizer = model_tokenizer(bilm.config.tokenizer, tokenizer)
+        self.tokenizer = model_tokenizer(recorded_tokenizer or bilm.config.tokenizer, tokenizer)
         self.batch_size = batch_size
         self.stateful = stateful
         self.token_cache_size = token_cache_size
@@ -178,10 +185,11 @@ class ELMoEmbedder(SentenceEmbedder):
 
     @classmethod
     def from_pretrained(cls, name='bundled', **kwargs):
-        """An embedder of a model by name: 'bundled' (the model that ships with the package), a
-        directory (bilm-tf / AllenNLP files, an export, or a checkpoint directory: its final or
-        latest step), or a checkpoint prefix 'DIR/N'. kwargs: the constructor's (batch_size, ...)."""
-        return cls(**resolve_model(name).kwargs(), **kwargs)
+        """An embedder of a model by name: a name of model_names.MODELS ('bundled', 'bundled-zh',
+        AllenNLP's 'small', 'medium', 'original', 'original-5.5b'), a directory (bilm-tf / AllenNLP
+        files, an export, or a checkpoint directory: its final or latest step), or a checkpoint
+        prefix 'DIR/N'. kwargs: the constructor's (batch_size, ...)."""
+        return cls(resolve_model(name), **kwargs)
 
     @property
     def dim(self):

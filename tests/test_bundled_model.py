@@ -44,8 +44,10 @@ def test_embedder_without_a_model_loads_the_bundled_one_and_says_so(caplog):
 
 
 def test_missing_bundle_is_an_error_naming_the_file(monkeypatch, tmp_path):
-    monkeypatch.setattr(model_io, 'BUNDLED_MODEL_DIR', str(tmp_path))
-    with pytest.raises(FileNotFoundError, match=str(tmp_path / 'options.json')):
+    from paddle_elmo import model_names
+    monkeypatch.setattr(model_names, 'PACKAGE_DIR', str(tmp_path))
+    (tmp_path / 'pretrained').mkdir()
+    with pytest.raises(FileNotFoundError, match=str(tmp_path / 'pretrained' / 'options.json')):
         model_io.load_bilm()
 
 

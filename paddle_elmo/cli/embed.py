@@ -1,6 +1,7 @@
 """Embed a one-sentence-per-line file into hdf5, as AllenNLP's `allennlp elmo` command did.
 
     python run_embed.py sentences.txt out.hdf5              # the bundled model (pretrained/)
+    python run_embed.py sentences.txt out.hdf5 --model original   # AllenNLP's, downloaded once into the cache
     python run_embed.py sentences.txt out.hdf5 --options_file options.json --weight_file weights.hdf5
     python run_embed.py sentences.txt out.hdf5 --init_from_ckpt checkpoints/final --output_format top
     python run_embed.py sentences.txt out.hdf5 --inference_model elmo_inference   # export_inference.py's
@@ -49,10 +50,10 @@ def main(argv=None):
                          ': give one output format')
     a.output_format = chosen[0] if chosen else a.output_format
     if a.inference_model:
-        if a.init_from_ckpt or a.options_file or a.weight_file or a.vocab_file or a.embedding_weight_file:
+        if a.model or a.init_from_ckpt or a.options_file or a.weight_file or a.vocab_file or a.embedding_weight_file:
             raise InputError('give either --inference_model (an export: its options.json and, for word input, '
-                             'its vocab.txt) or a model to load (--init_from_ckpt, --options_file/--weight_file, '
-                             '--vocab_file, --embedding_weight_file), not both')
+                             'its vocab.txt) or a model to load (--model, --init_from_ckpt, --options_file/'
+                             '--weight_file, --vocab_file, --embedding_weight_file), not both')
         if a.stateful:
             raise InputError('--stateful: an exported model is stateless (export_inference.py)')
         if a.device != 'cpu':
@@ -69,7 +70,7 @@ def main(argv=None):
         if embedder.precision != 'float32':  # not ELMoEmbedder's numbers to 1e-4: say so
             print(f'{a.inference_model}: model.onnx is {embedder.precision}', file=sys.stderr)
     else:
-        embedder = ELMoEmbedder(**source.kwargs(), batch_size=a.batch_size, stateful=a.stateful,
+        embedder = ELMoEmbedder(source, batch_size=a.batch_size, stateful=a.stateful,
                                 embedding_weight_file=a.embedding_weight_file, tokenizer=a.tokenizer)
     n = embedder.embed_file(a.input_file, a.output_file, a.output_format)
     print(f'wrote {n} sentences to {a.output_file}')
