@@ -307,7 +307,9 @@ def model_vocabulary(args):
         return args.vocab_file
     from paddle_elmo.model_io import recorded_vocabulary_file
     source = model_source(args)
-    path, checked = recorded_vocabulary_file(source.params_file, source.options_file)
+    # No model given is the bundled one (commands with bundled_default): its vocab.txt beside its options.json.
+    options_file = source.options_file or (None if source.params_file else source.options_path())
+    path, checked = recorded_vocabulary_file(source.params_file, options_file)
     if path is None:
         raise InputError(f'no vocabulary: give --vocab_file (the one the model was trained with); {checked}')
     return path
