@@ -173,7 +173,7 @@ def dump_embeddings(output_dir, tokens, bilm=None, softmax=None, batch_size=8192
 
     - with `bilm`: `embeddings_char_cnn.npy` float32 [len(tokens), P], `embedder.token_embeddings`
       of each token (char CNN + highway + projection, no LSTM), streamed into the file;
-    - with `softmax` (a `lm.Softmax`): `embeddings_softmax.npy` float32 [vocab, P] (W) and
+    - with `softmax` (a `sampled_softmax.Softmax`): `embeddings_softmax.npy` float32 [vocab, P] (W) and
       `softmax_bias.npy` float32 [vocab] (b);
     - `vocab.txt`: the token of each row, one per line.
     -> the paths written.

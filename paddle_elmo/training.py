@@ -31,7 +31,8 @@ from paddle_elmo.corpus import count_tokens
 from paddle_elmo.lm_batches import EVAL_BATCH_SIZE, EVAL_UNROLL_STEPS, LMStream, iter_eval_batches
 from paddle_elmo.vocabulary import Vocabulary
 from paddle_elmo.fileio import InputError, atomic_path, write_csv_atomic
-from paddle_elmo.lm import LanguageModel, evaluate, make_optimizer, train_step
+from paddle_elmo.lm import LanguageModel, evaluate, train_step
+from paddle_elmo.optimizers import make_optimizer
 from paddle_elmo.checkpoints import checkpoint_dir, load_training_checkpoint, rank_state, restore_rank_state, save_training_checkpoint, train_state
 from paddle_elmo.lm_loading import load_weights_into
 from paddle_elmo.run_configs import read_input_vocabulary, write_run_configs
