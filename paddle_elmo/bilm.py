@@ -238,7 +238,7 @@ class BiLM(nn.Layer):
     vocabulary's id i, no padding row), or both: the word row [word_dim] and the highway output
     concatenated, then `char_encoder.projection`. Word input reads `word_ids`, int64 [batch, time]
     holding the vocabulary id + 1 and 0 for padding (bilm-tf's TokenBatcher layout); `vocab` (a
-    dataset.Vocabulary) is the model's input vocabulary, which turns words into those ids.
+    vocabulary.Vocabulary) is the model's input vocabulary, which turns words into those ids.
 
     Stateful mode (as bilm-tf and AllenNLP): each batch row starts from the final state its row
     reached in the previous batch; rows beyond the batch keep their state; `reset_states()` zeroes
@@ -328,7 +328,7 @@ class BiLM(nn.Layer):
         for needed, ids, name in ((self.config.has_chars, char_ids, 'char_ids'), (self.config.has_words, word_ids, 'word_ids')):
             if needed and ids is None:
                 raise ValueError(f'this biLM ({self.config.token_input} input) reads {name}: make them with '
-                                 f'dataset.InputMapper.of(bilm)')
+                                 f'token_ids.InputMapper.of(bilm)')
         if not self.config.has_chars:
             return self._word_rows(word_ids, word_rows)
         if not self.config.has_words:

@@ -129,7 +129,7 @@ class Elmo(nn.Layer):
     def batch_to_inputs(self, sentences):
         """Sentences -> dict(char_ids, word_ids, lengths) for forward(): char ids [batch, time,
         max_chars] and word ids [batch, time] as tensors, each None when the biLM does not read it
-        (dataset.InputMapper), `<S>` and `</S>` added."""
+        (token_ids.InputMapper), `<S>` and `</S>` added."""
         inputs = InputMapper.of(self.bilm, max_cache=0).batch(as_token_lists(sentences, self.tokenizer))
         as_tensor = lambda ids: None if ids is None else paddle.to_tensor(ids)
         return {'char_ids': as_tensor(inputs.char_ids), 'word_ids': as_tensor(inputs.word_ids), 'lengths': inputs.lengths}

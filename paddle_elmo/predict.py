@@ -41,9 +41,9 @@ class Predictor:
     """Next-word (forward) and previous-word (backward) distributions of a `lm.LanguageModel`.
 
     model: a LanguageModel (`lm.load_language_model`), whose softmax rows are `vocab`'s tokens.
-    vocab: the `dataset.Vocabulary` it was trained with.
+    vocab: the `vocabulary.Vocabulary` it was trained with.
     A context is a raw string (split by `tokenizer`, by default the model's, see
-    dataset.model_tokenizer) or a list of tokens; '' is the sentence boundary alone (forward: the
+    tokenizers.model_tokenizer) or a list of tokens; '' is the sentence boundary alone (forward: the
     first word of a sentence; backward: its last word).
     Which words can be predicted: every vocabulary word, `</S>` (forward: the sentence ends) and
     `<S>` (backward: the sentence starts) included, and `<UNK>` unless `exclude_unk`. The boundary a
