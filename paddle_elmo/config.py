@@ -7,9 +7,9 @@ is read or written does a config meet bilm-tf's names: `ModelConfig.to_options()
 Recipe fields that bilm-tf's `bin/train_elmo.py` also writes into `options.json` go there under its
 names (BILM_TF_TRAINING_KEYS); run_configs.py reads and writes the files.
 
-`TOKEN_INPUT_MODES` describes each value of `ModelConfig.token_input` in one place (the ids it
-reads, which are also the export's inputs; its word embedding's hdf5 name and size; what bilm-tf's
-embedding_weight_file is to it; what layer 0 is): `config.input_mode`.
+Each value of `ModelConfig.token_input` is a component of token_modes.py (TOKEN_INPUT_MODES: the
+ids it reads, its token layers and their hdf5 names, how its options file is recognised, its token
+representation): `config.input_mode`. The config delegates to it what differs by mode.
 """
 import copy
 import dataclasses
@@ -19,6 +19,9 @@ from dataclasses import dataclass, field
 from typing import List, Optional
 
 from paddle_elmo.token_ids import N_CHARACTERS
+# the ids a biLM reads and its word embedding's hdf5 datasets are the modes' (importers find them here too)
+from paddle_elmo.token_modes import (CHAR_IDS, HDF5_EMBEDDING, HDF5_WORD_EMBEDDING, TOKEN_INPUT_MODES,  # noqa: F401
+                                     WORD_IDS, recognised_mode)
 from paddle_elmo.tokenizers import TOKENIZERS
 from paddle_elmo.fileio import InputError
 
@@ -26,50 +29,7 @@ log = logging.getLogger(__name__)
 
 ORIGINAL_FILTERS = [[1, 32], [2, 32], [3, 64], [4, 128], [5, 256], [6, 512], [7, 1024]]
 
-# hdf5 datasets of a word embedding (hdf5_weights.hdf5_layout has the rest of the layout)
-HDF5_EMBEDDING = 'embedding'  # bilm-tf's token-mode embedding [n_tokens_vocab, projection_dim]
-HDF5_WORD_EMBEDDING = 'word_embedding'  # word+char's [n_tokens_vocab, word_dim] (ours only)
-CHAR_IDS, WORD_IDS = 'char_ids', 'word_ids'  # the ids a biLM reads: TokenInput's fields, the export's inputs
-
-
-@dataclass(frozen=True)
-class TokenInputMode:
-    """What one value of ModelConfig.token_input means, for every module that asks: the one place
-    a token input mode is described (a new mode is a row of TOKEN_INPUT_MODES, plus the ids the
-    InputMapper makes for it and BiLM's token representation of them).
-
-    reads: the ids the biLM reads, in the export's input order (word columns first, as in the
-        projection): CHAR_IDS and / or WORD_IDS, TokenInput's fields.
-    word_embedding: the hdf5 dataset of its word embedding, None without one.
-    word_embedding_dim: the ModelConfig field that gives that embedding's columns, None without one.
-    embedding_file: what bilm-tf's `embedding_weight_file` (an hdf5 `embedding` of token vectors) is
-        to this model: 'embedding' (its word embedding itself) or 'cache' (vectors used in place of
-        the char CNN for the tokens it holds).
-    layer0: what layer 0 (the context-free token representation) is, in words.
-    """
-    name: str
-    reads: tuple
-    word_embedding: Optional[str]
-    word_embedding_dim: Optional[str]
-    embedding_file: str
-    layer0: str
-
-    @property
-    def chars(self):
-        return CHAR_IDS in self.reads
-
-    @property
-    def words(self):
-        return WORD_IDS in self.reads
-
-
-TOKEN_INPUT_MODES = {mode.name: mode for mode in (
-    TokenInputMode('char', (CHAR_IDS,), None, None, 'cache', 'char CNN'),
-    TokenInputMode('word', (WORD_IDS,), HDF5_EMBEDDING, 'projection_dim', 'embedding', 'word embedding'),
-    TokenInputMode('word+char', (WORD_IDS, CHAR_IDS), HDF5_WORD_EMBEDDING, 'word_dim', 'cache',
-                   'word embedding + char CNN'),
-)}
-TOKEN_INPUTS = tuple(TOKEN_INPUT_MODES)
+TOKEN_INPUTS = tuple(TOKEN_INPUT_MODES)  # bilm-tf's and ours (the flag's choices)
 
 
 def setting(default, help):
@@ -109,8 +69,9 @@ class ModelConfig:
                              'the corpus split on spaces (build_vocab.py --output_corpus segments raw text)')
 
     def __post_init__(self):
-        if self.token_input == 'word':  # no char CNN: its fields are unused and kept at their defaults,
-            for name, (path, _) in OPTION_PATHS.items():  # so that options.json round-trips exactly
+        mode = TOKEN_INPUT_MODES.get(self.token_input)
+        if mode is not None and not mode.chars:  # no char CNN: its fields are unused and kept at their
+            for name, (path, _) in OPTION_PATHS.items():  # defaults, so that options.json round-trips exactly
                 if path[0] == 'char_cnn':
                     setattr(self, name, _field_default(name))
 
@@ -120,7 +81,7 @@ class ModelConfig:
 
     @property
     def input_mode(self):
-        """The TokenInputMode of token_input: the inputs it reads, its hdf5 names, its layer 0."""
+        """The token_modes.TokenMode of token_input: the ids it reads, its layers, its hdf5 names."""
         return TOKEN_INPUT_MODES[self.token_input]
 
     @property
@@ -155,6 +116,7 @@ class ModelConfig:
             if (path[0] == 'char_cnn' and not self.has_chars) or (name in OUR_OPTIONS and value == absent):
                 continue
             _put(options, path, copy.deepcopy(value))
+        self.input_mode.mark(options)
         return options
 
     @classmethod
@@ -173,9 +135,13 @@ class ModelConfig:
         if options.get('share_embedding_softmax'):
             raise InputError(f'{source}: share_embedding_softmax (one matrix for the word embedding and the '
                              f'softmax) is not supported')
-        has_chars = 'char_cnn' in options
-        if not has_chars and _get(options, ('word_embedding', 'dim')):
+        if 'char_cnn' not in options and _get(options, ('word_embedding', 'dim')):
             raise InputError(f'{source}: "word_embedding.dim" (word+char input) needs "char_cnn"')
+        mode = recognised_mode(options)
+        if mode is None:
+            raise InputError(f'{source}: "token_input" must be one of {", ".join(TOKEN_INPUT_MODES)}, got '
+                             f'{options.get("token_input")!r}')
+        has_chars = mode.chars
         if has_chars:
             if not isinstance(options['char_cnn'], dict):
                 raise InputError(f'{source}: "char_cnn" must be an object')
@@ -190,7 +156,7 @@ class ModelConfig:
             elif value is None and absent is REQUIRED:
                 raise InputError(f'{source}: missing "{".".join(path)}"')
             values[name] = absent if value is None else value
-        values['token_input'] = ('word+char' if values['word_dim'] else 'char') if has_chars else 'word'
+        values['token_input'] = mode.name
         if not has_chars:
             values['word_dim'] = 0
         return cls(**values).checked(source)
@@ -202,11 +168,12 @@ class ModelConfig:
             path = '.'.join(OPTION_PATHS[name][0]) if name in OPTION_PATHS else 'the sections present'
             where = f'--{name}' if source is None else f'{source}: {name} ({path})'
             return InputError(f'{where} must be {expected}, got {value!r}')
-        if self.token_input not in TOKEN_INPUTS:
-            raise bad('token_input', ' or '.join(TOKEN_INPUTS), self.token_input)
-        if self.token_input == 'word+char' and self.word_dim < 1:
-            raise bad('word_dim', '>= 1 with token_input word+char', self.word_dim)
-        if self.token_input != 'word+char' and self.word_dim:
+        if self.token_input not in TOKEN_INPUT_MODES:
+            raise bad('token_input', ' or '.join(TOKEN_INPUT_MODES), self.token_input)
+        sized_by_word_dim = self.input_mode.word_embedding_dim == 'word_dim'  # (word+char's)
+        if sized_by_word_dim and self.word_dim < 1:
+            raise bad('word_dim', f'>= 1 with token_input {self.token_input}', self.word_dim)
+        if not sized_by_word_dim and self.word_dim:
             raise bad('word_dim', f'0 with token_input {self.token_input} (a word model\'s embedding has '
                       f'projection_dim columns)', self.word_dim)
         if self.activation not in ('relu', 'tanh'):
