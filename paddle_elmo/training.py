@@ -279,7 +279,7 @@ def set_up(model_config, recipe, save_dir, *, device='cpu', cpu_threads=None, in
     paddle.seed(recipe.seed)  # identical initial weights on every rank
     model = LanguageModel(model_config, vocab.size, recipe.n_negative_samples, seed=recipe.seed * 1000 + rank,
                           reset_state_at_sentence_start=recipe.reset_state_at_sentence_start,
-                          vocab=vocab if model_config.has_words else None)
+                          vocab=vocab)  # the input vocabulary, when the mode has a word embedding
     paddle.seed(recipe.seed * 1000 + rank)  # but different dropout masks
     if recipe.init_weight_file and init_from_ckpt is None:  # domain adaptation: the weights, a fresh optimizer
         # (at recipe.lr x recipe.from_weights_lr_scale: make_optimizer below)
