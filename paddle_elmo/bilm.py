@@ -7,6 +7,10 @@ concatenated before the projection (ELMoForManyLangs) -- then separate forward a
 of LSTMs with a projection, cell/projection clipping and optional residual connections. It
 returns L + 1 layers `[batch, time, 2 * projection_dim]` and a mask, in a stateful or a stateless mode. `config` is a `config.ModelConfig`; the index plans that skip
 padding live in packing.py, the CPU kernels in kernels.py.
+
+The token representation is the config's token mode's (token_modes.py: BiLM builds the layers its
+`parts` name, TOKEN_PARTS, and runs its `embed`), on `EagerOps`: the token layer's steps as BiLM
+runs them (NumPy plans, the kernels), beside layer_math.TokenOps, the export's.
 """
 import math
 
@@ -281,8 +285,8 @@ class LstmStack(nn.Layer):
 class BiLM(nn.Layer):
     """The ELMo biLM: the token representation, then a forward and a backward LstmStack.
 
-    The token representation follows `config.token_input`: `char_encoder` (char CNN + highway +
-    projection), `word_embedding` [vocab, projection_dim] (bilm-tf's token mode: row i is the
+    The token representation follows `config.token_input` (its token_modes.TokenMode): `char_encoder`
+    (char CNN + highway + projection), `word_embedding` [vocab, projection_dim] (bilm-tf's token mode: row i is the
     vocabulary's id i, no padding row), or both: the word row [word_dim] and the highway output
     concatenated, then `char_encoder.projection`. Word input reads `word_ids`, int64 [batch, time]
     holding the vocabulary id + 1 and 0 for padding (bilm-tf's TokenBatcher layout); `vocab` (a

@@ -6,7 +6,9 @@ work in NumPy (distinct tokens, length chunks, packing), none of which a static 
 Each LSTM layer's time loop (both directions in one body) is a `while_loop`, which paddle2onnx turns
 into an ONNX Loop; as in LstmStack, the layer's input products x @ W_x for all steps are one product
 before it, and only h @ W_h is in it (which also lets an int8 export quantize each apart: deploy).
-`check_exportable` refuses a model setting StaticBiLM does not implement.
+The token representation is the token mode's own (token_modes.py), run on layer_math.TokenOps, the
+token layer's steps in Paddle ops only. `check_exportable` refuses a model setting StaticBiLM does
+not implement.
 """
 import paddle
 import paddle.nn as nn
