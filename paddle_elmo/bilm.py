@@ -136,8 +136,9 @@ class EagerOps(layer_math.TokenOps):
 
     @staticmethod
     def used_chars(char_ids, pad_id, max_chars):
-        """As TokenOps.used_chars, a Python int (the windows are planned in NumPy)."""
-        return int(layer_math.last_char_position(char_ids, pad_id, max_chars)) if char_ids.shape[0] else 1
+        """As TokenOps.used_chars, a Python int (the windows are planned in NumPy), over all of
+        char_ids' columns (a legacy checkpoint's batches may hold more than max_chars)."""
+        return int(layer_math.last_char_position(char_ids, pad_id, char_ids.shape[1])) if char_ids.shape[0] else 1
 
     @staticmethod
     def char_windows(char_ids, used, widths, max_chars, char_embed):
