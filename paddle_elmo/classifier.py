@@ -6,7 +6,7 @@ numbers they print are comparable:
 
 - data: `read_polarity` reads a directory with one positive and one negative file (one sentence
   per line, UTF-8; Latin-1 too for whitespace-split text), splits each line with a tokenizer
-  (dataset.get_tokenizer: whitespace, jieba or chars) and optionally splits clitics the way the
+  (tokenizers.get_tokenizer: whitespace, jieba or chars) and optionally splits clitics the way the
   pretraining corpus does (`it's` -> `it 's`, `doesn't` -> `doesn 't`);
 - folds: `make_folds` gives stratified k-fold cross-validation with a dev split carved from each
   training fold (early stopping), or one stratified split for smoke runs;
@@ -80,7 +80,7 @@ def read_sentences(path, tokenizer='whitespace'):
     """A one-sentence-per-line file -> (token lists, {'lines': sentences read, 'encoding': 'utf-8' |
     'latin-1', 'empty_lines': the 1-based numbers of the lines skipped}).
 
-    Each line is split by the named `tokenizer` (dataset.get_tokenizer). The whole file is decoded
+    Each line is split by the named `tokenizer` (tokenizers.get_tokenizer). The whole file is decoded
     as UTF-8; with the whitespace tokenizer a file that is not is read as Latin-1 (the original
     rt-polarity release is), while for the others (Chinese text, which Latin-1 would garble) it is
     an InputError naming the line. Empty lines are not sentences: they are skipped, and listed.

@@ -455,7 +455,7 @@ def export_inference(bilm, output_dir, formats=('paddle', 'onnx'), verify_senten
             shutil.copyfile(options_file, os.path.join(tmp, OPTIONS_FILE))
         else:
             write_json_atomic(model_options(bilm), os.path.join(tmp, OPTIONS_FILE))
-        if bilm.config.has_words:
+        if bilm.vocab is not None:  # a mode with a word embedding: its input vocabulary
             write_input_vocabulary(bilm.vocab, tmp)
         diffs = verify_export(bilm, tmp, verify_sentences) if verify_sentences else {}
         quantized = quantize_onnx(tmp, **INT8_SETTINGS) if quantize else None

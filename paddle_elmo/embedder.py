@@ -28,9 +28,9 @@ log = logging.getLogger(__name__)
 
 class SentenceEmbedder:
     """What every embedder of ours does with sentences: a sentence is a list of str tokens or a raw
-    string (split by the embedder's `tokenizer`, see dataset.get_tokenizer); batches, input order
+    string (split by the embedder's `tokenizer`, see tokenizers.get_tokenizer); batches, input order
     and files are handled here. A subclass (ELMoEmbedder; deploy.InferenceEmbedder, which runs an
-    exported model) sets `batch_size`, `stateful` and `tokenizer` (a name of dataset.TOKENIZERS) and
+    exported model) sets `batch_size`, `stateful` and `tokenizer` (a name of tokenizers.TOKENIZERS) and
     implements `_embed_token_lists(sentences)`: token lists -> list of float32
     [n_layers + 1, n_tokens, 2P], boundaries removed.
     """
@@ -134,7 +134,7 @@ class ELMoEmbedder(SentenceEmbedder):
         also sets MKL_DEBUG_CPU_TYPE=5 unless you set it (MKL's AVX2 path, ~3x faster products);
         see `runtime.py`.
     tokenizer: how raw strings become tokens, 'whitespace', 'jieba' or 'chars'
-        (dataset.get_tokenizer); None: the one the model records (options.json's "tokenizer"; for a
+        (tokenizers.get_tokenizer); None: the one the model records (options.json's "tokenizer"; for a
         named AllenNLP release, the table's; whitespace when absent, as in bilm-tf files). Another
         than the model's logs a warning.
     """

@@ -22,7 +22,7 @@ class InferenceEmbedder(SentenceEmbedder):
     matmuls on MKL) or onnxruntime (backend='onnxruntime'). threads: CPU threads (None: as
     ELMoEmbedder, the user's OMP_NUM_THREADS or the available cores). tokenizer: as ELMoEmbedder's
     (None: the one the export's options.json records). A word or word+char export maps tokens to
-    word ids with its vocab.txt (`mapper`, a dataset.InputMapper). `precision`: 'float32', or how
+    word ids with its vocab.txt (`mapper`, a token_ids.InputMapper). `precision`: 'float32', or how
     model.onnx was quantized ('int8: ...', export_inference.py --quantize int8) for onnxruntime.
     """
 
@@ -80,7 +80,7 @@ class InferenceEmbedder(SentenceEmbedder):
         for name, ids in zip(input_names(self.config), inputs.ids(input_names(self.config))):
             if ids is None:
                 raise ValueError(f'{self.model_dir}: this export ({self.config.token_input} input) reads {name}: '
-                                 f'make them with dataset.InputMapper')
+                                 f'make them with token_ids.InputMapper')
             feed[name] = np.ascontiguousarray(ids, dtype=np.int64)
         if self.backend == 'onnxruntime':
             return tuple(self._session.run(list(OUTPUT_NAMES), feed))

@@ -428,13 +428,13 @@ def test_a_failed_export_leaves_the_previous_one_and_no_temporary_files(fixture_
 def test_an_export_that_differs_from_the_embedder_is_not_written(fixture_dir, tmp_path, monkeypatch):
     from paddle_elmo import deploy
     bilm = fixture_bilm()
-    original = deploy.StaticBiLM._step
+    original = deploy.StaticBiLM.lstm_step
 
     def slipped(self, layer, x_gates, h, c, w_hidden):  # a formula slip: the projection clip dropped at 0.5
         h, c = original(self, layer, x_gates, h, c, w_hidden)
         return paddle.clip(h, -0.5, 0.5), c
 
-    monkeypatch.setattr(deploy.StaticBiLM, '_step', slipped)
+    monkeypatch.setattr(deploy.StaticBiLM, 'lstm_step', slipped)
     with pytest.raises(deploy.ExportError, match='differs from ELMoEmbedder'):
         deploy.export_inference(bilm, str(tmp_path / 'out'), formats=('paddle',), verify_sentences=[['a', 'b']])
     assert os.listdir(tmp_path) == []
@@ -498,7 +498,7 @@ def test_relative_differences_are_per_sentence_and_layer():
 
 
 def swapped_gates():
-    """('_step', StaticBiLM._step reading the input and forget gates in each other's columns (a
+    """('lstm_step', StaticBiLM.lstm_step reading the input and forget gates in each other's columns (a
     weight-layout slip); else the step as exported)."""
     import paddle.nn.functional as F
 
@@ -508,7 +508,7 @@ def swapped_gates():
         c = paddle.clip(F.sigmoid(i) * F.tanh(j) + F.sigmoid(f) * c, -self.cell_clip, self.cell_clip)
         h = paddle.clip(paddle.matmul(F.sigmoid(o) * F.tanh(c), layer.W_P), -self.proj_clip, self.proj_clip)
         return h, c
-    return '_step', step
+    return 'lstm_step', step
 
 
 class _WithoutForgetBias:
@@ -525,14 +525,14 @@ class _WithoutForgetBias:
 
 
 def no_forget_bias():
-    """('_step', StaticBiLM._step without TensorFlow's forget bias (a formula slip: bilm-tf adds it
+    """('lstm_step', StaticBiLM.lstm_step without TensorFlow's forget bias (a formula slip: bilm-tf adds it
     at run time, the weights do not hold it))."""
     from paddle_elmo.static_bilm import StaticBiLM
-    original = StaticBiLM._step
+    original = StaticBiLM.lstm_step
 
     def step(self, layer, x_gates, h, c, w_hidden):
         return original(self, _WithoutForgetBias(layer), x_gates, h, c, w_hidden)
-    return '_step', step
+    return 'lstm_step', step
 
 
 @pytest.mark.parametrize('slip', [swapped_gates, no_forget_bias])

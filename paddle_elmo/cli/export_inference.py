@@ -11,7 +11,7 @@
 Writes OUTPUT_DIR/inference.json + inference.pdiparams (paddle.jit.save's program, for
 paddle.inference's predictor), OUTPUT_DIR/model.onnx (paddle2onnx, for onnxruntime),
 OUTPUT_DIR/options.json and, for a word or word+char model, OUTPUT_DIR/vocab.txt (its input
-vocabulary). Inputs, with <S> and </S> (what dataset.InputMapper(...).batch returns): `char_ids`
+vocabulary). Inputs, with <S> and </S> (what token_ids.InputMapper(...).batch returns): `char_ids`
 int64 [batch, time, max_characters_per_token] for a char model, `word_ids` int64 [batch, time]
 (vocab.txt line + 1, 0 = padding) for a word model, both for word+char; outputs `layers` float32
 [batch, n_layers + 1, time - 2, 2 * projection_dim] and `mask` bool [batch, time - 2]. Before the
