@@ -1,8 +1,10 @@
 """The distribution: a wheel of the repository holds the one import package (with its kernels'
 source, the bundled model and the demo's corpus) and its metadata, and declares the command."""
 import os
+import re
 import subprocess
 import sys
+import tomllib
 import zipfile
 
 import pytest
@@ -44,6 +46,66 @@ def test_the_wheel_declares_the_command_the_licence_and_the_extras(wheel):
     assert 'paddle-elmo = paddle_elmo.cli:main' in entry_points
     metadata = next(v for k, v in meta.items() if k.endswith('METADATA'))
     assert 'License-Expression: Apache-2.0' in metadata
-    for extra in ('cpu', 'zh', 'onnx', 'plot', 'test', 'bench'):
+    for extra in ('cpu', 'serve', 'classify', 'zh', 'onnx', 'plot', 'test', 'bench'):
         assert f'Provides-Extra: {extra}' in metadata
     assert any(f.endswith('licenses/LICENSE') for f in files)
+
+
+def metadata_of(wheel):
+    return next(v for k, v in wheel[2].items() if k.endswith('METADATA'))
+
+
+def requirement_name(requirement):
+    return re.match(r'[A-Za-z0-9_.-]+', requirement).group(0).lower().replace('_', '-')
+
+
+def test_the_core_install_is_what_embedding_needs_and_each_extra_names_its_job(wheel):
+    metadata = metadata_of(wheel)
+    core = {requirement_name(line.split(':', 1)[1].strip()) for line in metadata.splitlines()
+            if line.startswith('Requires-Dist:') and 'extra ==' not in line}
+    assert {'numpy', 'h5py', 'tqdm'} <= core
+    assert not core & {'gensim', 'scikit-learn', 'scipy', 'paddlepaddle', 'onnx', 'onnxruntime', 'paddle2onnx'}, core
+    for name, extra in (('gensim', 'classify'), ('scikit-learn', 'classify'), ('onnxruntime', 'serve'),
+                        ('paddlepaddle', 'cpu')):
+        assert re.search(rf'^Requires-Dist: {name}\b.*extra == "{extra}"', metadata, re.M), (name, extra)
+
+
+def extra_packages(extras, name):
+    """The packages pyproject.toml's extra `name` installs, its own extras (paddle-elmo[...]) followed."""
+    names = set()
+    for requirement in extras[name]:
+        inner = re.match(r'paddle-elmo\[(.*)\]', requirement)
+        names |= set().union(*(extra_packages(extras, e) for e in inner.group(1).split(','))) if inner else \
+            {requirement_name(requirement)}
+    return names
+
+
+def test_the_cpu_extra_runs_the_default_export():
+    # export-inference's default, paddle,onnx, needs Paddle and the ONNX writers (deploy.check_quantizable
+    # names them); [cpu] installs them all, so `pip install paddle-elmo[cpu]` exports as the README shows.
+    from paddle_elmo.cli.export_inference import build_parser
+    with open(os.path.join(ROOT, 'pyproject.toml'), 'rb') as f:
+        extras = tomllib.load(f)['project']['optional-dependencies']
+    assert build_parser().get_default('formats') == 'paddle,onnx'
+    assert {'paddlepaddle', 'paddle2onnx', 'onnx', 'onnxruntime'} <= extra_packages(extras, 'cpu')
+    assert extra_packages(extras, 'serve') == {'onnxruntime'}
+
+
+def test_a_missing_optional_package_is_one_line_naming_its_extra():
+    from paddle_elmo.fileio import InputError, require_package
+    assert require_package('json', 'serve').dumps([]) == '[]'
+    with pytest.raises(InputError, match=r'^no_such_package_here cannot be imported .*\[classify\] extra, '
+                       r'pip install "paddle-elmo\[classify\]"$'):
+        require_package('no_such_package_here', 'classify')
+
+
+def test_the_long_description_opens_with_the_install_and_links_absolutely(wheel):
+    metadata = metadata_of(wheel)
+    description = metadata.split('\n\n', 1)[1]
+    sections = re.findall(r'^## (.+)$', description, re.M)
+    assert sections[0] == 'Install' and 'make demo' not in description
+    links = re.findall(r'\]\(([^)\s]+)\)', description) + re.findall(r'<(\w+:[^>]+)>', description)
+    assert links and all(link.startswith('https://') for link in links), [x for x in links if not x.startswith('https')]
+    assert 'Apache License 2.0' in description and 'research' in description  # the data terms beside the code's
+    for label in ('Repository', 'Documentation', 'Issues'):
+        assert re.search(rf'^Project-URL: {label}, https://', metadata, re.M), label
