@@ -2,6 +2,7 @@
 source, the bundled model and the demo's corpus) and its metadata, and declares the command."""
 import os
 import re
+import shutil
 import subprocess
 import sys
 import tomllib
@@ -9,7 +10,8 @@ import zipfile
 
 import pytest
 
-from conftest import ROOT
+from conftest import ROOT, one_line_error
+from helpers import BLOCK_PACKAGES
 
 
 @pytest.fixture(scope='module')
@@ -97,6 +99,26 @@ def test_a_missing_optional_package_is_one_line_naming_its_extra():
     with pytest.raises(InputError, match=r'^no_such_package_here cannot be imported .*\[classify\] extra, '
                        r'pip install "paddle-elmo\[classify\]"$'):
         require_package('no_such_package_here', 'classify')
+
+
+@pytest.mark.parametrize('blocked, command, extra', [
+    ('gensim', ['word2vec', '--train_data_path', 'c.txt', '--output_word_vectors', 'o.bin'], 'classify'),
+    ('sklearn', ['finetune', '--data_dir', '.'], 'classify'),
+    ('paddle2onnx', ['export-inference', '--output_dir', 'out'], 'onnx'),
+    ('onnxruntime', ['embed', 'c.txt', 'o.hdf5', '--inference_model', 'm', '--inference_backend', 'onnxruntime'],
+     'serve')])
+def test_a_command_whose_extra_is_missing_names_it_in_one_line(blocked, command, extra, tmp_path):
+    (tmp_path / 'c.txt').write_text('a b c\n')
+    (tmp_path / 'm').mkdir()  # enough of an export to reach its runtime: the bundled model's files, no real model
+    for name in ('options.json', 'vocab.txt'):
+        shutil.copy(os.path.join(ROOT, 'paddle_elmo', 'pretrained', name), tmp_path / 'm')
+    (tmp_path / 'm' / 'model.onnx').write_bytes(b'')
+    code = BLOCK_PACKAGES + f'from paddle_elmo.cli import main; main({command!r})'
+    proc = subprocess.run([sys.executable, '-c', code], capture_output=True, text=True, cwd=tmp_path, timeout=300,
+                          env=dict(os.environ, PYTHONPATH=ROOT, BLOCKED_PACKAGES=blocked))
+    assert f'cannot be imported (No module named \'{blocked}\'' in one_line_error(proc)
+    assert f'pip install "paddle-elmo[{extra}]"' in proc.stderr
+    assert sorted(os.listdir(tmp_path)) == ['c.txt', 'm']
 
 
 def test_the_long_description_opens_with_the_install_and_links_absolutely(wheel):

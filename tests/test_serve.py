@@ -14,20 +14,15 @@ import numpy as np
 import pytest
 
 from conftest import ROOT
+from helpers import BLOCK_PACKAGES
 
 SENTENCES = ['The bank of the river .', 'She paid the bank on friday .', 'x', 'antidisestablishmentarianism']
 
 # Run in a child: embeds SENTENCES with InferenceEmbedder (-> OUT/encode.npz), then runs the embed
-# command (-> OUT/embed.hdf5, its stderr in OUT/embed.err). With BLOCK_PADDLE set, importing Paddle
-# fails, as where it is not installed.
-CHILD = textwrap.dedent('''
-    import json, os, subprocess, sys
-    if os.environ.get('BLOCK_PADDLE'):
-        class NoPaddle:
-            def find_spec(self, name, path=None, target=None):
-                if name == 'paddle' or name.startswith('paddle.'):
-                    raise ModuleNotFoundError(f"No module named {name!r} (blocked by the test)")
-        sys.meta_path.insert(0, NoPaddle())
+# command (-> OUT/embed.hdf5, its stderr in OUT/embed.err). With BLOCKED_PACKAGES=paddle, importing
+# Paddle fails, as where it is not installed.
+CHILD = BLOCK_PACKAGES + textwrap.dedent('''
+    import json
     import numpy as np
     from paddle_elmo.inference import InferenceEmbedder
     model_dir, out, sentences = sys.argv[1], sys.argv[2], json.loads(sys.argv[3])
@@ -82,7 +77,7 @@ def test_an_export_serves_with_paddle_unimportable(bundled_export, tmp_path):
     # The quick form of the venv test below: the same code path, Paddle's import made to fail.
     model_dir, expected = bundled_export
     env = {k: v for k, v in os.environ.items() if k != 'PYTHONPATH'}
-    run_child(sys.executable, model_dir, tmp_path, dict(env, PYTHONPATH=ROOT, BLOCK_PADDLE='1'))
+    run_child(sys.executable, model_dir, tmp_path, dict(env, PYTHONPATH=ROOT, BLOCKED_PACKAGES='paddle'))
     assert_same_layers(tmp_path, expected)
 
 
@@ -120,6 +115,7 @@ def serve_venv(tmp_path_factory):
     return venv
 
 
+@pytest.mark.venv
 def test_an_export_serves_in_a_venv_without_paddle(serve_venv, bundled_export, tmp_path):
     model_dir, expected = bundled_export
     python = str(serve_venv / 'bin' / 'python')
