@@ -1,10 +1,9 @@
 """`ELMoEmbedder`, the Python API: sentences (raw strings or lists of tokens) in, numpy arrays
-`[n_layers + 1, n_tokens, 2 * projection_dim]` out; `embed_file`, a one-sentence-per-line file
-into hdf5 as AllenNLP's `allennlp elmo` command wrote it; and `token_embeddings` /
+`[n_layers + 1, n_tokens, 2 * projection_dim]` out, with the batching and the files of
+sentence_embedder.SentenceEmbedder (`embed_file` into hdf5 as `allennlp elmo`); and `token_embeddings` /
 `dump_token_embeddings`, the context-free token representation of a vocabulary (bilm-tf's
 `dump_token_embeddings`, for char, word and word+char models), which `ELMoEmbedder(...,
 embedding_weight_file=...)` reads back so that known words skip the char CNN."""
-import json
 import logging
 import os
 
@@ -14,18 +13,19 @@ import paddle
 
 from paddle_elmo.runtime import configure_if_on_cpu, inference_mode, keep_freed_memory
 from paddle_elmo.token_ids import BOS_TOKEN, EOS_TOKEN, InputMapper
-from paddle_elmo.tokenizers import as_token_lists, model_tokenizer
+from paddle_elmo.tokenizers import model_tokenizer
 from paddle_elmo.vocabulary import read_vocabulary_file
 from paddle_elmo.downstream import ScalarMix
-from paddle_elmo.fileio import InputError, atomic_path, iter_lines
+from paddle_elmo.fileio import InputError, atomic_path
 from paddle_elmo.hdf5_weights import HDF5_EMBEDDING
 from paddle_elmo.model_io import ModelSource, load_bilm, model_options_file, own_vocabulary_file, resolve_model
 from paddle_elmo.run_configs import read_model_config
-from paddle_elmo.logs import show_progress
+from paddle_elmo.sentence_embedder import SentenceEmbedder
 
 log = logging.getLogger(__name__)
 
 
+<<<<<<< HEAD
 class SentenceEmbedder:
     """What every embedder of ours does with sentences: a sentence is a list of str tokens or a raw
     string (split by the embedder's `tokenizer`, see tokenizers.get_tokenizer); batches, input order
@@ -93,6 +93,8 @@ class SentenceEmbedder:
 
 
 
+=======
+>>>>>>> slim43
 class ELMoEmbedder(SentenceEmbedder):
     """Sentences -> numpy ELMo layers. A sentence is a list of str tokens or a raw string, which is
     split by `tokenizer` (by default the model's: on whitespace, as TF-Hub ELMo's `default`
@@ -321,67 +323,3 @@ def dump_token_embeddings(vocab_file, options_file=None, weight_file=None, outfi
         table = fout.create_dataset('embedding', (len(tokens), bilm.projection_dim), dtype='float32')
         token_embeddings(bilm, tokens, out=table, batch_size=batch_size)
     return len(tokens)
-
-
-# --------------------------------------------------------------------------------------------
-# Files in, hdf5 out
-# --------------------------------------------------------------------------------------------
-
-OUTPUT_FORMATS = ('all', 'top', 'average')
-
-
-def _read_chunks(input_file, chunk_size):
-    """Yield lists of (line index, stripped line) from a UTF-8 file, `chunk_size` at a time."""
-    chunk = []
-    for i, _, text in iter_lines(input_file):
-        chunk.append((i, text.strip()))
-        if len(chunk) == chunk_size:
-            yield chunk
-            chunk = []
-    if chunk:
-        yield chunk
-
-
-def _select(embedding, output_format):
-    if output_format == 'all':
-        return embedding
-    if output_format == 'top':
-        return embedding[-1]
-    return embedding.mean(axis=0)
-
-
-def embed_file(embedder, input_file, output_file, output_format='all', batch_size=64, progress=True,
-               chunk_batches=16):
-    """Stream a one-sentence-per-line file (raw lines, split by the embedder's tokenizer) through
-    `embedder` into hdf5.
-
-    Datasets, as `allennlp elmo` wrote them: str(line index) -> [n_layers + 1, n_tokens, 2P]
-    ('all'), [n_tokens, 2P] ('top' or 'average'); plus 'sentence_to_index', a JSON string
-    {sentence: index}. An empty line is an empty sentence ([n_layers + 1, 0, 2P]), so that the
-    datasets keep the file's line numbers. Lines are read in chunks, so memory stays flat however
-    long the file is; the output appears atomically. -> the number of lines.
-    """
-    import h5py
-    from tqdm import tqdm
-    if output_format not in OUTPUT_FORMATS:
-        raise InputError(f'output_format must be one of {OUTPUT_FORMATS}, got {output_format!r}')
-    if not os.path.isfile(input_file):
-        raise FileNotFoundError(f'{input_file}: input file not found')
-    out_dir = os.path.dirname(os.path.abspath(output_file))
-    if not os.path.isdir(out_dir):
-        raise FileNotFoundError(f'{output_file}: the directory {out_dir} does not exist')
-    with open(input_file, 'rb') as f:
-        n_lines = sum(1 for _ in f)
-    sentence_to_index = {}
-    with atomic_path(output_file) as tmp, h5py.File(tmp, 'w') as fout, \
-            tqdm(total=n_lines, unit='sent', disable=not show_progress(progress, log),
-                 desc='embedding') as bar:
-        for chunk in _read_chunks(input_file, batch_size * chunk_batches):
-            embeddings = embedder.encode([line for _, line in chunk], batch_size)  # split by its tokenizer
-            for (i, line), emb in zip(chunk, embeddings):
-                fout.create_dataset(str(i), data=_select(emb, output_format).astype(np.float32))
-                sentence_to_index[line] = str(i)
-            bar.update(len(chunk))
-        index = fout.create_dataset('sentence_to_index', (1,), dtype=h5py.string_dtype())
-        index[0] = json.dumps(sentence_to_index)
-    return n_lines

@@ -3,6 +3,7 @@ and writing outputs atomically (a temp file beside the target, renamed when comp
 interrupted or failed write never leaves a half-written file under the real name."""
 import contextlib
 import glob
+import importlib
 import json
 import os
 import tempfile
@@ -10,6 +11,17 @@ import tempfile
 
 class InputError(ValueError):
     """Bad user input (a file, a flag, an options value): the scripts print it as one line."""
+
+
+def require_package(module, extra):
+    """`module` (a dotted name) imported -> the module; an InputError naming paddle-elmo's `extra`
+    that installs it when it cannot be imported: an optional package a command needs is the user's
+    install, which one line tells how to complete (pyproject.toml lists each extra)."""
+    try:
+        return importlib.import_module(module)
+    except ImportError as e:
+        raise InputError(f'{module} cannot be imported ({e}): it comes with the [{extra}] extra, '
+                         f'pip install "paddle-elmo[{extra}]"') from None
 
 
 def list_files(file_pattern):

@@ -29,9 +29,8 @@ import time
 import numpy as np
 
 from paddle_elmo.cli import flags as cli
+from paddle_elmo.corpus import SAMPLE_HELDOUT as HELDOUT, SAMPLE_TRAIN as TRAIN
 
-DATA = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), 'demo_data')
-TRAIN, HELDOUT = os.path.join(DATA, 'sample_train.txt'), os.path.join(DATA, 'sample_heldout.txt')
 # A small model that learns the sample corpus in about a minute on 2 CPU cores.
 MODEL_FLAGS = ['--projection_dim', '64', '--cell_dim', '256', '--num_layers', '2', '--char_embed_dim', '8',
                '--cnn_filters', '[[1, 16], [2, 16], [3, 32], [4, 64], [5, 64]]', '--num_highways', '1',

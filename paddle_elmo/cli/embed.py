@@ -14,7 +14,7 @@ bilm-tf files). Datasets: str(line index) -> the embedding of that line ('all': 
 import sys
 
 from paddle_elmo.cli import flags as cli
-from paddle_elmo.embedder import OUTPUT_FORMATS
+from paddle_elmo.sentence_embedder import OUTPUT_FORMATS
 from paddle_elmo.fileio import InputError
 
 
@@ -59,21 +59,36 @@ def main(argv=None):
         if a.device != 'cpu':
             raise InputError('--inference_model runs on the CPU here; use --device cpu')
     source = None if a.inference_model else cli.model_source(a)  # a bad combination fails before the log starts
-    from paddle_elmo import ELMoEmbedder, use_device
-    # The same process set-up either way: threads, MKL's AVX2 path (the predictor without oneDNN
-    # multiplies with MKL), malloc keeping freed blocks.
-    use_device(a.device, cpu_threads=a.cpu_threads)
     if a.inference_model:
-        from paddle_elmo.inference import InferenceEmbedder
-        embedder = InferenceEmbedder(a.inference_model, backend=a.inference_backend, batch_size=a.batch_size,
-                                     onednn=a.onednn, threads=a.cpu_threads, tokenizer=a.tokenizer)
-        if embedder.precision != 'float32':  # not ELMoEmbedder's numbers to 1e-4: say so
-            print(f'{a.inference_model}: model.onnx is {embedder.precision}', file=sys.stderr)
+        embedder = inference_embedder(a)
     else:
+<<<<<<< HEAD
         embedder = ELMoEmbedder(source, batch_size=a.batch_size, stateful=a.stateful,
+=======
+        from paddle_elmo import ELMoEmbedder, use_device
+        use_device(a.device, cpu_threads=a.cpu_threads)
+        embedder = ELMoEmbedder(**source.kwargs(), batch_size=a.batch_size, stateful=a.stateful,
+>>>>>>> slim43
                                 embedding_weight_file=a.embedding_weight_file, tokenizer=a.tokenizer)
     n = embedder.embed_file(a.input_file, a.output_file, a.output_format)
     print(f'wrote {n} sentences to {a.output_file}')
+
+
+def inference_embedder(a):
+    """--inference_model's InferenceEmbedder. With --inference_backend onnxruntime nothing on the way
+    imports Paddle, so an export serves where only the [serve] extra is installed (tests/test_structure.py)."""
+    from paddle_elmo import runtime
+    from paddle_elmo.inference import InferenceEmbedder
+    if a.inference_backend == 'paddle':
+        # as for ELMoEmbedder: threads, MKL's AVX2 path (the predictor without oneDNN multiplies with MKL), malloc
+        runtime.use_device(a.device, cpu_threads=a.cpu_threads)
+    else:
+        runtime.keep_freed_memory()  # onnxruntime's threads: InferenceEmbedder's
+    embedder = InferenceEmbedder(a.inference_model, backend=a.inference_backend, batch_size=a.batch_size,
+                                 onednn=a.onednn, threads=a.cpu_threads, tokenizer=a.tokenizer)
+    if embedder.precision != 'float32':  # not ELMoEmbedder's numbers to 1e-4: say so
+        print(f'{a.inference_model}: model.onnx is {embedder.precision}', file=sys.stderr)
+    return embedder
 
 
 if __name__ == '__main__':

@@ -34,6 +34,7 @@ from paddle_elmo.classifier import cross_validate, make_folds
 from paddle_elmo.tokenizers import model_tokenizer
 from paddle_elmo.vocabulary import long_tokens_report
 from paddle_elmo.features import ActivationCache, model_builder
+from paddle_elmo.fileio import require_package
 from paddle_elmo.model_io import BUNDLED_MODEL_DIR
 from paddle_elmo.runtime import use_device
 from paddle_elmo.word_vectors import load_vectors, lookup_table
@@ -139,6 +140,7 @@ def main(argv=None):
     source = cli.model_source(a)
     check_protocol_args(a)
     check_elmo_args(a)
+    require_package('sklearn', 'classify')  # the folds: before a model loads
     if not runs_on_this_rank('run_finetune.py'):
         return 0
     use_device(a.device, cpu_threads=a.cpu_threads)

@@ -156,7 +156,10 @@ FLAGS = {
     'stateful': ('carry the LSTM state across batches, as allennlp elmo', ()),
     'onednn': ('the paddle backend runs oneDNN\'s CPU kernels', ()),
     'softmax': ('export-weights: write the checkpoint\'s softmax too', ()),
-    'verify': ('export-inference: check the written models against ELMoEmbedder', ()),
+    'verify': ('export-inference: check the written models against ELMoEmbedder (off: the export records '
+               '"unverified")', ()),
+    'verify_file': ('export-inference: the sentences an int8 model is checked on, one per line (at least 200; '
+                    'default: the sample corpus)', ()),
     'quantize': ('export-inference: int8 writes model.onnx dynamically quantized (its LSTMs\' products in int8, for '
                  'onnxruntime); default: float32', ()),
     'special_tokens': ('build-vocab: write <S>, </S>, <UNK> first', ()),
