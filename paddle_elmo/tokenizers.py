@@ -1,4 +1,4 @@
-"""Raw text to tokens: the one place a string becomes tokens (whitespace, jieba or chars).
+"""Raw text to tokens: the one place a string becomes tokens (whitespace, moses, jieba or chars).
 
 The embedders, Elmo, the classifiers' data, build-vocab and predict all go through `get_tokenizer`.
 A model records the tokenizer of its training text (config.ModelConfig.tokenizer);
@@ -12,10 +12,13 @@ from paddle_elmo.fileio import InputError
 log = logging.getLogger(__name__)
 
 
-TOKENIZERS = ('whitespace', 'jieba', 'chars')
+TOKENIZERS = ('whitespace', 'moses', 'jieba', 'chars')
 
 
 JIEBA_VERSION = '0.42.1'  # the [zh] extra's (pyproject.toml); zh-corpus was segmented with it
+
+
+SACREMOSES_VERSION = '0.2.0'  # a core dependency (pyproject.toml): the bundled English model's tokenizer
 
 
 # The characters that `chars` makes tokens of their own (not U+3000, the ideographic space).
@@ -60,12 +63,62 @@ def _jieba_tokenizer():
     return jieba_tokens
 
 
+# Where lm-corpus's (1B Word style) tokenization departs from sacremoses's English Moses rules,
+# measured on its held-out sentences (benchmarks/bench_tokenizer.py). Each is a pattern whose
+# match sacremoses must keep as one token (its `protected_patterns`):
+_CORPUS_WHOLE_TOKENS = (
+    r'\b\d+(?:[.,]\d+)*(?:[/:]\d+(?:[.,]\d+)*)+\b',  # numbers joined by / or : (1/2, 1985/86, 30:37)
+    r'\b[^\W\d_]+&[^\W\d_]+\b',  # letters joined by & (R&B, AT&T)
+    # an apostrophe inside a name is no clitic (O'Toole, d'état, rock'n'roll; but don 't, it 's)
+    r"\b[^\W\d_]+(?:'(?!(?:s|t|re|ve|ll|d|m)\b)[^\W\d_]+)+\b",
+    r"\b[^\W_]+(?:-[^\W_]+)+'[^\W\d_]+\b",  # a hyphenated word keeps its clitic (Jay-Z's)
+    r'(?<= )[!?]{2,}(?= )',  # runs of ! and ? (!!!, ?!), spaced out first in moses_tokens
+    # a clitic already split off stays one token (Moses alone would make `isn ' t` of `isn 't`), so
+    # that text tokenized this way comes out unchanged
+    r"(?<!\S)'(?:s|t|re|ve|ll|d|m)\b",
+)
+# Abbreviations the corpus keeps whole mid-sentence that are not in Moses's English list.
+_CORPUS_ABBREVIATIONS = ('etc', 'al', 'Jr', 'Inc', 'Co', 'Ltd', 'Vs')
+# The corpus maps curly quotes to straight ones; Moses would make tokens of them as they are.
+_STRAIGHT_QUOTES = str.maketrans({'\u2018': "'", '\u2019': "'", '\u201c': '"', '\u201d': '"'})
+_MARK_RUN = re.compile(r'[!?]{2,}')
+_FINAL_ABBREVIATION = re.compile(r'^([^\W\d_]+)\.$')
+
+
+def _moses_tokenizer():
+    """English text as lm-corpus and 1B Word are tokenized (Moses style): sacremoses's English
+    MosesTokenizer with the corpus's departures (_CORPUS_WHOLE_TOKENS, _CORPUS_ABBREVIATIONS,
+    straight quotes, a sentence's final period split from an abbreviation: `Corp .`); no XML
+    escapes (escape=False: `'s`, not `&apos;s`) and no aggressive dash splits (`well-known` stays).
+    "It's raining, isn't it?" -> It 's raining , isn 't it ?. sacremoses is imported on first use."""
+    try:
+        from sacremoses import MosesTokenizer
+    except ImportError:
+        raise InputError(f'the moses tokenizer needs the sacremoses package: pip install sacremoses=='
+                         f'{SACREMOSES_VERSION}') from None
+    moses = MosesTokenizer(lang='en')
+    moses.NONBREAKING_PREFIXES = moses.NONBREAKING_PREFIXES + list(_CORPUS_ABBREVIATIONS)
+
+    def moses_tokens(text):
+        text = _MARK_RUN.sub(lambda m: f' {m.group()} ', text.translate(_STRAIGHT_QUOTES))
+        tokens = moses.tokenize(text, escape=False, aggressive_dash_splits=False,
+                                protected_patterns=_CORPUS_WHOLE_TOKENS)
+        # Moses keeps a known abbreviation's period at the end of the text (`Corp.`); the corpus
+        # splits a sentence's final period from a one-word abbreviation (`U.S.` stays).
+        final = _FINAL_ABBREVIATION.match(tokens[-1]) if tokens else None
+        return tokens[:-1] + [final.group(1), '.'] if final else tokens
+    return moses_tokens
+
+
 def get_tokenizer(name):
     """A tokenizer's name (TOKENIZERS) -> a function: raw text -> list of str tokens (none empty,
-    none holding whitespace). whitespace: `whitespace_tokens`; jieba: Chinese words
-    (`_jieba_tokenizer`); chars: `char_tokens`."""
+    none holding whitespace). whitespace: `whitespace_tokens`; moses: English as 1B Word and
+    lm-corpus are tokenized (`_moses_tokenizer`); jieba: Chinese words (`_jieba_tokenizer`);
+    chars: `char_tokens`."""
     if name == 'whitespace':
         return whitespace_tokens
+    if name == 'moses':
+        return _moses_tokenizer()
     if name == 'chars':
         return char_tokens
     if name == 'jieba':
