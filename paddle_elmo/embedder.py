@@ -15,7 +15,7 @@ import paddle
 from paddle_elmo.runtime import configure_if_on_cpu, inference_mode, keep_freed_memory
 from paddle_elmo.token_ids import BOS_TOKEN, EOS_TOKEN, InputMapper
 from paddle_elmo.tokenizers import as_token_lists, model_tokenizer
-from paddle_elmo.vocabulary import read_vocabulary_file
+from paddle_elmo.vocabulary import read_vocabulary_file, warn_if_mostly_unknown
 from paddle_elmo.downstream import ScalarMix
 from paddle_elmo.fileio import InputError, atomic_path, iter_lines
 from paddle_elmo.hdf5_weights import HDF5_EMBEDDING
@@ -30,7 +30,8 @@ class SentenceEmbedder:
     """What every embedder of ours does with sentences: a sentence is a list of str tokens or a raw
     string (split by the embedder's `tokenizer`, see dataset.get_tokenizer); batches, input order
     and files are handled here. A subclass (ELMoEmbedder; deploy.InferenceEmbedder, which runs an
-    exported model) sets `batch_size`, `stateful` and `tokenizer` (a name of dataset.TOKENIZERS) and
+    exported model) sets `batch_size`, `stateful`, `tokenizer` (a name of dataset.TOKENIZERS) and
+    `mapper` (its token_ids.InputMapper) and
     implements `_embed_token_lists(sentences)`: token lists -> list of float32
     [n_layers + 1, n_tokens, 2P], boundaries removed.
     """
@@ -38,10 +39,17 @@ class SentenceEmbedder:
     def _embed_token_lists(self, sentences):
         raise NotImplementedError
 
+    def _token_lists(self, sentences):
+        """One call's sentences -> token lists (as_token_lists, by the embedder's tokenizer), with the
+        warning of a word model that sees mostly unknown words (`mapper`: the subclass's InputMapper)."""
+        sentences = as_token_lists(sentences, self.tokenizer)
+        warn_if_mostly_unknown(self.mapper.vocab, sentences, self.tokenizer)
+        return sentences
+
     def embed_batch(self, sentences):
         """One batch of sentences (strings or token lists) -> list of float32
         [n_layers + 1, n_tokens, 2P], boundaries removed."""
-        return self._embed_token_lists(as_token_lists(sentences, self.tokenizer))
+        return self._embed_token_lists(self._token_lists(sentences))
 
     def embed_sentence(self, sentence):
         """One sentence (a string or a list of tokens) -> float32 [n_layers + 1, n_tokens, 2P]."""
@@ -71,7 +79,7 @@ class SentenceEmbedder:
         """Yield (index, float32 [n_layers + 1, n_tokens, 2P]) batch by batch, so that a long input
         never holds all its embeddings at once. Stateless runs group sentences by length, so the
         indices do not come in input order."""
-        return self._iter_token_lists(as_token_lists(sentences, self.tokenizer), batch_size)
+        return self._iter_token_lists(self._token_lists(sentences), batch_size)
 
     def _iter_token_lists(self, sentences, batch_size):
         for idx in self._batches(sentences, batch_size or self.batch_size):
@@ -80,7 +88,7 @@ class SentenceEmbedder:
     def encode(self, sentences, batch_size=None):
         """List of sentences (strings or token lists) -> list of float32 [n_layers + 1, n_tokens, 2P],
         input order kept."""
-        sentences = as_token_lists(sentences, self.tokenizer)
+        sentences = self._token_lists(sentences)
         results = [None] * len(sentences)
         for i, emb in self._iter_token_lists(sentences, batch_size):
             results[i] = emb
@@ -131,9 +139,10 @@ class ELMoEmbedder(SentenceEmbedder):
         $OMP_NUM_THREADS if you set it, else the available cores. On an AMD processor the embedder
         also sets MKL_DEBUG_CPU_TYPE=5 unless you set it (MKL's AVX2 path, ~3x faster products);
         see `runtime.py`.
-    tokenizer: how raw strings become tokens, 'whitespace', 'jieba' or 'chars'
-        (dataset.get_tokenizer); None: the one the model records (options.json's "tokenizer";
-        whitespace when absent, as in bilm-tf files). Another than the model's logs a warning.
+    tokenizer: how raw strings become tokens, 'whitespace', 'moses', 'jieba' or 'chars'
+        (tokenizers.get_tokenizer); None: the one the model records (options.json's "tokenizer":
+        moses for the bundled model; whitespace when absent, as in bilm-tf files). Another than the
+        model's logs a warning. A word model warns once when a call's tokens are mostly unknown.
     """
 
     def __init__(self, options_file=None, weight_file=None, *, params_file=None, batch_size=64,
