@@ -73,23 +73,25 @@ _CORPUS_WHOLE_TOKENS = (
     r"\b[^\W\d_]+(?:'(?!(?:s|t|re|ve|ll|d|m)\b)[^\W\d_]+)+\b",
     r"\b[^\W_]+(?:-[^\W_]+)+'[^\W\d_]+\b",  # a hyphenated word keeps its clitic (Jay-Z's)
     r'(?<= )[!?]{2,}(?= )',  # runs of ! and ? (!!!, ?!), spaced out first in moses_tokens
-    # a clitic already split off stays one token (Moses alone would make `isn ' t` of `isn 't`), so
-    # that text tokenized this way comes out unchanged
-    r"(?<!\S)'(?:s|t|re|ve|ll|d|m)\b",
 )
+# A clitic already split off stays one token, so that text tokenized this way comes out unchanged
+# (Moses alone makes `isn ' t` of `isn 't`). Each stands in as a word of its own while Moses runs; not a
+# protected pattern: sacremoses protects every occurrence of a protected string, `'s` inside `It's` too.
+_SPLIT_CLITIC = re.compile(r"(?<!\S)'(?:s|t|re|ve|ll|d|m)(?!\w)", re.IGNORECASE)
 # Abbreviations the corpus keeps whole mid-sentence that are not in Moses's English list.
 _CORPUS_ABBREVIATIONS = ('etc', 'al', 'Jr', 'Inc', 'Co', 'Ltd', 'Vs')
 # The corpus maps curly quotes to straight ones; Moses would make tokens of them as they are.
 _STRAIGHT_QUOTES = str.maketrans({'\u2018': "'", '\u2019': "'", '\u201c': '"', '\u201d': '"'})
-_MARK_RUN = re.compile(r'[!?]{2,}')
+_MARK_RUN = re.compile(r'[!?]{2,}')  # spaced out, then protected whole
 _FINAL_ABBREVIATION = re.compile(r'^([^\W\d_]+)\.$')
 
 
 def _moses_tokenizer():
     """English text as lm-corpus and 1B Word are tokenized (Moses style): sacremoses's English
     MosesTokenizer with the corpus's departures (_CORPUS_WHOLE_TOKENS, _CORPUS_ABBREVIATIONS,
-    straight quotes, a sentence's final period split from an abbreviation: `Corp .`); no XML
+    straight quotes, clitics already split kept, `_corpus_possessives`, `_corpus_ending`); no XML
     escapes (escape=False: `'s`, not `&apos;s`) and no aggressive dash splits (`well-known` stays).
+    Its English rules split `n't` as 1B Word does (`isn 't`; PTB's would be `is n't`):
     "It's raining, isn't it?" -> It 's raining , isn 't it ?. sacremoses is imported on first use."""
     try:
         from sacremoses import MosesTokenizer
@@ -101,13 +103,38 @@ def _moses_tokenizer():
 
     def moses_tokens(text):
         text = _MARK_RUN.sub(lambda m: f' {m.group()} ', text.translate(_STRAIGHT_QUOTES))
+        clitics, stand_in = _SPLIT_CLITIC.findall(text), 'clitic'
+        while stand_in in text:
+            stand_in += 'x'
+        text = _SPLIT_CLITIC.sub(f' {stand_in} ', text)
         tokens = moses.tokenize(text, escape=False, aggressive_dash_splits=False,
                                 protected_patterns=_CORPUS_WHOLE_TOKENS)
-        # Moses keeps a known abbreviation's period at the end of the text (`Corp.`); the corpus
-        # splits a sentence's final period from a one-word abbreviation (`U.S.` stays).
-        final = _FINAL_ABBREVIATION.match(tokens[-1]) if tokens else None
-        return tokens[:-1] + [final.group(1), '.'] if final else tokens
+        if clitics:
+            clitics = iter(clitics)
+            tokens = [next(clitics) if token == stand_in else token for token in tokens]
+        return _corpus_ending(_corpus_possessives(tokens))
     return moses_tokens
+
+
+def _corpus_possessives(tokens):
+    """`'s` after a token that does not end in a letter is two tokens in the corpus: `1930 ' s`,
+    `" Adventure " ' s` (Moses: `1930 's`)."""
+    if "'s" not in tokens and "'S" not in tokens:
+        return tokens
+    out = []
+    for token in tokens:
+        if token in ("'s", "'S") and out and not out[-1][-1].isalpha():
+            out += ["'", token[1]]
+        else:
+            out.append(token)
+    return out
+
+
+def _corpus_ending(tokens):
+    """Moses keeps a known abbreviation's period at the end of the text (`Corp.`); the corpus
+    splits a sentence's final period from a one-word abbreviation (`U.S.` stays)."""
+    final = _FINAL_ABBREVIATION.match(tokens[-1]) if tokens else None
+    return tokens[:-1] + [final.group(1), '.'] if final else tokens
 
 
 def get_tokenizer(name):
