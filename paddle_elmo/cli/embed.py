@@ -7,7 +7,8 @@
     python run_embed.py reviews.txt out.hdf5 --init_from_ckpt zh/final   # raw Chinese, if zh/ records jieba
 
 Lines are split into tokens by --tokenizer, by default the one the model records (moses for the
-bundled model: raw English as its corpus was tokenized; whitespace for bilm-tf files). Datasets: str(line index) -> the embedding of that line ('all': [3, n_tokens, dim];
+bundled model: raw English as its corpus was tokenized; whitespace for bilm-tf files).
+Datasets: str(line index) -> the embedding of that line ('all': [3, n_tokens, dim];
 'top' and 'average': [n_tokens, dim]), and 'sentence_to_index', a JSON string {sentence: line index}.
 """
 import sys

@@ -8,7 +8,8 @@
 Writes to --save_dir: options.json and recipe.json, N.pdparams / N.pdopt every --save_freq steps
 and final.* at the end (atomically), train_log.csv and train_curve.png. The corpus is read as
 tokens split by spaces; --tokenizer records the tokenizer that made them from raw text, which every
-command then applies to the model's raw inputs (build-vocab --tokenizer X --output_corpus makes them). The flags become the two
+command then applies to the model's raw inputs (build-vocab --tokenizer X --output_corpus makes
+them). The flags become the two
 configs here (`read_configs`); the loop is paddle_elmo/training.py's.
 """
 import argparse
