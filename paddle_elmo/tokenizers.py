@@ -84,6 +84,7 @@ _CORPUS_ABBREVIATIONS = ('etc', 'al', 'Jr', 'Inc', 'Co', 'Ltd', 'Vs')
 _STRAIGHT_QUOTES = str.maketrans({'\u2018': "'", '\u2019': "'", '\u201c': '"', '\u201d': '"'})
 _MARK_RUN = re.compile(r'[!?]{2,}')  # spaced out, then protected whole
 _FINAL_ABBREVIATION = re.compile(r'^([^\W\d_]+)\.$')
+_WORD_PERIOD = _FINAL_ABBREVIATION  # a word and its period
 
 
 def _moses_tokenizer():
@@ -112,8 +113,19 @@ def _moses_tokenizer():
         if clitics:
             clitics = iter(clitics)
             tokens = [next(clitics) if token == stand_in else token for token in tokens]
-        return _corpus_ending(_corpus_possessives(tokens))
+        return _corpus_ending(_corpus_periods(_corpus_possessives(tokens), moses.NONBREAKING_PREFIXES))
     return moses_tokens
+
+
+def _corpus_periods(tokens, abbreviations):
+    """Moses keeps a period on a word before a lower-case word, taking it for an abbreviation
+    (`movie. the` in lower-cased text); the corpus keeps only known abbreviations' (its lower-case
+    words ending in `.` are etc. vs. no. al. p. ...): the others' period is split off."""
+    out = []
+    for token in tokens:
+        word = _WORD_PERIOD.match(token)
+        out += [word.group(1), '.'] if word and word.group(1) not in abbreviations else [token]
+    return out
 
 
 def _corpus_possessives(tokens):
