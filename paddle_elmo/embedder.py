@@ -25,76 +25,6 @@ from paddle_elmo.sentence_embedder import SentenceEmbedder
 log = logging.getLogger(__name__)
 
 
-<<<<<<< HEAD
-class SentenceEmbedder:
-    """What every embedder of ours does with sentences: a sentence is a list of str tokens or a raw
-    string (split by the embedder's `tokenizer`, see tokenizers.get_tokenizer); batches, input order
-    and files are handled here. A subclass (ELMoEmbedder; deploy.InferenceEmbedder, which runs an
-    exported model) sets `batch_size`, `stateful` and `tokenizer` (a name of tokenizers.TOKENIZERS) and
-    implements `_embed_token_lists(sentences)`: token lists -> list of float32
-    [n_layers + 1, n_tokens, 2P], boundaries removed.
-    """
-
-    def _embed_token_lists(self, sentences):
-        raise NotImplementedError
-
-    def embed_batch(self, sentences):
-        """One batch of sentences (strings or token lists) -> list of float32
-        [n_layers + 1, n_tokens, 2P], boundaries removed."""
-        return self._embed_token_lists(as_token_lists(sentences, self.tokenizer))
-
-    def embed_sentence(self, sentence):
-        """One sentence (a string or a list of tokens) -> float32 [n_layers + 1, n_tokens, 2P]."""
-        return self.embed_batch([sentence])[0]
-
-    def _batches(self, sentences, batch_size):
-        """Index batches: in order when stateful (row state matters), else grouped by length."""
-        order = np.arange(len(sentences))
-        if not self.stateful:
-            order = np.argsort([len(s) for s in sentences], kind='stable')
-        for start in range(0, len(order), batch_size):
-            yield order[start:start + batch_size]
-
-    def embed_sentences(self, sentences, batch_size=None):
-        """AllenNLP's `embed_sentences`: yield each sentence's float32 [n_layers + 1, n_tokens, 2P]
-        in input order, one batch at a time (`sentences` may be any iterable, even a generator)."""
-        batch = []
-        for sentence in sentences:
-            batch.append(sentence)
-            if len(batch) == (batch_size or self.batch_size):
-                yield from self.embed_batch(batch)
-                batch = []
-        if batch:
-            yield from self.embed_batch(batch)
-
-    def iter_embeddings(self, sentences, batch_size=None):
-        """Yield (index, float32 [n_layers + 1, n_tokens, 2P]) batch by batch, so that a long input
-        never holds all its embeddings at once. Stateless runs group sentences by length, so the
-        indices do not come in input order."""
-        return self._iter_token_lists(as_token_lists(sentences, self.tokenizer), batch_size)
-
-    def _iter_token_lists(self, sentences, batch_size):
-        for idx in self._batches(sentences, batch_size or self.batch_size):
-            yield from zip(idx.tolist(), self._embed_token_lists([sentences[i] for i in idx]))
-
-    def encode(self, sentences, batch_size=None):
-        """List of sentences (strings or token lists) -> list of float32 [n_layers + 1, n_tokens, 2P],
-        input order kept."""
-        sentences = as_token_lists(sentences, self.tokenizer)
-        results = [None] * len(sentences)
-        for i, emb in self._iter_token_lists(sentences, batch_size):
-            results[i] = emb
-        return results
-
-    def embed_file(self, input_file, output_file, output_format='all', batch_size=None, progress=True):
-        """Embed a one-sentence-per-line file into hdf5: see `embed_file`; -> number of lines."""
-        return embed_file(self, input_file, output_file, output_format, batch_size or self.batch_size,
-                          progress)
-
-
-
-=======
->>>>>>> slim43
 class ELMoEmbedder(SentenceEmbedder):
     """Sentences -> numpy ELMo layers. A sentence is a list of str tokens or a raw string, which is
     split by `tokenizer` (by default the model's: on whitespace, as TF-Hub ELMo's `default`
@@ -135,10 +65,11 @@ class ELMoEmbedder(SentenceEmbedder):
         $OMP_NUM_THREADS if you set it, else the available cores. On an AMD processor the embedder
         also sets MKL_DEBUG_CPU_TYPE=5 unless you set it (MKL's AVX2 path, ~3x faster products);
         see `runtime.py`.
-    tokenizer: how raw strings become tokens, 'whitespace', 'jieba' or 'chars'
-        (tokenizers.get_tokenizer); None: the one the model records (options.json's "tokenizer"; for a
-        named AllenNLP release, the table's; whitespace when absent, as in bilm-tf files). Another
-        than the model's logs a warning.
+    tokenizer: how raw strings become tokens, 'whitespace', 'moses', 'jieba' or 'chars'
+        (tokenizers.get_tokenizer); None: the one the model records (options.json's "tokenizer":
+        moses for the bundled model; for a named AllenNLP release, the table's; whitespace when
+        absent, as in bilm-tf files). Another than the model's logs a warning. A word model warns
+        once when a call's tokens are mostly unknown.
     """
 
     def __init__(self, options_file=None, weight_file=None, *, params_file=None, batch_size=64,

@@ -7,8 +7,9 @@
     python run_embed.py sentences.txt out.hdf5 --inference_model elmo_inference   # export_inference.py's
     python run_embed.py reviews.txt out.hdf5 --init_from_ckpt zh/final   # raw Chinese, if zh/ records jieba
 
-Lines are split into tokens by --tokenizer, by default the one the model records (whitespace for
-bilm-tf files). Datasets: str(line index) -> the embedding of that line ('all': [3, n_tokens, dim];
+Lines are split into tokens by --tokenizer, by default the one the model records (moses for the
+bundled model: raw English as its corpus was tokenized; whitespace for bilm-tf files).
+Datasets: str(line index) -> the embedding of that line ('all': [3, n_tokens, dim];
 'top' and 'average': [n_tokens, dim]), and 'sentence_to_index', a JSON string {sentence: line index}.
 """
 import sys
@@ -62,13 +63,9 @@ def main(argv=None):
     if a.inference_model:
         embedder = inference_embedder(a)
     else:
-<<<<<<< HEAD
-        embedder = ELMoEmbedder(source, batch_size=a.batch_size, stateful=a.stateful,
-=======
         from paddle_elmo import ELMoEmbedder, use_device
         use_device(a.device, cpu_threads=a.cpu_threads)
-        embedder = ELMoEmbedder(**source.kwargs(), batch_size=a.batch_size, stateful=a.stateful,
->>>>>>> slim43
+        embedder = ELMoEmbedder(source, batch_size=a.batch_size, stateful=a.stateful,
                                 embedding_weight_file=a.embedding_weight_file, tokenizer=a.tokenizer)
     n = embedder.embed_file(a.input_file, a.output_file, a.output_format)
     print(f'wrote {n} sentences to {a.output_file}')
