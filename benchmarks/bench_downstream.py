@@ -94,7 +94,7 @@ def checkpoint_at(run_dir, step):
 
 def random_init_checkpoint(run_dir, out_dir, seed):
     """OUT/init/0: the run's options and the weights it starts from: its seed's, then its
-    --init_weight_file's and --word_vectors' as run_pretrain.py loads them."""
+    --weight_file's and --word_vectors' as paddle-elmo pretrain loads them."""
     from paddle_elmo.vocabulary import Vocabulary
     from paddle_elmo.lm import LanguageModel
     from paddle_elmo.lm_loading import load_weights_into

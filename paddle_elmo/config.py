@@ -98,7 +98,8 @@ class ModelConfig:
     cnn_filters: List[List[int]] = setting(ORIGINAL_FILTERS, 'JSON list of [width, n_filters] for the char CNN')
     num_highways: int = setting(2, 'highway layers after the char CNN')
     activation: str = setting('relu', 'char CNN activation: relu or tanh')
-    max_characters_per_token: int = setting(50, 'chars per token, boundary marks included; longer tokens are cut')
+    max_characters_per_token: int = setting(50, 'characters per token, counted in UTF-8 bytes, boundary marks included; '
+                                           'longer tokens are cut')
     dropout: float = setting(0.1, 'dropout probability on the LSTM inputs and before the softmax (training only)')
     tokenizer: str = setting('whitespace', 'the tokenizer that segmented the training text, recorded for the '
                              'scripts that give the model raw text: whitespace, jieba or chars. Pretraining reads '
@@ -305,14 +306,15 @@ class Recipe:
     epochs: int = setting(10, 'passes over n_train_tokens')
     max_steps: Optional[int] = setting(None, 'stop after this many steps (batches) in all (overrides --epochs)')
     save_freq: int = setting(10000, 'checkpoint every N steps (batches)')
-    log_freq: int = setting(100, 'log the training loss every N steps (batches)')
+    log_freq: int = setting(100, 'log the training loss every N steps (batches); 100, not the '
+                            'classifiers\' 0 (once per epoch): a pretraining epoch is thousands of steps')
     eval_freq: int = setting(0, 'with --dev_data_path: evaluate every N steps (0: only at the end)')
     eval_minutes: float = setting(0.0, 'with --dev_data_path: evaluate every this many minutes of training (0: off)')
     eval_max_tokens: int = setting(51200, 'target tokens of --dev_data_path read by each evaluation during '
-                                   'training (0: all; run_eval.py reads all by default)')
+                                   'training (0: all; paddle-elmo eval reads all by default)')
     world_size: int = setting(1, 'processes that trained (recorded; resuming needs as many)')
     init_options_file: Optional[str] = setting(None, 'the options.json of the weights the run started from '
-                                               '(recorded from --init_from_weights / --init_options_file)')
+                                               '(recorded from --init_from_weights / --options_file)')
     init_weight_file: Optional[str] = setting(None, 'the weights.hdf5 the run started from (recorded)')
     from_weights_lr_scale: float = setting(0.1, 'a run that starts from pretrained weights (--init_from_weights, '
                                            '--options_file) and trains them: its learning rate is --lr x this '

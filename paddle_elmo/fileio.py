@@ -3,6 +3,7 @@ and writing outputs atomically (a temp file beside the target, renamed when comp
 interrupted or failed write never leaves a half-written file under the real name."""
 import contextlib
 import glob
+import importlib
 import json
 import os
 import tempfile
@@ -10,6 +11,41 @@ import tempfile
 
 class InputError(ValueError):
     """Bad user input (a file, a flag, an options value): the scripts print it as one line."""
+
+
+# The packages a command may need that the core install lacks -> what installs them (an extra of ours).
+INSTALLS = {
+    'paddle': "pip install 'paddle-elmo[cpu]', or paddlepaddle-gpu for a GPU",
+    'gensim': "pip install 'paddle-elmo[classify]'",
+    'sklearn': "pip install 'paddle-elmo[classify]'",
+    'jieba': "pip install 'paddle-elmo[zh]'",
+    'onnx': "pip install 'paddle-elmo[onnx]'",
+    'onnxruntime': "pip install 'paddle-elmo[onnx]'",
+    'paddle2onnx': "pip install 'paddle-elmo[onnx]'",
+    'matplotlib': "pip install 'paddle-elmo[plot]'",
+}
+
+
+def require_package(module, extra=None):
+    """import `module` -> the module; a missing one is an InputError naming what installs it (`extra`:
+    the extra of ours, e.g. 'classify'; by default INSTALLS' entry for the package)."""
+    try:
+        return importlib.import_module(module)
+    except ModuleNotFoundError as e:
+        missing = missing_package(e, f"pip install 'paddle-elmo[{extra}]'" if extra else None)
+        if missing is None:
+            raise
+        raise missing from None
+
+
+def missing_package(error, install=None):
+    """A ModuleNotFoundError for a package of INSTALLS -> the InputError that says how to install it
+    (`install`: that advice, by default INSTALLS'); None for any other module (a bug: keep its traceback)."""
+    package = (error.name or '').split('.')[0]
+    if package not in INSTALLS:
+        return None
+    return InputError(f'this needs the Python package {package!r}, which is not installed: '
+                      f'{install or INSTALLS[package]}')
 
 
 def list_files(file_pattern):

@@ -26,7 +26,7 @@ import numpy as np
 import paddle
 import paddle.distributed as dist
 
-from paddle_elmo.runtime import use_device
+from paddle_elmo.runtime import set_device, use_device
 from paddle_elmo.corpus import count_tokens
 from paddle_elmo.lm_batches import EVAL_BATCH_SIZE, EVAL_UNROLL_STEPS, LMStream, iter_eval_batches
 from paddle_elmo.vocabulary import Vocabulary
@@ -176,8 +176,8 @@ class StopRequest:
 
 def setup_device(device, cpu_threads=None):
     world_size = dist.get_world_size()
-    if device == 'gpu':
-        paddle.set_device(f'gpu:{dist.ParallelEnv().device_id}' if world_size > 1 else 'gpu')
+    if device.startswith('gpu'):  # 'gpu' or 'gpu:N'; under a launch, each rank its own
+        set_device(f'gpu:{dist.ParallelEnv().device_id}' if world_size > 1 else device)
     else:
         use_device('cpu', cpu_threads=cpu_threads)
     if world_size > 1:

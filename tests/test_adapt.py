@@ -76,8 +76,8 @@ def test_a_word_model_refuses_another_vocabulary_naming_both(corpus, tmp_path):
 @pytest.mark.parametrize('flags, message', [
     (['--cell_dim', '99'], 'defines the model being adapted, and these flags differ from it: --cell_dim 99 '
                            '(weights: 16)'),
-    (['--init_options_file', 'x.json'], 'give either --init_from_weights or --init_options_file with '
-                                         '--init_weight_file, not both'),
+    (['--options_file', 'x.json'], 'give either --init_from_weights or --options_file with --weight_file, not '
+                                    'both'),
     (['--init_from_ckpt', 'ck/1'], 'give --init_from_ckpt (resume a run) or --init_from_weights'),
 ])
 def test_bad_combinations_are_one_line_errors(corpus, export, tmp_path, flags, message):
