@@ -328,7 +328,7 @@ class BiLM(nn.Layer):
         for needed, ids, name in ((self.config.has_chars, char_ids, 'char_ids'), (self.config.has_words, word_ids, 'word_ids')):
             if needed and ids is None:
                 raise ValueError(f'this biLM ({self.config.token_input} input) reads {name}: make them with '
-                                 f'dataset.InputMapper.of(bilm)')
+                                 f'paddle_elmo.token_ids.InputMapper.of(bilm)')
         if not self.config.has_chars:
             return self._word_rows(word_ids, word_rows)
         if not self.config.has_words:

@@ -95,7 +95,7 @@ class ModelConfig:
     proj_clip: Optional[float] = setting(3.0, 'clip projected LSTM states to +-this (0 or none: no clipping)')
     use_skip_connections: bool = setting(True, 'residual connection around LSTM layers after the first')
     char_embed_dim: int = setting(16, 'char embedding size (floats per char)')
-    cnn_filters: List[List[int]] = setting(ORIGINAL_FILTERS, 'JSON list of [width, n_filters] for the char CNN')
+    cnn_filters: List[List[int]] = setting(ORIGINAL_FILTERS, 'JSON list of [width in characters (UTF-8 bytes), n_filters] for the char CNN')
     num_highways: int = setting(2, 'highway layers after the char CNN')
     activation: str = setting('relu', 'char CNN activation: relu or tanh')
     max_characters_per_token: int = setting(50, 'characters per token, counted in UTF-8 bytes, boundary marks included; '
@@ -103,7 +103,7 @@ class ModelConfig:
     dropout: float = setting(0.1, 'dropout probability on the LSTM inputs and before the softmax (training only)')
     tokenizer: str = setting('whitespace', 'the tokenizer that segmented the training text, recorded for the '
                              'scripts that give the model raw text: whitespace, jieba or chars. Pretraining reads '
-                             'the corpus split on spaces (build_vocab.py --output_corpus segments raw text)')
+                             'the corpus split on spaces (paddle-elmo build-vocab --output_corpus segments raw text)')
 
     def __post_init__(self):
         if self.token_input == 'word':  # no char CNN: its fields are unused and kept at their defaults,

@@ -120,7 +120,7 @@ def read_hdf5_softmax(weight_file, required=True):
             if not required:
                 return None
             raise InputError(f'{weight_file}: no {HDF5_SOFTMAX_W} and {HDF5_SOFTMAX_B} datasets; perplexity, '
-                             f'prediction and the softmax dump need the softmax (export_weights.py writes it from '
+                             f'prediction and the softmax dump need the softmax (paddle-elmo export-weights writes it from '
                              f'a checkpoint of ours)')
         return f[HDF5_SOFTMAX_W][...].astype(np.float32), f[HDF5_SOFTMAX_B][...].reshape(-1).astype(np.float32)
 

@@ -19,7 +19,7 @@ def build_parser():
     p.add_argument('--output_dir', required=True, help='directory for options.json and weights.hdf5')
     p.add_argument('--softmax', action=cli.Switch, default=True,
                    help='write the checkpoint\'s softmax too (off: enough for embeddings and fine-tuning, not for '
-                   'run_eval.py or run_predict.py)')
+                   'paddle-elmo eval or paddle-elmo predict)')
     return p
 
 

@@ -482,8 +482,10 @@ def _scale_or_off(text):
         raise argparse.ArgumentTypeError(f'expected a number or off, got {text!r}') from None
 
 
-# Fields whose flag reads more than the field's type.
-FLAG_TYPES = {'from_weights_lr_scale': _scale_or_off}
+# Fields whose flag reads more than the field's type (sizes as every command reads them).
+FLAG_TYPES = {'from_weights_lr_scale': _scale_or_off, 'eval_max_tokens': count_or_zero,
+              **{name: positive_int for name in ('batch_size', 'unroll_steps', 'epochs', 'save_freq', 'log_freq',
+                                                 'n_negative_samples')}}
 
 
 def _flag_type(annotation):

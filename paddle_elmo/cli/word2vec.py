@@ -1,4 +1,4 @@
-"""word2vec + bag-of-vectors sentence classification: the baseline for run_finetune.py.
+"""word2vec + bag-of-vectors sentence classification: the baseline for paddle-elmo finetune.
 
 Same head, folds, protocol and output JSON as run_finetune.py (both use classifier.py); only the
 token features differ: frozen word2vec vectors instead of a scalar mix of biLM layers.
