@@ -89,6 +89,16 @@ def not_utf8(path, line_no, reason, byte):
     return InputError(f'{path}:{line_no}: not valid UTF-8 ({reason} at byte {byte} of the line)')
 
 
+def make_directory(path, what):
+    """os.makedirs(path, exist_ok=True) for an output directory; InputError naming `what` (its flag, or
+    what it is) when it cannot be one: a file in the way, no permission."""
+    try:
+        os.makedirs(path, exist_ok=True)
+    except OSError as e:
+        raise InputError(f'{what} {path}: cannot make this directory ({e.strerror})') from None
+    return path
+
+
 @contextlib.contextmanager
 def atomic_path(path):
     """Yield a temporary path beside `path`; rename it to `path` when the block ends normally.

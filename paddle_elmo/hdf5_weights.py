@@ -11,7 +11,7 @@ import numpy as np
 
 import paddle
 
-from paddle_elmo.fileio import InputError, atomic_path, write_json_atomic
+from paddle_elmo.fileio import InputError, atomic_path, make_directory, write_json_atomic
 from paddle_elmo.run_configs import OPTIONS_FILE, WEIGHTS_FILE, write_input_vocabulary
 from paddle_elmo.config import HDF5_EMBEDDING, HDF5_WORD_EMBEDDING  # noqa: F401  (config.TOKEN_INPUT_MODES uses them)
 
@@ -149,7 +149,7 @@ def export_weights(bilm, output_dir, softmax=None):
     """Write output_dir/options.json and output_dir/weights.hdf5, loadable by AllenNLP and bilm-tf
     (char and word models; word+char by this toolkit), and output_dir/vocab.txt for word input;
     softmax = (W [vocab, P], b [vocab]) adds softmax/W and softmax/b."""
-    os.makedirs(output_dir, exist_ok=True)
+    make_directory(output_dir, 'output directory')
     if bilm.config.has_words:
         write_input_vocabulary(bilm.vocab, output_dir)
     save_hdf5_weights(bilm, os.path.join(output_dir, WEIGHTS_FILE), softmax)

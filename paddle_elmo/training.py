@@ -30,7 +30,7 @@ from paddle_elmo.runtime import set_device, use_device
 from paddle_elmo.corpus import count_tokens
 from paddle_elmo.lm_batches import EVAL_BATCH_SIZE, EVAL_UNROLL_STEPS, LMStream, iter_eval_batches
 from paddle_elmo.vocabulary import Vocabulary
-from paddle_elmo.fileio import InputError, atomic_path, write_csv_atomic
+from paddle_elmo.fileio import InputError, atomic_path, make_directory, write_csv_atomic
 from paddle_elmo.lm import LanguageModel, evaluate, make_optimizer, train_step
 from paddle_elmo.checkpoints import checkpoint_dir, load_training_checkpoint, rank_state, restore_rank_state, save_training_checkpoint, train_state
 from paddle_elmo.lm_loading import load_weights_into
@@ -304,7 +304,7 @@ def set_up(model_config, recipe, save_dir, *, device='cpu', cpu_threads=None, in
         clock.earlier, step = state.get('train_seconds', 0.0), state['step']
     total, train_log = total_steps(recipe), None
     if rank == 0:
-        os.makedirs(save_dir, exist_ok=True)
+        make_directory(save_dir, '--save_dir')
         write_run_configs(save_dir, model_config, recipe, vocab)
         train_log = TrainLog(save_dir, total, step)
         scale = lr_scale_from_weights(recipe)

@@ -7,7 +7,7 @@ import os
 from paddle_elmo.classifier import (BOUNDARY_TOKENS, FEATURE_NORMS, TOKENIZATIONS, TrainConfig, format_table,
                                     read_polarity, summarize)
 from paddle_elmo.cli.flags import count_or_zero, option_strings, positive_int
-from paddle_elmo.fileio import InputError, write_json_atomic
+from paddle_elmo.fileio import InputError, make_directory, write_json_atomic
 
 log = logging.getLogger(__name__)
 
@@ -17,10 +17,7 @@ def prepare_output(path):
     if path is None:
         return
     directory = os.path.dirname(os.path.abspath(path))
-    try:
-        os.makedirs(directory, exist_ok=True)
-    except OSError as e:
-        raise InputError(f'--output_json {path}: cannot create directory {directory} ({e.strerror})') from None
+    make_directory(directory, f'--output_json {path}: its directory')
     if not os.access(directory, os.W_OK):
         raise InputError(f'--output_json {path}: directory {directory} is not writable')
 
