@@ -122,7 +122,7 @@ def test_compare_folds_prints_the_corrected_p_as_its_headline(tmp_path):
     columns = [c.strip() for c in header.strip('|').split('|')]
     assert columns[5:9] == ['corrected t p', 'plain t p', 'Wilcoxon p', 'n_test/n_train']
     cells = [c.strip() for c in row_line.strip('|').split('|')]
-    assert cells[4:8] == ['0.0185', '0.0020', '0.0078', '0.1235']  # the hand computation above
+    assert cells[5:9] == ['0.0185', '0.0020', '0.0078', '0.1235']  # the hand computation above
     given = subprocess.run([sys.executable, COMPARE, f'{results}:word2vec:1', f'{results}:concat:1',
                             '--test_train_ratio', str(1 / 9)], capture_output=True, text=True)
     assert given.returncode == 0 and '0.1111' in given.stdout, given.stderr
