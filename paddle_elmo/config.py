@@ -282,7 +282,7 @@ class Recipe:
                                       '(line i = softmax row i and, for word input, embedding row i)')
     dev_data_path: Optional[str] = setting(None, 'held-out glob: full-softmax perplexity every --eval_freq steps')
     n_train_tokens: Optional[int] = setting(None, 'training tokens per epoch (default: counted once from the data '
-                                            'and cached next to it)')
+                                            'and cached in the cache directory, never beside the data)')
     batch_size: int = setting(128, 'rows per batch per device')
     unroll_steps: int = setting(20, 'tokens per row per batch (BPTT window)')
     n_negative_samples: int = setting(8192, 'sampled-softmax candidates (words) per batch')
