@@ -380,7 +380,7 @@ def embed_file(embedder, input_file, output_file, output_format='all', batch_siz
             for (i, line), emb in zip(chunk, embeddings):
                 key = _sentence_key(input_file, i, line, sentence_to_index) if use_sentence_keys else str(i)
                 fout.create_dataset(key, data=_select(emb, output_format).astype(np.float32))
-                sentence_to_index.setdefault(line, str(i))
+                sentence_to_index[line] = str(i)
             bar.update(len(chunk))
         if not (use_sentence_keys or forget_sentences):
             index = fout.create_dataset('sentence_to_index', (1,), dtype=h5py.string_dtype())
