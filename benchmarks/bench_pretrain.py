@@ -69,7 +69,8 @@ def worker(name, steps, warmup):
     import numpy as np
     from paddle_elmo.lm_batches import LMStream
     from paddle_elmo.vocabulary import Vocabulary
-    from paddle_elmo.lm import Adagrad, LanguageModel, train_step
+    from paddle_elmo.lm import LanguageModel, train_step
+    from paddle_elmo.optimizers import Adagrad
     from paddle_elmo.runtime import paddle, use_device
     cfg = CONFIGS[name]
     use_device('cpu')  # as run_pretrain.py (glibc keeps freed memory)

@@ -638,47 +638,52 @@ CALIBRATION_SENTENCES = [['The', 'first', 'sentence', '.'], ['Second', 'one', ',
 def preactivation_stds(bilm, sentences=CALIBRATION_SENTENCES):
     """The std of each weight matrix's product on `sentences`, stateless (what the weight scales):
     {parameter name: std}. Char CNN: the max-pooled products of each width; highway: carry and
-    transform; projection; LSTM: the gates (W) and the projection before its clip (W_P)."""
+    transform; projection; LSTM: the gates (W) and the projection before its clip (W_P). The
+    products are the export's (StaticBiLM and its token layer, layer_math.TokenOps), recorded
+    through their hooks; the char encoder's on every token of the sentences, repeats included."""
     import numpy as np
     from paddle_elmo.runtime import paddle
-    import paddle.nn.functional as F
-    from paddle_elmo import deploy
+    from paddle_elmo import layer_math
+    from paddle_elmo.static_bilm import StaticBiLM
     from paddle_elmo.token_ids import CharMapper
-    stds, enc = {}, bilm.char_encoder
+    stds, products = {}, {}
+    names = {id(layer): f'{stack}.layers.{k}' for stack in ('forward_stack', 'backward_stack')
+             for k, layer in enumerate(getattr(bilm, stack).layers)}
+
+    class RecordingOps(layer_math.TokenOps):  # the export's token layer, each product's std recorded
+        filters = highways = 0
+
+        def max_over(self, x):
+            pooled = layer_math.TokenOps.max_over(x)
+            stds[f'char_encoder.conv_weights.{self.filters}'] = float(pooled.std())
+            self.filters += 1
+            return pooled
+
+        def highway_gate(self, carry, carry_bias, transform, transform_bias, x):
+            stds[f'char_encoder.highways.{self.highways}.carry.weight'] = float(carry.std())
+            stds[f'char_encoder.highways.{self.highways}.transform.weight'] = float(transform.std())
+            self.highways += 1
+            return layer_math.highway_gate(carry, carry_bias, transform, transform_bias, x)
+
+        def project(self, x, layer):
+            product = paddle.matmul(x, layer.weight)
+            stds['char_encoder.projection.weight'] = float(product.std())
+            return self.add_bias(product, layer.bias)
+
+    class RecordingBiLM(StaticBiLM):  # the exported step, its two products recorded
+        def lstm_step(self, layer, x_gates, h, c, w_hidden):
+            name = names[id(layer)]
+            products.setdefault(name + '.W', []).append((x_gates + paddle.matmul(h, w_hidden)).numpy())
+            h, c = layer_math.lstm_step(x_gates, h, c, w_hidden, layer.W_P, self.cell_clip, None,
+                                        hidden_bias=layer.bias())
+            products.setdefault(name + '.W_P', []).append(h.numpy())
+            return (paddle.clip(h, -self.proj_clip, self.proj_clip) if self.proj_clip else h), c
+
     ids = CharMapper().batch(sentences)[0]
     with paddle.no_grad():
         tokens = paddle.to_tensor(ids.reshape(-1, ids.shape[-1])[(ids > 0).any(-1).reshape(-1)])
-        chars = F.embedding(tokens, enc.char_embed.weight)
-        pooled = []
-        for k, (width, weight) in enumerate(zip(enc.widths, enc.conv_weights)):
-            windows = paddle.concat([chars[:, i:chars.shape[1] - width + 1 + i] for i in range(width)], axis=-1)
-            pooled.append(paddle.max(paddle.matmul(windows, weight), axis=1))
-            stds[f'char_encoder.conv_weights.{k}'] = float(pooled[-1].std())
-        x = enc.activation(paddle.concat(pooled, -1) + paddle.concat(list(enc.conv_biases)))
-        for k, hw in enumerate(enc.highways):
-            carry, transform = paddle.matmul(x, hw.carry.weight), paddle.matmul(x, hw.transform.weight)
-            stds[f'char_encoder.highways.{k}.carry.weight'] = float(carry.std())
-            stds[f'char_encoder.highways.{k}.transform.weight'] = float(transform.std())
-            gate = F.sigmoid(carry + hw.carry.bias)
-            x = gate * F.relu(transform + hw.transform.bias) + (1 - gate) * x
-        stds['char_encoder.projection.weight'] = float(paddle.matmul(x, enc.projection.weight).std())
-        products = {}
-        names = {id(layer): f'{stack}.layers.{k}' for stack in ('forward_stack', 'backward_stack')
-                 for k, layer in enumerate(getattr(bilm, stack).layers)}
-
-        def recording_step(self, layer, x_gates, h, c, w_hidden):  # the exported step, its two products recorded
-            gates = x_gates + paddle.matmul(h, w_hidden)  # [x_t; h] @ W (x_gates: x_t @ W_x, _input_products)
-            i, j, f, o = paddle.split(gates + layer.bias(), 4, axis=-1)
-            c = paddle.clip(F.sigmoid(i) * F.tanh(j) + F.sigmoid(f) * c, -self.cell_clip, self.cell_clip) \
-                if self.cell_clip else F.sigmoid(i) * F.tanh(j) + F.sigmoid(f) * c
-            h = paddle.matmul(F.sigmoid(o) * F.tanh(c), layer.W_P)
-            products.setdefault(names[id(layer)] + '.W', []).append(gates.numpy())
-            products.setdefault(names[id(layer)] + '.W_P', []).append(h.numpy())
-            return (paddle.clip(h, -self.proj_clip, self.proj_clip) if self.proj_clip else h), c
-
-        static = deploy.StaticBiLM(bilm)
-        static._step = recording_step.__get__(static)
-        static(paddle.to_tensor(ids))
+        bilm.char_encoder(tokens, RecordingOps())
+        RecordingBiLM(bilm)(paddle.to_tensor(ids))
     stds.update({name: float(np.concatenate(v).std()) for name, v in products.items()})
     return stds
 

@@ -20,6 +20,7 @@ import os
 import sys
 
 import common
+from paddle_elmo.fileio import InputError, require_package
 
 
 def read_row(spec):
@@ -70,6 +71,10 @@ def main():
     a = p.parse_args()
     if len(a.rows) < 2:
         p.error('give a baseline and at least one row to compare with it')
+    try:
+        require_package('scipy.stats', 'classify')  # the tests' p-values (scipy comes with scikit-learn)
+    except InputError as e:
+        sys.exit(f'error: {e}')
     base_label, base_row, base_split = read_row(a.rows[0])
     base = base_row['fold_accuracies']
     table = [{'row': base_label, 'accuracy': f'{sum(base) / len(base):.4f}'}]

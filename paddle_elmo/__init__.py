@@ -36,8 +36,8 @@ _EXPORTS = {
     'BiLM': 'bilm', 'remove_sentence_boundaries': 'bilm',
     'ORIGINAL_FILTERS': 'config', 'PRESETS': 'config', 'ModelConfig': 'config', 'Recipe': 'config',
     'Elmo': 'downstream', 'ScalarMix': 'downstream',
-    'ELMoEmbedder': 'embedder', 'dump_token_embeddings': 'embedder', 'embed_file': 'embedder',
-    'token_embeddings': 'embedder',
+    'ELMoEmbedder': 'embedder', 'dump_token_embeddings': 'embedder', 'token_embeddings': 'embedder',
+    'embed_file': 'sentence_embedder',
     'load_bilm': 'model_io', 'ModelSource': 'model_io', 'resolve_model': 'model_io',
     'read_model_config': 'run_configs', 'load_language_model': 'lm_loading', 'TokenInput': 'token_ids',
     'checkpoint_paths': 'checkpoints', 'load_bilm_checkpoint': 'checkpoints', 'read_checkpoint': 'checkpoints',
@@ -51,7 +51,8 @@ if typing.TYPE_CHECKING:  # what editors and type checkers read; at run time __g
     from paddle_elmo.bilm import BiLM, remove_sentence_boundaries  # noqa: F401
     from paddle_elmo.config import ORIGINAL_FILTERS, PRESETS, ModelConfig, Recipe  # noqa: F401
     from paddle_elmo.downstream import Elmo, ScalarMix  # noqa: F401
-    from paddle_elmo.embedder import ELMoEmbedder, dump_token_embeddings, embed_file, token_embeddings  # noqa: F401
+    from paddle_elmo.embedder import ELMoEmbedder, dump_token_embeddings, token_embeddings  # noqa: F401
+    from paddle_elmo.sentence_embedder import embed_file  # noqa: F401
     from paddle_elmo.checkpoints import checkpoint_paths, load_bilm_checkpoint, read_checkpoint  # noqa: F401
     from paddle_elmo.hdf5_weights import export_weights, hdf5_layout, load_hdf5_weights, save_hdf5_weights  # noqa: F401
     from paddle_elmo.lm_loading import load_language_model  # noqa: F401

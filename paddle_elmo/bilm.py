@@ -7,6 +7,10 @@ concatenated before the projection (ELMoForManyLangs) -- then separate forward a
 of LSTMs with a projection, cell/projection clipping and optional residual connections. It
 returns L + 1 layers `[batch, time, 2 * projection_dim]` and a mask, in a stateful or a stateless mode. `config` is a `config.ModelConfig`; the index plans that skip
 padding live in packing.py, the CPU kernels in kernels.py.
+
+The token representation is the config's token mode's (token_modes.py: BiLM builds the layers its
+`parts` name, TOKEN_PARTS, and runs its `embed`), on `EagerOps`: the token layer's steps as BiLM
+runs them (NumPy plans, the kernels), beside layer_math.TokenOps, the export's.
 """
 import math
 
@@ -19,7 +23,7 @@ import paddle.nn.functional as F
 from paddle_elmo import kernels, layer_math
 from paddle_elmo.config import N_CHARACTERS
 from paddle_elmo.token_ids import PAD_CHAR, TokenInput
-from paddle_elmo.kernels import add_bias
+from paddle_elmo.token_modes import CHAR_ENCODER, CHAR_IDS, WORD_EMBEDDING, WORD_IDS
 from paddle_elmo.packing import distinct_tokens, last_states, length_chunks, packing_indices, row_order, step_groups
 
 # --------------------------------------------------------------------------------------------
@@ -28,11 +32,6 @@ from paddle_elmo.packing import distinct_tokens, last_states, length_chunks, pac
 
 def _normal(std):
     return nn.initializer.Normal(mean=0.0, std=std)
-
-
-def linear(x, layer):
-    """x [rows, in] through an nn.Linear `layer` (weight [in, out], bias [out]) -> [rows, out]."""
-    return add_bias(paddle.matmul(x, layer.weight), layer.bias)
 
 
 class Highway(nn.Layer):
@@ -49,10 +48,10 @@ class Highway(nn.Layer):
         self.transform = nn.Linear(dim, dim, weight_attr=paddle.ParamAttr(initializer=_normal(math.sqrt(1.0 / dim))),
                                    bias_attr=paddle.ParamAttr(initializer=nn.initializer.Constant(0.0)))
 
-    def forward(self, x):
-        """x: [tokens, dim] -> [tokens, dim]."""
-        return kernels.highway_gate(paddle.matmul(x, self.carry.weight), self.carry.bias,
-                                    paddle.matmul(x, self.transform.weight), self.transform.bias, x)
+    def forward(self, x, ops=None):
+        """x: [tokens, dim] -> [tokens, dim]; ops: the forward's (EagerOps when None, layer_math.TokenOps)."""
+        return (ops or EAGER).highway_gate(paddle.matmul(x, self.carry.weight), self.carry.bias,
+                                           paddle.matmul(x, self.transform.weight), self.transform.bias, x)
 
 
 class CharEncoder(nn.Layer):
@@ -65,11 +64,11 @@ class CharEncoder(nn.Layer):
     5-letter word needs 7 windows, not 44). Same max, a fraction of the work.
     """
 
-    def __init__(self, config):
+    def __init__(self, config, word_columns=0):
         super().__init__()
-        # word+char: the word embedding's columns come first in the projection's input, as in
-        # ELMoForManyLangs' token embedder; the projection keeps bilm-tf's init, std sqrt(1 / n_filters).
-        self.word_dim = config.word_embedding_dim
+        # word_columns: a word row's, which come first in the projection's input (word+char, as in
+        # ELMoForManyLangs' token embedder); the projection keeps bilm-tf's init, std sqrt(1 / n_filters).
+        self.word_dim = word_columns
         self.max_chars = config.max_characters_per_token
         self.char_dim = config.char_embed_dim
         self.widths = [w for w, _ in config.cnn_filters]
@@ -96,42 +95,96 @@ class CharEncoder(nn.Layer):
                                     weight_attr=paddle.ParamAttr(initializer=_normal(math.sqrt(1.0 / n_filters))),
                                     bias_attr=paddle.ParamAttr(initializer=nn.initializer.Constant(0.0)))
 
-    def forward(self, char_ids):
-        """char_ids: int64 [tokens, max_chars] -> float32 [tokens, projection_dim] (char input only)."""
-        return linear(self.features(char_ids), self.projection)
+    def forward(self, char_ids, ops=None):
+        """char_ids: int64 [tokens, max_chars] -> float32 [tokens, projection_dim] (char input only);
+        ops: the forward's (EagerOps when None; layer_math.TokenOps in a static program)."""
+        ops = ops or EAGER
+        return ops.project(self.features(char_ids, ops), self.projection)
 
-    def features(self, char_ids):
+    def features(self, char_ids, ops=None):
         """char_ids: int64 [tokens, max_chars] -> the highway output, float32 [tokens, n_filters]."""
-        used = self.used_chars(char_ids)
+        ops = ops or EAGER
+        used = ops.used_chars(char_ids, self.pad_id, self.max_chars)
+        windows = ops.char_windows(char_ids, used, self.widths, self.max_chars, self.char_embed)
+        x = layer_math.char_cnn(windows, self.conv_weights, paddle.concat(list(self.conv_biases)), self.activation,
+                                ops.max_over, ops.add_bias)
+        for highway in self.highways:
+            x = highway(x, ops)  # [tokens, n_filters]
+        return x
+
+
+class EagerOps(layer_math.TokenOps):
+    """The token layer's steps as BiLM runs them: planned in NumPy (windows up to the chunk's
+    longest token, each distinct token once, in chunks of similar lengths) and on the C++ kernels
+    (kernels.py), with their fast backward on CPU.
+
+    chunk: at most this many distinct tokens per char-CNN call; table_rows: in training, the
+    TableRows of the word embedding the step reads (sampled_softmax.py), so the update touches
+    those rows only; None reads the whole embedding.
+    """
+
+    def __init__(self, chunk=1024, table_rows=None):
+        self.chunk, self.table_rows = chunk, table_rows
+
+    add_bias = staticmethod(kernels.add_bias)
+    highway_gate = staticmethod(kernels.highway_gate)
+
+    @staticmethod
+    def max_over(x):
+        """[windows, tokens, n] -> [tokens, n] (the kernel's max, TensorFlow's gradient for ties)."""
+        return kernels.max_over_positions(x)
+
+    @staticmethod
+    def used_chars(char_ids, pad_id, max_chars):
+        """As TokenOps.used_chars, a Python int (the windows are planned in NumPy), over all of
+        char_ids' columns (a legacy checkpoint's batches may hold more than max_chars)."""
+        return int(layer_math.last_char_position(char_ids, pad_id, char_ids.shape[1])) if char_ids.shape[0] else 1
+
+    @staticmethod
+    def char_windows(char_ids, used, widths, max_chars, char_embed):
+        """As TokenOps.char_windows, position-major: [windows, tokens, width * char_dim] each."""
         # Windows starting at or after `used` are all PAD for every token of this call and all give
         # the same value: one of them (starting at `used`) stands for the rest.
-        n_chars = min(self.max_chars, used + max(self.widths))
-        # Position-major, so that each window position is a contiguous [tokens, n] slab below.
+        n_chars = min(max_chars, used + max(widths))
+        # Position-major, so that each window position is a contiguous [tokens, n] slab.
         ids = char_ids[:, :n_chars].transpose([1, 0])  # [n_chars, tokens]
         tokens = ids.shape[1]
-        pooled = []
-        for width, weight in zip(self.widths, self.conv_weights):
-            n_windows = min(self.max_chars - width + 1, used + 1)
+        for width in widths:
+            n_windows = min(max_chars - width + 1, used + 1)
             # One gather builds all windows (slicing per offset is far slower in backward on CPU),
             # on the char ids: the embedding lookup then writes the windows in place, faster than
             # gathering and transposing embedded chars (BENCHMARKS.md, "Measured choices").
             index = (np.arange(n_windows)[:, None] + np.arange(width)[None, :]).reshape(-1)
             window_ids = paddle.gather(ids, paddle.to_tensor(index), axis=0).reshape(
                 [n_windows, width, tokens]).transpose([0, 2, 1])  # [windows, tokens, width]
-            windows = self.char_embed(window_ids).reshape([n_windows, tokens, width * self.char_dim])
-            # Max over positions of the pre-activation, as the reference; the activation is monotonic.
-            pooled.append(kernels.max_over_positions(paddle.matmul(windows, weight)))  # [tokens, n]
-        x = self.activation(add_bias(paddle.concat(pooled, axis=-1), paddle.concat(list(self.conv_biases))))
-        for highway in self.highways:
-            x = highway(x)  # [tokens, n_filters]
-        return x
+            yield char_embed(window_ids).reshape([n_windows, tokens, width * char_embed.weight.shape[1]])
 
-    def used_chars(self, char_ids):
-        """Positions up to the last non-PAD char of any token in char_ids [tokens, max_chars] (>= 1)."""
-        if char_ids.shape[0] == 0:
-            return 1
-        not_pad = (char_ids != self.pad_id).astype('int32') * paddle.arange(1, char_ids.shape[1] + 1, dtype='int32')
-        return max(int(not_pad.max()), 1)
+    def per_distinct_token(self, char_ids, encode, dim, pad_id):
+        """As TokenOps.per_distinct_token, with zeros at padding tokens: each distinct real token is
+        encoded once (gradients add up through the gather), in chunks of similar lengths
+        (length_chunks) of at most `chunk` tokens: a chunk of short words skips most all-PAD
+        windows (see CharEncoder), and the peak memory stays bounded however long the input."""
+        ids = _numpy(char_ids)
+        distinct, used, slot = distinct_tokens(ids, pad_id)
+        if len(distinct) == 0:
+            return paddle.zeros([ids.shape[0], dim])
+        parts = [encode(paddle.to_tensor(distinct[a:b])) for a, b in length_chunks(used, self.chunk)]
+        encoded = parts[0] if len(parts) == 1 else paddle.concat(parts)  # [distinct real tokens, dim]
+        # Row 0 of the table is the zero vector that padding positions pick.
+        table = paddle.concat([paddle.zeros([1, dim], dtype=encoded.dtype), encoded])
+        return paddle.gather(table, paddle.to_tensor(slot))
+
+    def word_rows(self, table, word_ids):
+        """As TokenOps.word_rows; from `table_rows` (holding every id) when given."""
+        index = _numpy(word_ids) - 1
+        if self.table_rows is None:
+            index = index.clip(0)
+        else:
+            table, index = self.table_rows.values[0], np.searchsorted(self.table_rows.ids, index.clip(0))
+        return paddle.gather(table, paddle.to_tensor(index))
+
+
+EAGER = EagerOps()
 
 
 class LstmLayer(nn.Layer):
@@ -233,12 +286,12 @@ class LstmStack(nn.Layer):
 class BiLM(nn.Layer):
     """The ELMo biLM: the token representation, then a forward and a backward LstmStack.
 
-    The token representation follows `config.token_input`: `char_encoder` (char CNN + highway +
-    projection), `word_embedding` [vocab, projection_dim] (bilm-tf's token mode: row i is the
+    The token representation follows `config.token_input` (its token_modes.TokenMode): `char_encoder`
+    (char CNN + highway + projection), `word_embedding` [vocab, projection_dim] (bilm-tf's token mode: row i is the
     vocabulary's id i, no padding row), or both: the word row [word_dim] and the highway output
     concatenated, then `char_encoder.projection`. Word input reads `word_ids`, int64 [batch, time]
     holding the vocabulary id + 1 and 0 for padding (bilm-tf's TokenBatcher layout); `vocab` (a
-    dataset.Vocabulary) is the model's input vocabulary, which turns words into those ids.
+    vocabulary.Vocabulary) is the model's input vocabulary, which turns words into those ids.
 
     Stateful mode (as bilm-tf and AllenNLP): each batch row starts from the final state its row
     reached in the previous batch; rows beyond the batch keep their state; `reset_states()` zeroes
@@ -249,16 +302,13 @@ class BiLM(nn.Layer):
     def __init__(self, config, stateful=False, vocab=None):
         super().__init__()
         self.config = config.checked()
-        if config.has_words and vocab is None:
-            raise ValueError(f'a {config.token_input} model needs its input vocabulary (vocab=)')
-        self.vocab = vocab if config.has_words else None
+        self.vocab = None  # the word embedding's, when the mode has one
         self.stateful = stateful
         self.projection_dim = config.projection_dim
         self.n_layers = config.num_layers
-        self.char_encoder = CharEncoder(config) if config.has_chars else None
-        if config.has_words:  # bilm-tf: a variable without an initializer, so TF1's glorot uniform
-            self.word_embedding = self.create_parameter([vocab.size, config.word_embedding_dim],
-                                                        default_initializer=nn.initializer.XavierUniform())
+        self.char_encoder = None
+        for part in config.input_mode.parts:  # the token layers of config.token_input (token_modes.py)
+            TOKEN_PARTS[part](self, config, vocab)
         self.forward_stack = LstmStack(config)
         self.backward_stack = LstmStack(config)
         self._states = None  # [direction][layer] -> (h [rows, P], c [rows, D]), detached
@@ -318,62 +368,28 @@ class BiLM(nn.Layer):
 
     # ---- forward ----------------------------------------------------------------------------
     def token_embedding(self, char_ids=None, word_ids=None, chunk=1024, word_rows=None):
-        """The context-free token representations -> [batch, time, projection_dim], zeros at padding.
+        """The context-free token representations -> [batch, time, projection_dim], zeros at padding:
+        config.input_mode's (token_modes.py), on EagerOps.
 
         char_ids: int64 [batch, time, max_chars] (tensor or numpy; 0 = padding), for a model with
-        chars; word_ids: int64 [batch, time] (vocabulary id + 1, 0 = padding), for one with words.
-        word_rows: in training, the TableRows of the word embedding the step reads (lm.py), so the
-        update touches those rows only; None reads the whole embedding.
+        chars; word_ids: int64 [batch, time] (vocabulary id + 1, 0 = padding), for one with words;
+        chunk: at most this many distinct tokens per char-CNN call. word_rows: in training, the
+        TableRows of the word embedding the step reads (lm.py), so the update touches those rows
+        only; None reads the whole embedding.
         """
-        for needed, ids, name in ((self.config.has_chars, char_ids, 'char_ids'), (self.config.has_words, word_ids, 'word_ids')):
-            if needed and ids is None:
-                raise ValueError(f'this biLM ({self.config.token_input} input) reads {name}: make them with '
+        mode = self.config.input_mode
+        given = {CHAR_IDS: char_ids, WORD_IDS: word_ids}
+        for name in mode.reads:
+            if given[name] is None:
+                raise ValueError(f'this biLM ({mode.name} input) reads {name}: make them with '
                                  f'paddle_elmo.token_ids.InputMapper.of(bilm)')
-        if not self.config.has_chars:
-            return self._word_rows(word_ids, word_rows)
-        if not self.config.has_words:
-            return self._per_distinct_token(char_ids, self.char_encoder, self.projection_dim, chunk)
-        # word+char: the highway output of each distinct char sequence, then per position the word
-        # row beside it and the projection (two tokens with the same chars may differ in word id:
-        # one cut to max_chars, or an unknown word and <UNK>).
-        features = self._per_distinct_token(char_ids, self.char_encoder.features, self.config.n_filters, chunk)
-        x = paddle.concat([self._word_rows(word_ids, word_rows), features], axis=-1)
-        batch, time = x.shape[0], x.shape[1]
-        x = linear(x.reshape([batch * time, -1]), self.char_encoder.projection).reshape([batch, time, -1])
-        return _zero_padding(x, _numpy(word_ids) > 0)
-
-    def _per_distinct_token(self, char_ids, encode, dim, chunk):
-        """encode ([tokens, max_chars] -> [tokens, dim]) on each distinct real token of char_ids
-        [batch, time, max_chars] -> [batch, time, dim], zeros at padding.
-
-        Each distinct token is encoded once (gradients add up through the gather), in chunks of
-        similar lengths (length_chunks) of at most `chunk` tokens: a chunk of short words skips
-        most all-PAD windows (see CharEncoder), and the peak memory stays bounded however long the
-        input.
-        """
-        batch, time, max_chars = char_ids.shape
-        ids = _numpy(char_ids)
-        distinct, used, slot = distinct_tokens(ids.reshape(batch * time, max_chars), self.char_encoder.pad_id)
-        if len(distinct) == 0:
-            return paddle.zeros([batch, time, dim])
-        parts = [encode(paddle.to_tensor(distinct[a:b])) for a, b in length_chunks(used, chunk)]
-        encoded = parts[0] if len(parts) == 1 else paddle.concat(parts)  # [distinct real tokens, dim]
-        # Row 0 of the table is the zero vector that padding positions pick.
-        table = paddle.concat([paddle.zeros([1, dim], dtype=encoded.dtype), encoded])
-        return paddle.gather(table, paddle.to_tensor(slot)).reshape([batch, time, dim])
-
-    def _word_rows(self, word_ids, rows=None):
-        """word_ids int64 [batch, time] (id + 1, 0 = padding) -> their embedding rows
-        [batch, time, word dim], zeros at padding; from `rows` (a TableRows holding every id) when given."""
-        ids = _numpy(word_ids)
-        batch, time = ids.shape
-        flat = ids.reshape(-1) - 1
-        if rows is None:
-            table, index = self.word_embedding, flat.clip(0)
-        else:
-            table, index = rows.values[0], np.searchsorted(rows.ids, flat.clip(0))
-        # padding: zero rows (and no gradient to the row it gathered)
-        return _zero_padding(paddle.gather(table, paddle.to_tensor(index)), flat >= 0).reshape([batch, time, -1])
+        ids = {name: _numpy(given[name]) for name in mode.reads}
+        first = ids[mode.reads[0]]
+        batch, time = first.shape[:2]
+        x = mode.embed(self, {name: a.reshape(batch * time, *a.shape[2:]) for name, a in ids.items()},
+                       EagerOps(chunk, word_rows))
+        present = first > 0 if first.ndim == 2 else (first > 0).any(axis=-1)
+        return _zero_padding(x.reshape([batch, time, -1]), present)
 
     def forward(self, char_ids=None, lengths=None, token_embeddings=None, word_ids=None):
         """Run the biLM on sentences that already hold <S> and </S>.
@@ -453,6 +469,23 @@ class BiLM(nn.Layer):
             self._store_states(direction, finals)
             tops.append(layer_outs[-1])
         return tops[0], tops[1]
+
+
+def _add_char_encoder(bilm, config, vocab):
+    bilm.char_encoder = CharEncoder(config, config.input_mode.projection_word_columns(config))
+
+
+def _add_word_embedding(bilm, config, vocab):
+    if vocab is None:
+        raise ValueError(f'a {config.token_input} model needs its input vocabulary (vocab=)')
+    bilm.vocab = vocab
+    # bilm-tf: a variable without an initializer, so TF1's glorot uniform
+    bilm.word_embedding = bilm.create_parameter([vocab.size, config.word_embedding_dim],
+                                                default_initializer=nn.initializer.XavierUniform())
+
+
+# How BiLM builds each token layer a mode names in its `parts` (token_modes.py).
+TOKEN_PARTS = {CHAR_ENCODER: _add_char_encoder, WORD_EMBEDDING: _add_word_embedding}
 
 
 def _zero_padding(x, present):

@@ -6,7 +6,7 @@ numbers they print are comparable:
 
 - data: `read_polarity` reads a directory with one positive and one negative file (one sentence
   per line, UTF-8; Latin-1 too for whitespace-split text), splits each line with a tokenizer
-  (dataset.get_tokenizer: whitespace, jieba or chars) and optionally splits clitics the way the
+  (tokenizers.get_tokenizer: whitespace, jieba or chars) and optionally splits clitics the way the
   pretraining corpus does (`it's` -> `it 's`, `doesn't` -> `doesn 't`);
 - folds: `make_folds` gives stratified k-fold cross-validation with a dev split carved from each
   training fold (early stopping), or one stratified split for smoke runs;
@@ -41,7 +41,7 @@ import paddle.nn.functional as F
 
 from paddle_elmo.runtime import set_mode
 from paddle_elmo.tokenizers import get_tokenizer
-from paddle_elmo.fileio import InputError, decode_utf8
+from paddle_elmo.fileio import InputError, decode_utf8, require_package
 from paddle_elmo.logs import show_progress
 
 log = logging.getLogger(__name__)
@@ -80,7 +80,7 @@ def read_sentences(path, tokenizer='whitespace'):
     """A one-sentence-per-line file -> (token lists, {'lines': sentences read, 'encoding': 'utf-8' |
     'latin-1', 'empty_lines': the 1-based numbers of the lines skipped}).
 
-    Each line is split by the named `tokenizer` (dataset.get_tokenizer). The whole file is decoded
+    Each line is split by the named `tokenizer` (tokenizers.get_tokenizer). The whole file is decoded
     as UTF-8; with the whitespace tokenizer a file that is not is read as Latin-1 (the original
     rt-polarity release is), while for the others (Chinese text, which Latin-1 would garble) it is
     an InputError naming the line. Empty lines are not sentences: they are skipped, and listed.
@@ -148,7 +148,7 @@ def make_folds(labels, n_folds=10, seed=1, dev_fraction=0.1):
     n_folds == 1: one stratified split with SINGLE_SPLIT_TEST_FRACTION of the data as test.
     The same (labels, n_folds, seed, dev_fraction) always give the same folds.
     """
-    from sklearn.model_selection import StratifiedKFold, train_test_split
+    model_selection = require_package('sklearn.model_selection', 'classify')
     labels = np.asarray(labels)
     if n_folds < 1:
         raise InputError(f'--folds must be >= 1, got {n_folds}')
@@ -162,19 +162,19 @@ def make_folds(labels, n_folds=10, seed=1, dev_fraction=0.1):
     everything = np.arange(len(labels))
     if n_folds == 1:
         try:
-            rest, test = train_test_split(everything, test_size=SINGLE_SPLIT_TEST_FRACTION,
-                                          stratify=labels, random_state=seed)
+            rest, test = model_selection.train_test_split(everything, test_size=SINGLE_SPLIT_TEST_FRACTION,
+                                                          stratify=labels, random_state=seed)
         except ValueError as e:
             raise InputError(f'--folds 1: cannot split {len(labels)} sentences into a stratified '
                              f'{SINGLE_SPLIT_TEST_FRACTION:.0%} test set ({e})') from None
         outer = [(rest, test)]
     else:
-        outer = StratifiedKFold(n_folds, shuffle=True, random_state=seed).split(everything, labels)
+        outer = model_selection.StratifiedKFold(n_folds, shuffle=True, random_state=seed).split(everything, labels)
     folds = []
     for k, (rest, test) in enumerate(outer):
         try:
-            train, dev = train_test_split(rest, test_size=dev_fraction, stratify=labels[rest],
-                                          random_state=seed + k)
+            train, dev = model_selection.train_test_split(rest, test_size=dev_fraction, stratify=labels[rest],
+                                                           random_state=seed + k)
         except ValueError as e:
             raise InputError(f'--dev_fraction {dev_fraction}: cannot carve a stratified dev split '
                              f'from {len(rest)} training sentences ({e})') from None

@@ -7,65 +7,29 @@ is read or written does a config meet bilm-tf's names: `ModelConfig.to_options()
 Recipe fields that bilm-tf's `bin/train_elmo.py` also writes into `options.json` go there under its
 names (BILM_TF_TRAINING_KEYS); run_configs.py reads and writes the files.
 
-`TOKEN_INPUT_MODES` describes each value of `ModelConfig.token_input` in one place (the ids it
-reads, which are also the export's inputs; its word embedding's hdf5 name and size; what bilm-tf's
-embedding_weight_file is to it; what layer 0 is): `config.input_mode`.
+Each value of `ModelConfig.token_input` is a component of token_modes.py (TOKEN_INPUT_MODES: the
+ids it reads, its token layers and their hdf5 names, how its options file is recognised, its token
+representation): `config.input_mode`. The config delegates to it what differs by mode.
 """
 import copy
 import dataclasses
+import logging
+import os
 from dataclasses import dataclass, field
 from typing import List, Optional
 
 from paddle_elmo.token_ids import N_CHARACTERS
+# the ids a biLM reads and its word embedding's hdf5 datasets are the modes' (importers find them here too)
+from paddle_elmo.token_modes import (CHAR_IDS, HDF5_EMBEDDING, HDF5_WORD_EMBEDDING, TOKEN_INPUT_MODES,  # noqa: F401
+                                     WORD_IDS, recognised_mode)
 from paddle_elmo.tokenizers import TOKENIZERS
 from paddle_elmo.fileio import InputError
 
+log = logging.getLogger(__name__)
+
 ORIGINAL_FILTERS = [[1, 32], [2, 32], [3, 64], [4, 128], [5, 256], [6, 512], [7, 1024]]
 
-# hdf5 datasets of a word embedding (hdf5_weights.hdf5_layout has the rest of the layout)
-HDF5_EMBEDDING = 'embedding'  # bilm-tf's token-mode embedding [n_tokens_vocab, projection_dim]
-HDF5_WORD_EMBEDDING = 'word_embedding'  # word+char's [n_tokens_vocab, word_dim] (ours only)
-CHAR_IDS, WORD_IDS = 'char_ids', 'word_ids'  # the ids a biLM reads: TokenInput's fields, the export's inputs
-
-
-@dataclass(frozen=True)
-class TokenInputMode:
-    """What one value of ModelConfig.token_input means, for every module that asks: the one place
-    a token input mode is described (a new mode is a row of TOKEN_INPUT_MODES, plus the ids the
-    InputMapper makes for it and BiLM's token representation of them).
-
-    reads: the ids the biLM reads, in the export's input order (word columns first, as in the
-        projection): CHAR_IDS and / or WORD_IDS, TokenInput's fields.
-    word_embedding: the hdf5 dataset of its word embedding, None without one.
-    word_embedding_dim: the ModelConfig field that gives that embedding's columns, None without one.
-    embedding_file: what bilm-tf's `embedding_weight_file` (an hdf5 `embedding` of token vectors) is
-        to this model: 'embedding' (its word embedding itself) or 'cache' (vectors used in place of
-        the char CNN for the tokens it holds).
-    layer0: what layer 0 (the context-free token representation) is, in words.
-    """
-    name: str
-    reads: tuple
-    word_embedding: Optional[str]
-    word_embedding_dim: Optional[str]
-    embedding_file: str
-    layer0: str
-
-    @property
-    def chars(self):
-        return CHAR_IDS in self.reads
-
-    @property
-    def words(self):
-        return WORD_IDS in self.reads
-
-
-TOKEN_INPUT_MODES = {mode.name: mode for mode in (
-    TokenInputMode('char', (CHAR_IDS,), None, None, 'cache', 'char CNN'),
-    TokenInputMode('word', (WORD_IDS,), HDF5_EMBEDDING, 'projection_dim', 'embedding', 'word embedding'),
-    TokenInputMode('word+char', (WORD_IDS, CHAR_IDS), HDF5_WORD_EMBEDDING, 'word_dim', 'cache',
-                   'word embedding + char CNN'),
-)}
-TOKEN_INPUTS = tuple(TOKEN_INPUT_MODES)
+TOKEN_INPUTS = tuple(TOKEN_INPUT_MODES)  # bilm-tf's and ours (the flag's choices)
 
 
 def setting(default, help):
@@ -106,8 +70,9 @@ class ModelConfig:
                              'the corpus split on spaces (paddle-elmo build-vocab --output_corpus segments raw text)')
 
     def __post_init__(self):
-        if self.token_input == 'word':  # no char CNN: its fields are unused and kept at their defaults,
-            for name, (path, _) in OPTION_PATHS.items():  # so that options.json round-trips exactly
+        mode = TOKEN_INPUT_MODES.get(self.token_input)
+        if mode is not None and not mode.chars:  # no char CNN: its fields are unused and kept at their
+            for name, (path, _) in OPTION_PATHS.items():  # defaults, so that options.json round-trips exactly
                 if path[0] == 'char_cnn':
                     setattr(self, name, _field_default(name))
 
@@ -117,7 +82,7 @@ class ModelConfig:
 
     @property
     def input_mode(self):
-        """The TokenInputMode of token_input: the inputs it reads, its hdf5 names, its layer 0."""
+        """The token_modes.TokenMode of token_input: the ids it reads, its layers, its hdf5 names."""
         return TOKEN_INPUT_MODES[self.token_input]
 
     @property
@@ -152,6 +117,7 @@ class ModelConfig:
             if (path[0] == 'char_cnn' and not self.has_chars) or (name in OUR_OPTIONS and value == absent):
                 continue
             _put(options, path, copy.deepcopy(value))
+        self.input_mode.mark(options)
         return options
 
     @classmethod
@@ -170,9 +136,13 @@ class ModelConfig:
         if options.get('share_embedding_softmax'):
             raise InputError(f'{source}: share_embedding_softmax (one matrix for the word embedding and the '
                              f'softmax) is not supported')
-        has_chars = 'char_cnn' in options
-        if not has_chars and _get(options, ('word_embedding', 'dim')):
+        if 'char_cnn' not in options and _get(options, ('word_embedding', 'dim')):
             raise InputError(f'{source}: "word_embedding.dim" (word+char input) needs "char_cnn"')
+        mode = recognised_mode(options)
+        if mode is None:
+            raise InputError(f'{source}: "token_input" must be one of {", ".join(TOKEN_INPUT_MODES)}, got '
+                             f'{options.get("token_input")!r}')
+        has_chars = mode.chars
         if has_chars:
             if not isinstance(options['char_cnn'], dict):
                 raise InputError(f'{source}: "char_cnn" must be an object')
@@ -187,7 +157,7 @@ class ModelConfig:
             elif value is None and absent is REQUIRED:
                 raise InputError(f'{source}: missing "{".".join(path)}"')
             values[name] = absent if value is None else value
-        values['token_input'] = ('word+char' if values['word_dim'] else 'char') if has_chars else 'word'
+        values['token_input'] = mode.name
         if not has_chars:
             values['word_dim'] = 0
         return cls(**values).checked(source)
@@ -199,11 +169,12 @@ class ModelConfig:
             path = '.'.join(OPTION_PATHS[name][0]) if name in OPTION_PATHS else 'the sections present'
             where = f'--{name}' if source is None else f'{source}: {name} ({path})'
             return InputError(f'{where} must be {expected}, got {value!r}')
-        if self.token_input not in TOKEN_INPUTS:
-            raise bad('token_input', ' or '.join(TOKEN_INPUTS), self.token_input)
-        if self.token_input == 'word+char' and self.word_dim < 1:
-            raise bad('word_dim', '>= 1 with token_input word+char', self.word_dim)
-        if self.token_input != 'word+char' and self.word_dim:
+        if self.token_input not in TOKEN_INPUT_MODES:
+            raise bad('token_input', ' or '.join(TOKEN_INPUT_MODES), self.token_input)
+        sized_by_word_dim = self.input_mode.word_embedding_dim == 'word_dim'  # (word+char's)
+        if sized_by_word_dim and self.word_dim < 1:
+            raise bad('word_dim', f'>= 1 with token_input {self.token_input}', self.word_dim)
+        if not sized_by_word_dim and self.word_dim:
             raise bad('word_dim', f'0 with token_input {self.token_input} (a word model\'s embedding has '
                       f'projection_dim columns)', self.word_dim)
         if self.activation not in ('relu', 'tanh'):
@@ -424,6 +395,60 @@ def for_weights(model, given, source):
     _, recipe = from_preset(preset, given_recipe)  # (checks the preset's name)
     dropout = PRESETS[preset]['dropout'] if dropout is None else dropout
     return dataclasses.replace(model, dropout=dropout, tokenizer=tokenizer).checked(), recipe
+
+
+def for_run(given, resumed=None, weights=None):
+    """A pretraining run's configs, whichever way it starts -> (ModelConfig, Recipe): a new run's
+    from `preset` (among `given`, default original) and the settings given; a resumed run's
+    (for_resume) or a run from weights (for_weights). The paths the recipe names become absolute,
+    so that a resume from another directory reads the same data.
+
+    given: the settings given explicitly, {field: value}; resumed: (ModelConfig, Recipe, source) as
+    read from the checkpoint a run resumes, source naming its options.json; weights:
+    (ModelConfig, options_file, weight_file, vocabulary_file) of the weights a new run starts from,
+    vocabulary_file the vocab.txt beside them or None. InputError for settings that cannot go together.
+    """
+    given = dict(given)
+    check_one_start(resumed is not None, weights is not None)
+    if weights is not None:
+        model, options_file, weight_file, vocabulary_file = weights
+        model, recipe = for_weights(model, given, options_file)
+        recipe = dataclasses.replace(recipe, init_options_file=options_file, init_weight_file=weight_file)
+        recipe = _with_the_weights_vocabulary(model, recipe, vocabulary_file)
+    elif resumed is not None:
+        model, recipe, source = resumed
+        model, recipe = for_resume(model, recipe, given, source)
+    else:
+        model, recipe = from_preset(given.pop('preset', 'original'), given)
+    for name in ('train_data_path', 'vocab_file'):
+        if getattr(recipe, name) is None:
+            raise InputError(f'--{name} is required' + (f' ({resumed[2]} was written before recipe.json recorded '
+                                                         f'the data)' if resumed is not None else ''))
+    if (recipe.word_vectors or recipe.freeze_word_embeddings) and not model.input_mode.words:
+        flag = '--word_vectors' if recipe.word_vectors else '--freeze_word_embeddings'
+        raise InputError(f'{flag} is for a model with word input (--token_input word or word+char); this one '
+                         f'reads chars only')
+    if recipe.word_vectors and (resumed or weights) and 'word_vectors' in given:
+        raise InputError('--word_vectors initialises a new model; a resumed or adapted run has its weights')
+    return model, dataclasses.replace(recipe, **{name: os.path.abspath(getattr(recipe, name)) for name in
+                                                 ('train_data_path', 'vocab_file', 'dev_data_path', 'word_vectors')
+                                                 if getattr(recipe, name) is not None})
+
+
+def check_one_start(resumed, from_weights):
+    """InputError when a run would both resume a checkpoint and start from weights (bools)."""
+    if resumed and from_weights:
+        raise InputError('give --init_from_ckpt (resume a run) or --init_from_weights / --options_file '
+                         '(start a new one from weights), not both')
+
+
+def _with_the_weights_vocabulary(model, recipe, vocabulary_file):
+    """A word or word + char model's input table is tied to its vocabulary, which is then also the
+    softmax's: without --vocab_file, a run from its weights reads the vocab.txt beside them."""
+    if recipe.vocab_file is None and model.input_mode.words and vocabulary_file is not None:
+        log.info('--vocab_file: %s (the word table\'s vocabulary, beside the weights)', vocabulary_file)
+        return dataclasses.replace(recipe, vocab_file=vocabulary_file)
+    return recipe
 
 
 def _check_model_flags(model, given_model, what, theirs, advice):

@@ -15,6 +15,12 @@ from paddle_elmo.tokenizers import whitespace_tokens
 log = logging.getLogger(__name__)
 
 
+# The sample corpus installed with the package (our own sentences, demo_data/make_corpus.py): the
+# demo trains on it, and export-inference checks an int8 model on it.
+DEMO_DATA_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), 'demo_data')
+SAMPLE_TRAIN, SAMPLE_HELDOUT = (os.path.join(DEMO_DATA_DIR, name) for name in ('sample_train.txt', 'sample_heldout.txt'))
+
+
 def is_blank(text):
     """Whether a corpus line is empty or whitespace only (not a sentence)."""
     return not text or text.isspace()

@@ -10,6 +10,7 @@ import paddle.nn.functional as F
 from paddle_elmo.runtime import configure_if_on_cpu, set_mode
 from paddle_elmo.bilm import remove_sentence_boundaries
 from paddle_elmo.token_ids import CharMapper, InputMapper
+from paddle_elmo.token_modes import CHAR_IDS
 from paddle_elmo.tokenizers import as_token_lists, model_tokenizer
 from paddle_elmo.fileio import InputError
 from paddle_elmo.model_io import load_bilm
@@ -119,7 +120,7 @@ class Elmo(nn.Layer):
         [batch, max_tokens + 2, max_chars], `<S>` and `</S>` added, for forward() (AllenNLP's; a
         word model reads word ids: use batch_to_inputs).
         An empty sentence (or '') is `<S> </S>` and gives no representations."""
-        if self.bilm.config.token_input != 'char':
+        if self.bilm.config.input_mode.reads != (CHAR_IDS,):
             raise InputError(f'this biLM reads {self.bilm.config.token_input} input, not char ids alone: use '
                              f'elmo(**elmo.batch_to_inputs(sentences))')
         sentences = as_token_lists(sentences, self.tokenizer)
@@ -129,7 +130,7 @@ class Elmo(nn.Layer):
     def batch_to_inputs(self, sentences):
         """Sentences -> dict(char_ids, word_ids, lengths) for forward(): char ids [batch, time,
         max_chars] and word ids [batch, time] as tensors, each None when the biLM does not read it
-        (dataset.InputMapper), `<S>` and `</S>` added."""
+        (token_ids.InputMapper), `<S>` and `</S>` added."""
         inputs = InputMapper.of(self.bilm, max_cache=0).batch(as_token_lists(sentences, self.tokenizer))
         as_tensor = lambda ids: None if ids is None else paddle.to_tensor(ids)
         return {'char_ids': as_tensor(inputs.char_ids), 'word_ids': as_tensor(inputs.word_ids), 'lengths': inputs.lengths}

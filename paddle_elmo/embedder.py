@@ -1,10 +1,9 @@
 """`ELMoEmbedder`, the Python API: sentences (raw strings or lists of tokens) in, numpy arrays
-`[n_layers + 1, n_tokens, 2 * projection_dim]` out; `embed_file`, a one-sentence-per-line file
-into hdf5 as AllenNLP's `allennlp elmo` command wrote it; and `token_embeddings` /
+`[n_layers + 1, n_tokens, 2 * projection_dim]` out, with the batching and the files of
+sentence_embedder.SentenceEmbedder (`embed_file` into hdf5 as `allennlp elmo`); and `token_embeddings` /
 `dump_token_embeddings`, the context-free token representation of a vocabulary (bilm-tf's
 `dump_token_embeddings`, for char, word and word+char models), which `ELMoEmbedder(...,
 embedding_weight_file=...)` reads back so that known words skip the char CNN."""
-import json
 import logging
 import os
 
@@ -14,84 +13,16 @@ import paddle
 
 from paddle_elmo.runtime import configure_if_on_cpu, inference_mode, keep_freed_memory, set_device
 from paddle_elmo.token_ids import BOS_TOKEN, EOS_TOKEN, InputMapper
-from paddle_elmo.tokenizers import as_token_lists, model_tokenizer
+from paddle_elmo.tokenizers import model_tokenizer
 from paddle_elmo.vocabulary import read_vocabulary_file
 from paddle_elmo.downstream import ScalarMix
-from paddle_elmo.fileio import InputError, atomic_path, iter_lines
+from paddle_elmo.fileio import InputError, atomic_path
 from paddle_elmo.hdf5_weights import HDF5_EMBEDDING
-from paddle_elmo.model_io import load_bilm, model_options_file, own_vocabulary_file, resolve_model
+from paddle_elmo.model_io import ModelSource, load_bilm, model_options_file, own_vocabulary_file, resolve_model
 from paddle_elmo.run_configs import read_model_config
-from paddle_elmo.logs import show_progress
+from paddle_elmo.sentence_embedder import SentenceEmbedder
 
 log = logging.getLogger(__name__)
-
-
-class SentenceEmbedder:
-    """What every embedder of ours does with sentences: a sentence is a list of str tokens or a raw
-    string (split by the embedder's `tokenizer`, see dataset.get_tokenizer); batches, input order
-    and files are handled here. A subclass (ELMoEmbedder; deploy.InferenceEmbedder, which runs an
-    exported model) sets `batch_size`, `stateful` and `tokenizer` (a name of dataset.TOKENIZERS) and
-    implements `_embed_token_lists(sentences)`: token lists -> list of float32
-    [n_layers + 1, n_tokens, 2P], boundaries removed.
-    """
-
-    def _embed_token_lists(self, sentences):
-        raise NotImplementedError
-
-    def embed_batch(self, sentences):
-        """One batch of sentences (strings or token lists) -> list of float32
-        [n_layers + 1, n_tokens, 2P], boundaries removed."""
-        return self._embed_token_lists(as_token_lists(sentences, self.tokenizer))
-
-    def embed_sentence(self, sentence):
-        """One sentence (a string or a list of tokens) -> float32 [n_layers + 1, n_tokens, 2P]."""
-        return self.embed_batch([sentence])[0]
-
-    def _batches(self, sentences, batch_size):
-        """Index batches: in order when stateful (row state matters), else grouped by length."""
-        order = np.arange(len(sentences))
-        if not self.stateful:
-            order = np.argsort([len(s) for s in sentences], kind='stable')
-        for start in range(0, len(order), batch_size):
-            yield order[start:start + batch_size]
-
-    def embed_sentences(self, sentences, batch_size=None):
-        """AllenNLP's `embed_sentences`: yield each sentence's float32 [n_layers + 1, n_tokens, 2P]
-        in input order, one batch at a time (`sentences` may be any iterable, even a generator)."""
-        batch = []
-        for sentence in sentences:
-            batch.append(sentence)
-            if len(batch) == (batch_size or self.batch_size):
-                yield from self.embed_batch(batch)
-                batch = []
-        if batch:
-            yield from self.embed_batch(batch)
-
-    def iter_embeddings(self, sentences, batch_size=None):
-        """Yield (index, float32 [n_layers + 1, n_tokens, 2P]) batch by batch, so that a long input
-        never holds all its embeddings at once. Stateless runs group sentences by length, so the
-        indices do not come in input order."""
-        return self._iter_token_lists(as_token_lists(sentences, self.tokenizer), batch_size)
-
-    def _iter_token_lists(self, sentences, batch_size):
-        for idx in self._batches(sentences, batch_size or self.batch_size):
-            yield from zip(idx.tolist(), self._embed_token_lists([sentences[i] for i in idx]))
-
-    def encode(self, sentences, batch_size=None):
-        """List of sentences (strings or token lists) -> list of float32 [n_layers + 1, n_tokens, 2P],
-        input order kept."""
-        sentences = as_token_lists(sentences, self.tokenizer)
-        results = [None] * len(sentences)
-        for i, emb in self._iter_token_lists(sentences, batch_size):
-            results[i] = emb
-        return results
-
-    def embed_file(self, input_file, output_file, output_format='all', batch_size=None, progress=True,
-                   use_sentence_keys=False, forget_sentences=False):
-        """Embed a one-sentence-per-line file into hdf5: see `embed_file`; -> number of lines."""
-        return embed_file(self, input_file, output_file, output_format, batch_size or self.batch_size,
-                          progress, use_sentence_keys=use_sentence_keys, forget_sentences=forget_sentences)
-
 
 
 class ELMoEmbedder(SentenceEmbedder):
@@ -103,10 +34,12 @@ class ELMoEmbedder(SentenceEmbedder):
     >>> [e.shape for e in embedder.encode([['Hello', 'world', '.'], 'Bye now'])]
     [(3, 3, 256), (3, 2, 256)]
     >>> ELMoEmbedder('options.json', 'weights.hdf5')  # AllenNLP's files, as AllenNLP's ElmoEmbedder takes them
-    >>> ELMoEmbedder.from_pretrained('checkpoints')   # 'bundled', a directory or a checkpoint prefix
+    >>> ELMoEmbedder('original')                      # a model name: downloaded once into the cache
+    >>> ELMoEmbedder.from_pretrained('checkpoints')   # a name, a directory or a checkpoint prefix
 
     options_file, weight_file: a model in the bilm-tf / AllenNLP format (positional, as in AllenNLP).
-        A first argument that is not a .json file is a model name as `from_pretrained` takes it.
+        A first argument that is not a .json file is a model as `from_pretrained` takes it (a name
+        of model_names.MODELS, a directory or a checkpoint prefix), or a model_io.ModelSource.
     params_file: a checkpoint prefix of ours ('checkpoints/10000'); or `bilm=`, an in-memory BiLM
         (e.g. one being trained), whose mode and stateful flag are left as they were; or none of
         them: the bundled model (its card: paddle_elmo/pretrained/README.md), which is logged.
@@ -133,17 +66,22 @@ class ELMoEmbedder(SentenceEmbedder):
         also sets MKL_DEBUG_CPU_TYPE=5 unless you set it (MKL's AVX2 path, ~3x faster products);
         see `runtime.py`.
     tokenizer: how raw strings become tokens, 'whitespace', 'jieba' or 'chars'
-        (dataset.get_tokenizer); None: the one the model records (options.json's "tokenizer";
-        whitespace when absent, as in bilm-tf files). Another than the model's logs a warning.
+        (tokenizers.get_tokenizer); None: the one the model records (options.json's "tokenizer"; for a
+        named AllenNLP release, the table's; whitespace when absent, as in bilm-tf files). Another
+        than the model's logs a warning.
     """
 
     def __init__(self, options_file=None, weight_file=None, *, params_file=None, batch_size=64,
                  device=None, stateful=False, token_cache_size=50000, bilm=None, reuse_memory=False,
                  cpu_threads=None, vocab_file=None, embedding_weight_file=None, tokenizer=None):
-        if options_file is not None and weight_file is None and params_file is None and \
-                not options_file.endswith('.json'):
-            source = resolve_model(options_file)
+        recorded_tokenizer = None  # the table's, for a named model whose files record none
+        if isinstance(options_file, ModelSource) or options_file is not None and weight_file is None and \
+                params_file is None and not options_file.endswith('.json'):
+            source = options_file if isinstance(options_file, ModelSource) else resolve_model(options_file)
             params_file, options_file, weight_file = source.params_file, source.options_file, source.weight_file
+            vocab_file = vocab_file or source.vocab_file
+            embedding_weight_file = embedding_weight_file or source.embedding_weight_file
+            recorded_tokenizer = source.tokenizer
         if device is not None:
             set_device(device)
         configure_if_on_cpu(cpu_threads)
@@ -163,7 +101,7 @@ class ELMoEmbedder(SentenceEmbedder):
             bilm = load_bilm(params_file, options_file, weight_file, stateful=stateful, vocab_file=model_vocab,
                              embedding_weight_file=word_model_embedding)
         self.bilm = bilm
-        self.tokenizer = model_tokenizer(bilm.config.tokenizer, tokenizer)
+        self.tokenizer = model_tokenizer(recorded_tokenizer or bilm.config.tokenizer, tokenizer)
         self.batch_size = batch_size
         self.stateful = stateful
         self.token_cache_size = token_cache_size
@@ -179,10 +117,11 @@ class ELMoEmbedder(SentenceEmbedder):
 
     @classmethod
     def from_pretrained(cls, name='bundled', **kwargs):
-        """An embedder of a model by name: 'bundled' (the model that ships with the package), a
-        directory (bilm-tf / AllenNLP files, an export, or a checkpoint directory: its final or
-        latest step), or a checkpoint prefix 'DIR/N'. kwargs: the constructor's (batch_size, ...)."""
-        return cls(**resolve_model(name).kwargs(), **kwargs)
+        """An embedder of a model by name: a name of model_names.MODELS ('bundled', 'bundled-zh',
+        AllenNLP's 'small', 'medium', 'original', 'original-5.5b'), a directory (bilm-tf / AllenNLP
+        files, an export, or a checkpoint directory: its final or latest step), or a checkpoint
+        prefix 'DIR/N'. kwargs: the constructor's (batch_size, ...)."""
+        return cls(resolve_model(name), **kwargs)
 
     @property
     def dim(self):
@@ -314,88 +253,3 @@ def dump_token_embeddings(vocab_file, options_file=None, weight_file=None, outfi
         table = fout.create_dataset('embedding', (len(tokens), bilm.projection_dim), dtype='float32')
         token_embeddings(bilm, tokens, out=table, batch_size=batch_size)
     return len(tokens)
-
-
-# --------------------------------------------------------------------------------------------
-# Files in, hdf5 out
-# --------------------------------------------------------------------------------------------
-
-OUTPUT_FORMATS = ('all', 'top', 'average')
-
-
-def _read_chunks(input_file, chunk_size):
-    """Yield lists of (line index, stripped line) from a UTF-8 file, `chunk_size` at a time."""
-    chunk = []
-    for i, _, text in iter_lines(input_file):
-        chunk.append((i, text.strip()))
-        if len(chunk) == chunk_size:
-            yield chunk
-            chunk = []
-    if chunk:
-        yield chunk
-
-
-def _select(embedding, output_format):
-    if output_format == 'all':
-        return embedding
-    if output_format == 'top':
-        return embedding[-1]
-    return embedding.mean(axis=0)
-
-
-def embed_file(embedder, input_file, output_file, output_format='all', batch_size=64, progress=True,
-               chunk_batches=16, use_sentence_keys=False, forget_sentences=False):
-    """Stream a one-sentence-per-line file (raw lines, split by the embedder's tokenizer) through
-    `embedder` into hdf5.
-
-    Datasets, as `allennlp elmo` wrote them: str(line index) -> [n_layers + 1, n_tokens, 2P]
-    ('all'), [n_tokens, 2P] ('top' or 'average'); plus 'sentence_to_index', a JSON string
-    {sentence: index}. An empty line is an empty sentence ([n_layers + 1, 0, 2P]), so that the
-    datasets keep the file's line numbers. Lines are read in chunks, so memory stays flat however
-    long the file is; the output appears atomically. -> the number of lines.
-
-    # Parameters
-    use_sentence_keys: the (stripped) sentence is its dataset's key instead of its line index, and
-        there is no 'sentence_to_index' (allennlp elmo's --use-sentence-keys). An empty, a repeated
-        sentence or one with '/' (an hdf5 path) is an InputError naming the line.
-    forget_sentences: no 'sentence_to_index' dataset (allennlp elmo's --forget-sentences).
-    """
-    import h5py
-    from tqdm import tqdm
-    if output_format not in OUTPUT_FORMATS:
-        raise InputError(f'output_format must be one of {OUTPUT_FORMATS}, got {output_format!r}')
-    if not os.path.isfile(input_file):
-        raise FileNotFoundError(f'{input_file}: input file not found')
-    out_dir = os.path.dirname(os.path.abspath(output_file))
-    if not os.path.isdir(out_dir):
-        raise FileNotFoundError(f'{output_file}: the directory {out_dir} does not exist')
-    with open(input_file, 'rb') as f:
-        n_lines = sum(1 for _ in f)
-    sentence_to_index = {}
-    with atomic_path(output_file) as tmp, h5py.File(tmp, 'w') as fout, \
-            tqdm(total=n_lines, unit='sent', disable=not show_progress(progress, log),
-                 desc='embedding') as bar:
-        for chunk in _read_chunks(input_file, batch_size * chunk_batches):
-            embeddings = embedder.encode([line for _, line in chunk], batch_size)  # split by its tokenizer
-            for (i, line), emb in zip(chunk, embeddings):
-                key = _sentence_key(input_file, i, line, sentence_to_index) if use_sentence_keys else str(i)
-                fout.create_dataset(key, data=_select(emb, output_format).astype(np.float32))
-                sentence_to_index[line] = str(i)
-            bar.update(len(chunk))
-        if not (use_sentence_keys or forget_sentences):
-            index = fout.create_dataset('sentence_to_index', (1,), dtype=h5py.string_dtype())
-            index[0] = json.dumps(sentence_to_index)
-    return n_lines
-
-
-def _sentence_key(input_file, i, sentence, seen):
-    """Line i's sentence as its hdf5 key (--use-sentence-keys); InputError naming the line when it
-    cannot be one. `seen`: {sentence: str(line index)} of the lines before."""
-    where = f'{input_file}:{i + 1}: --use-sentence-keys'
-    if sentence in seen:
-        raise InputError(f'{where}: the same sentence as line {int(seen[sentence]) + 1}; a key is unique '
-                         '(leave out --use-sentence-keys to key by line number)')
-    if not sentence or sentence == '.' or '/' in sentence:
-        raise InputError(f'{where}: an empty sentence, "." or one with "/" cannot be an hdf5 key '
-                         '(leave out --use-sentence-keys to key by line number)')
-    return sentence

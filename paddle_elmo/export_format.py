@@ -1,6 +1,7 @@
 """What an exported model directory holds and how it is called: its files, its input and output
-names (one input per id kind the model reads), and the key that records its precision. Shared by
-the writer (deploy.py) and the runtime (inference.py).
+names (one input per id kind the model reads), the key that records its precision, and its
+manifest (export.json: how it was checked). Shared by the writer (deploy.py) and the runtime
+(inference.py).
 """
 import logging
 import os
@@ -8,6 +9,7 @@ import sys
 import tempfile
 
 from paddle_elmo.config import CHAR_IDS, WORD_IDS
+from paddle_elmo.run_configs import read_json
 
 log = logging.getLogger(__name__)
 
@@ -30,9 +32,16 @@ ONNX_OPSET = 13  # Loop, Split with sizes as an input; supported by every onnxru
 OPTIONS_FILE = 'options.json'
 
 
+MANIFEST_FILE = 'export.json'  # {'verified': the checks' results, or UNVERIFIED; 'precision': model.onnx's}
+
+
+UNVERIFIED = 'unverified'  # the manifest's 'verified' of an export written without its checks (--no_verify)
+
+
 # What every export directory holds (Paddle 3.x saves PIR programs as JSON, not inference.pdmodel);
 # a word or word+char model's also holds its input vocabulary, model_io's VOCAB_FILE (vocab.txt).
-EXPORTED_FILES = (f'{PROGRAM_PREFIX}.json', f'{PROGRAM_PREFIX}.pdiparams', ONNX_FILE, OPTIONS_FILE)
+# Exports written before the manifest existed lack export.json and still load.
+EXPORTED_FILES = (f'{PROGRAM_PREFIX}.json', f'{PROGRAM_PREFIX}.pdiparams', ONNX_FILE, OPTIONS_FILE, MANIFEST_FILE)
 
 
 BACKENDS = ('paddle', 'onnxruntime')
@@ -47,6 +56,12 @@ def input_names(config):
 
 # model.onnx's metadata key saying how it was quantized (absent: float32); InferenceEmbedder reads it.
 PRECISION_KEY = 'elmo_precision'
+
+
+def read_manifest(model_dir):
+    """model_dir/export.json -> dict ({} for an export written before the manifest existed)."""
+    path = os.path.join(model_dir, MANIFEST_FILE)
+    return read_json(path, 'export manifest') if os.path.isfile(path) else {}
 
 
 class quiet_native_output:

@@ -13,39 +13,44 @@ class InputError(ValueError):
     """Bad user input (a file, a flag, an options value): the scripts print it as one line."""
 
 
-# The packages a command may need that the core install lacks -> what installs them (an extra of ours).
+# The optional packages a command may import -> the extra of ours that installs each (pyproject.toml).
 INSTALLS = {
-    'paddle': "pip install 'paddle-elmo[cpu]', or paddlepaddle-gpu for a GPU",
-    'gensim': "pip install 'paddle-elmo[classify]'",
-    'sklearn': "pip install 'paddle-elmo[classify]'",
-    'jieba': "pip install 'paddle-elmo[zh]'",
-    'onnx': "pip install 'paddle-elmo[onnx]'",
-    'onnxruntime': "pip install 'paddle-elmo[onnx]'",
-    'paddle2onnx': "pip install 'paddle-elmo[onnx]'",
-    'matplotlib': "pip install 'paddle-elmo[plot]'",
+    'paddle': 'cpu',
+    'gensim': 'classify',
+    'sklearn': 'classify',
+    'scipy': 'classify',
+    'jieba': 'zh',
+    'onnx': 'onnx',
+    'onnxruntime': 'serve',
+    'paddle2onnx': 'onnx',
+    'matplotlib': 'plot',
 }
 
 
-def require_package(module, extra=None):
-    """import `module` -> the module; a missing one is an InputError naming what installs it (`extra`:
-    the extra of ours, e.g. 'classify'; by default INSTALLS' entry for the package)."""
+def require_package(module, extra):
+    """`module` (a dotted name) imported -> the module; an InputError naming paddle-elmo's `extra`
+    that installs it when it cannot be imported: an optional package a command needs is the user's
+    install, which one line tells how to complete (pyproject.toml lists each extra)."""
     try:
         return importlib.import_module(module)
-    except ModuleNotFoundError as e:
-        missing = missing_package(e, f"pip install 'paddle-elmo[{extra}]'" if extra else None)
-        if missing is None:
-            raise
-        raise missing from None
+    except ImportError as e:
+        raise install_error(module, e, extra) from None
 
 
-def missing_package(error, install=None):
-    """A ModuleNotFoundError for a package of INSTALLS -> the InputError that says how to install it
-    (`install`: that advice, by default INSTALLS'); None for any other module (a bug: keep its traceback)."""
+def missing_package(error):
+    """A ModuleNotFoundError for a package of INSTALLS, raised anywhere in a command -> the InputError
+    that names its extra; None for any other module (a bug of ours: keep its traceback)."""
     package = (error.name or '').split('.')[0]
     if package not in INSTALLS:
         return None
-    return InputError(f'this needs the Python package {package!r}, which is not installed: '
-                      f'{install or INSTALLS[package]}')
+    return install_error(package, error, INSTALLS[package])
+
+
+def install_error(module, error, extra):
+    """The one line for `module` that cannot be imported (`error`), which paddle-elmo's `extra` installs."""
+    gpu = ' (or paddlepaddle-gpu for a GPU)' if module.split('.')[0] == 'paddle' else ''
+    return InputError(f'{module} cannot be imported ({error}): it comes with the [{extra}] extra, '
+                      f'pip install "paddle-elmo[{extra}]"{gpu}')
 
 
 def list_files(file_pattern):

@@ -13,7 +13,7 @@ import paddle
 
 from paddle_elmo.fileio import InputError, atomic_path, make_directory, write_json_atomic
 from paddle_elmo.run_configs import OPTIONS_FILE, WEIGHTS_FILE, write_input_vocabulary
-from paddle_elmo.config import HDF5_EMBEDDING, HDF5_WORD_EMBEDDING  # noqa: F401  (config.TOKEN_INPUT_MODES uses them)
+from paddle_elmo.token_modes import CHAR_ENCODER, HDF5_EMBEDDING, HDF5_WORD_EMBEDDING, WORD_EMBEDDING
 
 
 HDF5_SOFTMAX_W, HDF5_SOFTMAX_B = 'softmax/W', 'softmax/b'
@@ -21,15 +21,12 @@ HDF5_SOFTMAX_W, HDF5_SOFTMAX_B = 'softmax/W', 'softmax/b'
 
 def hdf5_layout(bilm):
     """(dataset name, parameter, file->ours, ours->file) for every parameter of `bilm`: bilm-tf's
-    names; a word model's embedding is bilm-tf's `embedding` (no padding row), word+char's
+    names; the token layers its mode holds (config.input_mode.parts, PART_LAYOUTS), then the LSTMs.
+    A word model's embedding is bilm-tf's `embedding` (no padding row), word+char's
     `word_embedding` beside the char CNN, whose `CNN_proj/W_proj` then has the word rows first."""
     same = lambda a: a
-    layout = []
-    mode = bilm.config.input_mode
-    if mode.word_embedding:
-        layout.append((mode.word_embedding, bilm.word_embedding, same, same))
-    if mode.chars:
-        layout += _char_layout(bilm.char_encoder)
+    parts = bilm.config.input_mode.parts
+    layout = [entry for part in PART_LAYOUTS if part in parts for entry in PART_LAYOUTS[part](bilm)]
     for direction, stack in enumerate((bilm.forward_stack, bilm.backward_stack)):
         for k, layer in enumerate(stack.layers):
             prefix = f'RNN_{direction}/RNN/MultiRNNCell/Cell{k}/LSTMCell'
@@ -39,8 +36,14 @@ def hdf5_layout(bilm):
     return layout
 
 
-def _char_layout(enc):
+def _word_embedding_layout(bilm):
     same = lambda a: a
+    return [(bilm.config.input_mode.word_embedding, bilm.word_embedding, same, same)]
+
+
+def _char_layout(bilm):
+    same = lambda a: a
+    enc = bilm.char_encoder
     layout = [('char_embed', enc.char_embed.weight,
                lambda a: np.concatenate([np.zeros((1, a.shape[1]), a.dtype), a]),  # prepend padding row
                lambda a: a[1:])]
@@ -57,6 +60,10 @@ def _char_layout(enc):
     layout += [('CNN_proj/W_proj', enc.projection.weight, same, same),
                ('CNN_proj/b_proj', enc.projection.bias, same, same)]
     return layout
+
+
+# Each token layer a mode may hold (token_modes.TokenMode.parts) -> its datasets, in this order.
+PART_LAYOUTS = {WORD_EMBEDDING: _word_embedding_layout, CHAR_ENCODER: _char_layout}
 
 
 def _file_shape(param, to_file):
@@ -140,7 +147,7 @@ def model_options(bilm):
     """The options.json of `bilm` as an export writes it: ModelConfig.to_options, plus for word
     input `n_tokens_vocab`, the input vocabulary's size (as bilm-tf writes it)."""
     options = bilm.config.to_options()
-    if bilm.config.has_words:
+    if bilm.vocab is not None:  # the input vocabulary of a mode with a word embedding
         options['n_tokens_vocab'] = bilm.vocab.size
     return options
 
@@ -150,7 +157,7 @@ def export_weights(bilm, output_dir, softmax=None):
     (char and word models; word+char by this toolkit), and output_dir/vocab.txt for word input;
     softmax = (W [vocab, P], b [vocab]) adds softmax/W and softmax/b."""
     make_directory(output_dir, 'output directory')
-    if bilm.config.has_words:
+    if bilm.vocab is not None:
         write_input_vocabulary(bilm.vocab, output_dir)
     save_hdf5_weights(bilm, os.path.join(output_dir, WEIGHTS_FILE), softmax)
     write_json_atomic(model_options(bilm), os.path.join(output_dir, OPTIONS_FILE))

@@ -1,17 +1,22 @@
 """`InferenceEmbedder`: runs an exported model (Paddle Inference or onnxruntime) without this
-toolkit's model code, with ELMoEmbedder's interface and batching.
+toolkit's model code, with ELMoEmbedder's interface and batching. With onnxruntime it imports no
+Paddle (nor does anything it imports: tests/test_structure.py), so the [serve] extra (numpy, h5py,
+onnxruntime) runs an export.
 """
+import logging
 import os
 
 import numpy as np
 
-from paddle_elmo.embedder import SentenceEmbedder
-from paddle_elmo.export_format import BACKENDS, EXPORTED_FILES, ONNX_FILE, OPTIONS_FILE, OUTPUT_NAMES, PRECISION_KEY, PROGRAM_PREFIX, input_names
-from paddle_elmo.fileio import InputError
+from paddle_elmo.export_format import BACKENDS, EXPORTED_FILES, MANIFEST_FILE, ONNX_FILE, OPTIONS_FILE, OUTPUT_NAMES, PRECISION_KEY, PROGRAM_PREFIX, UNVERIFIED, input_names, read_manifest
+from paddle_elmo.fileio import InputError, require_package
 from paddle_elmo.run_configs import VOCAB_FILE, read_input_vocabulary, read_model_config
+from paddle_elmo.sentence_embedder import SentenceEmbedder
 from paddle_elmo.runtime import ask_mkl_for_avx2, default_threads
 from paddle_elmo.token_ids import InputMapper, TokenInput
 from paddle_elmo.tokenizers import model_tokenizer
+
+log = logging.getLogger(__name__)
 
 
 class InferenceEmbedder(SentenceEmbedder):
@@ -22,8 +27,11 @@ class InferenceEmbedder(SentenceEmbedder):
     matmuls on MKL) or onnxruntime (backend='onnxruntime'). threads: CPU threads (None: as
     ELMoEmbedder, the user's OMP_NUM_THREADS or the available cores). tokenizer: as ELMoEmbedder's
     (None: the one the export's options.json records). A word or word+char export maps tokens to
-    word ids with its vocab.txt (`mapper`, a dataset.InputMapper). `precision`: 'float32', or how
+    word ids with its vocab.txt (`mapper`, a token_ids.InputMapper). `precision`: 'float32', or how
     model.onnx was quantized ('int8: ...', export_inference.py --quantize int8) for onnxruntime.
+    `verified`: the checks export.json records (the comparisons with ELMoEmbedder before the export
+    was written), 'unverified' (export-inference --no_verify: logged as a warning), or None for an
+    export written before export.json existed.
     """
 
     stateful = False
@@ -45,12 +53,16 @@ class InferenceEmbedder(SentenceEmbedder):
         if self.config.has_words and not os.path.isfile(vocab_file):
             raise FileNotFoundError(f'{vocab_file}: not found; the export of a {self.config.token_input} model holds '
                                     f'its input vocabulary there (paddle-elmo export-inference writes it)')
+        self.verified = read_manifest(model_dir).get('verified')
+        if self.verified == UNVERIFIED:
+            log.warning('%s: written unverified (export-inference --no_verify, its %s says so): its outputs were never '
+                        'compared with the model it was exported from', model_dir, MANIFEST_FILE)
         self.tokenizer = model_tokenizer(self.config.tokenizer, tokenizer)
         self.mapper = InputMapper(self.config, read_input_vocabulary(self.config, model_dir, source=model_dir))
         threads = threads or default_threads()
         if backend == 'paddle':
             ask_mkl_for_avx2()  # before the predictor's first product (without oneDNN, MKL runs them)
-            from paddle import inference
+            inference = require_package('paddle.inference', 'cpu')
             config = inference.Config(*(os.path.join(model_dir, n) for n in needed))
             config.disable_glog_info()
             config.set_cpu_math_library_num_threads(threads)
@@ -60,7 +72,7 @@ class InferenceEmbedder(SentenceEmbedder):
                 config.disable_onednn()
             self._predictor = inference.create_predictor(config)
         else:
-            import onnxruntime
+            onnxruntime = require_package('onnxruntime', 'serve')
             session_options = onnxruntime.SessionOptions()
             session_options.intra_op_num_threads = threads
             self._session = onnxruntime.InferenceSession(os.path.join(model_dir, ONNX_FILE), session_options,

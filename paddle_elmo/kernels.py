@@ -6,7 +6,7 @@
     y = highway_gate(carry, carry_bias, transform, transform_bias, x)   # [tokens, dim]
     y = add_bias(x, bias)          # [rows, k] + [k]
 
-recurrence: one LSTM layer in one direction on the packed time-major rows of elmo.LstmStack.
+recurrence: one LSTM layer in one direction on the packed time-major rows of bilm.LstmStack.
 Step t runs the first batch_sizes[t] rows; gates_x [tokens, 4D] + bias [4D] is x @ W_input + b for
 every step (gate blocks i, j, f, o); the results are h [tokens, P] and c [tokens, D] for every packed row.
 As a Python loop it costs ~30 Paddle ops per step (forward and backward), each with tens of
@@ -26,22 +26,16 @@ transform_bias, on the highway's two products. As Paddle ops: eight ops forward,
 The kernels also add the biases themselves: Paddle's broadcast add costs 3x a same-shape add on
 CPU, and its backward (a column sum) far more; add_bias is that add with a matmul backward.
 
-The kernels are compiled on first use with Paddle's C++ extension tools (g++, once, cached in
-the toolkit's cache directory, cache.py: ~/.cache/paddle-elmo/ops/<tag>). Their loops over large tensors are split among OpenMP
-threads from Paddle's own Intel OpenMP runtime (the threads MKL uses), when the wheel ships it.
+The kernels are compiled on first use (kernel_build.py: g++, once, cached in the toolkit's cache
+directory). Their loops over large tensors are split among OpenMP threads from Paddle's own Intel
+OpenMP runtime (the threads MKL uses), when the wheel ships it.
 The Python versions (the LSTM step and the highway gate are layer_math's, shared with the export)
 stay as the path for GPUs, for machines without a compiler (a warning in the log says so, once)
 and as the references the kernels are tested against.
 ELMO_CPU_KERNELS=0 turns the kernels off.
 """
-import contextlib
-import hashlib
 import logging
 import os
-import platform
-import subprocess
-import sys
-import tempfile
 
 import numpy as np
 
@@ -50,7 +44,7 @@ import paddle.nn.functional as F
 from paddle.autograd import PyLayer
 
 from paddle_elmo import layer_math
-from paddle_elmo.cache import cache_dir
+from paddle_elmo.kernel_build import build
 
 log = logging.getLogger(__name__)
 
@@ -67,7 +61,7 @@ def kernel():
             log.debug('CPU kernels off (ELMO_CPU_KERNELS=0): Python loops of Paddle ops')
         else:
             try:
-                _ops = _build()
+                _ops = build(SOURCE)
             except Exception as e:  # no compiler, no headers: the Python loop still works
                 log.warning('CPU kernels unavailable, using Python loops of Paddle ops (%s: %s)', type(e).__name__, e)
     return _ops or None
@@ -86,105 +80,6 @@ def _tracks_grad(tensors):
 def _needed_grads(ctx, grads):
     """A PyLayer's input gradients, None for inputs that had stop_gradient (ctx.needs, set in forward)."""
     return tuple(g if need else None for g, need in zip(grads, ctx.needs))
-
-
-def _compiler_version():
-    """The first line of `$CXX --version` (Paddle builds with $CXX, else g++)."""
-    cxx = os.environ.get('CXX', 'g++')
-    try:
-        out = subprocess.run([cxx, '--version'], capture_output=True, text=True, timeout=30).stdout
-    except (OSError, subprocess.SubprocessError):
-        return f'{cxx}: not found'
-    return (out.splitlines() or [''])[0]
-
-
-def _build_dir():
-    """CACHE/ops/<tag> (cache.cache_dir): the tag covers what makes a build invalid elsewhere: this
-    CPU's instruction-set flags (a -march=native build only runs on its kind of CPU), the Paddle
-    version (its headers and ABI), the compiler, the Paddle installation and kernels.cc's path."""
-    try:
-        with open('/proc/cpuinfo', encoding='utf-8') as f:
-            flags = next((line for line in f if line.startswith('flags')), '')
-    except OSError:
-        flags = ''
-    # The installation and the source's path because the build records both: a cache shared by two
-    # virtual environments, or by two checkouts, was rebuilt by each in turn (~20 s a process).
-    key = '\n'.join([platform.machine(), flags, paddle.__version__, _compiler_version(),
-                     os.path.dirname(os.path.abspath(paddle.__file__)), os.path.abspath(SOURCE)])
-    tag = hashlib.sha1(key.encode()).hexdigest()[:12]
-    return cache_dir('ops', tag)
-
-
-@contextlib.contextmanager
-def _exclusive(lock_path):
-    """Hold an exclusive lock on lock_path (POSIX), so that ranks starting together build once."""
-    try:
-        import fcntl
-    except ImportError:  # Windows: no lock; concurrent first builds are merely wasted work
-        yield
-        return
-    with open(lock_path, 'w') as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
-        yield
-
-
-def _build():
-    build_dir = _build_dir()
-    os.makedirs(build_dir, exist_ok=True)
-    # Distributed ranks start together: one builds, the others wait and load the result.
-    with _exclusive(os.path.join(build_dir, 'build.lock')):
-        if not os.path.exists(os.path.join(build_dir, 'elmo_kernels', 'version.txt')):
-            log.info('building the CPU kernels (once, ~20 s)')
-        # Paddle's loader talks on stdout and stderr (its own and its build process's) even when
-        # nothing is rebuilt, and stdout may be a script's output: keep it all, show it on failure.
-        with tempfile.TemporaryFile() as output, _output_to(output):
-            try:
-                from paddle.utils.cpp_extension import load
-                # Built for the machine that runs it (-march=native: AVX where there is AVX).
-                # -fno-trapping-math lets gcc turn the clamps and selects of exp, sigmoid and tanh
-                # into vector blends: without it no gate loop vectorises ("control flow in loop"),
-                # and the gates cost more than the products. It changes no result: nothing here
-                # reads floating-point exception flags.
-                ops = load(name='elmo_kernels', sources=[SOURCE], build_directory=build_dir, verbose=False,
-                           **_openmp_flags(['-O3', '-march=native', '-fno-trapping-math']))
-            except Exception as e:
-                sys.stdout.flush()
-                output.seek(0)
-                log_path = os.path.join(build_dir, 'build-error.log')
-                with open(log_path, 'wb') as saved:
-                    saved.write(output.read())
-                first = (str(e).strip().splitlines() or [type(e).__name__])[0][:200]
-                raise RuntimeError(f'{first}; the compiler output is in {log_path}') from None
-    log.debug('CPU kernels loaded from %s', build_dir)
-    return ops
-
-
-def _openmp_flags(cflags):
-    """Compiler and linker flags: OpenMP on Paddle's own Intel runtime when the wheel ships it.
-
-    MKL's threads stay spinning between products; kernels on the same libiomp5 pool reuse them,
-    while GNU OpenMP threads would compete with them for the cores (measured: slower than serial).
-    Without libiomp5 the kernels run on one thread (and still vectorise).
-    """
-    iomp = os.path.join(os.path.dirname(paddle.__file__), 'libs', 'libiomp5.so')
-    if not os.path.exists(iomp):
-        return {'extra_cxx_cflags': cflags + ['-fopenmp-simd']}
-    return {'extra_cxx_cflags': cflags + ['-fopenmp'],
-            'extra_ldflags': ['-L' + os.path.dirname(iomp), '-l:libiomp5.so', '-Wl,-rpath,' + os.path.dirname(iomp)]}
-
-
-@contextlib.contextmanager
-def _output_to(file):
-    """Send this process's stdout and stderr (file descriptors 1 and 2, so child processes too) to file."""
-    sys.stdout.flush(), sys.stderr.flush()
-    saved = [os.dup(1), os.dup(2)]
-    try:
-        os.dup2(file.fileno(), 1), os.dup2(file.fileno(), 2)
-        yield
-    finally:
-        sys.stdout.flush(), sys.stderr.flush()
-        os.dup2(saved[0], 1), os.dup2(saved[1], 2)
-        os.close(saved[0]), os.close(saved[1])
 
 
 # --------------------------------------------------------------------------------------------

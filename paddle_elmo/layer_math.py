@@ -1,8 +1,11 @@
-"""Each layer's math once, in Paddle ops: the LSTM-with-projection step, the highway gate, and the
-removal of <S> and </S> from the outputs.
+"""Each layer's math once, in Paddle ops: the LSTM-with-projection step, the highway gate, the char
+CNN, the word + char composition, the reversal of each row within its length and the removal of
+<S> and </S> from the outputs.
 
     h, c = lstm_step(x_gates, h, c, w_hidden, w_proj, cell_clip, proj_clip, hidden_bias=None)
     y = highway_gate(carry, carry_bias, transform, transform_bias, x, add_bias=None)
+    x = char_cnn(windows, weights, bias, activation, max_over, add_bias=None)
+    steps = reversed_steps(steps, lengths, where)
     inner, mask = drop_boundaries(x, lengths, time, axis=1)
 
 They run wherever Paddle does: eager (kernels.loop_recurrence and kernels.highway_gate's fallback,
@@ -10,6 +13,11 @@ i.e. every GPU run, and CPU runs without the C++ kernels) and in a static progra
 the export). The C++ kernels (kernels.cc) are the one other implementation, tested against these
 (tests/test_speed_paths.py). A model option that changes a step is written here and in kernels.cc;
 remove_sentence_boundaries (BiLM's outputs, Elmo) and StaticBiLM share drop_boundaries.
+
+`TokenOps` is the token layer's steps in Paddle ops only, as a static program runs them
+(StaticBiLM); bilm.EagerOps replaces the ones BiLM runs otherwise (NumPy plans that skip
+padding and repeated tokens, the C++ kernels). A token mode (token_modes.py) and CharEncoder are
+written once against them.
 
 Each function takes the products its callers already have, so that each keeps its own layout:
 BiLM's packed recurrence adds the bias to every step's input products at once (add_bias, whose
@@ -75,3 +83,90 @@ def drop_boundaries(x, lengths, time, axis=1):
     for _ in range(len(x.shape) - axis - 1):
         keep = keep.unsqueeze(-1)
     return inner * keep, mask
+
+
+def reversed_steps(steps, lengths, where):
+    """Each row's steps read backwards within its length, padding steps left in place (the backward
+    stack's order) -> int [batch, time].
+
+    steps: int [batch, time] or [1, time] (0, 1, ...); lengths: int [batch, 1]; where: np.where
+    (BiLM plans in NumPy) or paddle.where (a static program, whose steps are expanded to [batch, time])."""
+    return where(steps < lengths, lengths - 1 - steps, steps)
+
+
+def last_char_position(char_ids, pad_id, max_chars):
+    """1 + the position of the last char of any row of char_ids int64 [tokens, max_chars] that is
+    neither PAD nor 0 (a padding token), at least 1: int64 [] (a number a static program holds)."""
+    real = paddle.logical_and(char_ids != pad_id, char_ids > 0).astype('int64')
+    last = paddle.max(real * paddle.arange(1, max_chars + 1, dtype='int64'))
+    return paddle.maximum(last, paddle.ones([], dtype='int64'))
+
+
+def char_cnn(windows, weights, bias, activation, max_over, add_bias=None):
+    """bilm-tf's char CNN on windows of embedded chars -> [tokens, n_filters]: for each filter the max
+    over window positions of windows @ W, then activation(max + bias) (the max of the pre-activation,
+    as the reference: the activation is monotonic and the bias the same at every position).
+
+    windows: one tensor per filter, in weights' order (an iterable, so that only one is held at a
+    time), [.., width * char_dim] with the positions on the axis max_over reduces; weights: one
+    [width * char_dim, n] per filter; bias [n_filters]; add_bias: None for `+` (see highway_gate)."""
+    add = _plus if add_bias is None else add_bias
+    pooled = [max_over(paddle.matmul(window, weight)) for window, weight in zip(windows, weights)]  # [tokens, n]
+    return activation(add(paddle.concat(pooled, axis=-1), bias))
+
+
+class TokenOps:
+    """The token layer's steps in Paddle ops only, on dynamic shapes: what a static program (the
+    export) runs. bilm.EagerOps replaces the ones whose eager form is faster."""
+
+    add_bias = staticmethod(_plus)
+    highway_gate = staticmethod(highway_gate)
+
+    @staticmethod
+    def max_over(x):
+        """[tokens, windows, n] -> the max over windows [tokens, n]."""
+        return paddle.max(x, axis=1)
+
+    @staticmethod
+    def used_chars(char_ids, pad_id, max_chars):
+        """The char positions any token of char_ids [tokens, max_chars] uses (last_char_position)."""
+        return last_char_position(char_ids, pad_id, max_chars)
+
+    @staticmethod
+    def char_windows(char_ids, used, widths, max_chars, char_embed):
+        """Each filter's windows of embedded chars [tokens, windows, width * char_dim], window k
+        holding chars k .. k + width - 1 laid out width-major as the weight (bilm-tf's
+        [1, width, char_dim, n] flattened). A window made only of PAD chars gives the same value
+        for every token, so the windows that start after `used` are represented by the first of
+        them (same max, a fraction of the work: a batch's longest word is ~15 chars of 50)."""
+        n_chars = paddle.minimum(used + max(widths), paddle.full([], max_chars, dtype='int64'))
+        chars = F.embedding(char_ids[:, :n_chars], char_embed.weight)  # [tokens, n_chars, char_dim]
+        windows = []
+        for width in widths:
+            n_windows = paddle.minimum(used + 1, paddle.full([], max_chars - width + 1, dtype='int64'))
+            windows.append(paddle.concat([chars[:, i:i + n_windows] for i in range(width)], axis=-1))
+        return windows
+
+    @staticmethod
+    def per_distinct_token(char_ids, encode, dim, pad_id):
+        """encode (char ids [n, max_chars] -> [n, dim]) on each distinct row of char_ids
+        [tokens, max_chars] -> [tokens, dim]."""
+        # On a float copy of the ids (exact: ids < 2^24): paddle2onnx 2.1 types Unique's output as
+        # float whatever its input, and the ONNX model of an int64 unique fails to load.
+        distinct, inverse = paddle.unique(char_ids.astype('float32'), return_inverse=True, axis=0)
+        return paddle.gather(encode(distinct.astype('int64')), inverse.reshape([-1]))
+
+    @staticmethod
+    def word_rows(table, word_ids):
+        """word_ids int64 [tokens] (vocabulary id + 1, 0 = padding) -> the rows of `table` [tokens,
+        dim]. Padding reads row 0; the forward zeroes every padding position."""
+        return paddle.gather(table, paddle.maximum(word_ids - 1, paddle.zeros([], dtype='int64')))
+
+    def project(self, x, layer):
+        """x [rows, in] through an nn.Linear `layer`, its bias added by add_bias -> [rows, out]."""
+        return self.add_bias(paddle.matmul(x, layer.weight), layer.bias)
+
+    def word_beside_chars(self, word_rows, features, projection):
+        """The word + char composition (ELMoForManyLangs'): word rows [tokens, word_dim] beside the
+        char features [tokens, n_filters] (word columns first), through `projection` -> [tokens, P]."""
+        return self.project(paddle.concat([word_rows, features], axis=-1), projection)

@@ -6,7 +6,7 @@ import paddle
 from paddle_elmo.checkpoints import state_embedding_rows, check_softmax_rows, checkpoint_dir, load_state_checked, read_checkpoint
 from paddle_elmo.hdf5_weights import load_hdf5_weights, read_hdf5_softmax
 from paddle_elmo.lm import LanguageModel
-from paddle_elmo.model_io import load_bilm
+from paddle_elmo.model_io import bundled_model_files, load_bilm
 from paddle_elmo.run_configs import read_input_vocabulary
 
 
@@ -39,6 +39,7 @@ def load_language_model(vocab_size, params_file=None, options_file=None, weight_
                                       params_file)
         return load_state_checked(LanguageModel(config, vocab_size, vocab=vocab), state, params_file)
     bilm = load_bilm(options_file=options_file, weight_file=weight_file, stateful=True, vocab_file=vocab_file)
+    weight_file = weight_file or bundled_model_files()[1]  # none given: load_bilm took the bundled model
     W, b = read_hdf5_softmax(weight_file)
     check_softmax_rows(W.shape, vocab_size, weight_file)
     model = LanguageModel(bilm.config, vocab_size, vocab=bilm.vocab)

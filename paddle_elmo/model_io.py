@@ -1,7 +1,7 @@
 """A biLM from wherever it is: a checkpoint prefix of ours, bilm-tf / AllenNLP files, or the bundled
 model (`load_bilm`); a model named in one value (`ModelSource`: `resolve_model` makes one from a
-name, the commands' `cli.model_source` from their flags); the model files a source names
-(`model_options_file`, `weights_files`).
+model name of model_names.MODELS or a path, the commands' `cli.model_source` from their flags); the
+model files a source names (`model_options_file`, `weights_files`).
 
 The inference path (the embedder, Elmo, the export) loads models through here, and nothing here
 imports the training objective.
@@ -16,6 +16,7 @@ from paddle_elmo.bilm import BiLM
 from paddle_elmo.checkpoints import PARAMS_SUFFIX, checkpoint_dir, checkpoint_paths, load_bilm_checkpoint
 from paddle_elmo.fileio import InputError
 from paddle_elmo.hdf5_weights import hdf5_rows, load_embedding_weight_file, load_hdf5_weights
+from paddle_elmo.model_names import MODELS, PACKAGE_DIR, is_model_name, model_files
 from paddle_elmo.run_configs import (OPTIONS_FILE, RECIPE_FILE, VOCAB_FILE, WEIGHTS_FILE, read_input_vocabulary,
                                      read_json, read_model_config)
 
@@ -58,41 +59,37 @@ def recorded_vocabulary_file(params_file=None, options_file=None):
     return None, '; '.join(looked) or 'no model given'
 
 
-BUNDLED_MODEL_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), 'pretrained')
+BUNDLED_NAME = 'bundled'
+BUNDLED_MODEL_DIR = os.path.join(PACKAGE_DIR, MODELS[BUNDLED_NAME].package_dir)
 
 
 def bundled_model_files():
     """-> (options_file, weight_file) of the model that ships in pretrained/ (its card: README.md)."""
-    files = tuple(os.path.join(BUNDLED_MODEL_DIR, name) for name in (OPTIONS_FILE, WEIGHTS_FILE))
-    for path in files:
-        if not os.path.isfile(path):
-            raise FileNotFoundError(f'{path}: the bundled model is missing from this checkout; give a model '
-                                    f'(a checkpoint prefix, or options + weight files)')
-    return files
-
-
-BUNDLED_NAME = 'bundled'
+    return model_files(BUNDLED_NAME)
 
 
 @dataclass(frozen=True)
 class ModelSource:
     """A model, as load_bilm takes it, in one value: a checkpoint prefix of ours (`params_file`), a
     bilm-tf / AllenNLP pair (`options_file` + `weight_file`), or neither (the bundled model); with a
-    word model's input vocabulary given apart (`vocab_file`) and bilm-tf's `embedding_weight_file`.
+    word model's input vocabulary given apart (`vocab_file`) and bilm-tf's `embedding_weight_file`;
+    `tokenizer`, for files that record none (AllenNLP's releases), the one the table of model names
+    gives them (model_names.MODELS).
 
         source = resolve_model('checkpoints')       # or ModelSource(options_file=..., weight_file=...)
         bilm = source.load()
-        ELMoEmbedder(**source.kwargs(), batch_size=32)
+        ELMoEmbedder(source, batch_size=32)
     """
     params_file: Optional[str] = None
     options_file: Optional[str] = None
     weight_file: Optional[str] = None
     vocab_file: Optional[str] = None
     embedding_weight_file: Optional[str] = None
+    tokenizer: Optional[str] = None
 
     def kwargs(self):
         """The files given, as keyword arguments of load_bilm, ELMoEmbedder, load_language_model ..."""
-        return {k: v for k, v in dataclasses.asdict(self).items() if v is not None}
+        return {k: v for k, v in dataclasses.asdict(self).items() if v is not None and k != 'tokenizer'}
 
     def load(self, stateful=False):
         """load_bilm of this source -> BiLM."""
@@ -102,18 +99,28 @@ class ModelSource:
         """Its options.json (the bundled model's when none is given)."""
         return model_options_file(self.params_file, self.options_file)
 
+    def recorded_tokenizer(self):
+        """How its raw text becomes tokens: the table's tokenizer for files that record none, else the
+        one its options.json records (whitespace when absent, as in bilm-tf files)."""
+        return self.tokenizer or read_model_config(self.options_path()).tokenizer
+
 
 def resolve_model(name):
-    """A model named as `from_pretrained` takes it -> ModelSource(params_file=...) or
+    """A model named as `from_pretrained` and `--model` take it -> ModelSource(params_file=...) or
     ModelSource(options_file=..., weight_file=...).
 
-    name: 'bundled' (the model that ships with the package); a directory holding options.json +
-        weights.hdf5 (bilm-tf / AllenNLP files, or an export of ours); a checkpoint directory (its
-        `final`, else its latest step N); or a checkpoint prefix 'DIR/N' (with or without .pdparams).
+    name: a model name (model_names.MODELS: 'bundled', 'bundled-zh', AllenNLP's 'small', 'medium',
+        'original', 'original-5.5b', downloaded into the cache on first use); a directory holding
+        options.json + weights.hdf5 (bilm-tf / AllenNLP files, or an export of ours); a checkpoint
+        directory (its `final`, else its latest step N); or a checkpoint prefix 'DIR/N' (with or
+        without .pdparams).
     """
-    if name == BUNDLED_NAME:
-        options_file, weight_file = bundled_model_files()
-        return ModelSource(options_file=options_file, weight_file=weight_file)
+    if is_model_name(name):
+        options_file, weight_file = model_files(name)
+        model = MODELS[name]
+        # A packaged model records its tokenizer in its options.json; AllenNLP's files record none.
+        return ModelSource(options_file=options_file, weight_file=weight_file,
+                           tokenizer=None if model.package_dir else model.tokenizer)
     prefix = name[:-len(PARAMS_SUFFIX)] if name.endswith(PARAMS_SUFFIX) else name
     if os.path.isfile(prefix + PARAMS_SUFFIX):
         return ModelSource(params_file=prefix)
@@ -125,16 +132,17 @@ def resolve_model(name):
         if 'final' in steps or any(s.isdigit() for s in steps):
             step = 'final' if 'final' in steps else max((s for s in steps if s.isdigit()), key=int)
             return ModelSource(params_file=os.path.join(name, step))
-    raise InputError(f'{name}: not a model; expected {BUNDLED_NAME!r}, a directory with {OPTIONS_FILE} + '
-                     f'{WEIGHTS_FILE}, a checkpoint directory (with final{PARAMS_SUFFIX} or N{PARAMS_SUFFIX}) or '
-                     f'a checkpoint prefix DIR/N')
+    raise InputError(f'{name}: not a model; expected a model name ({", ".join(MODELS)}), a directory with '
+                     f'{OPTIONS_FILE} + {WEIGHTS_FILE}, a checkpoint directory (with final{PARAMS_SUFFIX} or '
+                     f'N{PARAMS_SUFFIX}) or a checkpoint prefix DIR/N')
 
 
 def weights_files(init_from_weights=None, options_file=None, weight_file=None):
-    """The (options.json, weights.hdf5) a run starts from: DIR's, the bundled model's ('bundled'),
-    or the pair given -> absolute paths, both checked to exist."""
-    if init_from_weights == 'bundled':
-        options_file, weight_file = bundled_model_files()
+    """The (options.json, weights.hdf5) a run starts from: DIR's, a named model's ('bundled',
+    'original', ...: model_names.MODELS, a release downloaded on first use), or the pair given ->
+    absolute paths, both checked to exist."""
+    if init_from_weights and is_model_name(init_from_weights):
+        options_file, weight_file = model_files(init_from_weights)
     elif init_from_weights:
         options_file, weight_file = (os.path.join(init_from_weights, n) for n in (OPTIONS_FILE, WEIGHTS_FILE))
     for path, what in ((options_file, 'options file'), (weight_file, 'weights file')):

@@ -13,6 +13,8 @@ import numpy as np
 
 import paddle
 
+from paddle_elmo.layer_math import reversed_steps
+
 
 def row_order(lengths, time):
     """Rows sorted longest first (the active batch then shrinks step by step), and the gathers that
@@ -26,7 +28,7 @@ def row_order(lengths, time):
     sorted_lengths = lengths[order]
     batch_sizes = (sorted_lengths[None, :] > np.arange(time)[:, None]).sum(axis=1)
     steps = np.arange(time)[None, :]
-    reverse_steps = np.where(steps < sorted_lengths[:, None], sorted_lengths[:, None] - 1 - steps, steps)
+    reverse_steps = reversed_steps(steps, sorted_lengths[:, None], np.where)  # as the export's, in NumPy
     return order, batch_sizes, order[:, None] * time + steps, order[:, None] * time + reverse_steps
 
 

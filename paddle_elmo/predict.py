@@ -41,9 +41,9 @@ class Predictor:
     """Next-word (forward) and previous-word (backward) distributions of a `lm.LanguageModel`.
 
     model: a LanguageModel (`lm.load_language_model`), whose softmax rows are `vocab`'s tokens.
-    vocab: the `dataset.Vocabulary` it was trained with.
+    vocab: the `vocabulary.Vocabulary` it was trained with.
     A context is a raw string (split by `tokenizer`, by default the model's, see
-    dataset.model_tokenizer) or a list of tokens; '' is the sentence boundary alone (forward: the
+    tokenizers.model_tokenizer) or a list of tokens; '' is the sentence boundary alone (forward: the
     first word of a sentence; backward: its last word).
     Which words can be predicted: every vocabulary word, `</S>` (forward: the sentence ends) and
     `<S>` (backward: the sentence starts) included, and `<UNK>` unless `exclude_unk`. The boundary a
@@ -173,7 +173,7 @@ def dump_embeddings(output_dir, tokens, bilm=None, softmax=None, batch_size=8192
 
     - with `bilm`: `embeddings_char_cnn.npy` float32 [len(tokens), P], `embedder.token_embeddings`
       of each token (char CNN + highway + projection, no LSTM), streamed into the file;
-    - with `softmax` (a `lm.Softmax`): `embeddings_softmax.npy` float32 [vocab, P] (W) and
+    - with `softmax` (a `sampled_softmax.Softmax`): `embeddings_softmax.npy` float32 [vocab, P] (W) and
       `softmax_bias.npy` float32 [vocab] (b);
     - `vocab.txt`: the token of each row, one per line.
     -> the paths written.

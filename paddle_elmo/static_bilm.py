@@ -6,14 +6,15 @@ work in NumPy (distinct tokens, length chunks, packing), none of which a static 
 Each LSTM layer's time loop (both directions in one body) is a `while_loop`, which paddle2onnx turns
 into an ONNX Loop; as in LstmStack, the layer's input products x @ W_x for all steps are one product
 before it, and only h @ W_h is in it (which also lets an int8 export quantize each apart: deploy).
-`check_exportable` refuses a model setting StaticBiLM does not implement.
+The token representation is the token mode's own (token_modes.py), run on layer_math.TokenOps, the
+token layer's steps in Paddle ops only. `check_exportable` refuses a model setting StaticBiLM does
+not implement.
 """
 import paddle
 import paddle.nn as nn
-import paddle.nn.functional as F
 
 from paddle_elmo import layer_math
-from paddle_elmo.config import CHAR_IDS, MODEL_FIELDS, OPTION_PATHS, WORD_IDS, ModelConfig
+from paddle_elmo.config import MODEL_FIELDS, OPTION_PATHS, ModelConfig
 from paddle_elmo.fileio import InputError
 
 
@@ -70,6 +71,8 @@ class StaticBiLM(nn.Layer):
     computed. The backward stack reads each row reversed within its own length.
     """
 
+    ops = layer_math.TokenOps()  # the token layer's steps in Paddle ops only
+
     def __init__(self, bilm):
         super().__init__()
         check_exportable(bilm.config)
@@ -79,69 +82,12 @@ class StaticBiLM(nn.Layer):
         self.use_skip = bool(bilm.config.use_skip_connections)
 
     # ---- token representations -------------------------------------------------------------
-    def token_embedding(self, char_ids=None, word_ids=None):
-        """char_ids int64 [tokens, max_chars] (a model with chars), word_ids int64 [tokens] (one with
-        words: vocabulary id + 1, 0 = padding) -> [tokens, projection_dim] (padding tokens too: the
-        caller zeroes them). Each distinct char sequence of the batch goes through the char CNN once."""
-        if char_ids is None:
-            return self._word_rows(word_ids)
-        if word_ids is None:
-            return self._per_distinct_token(char_ids, self._encode_tokens)
-        # word+char as BiLM: the highway output of each position's chars, the word row beside it
-        # (word columns first), then the projection.
-        features = self._per_distinct_token(char_ids, self._char_features)
-        projection = self.bilm.char_encoder.projection
-        return paddle.matmul(paddle.concat([self._word_rows(word_ids), features], axis=-1),
-                             projection.weight) + projection.bias
-
-    def _word_rows(self, word_ids):
-        """word_ids int64 [tokens] (vocabulary id + 1, 0 = padding) -> their word embedding rows
-        [tokens, word_embedding_dim]. Padding reads row 0, which forward zeroes with every padding
-        position (BiLM's zero rows): no select here."""
-        index = paddle.maximum(word_ids - 1, paddle.zeros([], dtype='int64'))
-        return paddle.gather(self.bilm.word_embedding, index)
-
-    def _per_distinct_token(self, char_ids, encode):
-        """encode (char ids [n, max_chars] -> [n, dim]) on each distinct row of char_ids
-        [tokens, max_chars] -> [tokens, dim]."""
-        # On a float copy of the ids (exact: ids < 2^24): paddle2onnx 2.1 types Unique's output as
-        # float whatever its input, and the ONNX model of an int64 unique fails to load.
-        distinct, inverse = paddle.unique(char_ids.astype('float32'), return_inverse=True, axis=0)
-        return paddle.gather(encode(distinct.astype('int64')), inverse.reshape([-1]))
-
-    def _encode_tokens(self, char_ids):
-        """char_ids int64 [tokens, max_chars] -> [tokens, projection_dim]: char CNN, highway, projection."""
-        projection = self.bilm.char_encoder.projection
-        return paddle.matmul(self._char_features(char_ids), projection.weight) + projection.bias
-
-    def _char_features(self, char_ids):
-        """char_ids int64 [tokens, max_chars] -> the highway output [tokens, n_filters].
-
-        As CharEncoder: a window made only of PAD chars gives the same value for every token, so
-        the windows that start after the last non-PAD char of every token here are represented by
-        the first of them (same max, a fraction of the work: a batch's longest word is ~15 chars
-        of 50). Padding tokens (all 0) are ignored in that count; their outputs are masked anyway.
-        """
-        enc = self.bilm.char_encoder
-        positions = enc.max_chars
-        not_pad = paddle.logical_and(char_ids != enc.pad_id, char_ids > 0).astype('int64')
-        used = paddle.maximum(paddle.max(not_pad * paddle.arange(1, positions + 1, dtype='int64')),
-                              paddle.ones([], dtype='int64'))  # 1 + position of the last non-PAD char
-        n_chars = paddle.minimum(used + max(enc.widths), paddle.full([], positions, dtype='int64'))
-        chars = F.embedding(char_ids[:, :n_chars], enc.char_embed.weight)  # [tokens, n_chars, char_dim]
-        pooled = []
-        for width, weight in zip(enc.widths, enc.conv_weights):
-            n_windows = paddle.minimum(used + 1, paddle.full([], positions - width + 1, dtype='int64'))
-            # Window k holds chars k .. k + width - 1, laid out width-major as the weight
-            # [width * char_dim, n] (bilm-tf's [1, width, char_dim, n] flattened).
-            windows = paddle.concat([chars[:, i:i + n_windows] for i in range(width)], axis=-1)
-            # Max over positions of the pre-activation (the bias is the same at every position).
-            pooled.append(paddle.max(paddle.matmul(windows, weight), axis=1))  # [tokens, n]
-        x = enc.activation(paddle.concat(pooled, axis=-1) + paddle.concat(list(enc.conv_biases)))
-        for highway in enc.highways:
-            x = layer_math.highway_gate(paddle.matmul(x, highway.carry.weight), highway.carry.bias,
-                                        paddle.matmul(x, highway.transform.weight), highway.transform.bias, x)
-        return x
+    def token_embedding(self, ids):
+        """ids: {name in config.input_mode.reads: int64 ids flattened to [tokens] (word ids: vocabulary
+        id + 1, 0 = padding) or [tokens, max_chars] (char ids)} -> [tokens, projection_dim] (padding
+        tokens too: the caller zeroes them): the mode's representation (token_modes.py) in Paddle
+        ops only (layer_math.TokenOps). Each distinct char sequence goes through the char CNN once."""
+        return self.bilm.config.input_mode.embed(self.bilm, ids, self.ops)
 
     # ---- LSTMs -----------------------------------------------------------------------------
     @staticmethod
@@ -156,10 +102,15 @@ class StaticBiLM(nn.Layer):
         of one per step (and in an int8 export a product of its own, apart from h's)."""
         return paddle.matmul(x, w_input)
 
-    def _step(self, layer, x_gates, h, c, w_hidden):
-        """One LSTM step: x_gates [batch, 4 * dim] (the step's row of _input_products), h [batch, P],
-        c [batch, D], w_hidden = W_h -> (h, c). The bias is added to h's product (onnxruntime
-        fuses it into the product, int8 or not). The step is layer_math's, as BiLM's off the C++ kernels."""
+    def lstm_step(self, layer, x_gates, h, c, w_hidden):
+        """One LSTM step of `layer` (an LstmLayer): x_gates [batch, 4 * dim] (the step's row of
+        _input_products), h [batch, P], c [batch, D], w_hidden = W_h -> (h, c). The bias is added to
+        h's product (onnxruntime fuses it into the product, int8 or not). The step is layer_math's,
+        as BiLM's off the C++ kernels.
+
+        The public hook of the time loop: a subclass that overrides it sees (and may record or
+        change) every step the export computes, e.g. benchmarks' product statistics or a test's
+        deliberate slip."""
         return layer_math.lstm_step(x_gates, h, c, w_hidden, layer.W_P, self.cell_clip, self.proj_clip,
                                     hidden_bias=layer.bias())
 
@@ -179,8 +130,8 @@ class StaticBiLM(nn.Layer):
             return t < time
 
         def body(t, h_f, c_f, h_b, c_b, out_f, out_b):
-            h_f, c_f = self._step(forward_layer, paddle.gather(gates[0], t).squeeze(0), h_f, c_f, wh_f)
-            h_b, c_b = self._step(backward_layer, paddle.gather(gates[1], t).squeeze(0), h_b, c_b, wh_b)
+            h_f, c_f = self.lstm_step(forward_layer, paddle.gather(gates[0], t).squeeze(0), h_f, c_f, wh_f)
+            h_b, c_b = self.lstm_step(backward_layer, paddle.gather(gates[1], t).squeeze(0), h_b, c_b, wh_b)
             out_f = paddle.concat([out_f, h_f.unsqueeze(0)])
             out_b = paddle.concat([out_b, h_b.unsqueeze(0)])
             return t + 1, h_f, c_f, h_b, c_b, out_f, out_b
@@ -201,22 +152,20 @@ class StaticBiLM(nn.Layer):
         </S>: char_ids int64 [batch, time, max_chars] (0 = padding token), word_ids int64 [batch,
         time] (vocabulary id + 1, 0 = padding); word+char's are (word_ids, char_ids) ->
         (layers float32 [batch, n_layers + 1, time - 2, 2 * projection_dim], mask bool [batch, time - 2])."""
-        given = dict(zip(self.bilm.config.input_mode.reads, (ids, second)))
-        word_ids, char_ids = given.get(WORD_IDS), given.get(CHAR_IDS)
+        reads = self.bilm.config.input_mode.reads
+        given = dict(zip(reads, (ids, second)))
         shape = paddle.shape(ids)
         batch, time = shape[0], shape[1]
-        present = word_ids > 0 if word_ids is not None else paddle.any(char_ids > 0, axis=-1)
+        # A token is real when its word id (or any char id) is not 0: reads[0] says which.
+        present = ids > 0 if len(ids.shape) == 2 else paddle.any(ids > 0, axis=-1)
         lengths = present.astype('int64').sum(axis=1)  # [batch]
         steps = paddle.arange(time, dtype='int64').unsqueeze(0)  # [1, time]
         real = (steps < lengths.unsqueeze(1)).astype('float32').unsqueeze(-1)  # [batch, time, 1]
-        max_chars = self.bilm.config.max_characters_per_token
-        x = self.token_embedding(None if char_ids is None else char_ids.reshape([-1, max_chars]),
-                                 None if word_ids is None else word_ids.reshape([-1]))
+        x = self.token_embedding({name: given[name].reshape([-1, *given[name].shape[2:]]) for name in reads})
         x = x.reshape([batch, time, -1]) * real  # [batch, time, P], zeros at padding
         # Row b of the backward stream is row b reversed within its length (an involution: the
         # same gather puts the backward outputs back in sentence order).
-        reverse = paddle.where(steps < lengths.unsqueeze(1), lengths.unsqueeze(1) - 1 - steps,
-                               steps.expand([batch, time]))
+        reverse = layer_math.reversed_steps(steps.expand([batch, time]), lengths.unsqueeze(1), paddle.where)
         reverse = (reverse + paddle.arange(batch, dtype='int64').unsqueeze(1) * time).reshape([-1])
 
         def reorder(y):  # [batch, time, P] -> the same with each row reversed within its length

@@ -1,7 +1,7 @@
 """Tokens to the ids a biLM reads: ELMo's character ids (as bilm-tf and AllenNLP's ELMoCharacterMapper)
 and, for word input, the input vocabulary's ids (`InputMapper`, bilm-tf's TokenBatcher), a batch of
 them as one value (`TokenInput`: what BiLM, Elmo and an export's InferenceEmbedder take). Which ids a
-model reads is its `config.input_mode` (config.TOKEN_INPUT_MODES).
+model reads is its `config.input_mode` (token_modes.py).
 
 A token's chars are its UTF-8 bytes cut to `max_chars - 2`, wrapped as [BOW, bytes..., EOW, PAD, ...]
 to exactly `max_chars` ids, then every id is shifted by +1 so that 0 means "no token" (padding).

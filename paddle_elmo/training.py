@@ -31,7 +31,8 @@ from paddle_elmo.corpus import count_tokens
 from paddle_elmo.lm_batches import EVAL_BATCH_SIZE, EVAL_UNROLL_STEPS, LMStream, iter_eval_batches
 from paddle_elmo.vocabulary import Vocabulary
 from paddle_elmo.fileio import InputError, atomic_path, make_directory, write_csv_atomic
-from paddle_elmo.lm import LanguageModel, evaluate, make_optimizer, train_step
+from paddle_elmo.lm import LanguageModel, evaluate, train_step
+from paddle_elmo.optimizers import make_optimizer
 from paddle_elmo.checkpoints import checkpoint_dir, load_training_checkpoint, rank_state, restore_rank_state, save_training_checkpoint, train_state
 from paddle_elmo.lm_loading import load_weights_into
 from paddle_elmo.run_configs import read_input_vocabulary, write_run_configs
@@ -278,7 +279,7 @@ def set_up(model_config, recipe, save_dir, *, device='cpu', cpu_threads=None, in
     paddle.seed(recipe.seed)  # identical initial weights on every rank
     model = LanguageModel(model_config, vocab.size, recipe.n_negative_samples, seed=recipe.seed * 1000 + rank,
                           reset_state_at_sentence_start=recipe.reset_state_at_sentence_start,
-                          vocab=vocab if model_config.has_words else None)
+                          vocab=vocab)  # the input vocabulary, when the mode has a word embedding
     paddle.seed(recipe.seed * 1000 + rank)  # but different dropout masks
     if recipe.init_weight_file and init_from_ckpt is None:  # domain adaptation: the weights, a fresh optimizer
         # (at recipe.lr x recipe.from_weights_lr_scale: make_optimizer below)

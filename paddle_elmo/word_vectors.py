@@ -15,7 +15,7 @@ import paddle
 import paddle.nn as nn
 import paddle.nn.functional as F
 
-from paddle_elmo.fileio import InputError, atomic_path, iter_lines, list_files
+from paddle_elmo.fileio import InputError, atomic_path, iter_lines, list_files, require_package
 from paddle_elmo.logs import show_progress
 
 OOV_MODES = ('unk', 'skip')
@@ -77,7 +77,7 @@ def train_word2vec(paths, dim=300, window=5, min_count=5, negative=5, sample=1e-
     Deterministic for a seed with workers=1 (more workers are faster but thread timing changes
     the result slightly). Progress: gensim's log lines every 30 s.
     """
-    from gensim.models import Word2Vec
+    Word2Vec = require_package('gensim.models', 'classify').Word2Vec
     _configure_gensim_logging(progress)
     corpus = CorpusSentences(paths, max_tokens)
     model = Word2Vec(vector_size=dim, sg=1, window=window, min_count=min_count, negative=negative,
@@ -107,7 +107,7 @@ def save_vectors(kv, path):
 
 def load_vectors(path, max_vocab=0):
     """A word2vec file (binary .bin/.bin.gz, or text) -> KeyedVectors; max_vocab > 0 keeps the first rows."""
-    from gensim.models import KeyedVectors
+    KeyedVectors = require_package('gensim.models', 'classify').KeyedVectors
     binary = is_binary(path)
     if not os.path.isfile(path):
         raise FileNotFoundError(f'{path}: word2vec file not found')
@@ -125,7 +125,7 @@ def read_word_vectors(path):
     path: a word2vec file (.bin / .bin.gz binary, .txt / .vec text), a gensim KeyedVectors saved
     with `.save()` (.kv, .model), or a numpy .npz with arrays `words` [n] (str) and `vectors`
     [n, dim]."""
-    from gensim.models import KeyedVectors
+    KeyedVectors = require_package('gensim.models', 'classify').KeyedVectors
     if not os.path.isfile(path):
         raise FileNotFoundError(f'{path}: --word_vectors file not found')
     if path.endswith('.npz'):

@@ -14,6 +14,20 @@ from paddle_elmo import BiLM, ELMoEmbedder
 from paddle_elmo.vocabulary import Vocabulary
 
 
+# ---- optional packages -------------------------------------------------------------------------------
+
+# Python code that makes the packages named in $BLOCKED_PACKAGES (comma-separated) fail to import, as
+# where they are not installed: the start of a child's `python -c` code.
+BLOCK_PACKAGES = '''
+import os, sys
+class NotInstalled:
+    def find_spec(self, name, path=None, target=None):
+        if name.split('.')[0] in os.environ.get('BLOCKED_PACKAGES', '').split(','):
+            raise ModuleNotFoundError(f'No module named {name!r} (blocked by the test)')
+sys.meta_path.insert(0, NotInstalled())
+'''
+
+
 # ---- from test_pretrain --------------------------------------------------------------------------------
 
 

@@ -16,13 +16,15 @@ OPTIONS, WEIGHTS = os.path.join(BUNDLED, 'options.json'), os.path.join(BUNDLED, 
 SENTENCES = [['The', 'film', 'is', 'a', 'delight', '.'], ['Dull', 'and', 'far', 'too', 'long', '.']]
 
 
-def test_bundled_files_are_a_float32_bilm_without_softmax_small_enough_to_ship():
-    assert os.path.getsize(WEIGHTS) < 25 * 2 ** 20
+def test_bundled_files_are_a_float32_bilm_with_a_float16_softmax_small_enough_to_ship():
+    assert os.path.getsize(WEIGHTS) < 34 * 2 ** 20  # the two bundled models together: <= 60 MB in the wheel
     with h5py.File(WEIGHTS, 'r') as f:
         names = []
         f.visit(lambda name: names.append(name) if isinstance(f[name], h5py.Dataset) else None)
-        assert not [n for n in names if n.startswith('softmax')]
-        assert {f[n].dtype for n in names} == {np.dtype('float32')}
+        softmax = [n for n in names if n.startswith('softmax')]
+        assert sorted(softmax) == ['softmax/W', 'softmax/b'] and f['softmax/W'].shape == (35003, 128)
+        assert {f[n].dtype for n in softmax} == {np.dtype('float16')}
+        assert {f[n].dtype for n in names if n not in softmax} == {np.dtype('float32')}
     with open(os.path.join(BUNDLED, 'README.md'), encoding='utf-8') as f:
         card = f.read()
     with open(OPTIONS, encoding='utf-8') as f:
@@ -44,8 +46,10 @@ def test_embedder_without_a_model_loads_the_bundled_one_and_says_so(caplog):
 
 
 def test_missing_bundle_is_an_error_naming_the_file(monkeypatch, tmp_path):
-    monkeypatch.setattr(model_io, 'BUNDLED_MODEL_DIR', str(tmp_path))
-    with pytest.raises(FileNotFoundError, match=str(tmp_path / 'options.json')):
+    from paddle_elmo import model_names
+    monkeypatch.setattr(model_names, 'PACKAGE_DIR', str(tmp_path))
+    (tmp_path / 'pretrained').mkdir()
+    with pytest.raises(FileNotFoundError, match=str(tmp_path / 'pretrained' / 'options.json')):
         model_io.load_bilm()
 
 
@@ -67,3 +71,19 @@ def test_run_finetune_without_a_model_uses_the_bundled_one(rt_slice, tmp_path): 
     assert 'bundled model' in proc.stderr
     features = check_result(out, 2)['features']
     assert features['model'] == {'bundled': BUNDLED} and features['projection_dim'] == 128
+
+
+def test_predict_and_eval_without_a_model_use_the_bundled_softmax(tmp_path):
+    out = tmp_path / 'p.json'
+    proc = run_script('run_predict.py', '--prefix', 'the stock market', '--top_k', '5', '--output_json', str(out))
+    assert proc.returncode == 0, proc.stderr
+    assert 'bundled model' in proc.stderr
+    top = json.loads(out.read_text())['predictions'][0]['top']
+    assert len(top) == 5 and all(0 < t['prob'] < 1 for t in top)
+    assert [t['prob'] for t in top] == sorted((t['prob'] for t in top), reverse=True)
+    heldout = tmp_path / 'heldout.txt'
+    heldout.write_text('The stock market fell sharply on Monday .\nShe said it was a good film .\n', encoding='utf-8')
+    proc = run_script('run_eval.py', '--dev_data_path', str(heldout), '--output_json', str(tmp_path / 'e.json'))
+    assert proc.returncode == 0, proc.stderr
+    perplexity = json.loads((tmp_path / 'e.json').read_text())['perplexity']
+    assert 1 < perplexity < 1000  # a trained softmax: far below the 35,003 of a uniform guess

@@ -68,7 +68,8 @@ def test_a_vocabulary_that_does_not_match_the_softmax_fails_at_eval_and_at_resum
     line = one_line_error(run('run_eval.py', ['--dev_data_path', str(tmp_path / 'dev.txt'), '--vocab_file',
                                               str(tmp_path / 'other.txt'), '--init_from_ckpt', str(checkpoint)]))
     assert 'the softmax has 6 rows but the vocabulary has 7 tokens' in line
-    from paddle_elmo.lm import LanguageModel, make_optimizer
+    from paddle_elmo.lm import LanguageModel
+    from paddle_elmo.optimizers import make_optimizer
     model = LanguageModel(tiny_config(), len(VOCAB), 4)  # a resumable checkpoint: .pdopt beside it
     paddle.save({**make_optimizer(model, 'adagrad', 0.2, 10.0, 0, 1).state_dict(), 'train_state': {}},
                 f'{checkpoint}.pdopt')

@@ -3,13 +3,14 @@ presets and flags by field name, resuming with --init_from_ckpt alone, and check
 before recipe.json existed (tests/fixtures/legacy-checkpoint, made by commit 7d00a9b)."""
 import dataclasses
 import json
+import os
 import shutil
 
 import numpy as np
 import pytest
 
 from conftest import ROOT, one_line_error, tiny_config
-from paddle_elmo.config import BILM_TF_TRAINING_KEYS, PRESETS, ModelConfig, Recipe, for_resume, from_preset
+from paddle_elmo.config import BILM_TF_TRAINING_KEYS, PRESETS, ModelConfig, Recipe, for_resume, for_run, from_preset
 from paddle_elmo.fileio import InputError
 from helpers import assert_same_weights, load, pretrain_args, run
 
@@ -157,3 +158,25 @@ def test_recipe_fields_and_presets_use_one_set_of_names():
     from paddle_elmo.cli import flags as cli
     a = cli.pretrain_parser().parse_args(['--cell_dim', '7', '--lr', '0.1', '--no_use_skip_connections'])
     assert cli.given_settings(a) == {'cell_dim': 7, 'use_skip_connections': False, 'lr': 0.1}
+
+
+def test_a_library_user_gets_the_new_resumed_and_from_weights_policy_from_for_run():
+    data = {'train_data_path': 'train/*', 'vocab_file': 'vocab.txt'}
+    model, recipe = for_run({**data, 'preset': 'budget', 'lr': 0.01})
+    assert (model.cell_dim, recipe.optimizer, recipe.lr) == (256, 'adam', 0.01)
+    assert recipe.vocab_file == os.path.abspath('vocab.txt')  # absolute: a resume elsewhere reads the same
+    # resumed: the checkpoint's model; a differing model flag names the checkpoint
+    resumed = (model, recipe, 'ck/options.json')
+    assert for_run({'lr': 0.5}, resumed=resumed)[1].lr == 0.5
+    with pytest.raises(InputError, match=r'ck/options\.json defines the model being resumed.*--cell_dim 64'):
+        for_run({'cell_dim': 64}, resumed=resumed)
+    # from weights: the file's model, the preset's recipe, the recorded files and the word table's vocabulary
+    word = tiny_config(token_input='word')
+    adapted, recipe = for_run({'train_data_path': 'train/*'}, weights=(word, 'w/options.json', 'w/weights.hdf5',
+                                                                       'w/vocab.txt'))
+    assert adapted.projection_dim == word.projection_dim and recipe.init_weight_file == 'w/weights.hdf5'
+    assert recipe.vocab_file.endswith('w/vocab.txt') and recipe.lr == PRESETS['original']['lr']
+    with pytest.raises(InputError, match='not both'):
+        for_run(data, resumed=resumed, weights=(word, 'o', 'w', None))
+    with pytest.raises(InputError, match='--word_vectors is for a model with word input'):
+        for_run({**data, 'word_vectors': 'v.bin'})

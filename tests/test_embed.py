@@ -38,7 +38,7 @@ def test_embed_file_streams_in_chunks_and_keeps_line_order(embedder, tmp_path):
     lines = [' '.join(['w%d' % (i % 7)] * (1 + i % 5)) for i in range(37)]
     src = tmp_path / 'in.txt'
     src.write_text('\n'.join(lines) + '\n')
-    from paddle_elmo.embedder import embed_file
+    from paddle_elmo.sentence_embedder import embed_file
     embed_file(embedder, str(src), str(tmp_path / 'o.hdf5'), batch_size=3, progress=False, chunk_batches=2)
     with h5py.File(tmp_path / 'o.hdf5', 'r') as f:
         assert [f[str(i)].shape[1] for i in range(37)] == [len(l.split()) for l in lines]

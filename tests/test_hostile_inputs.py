@@ -233,10 +233,10 @@ def test_a_hostile_input_is_one_line_exit_2_and_no_output(files, tmp_path, capsy
 
 # A package an extra installs, missing: a fresh interpreter in which importing it fails.
 MISSING = {
-    'paddle': (['embed', 'in.txt', 'out.hdf5'], "pip install 'paddle-elmo[cpu]', or paddlepaddle-gpu"),
-    'gensim': (['word2vec', '--data_dir', 'rt', '--word_vectors', 'w.bin'], "pip install 'paddle-elmo[classify]'"),
+    'paddle': (['embed', 'in.txt', 'out.hdf5'], 'pip install "paddle-elmo[cpu]" (or paddlepaddle-gpu for a GPU)'),
+    'gensim': (['word2vec', '--data_dir', 'rt', '--word_vectors', 'w.bin'], 'pip install "paddle-elmo[classify]"'),
     'jieba': (['build-vocab', '--train_data_path', 'in.txt', '--output_file', 'v.txt', '--tokenizer', 'jieba'],
-              "pip install 'paddle-elmo[zh]'"),
+              'pip install "paddle-elmo[zh]"'),
 }
 
 
@@ -253,7 +253,7 @@ def test_a_missing_package_names_the_extra_that_installs_it(tmp_path, package):
     proc = subprocess.run([sys.executable, '-c', hide], capture_output=True, text=True, cwd=tmp_path,
                           env=dict(ENV, PYTHONPATH=ROOT), timeout=300)
     line = assert_one_line_error(proc.returncode, proc.stderr)
-    assert f"the Python package {package!r}, which is not installed: {advice}" in line
+    assert line.startswith(f'error: {package}') and ' cannot be imported (' in line and line.endswith(advice)
     assert not (tmp_path / 'out.hdf5').exists() and not (tmp_path / 'v.txt').exists()
 
 

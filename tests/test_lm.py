@@ -4,7 +4,9 @@ import paddle
 import pytest
 
 from conftest import tiny_config
-from paddle_elmo.lm import Adagrad, LanguageModel, LogUniformSampler, Softmax
+from paddle_elmo.lm import LanguageModel
+from paddle_elmo.optimizers import Adagrad
+from paddle_elmo.sampled_softmax import LogUniformSampler, Softmax
 
 
 def test_sampler_draws_follow_the_log_uniform_distribution():
@@ -131,7 +133,7 @@ def test_language_model_trains_and_carries_state():
 
 
 def test_candidate_labels_point_each_accidental_hit_at_its_candidate_column():
-    from paddle_elmo.lm import candidate_labels
+    from paddle_elmo.sampled_softmax import candidate_labels
     candidates = np.array([7, 3, 11, 0])  # distinct, in draw order (not sorted)
     targets = np.array([3, 5, 0, 11, 12, 7, 3])
     np.testing.assert_array_equal(candidate_labels(targets, candidates), [2, 0, 4, 3, 0, 1, 2])

@@ -7,6 +7,7 @@ import subprocess
 import sys
 import time
 
+import h5py
 import numpy as np
 import paddle
 import pytest
@@ -102,18 +103,27 @@ def test_eval_of_a_trained_model_is_deterministic_and_export_keeps_the_softmax(c
     common = ['--dev_data_path', str(corpus / 'heldout.txt'), '--vocab_file', str(corpus / 'vocab.txt')]
     results = []
     for i, source in enumerate((['--init_from_ckpt', str(tmp_path / 'ck' / 'final')],
-                                ['--init_from_ckpt', str(tmp_path / 'ck' / 'final')], 'export')):
-        if source == 'export':
+                                ['--init_from_ckpt', str(tmp_path / 'ck' / 'final')], 'float32', 'float16')):
+        if source in ('float32', 'float16'):
+            out = tmp_path / source
             exp = run('export_weights.py', ['--init_from_ckpt', str(tmp_path / 'ck' / 'final'), '--output_dir',
-                                            str(tmp_path / 'exp')])
+                                            str(out), '--softmax_dtype', source])
             assert exp.returncode == 0, exp.stderr
-            source = ['--options_file', str(tmp_path / 'exp' / 'options.json'),
-                      '--weight_file', str(tmp_path / 'exp' / 'weights.hdf5')]
+            with h5py.File(out / 'weights.hdf5', 'r') as f:
+                assert f['softmax/W'].dtype == np.dtype(source) and f['softmax/b'].dtype == np.dtype(source)
+                biLM = []
+                f.visititems(lambda name, d: biLM.append(d.dtype) if hasattr(d, 'dtype') and 'softmax' not in name
+                             else None)
+                assert biLM and set(biLM) == {np.dtype('float32')}  # the biLM stays float32
+            source = ['--options_file', str(out / 'options.json'), '--weight_file', str(out / 'weights.hdf5')]
         proc = run('run_eval.py', common + source + ['--output_json', str(tmp_path / f'{i}.json')])
         assert proc.returncode == 0, proc.stderr[-2000:]
         results.append(json.loads((tmp_path / f'{i}.json').read_text()))
     assert results[0]['perplexity'] == results[1]['perplexity']
     assert results[2]['perplexity'] == pytest.approx(results[0]['perplexity'], rel=1e-6)
+    # float16 storage rounds W and b (relative 2^-11): the perplexity moves, but by far less than 1%.
+    assert results[3]['perplexity'] != results[2]['perplexity']
+    assert results[3]['perplexity'] == pytest.approx(results[2]['perplexity'], rel=2e-3)
     vocab_size = len((corpus / 'vocab.txt').read_text().split())
     assert math.isfinite(results[0]['perplexity']) and results[0]['perplexity'] < vocab_size
     # The whole data was evaluated, so the same losses come per character of the unsegmented text.

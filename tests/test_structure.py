@@ -137,7 +137,7 @@ def closure(graph, module):
 
 INFERENCE_PATH = ('paddle_elmo.embedder', 'paddle_elmo.inference', 'paddle_elmo.model_io', 'paddle_elmo.downstream',
                   'paddle_elmo.static_bilm', 'paddle_elmo.bilm')
-TRAINING_MODULES = {'paddle_elmo.lm', 'paddle_elmo.training', 'paddle_elmo.lm_loading', 'paddle_elmo.lm_batches'}
+TRAINING_MODULES = {'paddle_elmo.lm', 'paddle_elmo.sampled_softmax', 'paddle_elmo.optimizers', 'paddle_elmo.training', 'paddle_elmo.lm_loading', 'paddle_elmo.lm_batches'}
 
 
 @pytest.mark.parametrize('module', INFERENCE_PATH)
@@ -158,6 +158,56 @@ def python_child(code):
                           env={**{k: v for k, v in os.environ.items() if k != 'GLOG_minloglevel'}, 'PYTHONPATH': ROOT})
     assert proc.returncode == 0, proc.stderr[-3000:]
     return proc
+
+
+def module_level_imports(path):
+    """The absolute module names a file imports when it is imported: its top-level statements and
+    class bodies, not function bodies (imported on use) nor `if typing.TYPE_CHECKING:` blocks."""
+    with open(path, encoding='utf-8') as f:
+        tree = ast.parse(f.read())
+    found, todo = set(), list(tree.body)
+    while todo:
+        node = todo.pop()
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
+            continue
+        if isinstance(node, ast.If) and 'TYPE_CHECKING' in ast.unparse(node.test):
+            todo.extend(node.orelse)
+            continue
+        if isinstance(node, ast.Import):
+            found.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            found.add(node.module)
+            found.update(f'{node.module}.{alias.name}' for alias in node.names)
+        todo.extend(ast.iter_child_nodes(node))
+    return found
+
+
+# Serving an ONNX export needs numpy, h5py, onnxruntime and these modules (the [serve] extra): none
+# of them, nor anything they import, imports Paddle (or another optional package) when imported.
+SERVE_PATH = ('paddle_elmo', 'paddle_elmo.inference', 'paddle_elmo.sentence_embedder', 'paddle_elmo.export_format',
+              'paddle_elmo.cli', 'paddle_elmo.cli.flags', 'paddle_elmo.cli.embed', 'paddle_elmo.tokenizers',
+              'paddle_elmo.token_ids', 'paddle_elmo.run_configs')
+OPTIONAL_PACKAGES = ('paddle', 'paddle2onnx', 'onnx', 'onnxruntime', 'gensim', 'sklearn', 'scipy', 'jieba', 'matplotlib')
+
+
+def is_optional(name):
+    return name.split('.')[0] in OPTIONAL_PACKAGES
+
+
+@pytest.mark.parametrize('module', SERVE_PATH)
+def test_the_serving_path_imports_no_paddle_nor_other_optional_package(module):
+    modules = package_modules()
+    graph = {name: sorted(module_level_imports(path) & set(modules) - {name}) for name, path in modules.items()}
+    for name in {module} | closure(graph, module):
+        optional = sorted(n for n in module_level_imports(modules[name]) if is_optional(n))
+        assert not optional, f'{name} (imported by {module}) imports {optional} at import time'
+
+
+def test_optional_packages_are_imported_where_used_never_at_import_time():
+    # The core install (numpy, h5py, tqdm) imports every module but the ones that are Paddle's.
+    for name, path in package_modules().items():
+        optional = sorted(n for n in module_level_imports(path) if is_optional(n) and n.split('.')[0] != 'paddle')
+        assert not optional, f'{name} imports {optional} at import time: import them on use (fileio.require_package)'
 
 
 def test_help_and_build_vocab_import_no_paddle():

@@ -89,7 +89,7 @@ def test_the_cached_path_equals_the_char_path_and_skips_the_char_cnn(fixture_dir
     cached = fixture_embedder(fixture_dir, vocab_file=vocab, embedding_weight_file=str(dumped), token_cache_size=0)
     seen = []
     features = cached.bilm.char_encoder.features
-    cached.bilm.char_encoder.features = lambda ids: seen.append(ids.shape[0]) or features(ids)
+    cached.bilm.char_encoder.features = lambda ids, *ops: seen.append(ids.shape[0]) or features(ids, *ops)
     sentences = [s + ['unseenword'] for s in fixture_sentences[0]]  # one word outside the file: the char CNN
     got = cached.encode(sentences)
     want = fixture_embedder(fixture_dir).encode(sentences)
@@ -310,3 +310,63 @@ def test_a_biLM_and_elmo_take_the_mappers_token_input_whole(token_input):
         np.testing.assert_array_equal(elmo(inputs)['elmo_representations'][0].numpy(),
                                       elmo(**elmo.batch_to_inputs([['the', 'cat', 'sat'], ['a']]))[
                                           'elmo_representations'][0].numpy())
+
+
+# ---- a new mode is one component ---------------------------------------------------------------
+
+@pytest.fixture
+def summed_mode():
+    """A toy 4th mode built from today's ids, registered for the test and removed afterwards -> its
+    name: a word row [vocab, projection_dim] plus the char encoder's representation of the token (a
+    sum, not word+char's projection of the two side by side). Everything the toolkit does with it
+    comes from this class and the one `register` call."""
+    from paddle_elmo.token_modes import (CHAR_ENCODER, CHAR_IDS, TOKEN_INPUT_MODES, WORD_EMBEDDING, WORD_IDS,
+                                         TokenMode, register)
+
+    class Summed(TokenMode):
+        name, reads, parts, layer0 = 'word+char-sum', (WORD_IDS, CHAR_IDS), (CHAR_ENCODER, WORD_EMBEDDING), 'sum'
+        word_embedding, word_embedding_dim = 'summed_word_embedding', 'projection_dim'
+
+        def embed(self, bilm, ids, ops):
+            return ops.word_rows(bilm.word_embedding, ids[WORD_IDS]) + self.char_tokens(bilm, ids[CHAR_IDS], ops)
+
+    register(Summed())
+    yield Summed.name
+    del TOKEN_INPUT_MODES[Summed.name]
+
+
+def test_a_fourth_token_mode_registered_in_one_place_embeds_saves_reloads_and_exports(summed_mode, tmp_path):
+    from paddle_elmo import deploy
+    from paddle_elmo.bilm import BiLM
+    from paddle_elmo.inference import InferenceEmbedder
+    from helpers import tiny_vocab
+    paddle.seed(0)
+    bilm = BiLM(tiny_config(token_input=summed_mode), vocab=tiny_vocab())
+    sentences = [WORDS[:6], ['the', 'unknownword', 'cat'], ['a']]
+    direct = ELMoEmbedder(bilm=bilm, stateful=False).embed_batch(sentences)
+    # layer 0 is the word row plus the char encoder's output: the mode's composition, not another's
+    char_ids, word_ids = InputMapper.of(bilm).tokens(['cat', 'unknownword'])
+    with paddle.no_grad():
+        chars = bilm.char_encoder(paddle.to_tensor(char_ids)).numpy()
+    want = bilm.word_embedding.numpy()[word_ids - 1] + chars
+    np.testing.assert_allclose(token_embeddings(bilm, ['cat', 'unknownword']), want, atol=1e-6, rtol=0)
+    np.testing.assert_allclose(direct[1][0][[1, 2], :bilm.projection_dim], want[::-1], atol=1e-6, rtol=0)
+    # saved as bilm-tf's files plus the mode's own word embedding dataset, and read back as this mode
+    export_weights(bilm, str(tmp_path / 'model'))
+    options = json.loads((tmp_path / 'model' / 'options.json').read_text())
+    assert options['token_input'] == summed_mode and 'char_cnn' in options
+    with h5py.File(tmp_path / 'model' / 'weights.hdf5', 'r') as f:
+        assert f['summed_word_embedding'].shape == (tiny_vocab().size, bilm.projection_dim) and 'CNN/W_cnn_0' in f
+    loaded = load_bilm(options_file=str(tmp_path / 'model' / 'options.json'),
+                       weight_file=str(tmp_path / 'model' / 'weights.hdf5'))
+    assert loaded.config.token_input == summed_mode
+    for a, b in zip(ELMoEmbedder(bilm=loaded, stateful=False).embed_batch(sentences), direct):
+        np.testing.assert_array_equal(a, b)
+    # exported (the static forward, verified against the embedder on the way) and run without the model
+    deploy.export_inference(loaded, str(tmp_path / 'export'), formats=('paddle', 'onnx'),
+                            verify_sentences=sentences)
+    for backend in ('paddle', 'onnxruntime'):
+        layers, mask = InferenceEmbedder(str(tmp_path / 'export'), backend=backend).run(
+            InputMapper.of(bilm).batch(sentences))
+        for row, expected in enumerate(direct):
+            np.testing.assert_allclose(layers[row, :, :expected.shape[1]], expected, atol=TOL, rtol=0)

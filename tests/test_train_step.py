@@ -140,7 +140,8 @@ def reference_update(ranks, clip, token_input='char'):
 # ---- ours -------------------------------------------------------------------------------------
 
 def our_update(rank, world_size, clip, token_input='char'):
-    from paddle_elmo.lm import Adagrad, train_step
+    from paddle_elmo.lm import train_step
+    from paddle_elmo.optimizers import Adagrad
     model = make_model(token_input)
     batch, samples = make_case(rank)
     fix_candidates(model, samples)

@@ -12,10 +12,10 @@ then with the bundled model (`paddle_elmo/pretrained/`), which never saw the dem
 Takes about two minutes on 2 CPU cores. Everything it writes goes to --output_dir (default: a new
 temporary directory, whose path it prints).
 
-    paddle-elmo demo --zh --init_from_ckpt runs/zh/final --train_data_path zh-corpus/train.txt   # Chinese
+    paddle-elmo demo --zh --model runs/zh/final --train_data_path zh-corpus/train.txt   # Chinese
 
-With --zh and --init_from_ckpt MODEL (a checkpoint prefix trained on zh-corpus, see README "Chinese";
-no Chinese model ships with the repository) it shows the same for Chinese words with two senses, 花 (flower / to
+With --zh and --model MODEL (bundled-zh, or a checkpoint trained on zh-corpus, see README "Chinese"; the
+older spelling --init_from_ckpt DIR/N works too) it shows the same for Chinese words with two senses, 花 (flower / to
 spend) and 长 (long / the head of, as in 省长): raw probe sentences of our own split by the
 model's tokenizer, none containing any cue word, the senses' centroids from zh-corpus training
 sentences with one sense's cues.
@@ -29,10 +29,9 @@ import time
 import numpy as np
 
 from paddle_elmo.cli import flags as cli
+from paddle_elmo.corpus import SAMPLE_HELDOUT as HELDOUT, SAMPLE_TRAIN as TRAIN
 from paddle_elmo.fileio import InputError, iter_lines, make_directory
 
-DATA = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), 'demo_data')
-TRAIN, HELDOUT = os.path.join(DATA, 'sample_train.txt'), os.path.join(DATA, 'sample_heldout.txt')
 # A small model that learns the sample corpus in about a minute on 2 CPU cores.
 MODEL_FLAGS = ['--projection_dim', '64', '--cell_dim', '256', '--num_layers', '2', '--char_embed_dim', '8',
                '--cnn_filters', '[[1, 16], [2, 16], [3, 32], [4, 64], [5, 64]]', '--num_highways', '1',
@@ -127,9 +126,9 @@ def sentences_with(path, words):
 
 def show_contexts(model, model_name, probes=PROBES, cues=CUES, train_file=TRAIN, limit=CENTROID_SENTENCES):
     """Nearest sense centroid of each probe, per layer: context-free layer 0 can only guess.
-    model: ELMoEmbedder's keyword arguments ({}: the bundled model, pretrained/). Probes are raw
-    sentences, split by the model's tokenizer; train_file is segmented (tokens split by spaces);
-    limit: training sentences per sense centroid. -> senses right per layer [layers]."""
+    model: ELMoEmbedder's keyword arguments ({}: the bundled model, pretrained/; a model_io.ModelSource
+    as options_file). Probes are raw sentences, split by the model's tokenizer; train_file is
+    segmented (tokens split by spaces); limit: training sentences per sense centroid. -> senses right per layer [layers]."""
     from paddle_elmo.tokenizers import get_tokenizer
     from paddle_elmo import ELMoEmbedder
     print(f'\n== {model_name}: the same word, different vectors: which sense is each probe\'s use nearest to? '
@@ -167,10 +166,12 @@ def build_parser():
     p = cli.parser(__doc__.split('\n')[0])
     p.add_argument('--output_dir', help='where the vocabulary and checkpoints go (default: a new temporary directory)')
     p.add_argument('--zh', action=cli.Switch, default=False,
-                   help='instead of pretraining: the sense demo for Chinese with the biLM --init_from_ckpt names '
+                   help='instead of pretraining: the sense demo for Chinese with the biLM --model names '
                    '(trained on zh-corpus), the senses\' centroids from --train_data_path')
+    p.add_argument('--model', metavar='NAME_OR_PATH', help='with --zh: a Chinese biLM trained on zh-corpus, as a '
+                   'model name (bundled-zh), a directory or a checkpoint prefix')
     p.add_argument('--init_from_ckpt', help='with --zh: checkpoint prefix without suffix of a biLM trained on '
-                   'zh-corpus, e.g. zh/final')
+                   'zh-corpus, e.g. zh/final (the same as --model zh/final)')
     p.add_argument('--train_data_path', help='with --zh: the segmented Chinese text it was trained on (zh-corpus\'s '
                    'train.txt), for the senses\' centroids')
     return p
@@ -179,12 +180,14 @@ def build_parser():
 def main(argv=None):
     p = build_parser()
     a = p.parse_args(argv)
-    given = (a.init_from_ckpt, a.train_data_path)
-    if (a.zh and not all(given)) or (not a.zh and any(given)):
-        p.error('--zh goes with --init_from_ckpt MODEL and --train_data_path (segmented Chinese text with the senses\' '
-                'cue words)')
+    model = a.model or a.init_from_ckpt
+    given = (model, a.train_data_path)
+    if (a.zh and not all(given)) or (not a.zh and any(given)) or (a.model and a.init_from_ckpt):
+        p.error('--zh goes with one model (--model NAME_OR_PATH or --init_from_ckpt DIR/N) and --train_data_path '
+                '(segmented Chinese text with the senses\' cue words)')
     if a.zh:
-        show_contexts({'params_file': a.init_from_ckpt}, f'{a.init_from_ckpt} (Chinese)', PROBES_ZH, CUES_ZH,
+        from paddle_elmo.model_io import resolve_model
+        show_contexts({'options_file': resolve_model(model)}, f'{model} (Chinese)', PROBES_ZH, CUES_ZH,
                       a.train_data_path, CENTROID_SENTENCES_ZH)
         return
     t0 = time.time()

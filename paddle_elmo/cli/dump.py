@@ -20,7 +20,7 @@ from paddle_elmo.fileio import InputError
 
 def build_parser():
     p = cli.parser(__doc__.split('\n')[0])
-    cli.add_model_source(p, vocab_help='the rows to dump; default: the one the model records (a checkpoint\'s '
+    cli.add_model_source(p, bundled_default=True, vocab_help='the rows to dump; default: the one the model records (a checkpoint\'s '
                          'recipe.json, or the vocab.txt beside its options.json)')
     cli.add_device(p)
     p.add_argument('--output_dir', help='directory for the .npy dumps (created if needed)')

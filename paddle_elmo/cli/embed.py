@@ -1,6 +1,7 @@
 """Embed a one-sentence-per-line file into hdf5, as AllenNLP's `allennlp elmo` command did.
 
     paddle-elmo embed sentences.txt out.hdf5              # the bundled model (pretrained/)
+    paddle-elmo embed sentences.txt out.hdf5 --model original   # AllenNLP's, downloaded once into the cache
     paddle-elmo embed sentences.txt out.hdf5 --options_file options.json --weight_file weights.hdf5
     paddle-elmo embed sentences.txt out.hdf5 --init_from_ckpt checkpoints/final --output_format top
     paddle-elmo embed sentences.txt out.hdf5 --inference_model elmo_inference   # paddle-elmo export-inference's
@@ -16,7 +17,7 @@ sentence_to_index).
 import sys
 
 from paddle_elmo.cli import flags as cli
-from paddle_elmo.embedder import OUTPUT_FORMATS
+from paddle_elmo.sentence_embedder import OUTPUT_FORMATS
 from paddle_elmo.fileio import InputError
 
 
@@ -66,31 +67,42 @@ def main(argv=None):
     a = build_parser().parse_args(argv)
     a.output_format = output_format(a)
     if a.inference_model:
-        if a.init_from_ckpt or a.options_file or a.weight_file or a.vocab_file or a.embedding_weight_file:
+        if a.model or a.init_from_ckpt or a.options_file or a.weight_file or a.vocab_file or a.embedding_weight_file:
             raise InputError('give either --inference_model (an export: its options.json and, for word input, '
-                             'its vocab.txt) or a model to load (--init_from_ckpt, --options_file/--weight_file, '
-                             '--vocab_file, --embedding_weight_file), not both')
+                             'its vocab.txt) or a model to load (--model, --init_from_ckpt, --options_file/'
+                             '--weight_file, --vocab_file, --embedding_weight_file), not both')
         if a.stateful:
             raise InputError('--stateful: an exported model (paddle-elmo export-inference) is stateless')
         if a.device != 'cpu':
             raise InputError('--inference_model runs on the CPU here; use --device cpu')
     source = None if a.inference_model else cli.model_source(a)  # a bad combination fails before the log starts
-    from paddle_elmo import ELMoEmbedder, use_device
-    # The same process set-up either way: threads, MKL's AVX2 path (the predictor without oneDNN
-    # multiplies with MKL), malloc keeping freed blocks.
-    use_device(a.device, cpu_threads=a.cpu_threads)
     if a.inference_model:
-        from paddle_elmo.inference import InferenceEmbedder
-        embedder = InferenceEmbedder(a.inference_model, backend=a.inference_backend, batch_size=a.batch_size,
-                                     onednn=a.onednn, threads=a.cpu_threads, tokenizer=a.tokenizer)
-        if embedder.precision != 'float32':  # not ELMoEmbedder's numbers to 1e-4: say so
-            print(f'{a.inference_model}: model.onnx is {embedder.precision}', file=sys.stderr)
+        embedder = inference_embedder(a)
     else:
-        embedder = ELMoEmbedder(**source.kwargs(), batch_size=a.batch_size, stateful=a.stateful,
+        from paddle_elmo import ELMoEmbedder, use_device
+        use_device(a.device, cpu_threads=a.cpu_threads)
+        embedder = ELMoEmbedder(source, batch_size=a.batch_size, stateful=a.stateful,
                                 embedding_weight_file=a.embedding_weight_file, tokenizer=a.tokenizer)
     n = embedder.embed_file(a.input_file, a.output_file, a.output_format, use_sentence_keys=a.use_sentence_keys,
                             forget_sentences=a.forget_sentences)
     print(f'wrote {n} sentences to {a.output_file}')
+
+
+def inference_embedder(a):
+    """--inference_model's InferenceEmbedder. With --inference_backend onnxruntime nothing on the way
+    imports Paddle, so an export serves where only the [serve] extra is installed (tests/test_structure.py)."""
+    from paddle_elmo import runtime
+    from paddle_elmo.inference import InferenceEmbedder
+    if a.inference_backend == 'paddle':
+        # as for ELMoEmbedder: threads, MKL's AVX2 path (the predictor without oneDNN multiplies with MKL), malloc
+        runtime.use_device(a.device, cpu_threads=a.cpu_threads)
+    else:
+        runtime.keep_freed_memory()  # onnxruntime's threads: InferenceEmbedder's
+    embedder = InferenceEmbedder(a.inference_model, backend=a.inference_backend, batch_size=a.batch_size,
+                                 onednn=a.onednn, threads=a.cpu_threads, tokenizer=a.tokenizer)
+    if embedder.precision != 'float32':  # not ELMoEmbedder's numbers to 1e-4: say so
+        print(f'{a.inference_model}: model.onnx is {embedder.precision}', file=sys.stderr)
+    return embedder
 
 
 if __name__ == '__main__':

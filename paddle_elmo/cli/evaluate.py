@@ -23,7 +23,7 @@ from paddle_elmo.lm_batches import EVAL_BATCH_SIZE, EVAL_UNROLL_STEPS
 def build_parser():
     p = cli.parser(__doc__.split('\n')[0])
     p.add_argument('--dev_data_path', required=True, help='held-out files (glob), one sentence per line')
-    cli.add_model_source(p, vocab_help='default: the one the model records (a checkpoint\'s recipe.json, or the '
+    cli.add_model_source(p, bundled_default=True, vocab_help='default: the one the model records (a checkpoint\'s recipe.json, or the '
                          'vocab.txt beside its options.json)')
     cli.add_device(p)
     p.add_argument(*cli.option_strings('batch_size'), type=cli.positive_int, default=EVAL_BATCH_SIZE, help='rows per batch (changes which targets '

@@ -34,8 +34,8 @@ from paddle_elmo.classifier import cross_validate, make_folds
 from paddle_elmo.tokenizers import model_tokenizer
 from paddle_elmo.vocabulary import long_tokens_report
 from paddle_elmo.features import ActivationCache, model_builder
+from paddle_elmo.fileio import require_package
 from paddle_elmo.model_io import BUNDLED_MODEL_DIR
-from paddle_elmo.run_configs import read_model_config
 from paddle_elmo.runtime import use_device
 from paddle_elmo.word_vectors import load_vectors, lookup_table
 
@@ -138,13 +138,13 @@ def main(argv=None):
     source = cli.model_source(a)
     check_protocol_args(a)
     check_elmo_args(a)
+    require_package('sklearn', 'classify')  # the folds: before a model loads
     if not runs_on_this_rank('paddle-elmo finetune'):
         return 0
     use_device(a.device, cpu_threads=a.cpu_threads)
     # The text is split by the tokenizer the model records (unless --tokenizer): its options.json is
     # read first, the weights after the data, so that a bad data file fails before they load.
-    recorded = read_model_config(source.options_path()).tokenizer
-    data = load_data(**data_flags(a), tokenizer=model_tokenizer(recorded, a.tokenizer))
+    data = load_data(**data_flags(a), tokenizer=model_tokenizer(source.recorded_tokenizer(), a.tokenizer))
     folds = make_folds(data.labels, a.folds, a.seed, a.dev_fraction)
     bilm = source.load()
     log.info('%s', long_tokens_report(Counter(t for s in data.sentences for t in s),

@@ -33,6 +33,9 @@ from paddle_elmo.fileio import InputError, missing_package
 # A switch is `--NAME` / `--no_NAME` (Switch); its table name is NAME.
 FLAGS = {
     # the model
+    'model': ('the model, in one value: a model name (bundled, bundled-zh, small, medium, original, '
+              'original-5.5b; AllenNLP\'s downloaded once into the cache), a directory with options.json + '
+              'weights.hdf5, a checkpoint directory or a checkpoint prefix DIR/N', ()),
     'init_from_ckpt': ('a checkpoint of ours: DIR/N without the .pdparams suffix (DIR holds options.json); '
                        'pretrain resumes from it, the other commands load it', ()),
     'options_file': ('the model as bilm-tf / AllenNLP files: its options.json (with --weight_file); pretrain '
@@ -43,7 +46,7 @@ FLAGS = {
     'vocab_file': ('the model\'s vocabulary file, one token per line, most frequent first (softmax rows and, for '
                    'word input, embedding rows); predict, eval and dump default to the one the model records', ()),
     'init_from_weights': ('pretrain: start a new run from the weights in this directory (options.json + '
-                          'weights.hdf5) or "bundled"', ()),
+                          'weights.hdf5) or of a model name (bundled, original, ...)', ()),
     'inference_model': ('a directory written by export-inference, as the model', ()),
     'inference_backend': ('what runs an --inference_model: paddle or onnxruntime', ()),
     'embedding_weight_file': ('an hdf5 of token embeddings (dump --output_file) used in place of the char CNN', ()),
@@ -157,7 +160,10 @@ FLAGS = {
     'stateful': ('carry the LSTM state across batches, as allennlp elmo', ()),
     'onednn': ('the paddle backend runs oneDNN\'s CPU kernels', ()),
     'softmax': ('export-weights: write the checkpoint\'s softmax too', ()),
-    'verify': ('export-inference: check the written models against ELMoEmbedder', ()),
+    'verify': ('export-inference: check the written models against ELMoEmbedder (off: the export records '
+               '"unverified")', ()),
+    'verify_file': ('export-inference: the sentences an int8 model is checked on, one per line (at least 200; '
+                    'default: the sample corpus)', ()),
     'quantize': ('export-inference: int8 writes model.onnx dynamically quantized (its LSTMs\' products in int8, for '
                  'onnxruntime); default: float32', ()),
     'special_tokens': ('build-vocab: write <S>, </S>, <UNK> first', ()),
@@ -256,14 +262,24 @@ VOCAB_HELP = ('the model\'s vocabulary: one token per line, most frequent first 
               'word model, embedding row i: in bilm-tf one file)')
 
 
+MODEL_HELP = ('a model name: bundled, bundled-zh (packaged), small, medium, original, original-5.5b (AllenNLP\'s '
+              'releases, downloaded once into $PADDLE_ELMO_CACHE/models/); a directory with options.json + '
+              'weights.hdf5 (bilm-tf / AllenNLP files, an export); a checkpoint directory (its final or latest step); '
+              'or a checkpoint prefix DIR/N')
+
+
 def add_model_source(p, bundled_default=False, vocab_help=None):
-    """Where the biLM comes from: our checkpoint prefix, or bilm-tf/AllenNLP files; with
-    bundled_default, neither means the model bundled in pretrained/. --vocab_file is the model's
-    vocabulary (vocab_help: what this command does with it, and when it may be left out)."""
-    title = 'model (a checkpoint of ours, or bilm-tf / AllenNLP files'
-    g = p.add_argument_group(title + ('; neither: the bundled model in pretrained/)' if bundled_default else ')'))
+    """Where the biLM comes from: --model (a name, a directory or a checkpoint: model_io.resolve_model),
+    or, as before it, --init_from_ckpt (a checkpoint prefix of ours) or --options_file + --weight_file
+    (bilm-tf / AllenNLP files); with bundled_default, none of them means the model bundled in
+    pretrained/. --vocab_file is the model's vocabulary (vocab_help: what this command does with it,
+    and when it may be left out)."""
+    title = 'model (--model, or a checkpoint of ours, or bilm-tf / AllenNLP files'
+    g = p.add_argument_group(title + ('; none: the bundled model in pretrained/)' if bundled_default else ')'))
+    g.add_argument('--model', metavar='NAME_OR_PATH', help=MODEL_HELP)
     g.add_argument('--init_from_ckpt', help='checkpoint prefix without suffix, e.g. checkpoints/10000 '
-                   '(the directory holds options.json)')
+                   '(the directory holds options.json); kept because the PaddleNLP example\'s run_eval.py took '
+                   'its model so')
     g.add_argument(*option_strings('options_file'), help='bilm-tf / AllenNLP options.json (with --weight_file)')
     g.add_argument(*option_strings('weight_file'), help='bilm-tf / AllenNLP weights.hdf5 (with --options_file)')
     g.add_argument('--vocab_file', help=f'{VOCAB_HELP}; ' + (vocab_help or 'needed here only for a word or word+char '
@@ -274,14 +290,20 @@ def add_model_source(p, bundled_default=False, vocab_help=None):
 
 def model_source(args):
     """The model the flags name -> model_io.ModelSource (params_file, options_file, weight_file,
-    vocab_file), after checking the combination."""
-    from paddle_elmo.model_io import ModelSource
+    vocab_file; tokenizer for a named release), after checking the combination. A named release
+    not yet in the cache is downloaded here."""
+    from paddle_elmo.model_io import ModelSource, resolve_model
     ckpt, opts, weights = args.init_from_ckpt, args.options_file, args.weight_file
+    vocab_file = getattr(args, 'vocab_file', None)
+    if args.model:
+        if ckpt or opts or weights:
+            raise InputError('give either --model or --init_from_ckpt / --options_file with --weight_file, not both')
+        return dataclasses.replace(resolve_model(args.model), vocab_file=vocab_file)
     check_files_flags('init_from_ckpt', ckpt, opts, weights)
     if not ckpt and not opts and args._model_source_required:
-        raise InputError('no model: give --init_from_ckpt DIR/N or --options_file and --weight_file')
-    return ModelSource(params_file=ckpt, options_file=opts, weight_file=weights,
-                       vocab_file=getattr(args, 'vocab_file', None))
+        raise InputError('no model: give --model NAME_OR_PATH, --init_from_ckpt DIR/N or --options_file and '
+                         '--weight_file')
+    return ModelSource(params_file=ckpt, options_file=opts, weight_file=weights, vocab_file=vocab_file)
 
 
 def model_vocabulary(args):
@@ -291,7 +313,10 @@ def model_vocabulary(args):
     if args.vocab_file:
         return args.vocab_file
     from paddle_elmo.model_io import recorded_vocabulary_file
-    path, checked = recorded_vocabulary_file(args.init_from_ckpt, args.options_file)
+    source = model_source(args)
+    # No model given is the bundled one (commands with bundled_default): its vocab.txt beside its options.json.
+    options_file = source.options_file or (None if source.params_file else source.options_path())
+    path, checked = recorded_vocabulary_file(source.params_file, options_file)
     if path is None:
         raise InputError(f'no vocabulary: give --vocab_file (the one the model was trained with); {checked}')
     return path
@@ -559,9 +584,10 @@ def pretrain_parser():
                    'step, data position, and every setting not given)')
     w = p.add_argument_group('start from pretrained weights (domain adaptation: a new run, a fresh optimizer)')
     w.add_argument('--init_from_weights', help='a directory with options.json + weights.hdf5 (an export of ours, '
-                   'the official ELMo files renamed so) or "bundled" (pretrained/): the biLM from its weights, the '
-                   'softmax from softmax/W and softmax/b when it has them and they have the vocabulary\'s size, '
-                   'else new')
+                   'the official ELMo files renamed so) or a model name: bundled (pretrained/), small, medium, '
+                   'original, original-5.5b (AllenNLP\'s, downloaded once into the cache): the biLM from its '
+                   'weights, the softmax from softmax/W and softmax/b when it has them and they have the '
+                   'vocabulary\'s size, else new')
     w.add_argument(*option_strings('options_file'), help='or bilm-tf / AllenNLP files to start from: their '
                    'options.json (with --weight_file; the name every command gives these files)')
     w.add_argument(*option_strings('weight_file'), help='with --options_file: their weights.hdf5')

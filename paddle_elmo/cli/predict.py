@@ -24,7 +24,7 @@ from paddle_elmo.fileio import InputError, iter_lines
 
 def build_parser():
     p = cli.parser(__doc__.split('\n')[0])
-    cli.add_model_source(p, vocab_help='default: the one the model records (a checkpoint\'s recipe.json, or the '
+    cli.add_model_source(p, bundled_default=True, vocab_help='default: the one the model records (a checkpoint\'s recipe.json, or the '
                          'vocab.txt beside its options.json)')
     cli.add_device(p)
     p.add_argument('--prefix', action='append',

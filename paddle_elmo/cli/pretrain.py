@@ -10,78 +10,44 @@ and final.* at the end (atomically), train_log.csv and train_curve.png. The flag
 configs here (`read_configs`); the loop is paddle_elmo/training.py's.
 """
 import argparse
-import dataclasses
-import logging
 import os
 import shutil
 import subprocess
 import sys
 
 from paddle_elmo.cli import flags as cli
-from paddle_elmo.config import for_resume, for_weights, from_preset
+from paddle_elmo.config import check_one_start, for_run
 from paddle_elmo.checkpoints import checkpoint_dir
 from paddle_elmo.model_io import own_vocabulary_file, weights_files
 from paddle_elmo.run_configs import read_model_config, read_run_configs
 
 
-log = logging.getLogger(__name__)
-
 # ---- configuration ---------------------------------------------------------------------------
 
 def read_configs(a):
-    """-> (ModelConfig, Recipe, save_dir): a new run's from --preset and the flags given (the model
-    from the weights it starts from, with --init_from_weights); a resumed run's from the
-    checkpoint's files, the flags given overriding training settings."""
+    """-> (ModelConfig, Recipe, save_dir): the files the flags name, read, then config.for_run's
+    policy (a new run, a resumed one, or one from weights)."""
     given = cli.given_settings(a)
     if a.preset is not None:
         given['preset'] = a.preset
+    resumed = weights = None
+    save_dir = a.save_dir or 'checkpoints'
     from_weights = a.init_from_weights or a.options_file or a.weight_file
-    if a.init_from_ckpt and from_weights:
-        raise cli.InputError('give --init_from_ckpt (resume a run) or --init_from_weights / --options_file '
-                             '(start a new one from weights), not both')
+    check_one_start(a.init_from_ckpt, from_weights)  # before reading either's files
     if from_weights:
         cli.check_files_flags('init_from_weights', a.init_from_weights, a.options_file, a.weight_file)
         options_file, weight_file = weights_files(a.init_from_weights, a.options_file, a.weight_file)
-        model, recipe = for_weights(read_model_config(options_file), given, options_file)
-        recipe = dataclasses.replace(recipe, init_options_file=options_file, init_weight_file=weight_file)
-        recipe = with_the_weights_vocabulary(model, recipe, options_file)
-        save_dir = a.save_dir or 'checkpoints'
-    elif not a.init_from_ckpt:
-        model, recipe = from_preset(given.pop('preset', 'original'), given)
-        save_dir = a.save_dir or 'checkpoints'
-    else:
+        weights = (read_model_config(options_file), options_file, weight_file,
+                   own_vocabulary_file(options_file=options_file))
+    if a.init_from_ckpt:
         if not os.path.exists(f'{a.init_from_ckpt}.pdparams'):
             raise cli.InputError(f'--init_from_ckpt {a.init_from_ckpt}: {a.init_from_ckpt}.pdparams not found '
                                  f'(give DIR/N without the suffix)')
         directory = checkpoint_dir(a.init_from_ckpt)
-        model, recipe = read_run_configs(directory)
-        model, recipe = for_resume(model, recipe, given, os.path.join(directory, 'options.json'))
+        resumed = (*read_run_configs(directory), os.path.join(directory, 'options.json'))
         save_dir = a.save_dir or directory
-    for name in ('train_data_path', 'vocab_file'):
-        if getattr(recipe, name) is None:
-            raise cli.InputError(f'--{name} is required' + (f' (checkpoint {a.init_from_ckpt} was written before '
-                                 f'recipe.json recorded the data)' if a.init_from_ckpt else ''))
-    if (recipe.word_vectors or recipe.freeze_word_embeddings) and not model.has_words:
-        flag = '--word_vectors' if recipe.word_vectors else '--freeze_word_embeddings'
-        raise cli.InputError(f'{flag} is for a model with word input (--token_input word or word+char); this one '
-                             f'reads chars only')
-    if recipe.word_vectors and (a.init_from_ckpt or from_weights) and 'word_vectors' in given:
-        raise cli.InputError('--word_vectors initialises a new model; a resumed or adapted run has its weights')
-    # Absolute, so that a resume from another directory reads the same data.
-    recipe = dataclasses.replace(recipe, **{name: os.path.abspath(getattr(recipe, name)) for name in
-                                            ('train_data_path', 'vocab_file', 'dev_data_path', 'word_vectors')
-                                            if getattr(recipe, name) is not None})
+    model, recipe = for_run(given, resumed, weights)
     return model, recipe, save_dir
-
-
-def with_the_weights_vocabulary(model, recipe, options_file):
-    """A word or word + char model's input table is tied to its vocabulary, which is then also the
-    softmax's: without --vocab_file, a run from its weights reads the vocab.txt beside them."""
-    own = own_vocabulary_file(options_file=options_file)
-    if recipe.vocab_file is None and model.has_words and own is not None:
-        log.info('--vocab_file: %s (the word table\'s vocabulary, beside the weights)', own)
-        return dataclasses.replace(recipe, vocab_file=own)
-    return recipe
 
 
 def build_parser():

@@ -30,6 +30,7 @@ from paddle_elmo.cli import flags as cli
 from paddle_elmo.cli.protocol import (add_protocol_args, check_protocol_args, data_flags, load_data, report,
                                       runs_on_this_rank, settings, train_config)
 from paddle_elmo.classifier import SentenceClassifier, cross_validate, make_folds
+from paddle_elmo.fileio import require_package
 from paddle_elmo.runtime import use_device
 from paddle_elmo.word_vectors import (OOV_MODES, Word2VecFeatures, corpus_paths, is_binary, load_vectors, lookup_table,
                           save_vectors, train_word2vec)
@@ -120,6 +121,7 @@ def main(argv=None):
     a = build_parser().parse_args(argv)
     check_protocol_args(a)
     check_word2vec_args(a)
+    require_package('gensim', 'classify')  # word2vec itself: before any file is read
     if not runs_on_this_rank('paddle-elmo word2vec'):
         return 0
     use_device(a.device, cpu_threads=a.cpu_threads)

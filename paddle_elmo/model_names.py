@@ -1,0 +1,157 @@
+"""Models by name: the one table of the models a name stands for (`MODELS`), and the local files of
+a name (`model_files`): the packaged ones from the package, AllenNLP's releases from the cache
+directory, downloaded there once.
+
+    model_files('small')   # -> (options.json, weights.hdf5), downloaded on first use
+    ELMoEmbedder('small'); paddle-elmo embed IN OUT --model small; pretrain --init_from_weights small
+
+A release downloads into `$PADDLE_ELMO_CACHE/models/elmo/` under its path on AllenNLP's server
+(cache.py: the cache root and its default) with pooch, each file to a temporary name first and
+renamed when complete, so that a killed or failed download leaves no file under a model's name:
+the pair is used when both names exist, and then no network call is made. Files put there by hand
+load the same way. `PADDLE_ELMO_MODELS_URL` replaces the base URL up to and including
+`models/elmo/` (a mirror, or a local server in the tests); the rest of each path stays.
+"""
+import logging
+import os
+from dataclasses import dataclass
+from typing import Optional, Tuple
+
+from paddle_elmo.cache import cache_dir
+from paddle_elmo.fileio import InputError
+from paddle_elmo.logs import show_progress
+from paddle_elmo.run_configs import OPTIONS_FILE, WEIGHTS_FILE
+
+log = logging.getLogger(__name__)
+
+PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__))
+# AllenNLP's bucket. The paths below are the ones AllenNLP gives; its website lists them under the
+# path-style host https://s3-us-west-2.amazonaws.com/allennlp/models/elmo/, its later code and
+# configs under this virtual-hosted one: the same bucket, the same keys.
+MODELS_URL = 'https://allennlp.s3.amazonaws.com/models/elmo/'
+MODELS_URL_VAR = 'PADDLE_ELMO_MODELS_URL'
+ALLENNLP_PAGE = ('allenai/allennlp-website elmo.html (https://allennlp.org/elmo, "Pre-trained ELMo Models", '
+                 'read at commit 04d542e9)')
+
+
+@dataclass(frozen=True)
+class NamedModel:
+    """One row of the table.
+
+    tokenizer: how raw text becomes its tokens (tokenizers.py's names; `moses` is the 1B Word /
+        Moses tokenization the English models were trained on). A packaged model also records it
+        in its options.json; AllenNLP's files record none, so this row is where theirs is kept.
+    package_dir: a packaged model's directory inside the package (options.json + weights.hdf5).
+    files: a release's (options, weights) paths under MODELS_URL, AllenNLP's names unchanged.
+    source: where the files, and for a release its URL and file names, come from.
+    """
+    name: str
+    tokenizer: str
+    about: str
+    source: str
+    package_dir: Optional[str] = None
+    files: Optional[Tuple[str, str]] = None
+
+
+def _release(release):
+    """AllenNLP's (options, weights) paths of a release: DIR/elmo_DIR_options.json, DIR/elmo_DIR_weights.hdf5."""
+    return f'{release}/elmo_{release}_options.json', f'{release}/elmo_{release}_weights.hdf5'
+
+
+MODELS = {m.name: m for m in (
+    NamedModel('bundled', 'moses', 'English word + char biLM, LSTM 256, projection 128, 24.5 MB; ships with the '
+               'package', 'paddle_elmo/pretrained/ (its card: README.md there)', package_dir='pretrained'),
+    NamedModel('bundled-zh', 'jieba', 'Chinese word + char biLM trained on zh-corpus; ships with the package',
+               'paddle_elmo/pretrained_zh/ (its card: README.md there)', package_dir='pretrained_zh'),
+    # No sha256 is given: AllenNLP publishes no hashes of these files (not on its page, in its code
+    # or configs), so pooch's known_hash is None and completeness rests on the transfer's length.
+    NamedModel('small', 'moses', "AllenNLP's Small: LSTM 1024, output 128, 1 highway, 13.6M parameters, 1B Word",
+               ALLENNLP_PAGE, files=_release('2x1024_128_2048cnn_1xhighway')),
+    NamedModel('medium', 'moses', "AllenNLP's Medium: LSTM 2048, output 256, 1 highway, 28.0M parameters, 1B Word",
+               ALLENNLP_PAGE, files=_release('2x2048_256_2048cnn_1xhighway')),
+    NamedModel('original', 'moses', "the paper's model: LSTM 4096, output 512, 2 highways, 93.6M parameters, 1B Word",
+               ALLENNLP_PAGE + '; allenai/allennlp allennlp/commands/elmo.py DEFAULT_OPTIONS_FILE / '
+               'DEFAULT_WEIGHT_FILE (commit bbbae60e)', files=_release('2x4096_512_2048cnn_2xhighway')),
+    NamedModel('original-5.5b', 'moses', "the original trained on 5.5B tokens (Wikipedia + WMT 2008-2012 news), "
+               "93.6M parameters; AllenNLP's recommended default", ALLENNLP_PAGE + '; allenai/allennlp-models '
+               'training_config/structured_prediction/srl_elmo_5.5B.jsonnet (commit 10b9db33)',
+               files=_release('2x4096_512_2048cnn_2xhighway_5.5B')),
+)}
+
+
+def is_model_name(name):
+    """Whether `name` is a row of the table (a name wins over a directory of the same name in the
+    working directory: './small' names the directory)."""
+    return name in MODELS
+
+
+def models_url():
+    """The base URL of the releases: $PADDLE_ELMO_MODELS_URL (with a final '/'), else AllenNLP's."""
+    base = os.environ.get(MODELS_URL_VAR) or MODELS_URL
+    return base if base.endswith('/') else base + '/'
+
+
+def model_files(name):
+    """A model name -> (options_file, weight_file), local paths: a packaged model's files in the
+    package, a release's in the cache directory (downloaded first when either is absent)."""
+    if name not in MODELS:
+        raise InputError(f'{name}: not a model name; expected one of {", ".join(MODELS)}')
+    model = MODELS[name]
+    if model.package_dir:
+        return packaged_files(model)
+    paths = cached_files(model)
+    for remote, path in zip(model.files, paths):
+        if not os.path.isfile(path):
+            download(model, models_url() + remote, path, paths)
+    return paths
+
+
+def packaged_files(model):
+    """A packaged model's (options_file, weight_file) -> paths, checked to be there."""
+    directory = os.path.join(PACKAGE_DIR, model.package_dir)
+    if not os.path.isdir(directory):
+        raise InputError(f'{model.name}: {directory} is not in this installation (the model ships in a later '
+                         f'release); give a model of your own: a directory with {OPTIONS_FILE} + {WEIGHTS_FILE} or '
+                         f'a checkpoint')
+    files = tuple(os.path.join(directory, n) for n in (OPTIONS_FILE, WEIGHTS_FILE))
+    for path in files:
+        if not os.path.isfile(path):
+            raise FileNotFoundError(f'{path}: the {model.name} model is missing from this installation; give a '
+                                    f'model (a checkpoint prefix, or options + weight files)')
+    return files
+
+
+def cached_files(model):
+    """Where a release's two files live in the cache: models/elmo/ + their paths on the server."""
+    return tuple(cache_dir('models', 'elmo', *remote.split('/')) for remote in model.files)
+
+
+def download(model, url, path, paths):
+    """One file of `model` from `url` to `path` with pooch: a temporary file in the same directory,
+    moved to `path` once the whole body has arrived (pooch.core.stream_download), so a killed
+    download leaves no `path`. Any failure -> InputError naming the URL and where to put the files
+    (`paths`) by hand."""
+    import pooch
+    import requests
+    log.info('%s: downloading %s into %s', model.name, url, os.path.dirname(path))
+    pooch_log = pooch.get_logger()
+    level = pooch_log.level
+    pooch_log.setLevel(logging.WARNING)  # its INFO lines advise on known_hash, which is ours to set
+    try:
+        pooch.retrieve(url, known_hash=None, fname=os.path.basename(path), path=os.path.dirname(path),
+                       downloader=pooch.HTTPDownloader(progressbar=show_progress(logger=log)))
+    except (requests.exceptions.RequestException, OSError) as e:
+        raise InputError(f'{model.name}: could not download {url} ({_reason(e)}); without a network, put the '
+                         f'files there by hand: {model.files[0]} as {paths[0]} and {model.files[1]} as '
+                         f'{paths[1]} (or set {MODELS_URL_VAR} to a mirror)') from None
+    finally:
+        pooch_log.setLevel(level)
+
+
+def _reason(error):
+    """A download failure in a few words: the HTTP status, else the exception's kind."""
+    response = getattr(error, 'response', None)
+    if response is not None:
+        return f'HTTP {response.status_code}'
+    kind = type(error).__name__
+    return {'ConnectionError': 'no connection', 'ChunkedEncodingError': 'the transfer broke off'}.get(kind, kind)

@@ -1,0 +1,143 @@
+"""The softmax over the vocabulary and its sampled form, as bilm-tf trains it: TensorFlow's
+`sampled_softmax_loss` with the log-uniform candidate sampler (`LogUniformSampler`), unique
+candidates shared by the batch, logits corrected by the log expected count, accidental hits
+removed; the full softmax for evaluation. A step reads and updates only the rows it needs
+(`TableRows`).
+"""
+import math
+
+import numpy as np
+
+import paddle
+import paddle.nn as nn
+
+from paddle_elmo import kernels
+
+
+class LogUniformSampler:
+    """Unique candidates from P(k) = log((k + 2) / (k + 1)) / log(V + 1) over frequency-ranked ids.
+
+    Like TensorFlow's log_uniform_candidate_sampler(unique=True): draws until `n` distinct ids are
+    found and reports each id's expected count 1 - (1 - P(k))^n_draws. When n >= V every id is
+    taken with expected count 1, so the sampled loss becomes the exact full softmax.
+    """
+
+    def __init__(self, vocab_size, n, seed=0):
+        self.vocab_size, self.n = vocab_size, n
+        self.rng = np.random.default_rng(seed)
+        self._log_range = math.log(vocab_size + 1)
+
+    def probability(self, ids):
+        ids = np.asarray(ids, dtype=np.float64)
+        return (np.log(ids + 2) - np.log(ids + 1)) / self._log_range
+
+    def _draw(self, size):
+        return (np.exp(self.rng.random(size) * self._log_range).astype(np.int64) - 1).clip(0, self.vocab_size - 1)
+
+    def sample(self):
+        """-> (n distinct candidate ids int64, number of draws it took; None when all ids are taken)."""
+        if self.n >= self.vocab_size:
+            return np.arange(self.vocab_size, dtype=np.int64), None
+        draws = np.empty(0, dtype=np.int64)
+        while True:
+            draws = np.concatenate([draws, self._draw(2 * self.n + 1024)])
+            _, first = np.unique(draws, return_index=True)
+            if len(first) >= self.n:
+                first.sort()  # positions where a new id appeared, in draw order
+                return draws[first[:self.n]], int(first[self.n - 1]) + 1
+
+    def expected_count(self, ids, n_draws):
+        if n_draws is None:
+            return np.ones(len(ids), dtype=np.float64)
+        return -np.expm1(n_draws * np.log1p(-self.probability(ids)))
+
+    def state(self):
+        return self.rng.bit_generator.state
+
+    def set_state(self, state):
+        self.rng.bit_generator.state = state
+
+
+class TableRows:
+    """The rows of one or more tables (parameters [vocab, ...] indexed alike) that a training step
+    reads: ids (sorted unique int64 numpy [n]) and `values`, copies of those rows [n, ...] that are
+    leaf tensors of their own, so their gradients are dense [n, ...] and can be all-reduced across
+    ranks (Paddle's sparse SelectedRows gradients cannot). The step hands them to the optimizer,
+    which updates those rows of the tables only, as bilm-tf's sparse IndexedSlices updates do (the
+    softmax's W and b; the word embedding of word input)."""
+
+    def __init__(self, tables, ids):
+        index = paddle.to_tensor(ids)
+        with paddle.no_grad():
+            self.values = [paddle.gather(table, index) for table in tables]
+        for value in self.values:
+            value.stop_gradient = False
+        self.tables, self.ids = tables, ids
+
+    def take(self, ids):
+        """ids (numpy, all among self.ids) -> the rows of each table, [len(ids), ...] each."""
+        pos = paddle.to_tensor(np.searchsorted(self.ids, ids))
+        return [paddle.gather(value, pos) for value in self.values]
+
+
+class Softmax(nn.Layer):
+    """W [vocab, projection_dim] and b [vocab, 1] over the vocabulary, shared by both directions.
+
+    A training step works on the rows it needs only (`select_rows` -> TableRows); evaluation on
+    all of them (`full_losses`).
+    """
+
+    def __init__(self, vocab_size, dim):
+        super().__init__()
+        self.vocab_size = vocab_size
+        self.W = self.create_parameter([vocab_size, dim],
+                                       default_initializer=nn.initializer.Normal(0.0, 1.0 / math.sqrt(dim)))
+        self.b = self.create_parameter([vocab_size, 1], is_bias=True,
+                                       default_initializer=nn.initializer.Constant(0.0))
+
+    def select_rows(self, ids):
+        """ids: sorted unique int64 numpy array of the rows a step reads -> TableRows of W and b."""
+        return TableRows([self.W, self.b], ids)
+
+    def sampled_loss(self, rows, h, targets, candidates, log_q_true, log_q_cand):
+        """Mean sampled-softmax loss over tokens.
+
+        rows: the softmax's TableRows of this step (they hold every target and candidate); h: [n, dim];
+        targets: int64 numpy [n]; candidates: distinct int64 numpy [n_candidates] (shared by the batch); log_q_*: log expected counts (numpy) subtracted from the logits.
+        An accidental hit (a row's target among the candidates) is not a negative: as its logit
+        equals the true logit, the row simply takes that candidate column as its label and drops
+        its separate true column.
+        """
+        w_true, b_true = rows.take(targets)
+        w_cand, b_cand = rows.take(candidates)
+        b_true, b_cand = b_true.squeeze(-1), b_cand.squeeze(-1)
+        true_logits = (h * w_true).sum(axis=-1) + b_true - paddle.to_tensor(log_q_true.astype(np.float32))
+        cand_logits = paddle.matmul(h, w_cand, transpose_y=True)  # [n, n_candidates]
+        cand_bias = b_cand - paddle.to_tensor(log_q_cand.astype(np.float32))
+        labels = candidate_labels(targets, candidates)
+        return kernels.sampled_softmax_losses(true_logits, cand_logits, cand_bias, labels).mean()
+
+    def full_losses(self, h, targets, max_logits=2 ** 25):
+        """Per-token full-softmax losses [n]; h: [n, dim], targets: int64 numpy [n].
+
+        The [rows, vocab] logits are made a block of rows at a time (at most `max_logits` floats, 128
+        MB) and go through the fused cross-entropy kernel with every word as a candidate: one pass
+        over the logits instead of the five elementwise ops of a logsumexp.
+        """
+        rows = max(1, max_logits // self.vocab_size)
+        bias = self.b.squeeze(-1)
+        losses = []
+        for start in range(0, h.shape[0], rows):
+            part, t = h[start:start + rows], targets[start:start + rows]
+            logits = paddle.matmul(part, self.W, transpose_y=True)  # [rows, vocab]
+            losses.append(kernels.sampled_softmax_losses(paddle.zeros([part.shape[0]]), logits, bias, t + 1))
+        return paddle.concat(losses) if len(losses) > 1 else losses[0]
+
+
+def candidate_labels(targets, candidates):
+    """For each target: 1 + its column among the distinct candidates, or 0 (the true column) when
+    it is not among them."""
+    order = np.argsort(candidates, kind='stable')
+    where = np.searchsorted(candidates, targets, sorter=order).clip(0, len(candidates) - 1)
+    column = order[where]
+    return np.where(candidates[column] == targets, column + 1, 0).astype(np.int64)

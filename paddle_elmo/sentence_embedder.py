@@ -1,0 +1,169 @@
+"""`SentenceEmbedder`, what every embedder of ours does with sentences, with or without Paddle:
+raw strings or token lists in, batches grouped by length, input order kept, and `embed_file`, a
+one-sentence-per-line file into hdf5 as AllenNLP's `allennlp elmo` command wrote it. ELMoEmbedder
+(embedder.py, Paddle) and InferenceEmbedder (inference.py, an export run by Paddle Inference or
+onnxruntime) differ only in how one batch of token lists becomes layers, so this module imports no
+Paddle: serving an ONNX export needs numpy, h5py, onnxruntime and this package's text code only."""
+import json
+import logging
+import os
+
+import numpy as np
+
+from paddle_elmo.fileio import InputError, atomic_path, iter_lines
+from paddle_elmo.logs import show_progress
+from paddle_elmo.tokenizers import as_token_lists
+
+log = logging.getLogger(__name__)
+
+
+class SentenceEmbedder:
+    """What every embedder of ours does with sentences: a sentence is a list of str tokens or a raw
+    string (split by the embedder's `tokenizer`, see tokenizers.get_tokenizer); batches, input order
+    and files are handled here. A subclass (embedder.ELMoEmbedder; inference.InferenceEmbedder, which runs an
+    exported model) sets `batch_size`, `stateful` and `tokenizer` (a name of tokenizers.TOKENIZERS) and
+    implements `_embed_token_lists(sentences)`: token lists -> list of float32
+    [n_layers + 1, n_tokens, 2P], boundaries removed.
+    """
+
+    def _embed_token_lists(self, sentences):
+        raise NotImplementedError
+
+    def embed_batch(self, sentences):
+        """One batch of sentences (strings or token lists) -> list of float32
+        [n_layers + 1, n_tokens, 2P], boundaries removed."""
+        return self._embed_token_lists(as_token_lists(sentences, self.tokenizer))
+
+    def embed_sentence(self, sentence):
+        """One sentence (a string or a list of tokens) -> float32 [n_layers + 1, n_tokens, 2P]."""
+        return self.embed_batch([sentence])[0]
+
+    def _batches(self, sentences, batch_size):
+        """Index batches: in order when stateful (row state matters), else grouped by length."""
+        order = np.arange(len(sentences))
+        if not self.stateful:
+            order = np.argsort([len(s) for s in sentences], kind='stable')
+        for start in range(0, len(order), batch_size):
+            yield order[start:start + batch_size]
+
+    def embed_sentences(self, sentences, batch_size=None):
+        """AllenNLP's `embed_sentences`: yield each sentence's float32 [n_layers + 1, n_tokens, 2P]
+        in input order, one batch at a time (`sentences` may be any iterable, even a generator)."""
+        batch = []
+        for sentence in sentences:
+            batch.append(sentence)
+            if len(batch) == (batch_size or self.batch_size):
+                yield from self.embed_batch(batch)
+                batch = []
+        if batch:
+            yield from self.embed_batch(batch)
+
+    def iter_embeddings(self, sentences, batch_size=None):
+        """Yield (index, float32 [n_layers + 1, n_tokens, 2P]) batch by batch, so that a long input
+        never holds all its embeddings at once. Stateless runs group sentences by length, so the
+        indices do not come in input order."""
+        return self._iter_token_lists(as_token_lists(sentences, self.tokenizer), batch_size)
+
+    def _iter_token_lists(self, sentences, batch_size):
+        for idx in self._batches(sentences, batch_size or self.batch_size):
+            yield from zip(idx.tolist(), self._embed_token_lists([sentences[i] for i in idx]))
+
+    def encode(self, sentences, batch_size=None):
+        """List of sentences (strings or token lists) -> list of float32 [n_layers + 1, n_tokens, 2P],
+        input order kept."""
+        sentences = as_token_lists(sentences, self.tokenizer)
+        results = [None] * len(sentences)
+        for i, emb in self._iter_token_lists(sentences, batch_size):
+            results[i] = emb
+        return results
+
+    def embed_file(self, input_file, output_file, output_format='all', batch_size=None, progress=True,
+                   use_sentence_keys=False, forget_sentences=False):
+        """Embed a one-sentence-per-line file into hdf5: see `embed_file`; -> number of lines."""
+        return embed_file(self, input_file, output_file, output_format, batch_size or self.batch_size,
+                          progress, use_sentence_keys=use_sentence_keys, forget_sentences=forget_sentences)
+
+
+# --------------------------------------------------------------------------------------------
+# Files in, hdf5 out
+# --------------------------------------------------------------------------------------------
+
+OUTPUT_FORMATS = ('all', 'top', 'average')
+
+
+def _read_chunks(input_file, chunk_size):
+    """Yield lists of (line index, stripped line) from a UTF-8 file, `chunk_size` at a time."""
+    chunk = []
+    for i, _, text in iter_lines(input_file):
+        chunk.append((i, text.strip()))
+        if len(chunk) == chunk_size:
+            yield chunk
+            chunk = []
+    if chunk:
+        yield chunk
+
+
+def _select(embedding, output_format):
+    if output_format == 'all':
+        return embedding
+    if output_format == 'top':
+        return embedding[-1]
+    return embedding.mean(axis=0)
+
+
+def embed_file(embedder, input_file, output_file, output_format='all', batch_size=64, progress=True,
+               chunk_batches=16, use_sentence_keys=False, forget_sentences=False):
+    """Stream a one-sentence-per-line file (raw lines, split by the embedder's tokenizer) through
+    `embedder` into hdf5.
+
+    Datasets, as `allennlp elmo` wrote them: str(line index) -> [n_layers + 1, n_tokens, 2P]
+    ('all'), [n_tokens, 2P] ('top' or 'average'); plus 'sentence_to_index', a JSON string
+    {sentence: index}. An empty line is an empty sentence ([n_layers + 1, 0, 2P]), so that the
+    datasets keep the file's line numbers. Lines are read in chunks, so memory stays flat however
+    long the file is; the output appears atomically. -> the number of lines.
+
+    # Parameters
+    use_sentence_keys: the (stripped) sentence is its dataset's key instead of its line index, and
+        there is no 'sentence_to_index' (allennlp elmo's --use-sentence-keys). An empty, a repeated
+        sentence or one with '/' (an hdf5 path) is an InputError naming the line.
+    forget_sentences: no 'sentence_to_index' dataset (allennlp elmo's --forget-sentences).
+    """
+    import h5py
+    from tqdm import tqdm
+    if output_format not in OUTPUT_FORMATS:
+        raise InputError(f'output_format must be one of {OUTPUT_FORMATS}, got {output_format!r}')
+    if not os.path.isfile(input_file):
+        raise FileNotFoundError(f'{input_file}: input file not found')
+    out_dir = os.path.dirname(os.path.abspath(output_file))
+    if not os.path.isdir(out_dir):
+        raise FileNotFoundError(f'{output_file}: the directory {out_dir} does not exist')
+    with open(input_file, 'rb') as f:
+        n_lines = sum(1 for _ in f)
+    sentence_to_index = {}
+    with atomic_path(output_file) as tmp, h5py.File(tmp, 'w') as fout, \
+            tqdm(total=n_lines, unit='sent', disable=not show_progress(progress, log),
+                 desc='embedding') as bar:
+        for chunk in _read_chunks(input_file, batch_size * chunk_batches):
+            embeddings = embedder.encode([line for _, line in chunk], batch_size)  # split by its tokenizer
+            for (i, line), emb in zip(chunk, embeddings):
+                key = _sentence_key(input_file, i, line, sentence_to_index) if use_sentence_keys else str(i)
+                fout.create_dataset(key, data=_select(emb, output_format).astype(np.float32))
+                sentence_to_index[line] = str(i)
+            bar.update(len(chunk))
+        if not (use_sentence_keys or forget_sentences):
+            index = fout.create_dataset('sentence_to_index', (1,), dtype=h5py.string_dtype())
+            index[0] = json.dumps(sentence_to_index)
+    return n_lines
+
+
+def _sentence_key(input_file, i, sentence, seen):
+    """Line i's sentence as its hdf5 key (--use-sentence-keys); InputError naming the line when it
+    cannot be one. `seen`: {sentence: str(line index)} of the lines before."""
+    where = f'{input_file}:{i + 1}: --use-sentence-keys'
+    if sentence in seen:
+        raise InputError(f'{where}: the same sentence as line {int(seen[sentence]) + 1}; a key is unique '
+                         '(leave out --use-sentence-keys to key by line number)')
+    if not sentence or sentence == '.' or '/' in sentence:
+        raise InputError(f'{where}: an empty sentence, "." or one with "/" cannot be an hdf5 key '
+                         '(leave out --use-sentence-keys to key by line number)')
+    return sentence

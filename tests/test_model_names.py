@@ -1,0 +1,293 @@
+"""Models by name (model_names.py): the table, a release served from 127.0.0.1 through
+PADDLE_ELMO_MODELS_URL into a cache of the test's own, loaded by name as by path and offline after,
+failed and killed downloads, no network, the packaged models, and --model on the commands."""
+import dataclasses
+import http.server
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+
+import h5py
+import numpy as np
+import paddle
+import pytest
+
+from conftest import ROOT, one_line_error, tiny_config
+from paddle_elmo import BiLM, ELMoEmbedder, model_names
+from paddle_elmo.cache import cache_dir
+from paddle_elmo.fileio import InputError
+from paddle_elmo.hdf5_weights import export_weights
+from paddle_elmo.model_io import ModelSource, resolve_model, weights_files
+from paddle_elmo.tokenizers import TOKENIZERS
+
+SENTENCES = [['The', 'cat', 'sat', '.'], ['Hello'], ['A', 'longer', 'sentence', 'than', 'the', 'others', '.']]
+SMALL = '2x1024_128_2048cnn_1xhighway'
+OPTIONS_PATH = f'/models/elmo/{SMALL}/elmo_{SMALL}_options.json'
+WEIGHTS_PATH = f'/models/elmo/{SMALL}/elmo_{SMALL}_weights.hdf5'
+SERVER_SECONDS = 120  # a served test never waits longer than this on the server (bounded threads)
+
+
+class Server:
+    """Files over HTTP from 127.0.0.1 in a thread; `modes[path]` says how a path is served: 'full',
+    '404', 'half' (the whole Content-Length announced, half the bytes sent, the connection closed)
+    or 'stall' (half sent, then nothing until stop()). `requests` counts the GETs."""
+
+    def __init__(self, files):
+        self.files, self.modes, self.requests = files, {}, 0
+        self.stopping = threading.Event()
+        server = self
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            def do_GET(self):
+                server.requests += 1
+                mode, body = server.modes.get(self.path, 'full'), server.files.get(self.path)
+                if body is None or mode == '404':
+                    self.send_error(404)
+                    return
+                self.send_response(200)
+                self.send_header('Content-Length', str(len(body)))
+                self.end_headers()
+                self.wfile.write(body if mode == 'full' else body[:len(body) // 2])
+                self.wfile.flush()
+                if mode == 'stall':
+                    server.stopping.wait(SERVER_SECONDS)
+                self.close_connection = True
+
+            def log_message(self, *args):  # no access log on the test's stderr
+                pass
+
+        self.httpd = http.server.ThreadingHTTPServer(('127.0.0.1', 0), Handler)
+        self.httpd.daemon_threads = True
+        self.url = f'http://127.0.0.1:{self.httpd.server_address[1]}/models/elmo/'
+        self.thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
+        self.thread.start()
+
+    def stop(self):
+        self.stopping.set()
+        self.httpd.shutdown()
+        self.httpd.server_close()
+        self.thread.join(10)
+
+
+@pytest.fixture
+def tiny_release(tmp_path):
+    """A tiny char model exported as bilm-tf files (as AllenNLP's are) -> its directory."""
+    paddle.seed(0)
+    export_weights(BiLM(tiny_config()), str(tmp_path / 'release'))
+    return tmp_path / 'release'
+
+
+@pytest.fixture
+def served(tiny_release, tmp_path, monkeypatch):
+    """The tiny release served under AllenNLP's names for 'small', PADDLE_ELMO_MODELS_URL pointing at
+    it, and an empty cache of the test's own (the compiled kernels shared: no rebuild)."""
+    files = {OPTIONS_PATH: (tiny_release / 'options.json').read_bytes(),
+             WEIGHTS_PATH: (tiny_release / 'weights.hdf5').read_bytes()}
+    cache = tmp_path / 'cache'
+    cache.mkdir()
+    os.symlink(cache_dir('ops'), cache / 'ops')
+    server = Server(files)
+    monkeypatch.setenv('PADDLE_ELMO_MODELS_URL', server.url)
+    monkeypatch.setenv('PADDLE_ELMO_CACHE', str(cache))
+    yield server
+    server.stop()
+
+
+def cached(name):
+    return model_names.cached_files(model_names.MODELS[name])
+
+
+def run_cli(command, *argv):
+    return subprocess.run([sys.executable, '-m', 'paddle_elmo', command, *argv], capture_output=True, text=True,
+                          env=dict(os.environ, OMP_NUM_THREADS='1', PYTHONPATH=ROOT), cwd=ROOT, timeout=600)
+
+
+# ---- the table --------------------------------------------------------------------------------------------
+
+
+def test_the_table_holds_allennlp_s_urls_and_each_model_s_tokenizer(monkeypatch):
+    monkeypatch.delenv('PADDLE_ELMO_MODELS_URL', raising=False)
+    base = 'https://allennlp.s3.amazonaws.com/models/elmo/'
+    expected = {  # as AllenNLP's ELMo page, code and configs give them (model_names.py says where)
+        'small': '2x1024_128_2048cnn_1xhighway/elmo_2x1024_128_2048cnn_1xhighway',
+        'medium': '2x2048_256_2048cnn_1xhighway/elmo_2x2048_256_2048cnn_1xhighway',
+        'original': '2x4096_512_2048cnn_2xhighway/elmo_2x4096_512_2048cnn_2xhighway',
+        'original-5.5b': '2x4096_512_2048cnn_2xhighway_5.5B/elmo_2x4096_512_2048cnn_2xhighway_5.5B'}
+    for name, stem in expected.items():
+        model = model_names.MODELS[name]
+        assert [model_names.models_url() + f for f in model.files] == [f'{base}{stem}_options.json',
+                                                                        f'{base}{stem}_weights.hdf5']
+        assert model.tokenizer == 'moses' and model.source
+    assert {n: m.tokenizer for n, m in model_names.MODELS.items() if m.package_dir} == {'bundled': 'moses',
+                                                                                          'bundled-zh': 'jieba'}
+    monkeypatch.setenv('PADDLE_ELMO_MODELS_URL', 'http://mirror.example/elmo')  # the rest of the path unchanged
+    assert model_names.models_url() + model_names.MODELS['small'].files[1] == \
+        f'http://mirror.example/elmo/{SMALL}/elmo_{SMALL}_weights.hdf5'
+
+
+@pytest.mark.skipif('moses' not in TOKENIZERS, reason='the moses tokenizer comes with issue 42 item 1 (branch tok42)')
+def test_each_packaged_model_records_the_tokenizer_its_row_names():
+    from paddle_elmo.run_configs import read_model_config
+    for name, model in model_names.MODELS.items():
+        directory = os.path.join(model_names.PACKAGE_DIR, model.package_dir or '')
+        if model.package_dir and os.path.isdir(directory):
+            assert read_model_config(os.path.join(directory, 'options.json')).tokenizer == model.tokenizer, name
+
+
+# ---- a release by name -----------------------------------------------------------------------------------
+
+
+def test_a_release_loads_by_name_as_its_files_by_path_then_offline(served, tiny_release):
+    by_path = ELMoEmbedder(str(tiny_release / 'options.json'), str(tiny_release / 'weights.hdf5')).encode(SENTENCES)
+    # tokenizer given: the table's (moses) needs issue 42 item 1's tokenizer; token lists are not split anyway
+    by_name = ELMoEmbedder('small', tokenizer='whitespace').encode(SENTENCES)
+    for a, b in zip(by_name, by_path):
+        np.testing.assert_array_equal(a, b)
+    options, weights = cached('small')
+    assert options.startswith(os.environ['PADDLE_ELMO_CACHE']) and served.requests == 2
+    assert open(weights, 'rb').read() == (tiny_release / 'weights.hdf5').read_bytes()
+    assert sorted(os.listdir(os.path.dirname(weights))) == sorted(map(os.path.basename, (options, weights)))
+    served.stop()  # offline now: the cached pair loads without a request
+    again = ELMoEmbedder.from_pretrained('small', tokenizer='whitespace').encode(SENTENCES)
+    for a, b in zip(again, by_path):
+        np.testing.assert_array_equal(a, b)
+    assert served.requests == 2
+
+
+def test_a_release_s_raw_text_gets_the_tokenizer_of_its_row(served, monkeypatch, caplog):
+    row = dataclasses.replace(model_names.MODELS['small'], tokenizer='chars')  # one this branch has
+    monkeypatch.setitem(model_names.MODELS, 'small', row)
+    source = resolve_model('small')
+    assert source.tokenizer == 'chars' and source.recorded_tokenizer() == 'chars'
+    assert 'tokenizer' not in source.kwargs()  # load_bilm's arguments are files only
+    embedder = ELMoEmbedder('small')
+    assert embedder.tokenizer == 'chars' and not [r for r in caplog.records if 'differs' in r.getMessage()]
+    assert embedder.encode(['ab很好'])[0].shape[1] == 3  # ab 很 好
+
+
+@pytest.mark.skipif('moses' not in TOKENIZERS, reason='the moses tokenizer comes with issue 42 item 1 (branch tok42)')
+def test_a_release_by_name_splits_raw_text_with_moses(served):
+    assert ELMoEmbedder('small').tokenizer == 'moses'
+
+
+@pytest.mark.parametrize('mode', ['half', '404'])
+def test_a_failed_download_leaves_no_file_under_the_model_s_name(served, mode):
+    served.modes[WEIGHTS_PATH] = mode
+    with pytest.raises(InputError) as error:
+        ELMoEmbedder('small', tokenizer='whitespace')
+    options, weights = cached('small')
+    message = str(error.value)
+    assert '\n' not in message and served.url + WEIGHTS_PATH.split('/elmo/')[1] in message
+    assert weights in message and options in message  # where to put the files by hand
+    assert ('HTTP 404' if mode == '404' else 'broke off') in message
+    assert os.listdir(os.path.dirname(weights)) == [os.path.basename(options)]  # no partial or temporary file
+    served.modes.clear()  # the next call fetches what is missing, and only that
+    requests = served.requests
+    assert ELMoEmbedder('small', tokenizer='whitespace').encode(SENTENCES)[0].shape == (3, 4, 16)
+    assert served.requests == requests + 1
+
+
+def test_a_killed_download_leaves_no_file_under_the_model_s_name(served):
+    served.modes[WEIGHTS_PATH] = 'stall'
+    env = dict(os.environ, PYTHONPATH=ROOT)
+    proc = subprocess.Popen([sys.executable, '-c', 'from paddle_elmo.model_names import model_files; '
+                             'model_files("small")'], env=env, cwd=ROOT, stderr=subprocess.DEVNULL)
+    options, weights = cached('small')
+    directory = os.path.dirname(weights)
+    try:
+        deadline = time.time() + SERVER_SECONDS
+        while not [f for f in os.listdir(directory) if f.startswith('tmp') and os.path.getsize(
+                os.path.join(directory, f))] if os.path.isdir(directory) else True:
+            assert time.time() < deadline and proc.poll() is None, 'the download never started'
+            time.sleep(0.2)
+    finally:
+        proc.send_signal(signal.SIGKILL)
+        proc.wait(30)
+    assert os.path.isfile(options) and not os.path.exists(weights)  # half a file, under a temporary name only
+    served.modes.clear()
+    assert model_names.model_files('small') == (options, weights)
+    assert h5py.File(weights, 'r')  # the whole file now
+
+
+def test_no_network_is_one_line_naming_the_url_and_where_to_put_the_files(served, tmp_path, monkeypatch):
+    served.stop()  # nothing listens there any more
+    (tmp_path / 'in.txt').write_text('The cat sat .\n')
+    proc = run_cli('embed', str(tmp_path / 'in.txt'), str(tmp_path / 'out.hdf5'), '--model', 'original')
+    line = one_line_error(proc)
+    remote = model_names.MODELS['original'].files
+    assert f'could not download {served.url}{remote[0]} (no connection)' in line
+    assert all(f'{r} as {p}' in line for r, p in zip(remote, cached('original')))
+
+
+def test_pretrain_init_from_weights_takes_a_release_s_name(served, tiny_release):
+    assert weights_files('small') == cached('small')
+    assert open(cached('small')[0], 'rb').read() == (tiny_release / 'options.json').read_bytes()
+
+
+# ---- the packaged models ---------------------------------------------------------------------------------
+
+
+def test_bundled_zh_is_one_clear_line_until_it_ships_then_loads(tiny_release, tmp_path, monkeypatch):
+    monkeypatch.setattr(model_names, 'PACKAGE_DIR', str(tmp_path / 'package'))
+    with pytest.raises(InputError, match=r'^bundled-zh: .*pretrained_zh is not in this installation'):
+        resolve_model('bundled-zh')
+    os.makedirs(tmp_path / 'package')
+    os.symlink(tiny_release, tmp_path / 'package' / 'pretrained_zh')
+    source = resolve_model('bundled-zh')
+    assert source == ModelSource(options_file=str(tmp_path / 'package' / 'pretrained_zh' / 'options.json'),
+                                 weight_file=str(tmp_path / 'package' / 'pretrained_zh' / 'weights.hdf5'))
+    assert ELMoEmbedder('bundled-zh').encode(SENTENCES)[0].shape == (3, 4, 16)
+
+
+# ---- --model on the commands -----------------------------------------------------------------------------
+
+
+def test_embed_model_small_served_locally_writes_what_the_files_by_path_write(served, tiny_release, tmp_path):
+    (tmp_path / 'in.txt').write_text('The cat sat .\nHello\n')
+    by_name = run_cli('embed', str(tmp_path / 'in.txt'), str(tmp_path / 'name.hdf5'), '--model', 'small',
+                      '--tokenizer', 'whitespace')
+    assert by_name.returncode == 0, by_name.stderr
+    by_path = run_cli('embed', str(tmp_path / 'in.txt'), str(tmp_path / 'path.hdf5'), '--options_file',
+                      str(tiny_release / 'options.json'), '--weight_file', str(tiny_release / 'weights.hdf5'))
+    assert by_path.returncode == 0, by_path.stderr
+    with h5py.File(tmp_path / 'name.hdf5', 'r') as a, h5py.File(tmp_path / 'path.hdf5', 'r') as b:
+        for key in ('0', '1'):
+            np.testing.assert_array_equal(a[key][...], b[key][...])
+
+
+def test_embed_model_bundled_is_the_default_model(tmp_path):
+    (tmp_path / 'in.txt').write_text('The cat sat .\n')
+    named = run_cli('embed', str(tmp_path / 'in.txt'), str(tmp_path / 'named.hdf5'), '--model', 'bundled')
+    assert named.returncode == 0, named.stderr
+    default = run_cli('embed', str(tmp_path / 'in.txt'), str(tmp_path / 'default.hdf5'))
+    assert default.returncode == 0, default.stderr
+    with h5py.File(tmp_path / 'named.hdf5', 'r') as a, h5py.File(tmp_path / 'default.hdf5', 'r') as b:
+        np.testing.assert_array_equal(a['0'][...], b['0'][...])
+
+
+COMMANDS = {'embed': ['in.txt', 'out.hdf5'], 'eval': ['--dev_data_path', 'x'], 'finetune': ['--data_dir', 'x'], 'predict': [],
+            'dump': [], 'export-inference': ['--output_dir', 'x']}
+
+
+@pytest.mark.parametrize('command', sorted(COMMANDS))
+def test_every_model_loading_command_takes_model_and_keeps_its_older_flags(command, tiny_release):
+    from paddle_elmo.cli import COMMANDS as MODULES, flags
+    import importlib
+    parser = importlib.import_module(f'paddle_elmo.cli.{MODULES[command][0]}').build_parser()
+    parse = lambda *argv: flags.model_source(parser.parse_args(COMMANDS[command] + list(argv)))  # noqa: E731
+    assert parse('--model', str(tiny_release)) == resolve_model(str(tiny_release))
+    assert parse('--model', 'bundled') == resolve_model('bundled')
+    files = ['--options_file', str(tiny_release / 'options.json'),
+             '--weight_file', str(tiny_release / 'weights.hdf5')]
+    assert parse(*files) == ModelSource(options_file=files[1], weight_file=files[3])
+    assert parse('--init_from_ckpt', 'ckpt/3') == ModelSource(params_file='ckpt/3')
+    with pytest.raises(InputError, match='give either --model or'):
+        parse('--model', 'bundled', '--init_from_ckpt', 'ckpt/3')
+
+
+def test_export_weights_takes_model_as_a_checkpoint_and_says_when_it_is_not_one(tiny_release, tmp_path):
+    proc = run_cli('export-weights', '--model', 'bundled', '--output_dir', str(tmp_path / 'out'))
+    assert 'already the bilm-tf format' in one_line_error(proc)

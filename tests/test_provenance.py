@@ -1,0 +1,60 @@
+"""What ships is what its card describes: every bundled model's card (paddle_elmo/pretrained*/README.md)
+lists its files with their sha256 in a "Files" table, and the files in the checkout (the ones the
+wheel carries) have exactly those hashes; each card states its data's terms beside the code's licence."""
+import glob
+import hashlib
+import os
+import re
+
+import pytest
+
+from conftest import ROOT
+
+CARDS = sorted(glob.glob(os.path.join(ROOT, 'paddle_elmo', 'pretrained*', 'README.md')))
+
+
+def card_files(card):
+    """The card's "## Files" section as {file name: sha256}: each table row (or list item) that holds
+    a name and a 64-hex-digit hash."""
+    with open(card, encoding='utf-8') as f:
+        text = f.read()
+    match = re.search(r'^## Files\s*$(.*?)(?=^## |\Z)', text, re.M | re.S)
+    assert match, f'{card}: no "## Files" section (a table of `file` | sha256)'
+    files = {}
+    for line in match.group(1).splitlines():
+        digest = re.search(r'\b[0-9a-f]{64}\b', line)
+        name = re.search(r'`([^`\s]+\.[A-Za-z0-9]+)`', line)
+        if digest and name:
+            files[name.group(1)] = digest.group(0)
+    return files
+
+
+def sha256(path):
+    digest = hashlib.sha256()
+    with open(path, 'rb') as f:
+        for block in iter(lambda: f.read(1 << 20), b''):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def test_there_is_a_card_for_the_bundled_model():
+    assert os.path.join(ROOT, 'paddle_elmo', 'pretrained', 'README.md') in CARDS
+
+
+@pytest.mark.parametrize('card', CARDS, ids=lambda c: os.path.basename(os.path.dirname(c)))
+def test_the_shipped_files_have_the_hashes_their_card_states(card):
+    directory = os.path.dirname(card)
+    listed = card_files(card)
+    shipped = sorted(f for f in os.listdir(directory) if f != 'README.md' and not f.startswith('.'))
+    assert sorted(listed) == shipped, f'{card} lists {sorted(listed)}, the directory holds {shipped}'
+    for name, digest in listed.items():
+        assert sha256(os.path.join(directory, name)) == digest, \
+            f'{directory}/{name} is not the file its card describes: update the card (and its figures) with it'
+
+
+@pytest.mark.parametrize('card', CARDS, ids=lambda c: os.path.basename(os.path.dirname(c)))
+def test_each_card_states_its_data_terms_beside_the_code_licence(card):
+    with open(card, encoding='utf-8') as f:
+        text = f.read()
+    terms = text[text.index('## Data and licences'):]
+    assert 'Apache License 2.0' in terms and 'research' in terms
