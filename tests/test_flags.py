@@ -307,7 +307,7 @@ class _FakeEmbedder:
 
 def test_use_sentence_keys_and_forget_sentences_write_what_allennlp_elmo_wrote(tmp_path):
     import h5py
-    from paddle_elmo.embedder import embed_file
+    from paddle_elmo.sentence_embedder import embed_file
     (tmp_path / 'in.txt').write_text('the cat sat\na dog\n')
     embed_file(_FakeEmbedder(), str(tmp_path / 'in.txt'), str(tmp_path / 'keys.hdf5'), 'top', progress=False,
                use_sentence_keys=True)
@@ -327,7 +327,7 @@ def test_use_sentence_keys_and_forget_sentences_write_what_allennlp_elmo_wrote(t
                                            ('a dog\n\n', 'in.txt:2: --use-sentence-keys: an empty sentence'),
                                            ('either/or\n', 'in.txt:1: --use-sentence-keys')])
 def test_a_sentence_that_cannot_be_a_key_is_an_error_naming_its_line(tmp_path, text, message):
-    from paddle_elmo.embedder import embed_file
+    from paddle_elmo.sentence_embedder import embed_file
     (tmp_path / 'in.txt').write_text(text)
     with pytest.raises(cli.InputError, match=re.escape(message)):
         embed_file(_FakeEmbedder(), str(tmp_path / 'in.txt'), str(tmp_path / 'o.hdf5'), progress=False,

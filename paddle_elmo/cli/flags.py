@@ -160,6 +160,8 @@ FLAGS = {
     'stateful': ('carry the LSTM state across batches, as allennlp elmo', ()),
     'onednn': ('the paddle backend runs oneDNN\'s CPU kernels', ()),
     'softmax': ('export-weights: write the checkpoint\'s softmax too', ()),
+    'softmax_dtype': ('export-weights: how softmax/W and softmax/b are stored (float16: half the size, read back as '
+                      'float32)', ()),
     'verify': ('export-inference: check the written models against ELMoEmbedder (off: the export records '
                '"unverified")', ()),
     'verify_file': ('export-inference: the sentences an int8 model is checked on, one per line (at least 200; '
@@ -278,8 +280,7 @@ def add_model_source(p, bundled_default=False, vocab_help=None):
     g = p.add_argument_group(title + ('; none: the bundled model in pretrained/)' if bundled_default else ')'))
     g.add_argument('--model', metavar='NAME_OR_PATH', help=MODEL_HELP)
     g.add_argument('--init_from_ckpt', help='checkpoint prefix without suffix, e.g. checkpoints/10000 '
-                   '(the directory holds options.json); kept because the PaddleNLP example\'s run_eval.py took '
-                   'its model so')
+                   '(the directory holds options.json); kept because the PaddleNLP example took its model so')
     g.add_argument(*option_strings('options_file'), help='bilm-tf / AllenNLP options.json (with --weight_file)')
     g.add_argument(*option_strings('weight_file'), help='bilm-tf / AllenNLP weights.hdf5 (with --options_file)')
     g.add_argument('--vocab_file', help=f'{VOCAB_HELP}; ' + (vocab_help or 'needed here only for a word or word+char '
