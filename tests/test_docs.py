@@ -191,7 +191,19 @@ def test_the_documents_hold_their_command_lines():
     assert len(documented_commands('README.md')) + len(documented_commands('BENCHMARKS.md')) >= 40
 
 
-@pytest.mark.parametrize('doc', ['README.md', 'BENCHMARKS.md'])
+# The documents whose code blocks hold commands: README, BENCHMARKS, the model cards (the commands that
+# made a bundled model) and docs/ (the package index's long description).
+COMMAND_DOCS = sorted({'README.md', 'BENCHMARKS.md', *user_docs(),
+                       *(os.path.join('docs', f) for f in os.listdir(os.path.join(ROOT, 'docs')) if f.endswith('.md'))})
+
+
+def test_the_card_s_commands_are_among_the_parsed():
+    """The bundled model's card shows how its float16 softmax was written: that line is parsed too."""
+    card = documented_commands(os.path.join('paddle_elmo', 'pretrained', 'README.md'))
+    assert ['--softmax_dtype', 'float16'] in [argv[-2:] for _, name, argv in card if name == 'export-weights']
+
+
+@pytest.mark.parametrize('doc', COMMAND_DOCS)
 def test_every_documented_command_parses_with_today_s_flags(doc):
     """Each command line of the document's code blocks, given to its subcommand's parser (nothing runs):
     an unknown flag, a value of the wrong type or a placeholder where a number goes fails."""
