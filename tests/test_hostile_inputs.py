@@ -37,6 +37,7 @@ def files(tmp_path_factory):
     (d / 'rt-nopos').mkdir()
     (d / 'rt-nopos' / 'rt-polarity.neg').write_text(GOOD * 10)
     (d / 'ckpt-no-options').mkdir()
+    (d / 'empty-dir').mkdir()
     (d / 'ckpt-no-options' / '1.pdparams').write_bytes(b'')
     (d / 'ckpt-garbage').mkdir()
     (d / 'ckpt-garbage' / '1.pdparams').write_bytes(b'not a checkpoint\n' * 30)
@@ -73,6 +74,9 @@ BAD_MODELS = {  # what a model flag may wrongly name, for every command that loa
     'options.json that is not JSON': ['--options_file', '{d}/broken.json', '--weight_file', WEIGHTS],
     'weights.hdf5 that is not hdf5': ['--options_file', OPTS, '--weight_file', '{d}/garbage.hdf5'],
     'a truncated checkpoint': ['--init_from_ckpt', '{d}/ckpt-truncated/1'],
+    '--model no such name': ['--model', 'nosuchname'],
+    '--model a directory without a model': ['--model', '{d}/empty-dir'],
+    '--model with --init_from_ckpt': ['--model', CKPT, '--init_from_ckpt', CKPT],
 }
 
 # command -> {case: (argv after the command, the output path that must not appear: {o}, or one relative to
@@ -162,6 +166,10 @@ TABLE = {
         'no --output_dir': ([*MODEL], 'out'),
         '--output_dir is a file': ([*MODEL, '--output_dir', '{d}/a-file'], 'out'),
         'bilm-tf files are not a checkpoint': (['--options_file', OPTS, '--output_dir', '{o}'], '{o}'),
+        '--model bilm-tf files, not a checkpoint': (['--model', '{d}/bilm-tf', '--output_dir', '{o}'], '{o}'),
+        '--model no such name': (['--model', 'nosuchname', '--output_dir', '{o}'], '{o}'),
+        '--model a directory without a model': (['--model', '{d}/empty-dir', '--output_dir', '{o}'], '{o}'),
+        '--model with --init_from_ckpt': (['--model', CKPT, '--init_from_ckpt', CKPT, '--output_dir', '{o}'], '{o}'),
     },
     'export-inference': {
         '--formats tflite': ([*MODEL, '--output_dir', '{o}', '--formats', 'tflite'], '{o}'),
@@ -192,6 +200,10 @@ TABLE = {
                                               '{d}/latin1.txt'], 'out'),
         '--zh with a missing text': (['--zh', '--init_from_ckpt', CKPT, '--train_data_path', '{d}/none.txt'], 'out'),
         '--output_dir is a file': (['--output_dir', '{d}/a-file'], 'out'),
+        '--zh with no such model name': (['--zh', '--model', 'nosuchname', '--train_data_path', '{d}/good.txt'],
+                                         'out'),
+        '--model with --init_from_ckpt': (['--zh', '--model', CKPT, '--init_from_ckpt', CKPT, '--train_data_path',
+                                           '{d}/good.txt'], 'out'),
     },
 }
 CASES = [(command, case) for command, cases in TABLE.items() for case in cases]
