@@ -34,11 +34,11 @@ CONDITIONS = ('fold1', 'all')
 
 def write_texts(out_dir):
     """OUT/fold1.txt, OUT/all.txt (the adaptation texts), OUT/heldout.txt (fold 1's test sentences)
-    and a vocabulary per text, tokenized as run_finetune.py tokenizes (clitics split)."""
+    and a vocabulary per text, tokenized as run_finetune.py tokenizes them for the bundled model (moses)."""
     from paddle_elmo.classifier import make_folds, read_polarity
     from paddle_elmo.vocabulary import build_vocabulary, write_vocabulary
     import collections
-    data = read_polarity(common.RT_POLARITY)
+    data = read_polarity(common.RT_POLARITY, tokenizer='moses')
     fold = make_folds(data.labels, 10, seed=1)[0]
     texts = {'fold1': sorted(set(fold.train) | set(fold.dev)), 'all': range(len(data.sentences)),
              'heldout': fold.test}

@@ -5,9 +5,9 @@ features module they plug into `SentenceClassifier`; everything else lives here,
 numbers they print are comparable:
 
 - data: `read_polarity` reads a directory with one positive and one negative file (one sentence
-  per line, UTF-8; Latin-1 too for whitespace-split text), splits each line with a tokenizer
-  (tokenizers.get_tokenizer: whitespace, jieba or chars) and optionally splits clitics the way the
-  pretraining corpus does (`it's` -> `it 's`, `doesn't` -> `doesn 't`);
+  per line, UTF-8; Latin-1 too for whitespace-split text) and splits each line with a tokenizer
+  (tokenizers.get_tokenizer: the model's, e.g. moses, which splits `it's` -> `it 's` as the
+  pretraining corpus does);
 - folds: `make_folds` gives stratified k-fold cross-validation with a dev split carved from each
   training fold (early stopping), or one stratified split for smoke runs;
 - model: token features [tokens, dim] -> dropout -> mean per sentence -> MLP -> logits [batch, 2];
@@ -26,7 +26,6 @@ at their own rate), `layer_weights()` (JSON-able, for the output) and `dim` (its
 import logging
 import os
 import random
-import re
 import sys
 import time
 import warnings
@@ -46,9 +45,6 @@ from paddle_elmo.logs import show_progress
 
 log = logging.getLogger(__name__)
 
-TOKENIZATIONS = ('split_clitics', 'as_is')
-# The pretraining corpus (1B Word style) splits clitics *with* the apostrophe: "don 't", "it 's".
-_CLITIC = re.compile(r"^([^']+)('(?:s|t|re|ve|ll|d|m))$", re.IGNORECASE)
 SINGLE_SPLIT_TEST_FRACTION = 0.1  # --folds 1: the test share (a 10-fold fold's size)
 BOUNDARY_TOKENS = 2  # ELMo's <S> and </S>, which --max_seq_len counts
 
@@ -62,18 +58,8 @@ class Dataset:
     sentences: list  # token lists
     labels: np.ndarray  # int64 [n]: 1 for the positive file, 0 for the negative one
     sources: dict  # file path -> {'lines': sentences, 'encoding': 'utf-8' | 'latin-1', 'empty_lines': [numbers]}
-    tokenization: str
-    tokenizer: str = 'whitespace'
+    tokenizer: str = 'whitespace'  # the one that split the lines (tokenizers.TOKENIZERS)
     cut: Optional[dict] = None  # --max_seq_len: {'max_seq_len', 'sentences', 'tokens'} cut (load_data)
-
-
-def split_clitics(tokens):
-    """['it's', 'fun'] -> ['it', "'s", 'fun']: the pretraining corpus's tokenization of clitics."""
-    out = []
-    for token in tokens:
-        m = _CLITIC.match(token)
-        out.extend(m.groups() if m else (token,))
-    return out
 
 
 def read_sentences(path, tokenizer='whitespace'):
@@ -112,12 +98,9 @@ def read_sentences(path, tokenizer='whitespace'):
     return sentences, {'lines': len(sentences), 'encoding': encoding, 'empty_lines': empty}
 
 
-def read_polarity(data_dir, pos_file='rt-polarity.pos', neg_file='rt-polarity.neg',
-                  tokenization='split_clitics', tokenizer='whitespace'):
+def read_polarity(data_dir, pos_file='rt-polarity.pos', neg_file='rt-polarity.neg', tokenizer='whitespace'):
     """Read data_dir/pos_file (label 1) and data_dir/neg_file (label 0) into a Dataset: lines split
-    by `tokenizer` (read_sentences), then clitics split unless tokenization is 'as_is'."""
-    if tokenization not in TOKENIZATIONS:
-        raise InputError(f'tokenization must be one of {TOKENIZATIONS}, got {tokenization!r}')
+    by `tokenizer` (read_sentences)."""
     if not os.path.isdir(data_dir):
         raise FileNotFoundError(f'{data_dir}: --data_dir is not a directory')
     sentences, labels, sources = [], [], {}
@@ -126,9 +109,7 @@ def read_polarity(data_dir, pos_file='rt-polarity.pos', neg_file='rt-polarity.ne
         part, sources[path] = read_sentences(path, tokenizer)
         sentences += part
         labels += [label] * len(part)
-    if tokenization == 'split_clitics':
-        sentences = [split_clitics(s) for s in sentences]
-    return Dataset(sentences, np.array(labels, dtype=np.int64), sources, tokenization, tokenizer)
+    return Dataset(sentences, np.array(labels, dtype=np.int64), sources, tokenizer)
 
 
 # --------------------------------------------------------------------------------------------
@@ -442,8 +423,7 @@ def summarize(results, args, data, features_info=None):
         'fold_dev_accuracies': [r['dev_accuracy'] for r in results],
         'fold_best_epochs': [r['best_epoch'] for r in results],
         'fold_seconds': [r['seconds'] for r in results],
-        'data': {'sources': data.sources, 'sentences': len(data.sentences), 'tokenization': data.tokenization,
-                 'tokenizer': data.tokenizer, 'cut': data.cut},
+        'data': {'sources': data.sources, 'sentences': len(data.sentences), 'tokenizer': data.tokenizer, 'cut': data.cut},
         'features': features_info or {},
     }
 

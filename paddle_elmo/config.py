@@ -65,9 +65,10 @@ class ModelConfig:
     max_characters_per_token: int = setting(50, 'characters per token, counted in UTF-8 bytes, boundary marks included; '
                                            'longer tokens are cut')
     dropout: float = setting(0.1, 'dropout probability on the LSTM inputs and before the softmax (training only)')
-    tokenizer: str = setting('whitespace', 'the tokenizer that segmented the training text, recorded for the '
-                             'scripts that give the model raw text: whitespace, jieba or chars. Pretraining reads '
-                             'the corpus split on spaces (paddle-elmo build-vocab --output_corpus segments raw text)')
+    tokenizer: str = setting('whitespace', "the tokenizer that turns raw text into this model's tokens (whitespace, "
+                             'moses, jieba or chars), recorded for every command that gives the model raw text; '
+                             'the corpus must already be in its tokens, one sentence per line split on spaces '
+                             '(paddle-elmo build-vocab --tokenizer X --output_corpus FILE makes them once from raw text)')
 
     def __post_init__(self):
         mode = TOKEN_INPUT_MODES.get(self.token_input)

@@ -14,6 +14,7 @@ from paddle_elmo.token_modes import CHAR_IDS
 from paddle_elmo.tokenizers import as_token_lists, model_tokenizer
 from paddle_elmo.fileio import InputError
 from paddle_elmo.model_io import load_bilm
+from paddle_elmo.vocabulary import warn_if_mostly_unknown
 
 
 class ScalarMix(nn.Layer):
@@ -131,7 +132,9 @@ class Elmo(nn.Layer):
         """Sentences -> dict(char_ids, word_ids, lengths) for forward(): char ids [batch, time,
         max_chars] and word ids [batch, time] as tensors, each None when the biLM does not read it
         (token_ids.InputMapper), `<S>` and `</S>` added."""
-        inputs = InputMapper.of(self.bilm, max_cache=0).batch(as_token_lists(sentences, self.tokenizer))
+        sentences = as_token_lists(sentences, self.tokenizer)
+        warn_if_mostly_unknown(self.bilm.vocab, sentences, self.tokenizer)
+        inputs = InputMapper.of(self.bilm, max_cache=0).batch(sentences)
         as_tensor = lambda ids: None if ids is None else paddle.to_tensor(ids)
         return {'char_ids': as_tensor(inputs.char_ids), 'word_ids': as_tensor(inputs.word_ids), 'lengths': inputs.lengths}
 

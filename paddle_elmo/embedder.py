@@ -65,10 +65,11 @@ class ELMoEmbedder(SentenceEmbedder):
         $OMP_NUM_THREADS if you set it, else the available cores. On an AMD processor the embedder
         also sets MKL_DEBUG_CPU_TYPE=5 unless you set it (MKL's AVX2 path, ~3x faster products);
         see `runtime.py`.
-    tokenizer: how raw strings become tokens, 'whitespace', 'jieba' or 'chars'
-        (tokenizers.get_tokenizer); None: the one the model records (options.json's "tokenizer"; for a
-        named AllenNLP release, the table's; whitespace when absent, as in bilm-tf files). Another
-        than the model's logs a warning.
+    tokenizer: how raw strings become tokens, 'whitespace', 'moses', 'jieba' or 'chars'
+        (tokenizers.get_tokenizer); None: the one the model records (options.json's "tokenizer":
+        moses for the bundled model; for a named AllenNLP release, the table's; whitespace when
+        absent, as in bilm-tf files). Another than the model's logs a warning. A word model warns
+        once when a call's tokens are mostly unknown.
     """
 
     def __init__(self, options_file=None, weight_file=None, *, params_file=None, batch_size=64,

@@ -25,6 +25,7 @@ from paddle_elmo.token_ids import BOS_TOKEN, EOS_TOKEN, InputMapper
 from paddle_elmo.tokenizers import as_token_lists, model_tokenizer
 from paddle_elmo.embedder import token_embeddings
 from paddle_elmo.fileio import InputError, atomic_path, make_directory, write_text_atomic
+from paddle_elmo.vocabulary import warn_if_mostly_unknown
 
 DIRECTIONS = ('forward', 'backward')
 # Logits computed at once, at most (rows x vocabulary floats): 64 MB, whatever the vocabulary.
@@ -75,6 +76,7 @@ class Predictor:
         """The tokens the `direction` LM reads: `<S> w1 .. wn` or `</S> wn .. w1`."""
         check_direction(direction)
         words = as_token_lists([context], self.tokenizer)[0]
+        warn_if_mostly_unknown(self.mapper.vocab, [words], self.tokenizer)
         return [self._start(direction)] + (words if direction == 'forward' else words[::-1])
 
     def _read(self, direction, tokens, states=None):

@@ -13,6 +13,7 @@ import numpy as np
 from paddle_elmo.fileio import InputError, atomic_path, iter_lines
 from paddle_elmo.logs import show_progress
 from paddle_elmo.tokenizers import as_token_lists
+from paddle_elmo.vocabulary import warn_if_mostly_unknown
 
 log = logging.getLogger(__name__)
 
@@ -21,7 +22,8 @@ class SentenceEmbedder:
     """What every embedder of ours does with sentences: a sentence is a list of str tokens or a raw
     string (split by the embedder's `tokenizer`, see tokenizers.get_tokenizer); batches, input order
     and files are handled here. A subclass (embedder.ELMoEmbedder; inference.InferenceEmbedder, which runs an
-    exported model) sets `batch_size`, `stateful` and `tokenizer` (a name of tokenizers.TOKENIZERS) and
+    exported model) sets `batch_size`, `stateful`, `tokenizer` (a name of tokenizers.TOKENIZERS) and
+    `mapper` (its token_ids.InputMapper) and
     implements `_embed_token_lists(sentences)`: token lists -> list of float32
     [n_layers + 1, n_tokens, 2P], boundaries removed.
     """
@@ -29,10 +31,17 @@ class SentenceEmbedder:
     def _embed_token_lists(self, sentences):
         raise NotImplementedError
 
+    def _token_lists(self, sentences):
+        """One call's sentences -> token lists (as_token_lists, by the embedder's tokenizer), with the
+        warning of a word model that sees mostly unknown words (`mapper`: the subclass's InputMapper)."""
+        sentences = as_token_lists(sentences, self.tokenizer)
+        warn_if_mostly_unknown(self.mapper.vocab, sentences, self.tokenizer)
+        return sentences
+
     def embed_batch(self, sentences):
         """One batch of sentences (strings or token lists) -> list of float32
         [n_layers + 1, n_tokens, 2P], boundaries removed."""
-        return self._embed_token_lists(as_token_lists(sentences, self.tokenizer))
+        return self._embed_token_lists(self._token_lists(sentences))
 
     def embed_sentence(self, sentence):
         """One sentence (a string or a list of tokens) -> float32 [n_layers + 1, n_tokens, 2P]."""
@@ -62,7 +71,7 @@ class SentenceEmbedder:
         """Yield (index, float32 [n_layers + 1, n_tokens, 2P]) batch by batch, so that a long input
         never holds all its embeddings at once. Stateless runs group sentences by length, so the
         indices do not come in input order."""
-        return self._iter_token_lists(as_token_lists(sentences, self.tokenizer), batch_size)
+        return self._iter_token_lists(self._token_lists(sentences), batch_size)
 
     def _iter_token_lists(self, sentences, batch_size):
         for idx in self._batches(sentences, batch_size or self.batch_size):
@@ -71,7 +80,7 @@ class SentenceEmbedder:
     def encode(self, sentences, batch_size=None):
         """List of sentences (strings or token lists) -> list of float32 [n_layers + 1, n_tokens, 2P],
         input order kept."""
-        sentences = as_token_lists(sentences, self.tokenizer)
+        sentences = self._token_lists(sentences)
         results = [None] * len(sentences)
         for i, emb in self._iter_token_lists(sentences, batch_size):
             results[i] = emb

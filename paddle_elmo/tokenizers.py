@@ -1,4 +1,4 @@
-"""Raw text to tokens: the one place a string becomes tokens (whitespace, jieba or chars).
+"""Raw text to tokens: the one place a string becomes tokens (whitespace, moses, jieba or chars).
 
 The embedders, Elmo, the classifiers' data, build-vocab and predict all go through `get_tokenizer`.
 A model records the tokenizer of its training text (config.ModelConfig.tokenizer);
@@ -12,10 +12,13 @@ from paddle_elmo.fileio import InputError, require_package
 log = logging.getLogger(__name__)
 
 
-TOKENIZERS = ('whitespace', 'jieba', 'chars')
+TOKENIZERS = ('whitespace', 'moses', 'jieba', 'chars')
 
 
 JIEBA_VERSION = '0.42.1'  # the [zh] extra's (pyproject.toml); zh-corpus was segmented with it
+
+
+SACREMOSES_VERSION = '0.2.0'  # a core dependency (pyproject.toml): the bundled English model's tokenizer
 
 
 # The characters that `chars` makes tokens of their own (not U+3000, the ideographic space).
@@ -57,12 +60,101 @@ def _jieba_tokenizer():
     return jieba_tokens
 
 
+# Where lm-corpus's (1B Word style) tokenization departs from sacremoses's English Moses rules,
+# measured on its held-out sentences (benchmarks/bench_tokenizer.py). Each is a pattern whose
+# match sacremoses must keep as one token (its `protected_patterns`):
+_CORPUS_WHOLE_TOKENS = (
+    r'\b\d+(?:[.,]\d+)*(?:[/:]\d+(?:[.,]\d+)*)+\b',  # numbers joined by / or : (1/2, 1985/86, 30:37)
+    r'\b[^\W\d_]+&[^\W\d_]+\b',  # letters joined by & (R&B, AT&T)
+    # an apostrophe inside a name is no clitic (O'Toole, d'état, rock'n'roll; but don 't, it 's)
+    r"\b[^\W\d_]+(?:'(?!(?:s|t|re|ve|ll|d|m)\b)[^\W\d_]+)+\b",
+    r"\b[^\W_]+(?:-[^\W_]+)+'[^\W\d_]+\b",  # a hyphenated word keeps its clitic (Jay-Z's)
+    r'(?<= )[!?]{2,}(?= )',  # runs of ! and ? (!!!, ?!), spaced out first in moses_tokens
+)
+# A clitic already split off stays one token, so that text tokenized this way comes out unchanged
+# (Moses alone makes `isn ' t` of `isn 't`). Each stands in as a word of its own while Moses runs; not a
+# protected pattern: sacremoses protects every occurrence of a protected string, `'s` inside `It's` too.
+_SPLIT_CLITIC = re.compile(r"(?<!\S)'(?:s|t|re|ve|ll|d|m)(?!\w)", re.IGNORECASE)
+# Abbreviations the corpus keeps whole mid-sentence that are not in Moses's English list.
+_CORPUS_ABBREVIATIONS = ('etc', 'al', 'Jr', 'Inc', 'Co', 'Ltd', 'Vs')
+# The corpus maps curly quotes to straight ones; Moses would make tokens of them as they are.
+_STRAIGHT_QUOTES = str.maketrans({'\u2018': "'", '\u2019': "'", '\u201c': '"', '\u201d': '"'})
+_MARK_RUN = re.compile(r'[!?]{2,}')  # spaced out, then protected whole
+_FINAL_ABBREVIATION = re.compile(r'^([^\W\d_]+)\.$')
+_WORD_PERIOD = _FINAL_ABBREVIATION  # a word and its period
+
+
+def _moses_tokenizer():
+    """English text as lm-corpus and 1B Word are tokenized (Moses style): sacremoses's English
+    MosesTokenizer with the corpus's departures (_CORPUS_WHOLE_TOKENS, _CORPUS_ABBREVIATIONS,
+    straight quotes, clitics already split kept, `_corpus_possessives`, `_corpus_ending`); no XML
+    escapes (escape=False: `'s`, not `&apos;s`) and no aggressive dash splits (`well-known` stays).
+    Its English rules split `n't` as 1B Word does (`isn 't`; PTB's would be `is n't`):
+    "It's raining, isn't it?" -> It 's raining , isn 't it ?. sacremoses is imported on first use."""
+    try:
+        from sacremoses import MosesTokenizer
+    except ImportError:
+        raise InputError(f'the moses tokenizer needs the sacremoses package: pip install sacremoses=='
+                         f'{SACREMOSES_VERSION}') from None
+    moses = MosesTokenizer(lang='en')
+    moses.NONBREAKING_PREFIXES = moses.NONBREAKING_PREFIXES + list(_CORPUS_ABBREVIATIONS)
+
+    def moses_tokens(text):
+        text = _MARK_RUN.sub(lambda m: f' {m.group()} ', text.translate(_STRAIGHT_QUOTES))
+        clitics, stand_in = _SPLIT_CLITIC.findall(text), 'clitic'
+        while stand_in in text:
+            stand_in += 'x'
+        text = _SPLIT_CLITIC.sub(f' {stand_in} ', text)
+        tokens = moses.tokenize(text, escape=False, aggressive_dash_splits=False,
+                                protected_patterns=_CORPUS_WHOLE_TOKENS)
+        if clitics:
+            clitics = iter(clitics)
+            tokens = [next(clitics) if token == stand_in else token for token in tokens]
+        return _corpus_ending(_corpus_periods(_corpus_possessives(tokens), moses.NONBREAKING_PREFIXES))
+    return moses_tokens
+
+
+def _corpus_periods(tokens, abbreviations):
+    """Moses keeps a period on a word before a lower-case word, taking it for an abbreviation
+    (`movie. the` in lower-cased text); the corpus keeps only known abbreviations' (its lower-case
+    words ending in `.` are etc. vs. no. al. p. ...): the others' period is split off."""
+    out = []
+    for token in tokens:
+        word = _WORD_PERIOD.match(token)
+        out += [word.group(1), '.'] if word and word.group(1) not in abbreviations else [token]
+    return out
+
+
+def _corpus_possessives(tokens):
+    """`'s` after a token that does not end in a letter is two tokens in the corpus: `1930 ' s`,
+    `" Adventure " ' s` (Moses: `1930 's`)."""
+    if "'s" not in tokens and "'S" not in tokens:
+        return tokens
+    out = []
+    for token in tokens:
+        if token in ("'s", "'S") and out and not out[-1][-1].isalpha():
+            out += ["'", token[1]]
+        else:
+            out.append(token)
+    return out
+
+
+def _corpus_ending(tokens):
+    """Moses keeps a known abbreviation's period at the end of the text (`Corp.`); the corpus
+    splits a sentence's final period from a one-word abbreviation (`U.S.` stays)."""
+    final = _FINAL_ABBREVIATION.match(tokens[-1]) if tokens else None
+    return tokens[:-1] + [final.group(1), '.'] if final else tokens
+
+
 def get_tokenizer(name):
     """A tokenizer's name (TOKENIZERS) -> a function: raw text -> list of str tokens (none empty,
-    none holding whitespace). whitespace: `whitespace_tokens`; jieba: Chinese words
-    (`_jieba_tokenizer`); chars: `char_tokens`."""
+    none holding whitespace). whitespace: `whitespace_tokens`; moses: English as 1B Word and
+    lm-corpus are tokenized (`_moses_tokenizer`); jieba: Chinese words (`_jieba_tokenizer`);
+    chars: `char_tokens`."""
     if name == 'whitespace':
         return whitespace_tokens
+    if name == 'moses':
+        return _moses_tokenizer()
     if name == 'chars':
         return char_tokens
     if name == 'jieba':

@@ -55,7 +55,10 @@ def test_every_tokenizer_keeps_every_character_of_real_reviews_but_the_whitespac
     split = get_tokenizer(name)
     for review in reviews('pos', 5) + reviews('neg', 5) + ['iPhone很好用！ 真的\t不错\u3000，', '', ' \t ']:
         tokens = split(review)
-        assert ''.join(tokens) == ''.join(review.split()), (name, review)
+        kept = ''.join(review.split())
+        if name == 'moses':  # it straightens curly quotes, as the English corpus it reproduces has them
+            kept = kept.translate(str.maketrans('\u201c\u201d\u2018\u2019', '""\'\''))
+        assert ''.join(tokens) == kept, (name, review)
         assert all(token and token.split() == [token] for token in tokens), (name, tokens)
         assert split(review) == tokens  # deterministic
 
@@ -89,7 +92,7 @@ def test_jieba_is_imported_on_first_use_and_quietly():
 
 
 def test_an_unknown_tokenizer_is_a_one_line_error_listing_the_choices(tmp_path):
-    with pytest.raises(InputError, match="unknown tokenizer 'spaces'; expected one of whitespace, jieba, chars"):
+    with pytest.raises(InputError, match="unknown tokenizer 'spaces'; expected one of whitespace, moses, jieba, chars"):
         get_tokenizer('spaces')
     from paddle_elmo import ELMoEmbedder
     with pytest.raises(InputError, match="unknown tokenizer 'spaces'"):
@@ -122,8 +125,8 @@ def test_the_recorded_tokenizer_round_trips_options_json_and_whitespace_leaves_n
     bilm_tf = load_bilm(options_file=os.path.join(fixture_dir, 'options.json'),
                         weight_file=os.path.join(fixture_dir, 'lm_weights.hdf5'))
     assert bilm_tf.config.tokenizer == 'whitespace'  # no key: bilm-tf's files split on whitespace
-    with pytest.raises(InputError, match=r"o\.json: tokenizer \(tokenizer\) must be one of whitespace, jieba, "
-                                         r"chars, got 'spaces'"):
+    with pytest.raises(InputError, match=r"o\.json: tokenizer \(tokenizer\) must be one of whitespace, moses, "
+                                         r"jieba, chars, got 'spaces'"):
         ModelConfig.from_options({**options, 'tokenizer': 'spaces'}, 'o.json')
 
 

@@ -12,8 +12,9 @@ from paddle_elmo.fileio import InputError
 from conftest import FIXTURE, ROOT, SHARED, one_line_error, require, tiny_config
 from helpers import (LEARN, RT, assert_learned, check_result, head_lines, run_script, save_checkpoint,
                      write_separable_polarity)
-from paddle_elmo.classifier import (BowHead, Dataset, make_folds, make_optimizer, predict, read_polarity, split_clitics,
-                        train_epoch)
+from paddle_elmo.classifier import (BowHead, Dataset, make_folds, make_optimizer, predict, read_polarity,
+                                    train_epoch)
+from paddle_elmo.tokenizers import get_tokenizer
 
 CORPUS = os.path.join(SHARED, 'data', 'lm-corpus', 'train.txt')
 # Cache and live paths do the same float32 arithmetic on differently padded batches; 1e-5 allows
@@ -30,12 +31,12 @@ def fixture_bilm():
 
 def small_dataset(n_per_class=20):
     require(RT)
-    sentences, labels = [], []
+    sentences, labels, moses = [], [], get_tokenizer('moses')
     for name, label in (('rt-polarity.pos', 1), ('rt-polarity.neg', 0)):
         lines = head_lines(os.path.join(RT, name), n_per_class)
-        sentences += [split_clitics(line.split()) for line in lines]
+        sentences += [moses(line) for line in lines]
         labels += [label] * len(lines)
-    return Dataset(sentences, np.array(labels, dtype=np.int64), {}, 'split_clitics')
+    return Dataset(sentences, np.array(labels, dtype=np.int64), {}, 'moses')
 
 
 # ---- data ------------------------------------------------------------------------------------
@@ -61,10 +62,17 @@ def test_empty_lines_are_skipped_and_listed_by_number(tmp_path):
         read_polarity(str(tmp_path), 'a.pos', 'a.neg')
 
 
-def test_split_clitics_follows_the_pretraining_corpus():
-    assert split_clitics("it's a film that doesn't work , you'll see rock'n'roll o'clock ' 's".split()) == \
-        ['it', "'s", 'a', 'film', 'that', 'doesn', "'t", 'work', ',', 'you', "'ll", 'see', "rock'n'roll",
-         "o'clock", "'", "'s"]
+def test_reviews_are_split_as_the_pretraining_corpus_by_the_moses_tokenizer(tmp_path):
+    # rt-polarity is lower-cased and tokenized but leaves clitics on their word; raw and tokenized
+    # reviews both become the corpus's tokens (what split_clitics used to do for the first kind)
+    (tmp_path / 'a.pos').write_text("it's a film that doesn't fail, you'll see rock'n'roll at 5 o'clock\n"
+                                    "it's a film that doesn't fail , you'll see\n", encoding='utf-8')
+    (tmp_path / 'a.neg').write_text('bad.\n', encoding='utf-8')
+    data = read_polarity(str(tmp_path), 'a.pos', 'a.neg', tokenizer='moses')
+    assert data.sentences[0] == ['it', "'s", 'a', 'film', 'that', 'doesn', "'t", 'fail', ',', 'you', "'ll", 'see',
+                                 "rock'n'roll", 'at', '5', "o'clock"]
+    assert data.sentences[1] == data.sentences[0][:12] and data.sentences[2] == ['bad', '.']
+    assert data.tokenizer == 'moses'
 
 
 # ---- folds -----------------------------------------------------------------------------------

@@ -223,6 +223,6 @@ def test_word2vec_quiet_prints_the_table_and_logs_no_epoch(rt_slice, tmp_path):
     talkative = run('word2vec_base.py', common)
     assert talkative.returncode == 0, talkative.stderr[-3000:]
     assert 'accuracy' in talkative.stdout
-    for said in ('read ', 'rt-polarity.pos: 100 sentences (utf-8) split by whitespace', 'trained word2vec on 1 file(s)',
+    for said in ('read ', 'rt-polarity.pos: 100 sentences (utf-8) split by moses', 'trained word2vec on 1 file(s)',
                  'vectors: ', 'fold 1/2 epoch 1: train loss', 'fold 2/2: test accuracy'):
         assert said in talkative.stderr, talkative.stderr

@@ -25,7 +25,7 @@ def build_parser():
                         'are skipped and reported')
     p.add_argument('--output_file', required=True, help='the vocabulary file to write (what the other commands '
                    'read as --vocab_file)')
-    cli.add_tokenizer(p, model_default=False)
+    cli.add_tokenizer(p, default='whitespace', why=', for a corpus already tokenized')
     p.add_argument('--output_corpus',
                    help='also write the corpus as counted here: one sentence per line, tokens separated by '
                         'spaces, empty lines left out: what paddle-elmo pretrain reads (give it --tokenizer too, '

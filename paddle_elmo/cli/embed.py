@@ -7,8 +7,9 @@
     paddle-elmo embed sentences.txt out.hdf5 --inference_model elmo_inference   # paddle-elmo export-inference's
     paddle-elmo embed reviews.txt out.hdf5 --init_from_ckpt zh/final   # raw Chinese, if zh/ records jieba
 
-Lines are split into tokens by --tokenizer, by default the one the model records (whitespace for
-bilm-tf files). Datasets: str(line index) -> the embedding of that line ('all': [3, n_tokens, dim];
+Lines are split into tokens by --tokenizer, by default the one the model records (moses for the
+bundled model: raw English as its corpus was tokenized; whitespace for bilm-tf files).
+Datasets: str(line index) -> the embedding of that line ('all': [3, n_tokens, dim];
 'top' and 'average': [n_tokens, dim]), and 'sentence_to_index', a JSON string {sentence: line index}.
 allennlp elmo's flags work as there: --all / --top / --average, --batch-size, --cuda-device N (-1: the
 CPU), --use-sentence-keys (the sentence is its key, no sentence_to_index), --forget-sentences (no

@@ -9,7 +9,8 @@
         --neg_file online_shopping.neg --init_from_ckpt zh/final  # raw Chinese, split by the model's tokenizer
 
 Lines are split into tokens by --tokenizer, by default the one the model records in its
-options.json (whitespace for bilm-tf files). Model: char ids -> biLM -> scalar mix (softmax layer
+options.json (moses for the bundled model: raw or tokenized English reviews give the same tokens;
+whitespace for bilm-tf files). Model: char ids -> biLM -> scalar mix (softmax layer
 weights and gamma, optional layer norm, L2 toward equal weights) -> dropout -> masked mean over
 real tokens -> MLP -> 2 classes (the head and protocol are classifier.py's, shared with
 word2vec_base.py).
@@ -32,7 +33,7 @@ from paddle_elmo.cli.protocol import (add_protocol_args, check_protocol_args, da
                                       runs_on_this_rank, settings, train_config)
 from paddle_elmo.classifier import cross_validate, make_folds
 from paddle_elmo.tokenizers import model_tokenizer
-from paddle_elmo.vocabulary import long_tokens_report
+from paddle_elmo.vocabulary import long_tokens_report, warn_if_mostly_unknown
 from paddle_elmo.features import ActivationCache, model_builder
 from paddle_elmo.fileio import require_package
 from paddle_elmo.model_io import BUNDLED_MODEL_DIR
@@ -144,9 +145,11 @@ def main(argv=None):
     use_device(a.device, cpu_threads=a.cpu_threads)
     # The text is split by the tokenizer the model records (unless --tokenizer): its options.json is
     # read first, the weights after the data, so that a bad data file fails before they load.
-    data = load_data(**data_flags(a), tokenizer=model_tokenizer(source.recorded_tokenizer(), a.tokenizer))
+    tokenizer = model_tokenizer(source.recorded_tokenizer(), a.tokenizer)
+    data = load_data(**data_flags(a), tokenizer=tokenizer)
     folds = make_folds(data.labels, a.folds, a.seed, a.dev_fraction)
     bilm = source.load()
+    warn_if_mostly_unknown(bilm.vocab, data.sentences, tokenizer)
     log.info('%s', long_tokens_report(Counter(t for s in data.sentences for t in s),
                                       bilm.config.max_characters_per_token))
     if a.elmo_layer is not None and a.elmo_layer > bilm.n_layers:

@@ -61,8 +61,8 @@ FLAGS = {
                      'word2vec classifies with them', ('pretrained_word2vec_file',)),
     'prefix': ('a text for the LM to continue (repeatable)', ()),
     'prefix_file': ('a file of texts for the LM to continue, one per line', ()),
-    'tokenizer': ('how raw text becomes tokens: whitespace, jieba or chars', ()),
-    'tokenization': ('what becomes of the tokenizer\'s tokens (split_clitics or as_is)', ()),
+    'tokenizer': ('the tokenizer that turns raw text into the model\'s tokens: whitespace, moses, jieba or chars',
+                  ()),
     # what a command writes
     'save_dir': ('pretrain\'s run directory: options.json, recipe.json, the checkpoints, the training log', ()),
     'output_dir': ('the directory the command writes its files to', ()),
@@ -331,16 +331,17 @@ def check_files_flags(other_flag, other, options_file, weight_file):
         raise InputError('--options_file and --weight_file go together')
 
 
-def add_tokenizer(p, model_default=True, group=None):
-    """--tokenizer: how raw text becomes tokens (dataset.get_tokenizer). model_default: no value
-    means the model's recorded tokenizer (scripts that load a biLM); otherwise whitespace."""
-    default = ("default: the one the model records in its options.json, whitespace for bilm-tf files; another "
-               "one warns" if model_default else "default: whitespace")
+def add_tokenizer(p, default=None, group=None, why=''):
+    """--tokenizer: how raw text becomes tokens (tokenizers.get_tokenizer). default None: the
+    model's recorded tokenizer (scripts that load a biLM); else that tokenizer's name, `why` saying why."""
+    said = (f'default: {default}{why}' if default else 'default: the one the model records in its options.json '
+            '(moses for the bundled model), whitespace for bilm-tf files; another one warns')
     (group or p).add_argument(
-        '--tokenizer', choices=TOKENIZERS, default=None if model_default else 'whitespace',
-        help='how raw text becomes tokens: whitespace (split on spaces: text already segmented), jieba (Chinese '
+        '--tokenizer', choices=TOKENIZERS, default=default,
+        help='how raw text becomes tokens: whitespace (split on spaces: text already segmented), moses (English as '
+             '1B Word is tokenized: It\'s raining, isn\'t it? -> It \'s raining , isn \'t it ?), jieba (Chinese '
              'words, jieba 0.42.1\'s accurate mode), chars (each CJK character a token, other runs of non-space '
-             f'characters whole, e.g. iPhone很好 -> iPhone 很 好) ({default})')
+             f'characters whole, e.g. iPhone很好 -> iPhone 很 好) ({said})')
 
 
 def _int_at_least(text, least, expected):

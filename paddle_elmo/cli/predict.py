@@ -6,8 +6,9 @@ As lm_1b's `sample` mode: the forward LM predicts the next word, the backward LM
     python run_predict.py ... --prefix 'on the mat .' --direction backward --top_k 5
     python run_predict.py ... --prefix_file prefixes.txt --sample 3 --temperature 0.8 --output_json out.json
 
-A prefix is split into tokens (--tokenizer; by default the model's, whitespace unless it records
-another) and read after `<S>`: the forward LM has read `<S> w1 .. wn` and predicts the next word
+A prefix is split into tokens (--tokenizer; by default the one the model records: moses for
+English text such as the bundled model's, whitespace when it records none) and read after `<S>`:
+the forward LM has read `<S> w1 .. wn` and predicts the next word
 (`</S>`: the sentence ends). Backward, the text is a suffix: the LM has read `</S> wn .. w1` and
 predicts the word before w1 (`<S>`: the sentence starts). An empty prefix is the sentence boundary
 alone. Probabilities are the full softmax's, so -log(prob) is the loss

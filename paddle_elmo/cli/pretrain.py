@@ -6,7 +6,10 @@
     paddle-elmo pretrain --init_from_ckpt checkpoints/3000     # resume: every setting from the checkpoint
 
 Writes to --save_dir: options.json and recipe.json, N.pdparams / N.pdopt every --save_freq steps
-and final.* at the end (atomically), train_log.csv and train_curve.png. The flags become the two
+and final.* at the end (atomically), train_log.csv and train_curve.png. The corpus is read as
+tokens split by spaces; --tokenizer records the tokenizer that made them from raw text, which every
+command then applies to the model's raw inputs (build-vocab --tokenizer X --output_corpus makes
+them). The flags become the two
 configs here (`read_configs`); the loop is paddle_elmo/training.py's.
 """
 import argparse
@@ -18,6 +21,7 @@ import sys
 from paddle_elmo.cli import flags as cli
 from paddle_elmo.config import check_one_start, for_run
 from paddle_elmo.checkpoints import checkpoint_dir
+from paddle_elmo.corpus import warn_if_untokenized
 from paddle_elmo.model_io import own_vocabulary_file, weights_files
 from paddle_elmo.run_configs import read_model_config, read_run_configs
 
@@ -67,6 +71,7 @@ def main(argv=None):
     if a.max_minutes is not None and not a.max_minutes > 0:
         raise cli.InputError(f'--max_minutes must be > 0, got {a.max_minutes}')
     model_config, recipe, save_dir = read_configs(a)
+    warn_if_untokenized(recipe.train_data_path, model_config.tokenizer)
     from paddle_elmo.training import finish, set_up, train
     run = set_up(model_config, recipe, save_dir, device=a.device, cpu_threads=a.cpu_threads,
                  init_from_ckpt=a.init_from_ckpt, max_minutes=a.max_minutes)

@@ -4,7 +4,7 @@ command's (flags.parser): no progress bars and no per-epoch lines (those are the
 import logging
 import os
 
-from paddle_elmo.classifier import (BOUNDARY_TOKENS, FEATURE_NORMS, TOKENIZATIONS, TrainConfig, format_table,
+from paddle_elmo.classifier import (BOUNDARY_TOKENS, FEATURE_NORMS, TrainConfig, format_table,
                                     read_polarity, summarize)
 from paddle_elmo.cli.flags import count_or_zero, option_strings, positive_int
 from paddle_elmo.fileio import InputError, make_directory, write_json_atomic
@@ -29,9 +29,6 @@ def add_protocol_args(p, data_required=True):
     d.add_argument('--data_dir', required=data_required, help='directory holding the positive and negative files')
     d.add_argument('--pos_file', default='rt-polarity.pos', help='positive sentences, one per line, in --data_dir')
     d.add_argument('--neg_file', default='rt-polarity.neg', help='negative sentences, one per line, in --data_dir')
-    d.add_argument('--tokenization', default='split_clitics', choices=TOKENIZATIONS,
-                   help="what becomes of the --tokenizer's tokens: split_clitics: it's -> it 's, doesn't -> "
-                        "doesn 't (as in the pretraining corpus); as_is: unchanged")
     t = p.add_argument_group('protocol and classifier')
     t.add_argument('--folds', type=positive_int, default=10, help='k of the k-fold cross-validation; 1: one split (10%% test)')
     t.add_argument('--run_folds', type=positive_int, nargs='+', help='run only these folds (1-based) of the --folds: the '
@@ -97,15 +94,15 @@ def runs_on_this_rank(script):
     return rank == 0
 
 
-def load_data(data_dir, pos_file='rt-polarity.pos', neg_file='rt-polarity.neg', tokenization='split_clitics',
-              tokenizer='whitespace', max_seq_len=None):
+def load_data(data_dir, pos_file='rt-polarity.pos', neg_file='rt-polarity.neg', tokenizer='whitespace',
+              max_seq_len=None):
     """Read the dataset (classifier.read_polarity's arguments: the flags of the same names), its lines
     split by `tokenizer`, and say how each file was decoded and which empty lines were skipped (INFO;
     WARNING when a file had empty lines, as corpus files). With max_seq_len, sentences keep their
     first max_seq_len - 2 tokens (ELMo adds <S> and </S>; word2vec_base.py keeps the same tokens, so
     that both scripts classify the same text), and the cut is reported (WARNING when tokens were left
     out) and kept in `data.cut`."""
-    data = read_polarity(data_dir, pos_file, neg_file, tokenization, tokenizer)
+    data = read_polarity(data_dir, pos_file, neg_file, tokenizer)
     for path, info in data.sources.items():
         empty = info['empty_lines']
         skipped = (f'; skipped {len(empty)} empty line(s): {", ".join(map(str, empty[:10]))}'
@@ -126,7 +123,7 @@ def load_data(data_dir, pos_file='rt-polarity.pos', neg_file='rt-polarity.neg', 
 
 def data_flags(a):
     """load_data's arguments from the protocol's flags (add_protocol_args) -> dict."""
-    return dict(data_dir=a.data_dir, pos_file=a.pos_file, neg_file=a.neg_file, tokenization=a.tokenization,
+    return dict(data_dir=a.data_dir, pos_file=a.pos_file, neg_file=a.neg_file,
                 max_seq_len=a.max_seq_len)
 
 

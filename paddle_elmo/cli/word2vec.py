@@ -15,7 +15,9 @@ token features differ: frozen word2vec vectors instead of a scalar mix of biLM l
     python word2vec_base.py --train_data_path data/zh-corpus/train.txt --w2v_dim 128 \
         --output_word_vectors zh/w2v-128.bin
 
-Raw Chinese reviews: --tokenizer jieba (zh-corpus's segmentation, so its vectors fit) or chars.
+Reviews are split by --tokenizer: moses by default (English tokenized as lm-corpus and 1B Word are,
+as finetune splits them for the bundled model: both classify the same tokens); raw Chinese
+reviews: --tokenizer jieba (zh-corpus's segmentation, so its vectors fit) or chars.
 Token lookup: the token itself, else its lower-case, Capitalised or UPPER-case form (rt-polarity
 is lower-cased; the corpus and GoogleNews are not). Tokens still not found (--oov): 'unk' (default)
 share one learned vector, initialised at zero and trained with the classifier; 'skip' leaves them
@@ -111,7 +113,9 @@ def vectors_from_args(a, info):
 
 def build_parser():
     p = cli.parser(__doc__.split('\n')[0])
-    cli.add_tokenizer(p, model_default=False, group=add_protocol_args(p, data_required=False))
+    cli.add_tokenizer(p, default='moses', group=add_protocol_args(p, data_required=False),
+                      why=', the tokens of English corpora such as lm-corpus and of the bundled model, so that its '
+                      'vectors and finetune\'s ELMo rows read the same tokens')
     add_word2vec_args(p)
     cli.add_device(p, threads_note='; word2vec training: 1, which is reproducible for a --seed')
     return p
