@@ -73,7 +73,7 @@ def main(argv=None):
                              'its vocab.txt) or a model to load (--model, --init_from_ckpt, --options_file/'
                              '--weight_file, --vocab_file, --embedding_weight_file), not both')
         if a.stateful:
-            raise InputError('--stateful: an exported model (paddle-elmo export-inference) is stateless')
+            raise InputError('--stateful: an exported model is stateless (paddle-elmo export-inference writes one)')
         if a.device != 'cpu':
             raise InputError('--inference_model runs on the CPU here; use --device cpu')
     source = None if a.inference_model else cli.model_source(a)  # a bad combination fails before the log starts
