@@ -3,8 +3,7 @@
 A front door kept for checkouts and the PaddleNLP example's commands; the same command is
 `paddle-elmo export-inference` once the package is installed. The code is `paddle_elmo/cli/export_inference.py`.
 """
-from paddle_elmo.cli.export_inference import main
-from paddle_elmo.cli.flags import run
+from paddle_elmo.cli import run_command
 
 if __name__ == '__main__':
-    run(main)
+    run_command('export-inference')

@@ -3,8 +3,7 @@
 A front door kept for checkouts and the PaddleNLP example's commands; the same command is
 `paddle-elmo predict` once the package is installed. The code is `paddle_elmo/cli/predict.py`.
 """
-from paddle_elmo.cli.predict import main
-from paddle_elmo.cli.flags import run
+from paddle_elmo.cli import run_command
 
 if __name__ == '__main__':
-    run(main)
+    run_command('predict')

@@ -47,7 +47,7 @@ DATASETS = {
                          corpus=os.path.join(common.ZH_CORPUS, 'train.txt'), tokenizer='jieba'),
 }
 FIELDS = ['method', 'step', 'tokens', 'heldout_ppl', 'accuracy_mean', 'accuracy_std', 'paired_diff_vs_word2vec',
-          'paired_se', 'corrected_t_p', 'plain_t_p', 'wilcoxon_p', 'seconds']
+          'corrected_se', 'corrected_t_p', 'plain_t_p', 'wilcoxon_p', 'seconds']
 
 
 def tokens_at(run_dir, step):
@@ -94,7 +94,7 @@ def checkpoint_at(run_dir, step):
 
 def random_init_checkpoint(run_dir, out_dir, seed):
     """OUT/init/0: the run's options and the weights it starts from: its seed's, then its
-    --init_weight_file's and --word_vectors' as run_pretrain.py loads them."""
+    --weight_file's and --word_vectors' as paddle-elmo pretrain loads them."""
     from paddle_elmo.vocabulary import Vocabulary
     from paddle_elmo.lm import LanguageModel
     from paddle_elmo.lm_loading import load_weights_into
@@ -243,14 +243,14 @@ def vs_word2vec(row, w2v, test_train_ratio):
     # Returns
 
     `dict`
-        paired_diff_vs_word2vec, paired_se, corrected_t_p (the headline), plain_t_p, wilcoxon_p:
+        paired_diff_vs_word2vec, corrected_se (the corrected test's), corrected_t_p (the headline), plain_t_p, wilcoxon_p:
         None for the word2vec row itself and where there is nothing to compare with.
     """
     if row['method'] == 'word2vec' or w2v is None:
-        return dict.fromkeys(('paired_diff_vs_word2vec', 'paired_se', 'corrected_t_p', 'plain_t_p', 'wilcoxon_p'))
+        return dict.fromkeys(('paired_diff_vs_word2vec', 'corrected_se', 'corrected_t_p', 'plain_t_p', 'wilcoxon_p'))
     c = common.paired(row['fold_accuracies'], w2v['fold_accuracies'],
                       common.comparison_test_train_ratio((row, w2v), test_train_ratio))
-    return {'paired_diff_vs_word2vec': _rounded(c.mean, 4), 'paired_se': _rounded(c.se, 4),
+    return {'paired_diff_vs_word2vec': _rounded(c.mean, 4), 'corrected_se': _rounded(c.corrected_se, 4),
             'corrected_t_p': _rounded(c.corrected_p, 4), 'plain_t_p': _rounded(c.plain_p, 4),
             'wilcoxon_p': _rounded(c.wilcoxon_p, 4)}
 

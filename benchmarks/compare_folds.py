@@ -6,8 +6,9 @@
 A row is an --output_json of run_finetune.py / word2vec_base.py, or a row of a bench_downstream
 results.jsonl named FILE:METHOD:STEP. Every row must come from the same --folds and --seed (the
 folds are checked by count only: the scripts record the split in their args, compared here too).
-Prints accuracy, the mean paired difference in points with its standard error, the folds where
-the row is better, and three two-sided p-values: the corrected resampled t-test (Nadeau & Bengio
+Prints accuracy, the mean paired difference in points ± the corrected test's standard error and
+its corrected 95% interval (an equivalence claim needs the whole interval inside its margin), the
+folds where the row is better, and three two-sided p-values: the corrected resampled t-test (Nadeau & Bengio
 2003, the headline: the folds share most of their training data, which the plain test ignores),
 the plain paired t-test and Wilcoxon's signed-rank test. The corrected test needs n_test/n_train
 of one fold: from the rows' recorded --folds and --dev_fraction (result .json files; results.jsonl
@@ -57,7 +58,7 @@ def _p(value):
     return None if value is None else ('<0.0001' if value < 1e-4 else f'{value:.4f}')
 
 
-COLUMNS = ['row', 'accuracy', 'diff (points)', 'better', 'corrected t p', 'plain t p', 'Wilcoxon p', 'n_test/n_train']
+COLUMNS = ['row', 'accuracy', 'diff ± corrected se (points)', 'corrected 95% interval', 'better', 'corrected t p', 'plain t p', 'Wilcoxon p', 'n_test/n_train']
 
 
 def main():
@@ -86,7 +87,10 @@ def main():
         ratio = common.comparison_test_train_ratio((row, base_row), a.test_train_ratio)
         c = common.paired(accuracies, base, ratio)
         table.append({'row': label, 'accuracy': f'{sum(accuracies) / len(accuracies):.4f}',
-                      'diff (points)': f'{100 * c.mean:+.2f} ± {100 * c.se:.2f}', 'better': f'{c.better}/{len(base)}',
+                      'diff ± corrected se (points)': f'{100 * c.mean:+.2f} ± {100 * c.corrected_se:.2f}',
+                      'corrected 95% interval': f'{100 * (c.mean - c.half_width_95):+.2f} to '
+                                                f'{100 * (c.mean + c.half_width_95):+.2f}',
+                      'better': f'{c.better}/{len(base)}',
                       'corrected t p': _p(c.corrected_p), 'plain t p': _p(c.plain_p), 'Wilcoxon p': _p(c.wilcoxon_p),
                       'n_test/n_train': f'{ratio:.4f}'})
     common.print_table(table, COLUMNS)

@@ -382,7 +382,7 @@ class BiLM(nn.Layer):
         for name in mode.reads:
             if given[name] is None:
                 raise ValueError(f'this biLM ({mode.name} input) reads {name}: make them with '
-                                 f'token_ids.InputMapper.of(bilm)')
+                                 f'paddle_elmo.token_ids.InputMapper.of(bilm)')
         ids = {name: _numpy(given[name]) for name in mode.reads}
         first = ids[mode.reads[0]]
         batch, time = first.shape[:2]

@@ -51,7 +51,7 @@ def read_options_of(prefix):
     options_file, _ = checkpoint_paths(prefix)
     if not os.path.exists(options_file):
         raise FileNotFoundError(f'{options_file}: not found; checkpoint {prefix} needs the options.json '
-                                f'that run_pretrain.py writes beside it')
+                                f'that paddle-elmo pretrain writes beside it')
     return read_model_config(options_file)
 
 
@@ -195,7 +195,7 @@ def load_training_checkpoint(prefix, model, optimizer, world_size):
     load_state_checked(model, state, prefix)
     opt_state = read_paddle_file(opt_path, 'optimizer state')
     if TRAIN_STATE not in opt_state:
-        raise InputError(f'{opt_path}: no {TRAIN_STATE}; not an optimizer file written by run_pretrain.py')
+        raise InputError(f'{opt_path}: no {TRAIN_STATE}; not an optimizer file written by paddle-elmo pretrain')
     state = opt_state.pop(TRAIN_STATE)
     optimizer.set_state_dict(opt_state)
     if state['world_size'] != world_size:

@@ -59,15 +59,16 @@ class ModelConfig:
     proj_clip: Optional[float] = setting(3.0, 'clip projected LSTM states to +-this (0 or none: no clipping)')
     use_skip_connections: bool = setting(True, 'residual connection around LSTM layers after the first')
     char_embed_dim: int = setting(16, 'char embedding size (floats per char)')
-    cnn_filters: List[List[int]] = setting(ORIGINAL_FILTERS, 'JSON list of [width, n_filters] for the char CNN')
+    cnn_filters: List[List[int]] = setting(ORIGINAL_FILTERS, 'JSON list of [width in characters (UTF-8 bytes), n_filters] for the char CNN')
     num_highways: int = setting(2, 'highway layers after the char CNN')
     activation: str = setting('relu', 'char CNN activation: relu or tanh')
-    max_characters_per_token: int = setting(50, 'chars per token, boundary marks included; longer tokens are cut')
+    max_characters_per_token: int = setting(50, 'characters per token, counted in UTF-8 bytes, boundary marks included; '
+                                           'longer tokens are cut')
     dropout: float = setting(0.1, 'dropout probability on the LSTM inputs and before the softmax (training only)')
     tokenizer: str = setting('whitespace', "the tokenizer that turns raw text into this model's tokens (whitespace, "
                              'moses, jieba or chars), recorded for every command that gives the model raw text; '
                              'the corpus must already be in its tokens, one sentence per line split on spaces '
-                             '(build-vocab --tokenizer X --output_corpus FILE makes them once from raw text)')
+                             '(paddle-elmo build-vocab --tokenizer X --output_corpus FILE makes them once from raw text)')
 
     def __post_init__(self):
         mode = TOKEN_INPUT_MODES.get(self.token_input)
@@ -253,7 +254,7 @@ class Recipe:
                                       '(line i = softmax row i and, for word input, embedding row i)')
     dev_data_path: Optional[str] = setting(None, 'held-out glob: full-softmax perplexity every --eval_freq steps')
     n_train_tokens: Optional[int] = setting(None, 'training tokens per epoch (default: counted once from the data '
-                                            'and cached next to it)')
+                                            'and cached in the cache directory, never beside the data)')
     batch_size: int = setting(128, 'rows per batch per device')
     unroll_steps: int = setting(20, 'tokens per row per batch (BPTT window)')
     n_negative_samples: int = setting(8192, 'sampled-softmax candidates (words) per batch')
@@ -277,14 +278,15 @@ class Recipe:
     epochs: int = setting(10, 'passes over n_train_tokens')
     max_steps: Optional[int] = setting(None, 'stop after this many steps (batches) in all (overrides --epochs)')
     save_freq: int = setting(10000, 'checkpoint every N steps (batches)')
-    log_freq: int = setting(100, 'log the training loss every N steps (batches)')
+    log_freq: int = setting(100, 'log the training loss every N steps (batches); 100, not the '
+                            'classifiers\' 0 (once per epoch): a pretraining epoch is thousands of steps')
     eval_freq: int = setting(0, 'with --dev_data_path: evaluate every N steps (0: only at the end)')
     eval_minutes: float = setting(0.0, 'with --dev_data_path: evaluate every this many minutes of training (0: off)')
     eval_max_tokens: int = setting(51200, 'target tokens of --dev_data_path read by each evaluation during '
-                                   'training (0: all; run_eval.py reads all by default)')
+                                   'training (0: all; paddle-elmo eval reads all by default)')
     world_size: int = setting(1, 'processes that trained (recorded; resuming needs as many)')
     init_options_file: Optional[str] = setting(None, 'the options.json of the weights the run started from '
-                                               '(recorded from --init_from_weights / --init_options_file)')
+                                               '(recorded from --init_from_weights / --options_file)')
     init_weight_file: Optional[str] = setting(None, 'the weights.hdf5 the run started from (recorded)')
     from_weights_lr_scale: float = setting(0.1, 'a run that starts from pretrained weights (--init_from_weights, '
                                            '--options_file) and trains them: its learning rate is --lr x this '
@@ -437,7 +439,7 @@ def for_run(given, resumed=None, weights=None):
 def check_one_start(resumed, from_weights):
     """InputError when a run would both resume a checkpoint and start from weights (bools)."""
     if resumed and from_weights:
-        raise InputError('give --init_from_ckpt (resume a run) or --init_from_weights / --init_options_file '
+        raise InputError('give --init_from_ckpt (resume a run) or --init_from_weights / --options_file '
                          '(start a new one from weights), not both')
 
 

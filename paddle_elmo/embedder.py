@@ -11,7 +11,7 @@ import numpy as np
 
 import paddle
 
-from paddle_elmo.runtime import configure_if_on_cpu, inference_mode, keep_freed_memory
+from paddle_elmo.runtime import configure_if_on_cpu, inference_mode, keep_freed_memory, set_device
 from paddle_elmo.token_ids import BOS_TOKEN, EOS_TOKEN, InputMapper
 from paddle_elmo.tokenizers import model_tokenizer
 from paddle_elmo.vocabulary import read_vocabulary_file
@@ -84,7 +84,7 @@ class ELMoEmbedder(SentenceEmbedder):
             embedding_weight_file = embedding_weight_file or source.embedding_weight_file
             recorded_tokenizer = source.tokenizer
         if device is not None:
-            paddle.set_device(device)
+            set_device(device)
         configure_if_on_cpu(cpu_threads)
         if reuse_memory:
             keep_freed_memory()

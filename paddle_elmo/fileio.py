@@ -13,6 +13,20 @@ class InputError(ValueError):
     """Bad user input (a file, a flag, an options value): the scripts print it as one line."""
 
 
+# The optional packages a command may import -> the extra of ours that installs each (pyproject.toml).
+INSTALLS = {
+    'paddle': 'cpu',
+    'gensim': 'classify',
+    'sklearn': 'classify',
+    'scipy': 'classify',
+    'jieba': 'zh',
+    'onnx': 'onnx',
+    'onnxruntime': 'serve',
+    'paddle2onnx': 'onnx',
+    'matplotlib': 'plot',
+}
+
+
 def require_package(module, extra):
     """`module` (a dotted name) imported -> the module; an InputError naming paddle-elmo's `extra`
     that installs it when it cannot be imported: an optional package a command needs is the user's
@@ -20,8 +34,23 @@ def require_package(module, extra):
     try:
         return importlib.import_module(module)
     except ImportError as e:
-        raise InputError(f'{module} cannot be imported ({e}): it comes with the [{extra}] extra, '
-                         f'pip install "paddle-elmo[{extra}]"') from None
+        raise install_error(module, e, extra) from None
+
+
+def missing_package(error):
+    """A ModuleNotFoundError for a package of INSTALLS, raised anywhere in a command -> the InputError
+    that names its extra; None for any other module (a bug of ours: keep its traceback)."""
+    package = (error.name or '').split('.')[0]
+    if package not in INSTALLS:
+        return None
+    return install_error(package, error, INSTALLS[package])
+
+
+def install_error(module, error, extra):
+    """The one line for `module` that cannot be imported (`error`), which paddle-elmo's `extra` installs."""
+    gpu = ' (or paddlepaddle-gpu for a GPU)' if module.split('.')[0] == 'paddle' else ''
+    return InputError(f'{module} cannot be imported ({error}): it comes with the [{extra}] extra, '
+                      f'pip install "paddle-elmo[{extra}]"{gpu}')
 
 
 def list_files(file_pattern):
@@ -63,6 +92,16 @@ def decode_utf8(data, path):
 
 def not_utf8(path, line_no, reason, byte):
     return InputError(f'{path}:{line_no}: not valid UTF-8 ({reason} at byte {byte} of the line)')
+
+
+def make_directory(path, what):
+    """os.makedirs(path, exist_ok=True) for an output directory; InputError naming `what` (its flag, or
+    what it is) when it cannot be one: a file in the way, no permission."""
+    try:
+        os.makedirs(path, exist_ok=True)
+    except OSError as e:
+        raise InputError(f'{what} {path}: cannot make this directory ({e.strerror})') from None
+    return path
 
 
 @contextlib.contextmanager

@@ -11,7 +11,7 @@ import numpy as np
 
 import paddle
 
-from paddle_elmo.fileio import InputError, atomic_path, write_json_atomic
+from paddle_elmo.fileio import InputError, atomic_path, make_directory, write_json_atomic
 from paddle_elmo.run_configs import OPTIONS_FILE, WEIGHTS_FILE, write_input_vocabulary
 from paddle_elmo.token_modes import CHAR_ENCODER, HDF5_EMBEDDING, HDF5_WORD_EMBEDDING, WORD_EMBEDDING
 
@@ -127,7 +127,7 @@ def read_hdf5_softmax(weight_file, required=True):
             if not required:
                 return None
             raise InputError(f'{weight_file}: no {HDF5_SOFTMAX_W} and {HDF5_SOFTMAX_B} datasets; perplexity, '
-                             f'prediction and the softmax dump need the softmax (export_weights.py writes it from '
+                             f'prediction and the softmax dump need the softmax (paddle-elmo export-weights writes it from '
                              f'a checkpoint of ours)')
         return f[HDF5_SOFTMAX_W][...].astype(np.float32), f[HDF5_SOFTMAX_B][...].reshape(-1).astype(np.float32)
 
@@ -156,7 +156,7 @@ def export_weights(bilm, output_dir, softmax=None):
     """Write output_dir/options.json and output_dir/weights.hdf5, loadable by AllenNLP and bilm-tf
     (char and word models; word+char by this toolkit), and output_dir/vocab.txt for word input;
     softmax = (W [vocab, P], b [vocab]) adds softmax/W and softmax/b."""
-    os.makedirs(output_dir, exist_ok=True)
+    make_directory(output_dir, 'output directory')
     if bilm.vocab is not None:
         write_input_vocabulary(bilm.vocab, output_dir)
     save_hdf5_weights(bilm, os.path.join(output_dir, WEIGHTS_FILE), softmax)

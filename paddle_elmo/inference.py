@@ -42,17 +42,17 @@ class InferenceEmbedder(SentenceEmbedder):
         self.model_dir, self.backend, self.batch_size = model_dir, backend, batch_size
         self.precision = 'float32'  # model.onnx's PRECISION_KEY when it is quantized: 'int8: ...'
         if not os.path.isdir(model_dir):
-            raise FileNotFoundError(f'{model_dir}: no such directory (export_inference.py writes one)')
+            raise FileNotFoundError(f'{model_dir}: no such directory (paddle-elmo export-inference writes one)')
         needed = [f'{PROGRAM_PREFIX}.json', f'{PROGRAM_PREFIX}.pdiparams'] if backend == 'paddle' else [ONNX_FILE]
         for name in needed + [OPTIONS_FILE]:
             if not os.path.isfile(os.path.join(model_dir, name)):
                 raise FileNotFoundError(f'{os.path.join(model_dir, name)}: not found; {model_dir} is not an export '
-                                        f'for {backend} (export_inference.py writes {", ".join(EXPORTED_FILES)})')
+                                        f'for {backend} (paddle-elmo export-inference writes {", ".join(EXPORTED_FILES)})')
         self.config = read_model_config(os.path.join(model_dir, OPTIONS_FILE))
         vocab_file = os.path.join(model_dir, VOCAB_FILE)
         if self.config.has_words and not os.path.isfile(vocab_file):
             raise FileNotFoundError(f'{vocab_file}: not found; the export of a {self.config.token_input} model holds '
-                                    f'its input vocabulary there (export_inference.py writes it)')
+                                    f'its input vocabulary there (paddle-elmo export-inference writes it)')
         self.verified = read_manifest(model_dir).get('verified')
         if self.verified == UNVERIFIED:
             log.warning('%s: written unverified (export-inference --no_verify, its %s says so): its outputs were never '
@@ -92,7 +92,7 @@ class InferenceEmbedder(SentenceEmbedder):
         for name, ids in zip(input_names(self.config), inputs.ids(input_names(self.config))):
             if ids is None:
                 raise ValueError(f'{self.model_dir}: this export ({self.config.token_input} input) reads {name}: '
-                                 f'make them with token_ids.InputMapper')
+                                 f'make them with paddle_elmo.token_ids.InputMapper')
             feed[name] = np.ascontiguousarray(ids, dtype=np.int64)
         if self.backend == 'onnxruntime':
             return tuple(self._session.run(list(OUTPUT_NAMES), feed))

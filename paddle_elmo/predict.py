@@ -24,7 +24,7 @@ from paddle_elmo.runtime import inference_mode
 from paddle_elmo.token_ids import BOS_TOKEN, EOS_TOKEN, InputMapper
 from paddle_elmo.tokenizers import as_token_lists, model_tokenizer
 from paddle_elmo.embedder import token_embeddings
-from paddle_elmo.fileio import InputError, atomic_path, write_text_atomic
+from paddle_elmo.fileio import InputError, atomic_path, make_directory, write_text_atomic
 from paddle_elmo.vocabulary import warn_if_mostly_unknown
 
 DIRECTIONS = ('forward', 'backward')
@@ -180,7 +180,7 @@ def dump_embeddings(output_dir, tokens, bilm=None, softmax=None, batch_size=8192
     - `vocab.txt`: the token of each row, one per line.
     -> the paths written.
     """
-    os.makedirs(output_dir, exist_ok=True)
+    make_directory(output_dir, 'output directory')
     written = []
 
     def save(name, shape, fill):

@@ -214,12 +214,26 @@ def keep_freed_memory(mmap_threshold_mb=256, trim_threshold_mb=512):
         return False
 
 
+def set_device(device):
+    """paddle.set_device(device) ('cpu', 'gpu' or 'gpu:N'), with a device this Paddle build or this
+    machine lacks an InputError naming it (Paddle's own error is a long ValueError traceback)."""
+    import paddle
+    from paddle_elmo.fileio import InputError
+    if device.startswith('gpu'):
+        if not paddle.device.is_compiled_with_cuda():
+            raise InputError(f'--device {device}: this Paddle ({paddle.__version__}) is a CPU-only build; install '
+                             'paddlepaddle-gpu for a GPU, or use --device cpu')
+        if paddle.device.cuda.device_count() == 0:
+            raise InputError(f'--device {device}: no GPU is visible to this process (CUDA_VISIBLE_DEVICES?); '
+                             'use --device cpu')
+    paddle.set_device(device)
+
+
 def use_device(device, reuse_memory=True, cpu_threads=None):
     """For the scripts: paddle.set_device(device); on CPU, also `configure(cpu_threads)` (MKL's fast
     path, the available cores unless the user chose; logs which at INFO) and, with reuse_memory,
     keep_freed_memory()."""
-    import paddle
-    paddle.set_device(device)
+    set_device(device)
     if device == 'cpu':
         log.info('%s', configure(cpu_threads))
         if reuse_memory:

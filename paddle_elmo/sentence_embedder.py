@@ -86,10 +86,11 @@ class SentenceEmbedder:
             results[i] = emb
         return results
 
-    def embed_file(self, input_file, output_file, output_format='all', batch_size=None, progress=True):
+    def embed_file(self, input_file, output_file, output_format='all', batch_size=None, progress=True,
+                   use_sentence_keys=False, forget_sentences=False):
         """Embed a one-sentence-per-line file into hdf5: see `embed_file`; -> number of lines."""
         return embed_file(self, input_file, output_file, output_format, batch_size or self.batch_size,
-                          progress)
+                          progress, use_sentence_keys=use_sentence_keys, forget_sentences=forget_sentences)
 
 
 # --------------------------------------------------------------------------------------------
@@ -120,7 +121,7 @@ def _select(embedding, output_format):
 
 
 def embed_file(embedder, input_file, output_file, output_format='all', batch_size=64, progress=True,
-               chunk_batches=16):
+               chunk_batches=16, use_sentence_keys=False, forget_sentences=False):
     """Stream a one-sentence-per-line file (raw lines, split by the embedder's tokenizer) through
     `embedder` into hdf5.
 
@@ -129,6 +130,12 @@ def embed_file(embedder, input_file, output_file, output_format='all', batch_siz
     {sentence: index}. An empty line is an empty sentence ([n_layers + 1, 0, 2P]), so that the
     datasets keep the file's line numbers. Lines are read in chunks, so memory stays flat however
     long the file is; the output appears atomically. -> the number of lines.
+
+    # Parameters
+    use_sentence_keys: the (stripped) sentence is its dataset's key instead of its line index, and
+        there is no 'sentence_to_index' (allennlp elmo's --use-sentence-keys). An empty, a repeated
+        sentence or one with '/' (an hdf5 path) is an InputError naming the line.
+    forget_sentences: no 'sentence_to_index' dataset (allennlp elmo's --forget-sentences).
     """
     import h5py
     from tqdm import tqdm
@@ -148,9 +155,24 @@ def embed_file(embedder, input_file, output_file, output_format='all', batch_siz
         for chunk in _read_chunks(input_file, batch_size * chunk_batches):
             embeddings = embedder.encode([line for _, line in chunk], batch_size)  # split by its tokenizer
             for (i, line), emb in zip(chunk, embeddings):
-                fout.create_dataset(str(i), data=_select(emb, output_format).astype(np.float32))
+                key = _sentence_key(input_file, i, line, sentence_to_index) if use_sentence_keys else str(i)
+                fout.create_dataset(key, data=_select(emb, output_format).astype(np.float32))
                 sentence_to_index[line] = str(i)
             bar.update(len(chunk))
-        index = fout.create_dataset('sentence_to_index', (1,), dtype=h5py.string_dtype())
-        index[0] = json.dumps(sentence_to_index)
+        if not (use_sentence_keys or forget_sentences):
+            index = fout.create_dataset('sentence_to_index', (1,), dtype=h5py.string_dtype())
+            index[0] = json.dumps(sentence_to_index)
     return n_lines
+
+
+def _sentence_key(input_file, i, sentence, seen):
+    """Line i's sentence as its hdf5 key (--use-sentence-keys); InputError naming the line when it
+    cannot be one. `seen`: {sentence: str(line index)} of the lines before."""
+    where = f'{input_file}:{i + 1}: --use-sentence-keys'
+    if sentence in seen:
+        raise InputError(f'{where}: the same sentence as line {int(seen[sentence]) + 1}; a key is unique '
+                         '(leave out --use-sentence-keys to key by line number)')
+    if not sentence or sentence == '.' or '/' in sentence:
+        raise InputError(f'{where}: an empty sentence, "." or one with "/" cannot be an hdf5 key '
+                         '(leave out --use-sentence-keys to key by line number)')
+    return sentence

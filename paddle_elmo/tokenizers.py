@@ -7,7 +7,7 @@ A model records the tokenizer of its training text (config.ModelConfig.tokenizer
 import logging
 import re
 
-from paddle_elmo.fileio import InputError
+from paddle_elmo.fileio import InputError, require_package
 
 log = logging.getLogger(__name__)
 
@@ -52,10 +52,7 @@ def _jieba_tokenizer():
     """jieba's accurate mode (`jieba.lcut(text)`, HMM on for unknown words), without the whitespace
     tokens it returns; imported on first use, its dictionary-loading messages silenced. It is the
     process's jieba: words added with jieba.add_word / load_userdict take part."""
-    try:
-        import jieba
-    except ImportError:
-        raise InputError(f'the jieba tokenizer needs the jieba package: pip install jieba=={JIEBA_VERSION}') from None
+    jieba = require_package('jieba', 'zh')  # the extra pins jieba JIEBA_VERSION
     jieba.setLogLevel(logging.WARNING)  # else 'Building prefix dict ...' on stderr at the first cut
 
     def jieba_tokens(text):

@@ -26,11 +26,11 @@ import numpy as np
 import paddle
 import paddle.distributed as dist
 
-from paddle_elmo.runtime import use_device
+from paddle_elmo.runtime import set_device, use_device
 from paddle_elmo.corpus import count_tokens
 from paddle_elmo.lm_batches import EVAL_BATCH_SIZE, EVAL_UNROLL_STEPS, LMStream, iter_eval_batches
 from paddle_elmo.vocabulary import Vocabulary
-from paddle_elmo.fileio import InputError, atomic_path, write_csv_atomic
+from paddle_elmo.fileio import InputError, atomic_path, make_directory, write_csv_atomic
 from paddle_elmo.lm import LanguageModel, evaluate, train_step
 from paddle_elmo.optimizers import make_optimizer
 from paddle_elmo.checkpoints import checkpoint_dir, load_training_checkpoint, rank_state, restore_rank_state, save_training_checkpoint, train_state
@@ -177,8 +177,8 @@ class StopRequest:
 
 def setup_device(device, cpu_threads=None):
     world_size = dist.get_world_size()
-    if device == 'gpu':
-        paddle.set_device(f'gpu:{dist.ParallelEnv().device_id}' if world_size > 1 else 'gpu')
+    if device.startswith('gpu'):  # 'gpu' or 'gpu:N'; under a launch, each rank its own
+        set_device(f'gpu:{dist.ParallelEnv().device_id}' if world_size > 1 else device)
     else:
         use_device('cpu', cpu_threads=cpu_threads)
     if world_size > 1:
@@ -305,7 +305,7 @@ def set_up(model_config, recipe, save_dir, *, device='cpu', cpu_threads=None, in
         clock.earlier, step = state.get('train_seconds', 0.0), state['step']
     total, train_log = total_steps(recipe), None
     if rank == 0:
-        os.makedirs(save_dir, exist_ok=True)
+        make_directory(save_dir, '--save_dir')
         write_run_configs(save_dir, model_config, recipe, vocab)
         train_log = TrainLog(save_dir, total, step)
         scale = lr_scale_from_weights(recipe)

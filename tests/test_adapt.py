@@ -55,15 +55,17 @@ def test_a_vocabulary_that_does_not_fit_the_files_softmax_gets_a_new_one(corpus,
     assert 'softmax: new (' in proc.stderr and 'has one of 26 rows, the vocabulary 27 tokens)' in proc.stderr
 
 
-def test_the_bundled_model_adapts_with_a_new_softmax_over_its_own_vocabulary(corpus, tmp_path):
+def test_the_bundled_model_adapts_with_its_own_softmax_and_vocabulary(corpus, tmp_path):
     # The bundled model reads words: its input table is tied to its vocabulary, which the run reads
-    # from beside the weights when --vocab_file is not given.
+    # from beside the weights when --vocab_file is not given; its shipped softmax has that vocabulary's
+    # rows, so the run starts from it rather than from a new one.
     proc = run('run_pretrain.py', ['--train_data_path', str(corpus / 'train.*.txt'), '--save_dir', str(tmp_path),
                                    '--init_from_weights', 'bundled', '--preset', 'budget', '--max_steps', '2'] + TINY)
     assert proc.returncode == 0, proc.stderr[-2000:]
     pretrained = f'{ROOT}/paddle_elmo/pretrained'
     assert f'--vocab_file: {pretrained}/vocab.txt' in proc.stderr
-    assert f'{pretrained}/weights.hdf5 has none)' in proc.stderr and 'preset budget, adam' in proc.stderr
+    assert f'softmax: from {pretrained}/weights.hdf5 (35003 rows, the vocabulary\'s size)' in proc.stderr
+    assert 'preset budget, adam' in proc.stderr
     assert json.loads((tmp_path / 'recipe.json').read_text())['vocab_file'] == f'{pretrained}/vocab.txt'
 
 
@@ -76,8 +78,8 @@ def test_a_word_model_refuses_another_vocabulary_naming_both(corpus, tmp_path):
 @pytest.mark.parametrize('flags, message', [
     (['--cell_dim', '99'], 'defines the model being adapted, and these flags differ from it: --cell_dim 99 '
                            '(weights: 16)'),
-    (['--init_options_file', 'x.json'], 'give either --init_from_weights or --init_options_file with '
-                                         '--init_weight_file, not both'),
+    (['--options_file', 'x.json'], 'give either --init_from_weights or --options_file with --weight_file, not '
+                                    'both'),
     (['--init_from_ckpt', 'ck/1'], 'give --init_from_ckpt (resume a run) or --init_from_weights'),
 ])
 def test_bad_combinations_are_one_line_errors(corpus, export, tmp_path, flags, message):

@@ -1,5 +1,6 @@
-"""Hostile input, every script: a bad input fails with one line (exit 2) that names the file, line
-or flag, and leaves no output behind; a valid but odd one completes."""
+"""Hostile input through the checkout's scripts, one process each: a bad input fails with one line
+(exit 2) that names the file, line or flag, and leaves no output behind; a valid but odd one
+completes. tests/test_hostile_inputs.py holds the table of every subcommand (in one process)."""
 import os
 
 import numpy as np
@@ -61,23 +62,16 @@ def raw_corpus(tmp_path, data):
 
 BAD = {  # name: (script, args(tmp_path), the message's expected part)
     'empty training file': ('run_pretrain.py', lambda t: pretrain(t, ''), 'no tokens to train on'),
-    'glob matches nothing': ('run_pretrain.py', lambda t: pretrain(t, None), 'no files match this pattern'),
     'NUL byte': ('run_pretrain.py', lambda t: pretrain(t, b'fine line\nbad\x00line\n'), 'train.txt:2: NUL byte'),
     'invalid UTF-8': ('run_pretrain.py', lambda t: pretrain(t, b'fine line\nbad \xff line\n'),
                       'train.txt:2: not valid UTF-8'),
     'duplicate in the vocabulary': ('run_pretrain.py', lambda t: pretrain(t, GOOD, 'the\ncat\nthe\n'),
                                     "vocab.txt:3: duplicate token 'the' (first on line 1)"),
-    '--batch_size 0': ('run_pretrain.py', lambda t: pretrain(t, GOOD, '<S>\n', '--batch_size', '0'),
-                       '--batch_size must be >= 1, got 0'),
     '--cpu_threads 0': ('run_pretrain.py', lambda t: pretrain(t, GOOD, '<S>\n', '--cpu_threads', '0'),
                         "argument --cpu_threads: expected a positive integer, got '0'"),
     'negative --lr': ('run_pretrain.py', lambda t: pretrain(t, GOOD, '<S>\n', '--lr', '-1'), '--lr must be > 0'),
     'non-numeric --lr': ('run_pretrain.py', lambda t: pretrain(t, GOOD, '<S>\n', '--lr', 'fast'),
                          "argument --lr: invalid float value: 'fast'"),
-    'eval glob matches nothing': ('run_eval.py', lambda t: ['--dev_data_path', str(t / 'none*'), '--vocab_file',
-                                                           write(t / 'v.txt', 'a\n'), '--options_file',
-                                                           write(t / 'o.json', '{}'), '--weight_file', str(t / 'w')],
-                                  'none*: no files match this pattern'),
     'rt-polarity without its .neg file': ('word2vec_base.py',
                                           lambda t: polarity(t, 'rt-polarity.neg') + ['--word_vectors',
                                                                                       word2vec_file(t)],

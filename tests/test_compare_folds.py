@@ -22,6 +22,10 @@ BASE = [0.75, 0.76, 0.74, 0.77, 0.75, 0.76, 0.78, 0.74, 0.75, 0.76]
 DIFFS = [0.010, 0.006, 0.012, -0.002, 0.008, 0.004, 0.010, 0.000, 0.006, 0.006]
 
 
+def t_corrected_by_hand():
+    return 0.006 / math.sqrt((1 / 10 + 1 / 8.1) * 176e-6 / 9)
+
+
 def test_corrected_resampled_t_test_against_a_hand_computation():
     # By hand, k = 10:
     #   mean m = 0.060 / 10 = 0.006
@@ -37,6 +41,9 @@ def test_corrected_resampled_t_test_against_a_hand_computation():
     c = paired(a, BASE, 1 / 8.1)
     assert c.mean == pytest.approx(0.006) and c.better == 8
     assert c.se == pytest.approx(math.sqrt(176e-6 / 9 / 10))
+    # the ± beside the corrected p: sqrt((1/10 + 1/8.1) x s^2) = 0.0020904, 1.495x the plain 0.0013984
+    assert c.corrected_se == pytest.approx(0.00209041, abs=1e-8) == pytest.approx(0.006 / t_corrected_by_hand())
+    assert c.half_width_95 == pytest.approx(stats.t.ppf(0.975, 9) * 0.00209041, abs=1e-8)
     t_corrected = 0.006 / math.sqrt((1 / 10 + 1 / 8.1) * 176e-6 / 9)
     t_plain = 0.006 / math.sqrt(176e-6 / 9 / 10)
     assert t_corrected == pytest.approx(2.8703, abs=1e-4) and t_plain == pytest.approx(4.2906, abs=1e-4)
@@ -90,7 +97,12 @@ def test_paired_comparison_of_fold_accuracies_and_its_script(tmp_path):
     row.write_text(json.dumps({'fold_accuracies': [0.8, 0.7, 0.9, 0.6], 'args': {'folds': 4, 'seed': 1}}))
     short.write_text(json.dumps({'fold_accuracies': [0.8, 0.7], 'args': {'folds': 2, 'seed': 1}}))
     ok = subprocess.run([sys.executable, COMPARE, str(base), str(row)], capture_output=True, text=True)
-    assert ok.returncode == 0 and '+2.50 ± 4.79' in ok.stdout and '2/4' in ok.stdout, ok.stderr
+    # the corrected se: sqrt((1/4 + 1/2.7) x s^2), s = 0.0957: 7.54 points, not the plain 4.79
+    corrected = np.std([0.1, 0.0, 0.1, -0.1], ddof=1) * math.sqrt(1 / 4 + 1 / 2.7)
+    assert ok.returncode == 0 and f'+2.50 ± {100 * corrected:.2f}' in ok.stdout and '2/4' in ok.stdout, ok.stderr
+    assert '± 4.79' not in ok.stdout
+    half = stats.t.ppf(0.975, 3) * corrected
+    assert f'{100 * (0.025 - half):+.2f} to {100 * (0.025 + half):+.2f}' in ok.stdout
     # 4 folds, dev 0.1 (the default when args do not record it): n_test/n_train = 1 / (3 x 0.9)
     expected = paired([0.8, 0.7, 0.9, 0.6], [0.7, 0.7, 0.8, 0.7], 1 / 2.7)
     assert f'{expected.corrected_p:.4f}' in ok.stdout and '0.3704' in ok.stdout and '0.6376' in ok.stdout
@@ -108,9 +120,9 @@ def test_compare_folds_prints_the_corrected_p_as_its_headline(tmp_path):
     assert proc.returncode == 0, proc.stderr
     header, _, base_line, row_line = proc.stdout.splitlines()[:4]
     columns = [c.strip() for c in header.strip('|').split('|')]
-    assert columns[4:8] == ['corrected t p', 'plain t p', 'Wilcoxon p', 'n_test/n_train']
+    assert columns[5:9] == ['corrected t p', 'plain t p', 'Wilcoxon p', 'n_test/n_train']
     cells = [c.strip() for c in row_line.strip('|').split('|')]
-    assert cells[4:8] == ['0.0185', '0.0020', '0.0078', '0.1235']  # the hand computation above
+    assert cells[5:9] == ['0.0185', '0.0020', '0.0078', '0.1235']  # the hand computation above
     given = subprocess.run([sys.executable, COMPARE, f'{results}:word2vec:1', f'{results}:concat:1',
                             '--test_train_ratio', str(1 / 9)], capture_output=True, text=True)
     assert given.returncode == 0 and '0.1111' in given.stdout, given.stderr

@@ -105,3 +105,131 @@ def test_links_inside_the_repository_resolve(doc):
         elif anchor and linked.endswith('.md') and anchor not in anchors(read(linked)):
             broken.append(f'{target}: no such heading in {linked}')
     assert not broken, f'{doc}: ' + '; '.join(broken)
+
+
+# ---- every documented command parses ---------------------------------------------------------------
+
+# A command line in a code block: `paddle-elmo SUB ...`, `python -m paddle_elmo SUB ...`, or a checkout
+# script (`python run_pretrain.py ...`, also under `python -m paddle.distributed.launch [its flags]`),
+# after any VAR=value assignments.
+COMMAND_START = re.compile(r'^(?:\$ )?(?:[A-Z_]+=\S+ )*(?P<command>paddle-elmo\b|python3? (?:-m paddle_elmo\b|'
+                           r'-m paddle\.distributed\.launch\b|[\w./]*\b(?:run_\w+|word2vec_base|build_vocab|'
+                           r'export_weights|export_inference|demo)\.py\b))')
+
+
+def code_blocks(text):
+    """The fenced code blocks' lines, backslash continuations joined -> [(line number, line)]."""
+    found, number, block = [], 0, None
+    lines = text.splitlines()
+    while number < len(lines):
+        line = lines[number]
+        number += 1
+        if line.lstrip().startswith('```'):
+            block = None if block is not None else number
+            continue
+        if block is None:
+            continue
+        start = number
+        while line.rstrip().endswith('\\') and number < len(lines):
+            line = line.rstrip()[:-1] + ' ' + lines[number].strip()
+            number += 1
+        found.append((start, line.strip()))
+    return found
+
+
+def documented_commands(doc):
+    """(doc:line, subcommand, argv) of every command line in `doc`'s code blocks; argv stops at a shell
+    operator (|, &&, ;, >) or a comment."""
+    import shlex
+    from paddle_elmo.cli import COMMANDS
+    scripts = {script: name for name, (_, script, _) in COMMANDS.items()}
+    commands = []
+    for number, line in code_blocks(read(doc)):
+        m = COMMAND_START.match(line)
+        if not m:
+            continue
+        lexer = shlex.shlex(line[m.end('command'):], posix=True, punctuation_chars=True)
+        lexer.whitespace_split, lexer.commenters = True, '#'
+        words = []
+        for word in lexer:
+            if set(word) <= set('|&;<>') or word == '...':  # a shell operator, or an ellipsis: "and so on"
+                break
+            words.append(word)
+        command = m.group('command')
+        if command.endswith('launch'):  # the launcher's own flags, then the script
+            script = next((w for w in words if os.path.basename(w) in scripts), None)
+            assert script, f'{doc}:{number}: a launch of no script of ours: {line}'
+            name, words = scripts[os.path.basename(script)], words[words.index(script) + 1:]
+        elif command.endswith('.py'):
+            name = scripts[os.path.basename(command.split()[-1])]
+        elif not words or words[0].startswith('-'):  # paddle-elmo --help, --version
+            continue
+        else:
+            name, words = words[0], words[1:]
+            assert name in COMMANDS, f'{doc}:{number}: no subcommand {name!r}: {line}'
+        commands.append((f'{doc}:{number}', name, words))
+    return commands
+
+
+def parse_error(parser, argv):
+    """What argparse says of `argv` (None: it parses; --help counts as parsing)."""
+    import contextlib
+    import io
+    err = io.StringIO()
+    try:
+        with contextlib.redirect_stderr(err), contextlib.redirect_stdout(io.StringIO()):
+            parser.parse_args(argv)
+    except SystemExit as e:
+        return None if e.code == 0 else err.getvalue().strip() or f'exit {e.code}'
+    return None
+
+
+def test_the_documents_hold_their_command_lines():
+    """The extraction finds what the documents show (a count would catch a changed fence or prompt)."""
+    names = {name for doc in ('README.md', 'BENCHMARKS.md') for _, name, _ in documented_commands(doc)}
+    assert {'pretrain', 'eval', 'finetune', 'word2vec', 'embed', 'export-inference', 'build-vocab'} <= names
+    assert len(documented_commands('README.md')) + len(documented_commands('BENCHMARKS.md')) >= 40
+
+
+# The documents whose code blocks hold commands: README, BENCHMARKS, the model cards (the commands that
+# made a bundled model) and docs/ (the package index's long description).
+COMMAND_DOCS = sorted({'README.md', 'BENCHMARKS.md', *user_docs(),
+                       *(os.path.join('docs', f) for f in os.listdir(os.path.join(ROOT, 'docs')) if f.endswith('.md'))})
+
+
+def test_the_card_s_commands_are_among_the_parsed():
+    """The bundled model's card shows how its float16 softmax was written: that line is parsed too."""
+    card = documented_commands(os.path.join('paddle_elmo', 'pretrained', 'README.md'))
+    assert ['--softmax_dtype', 'float16'] in [argv[-2:] for _, name, argv in card if name == 'export-weights']
+
+
+@pytest.mark.parametrize('doc', COMMAND_DOCS)
+def test_every_documented_command_parses_with_today_s_flags(doc):
+    """Each command line of the document's code blocks, given to its subcommand's parser (nothing runs):
+    an unknown flag, a value of the wrong type or a placeholder where a number goes fails."""
+    from paddle_elmo.cli import command_parsers
+    parsers = command_parsers()
+    failed = [f'{where}: {name} {" ".join(argv)}\n    {error}' for where, name, argv in documented_commands(doc)
+              for error in [parse_error(parsers[name], argv)] if error]
+    assert not failed, '\n'.join(failed)
+
+
+def test_command_extraction_joins_continuations_and_stops_at_shell_operators(tmp_path, monkeypatch):
+    text = ('```\nOMP_NUM_THREADS=1 paddle-elmo embed in.txt out.hdf5 \\\n    --batch_size 8  # a comment\n'
+            'python run_eval.py --dev_data_path d | tail -3\npython -m paddle.distributed.launch --gpus 0,1 '
+            'run_pretrain.py --device gpu\npaddle-elmo --help\ncat x\n```\npaddle-elmo embed outside code\n')
+    (tmp_path / 'DOC.md').write_text(text)
+    monkeypatch.setattr(f'{__name__}.ROOT', str(tmp_path))
+    assert documented_commands('DOC.md') == [
+        ('DOC.md:2', 'embed', ['in.txt', 'out.hdf5', '--batch_size', '8']),
+        ('DOC.md:4', 'eval', ['--dev_data_path', 'd']),
+        ('DOC.md:5', 'pretrain', ['--device', 'gpu'])]
+
+
+@pytest.mark.parametrize('pattern', [r'\.\./shared\b', r'\.\./runs\b', r'elmo-paddle'])
+def test_benchmarks_commands_use_download_data_s_layout_or_placeholders(pattern):
+    """Not our machine's directories (../shared, ../runs) nor the cache's old name (paddle_elmo/cache.py's
+    is ~/.cache/paddle-elmo)."""
+    found = [f'BENCHMARKS.md:{n}: {line.strip()}' for n, line in enumerate(read('BENCHMARKS.md').splitlines(), 1)
+             if re.search(pattern, line)]
+    assert not found, '\n'.join(found)

@@ -5,6 +5,7 @@ the parsers come from each command module's build_parser()."""
 import argparse
 import dataclasses
 import os
+import re
 
 import pytest
 
@@ -14,7 +15,8 @@ from paddle_elmo.cli import flags as cli
 from paddle_elmo.config import ModelConfig, Recipe
 
 # Level-of-output flags, not on/off settings: `--quiet` has no `--no_quiet` (the protocol's, as before).
-NOT_SWITCHES = ('quiet', 'verbose', 'all', 'top', 'average')  # the last three pick one of --output_format's values
+NOT_SWITCHES = ('quiet', 'verbose', 'all', 'top', 'average',  # these three pick one of --output_format's values
+                'use_sentence_keys', 'forget_sentences')  # allennlp elmo's flags as it spells them: on when given
 
 
 @pytest.fixture(scope='module')
@@ -113,17 +115,21 @@ def test_the_paddlenlp_example_s_names_are_accepted_and_shown(parsers):
     # the PaddleNLP example's names, and allennlp elmo's spellings (hyphens)
     assert aliases == {'pretrained_word2vec_file': 'word_vectors', 'logging_step': 'log_freq',
                        'sent_embedding_dim': 'hidden_dim', 'batch-size': 'batch_size', 'options-file': 'options_file',
-                       'weight-file': 'weight_file'}
-    values = {'word_vectors': 'v.bin', 'log_freq': '7', 'hidden_dim': '64', 'batch_size': '5',
-              'options_file': 'o.json', 'weight_file': 'w.hdf5'}
+                       'weight-file': 'weight_file', 'cuda-device': 'device', 'use-sentence-keys': 'use_sentence_keys',
+                       'forget-sentences': 'forget_sentences'}
+    # name -> (the value given, the value parsed); None: an on-when-given flag
+    values = {'word_vectors': ('v.bin', 'v.bin'), 'log_freq': ('7', 7), 'hidden_dim': ('64', 64),
+              'batch_size': ('5', 5), 'options_file': ('o.json', 'o.json'), 'weight_file': ('w.hdf5', 'w.hdf5'),
+              'device': ('-1', 'cpu'), 'use_sentence_keys': None, 'forget_sentences': None}
     required = {'finetune': ['--data_dir', 'd'], 'word2vec': ['--data_dir', 'd', '--word_vectors', 'w.bin'],
                 'eval': ['--dev_data_path', 'd'], 'embed': ['in.txt', 'out.hdf5'], 'export-inference': ['--output_dir', 'o']}
     checked = set()
     for command, p in parsers.items():
         for alias, name in aliases.items():
             if any(f'--{name}' in a.option_strings for a in p._actions):
-                a = p.parse_args(required.get(command, []) + [f'--{alias}', values[name]])
-                assert str(getattr(a, name)) == values[name], (command, alias)
+                given, parsed = values[name] or (None, True)
+                a = p.parse_args(required.get(command, []) + [f'--{alias}'] + ([given] if given else []))
+                assert getattr(a, name) == parsed, (command, alias)
                 assert f'--{alias}' in p.format_help()
                 checked.add(alias)
     assert checked == set(aliases)
@@ -146,3 +152,184 @@ def test_pretrain_launch_passes_every_flag_but_nproc_per_node_to_the_ranks(monke
     monkeypatch.setattr(pretrain.subprocess, 'run', lambda cmd: ran.append(cmd) or argparse.Namespace(returncode=0))
     assert pretrain.launch(2, argv, 'ckpt') == 0
     assert ran[0][ran[0].index('/bin/paddle-elmo'):] == ['/bin/paddle-elmo', 'pretrain', '--max_steps', '4']
+
+
+# ---- one meaning per flag, one name per concept (issue: flags that meant two things) ------------------
+
+# Flags that several commands take with a different type or default, on purpose. name -> {command: what
+# its --help must say about the difference}; an empty dict: the reason is here, the concept's own.
+DIFFERENT_ON_PURPOSE = {
+    'batch_size': {},  # what a batch holds is each command's: LM rows, training sentences, sentences to embed
+    'dropout': {},  # the biLM's, or a classifier head's (FLAGS' concept says so)
+    'lr': {},  # the biLM's (Adagrad/Adam), or a classifier head's (Adam)
+    'epochs': {},  # passes over n_train_tokens, or at most per fold (FLAGS' concept)
+    'tokenizer': {},  # a command that loads a model defaults to the model's; one that reads bare text to whitespace
+    'log_freq': {'pretrain': "not the classifiers' 0 (once per epoch)", 'finetune': "pretrain's is 100",
+                 'word2vec': "pretrain's is 100"},
+    'eval_max_tokens': {'pretrain': 'paddle-elmo eval reads all by default'},
+    'min_count': {'word2vec': "not build-vocab's 1", 'build-vocab': "not word2vec's 5"},
+}
+
+
+def effective_default(command, action):
+    """What a flag means when not given: pretrain's config flags default to None and take the field's
+    default or the default preset's value."""
+    from paddle_elmo.config import PRESETS
+    fields = {f.name: f.default for cls in (ModelConfig, Recipe) for f in dataclasses.fields(cls)}
+    if command == 'pretrain' and action.dest in fields:
+        return PRESETS['original'].get(action.dest, fields[action.dest])
+    return action.default
+
+
+def test_a_flag_shared_by_commands_has_one_type_and_default_or_a_stated_reason(parsers):
+    by_name = {}
+    for command, action in options(parsers):
+        by_name.setdefault(action.dest, []).append((command, action))
+    differing = set()
+    for name, uses in by_name.items():
+        kinds = {(getattr(a.type, '__name__', 'str') if a.nargs != 0 else 'switch', repr(effective_default(c, a)))
+                 for c, a in uses}
+        if len(kinds) > 1:
+            differing.add(name)
+            assert name in DIFFERENT_ON_PURPOSE, f'--{name} differs between commands: {sorted(kinds)}'
+            for command, phrase in DIFFERENT_ON_PURPOSE[name].items():
+                text = ' '.join(next(a.help for c, a in uses if c == command).split())
+                assert phrase in text, f'{command} --{name}: the help does not say why its default differs: {text!r}'
+    assert differing == set(DIFFERENT_ON_PURPOSE), 'stale entries: ' + str(set(DIFFERENT_ON_PURPOSE) - differing)
+
+
+def test_max_vocab_size_keeps_words_and_max_vectors_reads_vectors(parsers):
+    names = {command: {a.dest for a in p._actions} for command, p in parsers.items()}
+    assert [c for c, n in names.items() if 'max_vocab_size' in n] == ['build-vocab']
+    assert [c for c, n in names.items() if 'max_vectors' in n] == ['word2vec']
+    with pytest.raises(SystemExit):
+        parsers['word2vec'].parse_args(['--word_vectors', 'w.bin', '--max_vocab_size', '10'])
+
+
+def test_bilm_tf_files_have_one_spelling_in_every_command(parsers):
+    for command, action in options(parsers):
+        if action.dest.endswith(('options_file', 'weight_file')) and action.dest != 'embedding_weight_file':
+            assert action.dest in ('options_file', 'weight_file'), f'{command}: --{action.dest}'
+    a = parsers['pretrain'].parse_args(['--options_file', 'o.json', '--weight_file', 'w.hdf5'])
+    assert (a.options_file, a.weight_file) == ('o.json', 'w.hdf5')
+    assert '--options_file' in parsers['pretrain'].format_help()
+
+
+def test_max_characters_per_token_is_counted_in_utf8_bytes_everywhere(parsers):
+    for command, action in options(parsers):
+        if action.dest in ('max_characters_per_token', 'cnn_filters'):
+            text = ' '.join(action.help.split())
+            assert 'UTF-8 bytes' in text and 'chars per token' not in text, (command, text)
+    assert 'UTF-8 bytes' in cli.FLAGS['max_characters_per_token'][0]
+
+
+SCRIPT_NAME = re.compile(r'\b(?:run_\w+|export_\w+|word2vec_base|build_vocab|demo|args|dataset|elmo)\.py\b|'
+                         r'\bdataset\.InputMapper')
+
+
+def error_texts():
+    """(module, line, text) of every string in a `raise` of the package: what a user reads as an error."""
+    import ast
+    found = []
+    package = os.path.join(ROOT, 'paddle_elmo')
+    for directory, _, files in os.walk(package):
+        for name in files:
+            if name.endswith('.py'):
+                path = os.path.join(directory, name)
+                with open(path, encoding='utf-8') as f:
+                    tree = ast.parse(f.read())
+                for node in ast.walk(tree):
+                    if isinstance(node, ast.Raise) and node.exc is not None:
+                        found += [(os.path.relpath(path, ROOT), c.lineno, c.value) for c in ast.walk(node.exc)
+                                  if isinstance(c, ast.Constant) and isinstance(c.value, str)]
+    return found
+
+
+def test_help_and_errors_name_commands_not_checkout_scripts(parsers):
+    for command, p in parsers.items():
+        text = ' '.join(p.format_help().split())
+        assert not SCRIPT_NAME.search(text), f'{command} --help: {SCRIPT_NAME.search(text).group(0)}'
+    bad = [f'{path}:{line}: {text!r}' for path, line, text in error_texts() if SCRIPT_NAME.search(text)]
+    assert not bad, bad
+    assert SCRIPT_NAME.search('written by export_inference.py') and SCRIPT_NAME.search('dataset.InputMapper.of')
+    assert not SCRIPT_NAME.search('paddle-elmo export-inference writes one, see embedder.py')
+
+
+def test_paddle_elmo_alone_prints_help_on_stderr_and_exits_2(capsys):
+    from paddle_elmo.cli import main
+    assert main([]) == 2
+    out, err = capsys.readouterr()
+    assert out == '' and 'usage: paddle-elmo SUBCOMMAND' in err and err.rstrip().endswith('error: give a subcommand')
+    assert main(['--help']) == 0 and 'usage: paddle-elmo SUBCOMMAND' in capsys.readouterr().out
+
+
+@pytest.mark.parametrize('flags, chosen', [([], 'all'), (['--top'], 'top'), (['--output_format', 'average'], 'average'),
+                                           (['--top', '--output_format', 'top'], 'top')])
+def test_embed_s_output_format_is_the_one_its_flags_name(parsers, flags, chosen):
+    from paddle_elmo.cli.embed import output_format
+    assert output_format(parsers['embed'].parse_args(['in.txt', 'out.hdf5'] + flags)) == chosen
+
+
+@pytest.mark.parametrize('flags', [['--top', '--output_format', 'all'], ['--all', '--top'],
+                                   ['--average', '--output_format', 'top']])
+def test_embed_refuses_two_output_formats(parsers, flags):
+    from paddle_elmo.cli.embed import output_format
+    with pytest.raises(cli.InputError, match='give one output format'):
+        output_format(parsers['embed'].parse_args(['in.txt', 'out.hdf5'] + flags))
+
+
+@pytest.mark.parametrize('given, device', [('-1', 'cpu'), ('0', 'gpu:0'), ('2', 'gpu:2'), ('gpu', 'gpu'),
+                                           ('gpu:1', 'gpu:1'), ('cpu', 'cpu')])
+def test_cuda_device_is_allennlp_s_numbering_of_device(parsers, given, device):
+    a = parsers['embed'].parse_args(['in.txt', 'out.hdf5', '--cuda-device', given])
+    assert a.device == device
+    assert parsers['embed'].parse_args(['in.txt', 'out.hdf5', '--device', given]).device == device
+
+
+@pytest.mark.parametrize('command, flag', [('embed', '--batch_size'), ('eval', '--batch_size'),
+                                           ('finetune', '--batch_size'), ('pretrain', '--batch_size'),
+                                           ('word2vec', '--w2v_dim'), ('build-vocab', '--min_count'),
+                                           ('eval', '--unroll_steps'), ('finetune', '--epochs')])
+def test_a_size_of_zero_is_refused_when_the_flags_are_parsed(parsers, capsys, command, flag):
+    with pytest.raises(SystemExit) as e:
+        parsers[command].parse_args([flag, '0'])
+    assert e.value.code == 2
+    assert re.search(f'argument {flag}[^:]*: expected a positive integer, got \'0\'', capsys.readouterr().err)
+
+
+class _FakeEmbedder:
+    """encode() -> one [3, n_tokens, 2] array per line: what embed_file writes, without a model."""
+
+    def encode(self, lines, batch_size):
+        import numpy as np
+        return [np.full((3, len(line.split()), 2), i, np.float32) for i, line in enumerate(lines)]
+
+
+def test_use_sentence_keys_and_forget_sentences_write_what_allennlp_elmo_wrote(tmp_path):
+    import h5py
+    from paddle_elmo.sentence_embedder import embed_file
+    (tmp_path / 'in.txt').write_text('the cat sat\na dog\n')
+    embed_file(_FakeEmbedder(), str(tmp_path / 'in.txt'), str(tmp_path / 'keys.hdf5'), 'top', progress=False,
+               use_sentence_keys=True)
+    with h5py.File(tmp_path / 'keys.hdf5', 'r') as f:
+        assert sorted(f) == ['a dog', 'the cat sat'] and f['a dog'].shape == (2, 2)
+    embed_file(_FakeEmbedder(), str(tmp_path / 'in.txt'), str(tmp_path / 'forget.hdf5'), 'all', progress=False,
+               forget_sentences=True)
+    with h5py.File(tmp_path / 'forget.hdf5', 'r') as f:
+        assert sorted(f) == ['0', '1']
+    embed_file(_FakeEmbedder(), str(tmp_path / 'in.txt'), str(tmp_path / 'plain.hdf5'), 'all', progress=False)
+    with h5py.File(tmp_path / 'plain.hdf5', 'r') as f:
+        assert sorted(f) == ['0', '1', 'sentence_to_index']
+
+
+@pytest.mark.parametrize('text, message', [('a dog\nthe cat\na dog\n', 'in.txt:3: --use-sentence-keys: the same '
+                                                                        'sentence as line 1'),
+                                           ('a dog\n\n', 'in.txt:2: --use-sentence-keys: an empty sentence'),
+                                           ('either/or\n', 'in.txt:1: --use-sentence-keys')])
+def test_a_sentence_that_cannot_be_a_key_is_an_error_naming_its_line(tmp_path, text, message):
+    from paddle_elmo.sentence_embedder import embed_file
+    (tmp_path / 'in.txt').write_text(text)
+    with pytest.raises(cli.InputError, match=re.escape(message)):
+        embed_file(_FakeEmbedder(), str(tmp_path / 'in.txt'), str(tmp_path / 'o.hdf5'), progress=False,
+                   use_sentence_keys=True)
+    assert not (tmp_path / 'o.hdf5').exists()

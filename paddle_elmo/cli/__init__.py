@@ -53,10 +53,23 @@ def update_readme(path='README.md'):
     return new != text
 
 
+def run_command(name):
+    """Run subcommand `name` on sys.argv's flags inside flags.run, the one error boundary: importing
+    the command's module is inside it too, so that a package it needs and lacks (Paddle, gensim, ...)
+    is a one-line error naming what installs it."""
+    from paddle_elmo.cli.flags import run
+    run(lambda: importlib.import_module(f'{__name__}.{COMMANDS[name][0]}').main())
+
+
 def main(argv=None):
-    """Runs `paddle-elmo ARGV`: the subcommand's main() with the rest of the flags."""
+    """Runs `paddle-elmo ARGV`: the subcommand's main() with the rest of the flags. No subcommand is a
+    usage error: the help on stderr, exit code 2 (as argparse does for a missing argument)."""
     argv = sys.argv[1:] if argv is None else list(argv)
-    if not argv or argv[0] in ('-h', '--help'):
+    if not argv:
+        sys.stderr.write(usage())
+        sys.stderr.write('error: give a subcommand\n')
+        return 2
+    if argv[0] in ('-h', '--help'):
         sys.stdout.write(usage())
         return 0
     if argv[0] == '--version':
@@ -67,7 +80,5 @@ def main(argv=None):
         sys.stderr.write(f'error: unknown subcommand {argv[0]!r}; expected one of {", ".join(COMMANDS)} '
                          '(see paddle-elmo --help)\n')
         return 2
-    module = importlib.import_module(f'{__name__}.{COMMANDS[argv[0]][0]}')
     sys.argv = [f'paddle-elmo {argv[0]}'] + argv[1:]  # argparse names the command in usage and errors
-    from paddle_elmo.cli.flags import run
-    run(module.main)
+    run_command(argv[0])

@@ -1,9 +1,9 @@
 """Build a vocabulary file (most frequent first) from corpus files, segmented or raw.
 
-    python build_vocab.py --train_data_path 'data/1-billion-word/training-tokenized-shuffled/*' \
+    paddle-elmo build-vocab --train_data_path 'data/1-billion-word/training-tokenized-shuffled/*' \
         --output_file data/1-billion-word/vocab-15w.txt --max_vocab_size 150000
-    # raw Chinese text: segment it with jieba, and keep the segmented corpus for run_pretrain.py
-    python build_vocab.py --train_data_path raw.txt --tokenizer jieba --output_file vocab.txt \
+    # raw Chinese text: segment it with jieba, and keep the segmented corpus for paddle-elmo pretrain
+    paddle-elmo build-vocab --train_data_path raw.txt --tokenizer jieba --output_file vocab.txt \
         --output_corpus train.txt
 
 The file starts with <S>, </S>, <UNK> (unless --no_special_tokens), then the words by descending
@@ -28,26 +28,24 @@ def build_parser():
     cli.add_tokenizer(p, default='whitespace', why=', for a corpus already tokenized')
     p.add_argument('--output_corpus',
                    help='also write the corpus as counted here: one sentence per line, tokens separated by '
-                        'spaces, empty lines left out: what run_pretrain.py reads (give it --tokenizer too, '
+                        'spaces, empty lines left out: what paddle-elmo pretrain reads (give it --tokenizer too, '
                         'which the model then records)')
-    p.add_argument('--min_count', type=int, default=1, help='drop words seen fewer than this many times')
-    p.add_argument('--max_vocab_size', type=int, default=0,
+    p.add_argument('--min_count', type=cli.positive_int, default=1,
+                   help='drop words seen fewer than this many times (1, not word2vec\'s 5: a biLM reads a rare word '
+                   'through its characters, and --max_vocab_size is the usual cap)')
+    p.add_argument('--max_vocab_size', type=cli.count_or_zero, default=0,
                    help='keep at most this many words (the most frequent) after --min_count; the three special '
                         'tokens come on top (0: no limit)')
     p.add_argument('--special_tokens', action=cli.Switch, default=True,
                    help='write <S>, </S>, <UNK> first (without them, Vocabulary adds them when loading)')
     p.add_argument('--max_characters_per_token', type=int, default=50,
-                   help="the model's setting, for the report of tokens its char CNN cuts (longer than this "
-                        'minus 2 UTF-8 bytes)')
+                   help="the model's setting (characters counted in UTF-8 bytes, boundary marks included), for the "
+                        'report of tokens its char CNN cuts (longer than this minus 2 bytes)')
     return p
 
 
 def main(argv=None):
     a = build_parser().parse_args(argv)
-    if a.min_count < 1:
-        raise cli.InputError(f'--min_count must be >= 1, got {a.min_count}')
-    if a.max_vocab_size < 0:
-        raise cli.InputError(f'--max_vocab_size must be >= 0 (0: no limit), got {a.max_vocab_size}')
     if a.max_characters_per_token < 3:
         raise cli.InputError(f'--max_characters_per_token must be >= 3, got {a.max_characters_per_token}')
     with contextlib.ExitStack() as files:

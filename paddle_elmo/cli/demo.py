@@ -30,6 +30,7 @@ import numpy as np
 
 from paddle_elmo.cli import flags as cli
 from paddle_elmo.corpus import SAMPLE_HELDOUT as HELDOUT, SAMPLE_TRAIN as TRAIN
+from paddle_elmo.fileio import InputError, iter_lines, make_directory
 
 # A small model that learns the sample corpus in about a minute on 2 CPU cores.
 MODEL_FLAGS = ['--projection_dim', '64', '--cell_dim', '256', '--num_layers', '2', '--char_embed_dim', '8',
@@ -113,15 +114,14 @@ def sense_centroids(embedder, train, word, senses, limit=CENTROID_SENTENCES):
         others = set().union(*(c for s, c in senses.items() if s != sense))
         chosen = [s for s in train if word in s and cues & set(s) and not others & set(s)][:limit]
         if not chosen:
-            raise SystemExit(f'error: no training sentence has {word!r} with a cue of its sense {sense!r} only')
+            raise InputError(f'no training sentence has {word!r} with a cue of its sense {sense!r} only')
         centroids[sense] = word_vectors(embedder, chosen, word).mean(axis=0)
     return centroids
 
 
 def sentences_with(path, words):
     """The lines of a segmented corpus that have one of `words` as a token -> token lists."""
-    with open(path, encoding='utf-8') as f:
-        return [line.split() for line in f if any(w in line for w in words) and set(line.split()) & set(words)]
+    return [line.split() for _, _, line in iter_lines(path) if set(line.split()) & set(words)]
 
 
 def show_contexts(model, model_name, probes=PROBES, cues=CUES, train_file=TRAIN, limit=CENTROID_SENTENCES):
@@ -146,7 +146,7 @@ def show_contexts(model, model_name, probes=PROBES, cues=CUES, train_file=TRAIN,
         tokens = [split(p[1]) for p in chosen]
         bad = [p[1] for p, t in zip(chosen, tokens) if word not in t]
         if bad:
-            raise SystemExit(f'error: the {embedder.tokenizer} tokenizer does not leave {word!r} a token in {bad[0]}')
+            raise InputError(f'the {embedder.tokenizer} tokenizer does not leave {word!r} a token in {bad[0]}')
         vectors = word_vectors(embedder, tokens, word)
         for (_, sentence, sense), v in zip(chosen, vectors):
             guesses = []
@@ -192,7 +192,7 @@ def main(argv=None):
         return
     t0 = time.time()
     out = a.output_dir or tempfile.mkdtemp(prefix='paddle-elmo-demo-')
-    os.makedirs(out, exist_ok=True)
+    make_directory(out, '--output_dir')
     vocab, ckpt = os.path.join(out, 'vocab.txt'), os.path.join(out, 'checkpoints')
     print(f'Pretraining a tiny ELMo on the sample corpus installed with the package (our own sentences); output in {out}')
     log_flags = ['--quiet'] if a.quiet else ['--verbose'] if a.verbose else []

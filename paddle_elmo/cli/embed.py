@@ -1,16 +1,19 @@
 """Embed a one-sentence-per-line file into hdf5, as AllenNLP's `allennlp elmo` command did.
 
-    python run_embed.py sentences.txt out.hdf5              # the bundled model (pretrained/)
-    python run_embed.py sentences.txt out.hdf5 --model original   # AllenNLP's, downloaded once into the cache
-    python run_embed.py sentences.txt out.hdf5 --options_file options.json --weight_file weights.hdf5
-    python run_embed.py sentences.txt out.hdf5 --init_from_ckpt checkpoints/final --output_format top
-    python run_embed.py sentences.txt out.hdf5 --inference_model elmo_inference   # export_inference.py's
-    python run_embed.py reviews.txt out.hdf5 --init_from_ckpt zh/final   # raw Chinese, if zh/ records jieba
+    paddle-elmo embed sentences.txt out.hdf5              # the bundled model (pretrained/)
+    paddle-elmo embed sentences.txt out.hdf5 --model original   # AllenNLP's, downloaded once into the cache
+    paddle-elmo embed sentences.txt out.hdf5 --options_file options.json --weight_file weights.hdf5
+    paddle-elmo embed sentences.txt out.hdf5 --init_from_ckpt checkpoints/final --output_format top
+    paddle-elmo embed sentences.txt out.hdf5 --inference_model elmo_inference   # paddle-elmo export-inference's
+    paddle-elmo embed reviews.txt out.hdf5 --init_from_ckpt zh/final   # raw Chinese, if zh/ records jieba
 
 Lines are split into tokens by --tokenizer, by default the one the model records (moses for the
 bundled model: raw English as its corpus was tokenized; whitespace for bilm-tf files).
 Datasets: str(line index) -> the embedding of that line ('all': [3, n_tokens, dim];
 'top' and 'average': [n_tokens, dim]), and 'sentence_to_index', a JSON string {sentence: line index}.
+allennlp elmo's flags work as there: --all / --top / --average, --batch-size, --cuda-device N (-1: the
+CPU), --use-sentence-keys (the sentence is its key, no sentence_to_index), --forget-sentences (no
+sentence_to_index).
 """
 import sys
 
@@ -28,35 +31,49 @@ def build_parser():
     p.add_argument('--embedding_weight_file', help="hdf5 of dump_token_embeddings (dataset 'embedding', one row per "
                    'line of --vocab_file, or of the model\'s vocab.txt): those words skip the char CNN (bilm-tf\'s '
                    'use_character_inputs=False); for a word model, its embedding (bilm-tf\'s embedding_weight_file)')
-    cli.add_inference_model(p, 'or an exported model (export_inference.py; stateless, CPU)',
-                            'directory written by export_inference.py (a word model\'s holds its vocab.txt)')
+    cli.add_inference_model(p, 'or an exported model (paddle-elmo export-inference; stateless, CPU)',
+                            'directory written by paddle-elmo export-inference (a word model\'s holds its vocab.txt)')
     cli.add_device(p)
-    p.add_argument('--output_format', default='all', choices=OUTPUT_FORMATS,
-                   help='all layers, the top layer, or the average of the layers')
+    p.add_argument('--output_format', choices=OUTPUT_FORMATS,
+                   help='all layers, the top layer, or the average of the layers (default: all)')
     for value in OUTPUT_FORMATS:  # allennlp elmo's --all / --top / --average
         p.add_argument(f'--{value}', action='store_true', help=f'the same as --output_format {value} (allennlp elmo\'s '
                        'flag)')
     cli.add_tokenizer(p)
-    p.add_argument(*cli.option_strings('batch_size'), type=int, default=64, help='sentences per batch')
+    p.add_argument(*cli.option_strings('batch_size'), type=cli.positive_int, default=64, help='sentences per batch')
     p.add_argument('--stateful', action=cli.Switch, default=False,
                    help='carry LSTM state across batches (as allennlp elmo did); off: each sentence from a zero state')
+    p.add_argument(*cli.option_strings('use_sentence_keys'), action='store_true',
+                   help='key each dataset by its sentence (the stripped line) instead of its line number, and write no '
+                   'sentence_to_index (allennlp elmo\'s flag); a repeated sentence, an empty one or one with "/" is '
+                   'an error')
+    p.add_argument(*cli.option_strings('forget_sentences'), action='store_true',
+                   help='write no sentence_to_index dataset, so that the file does not hold the text '
+                   '(allennlp elmo\'s flag)')
     return p
+
+
+def output_format(a):
+    """The one output format --output_format and allennlp's --all / --top / --average name (default
+    all); InputError when they name two."""
+    chosen = [f'--{value}' for value in OUTPUT_FORMATS if getattr(a, value)]
+    chosen += [f'--output_format {a.output_format}'] if a.output_format else []
+    formats = {text.split()[-1].lstrip('-') for text in chosen}
+    if len(formats) > 1:
+        raise InputError(f'{" with ".join(chosen)}: give one output format')
+    return formats.pop() if formats else 'all'
 
 
 def main(argv=None):
     a = build_parser().parse_args(argv)
-    chosen = [value for value in OUTPUT_FORMATS if getattr(a, value)]
-    if len(chosen) > 1 or chosen and a.output_format not in ('all', chosen[0]):
-        raise InputError(f'--{chosen[0]} with --{chosen[-1] if len(chosen) > 1 else "output_format " + a.output_format}'
-                         ': give one output format')
-    a.output_format = chosen[0] if chosen else a.output_format
+    a.output_format = output_format(a)
     if a.inference_model:
         if a.model or a.init_from_ckpt or a.options_file or a.weight_file or a.vocab_file or a.embedding_weight_file:
             raise InputError('give either --inference_model (an export: its options.json and, for word input, '
                              'its vocab.txt) or a model to load (--model, --init_from_ckpt, --options_file/'
                              '--weight_file, --vocab_file, --embedding_weight_file), not both')
         if a.stateful:
-            raise InputError('--stateful: an exported model is stateless (export_inference.py)')
+            raise InputError('--stateful: an exported model is stateless (paddle-elmo export-inference writes one)')
         if a.device != 'cpu':
             raise InputError('--inference_model runs on the CPU here; use --device cpu')
     source = None if a.inference_model else cli.model_source(a)  # a bad combination fails before the log starts
@@ -67,7 +84,8 @@ def main(argv=None):
         use_device(a.device, cpu_threads=a.cpu_threads)
         embedder = ELMoEmbedder(source, batch_size=a.batch_size, stateful=a.stateful,
                                 embedding_weight_file=a.embedding_weight_file, tokenizer=a.tokenizer)
-    n = embedder.embed_file(a.input_file, a.output_file, a.output_format)
+    n = embedder.embed_file(a.input_file, a.output_file, a.output_format, use_sentence_keys=a.use_sentence_keys,
+                            forget_sentences=a.forget_sentences)
     print(f'wrote {n} sentences to {a.output_file}')
 
 

@@ -26,18 +26,16 @@ def build_parser():
     cli.add_model_source(p, bundled_default=True, vocab_help='default: the one the model records (a checkpoint\'s recipe.json, or the '
                          'vocab.txt beside its options.json)')
     cli.add_device(p)
-    p.add_argument(*cli.option_strings('batch_size'), type=int, default=EVAL_BATCH_SIZE, help='rows per batch (changes which targets '
+    p.add_argument(*cli.option_strings('batch_size'), type=cli.positive_int, default=EVAL_BATCH_SIZE, help='rows per batch (changes which targets '
                    'come first, hence the figure of an --eval_max_tokens evaluation)')
-    p.add_argument('--unroll_steps', type=int, default=EVAL_UNROLL_STEPS, help='tokens per row per batch')
-    p.add_argument('--eval_max_tokens', type=int, default=0, help='stop after this many target tokens (0: all)')
+    p.add_argument('--unroll_steps', type=cli.positive_int, default=EVAL_UNROLL_STEPS, help='tokens per row per batch')
+    p.add_argument('--eval_max_tokens', type=cli.count_or_zero, default=0, help='stop after this many target tokens (0: all)')
     p.add_argument('--output_json', help='also write the figures here')
     return p
 
 
 def main(argv=None):
     a = build_parser().parse_args(argv)
-    if a.eval_max_tokens < 0:
-        raise cli.InputError(f'--eval_max_tokens must be >= 0 (0: all), got {a.eval_max_tokens}')
     from tqdm import tqdm
     from paddle_elmo.corpus import count_tokens
     from paddle_elmo.lm_batches import iter_eval_batches, target_statistics

@@ -1,10 +1,10 @@
 """Export a checkpoint of ours to the bilm-tf / AllenNLP format (options.json + weights.hdf5).
 
-    python export_weights.py --init_from_ckpt checkpoints/final --output_dir elmo_export
+    paddle-elmo export-weights --model checkpoints/final --output_dir elmo_export
 
 The files load in AllenNLP (`Elmo(options_file, weight_file, ...)`) and in bilm-tf. When the
 checkpoint holds a softmax, it is added as `softmax/W` and `softmax/b` (both readers ignore them;
-run_eval.py uses them for perplexity) unless --no_softmax: embeddings do not need it, and for a
+paddle-elmo eval uses them for perplexity) unless --no_softmax: embeddings do not need it, and for a
 100k vocabulary it is most of the file. --softmax_dtype float16 halves the softmax's size (the bundled
 models ship theirs so: it is read back as float32, and its rounding moves a perplexity by well under 0.1%).
 """
@@ -23,7 +23,7 @@ def build_parser():
     p.add_argument('--output_dir', required=True, help='directory for options.json and weights.hdf5')
     p.add_argument('--softmax', action=cli.Switch, default=True,
                    help='write the checkpoint\'s softmax too (off: enough for embeddings and fine-tuning, not for '
-                   'run_eval.py or run_predict.py)')
+                   'paddle-elmo eval or paddle-elmo predict)')
     p.add_argument('--softmax_dtype', choices=['float32', 'float16'], default='float32',
                    help='storage of softmax/W and softmax/b (float16: half the size; read back as float32)')
     return p

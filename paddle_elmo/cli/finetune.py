@@ -59,7 +59,7 @@ def add_elmo_args(p):
                    help='frozen biLM: compute its layers once and cache them on disk (off: recompute them every batch)')
     e.add_argument('--cache_dir', help='directory for the layer cache (default: the system temp dir); '
                    'the cache is deleted at exit')
-    e.add_argument('--bilm_batch_size', type=int, default=64, help='sentences per biLM batch when caching')
+    e.add_argument('--bilm_batch_size', type=cli.positive_int, default=64, help='sentences per biLM batch when caching')
     e.add_argument(*cli.option_strings('word_vectors'),
                    help='a word-vector file (word2vec .bin / .txt): concatenate each token\'s vector to its ELMo '
                    'features (the paper\'s use of ELMo); tokens without a vector share one learned vector')
@@ -83,8 +83,6 @@ def check_elmo_args(a):
         raise cli.InputError(f'--bilm_lr must be > 0, got {a.bilm_lr}')
     if a.l2_coef < 0:
         raise cli.InputError(f'--l2_coef must be >= 0, got {a.l2_coef}')
-    if a.bilm_batch_size < 1:
-        raise cli.InputError(f'--bilm_batch_size must be >= 1, got {a.bilm_batch_size}')
     if a.cache_dir and (a.trainable or not a.cache):
         raise cli.InputError('--cache_dir is for the frozen biLM\'s cache; it has no use with '
                              '--trainable or --no_cache')
@@ -142,7 +140,7 @@ def main(argv=None):
     check_protocol_args(a)
     check_elmo_args(a)
     require_package('sklearn', 'classify')  # the folds: before a model loads
-    if not runs_on_this_rank('run_finetune.py'):
+    if not runs_on_this_rank('paddle-elmo finetune'):
         return 0
     use_device(a.device, cpu_threads=a.cpu_threads)
     # The text is split by the tokenizer the model records (unless --tokenizer): its options.json is

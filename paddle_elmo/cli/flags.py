@@ -22,7 +22,7 @@ import typing
 from paddle_elmo import runtime
 from paddle_elmo.config import MODEL_FIELDS, OPTIMIZERS, PRESETS, TOKEN_INPUTS, ModelConfig, Recipe
 from paddle_elmo.tokenizers import TOKENIZERS
-from paddle_elmo.fileio import InputError
+from paddle_elmo.fileio import InputError, missing_package
 
 
 # ---- the vocabulary of flags ----------------------------------------------------------------
@@ -38,7 +38,8 @@ FLAGS = {
               'weights.hdf5, a checkpoint directory or a checkpoint prefix DIR/N', ()),
     'init_from_ckpt': ('a checkpoint of ours: DIR/N without the .pdparams suffix (DIR holds options.json); '
                        'pretrain resumes from it, the other commands load it', ()),
-    'options_file': ('the model as bilm-tf / AllenNLP files: its options.json (with --weight_file)',
+    'options_file': ('the model as bilm-tf / AllenNLP files: its options.json (with --weight_file); pretrain '
+                     'starts a new run from it',
                      ('options-file',)),  # allennlp elmo's spelling
     'weight_file': ('the model as bilm-tf / AllenNLP files: its weights.hdf5 (with --options_file)',
                     ('weight-file',)),
@@ -46,8 +47,6 @@ FLAGS = {
                    'word input, embedding rows); predict, eval and dump default to the one the model records', ()),
     'init_from_weights': ('pretrain: start a new run from the weights in this directory (options.json + '
                           'weights.hdf5) or of a model name (bundled, original, ...)', ()),
-    'init_options_file': ('pretrain: start a new run from bilm-tf / AllenNLP files: their options.json', ()),
-    'init_weight_file': ('pretrain: start a new run from bilm-tf / AllenNLP files: their weights.hdf5', ()),
     'inference_model': ('a directory written by export-inference, as the model', ()),
     'inference_backend': ('what runs an --inference_model: paddle or onnxruntime', ()),
     'embedding_weight_file': ('an hdf5 of token embeddings (dump --output_file) used in place of the char CNN', ()),
@@ -73,6 +72,10 @@ FLAGS = {
     'output_word_vectors': ('word2vec: write the vectors it trained to this file (.bin)', ()),
     'output_json': ('also write the results to this JSON file', ()),
     'output_format': ('embed: which layers go into the hdf5 (all, top or average)', ()),
+    'use_sentence_keys': ('embed: the sentence itself is its hdf5 key, not its line number (allennlp elmo\'s flag)',
+                          ('use-sentence-keys',)),
+    'forget_sentences': ('embed: no sentence_to_index dataset in the hdf5 (allennlp elmo\'s flag)',
+                         ('forget-sentences',)),
     # allennlp elmo's names for --output_format's three values (embed only)
     'all': ('embed: --output_format all (allennlp elmo\'s flag)', ()),
     'top': ('embed: --output_format top (allennlp elmo\'s flag)', ()),
@@ -90,7 +93,7 @@ FLAGS = {
     'proj_clip': ('clip projected LSTM states to +- this value (0: no clipping)', ()),
     'use_skip_connections': ('residual connections around the LSTM layers after the first', ()),
     'char_embed_dim': ('the char embedding\'s size (floats)', ()),
-    'cnn_filters': ('the char CNN: a JSON list of [width in chars, filters]', ()),
+    'cnn_filters': ('the char CNN: a JSON list of [width in characters (UTF-8 bytes), filters]', ()),
     'num_highways': ('highway layers after the char CNN', ()),
     'activation': ('the char CNN\'s activation: relu or tanh', ()),
     'max_characters_per_token': ('characters (UTF-8 bytes) per token the char CNN reads, boundary marks included',
@@ -144,7 +147,8 @@ FLAGS = {
     'bilm_batch_size': ('sentences per biLM batch when caching its layers', ()),
     # word2vec
     'min_count': ('drop words seen fewer than this many times in the corpus', ()),
-    'max_vocab_size': ('keep at most this many words, the most frequent (0: no limit)', ()),
+    'max_vocab_size': ('build-vocab: keep at most this many words, the most frequent (0: no limit)', ()),
+    'max_vectors': ('word2vec: read only the first N vectors of --word_vectors (0: all)', ()),
     'train_max_tokens': ('train on only the first N tokens of --train_data_path (0: all)', ()),
     'oov': ('word2vec: what tokens without a vector become (unk or skip)', ()),
     'w2v_dim': ('word2vec training: the vector size (floats)', ()),
@@ -156,6 +160,8 @@ FLAGS = {
     'stateful': ('carry the LSTM state across batches, as allennlp elmo', ()),
     'onednn': ('the paddle backend runs oneDNN\'s CPU kernels', ()),
     'softmax': ('export-weights: write the checkpoint\'s softmax too', ()),
+    'softmax_dtype': ('export-weights: how softmax/W and softmax/b are stored (float16: half the size, read back as '
+                      'float32)', ()),
     'verify': ('export-inference: check the written models against ELMoEmbedder (off: the export records '
                '"unverified")', ()),
     'verify_file': ('export-inference: the sentences an int8 model is checked on, one per line (at least 200; '
@@ -171,7 +177,7 @@ FLAGS = {
     'sample_max_tokens': ('a sampled continuation stops after this many tokens', ()),
     'zh': ('demo: the Chinese sense demo with the --init_from_ckpt model', ()),
     # the process
-    'device': ('cpu or gpu', ()),
+    'device': ('cpu, gpu or gpu:N (allennlp\'s --cuda-device N: N >= 0 is gpu:N, -1 the CPU)', ('cuda-device',)),
     'cpu_threads': ('threads per process on the CPU', ()),
 }
 # Option strings every parser has that are not flags of ours.
@@ -274,8 +280,7 @@ def add_model_source(p, bundled_default=False, vocab_help=None):
     g = p.add_argument_group(title + ('; none: the bundled model in pretrained/)' if bundled_default else ')'))
     g.add_argument('--model', metavar='NAME_OR_PATH', help=MODEL_HELP)
     g.add_argument('--init_from_ckpt', help='checkpoint prefix without suffix, e.g. checkpoints/10000 '
-                   '(the directory holds options.json); kept because the PaddleNLP example\'s run_eval.py took '
-                   'its model so')
+                   '(the directory holds options.json); kept because the PaddleNLP example took its model so')
     g.add_argument(*option_strings('options_file'), help='bilm-tf / AllenNLP options.json (with --weight_file)')
     g.add_argument(*option_strings('weight_file'), help='bilm-tf / AllenNLP weights.hdf5 (with --options_file)')
     g.add_argument('--vocab_file', help=f'{VOCAB_HELP}; ' + (vocab_help or 'needed here only for a word or word+char '
@@ -318,14 +323,12 @@ def model_vocabulary(args):
     return path
 
 
-def check_files_flags(other_flag, other, options_file, weight_file, prefix=''):
-    """--`prefix`options_file and --`prefix`weight_file go together, and not with --`other_flag` (given
-    as `other`)."""
-    options, weights = f'--{prefix}options_file', f'--{prefix}weight_file'
+def check_files_flags(other_flag, other, options_file, weight_file):
+    """--options_file and --weight_file go together, and not with --`other_flag` (given as `other`)."""
     if other and (options_file or weight_file):
-        raise InputError(f'give either --{other_flag} or {options} with {weights}, not both')
+        raise InputError(f'give either --{other_flag} or --options_file with --weight_file, not both')
     if (options_file is None) != (weight_file is None):
-        raise InputError(f'{options} and {weights} go together')
+        raise InputError('--options_file and --weight_file go together')
 
 
 def add_tokenizer(p, default=None, group=None, why=''):
@@ -341,10 +344,39 @@ def add_tokenizer(p, default=None, group=None, why=''):
              f'characters whole, e.g. iPhone很好 -> iPhone 很 好) ({said})')
 
 
-def _positive_int(text):
-    if not text.strip().isdigit() or int(text) < 1:
-        raise argparse.ArgumentTypeError(f'expected a positive integer, got {text!r}')
-    return int(text)
+def _int_at_least(text, least, expected):
+    try:
+        value = int(text)
+    except ValueError:
+        value = None
+    if value is None or value < least:
+        raise argparse.ArgumentTypeError(f'expected {expected}, got {text!r}')
+    return value
+
+
+def positive_int(text):
+    """argparse type of a size or a count that cannot be 0 (a batch, a dimension, epochs)."""
+    return _int_at_least(text, 1, 'a positive integer')
+
+
+def count_or_zero(text):
+    """argparse type of a limit whose 0 means none (or a frequency whose 0 means its stated default)."""
+    return _int_at_least(text, 0, 'an integer >= 0')
+
+
+def device_name(text):
+    """argparse type of --device: cpu, gpu or gpu:N; allennlp's --cuda-device numbers: -1 is cpu, N >= 0 gpu:N."""
+    text = text.strip().lower()
+    if text in ('cpu', 'gpu') or text.startswith('gpu:') and text[4:].isdigit():
+        return text
+    try:
+        number = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f'expected cpu, gpu, gpu:N or a CUDA device number (-1: cpu), '
+                                         f'got {text!r}') from None
+    if number < -1:
+        raise argparse.ArgumentTypeError(f'expected a CUDA device number >= -1 (-1: cpu), got {text!r}')
+    return 'cpu' if number == -1 else f'gpu:{number}'
 
 
 def add_inference_model(p, title, model_help):
@@ -362,9 +394,10 @@ def add_inference_model(p, title, model_help):
 
 def add_device(p, threads_note=''):
     """--device and --cpu_threads; threads_note: what else no --cpu_threads means in this command."""
-    p.add_argument('--device', default='cpu', choices=['cpu', 'gpu'],
-                   help='cpu, or gpu (needs paddlepaddle-gpu)')
-    p.add_argument('--cpu_threads', type=_positive_int,
+    p.add_argument(*option_strings('device'), default='cpu', type=device_name,
+                   help='cpu, gpu or gpu:N (needs paddlepaddle-gpu); --cuda-device N is allennlp elmo\'s spelling: '
+                   '-1 the CPU, N >= 0 gpu:N')
+    p.add_argument('--cpu_threads', type=positive_int,
                    help=f'threads per process on CPU (default: {runtime.default_threads()} here: $OMP_NUM_THREADS if '
                    f'set, else the available cores divided by the ranks launched on this machine{threads_note}). On '
                    'AMD processors '
@@ -372,18 +405,29 @@ def add_device(p, threads_note=''):
 
 
 def run(main):
-    """Call main() with the command's log set up (command_logging); a user mistake (InputError, a
-    missing file) becomes one line on stderr and exit code 2. Anything else is a bug and keeps its
+    """Call main() with the command's log set up (command_logging): the one error boundary of every
+    command. A user mistake (InputError, a missing file, a package of an extra not installed, Paddle
+    among them) becomes one line on stderr and exit code 2. Anything else is a bug and keeps its
     traceback."""
     with command_logging():
         try:
             sys.exit(main() or 0)
         except (InputError, FileNotFoundError) as e:
-            print(f'error: {e}', file=sys.stderr)
-            sys.exit(2)
+            fail(e)
+        except ModuleNotFoundError as e:
+            missing = missing_package(e)
+            if missing is None:
+                raise
+            fail(missing)
         except KeyboardInterrupt:
             print('interrupted', file=sys.stderr)
             sys.exit(130)
+
+
+def fail(error):
+    """A user's mistake: `error` as the one line on stderr, exit code 2."""
+    print(f'error: {error}', file=sys.stderr)
+    sys.exit(2)
 
 
 # ---- the log -----------------------------------------------------------------------------------
@@ -465,8 +509,10 @@ def _scale_or_off(text):
         raise argparse.ArgumentTypeError(f'expected a number or off, got {text!r}') from None
 
 
-# Fields whose flag reads more than the field's type.
-FLAG_TYPES = {'from_weights_lr_scale': _scale_or_off}
+# Fields whose flag reads more than the field's type (sizes as every command reads them).
+FLAG_TYPES = {'from_weights_lr_scale': _scale_or_off, 'eval_max_tokens': count_or_zero,
+              **{name: positive_int for name in ('batch_size', 'unroll_steps', 'epochs', 'save_freq', 'log_freq',
+                                                 'n_negative_samples')}}
 
 
 def _flag_type(annotation):
@@ -544,9 +590,9 @@ def pretrain_parser():
                    'original, original-5.5b (AllenNLP\'s, downloaded once into the cache): the biLM from its '
                    'weights, the softmax from softmax/W and softmax/b when it has them and they have the '
                    'vocabulary\'s size, else new')
-    w.add_argument('--init_options_file', help='with --init_weight_file: the options.json of bilm-tf / AllenNLP '
-                   'files to start from')
-    w.add_argument('--init_weight_file', help='with --init_options_file: their weights.hdf5')
+    w.add_argument(*option_strings('options_file'), help='or bilm-tf / AllenNLP files to start from: their '
+                   'options.json (with --weight_file; the name every command gives these files)')
+    w.add_argument(*option_strings('weight_file'), help='with --options_file: their weights.hdf5')
     add_device(p)
     return p
 

@@ -34,14 +34,14 @@ def build_parser():
     cli.add_tokenizer(p)
     p.add_argument('--direction', default='forward', choices=['forward', 'backward'],
                    help='forward: the next word after the prefix; backward: the word before it')
-    p.add_argument('--top_k', type=int, default=10, help='most likely words shown per prefix (0: none)')
+    p.add_argument('--top_k', type=cli.count_or_zero, default=10, help='most likely words shown per prefix (0: none)')
     p.add_argument('--unk', action=cli.Switch, default=True,
                    help='predict and sample <UNK> like any other word: it stands for every word outside the '
                    'vocabulary, and a sampled one appears as "<UNK>" in the text (off: never)')
-    p.add_argument('--sample', type=int, default=0, metavar='N', help='also sample N continuations per prefix')
+    p.add_argument('--sample', type=cli.count_or_zero, default=0, metavar='N', help='also sample N continuations per prefix')
     p.add_argument('--temperature', type=float, default=1.0,
                    help='sampling temperature: below 1 sharper (towards the most likely word), above 1 flatter')
-    p.add_argument('--sample_max_tokens', type=int, default=30,
+    p.add_argument('--sample_max_tokens', type=cli.positive_int, default=30,
                    help='a sample stops after this many tokens unless the sentence boundary comes first')
     p.add_argument('--seed', type=int, default=0, help='the same seed gives the same samples')
     p.add_argument('--output_json', help='also write {"predictions": [...], "samples": [...]} here')
@@ -50,8 +50,8 @@ def build_parser():
 
 def main(argv=None):
     a = build_parser().parse_args(argv)
-    if a.top_k < 0 or a.sample < 0 or not (a.top_k or a.sample):
-        raise InputError(f'--top_k and --sample must be >= 0 and not both 0, got {a.top_k} and {a.sample}')
+    if not (a.top_k or a.sample):
+        raise InputError('--top_k 0 with --sample 0: nothing to show; give one of them > 0')
     prefixes = list(a.prefix or [])
     if a.prefix_file:
         if not os.path.isfile(a.prefix_file):

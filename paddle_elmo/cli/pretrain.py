@@ -1,9 +1,9 @@
 """Pretrain the ELMo biLM with sampled softmax, as bilm-tf does, on one device or many.
 
-    python run_pretrain.py --train_data_path 'data/train/*' --vocab_file data/vocab-15w.txt
-    python -m paddle.distributed.launch --gpus '0,1,2,3' run_pretrain.py --device gpu ...
-    python -m paddle.distributed.launch --nproc_per_node 2 run_pretrain.py --device cpu ...   # 1 thread each on 2 cores
-    python run_pretrain.py --init_from_ckpt checkpoints/3000      # resume: every setting from the checkpoint
+    paddle-elmo pretrain --train_data_path 'data/train/*' --vocab_file data/vocab-15w.txt
+    paddle-elmo pretrain --nproc_per_node 4 --device gpu ...   # under paddle.distributed.launch, a GPU each
+    paddle-elmo pretrain --nproc_per_node 2 --device cpu ...   # 1 thread each on 2 cores
+    paddle-elmo pretrain --init_from_ckpt checkpoints/3000     # resume: every setting from the checkpoint
 
 Writes to --save_dir: options.json and recipe.json, N.pdparams / N.pdopt every --save_freq steps
 and final.* at the end (atomically), train_log.csv and train_curve.png. The corpus is read as
@@ -36,12 +36,11 @@ def read_configs(a):
         given['preset'] = a.preset
     resumed = weights = None
     save_dir = a.save_dir or 'checkpoints'
-    from_weights = a.init_from_weights or a.init_options_file or a.init_weight_file
+    from_weights = a.init_from_weights or a.options_file or a.weight_file
     check_one_start(a.init_from_ckpt, from_weights)  # before reading either's files
     if from_weights:
-        cli.check_files_flags('init_from_weights', a.init_from_weights, a.init_options_file, a.init_weight_file,
-                              prefix='init_')
-        options_file, weight_file = weights_files(a.init_from_weights, a.init_options_file, a.init_weight_file)
+        cli.check_files_flags('init_from_weights', a.init_from_weights, a.options_file, a.weight_file)
+        options_file, weight_file = weights_files(a.init_from_weights, a.options_file, a.weight_file)
         weights = (read_model_config(options_file), options_file, weight_file,
                    own_vocabulary_file(options_file=options_file))
     if a.init_from_ckpt:
@@ -105,7 +104,7 @@ def launch(nproc, argv, save_dir):
                                                                 os.environ.get('PATH', '')]))
     if command is None:
         raise cli.InputError('--nproc_per_node launches the installed paddle-elmo command, which is not on PATH '
-                             '(pip install the package, or launch run_pretrain.py from a checkout yourself)')
+                             '(pip install the package, or run python -m paddle.distributed.launch yourself)')
     # The same flags without --nproc_per_node (in any spelling argparse accepts: `--nproc_per_node=2`,
     # an abbreviation), for each rank.
     own = argparse.ArgumentParser(add_help=False)

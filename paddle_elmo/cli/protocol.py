@@ -6,8 +6,8 @@ import os
 
 from paddle_elmo.classifier import (BOUNDARY_TOKENS, FEATURE_NORMS, TrainConfig, format_table,
                                     read_polarity, summarize)
-from paddle_elmo.cli.flags import option_strings
-from paddle_elmo.fileio import InputError, write_json_atomic
+from paddle_elmo.cli.flags import count_or_zero, option_strings, positive_int
+from paddle_elmo.fileio import InputError, make_directory, write_json_atomic
 
 log = logging.getLogger(__name__)
 
@@ -17,10 +17,7 @@ def prepare_output(path):
     if path is None:
         return
     directory = os.path.dirname(os.path.abspath(path))
-    try:
-        os.makedirs(directory, exist_ok=True)
-    except OSError as e:
-        raise InputError(f'--output_json {path}: cannot create directory {directory} ({e.strerror})') from None
+    make_directory(directory, f'--output_json {path}: its directory')
     if not os.access(directory, os.W_OK):
         raise InputError(f'--output_json {path}: directory {directory} is not writable')
 
@@ -33,25 +30,26 @@ def add_protocol_args(p, data_required=True):
     d.add_argument('--pos_file', default='rt-polarity.pos', help='positive sentences, one per line, in --data_dir')
     d.add_argument('--neg_file', default='rt-polarity.neg', help='negative sentences, one per line, in --data_dir')
     t = p.add_argument_group('protocol and classifier')
-    t.add_argument('--folds', type=int, default=10, help='k of the k-fold cross-validation; 1: one split (10%% test)')
-    t.add_argument('--run_folds', type=int, nargs='+', help='run only these folds (1-based) of the --folds: the '
+    t.add_argument('--folds', type=positive_int, default=10, help='k of the k-fold cross-validation; 1: one split (10%% test)')
+    t.add_argument('--run_folds', type=positive_int, nargs='+', help='run only these folds (1-based) of the --folds: the '
                    'same folds, seeds and results as in the full run, e.g. 1 for a quick check on fold 1')
     t.add_argument('--dev_fraction', type=float, default=0.1,
                    help='share (0 to 1) of each training fold held out for early stopping')
-    t.add_argument('--seed', type=int, default=1, help='fixes folds, initialisation, batch order and dropout')
-    t.add_argument(*option_strings('batch_size'), type=int, default=32, help='sentences per training batch')
-    t.add_argument('--epochs', type=int, default=20, help='maximum epochs (passes over the training fold) per fold')
-    t.add_argument('--patience', type=int, default=3, help='stop after this many epochs without a better dev accuracy')
+    t.add_argument('--seed', type=int, default=0, help='fixes folds, initialisation, batch order and dropout')
+    t.add_argument(*option_strings('batch_size'), type=positive_int, default=32, help='sentences per training batch')
+    t.add_argument('--epochs', type=positive_int, default=20, help='maximum epochs (passes over the training fold) per fold')
+    t.add_argument('--patience', type=positive_int, default=3, help='stop after this many epochs without a better dev accuracy')
     t.add_argument('--lr', type=float, default=1e-3, help='Adam learning rate of the classifier (and scalar mix)')
     t.add_argument('--weight_decay', type=float, default=0.0, help='Adam L2 regularisation coefficient '
                    '(the PaddleNLP example\'s default: 1e-4)')
     t.add_argument('--max_seq_len', type=int, help='cut sentences to this many tokens, counting ELMo\'s <S> and '
                    '</S> (as the PaddleNLP example): each keeps its first max_seq_len - 2 tokens, in both scripts; '
                    'how many were cut is reported. Default: no limit, nothing is cut')
-    t.add_argument(*option_strings('log_freq'), type=int, default=0,
-                   help='print the running training loss every N steps (batches; 0: once per epoch); --logging_step '
-                   'is the PaddleNLP example\'s name for it')
-    t.add_argument(*option_strings('hidden_dim'), type=int, default=256,
+    t.add_argument(*option_strings('log_freq'), type=count_or_zero, default=0,
+                   help='print the running training loss every N steps (batches; 0: once per epoch, the default here, as '
+                   'an epoch of rt-polarity is a few hundred batches; pretrain\'s is 100); --logging_step is the '
+                   'PaddleNLP example\'s name for it')
+    t.add_argument(*option_strings('hidden_dim'), type=count_or_zero, default=256,
                    help='MLP hidden size (0: a linear classifier); --sent_embedding_dim is the PaddleNLP '
                    'example\'s name for it')
     t.add_argument('--dropout', type=float, default=0.2, help='dropout probability on the token features and the hidden '
@@ -65,19 +63,12 @@ def add_protocol_args(p, data_required=True):
 
 def check_protocol_args(a):
     """Raise ValueError naming the option when a protocol option is out of range."""
-    for name in ('batch_size', 'epochs', 'patience'):
-        if getattr(a, name) < 1:
-            raise InputError(f'--{name} must be >= 1, got {getattr(a, name)}')
-    if a.hidden_dim < 0:
-        raise InputError(f'--hidden_dim must be >= 0, got {a.hidden_dim}')
     if not 0 <= a.dropout < 1:
         raise InputError(f'--dropout must be in [0, 1), got {a.dropout}')
     if not a.lr > 0:
         raise InputError(f'--lr must be > 0, got {a.lr}')
     if not a.weight_decay >= 0:
         raise InputError(f'--weight_decay must be >= 0, got {a.weight_decay}')
-    if a.log_freq < 0:
-        raise InputError(f'--log_freq must be >= 0, got {a.log_freq}')
     for k in a.run_folds or ():
         if not 1 <= k <= a.folds:
             raise InputError(f'--run_folds: fold {k} is not among the {a.folds} folds (1 to {a.folds})')

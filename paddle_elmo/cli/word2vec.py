@@ -1,4 +1,4 @@
-"""word2vec + bag-of-vectors sentence classification: the baseline for run_finetune.py.
+"""word2vec + bag-of-vectors sentence classification: the baseline for paddle-elmo finetune.
 
 Same head, folds, protocol and output JSON as run_finetune.py (both use classifier.py); only the
 token features differ: frozen word2vec vectors instead of a scalar mix of biLM layers.
@@ -10,7 +10,7 @@ token features differ: frozen word2vec vectors instead of a scalar mix of biLM l
     # saved vectors, or the GoogleNews 300-d vectors (.bin or .bin.gz)
     python word2vec_base.py --data_dir data/sentence-polarity-dataset-v1 --word_vectors w2v/lm-corpus-sg300.bin
     python word2vec_base.py --data_dir data/sentence-polarity-dataset-v1 \
-        --word_vectors GoogleNews-vectors-negative300.bin.gz --max_vocab_size 1000000
+        --word_vectors GoogleNews-vectors-negative300.bin.gz --max_vectors 1000000
     # vectors only (no --data_dir): e.g. 128-d rows for a word-input biLM's --word_vectors
     python word2vec_base.py --train_data_path data/zh-corpus/train.txt --w2v_dim 128 \
         --output_word_vectors zh/w2v-128.bin
@@ -50,31 +50,32 @@ def add_word2vec_args(p):
                      help='a word-vector file to classify with: word2vec binary .bin / .bin.gz (e.g. GoogleNews '
                      '300-d) or text .txt / .vec; --pretrained_word2vec_file is the PaddleNLP example\'s name for it')
     src.add_argument('--train_data_path', help="train skip-gram vectors on these files (a glob, one sentence per "
-                     "line, tokens separated by spaces, e.g. the biLM's pretraining corpus; build_vocab.py "
+                     "line, tokens separated by spaces, e.g. the biLM's pretraining corpus; paddle-elmo build-vocab "
                      "--output_corpus segments raw text)")
-    w.add_argument('--max_vocab_size', type=int, default=0, help='read only the first (most frequent) N vectors of '
-                   '--word_vectors to bound memory (GoogleNews: 3M x 300 floats = 3.6 GB; 0: all)')
+    w.add_argument('--max_vectors', type=cli.count_or_zero, default=0, help='read only the first (most frequent) N '
+                   'vectors of --word_vectors to bound memory (GoogleNews: 3M x 300 floats = 3.6 GB; 0: all). Not '
+                   'build-vocab\'s --max_vocab_size: this counts vectors read from a file')
     w.add_argument('--output_word_vectors', help='with --train_data_path: save the vectors here (.bin) for reuse '
                    'as --word_vectors')
     w.add_argument('--oov', default='unk', choices=OOV_MODES,
                    help='tokens without a vector: unk = one learned vector; skip = left out of the mean')
-    w.add_argument('--w2v_dim', type=int, default=300, help='training: vector size (floats)')
-    w.add_argument('--w2v_window', type=int, default=5, help='training: max distance of context words (tokens)')
-    w.add_argument('--min_count', type=int, default=5, help='training: drop words seen fewer than this many times')
-    w.add_argument('--w2v_negative', type=int, default=5, help='training: negative samples per pair')
+    w.add_argument('--w2v_dim', type=cli.positive_int, default=300, help='training: vector size (floats)')
+    w.add_argument('--w2v_window', type=cli.positive_int, default=5, help='training: max distance of context words (tokens)')
+    w.add_argument('--min_count', type=cli.positive_int, default=5,
+                   help='training: drop words seen fewer than this many times (5, not build-vocab\'s 1: word2vec\'s '
+                   'own default, as a word seen once or twice gets a vector that is mostly noise)')
+    w.add_argument('--w2v_negative', type=cli.positive_int, default=5, help='training: negative samples per pair')
     w.add_argument('--w2v_sample', type=float, default=1e-3, help='training: frequent-word downsampling threshold')
-    w.add_argument('--w2v_epochs', type=int, default=5, help='training: passes over the corpus')
-    w.add_argument('--train_max_tokens', type=int, default=0, help='training: only the first N tokens of the corpus '
+    w.add_argument('--w2v_epochs', type=cli.positive_int, default=5, help='training: passes over the corpus')
+    w.add_argument('--train_max_tokens', type=cli.count_or_zero, default=0, help='training: only the first N tokens of the corpus '
                    '(e.g. as many as a biLM checkpoint has seen; 0: all)')
 
 
 def check_word2vec_args(a):
     if a.output_word_vectors and not a.train_data_path:
         raise cli.InputError('--output_word_vectors goes with --train_data_path')
-    if a.max_vocab_size and a.train_data_path:
-        raise cli.InputError('--max_vocab_size applies to --word_vectors (use --min_count when training)')
-    if a.max_vocab_size < 0:
-        raise cli.InputError(f'--max_vocab_size must be >= 0 (0: all), got {a.max_vocab_size}')
+    if a.max_vectors and a.train_data_path:
+        raise cli.InputError('--max_vectors applies to --word_vectors (use --min_count when training)')
     if a.output_word_vectors:
         is_binary(a.output_word_vectors)
         directory = os.path.dirname(os.path.abspath(a.output_word_vectors))
@@ -85,20 +86,14 @@ def check_word2vec_args(a):
         is_binary(a.word_vectors)
         if not os.path.isfile(a.word_vectors):
             raise FileNotFoundError(f'{a.word_vectors}: --word_vectors file not found')
-    for name in ('w2v_dim', 'w2v_window', 'min_count', 'w2v_epochs'):
-        if getattr(a, name) < 1:
-            raise cli.InputError(f'--{name} must be >= 1, got {getattr(a, name)}')
-    if a.train_max_tokens < 0 or (a.train_max_tokens and not a.train_data_path):
-        raise cli.InputError(f'--train_max_tokens must be >= 0 (0: all) and goes with --train_data_path, got '
-                             f'{a.train_max_tokens}')
-    if a.w2v_negative < 1:
-        raise cli.InputError(f'--w2v_negative must be >= 1, got {a.w2v_negative}')
+    if a.train_max_tokens and not a.train_data_path:
+        raise cli.InputError('--train_max_tokens goes with --train_data_path')
 
 
 def vectors_from_args(a, info):
     """Train (and save) or load the vectors the options name; record what was done in `info`."""
     if a.word_vectors:
-        kv = load_vectors(a.word_vectors, a.max_vocab_size)
+        kv = load_vectors(a.word_vectors, a.max_vectors)
         info['vectors'] = a.word_vectors
         return kv
     paths = corpus_paths(a.train_data_path)
@@ -131,7 +126,7 @@ def main(argv=None):
     check_protocol_args(a)
     check_word2vec_args(a)
     require_package('gensim', 'classify')  # word2vec itself: before any file is read
-    if not runs_on_this_rank('word2vec_base.py'):
+    if not runs_on_this_rank('paddle-elmo word2vec'):
         return 0
     use_device(a.device, cpu_threads=a.cpu_threads)
     if a.data_dir is None:  # the vectors are the job (a word-input biLM's --word_vectors)
