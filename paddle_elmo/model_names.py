@@ -59,10 +59,10 @@ def _release(release):
 
 
 MODELS = {m.name: m for m in (
-    NamedModel('bundled', 'moses', 'English word + char biLM, LSTM 256, projection 128, 24.5 MB; ships with the '
-               'package', 'paddle_elmo/pretrained/ (its card: README.md there)', package_dir='pretrained'),
-    NamedModel('bundled-zh', 'jieba', 'Chinese word + char biLM trained on zh-corpus; ships with the package',
-               'paddle_elmo/pretrained_zh/ (its card: README.md there)', package_dir='pretrained_zh'),
+    NamedModel('bundled', 'moses', 'English word + char biLM with its softmax, LSTM 256, projection 128, 33.6 MB; '
+               'ships with the package', 'paddle_elmo/pretrained/ (its card: README.md there)', package_dir='pretrained'),
+    # No Chinese model is packaged: the one Chinese corpus we have (zh-corpus, CCTV news transcripts)
+    # may be used for research here, but its terms forbid shipping a model trained on it.
     # No sha256 is given: AllenNLP publishes no hashes of these files (not on its page, in its code
     # or configs), so pooch's known_hash is None and completeness rests on the transfer's length.
     NamedModel('small', 'moses', "AllenNLP's Small: LSTM 1024, output 128, 1 highway, 13.6M parameters, 1B Word",
@@ -110,8 +110,8 @@ def packaged_files(model):
     """A packaged model's (options_file, weight_file) -> paths, checked to be there."""
     directory = os.path.join(PACKAGE_DIR, model.package_dir)
     if not os.path.isdir(directory):
-        raise InputError(f'{model.name}: {directory} is not in this installation (the model ships in a later '
-                         f'release); give a model of your own: a directory with {OPTIONS_FILE} + {WEIGHTS_FILE} or '
+        raise InputError(f'{model.name}: {directory} is not in this installation (reinstall the '
+                         f'package); or give a model of your own: a directory with {OPTIONS_FILE} + {WEIGHTS_FILE} or '
                          f'a checkpoint')
     files = tuple(os.path.join(directory, n) for n in (OPTIONS_FILE, WEIGHTS_FILE))
     for path in files:

@@ -121,8 +121,7 @@ def test_the_table_holds_allennlp_s_urls_and_each_model_s_tokenizer(monkeypatch)
         assert [model_names.models_url() + f for f in model.files] == [f'{base}{stem}_options.json',
                                                                         f'{base}{stem}_weights.hdf5']
         assert model.tokenizer == 'moses' and model.source
-    assert {n: m.tokenizer for n, m in model_names.MODELS.items() if m.package_dir} == {'bundled': 'moses',
-                                                                                          'bundled-zh': 'jieba'}
+    assert {n: m.tokenizer for n, m in model_names.MODELS.items() if m.package_dir} == {'bundled': 'moses'}
     monkeypatch.setenv('PADDLE_ELMO_MODELS_URL', 'http://mirror.example/elmo')  # the rest of the path unchanged
     assert model_names.models_url() + model_names.MODELS['small'].files[1] == \
         f'http://mirror.example/elmo/{SMALL}/elmo_{SMALL}_weights.hdf5'
@@ -230,16 +229,10 @@ def test_pretrain_init_from_weights_takes_a_release_s_name(served, tiny_release)
 # ---- the packaged models ---------------------------------------------------------------------------------
 
 
-def test_bundled_zh_is_one_clear_line_until_it_ships_then_loads(tiny_release, tmp_path, monkeypatch):
+def test_a_packaged_model_s_missing_directory_is_one_clear_line(tmp_path, monkeypatch):
     monkeypatch.setattr(model_names, 'PACKAGE_DIR', str(tmp_path / 'package'))
-    with pytest.raises(InputError, match=r'^bundled-zh: .*pretrained_zh is not in this installation'):
-        resolve_model('bundled-zh')
-    os.makedirs(tmp_path / 'package')
-    os.symlink(tiny_release, tmp_path / 'package' / 'pretrained_zh')
-    source = resolve_model('bundled-zh')
-    assert source == ModelSource(options_file=str(tmp_path / 'package' / 'pretrained_zh' / 'options.json'),
-                                 weight_file=str(tmp_path / 'package' / 'pretrained_zh' / 'weights.hdf5'))
-    assert ELMoEmbedder('bundled-zh').encode(SENTENCES)[0].shape == (3, 4, 16)
+    with pytest.raises(InputError, match=r'^bundled: .*pretrained is not in this installation'):
+        resolve_model('bundled')
 
 
 # ---- --model on the commands -----------------------------------------------------------------------------

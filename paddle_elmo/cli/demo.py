@@ -14,7 +14,7 @@ temporary directory, whose path it prints).
 
     paddle-elmo demo --zh --model runs/zh/final --train_data_path zh-corpus/train.txt   # Chinese
 
-With --zh and --model MODEL (bundled-zh, or a checkpoint trained on zh-corpus, see README "Chinese"; the
+With --zh and --model MODEL (a checkpoint trained on zh-corpus, see README "Chinese"; the
 older spelling --init_from_ckpt DIR/N works too) it shows the same for Chinese words with two senses, 花 (flower / to
 spend) and 长 (long / the head of, as in 省长): raw probe sentences of our own split by the
 model's tokenizer, none containing any cue word, the senses' centroids from zh-corpus training
@@ -169,7 +169,7 @@ def build_parser():
                    help='instead of pretraining: the sense demo for Chinese with the biLM --model names '
                    '(trained on zh-corpus), the senses\' centroids from --train_data_path')
     p.add_argument('--model', metavar='NAME_OR_PATH', help='with --zh: a Chinese biLM trained on zh-corpus, as a '
-                   'model name (bundled-zh), a directory or a checkpoint prefix')
+                   'directory or a checkpoint prefix')
     p.add_argument('--init_from_ckpt', help='with --zh: checkpoint prefix without suffix of a biLM trained on '
                    'zh-corpus, e.g. zh/final (the same as --model zh/final)')
     p.add_argument('--train_data_path', help='with --zh: the segmented Chinese text it was trained on (zh-corpus\'s '

@@ -33,7 +33,7 @@ from paddle_elmo.fileio import InputError, missing_package
 # A switch is `--NAME` / `--no_NAME` (Switch); its table name is NAME.
 FLAGS = {
     # the model
-    'model': ('the model, in one value: a model name (bundled, bundled-zh, small, medium, original, '
+    'model': ('the model, in one value: a model name (bundled, small, medium, original, '
               'original-5.5b; AllenNLP\'s downloaded once into the cache), a directory with options.json + '
               'weights.hdf5, a checkpoint directory or a checkpoint prefix DIR/N', ()),
     'init_from_ckpt': ('a checkpoint of ours: DIR/N without the .pdparams suffix (DIR holds options.json); '
@@ -264,7 +264,7 @@ VOCAB_HELP = ('the model\'s vocabulary: one token per line, most frequent first 
               'word model, embedding row i: in bilm-tf one file)')
 
 
-MODEL_HELP = ('a model name: bundled, bundled-zh (packaged), small, medium, original, original-5.5b (AllenNLP\'s '
+MODEL_HELP = ('a model name: bundled (packaged), small, medium, original, original-5.5b (AllenNLP\'s '
               'releases, downloaded once into $PADDLE_ELMO_CACHE/models/); a directory with options.json + '
               'weights.hdf5 (bilm-tf / AllenNLP files, an export); a checkpoint directory (its final or latest step); '
               'or a checkpoint prefix DIR/N')
