@@ -1,7 +1,7 @@
 # make setup: .venv with the package installed editable and the extras the tests need;
 # make demo: the main job on a small built-in default; make test: the test suite (what CI runs);
 # make bench: the embedding benchmark (prints a table); make flags-table: README's flag table from
-# paddle_elmo/cli/flags.py's FLAGS.
+# paddle_elmo/cli/glossary.py's FLAGS.
 PYTHON ?= python3
 VENV := .venv
 PY := $(VENV)/bin/python

@@ -1,7 +1,7 @@
 """What an exported model directory holds and how it is called: its files, its input and output
 names (one input per id kind the model reads), the key that records its precision, and its
-manifest (export.json: how it was checked). Shared by the writer (deploy.py) and the runtime
-(inference.py).
+manifest (export.json: how it was checked), and the error a failed export raises. Shared by the
+writer (deploy.py and the modules it calls) and the runtime (inference.py).
 """
 import logging
 import os
@@ -56,6 +56,11 @@ def input_names(config):
 
 # model.onnx's metadata key saying how it was quantized (absent: float32); InferenceEmbedder reads it.
 PRECISION_KEY = 'elmo_precision'
+
+
+class ExportError(RuntimeError):
+    """Writing an export failed at a step that is not the user's input (a conversion, a check, the
+    quantization): the message says which and why. Raised by deploy, export_checks and quantize."""
 
 
 def read_manifest(model_dir):

@@ -1,5 +1,5 @@
 """One vocabulary of flags (issue 34): every option of every command is a name of the flag table
-(paddle_elmo.cli.flags.FLAGS) or an alias it declares, one concept per name, one style of switch,
+(paddle_elmo.cli.glossary.FLAGS) or an alias it declares, one concept per name, one style of switch,
 every default in --help, and README's table made from the same data. Nothing here runs a command:
 the parsers come from each command module's build_parser()."""
 import argparse

@@ -83,7 +83,7 @@ def extra_packages(extras, name):
 
 
 def test_the_cpu_extra_runs_the_default_export():
-    # export-inference's default, paddle,onnx, needs Paddle and the ONNX writers (deploy.check_quantizable
+    # export-inference's default, paddle,onnx, needs Paddle and the ONNX writers (quantize.check_quantizable
     # names them); [cpu] installs them all, so `pip install paddle-elmo[cpu]` exports as the README shows.
     from paddle_elmo.cli.export_inference import build_parser
     with open(os.path.join(ROOT, 'pyproject.toml'), 'rb') as f:

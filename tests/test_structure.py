@@ -194,13 +194,30 @@ def is_optional(name):
     return name.split('.')[0] in OPTIONAL_PACKAGES
 
 
-@pytest.mark.parametrize('module', SERVE_PATH)
-def test_the_serving_path_imports_no_paddle_nor_other_optional_package(module):
+def assert_imports_no_optional_package_when_imported(module):
+    """Neither `module` nor anything it imports when imported imports Paddle or another optional package."""
     modules = package_modules()
     graph = {name: sorted(module_level_imports(path) & set(modules) - {name}) for name, path in modules.items()}
     for name in {module} | closure(graph, module):
         optional = sorted(n for n in module_level_imports(modules[name]) if is_optional(n))
         assert not optional, f'{name} (imported by {module}) imports {optional} at import time'
+
+
+@pytest.mark.parametrize('module', SERVE_PATH)
+def test_the_serving_path_imports_no_paddle_nor_other_optional_package(module):
+    assert_imports_no_optional_package_when_imported(module)
+
+
+# An export's parts but its writer (deploy: Paddle's program): graph edits, int8, the directory and the
+# checks load without Paddle or onnx (imported on use), so that a command using one (finetune's
+# token_cosines) pays for neither.
+EXPORT_PARTS = ('paddle_elmo.onnx_graph', 'paddle_elmo.quantize', 'paddle_elmo.export_dirs',
+                'paddle_elmo.export_checks')
+
+
+@pytest.mark.parametrize('module', EXPORT_PARTS)
+def test_an_export_s_parts_but_its_writer_import_no_paddle_nor_onnx(module):
+    assert_imports_no_optional_package_when_imported(module)
 
 
 def test_optional_packages_are_imported_where_used_never_at_import_time():
@@ -216,6 +233,26 @@ def test_help_and_build_vocab_import_no_paddle():
                'paddle_elmo.tokenizers', 'paddle_elmo.config', 'paddle_elmo.runtime']
     proc = python_child(f'import sys, {", ".join(modules)}; print("paddle" in sys.modules)')
     assert proc.stdout.split() == ['False']
+
+
+# The commands' shared parts (README's `cli.` rows); cli.flags gathers their names as every command's `cli`.
+CLI_PARTS = ('paddle_elmo.cli.glossary', 'paddle_elmo.cli.arguments', 'paddle_elmo.cli.model_flags',
+             'paddle_elmo.cli.config_flags', 'paddle_elmo.cli.runner', 'paddle_elmo.cli.flag_table')
+
+
+def test_every_cli_module_is_a_command_the_protocol_a_shared_part_or_the_gathering_of_them():
+    from paddle_elmo.cli import COMMANDS
+    commands = {f'paddle_elmo.cli.{module}' for module, _, _ in COMMANDS.values()} | {'paddle_elmo.cli.protocol'}
+    cli_modules = {name for name in package_modules() if name.startswith('paddle_elmo.cli.')}
+    assert cli_modules == commands | set(CLI_PARTS) | {'paddle_elmo.cli.flags'}
+    graph = our_imports()
+    for part in CLI_PARTS:  # a part serves the commands: it imports none of them, nor the gathering
+        assert not set(graph[part]) & (commands | {'paddle_elmo.cli.flags'}), f'{part} imports {graph[part]}'
+    with open(package_modules()['paddle_elmo.cli.flags'], encoding='utf-8') as f:
+        body = ast.parse(f.read()).body
+    defined = [ast.unparse(n)[:60] for n in body[1:] if not isinstance(n, ast.ImportFrom)]
+    assert not defined, f'cli/flags.py only gathers the parts\' names; it defines {defined}'
+    assert {n.module for n in body[1:]} >= set(CLI_PARTS)
 
 
 @pytest.mark.parametrize('first', ['paddle_elmo.kernels', 'paddle_elmo.static_bilm', 'paddle_elmo.lm',

@@ -3,7 +3,7 @@
 Each subcommand is a module of this package with a `build_parser()` (its flags) and a
 `main(argv=None)` that parses them; the top-level scripts of a checkout (`run_pretrain.py`, ...)
 call the same `main()`. Only the chosen module is imported, so `paddle-elmo --help` does not import
-Paddle. Every flag's name is one of flags.FLAGS (README's "Flags" table: `update_readme`).
+Paddle. Every flag's name is one of glossary.FLAGS (README's "Flags" table: `update_readme`).
 """
 import importlib
 import sys
@@ -41,8 +41,8 @@ def command_parsers():
 
 
 def update_readme(path='README.md'):
-    """Rewrite README's flag table (between its flags markers) from flags.FLAGS -> True when it changed."""
-    from paddle_elmo.cli.flags import README_END, README_START, flags_markdown
+    """Rewrite README's flag table (between its flags markers) from glossary.FLAGS -> True when it changed."""
+    from paddle_elmo.cli.flag_table import README_END, README_START, flags_markdown
     with open(path, encoding='utf-8') as f:
         text = f.read()
     start, end = text.index(README_START) + len(README_START), text.index(README_END)
@@ -54,10 +54,10 @@ def update_readme(path='README.md'):
 
 
 def run_command(name):
-    """Run subcommand `name` on sys.argv's flags inside flags.run, the one error boundary: importing
+    """Run subcommand `name` on sys.argv's flags inside runner.run, the one error boundary: importing
     the command's module is inside it too, so that a package it needs and lacks (Paddle, gensim, ...)
     is a one-line error naming what installs it."""
-    from paddle_elmo.cli.flags import run
+    from paddle_elmo.cli.runner import run
     run(lambda: importlib.import_module(f'{__name__}.{COMMANDS[name][0]}').main())
 
 

@@ -58,8 +58,11 @@ def build_parser():
 def main(argv=None):
     a = build_parser().parse_args(argv)
     source = cli.model_source(a)
-    from paddle_elmo.deploy import (CHECK_SENTENCES, ExportError, check_output_dir, check_quantizable, check_sentences,
-                                    export_inference)
+    from paddle_elmo.deploy import export_inference
+    from paddle_elmo.export_checks import CHECK_SENTENCES, check_sentences
+    from paddle_elmo.export_dirs import check_output_dir
+    from paddle_elmo.export_format import ExportError
+    from paddle_elmo.quantize import check_quantizable
     from paddle_elmo.static_bilm import check_exportable
     from paddle_elmo.run_configs import read_json
     import paddle

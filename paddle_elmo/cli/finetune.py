@@ -100,7 +100,7 @@ def check_elmo_args(a):
 def exported_embedder(a, bilm, sentences, n_check=8):
     """--inference_model's InferenceEmbedder, after checking on the first sentences that it is an
     export of `bilm`: every token's cosine within the int8 tolerance (a float export agrees far closer)."""
-    from paddle_elmo.deploy import INT8_MIN_COSINE, token_cosines
+    from paddle_elmo.export_checks import INT8_MIN_COSINE, token_cosines
     from paddle_elmo.embedder import ELMoEmbedder
     from paddle_elmo.inference import InferenceEmbedder
     exported = InferenceEmbedder(a.inference_model, backend=a.inference_backend, batch_size=a.bilm_batch_size,

@@ -6,7 +6,8 @@ import os
 
 from paddle_elmo.classifier import (BOUNDARY_TOKENS, FEATURE_NORMS, TrainConfig, format_table,
                                     read_polarity, summarize)
-from paddle_elmo.cli.flags import count_or_zero, option_strings, positive_int
+from paddle_elmo.cli.arguments import count_or_zero, positive_int
+from paddle_elmo.cli.glossary import option_strings
 from paddle_elmo.fileio import InputError, make_directory, write_json_atomic
 
 log = logging.getLogger(__name__)

@@ -1,0 +1,104 @@
+"""The one way a command runs: its error boundary (run) and its log.
+
+A user's error must be the one line on stderr: Paddle's C++ info logs are off because importing the
+package sets GLOG_minloglevel before anything of ours imports Paddle (runtime.py), whatever a
+script imports first.
+
+Output: results on stdout (print, in the commands); everything else is the log, on stderr: the
+`paddle_elmo` logger's records (INFO lines as they are, others after their level's name:
+`warning: ...`), and tqdm bars. `run()` sets that up for the command's duration, and every
+command's --quiet (warnings and errors only, no progress bars) or --verbose (debug lines too)
+sets the level once parsed (arguments.parser). Under paddle.distributed.launch only rank 0 logs
+INFO lines.
+"""
+import contextlib
+import logging
+import os
+import sys
+
+from paddle_elmo.fileio import InputError, missing_package
+
+
+def run(main):
+    """Call main() with the command's log set up (command_logging): the one error boundary of every
+    command. A user mistake (InputError, a missing file, a package of an extra not installed, Paddle
+    among them) becomes one line on stderr and exit code 2. Anything else is a bug and keeps its
+    traceback."""
+    with command_logging():
+        try:
+            sys.exit(main() or 0)
+        except (InputError, FileNotFoundError) as e:
+            fail(e)
+        except ModuleNotFoundError as e:
+            missing = missing_package(e)
+            if missing is None:
+                raise
+            fail(missing)
+        except KeyboardInterrupt:
+            print('interrupted', file=sys.stderr)
+            sys.exit(130)
+
+
+def fail(error):
+    """A user's mistake: `error` as the one line on stderr, exit code 2."""
+    print(f'error: {error}', file=sys.stderr)
+    sys.exit(2)
+
+
+# ---- the log -----------------------------------------------------------------------------------
+
+LOGGER = 'paddle_elmo'  # every module's logger is below it (logging.getLogger(__name__))
+_handler = None  # the stderr handler of the command running (command_logging), else None
+
+
+class _LogFormat(logging.Formatter):
+    """INFO records as their message (a progress line reads as before); the others after their
+    level's name, as the one-line errors: 'warning: ...', 'error: ...', 'debug: ...'."""
+
+    def format(self, record):
+        text = super().format(record)
+        return text if record.levelno == logging.INFO else f'{record.levelname.lower()}: {text}'
+
+
+def _rank():
+    """This process's global rank under paddle.distributed.launch (0 otherwise)."""
+    rank = os.environ.get('PADDLE_TRAINER_ID', '0').strip()
+    return int(rank) if rank.isdigit() else 0
+
+
+def log_level(quiet=False, verbose=False):
+    """--verbose: DEBUG; --quiet, or a rank other than 0 (rank 0 alone logs its progress): WARNING; else INFO."""
+    if verbose:
+        return logging.DEBUG
+    return logging.WARNING if quiet or _rank() > 0 else logging.INFO
+
+
+@contextlib.contextmanager
+def command_logging():
+    """For a command's duration: the paddle_elmo logger's records on stderr in _LogFormat, at INFO
+    until the flags are parsed (set_log_level), and not passed on to the root logger (Paddle's
+    import gives it a handler of its own format, which would print each line again). The logger's
+    settings are restored after (a test may run a command in its own process)."""
+    global _handler
+    logger = logging.getLogger(LOGGER)
+    saved = logger.level, logger.propagate
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(_LogFormat())
+    logger.addHandler(handler)
+    logger.setLevel(log_level())
+    logger.propagate = False
+    _handler = handler
+    try:
+        yield
+    finally:
+        _handler = None
+        logger.removeHandler(handler)
+        logger.setLevel(saved[0])
+        logger.propagate = saved[1]
+
+
+def set_log_level(quiet=False, verbose=False):
+    """The level --quiet / --verbose ask for, on a command's log (none outside run(): parsing flags
+    in a program of one's own changes no logging setting)."""
+    if _handler is not None:
+        logging.getLogger(LOGGER).setLevel(log_level(quiet, verbose))

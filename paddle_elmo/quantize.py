@@ -1,0 +1,108 @@
+"""int8 exports: what --quantize int8 does (INT8_SETTINGS), whether it applies (check_quantizable),
+and quantize_onnx, which rewrites an export's model.onnx with onnxruntime's quantize_dynamic after
+the graph edits it needs (onnx_graph).
+"""
+import os
+
+from paddle_elmo.export_format import ONNX_FILE, PRECISION_KEY, ExportError, quiet_native_output
+from paddle_elmo.fileio import InputError, require_package
+from paddle_elmo.onnx_graph import (MATMUL_KINDS, constants_to_initializers, fold_weight_parts, matmuls_of,
+                                    nested_graphs, normalize_per_token)
+
+
+QUANTIZE_CHOICES = ('int8',)
+
+
+# What --quantize int8 does, chosen by measurement (issue 37). The LSTMs' products in int8 with
+# QInt8 weights (with uint8 activations, onnxruntime's fast u8s8 kernels; QUInt8 ran at 0.55x of
+# it), one weight scale per matrix (per column: same agreement, 0.47x the speed); the token
+# representation float (quantizing the char CNN, highway and projection too brought the original
+# size's worst token cosine from 0.9975 to 0.949 for ~1.3x more speed). Each LSTM layer's input
+# products x @ W_x, computed for all steps before its Loop (StaticBiLM), are quantized with one
+# scale PER TOKEN (normalize_per_token): a token representation's values reach ~24 in the bundled
+# model (~50 at the original size) while most tokens' stay within 1-2, so one scale for a whole
+# call, as quantize_dynamic gives, is far too coarse for most tokens. The bundled model's worst
+# token cosine on 1,000 rt-polarity sentences: 0.979 with [x_t; h] at one scale per step (the
+# first int8 export); 0.956 with x @ W_x apart at one scale per batch; 0.9966 per token (and
+# 0.9998 at the original size). Giving h a scale of its own was not the fix (emulated: 0.971).
+# Inside the Loops, h @ W_h and the projection W_P go through quantize_dynamic as they are (h is
+# within the projection clip). Cost: ~0.9x the first int8 export's CPU time (measured on a loaded
+# machine, same process, both sizes).
+INT8_SETTINGS = dict(weight_type='QInt8', keep_float=('token',), per_channel=False, per_token=('lstm_input',))
+
+
+def check_quantizable(quantize, formats):
+    """InputError (one line) unless `quantize` (None or 'int8') applies to an export of `formats`
+    and the packages that write them are installed (the [onnx] extra, also in [cpu])."""
+    if 'onnx' in formats:
+        for module in ('onnx', 'paddle2onnx', 'onnxruntime'):  # onnxruntime: the check runs model.onnx
+            require_package(module, 'onnx')
+    if quantize is None:
+        return
+    if quantize not in QUANTIZE_CHOICES:
+        raise InputError(f'quantize must be one of {QUANTIZE_CHOICES}, got {quantize!r}')
+    if 'onnx' not in formats:
+        raise InputError(f'--quantize {quantize} quantizes model.onnx (for onnxruntime); the paddle format alone '
+                         f'cannot be quantized: use --formats paddle,onnx')
+    require_package('onnxruntime.quantization', 'onnx')
+
+
+def quantize_onnx(directory, weight_type='QInt8', keep_float=(), per_channel=False, per_token=()):
+    """directory/model.onnx (float32, as save_onnx writes it) -> the same file dynamically quantized
+    to int8 by onnxruntime.quantization.quantize_dynamic: each MatMul's weight stored as int8 (one
+    scale per matrix), its input quantized to uint8 at every call (DynamicQuantizeLinear), products
+    in integers (MatMulInteger); the MatMuls inside the LSTM Loops too. The weights StaticBiLM
+    splits are folded into weights of their own first (fold_weight_parts), and the MatMuls named
+    by `per_token` have their input quantized per token (normalize_per_token).
+
+    # Parameters
+    weight_type: 'QInt8' or 'QUInt8' (onnxruntime's QuantType names), quantize_dynamic's.
+    keep_float, per_token: kinds of MatMuls (matmuls_of). per_channel: quantize_dynamic's weights
+    with one scale per column, not per matrix.
+    -> {'quantized': n MatMuls, 'kept_float': [node names], 'description'}. The model's metadata
+    records the description (PRECISION_KEY). ExportError if a MatMul inside the Loops stayed float.
+    """
+    import onnx
+    quantization = require_package('onnxruntime.quantization', 'onnx')  # it needs ml_dtypes beside onnxruntime
+    QuantType, quantize_dynamic = quantization.QuantType, quantization.quantize_dynamic
+    path = os.path.join(directory, ONNX_FILE)
+    model = onnx.load(path)
+    constants_to_initializers(model.graph)
+    fold_weight_parts(model)
+    per_token_names = matmuls_of(model, per_token)
+    normalize_per_token(model, per_token_names)
+    excluded = matmuls_of(model, keep_float)
+    float_path = os.path.join(directory, 'model.float.onnx')
+    onnx.save(model, float_path)
+    try:
+        with quiet_native_output():  # its INFO lines and a pre-processing hint, on every export
+            quantize_dynamic(float_path, path, weight_type=getattr(QuantType, weight_type),
+                             op_types_to_quantize=['MatMul'], nodes_to_exclude=excluded, per_channel=per_channel,
+                             extra_options={'EnableSubgraph': True})
+    finally:
+        os.remove(float_path)
+    model = onnx.load(path)
+    loops = [g for g in nested_graphs(model.graph) if g is not model.graph]
+    left = [n.name for g in loops for n in g.node if n.op_type == 'MatMul']
+    if left:  # a weight reached through an op fold_weight_parts does not know (another paddle2onnx?)
+        raise ExportError(f'quantize_dynamic left {len(left)} MatMuls inside the LSTM Loops float ({left[0]}, ...): '
+                          f'their weights are not initializers of model.onnx')
+    quantized = sum(n.op_type == 'MatMulInteger' for g in nested_graphs(model.graph) for n in g.node)
+    description = (f'int8: onnxruntime {_onnxruntime_version()} quantize_dynamic, weights {weight_type} '
+                   f'{"per column" if per_channel else "per matrix"}, activations uint8 per call'
+                   f'{_kinds_in_words(" (", per_token, " per token)")}; {quantized} MatMuls quantized, '
+                   f'{len(excluded)} kept float32{_kinds_in_words(" (", keep_float, ")")}')
+    onnx.helper.set_model_props(model, {PRECISION_KEY: description})
+    model.doc_string += f' [{description}]'
+    onnx.save(model, path)
+    return {'quantized': quantized, 'kept_float': excluded, 'description': description}
+
+
+def _kinds_in_words(before, kinds, after):
+    """MatMul kinds (MATMUL_KINDS) in words between `before` and `after`, or '' for none."""
+    return f'{before}{" and ".join(MATMUL_KINDS[kind] for kind in kinds)}{after}' if kinds else ''
+
+
+def _onnxruntime_version():
+    import onnxruntime
+    return onnxruntime.__version__
