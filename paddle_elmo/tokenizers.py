@@ -4,6 +4,7 @@ The embedders, Elmo, the classifiers' data, build-vocab and predict all go throu
 A model records the tokenizer of its training text (config.ModelConfig.tokenizer);
 `model_tokenizer` picks the one to use with it.
 """
+import functools
 import logging
 import re
 
@@ -96,8 +97,7 @@ def _moses_tokenizer():
     except ImportError:
         raise InputError(f'the moses tokenizer needs the sacremoses package: pip install sacremoses=='
                          f'{SACREMOSES_VERSION}') from None
-    moses = MosesTokenizer(lang='en')
-    moses.NONBREAKING_PREFIXES = moses.NONBREAKING_PREFIXES + list(_CORPUS_ABBREVIATIONS)
+    moses = _english_moses(MosesTokenizer)
 
     def moses_tokens(text):
         text = _MARK_RUN.sub(lambda m: f' {m.group()} ', text.translate(_STRAIGHT_QUOTES))
@@ -112,6 +112,16 @@ def _moses_tokenizer():
             tokens = [next(clitics) if token == stand_in else token for token in tokens]
         return _corpus_ending(_corpus_periods(_corpus_possessives(tokens), moses.NONBREAKING_PREFIXES))
     return moses_tokens
+
+
+@functools.lru_cache(maxsize=None)
+def _english_moses(tokenizer_class):
+    """sacremoses's English MosesTokenizer with the corpus's abbreviations, built once per process:
+    building it reads its prefix lists (~15 ms), and get_tokenizer runs at every encode call. Only
+    the build is cached: the import above runs each time, so a missing sacremoses stays an error."""
+    moses = tokenizer_class(lang='en')
+    moses.NONBREAKING_PREFIXES = moses.NONBREAKING_PREFIXES + list(_CORPUS_ABBREVIATIONS)
+    return moses
 
 
 def _corpus_periods(tokens, abbreviations):
