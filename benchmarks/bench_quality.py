@@ -1,8 +1,9 @@
-"""Time to quality: pretrain from scratch for a fixed wall-clock budget, then held-out perplexity.
+"""Time to quality: pretrain from scratch for a budget of minutes or of steps, then held-out perplexity.
 
     python benchmarks/bench_quality.py --preset budget                      # 60 minutes, 2 threads
     python benchmarks/bench_quality.py --preset small --minutes 20 --label small-20
     python benchmarks/bench_quality.py --preset budget --ranks 2 -- --lr 0.3   # flags after -- go to run_pretrain.py
+    python benchmarks/bench_quality.py --steps 1500 --label cosine -- --lr_decay cosine   # recipes at equal steps
 
 The comparable figure, whatever the recipe: lm-corpus `heldout.txt` (or --corpus DIR's), the
 vocabulary of the 100k most frequent words of `train.txt` plus <S> </S> <UNK>, full softmax, the first 51,200 targets in
@@ -38,9 +39,17 @@ def pretrain_command(a, vocab, save_dir, extra):
                    '--log_dir', os.path.join(save_dir, 'launch_logs')]
     return launch + [script, '--preset', a.preset, '--train_data_path', os.path.join(a.corpus, 'train.txt'),
                      '--vocab_file', vocab, '--dev_data_path', os.path.join(a.corpus, 'heldout.txt'),
-                     '--save_dir', save_dir, '--max_minutes', str(a.minutes), '--eval_minutes', str(a.eval_minutes),
+                     '--save_dir', save_dir, *budget_flags(a),
                      '--eval_max_tokens', str(EVAL_TOKENS), '--epochs', '100', '--save_freq', '1000000000',
                      '--log_freq', '50', '--seed', str(a.seed), *extra]
+
+
+def budget_flags(a):
+    """run_pretrain.py's flags for the budget: --steps (a fixed number of updates, held-out perplexity
+    every --eval_steps and at the end) or --minutes (of training time, every --eval_minutes)."""
+    if a.steps:
+        return ['--max_steps', str(a.steps), '--eval_freq', str(a.eval_steps or a.steps)]
+    return ['--max_minutes', str(a.minutes), '--eval_minutes', str(a.eval_minutes)]
 
 
 def read_curve(save_dir):
@@ -81,6 +90,11 @@ def main():
     p.add_argument('--minutes', type=float, default=60.0, help='training budget (wall-clock training minutes)')
     p.add_argument('--eval_minutes', type=float, help='held-out evaluation every this many training minutes '
                    '(default: a quarter of the budget; each takes ~2 minutes at 50 GFLOP/s, not counted)')
+    p.add_argument('--steps', type=int, default=0,
+                   help='a fixed number of training steps instead of --minutes (0: --minutes): the figure that '
+                   'compares recipes apart from the machine\'s speed')
+    p.add_argument('--eval_steps', type=int, default=0, help='with --steps: held-out evaluation every this many '
+                   'steps (0: at the end only)')
     p.add_argument('--threads', type=int, default=2, help='CPU threads in all (split among the ranks)')
     p.add_argument('--ranks', type=int, default=1, help='processes under paddle.distributed.launch')
     p.add_argument('--seed', type=int, default=1)
@@ -121,7 +135,7 @@ def main():
     last, final = rows[-1], curve[-1]
     minutes, tokens = float(last['train_minutes']), int(last['tokens'])
     summary = {'label': label, 'preset': a.preset, 'extra': a.extra, 'ranks': a.ranks, 'threads': a.threads,
-               'budget_minutes': a.minutes, 'train_minutes': minutes, 'wall_minutes': round(wall / 60, 2),
+               'budget_minutes': None if a.steps else a.minutes, 'budget_steps': a.steps or None, 'train_minutes': minutes, 'wall_minutes': round(wall / 60, 2),
                'steps': int(last['step']), 'tokens': tokens, 'tokens_per_s': round(tokens / (minutes * 60)),
                'dev_forward_perplexity': float(final['dev_forward_perplexity']),
                'dev_backward_perplexity': float(final['dev_backward_perplexity']),

@@ -104,13 +104,27 @@ class CharEncoder(nn.Layer):
     def features(self, char_ids, ops=None):
         """char_ids: int64 [tokens, max_chars] -> the highway output, float32 [tokens, n_filters]."""
         ops = ops or EAGER
+        return self.highway(self.cnn(char_ids, ops), ops)
+
+    def cnn(self, char_ids, ops=None):
+        """char_ids: int64 [tokens, max_chars] -> the char CNN's output, float32 [tokens, n_filters]:
+        the part whose windows depend on the call's longest token (EagerOps runs it per chunk)."""
+        ops = ops or EAGER
         used = ops.used_chars(char_ids, self.pad_id, self.max_chars)
         windows = ops.char_windows(char_ids, used, self.widths, self.max_chars, self.char_embed)
-        x = layer_math.char_cnn(windows, self.conv_weights, paddle.concat(list(self.conv_biases)), self.activation,
-                                ops.max_over, ops.add_bias)
+        return layer_math.char_cnn(windows, self.conv_weights, paddle.concat(list(self.conv_biases)), self.activation,
+                                   ops.max_over, ops.add_bias)
+
+    def highway(self, x, ops=None):
+        """The highway layers on the char CNN's output x [tokens, n_filters] -> [tokens, n_filters]."""
         for highway in self.highways:
-            x = highway(x, ops)  # [tokens, n_filters]
+            x = highway(x, ops)
         return x
+
+    def project_highway(self, x, ops=None):
+        """The highway layers, then the projection: the char CNN's output [tokens, n_filters] ->
+        [tokens, projection_dim] (char input)."""
+        return (ops or EAGER).project(self.highway(x, ops), self.projection)
 
 
 class EagerOps(layer_math.TokenOps):
@@ -159,17 +173,25 @@ class EagerOps(layer_math.TokenOps):
                 [n_windows, width, tokens]).transpose([0, 2, 1])  # [windows, tokens, width]
             yield char_embed(window_ids).reshape([n_windows, tokens, width * char_embed.weight.shape[1]])
 
-    def per_distinct_token(self, char_ids, encode, dim, pad_id):
+    def per_distinct_token(self, char_ids, per_chunk, after, dim, pad_id):
         """As TokenOps.per_distinct_token, with zeros at padding tokens: each distinct real token is
-        encoded once (gradients add up through the gather), in chunks of similar lengths
-        (length_chunks) of at most `chunk` tokens: a chunk of short words skips most all-PAD
-        windows (see CharEncoder), and the peak memory stays bounded however long the input."""
+        encoded once (gradients add up through the gather). `per_chunk` runs on chunks of similar
+        lengths (length_chunks) of at most `chunk` tokens: a chunk of short words skips most all-PAD
+        windows (see CharEncoder), and the peak memory stays bounded however long the input;
+        `after` runs once on their concatenation when the call is one chunk's worth (a training
+        step: one product per highway instead of one per chunk, and no gradient summed over
+        chunks), else chunk by chunk."""
         ids = _numpy(char_ids)
         distinct, used, slot = distinct_tokens(ids, pad_id)
         if len(distinct) == 0:
             return paddle.zeros([ids.shape[0], dim])
-        parts = [encode(paddle.to_tensor(distinct[a:b])) for a, b in length_chunks(used, self.chunk)]
-        encoded = parts[0] if len(parts) == 1 else paddle.concat(parts)  # [distinct real tokens, dim]
+        chunks = length_chunks(used, self.chunk)
+        if len(distinct) <= self.chunk:
+            parts = [per_chunk(paddle.to_tensor(distinct[a:b])) for a, b in chunks]
+            encoded = after(parts[0] if len(parts) == 1 else paddle.concat(parts))
+        else:
+            parts = [after(per_chunk(paddle.to_tensor(distinct[a:b]))) for a, b in chunks]
+            encoded = parts[0] if len(parts) == 1 else paddle.concat(parts)  # [distinct real tokens, dim]
         # Row 0 of the table is the zero vector that padding positions pick.
         table = paddle.concat([paddle.zeros([1, dim], dtype=encoded.dtype), encoded])
         return paddle.gather(table, paddle.to_tensor(slot))

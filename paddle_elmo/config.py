@@ -261,6 +261,12 @@ class Recipe:
     optimizer: str = setting('adagrad', "adagrad: bilm-tf's (accumulators from 1.0); adam: with linear warm-up")
     lr: float = setting(0.2, 'learning rate')
     warmup_steps: int = setting(0, 'adam: linear warm-up steps')
+    lr_decay: str = setting('none', "not bilm-tf's: after warm-up the learning rate falls to lr x lr_final over "
+                            "lr_decay_steps updates, along a line (linear) or a half cosine (cosine), then stays; "
+                            "none keeps it constant (bilm-tf)")
+    lr_decay_steps: int = setting(0, 'updates over which the learning rate decays (0: the run\'s total steps: '
+                                  '--max_steps or all the epochs\' steps)')
+    lr_final: float = setting(0.1, 'the learning rate at the end of the decay, as a share of lr')
     max_grad_norm: float = setting(10.0, 'global gradient-norm clip (of the gradient of loss x unroll_steps, '
                                    'as bilm-tf)')
     reset_state_at_sentence_start: bool = setting(
@@ -304,10 +310,16 @@ class Recipe:
                 raise InputError(f'--{name} must be > 0, got {getattr(self, name)}')
         if self.optimizer not in OPTIMIZERS:
             raise InputError(f'--optimizer must be one of {", ".join(OPTIMIZERS)}, got {self.optimizer!r}')
+        if self.lr_decay not in LR_DECAYS:
+            raise InputError(f'--lr_decay must be one of {", ".join(LR_DECAYS)}, got {self.lr_decay!r}')
+        if self.lr_decay_steps < 0 or not 0.0 <= self.lr_final <= 1.0:
+            raise InputError(f'--lr_decay_steps must be >= 0 and --lr_final within [0, 1], got '
+                             f'{self.lr_decay_steps} and {self.lr_final}')
         return self
 
 
 OPTIMIZERS = ('adagrad', 'adam')
+LR_DECAYS = ('none', 'linear', 'cosine')
 # Recipe fields that bilm-tf's train_elmo.py writes into options.json, under its names. n_tokens_vocab
 # (the vocabulary's size) goes there too; it is the data's, not a setting.
 BILM_TF_TRAINING_KEYS = {'batch_size': 'batch_size', 'unroll_steps': 'unroll_steps',

@@ -472,3 +472,163 @@ PD_BUILD_OP(elmo_highway_gate_backward)
     .Inputs({"Carry", "CarryBias", "Transform", "TransformBias", "X", "GradY"})
     .Outputs({"GradCarry", "GradCarryBias", "GradTransform", "GradTransformBias", "GradX"})
     .SetKernelFn(PD_KERNEL(HighwayGateBackward));
+
+// ---- Optimizer updates, in place --------------------------------------------------------------
+// bilm-tf's Adagrad and the budget recipe's Adam over every parameter in one call, the global-norm
+// clip's factor `scale` applied on the way (as Paddle ops: a scale, then the update, per tensor;
+// and a gather, update and scatter for each table's rows). The arithmetic is Paddle's, operation
+// for operation, and contraction into FMAs is off here, so the results are the Paddle ops' bit for
+// bit (tests/test_cpu.py).
+#pragma GCC push_options
+#pragma GCC optimize("fp-contract=off")
+
+namespace {
+
+// Adagrad (TF's ApplyAdagrad; Paddle's adagrad kernel with epsilon 0) on n elements.
+inline void AdagradSpan(float* p, float* acc, const float* grad, int64_t n, float lr, float scale) {
+#pragma omp simd
+  for (int64_t k = 0; k < n; ++k) {
+    const float g = grad[k] * scale;
+    acc[k] = acc[k] + g * g;
+    p[k] = p[k] - lr * g / (std::sqrt(acc[k]) + 0.f);
+  }
+}
+
+// Adam as optimizers.Adam's Paddle ops compute it: m = m b1 + g (1 - b1); v = v b2 + (g (1 - b2)) g;
+// p -= (lr m) / (sqrt(v) + eps); c1 = 1 - b1 and c2 = 1 - b2 as the caller rounded them.
+struct AdamArgs {
+  float lr, scale, b1, c1, b2, c2, eps;
+};
+
+inline void AdamSpan(float* p, float* m, float* v, const float* grad, int64_t n, const AdamArgs& a) {
+#pragma omp simd
+  for (int64_t k = 0; k < n; ++k) {
+    const float g = grad[k] * a.scale;
+    m[k] = m[k] * a.b1 + g * a.c1;
+    v[k] = v[k] * a.b2 + (g * a.c2) * g;
+    p[k] = p[k] - (a.lr * m[k]) / (std::sqrt(v[k]) + a.eps);
+  }
+}
+
+// (tensor, first element, elements) blocks of a list of same-shaped tensor groups, so that one
+// parallel loop covers every parameter.
+struct Block {
+  size_t tensor;
+  int64_t start, size;
+};
+
+std::vector<Block> Blocks(const std::vector<Tensor>& tensors) {
+  std::vector<Block> blocks;
+  for (size_t i = 0; i < tensors.size(); ++i) {
+    for (int64_t start = 0; start < tensors[i].numel(); start += kBlock) {
+      blocks.push_back({i, start, std::min(kBlock, tensors[i].numel() - start)});
+    }
+  }
+  return blocks;
+}
+
+void CheckSlots(const std::vector<Tensor>& params, const std::vector<std::vector<Tensor>*>& slots,
+                const std::vector<Tensor>& grads, const char* name) {
+  for (const auto* slot : slots) PD_CHECK(slot->size() == params.size(), name, ": one slot per parameter");
+  PD_CHECK(grads.size() == params.size(), name, ": one gradient per parameter");
+  for (size_t i = 0; i < params.size(); ++i) {
+    PD_CHECK(params[i].is_cpu() && params[i].dtype() == paddle::DataType::FLOAT32 && grads[i].is_cpu() &&
+                 grads[i].dtype() == paddle::DataType::FLOAT32 && grads[i].numel() == params[i].numel(),
+             name, ": float32 CPU parameters and gradients of the same size");
+    for (const auto* slot : slots) PD_CHECK((*slot)[i].numel() == params[i].numel(), name, ": slot size");
+  }
+}
+
+// Rows `ids` (int64 [n], distinct) of a table [V, d] and its slots, from gradient rows [n, d].
+template <typename Update>
+void UpdateRows(Tensor& table, const Tensor& ids_in, const Tensor& grad_in, const char* name, Update update) {
+  const Tensor ids = ids_in.contiguous(), grad = grad_in.contiguous();
+  PD_CHECK(table.is_cpu() && table.dtype() == paddle::DataType::FLOAT32 && ids.dtype() == paddle::DataType::INT64,
+           name, ": a float32 CPU table and int64 ids");
+  const int64_t n = ids.numel(), rows = table.shape()[0], d = rows ? table.numel() / rows : 0;
+  PD_CHECK(grad.numel() == n * d, name, ": gradient rows [ids, row size]");
+  const int64_t* iv = ids.data<int64_t>();
+  for (int64_t i = 0; i < n; ++i) PD_CHECK(iv[i] >= 0 && iv[i] < rows, name, ": row id out of range");
+  const float* gv = grad.data<float>();
+#pragma omp parallel for if (n * d >= kParallelMin)
+  for (int64_t i = 0; i < n; ++i) update(iv[i] * d, gv + i * d, d);
+}
+
+}  // namespace
+
+void AdagradDense(std::vector<Tensor>& params, std::vector<Tensor>& accs, const std::vector<Tensor>& grads,
+                  float lr, float scale) {
+  CheckSlots(params, {&accs}, grads, "adagrad kernel");
+  const auto blocks = Blocks(params);
+  const int64_t n = static_cast<int64_t>(blocks.size());
+#pragma omp parallel for if (n > 4)
+  for (int64_t b = 0; b < n; ++b) {
+    const Block& k = blocks[b];
+    AdagradSpan(params[k.tensor].data<float>() + k.start, accs[k.tensor].data<float>() + k.start,
+                grads[k.tensor].data<float>() + k.start, k.size, lr, scale);
+  }
+}
+
+void AdagradRows(Tensor& table, Tensor& acc, const Tensor& ids, const Tensor& grad, float lr, float scale) {
+  PD_CHECK(acc.numel() == table.numel(), "adagrad rows kernel: the accumulator is the table's size");
+  float *p = table.data<float>(), *a = acc.data<float>();
+  UpdateRows(table, ids, grad, "adagrad rows kernel", [&](int64_t at, const float* g, int64_t d) {
+    AdagradSpan(p + at, a + at, g, d, lr, scale);
+  });
+}
+
+void AdamDense(std::vector<Tensor>& params, std::vector<Tensor>& ms, std::vector<Tensor>& vs,
+               const std::vector<Tensor>& grads, float lr, float scale, float b1, float c1, float b2, float c2,
+               float eps) {
+  CheckSlots(params, {&ms, &vs}, grads, "adam kernel");
+  const AdamArgs args{lr, scale, b1, c1, b2, c2, eps};
+  const auto blocks = Blocks(params);
+  const int64_t n = static_cast<int64_t>(blocks.size());
+#pragma omp parallel for if (n > 4)
+  for (int64_t b = 0; b < n; ++b) {
+    const Block& k = blocks[b];
+    AdamSpan(params[k.tensor].data<float>() + k.start, ms[k.tensor].data<float>() + k.start,
+             vs[k.tensor].data<float>() + k.start, grads[k.tensor].data<float>() + k.start, k.size, args);
+  }
+}
+
+void AdamRows(Tensor& table, Tensor& m, Tensor& v, const Tensor& ids, const Tensor& grad, float lr, float scale,
+              float b1, float c1, float b2, float c2, float eps) {
+  PD_CHECK(m.numel() == table.numel() && v.numel() == table.numel(), "adam rows kernel: slots of the table's size");
+  const AdamArgs args{lr, scale, b1, c1, b2, c2, eps};
+  float *p = table.data<float>(), *mv = m.data<float>(), *vv = v.data<float>();
+  UpdateRows(table, ids, grad, "adam rows kernel", [&](int64_t at, const float* g, int64_t d) {
+    AdamSpan(p + at, mv + at, vv + at, g, d, args);
+  });
+}
+
+#pragma GCC pop_options
+
+PD_BUILD_OP(elmo_adagrad_dense)
+    .Inputs({paddle::Vec("Params"), paddle::Vec("Accs"), paddle::Vec("Grads")})
+    .Outputs({paddle::Vec("ParamsOut"), paddle::Vec("AccsOut")})
+    .Attrs({"lr: float", "scale: float"})
+    .SetInplaceMap({{paddle::Vec("Params"), paddle::Vec("ParamsOut")}, {paddle::Vec("Accs"), paddle::Vec("AccsOut")}})
+    .SetKernelFn(PD_KERNEL(AdagradDense));
+
+PD_BUILD_OP(elmo_adagrad_rows)
+    .Inputs({"Table", "Acc", "Ids", "Grad"})
+    .Outputs({"TableOut", "AccOut"})
+    .Attrs({"lr: float", "scale: float"})
+    .SetInplaceMap({{"Table", "TableOut"}, {"Acc", "AccOut"}})
+    .SetKernelFn(PD_KERNEL(AdagradRows));
+
+PD_BUILD_OP(elmo_adam_dense)
+    .Inputs({paddle::Vec("Params"), paddle::Vec("Ms"), paddle::Vec("Vs"), paddle::Vec("Grads")})
+    .Outputs({paddle::Vec("ParamsOut"), paddle::Vec("MsOut"), paddle::Vec("VsOut")})
+    .Attrs({"lr: float", "scale: float", "b1: float", "c1: float", "b2: float", "c2: float", "eps: float"})
+    .SetInplaceMap({{paddle::Vec("Params"), paddle::Vec("ParamsOut")}, {paddle::Vec("Ms"), paddle::Vec("MsOut")},
+                    {paddle::Vec("Vs"), paddle::Vec("VsOut")}})
+    .SetKernelFn(PD_KERNEL(AdamDense));
+
+PD_BUILD_OP(elmo_adam_rows)
+    .Inputs({"Table", "M", "V", "Ids", "Grad"})
+    .Outputs({"TableOut", "MOut", "VOut"})
+    .Attrs({"lr: float", "scale: float", "b1: float", "c1: float", "b2: float", "c2: float", "eps: float"})
+    .SetInplaceMap({{"Table", "TableOut"}, {"M", "MOut"}, {"V", "VOut"}})
+    .SetKernelFn(PD_KERNEL(AdamRows));

@@ -283,3 +283,15 @@ class _KernelHighwayGate(PyLayer):
     @staticmethod
     def backward(ctx, grad):
         return _needed_grads(ctx, kernel().elmo_highway_gate_backward(*ctx.saved_tensor(), grad))
+
+
+# --------------------------------------------------------------------------------------------
+# Optimizer updates
+# --------------------------------------------------------------------------------------------
+
+def fused_updates(tensors):
+    """The compiled module when the in-place optimizer kernels can update `tensors` (float32 on the
+    CPU), else None (the optimizer then runs its Paddle ops, tensor by tensor)."""
+    ops = kernel()
+    return ops if ops is not None and all(t.place.is_cpu_place() and t.dtype == paddle.float32
+                                          for t in tensors) else None

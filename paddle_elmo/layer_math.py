@@ -148,13 +148,14 @@ class TokenOps:
         return windows
 
     @staticmethod
-    def per_distinct_token(char_ids, encode, dim, pad_id):
-        """encode (char ids [n, max_chars] -> [n, dim]) on each distinct row of char_ids
-        [tokens, max_chars] -> [tokens, dim]."""
+    def per_distinct_token(char_ids, per_chunk, after, dim, pad_id):
+        """after(per_chunk(ids)) (char ids [n, max_chars] -> [n, dim]) on each distinct row of char_ids
+        [tokens, max_chars] -> [tokens, dim]. (per_chunk: the part whose work depends on the longest
+        token, which EagerOps runs on chunks of similar lengths; here one call on all of them.)"""
         # On a float copy of the ids (exact: ids < 2^24): paddle2onnx 2.1 types Unique's output as
         # float whatever its input, and the ONNX model of an int64 unique fails to load.
         distinct, inverse = paddle.unique(char_ids.astype('float32'), return_inverse=True, axis=0)
-        return paddle.gather(encode(distinct.astype('int64')), inverse.reshape([-1]))
+        return paddle.gather(after(per_chunk(distinct.astype('int64'))), inverse.reshape([-1]))
 
     @staticmethod
     def word_rows(table, word_ids):

@@ -16,7 +16,7 @@ import paddle.nn.functional as F
 from paddle_elmo.runtime import set_mode
 from paddle_elmo.bilm import BiLM
 from paddle_elmo.fileio import InputError
-from paddle_elmo.sampled_softmax import LogUniformSampler, Softmax, TableRows
+from paddle_elmo.sampled_softmax import LogUniformSampler, Softmax, TableRows, sorted_union
 from paddle_elmo.token_ids import TokenInput
 
 
@@ -83,7 +83,7 @@ class LanguageModel(nn.Layer):
         if self.dropout > 0:
             hs = [F.dropout(h, self.dropout, training=True) for h in hs]
         samples = [self.sampler.sample() for _ in DIRECTIONS]  # one candidate set per direction
-        ids = np.unique(np.concatenate(targets + [c for c, _ in samples]))
+        ids = sorted_union(targets + [c for c, _ in samples], self.vocab_size)
         rows = self.softmax.select_rows(agree_rows(ids))
         losses = [self.softmax.sampled_loss(rows, h, t, c, np.log(self.sampler.expected_count(t, n)),
                                             np.log(self.sampler.expected_count(c, n)))

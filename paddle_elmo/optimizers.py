@@ -7,6 +7,7 @@ import math
 import paddle
 from paddle import _C_ops
 
+from paddle_elmo import kernels
 from paddle_elmo.fileio import InputError
 
 
@@ -20,8 +21,9 @@ class Optimizer:
     bilm-tf's sparse IndexedSlices updates: a row no batch touched keeps its weights and state).
     """
 
-    def __init__(self, model, lr, max_grad_norm, world_size=1):
+    def __init__(self, model, lr, max_grad_norm, world_size=1, decay=None):
         self.model, self.lr, self.max_grad_norm, self.world_size = model, lr, max_grad_norm, world_size
+        self.decay = decay or Decay()
         tables = [model.softmax.W, model.softmax.b]
         if model.trained_word_embedding() is not None:
             tables.append(model.trained_word_embedding())
@@ -32,8 +34,9 @@ class Optimizer:
         self.n_updates = 0
 
     def _gradients(self, table_rows):
-        """Averaged, clipped gradients: dense ones in self.dense's order, then the table rows'
-        (table_rows: the step's TableRows, whose tables are self.sparse's, in order)."""
+        """-> (averaged gradients: dense ones in self.dense's order, then the table rows' (table_rows:
+        the step's TableRows, whose tables are self.sparse's, in order); their global norm; the
+        clip's factor on them, 1.0 when the norm is within max_grad_norm)."""
         values = [v for rows in table_rows for v in rows.values]
         if [id(t) for rows in table_rows for t in rows.tables] != [id(p) for _, p in self.sparse]:
             raise ValueError('the step\'s table rows do not match the tables this optimizer updates')
@@ -47,35 +50,47 @@ class Optimizer:
                      zip(paddle.split(flat / self.world_size, [g.size for g in grads]), [g.shape for g in grads])]
         # squared_l2_norm, as Paddle's own global-norm clipping: faster than dot on CPU.
         norm = math.sqrt(float(paddle.add_n([_C_ops.squared_l2_norm(g) for g in grads]).sum()))
-        if norm > self.max_grad_norm:
-            grads = [g * (self.max_grad_norm / norm) for g in grads]
-        return grads, norm
+        return grads, norm, (self.max_grad_norm / norm if norm > self.max_grad_norm else 1.0)
 
     @paddle.no_grad()
     def step(self, table_rows):
         """Apply one update, the tables' to their rows in `table_rows` (the step's TableRows, after
-        backward); returns the global gradient norm before clipping."""
-        grads, norm = self._gradients(table_rows)
+        backward); returns the global gradient norm before clipping.
+
+        On CPU the kernels (kernels.cc) update every dense parameter in one call and each table's
+        rows in place; elsewhere the rule's Paddle ops run tensor by tensor, the rows through a
+        gather and a scatter. Both compute the same floats."""
+        grads, norm, scale = self._gradients(table_rows)
         self.n_updates += 1
-        lr = paddle.to_tensor([self.learning_rate()], dtype='float32')
-        for (name, p), g in zip(self.dense, grads):
-            self._update(p, g, self.slots[name], lr)
+        lr = self.learning_rate()
+        dense = [p for _, p in self.dense]
+        ops = kernels.fused_updates(dense + [p for _, p in self.sparse])
+        if ops is not None:  # on detached views: Paddle refuses in-place ops on leaves that need gradients
+            self._fused_dense(ops, [p.detach() for p in dense], [self.slots[n] for n, _ in self.dense],
+                              grads[:len(dense)], lr, scale)
+        else:
+            lr_t = paddle.to_tensor([lr], dtype='float32')
+            for (name, p), g in zip(self.dense, grads):
+                self._update(p, _clipped(g, scale), self.slots[name], lr_t)
         sparse_grads = iter(grads[len(self.dense):])
         sparse = iter(self.sparse)
         for rows in table_rows:
             ids = paddle.to_tensor(rows.ids)
             for _ in rows.tables:
                 (name, p), g = next(sparse), next(sparse_grads)
+                if ops is not None:
+                    self._fused_rows(ops, p.detach(), self.slots[name], ids, g, lr, scale)
+                    continue
                 values = paddle.gather(p, ids)
                 state = {k: paddle.gather(v, ids) for k, v in self.slots[name].items()}
-                self._update(values, g, state, lr)
+                self._update(values, _clipped(g, scale), state, lr_t)
                 for k, v in state.items():
                     paddle.scatter_(self.slots[name][k], ids, v)
                 paddle.scatter_(p, ids, values)
         return norm
 
     def learning_rate(self):
-        return self.lr
+        return self.lr * self.decay.factor(self.n_updates)
 
     def clear_grad(self):
         self.model.clear_gradients()
@@ -105,13 +120,19 @@ class Adagrad(Optimizer):
     """bilm-tf's optimizer: TensorFlow's Adagrad, accumulators from `initial_accumulator`
     (acc += g^2; w -= lr * g / sqrt(acc))."""
 
-    def __init__(self, model, lr, max_grad_norm, initial_accumulator=1.0, world_size=1):
-        super().__init__(model, lr, max_grad_norm, world_size)
+    def __init__(self, model, lr, max_grad_norm, initial_accumulator=1.0, world_size=1, decay=None):
+        super().__init__(model, lr, max_grad_norm, world_size, decay)
         self.slots = {n: {'accumulator': paddle.full(p.shape, initial_accumulator, dtype=p.dtype)}
                       for n, p in self.dense + self.sparse}
 
     def _update(self, param, grad, state, lr):
         _adagrad_update(param, grad, state['accumulator'], lr)
+
+    def _fused_dense(self, ops, params, slots, grads, lr, scale):
+        ops.elmo_adagrad_dense(params, [s['accumulator'] for s in slots], grads, lr, scale)
+
+    def _fused_rows(self, ops, table, slots, ids, grad, lr, scale):
+        ops.elmo_adagrad_rows(table, slots['accumulator'], ids, grad, lr, scale)
 
 
 class Adam(Optimizer):
@@ -124,8 +145,8 @@ class Adam(Optimizer):
     """
 
     def __init__(self, model, lr, max_grad_norm, warmup_steps=0, beta1=0.9, beta2=0.999, epsilon=1e-8,
-                 world_size=1):
-        super().__init__(model, lr, max_grad_norm, world_size)
+                 world_size=1, decay=None):
+        super().__init__(model, lr, max_grad_norm, world_size, decay)
         self.warmup_steps, self.beta1, self.beta2, self.epsilon = warmup_steps, beta1, beta2, epsilon
         self.slots = {n: {'m': paddle.zeros(p.shape, dtype=p.dtype), 'v': paddle.zeros(p.shape, dtype=p.dtype)}
                       for n, p in self.dense + self.sparse}
@@ -133,7 +154,7 @@ class Adam(Optimizer):
     def learning_rate(self):
         warm = min(1.0, self.n_updates / self.warmup_steps) if self.warmup_steps else 1.0
         t = self.n_updates  # bias correction folded into the step size, as the Adam paper's last form
-        return self.lr * warm * math.sqrt(1 - self.beta2 ** t) / (1 - self.beta1 ** t)
+        return self.lr * warm * self.decay.factor(t - self.warmup_steps) * math.sqrt(1 - self.beta2 ** t) / (1 - self.beta1 ** t)
 
     def _update(self, param, grad, state, lr):
         m, v = state['m'], state['v']
@@ -141,14 +162,51 @@ class Adam(Optimizer):
         v.set_value(self.beta2 * v + (1 - self.beta2) * grad * grad)
         param.set_value(param - lr * m / (paddle.sqrt(v) + self.epsilon))
 
+    def _constants(self):
+        """The kernels' b1, c1, b2, c2, eps: the floats the Paddle ops above multiply by."""
+        return self.beta1, 1 - self.beta1, self.beta2, 1 - self.beta2, self.epsilon
 
-def make_optimizer(model, name, lr, max_grad_norm, warmup_steps=0, world_size=1):
-    """'adagrad' (bilm-tf's: accumulators from 1.0) or 'adam' (with warm-up)."""
+    def _fused_dense(self, ops, params, slots, grads, lr, scale):
+        ops.elmo_adam_dense(params, [s['m'] for s in slots], [s['v'] for s in slots], grads, lr, scale,
+                            *self._constants())
+
+    def _fused_rows(self, ops, table, slots, ids, grad, lr, scale):
+        ops.elmo_adam_rows(table, slots['m'], slots['v'], ids, grad, lr, scale, *self._constants())
+
+
+class Decay:
+    """The learning rate's multiplier after warm-up: 1 with kind 'none' (bilm-tf: a constant rate);
+    else from 1 down to `final` over `steps` updates, along a line ('linear') or a half cosine
+    ('cosine'), then `final`. Decaying to the end of a known budget is what a fixed number of steps
+    gains most from (BENCHMARKS.md, "A better recipe per token")."""
+
+    def __init__(self, kind='none', steps=0, final=0.1):
+        if kind != 'none' and steps < 1:
+            raise InputError(f'a {kind} learning-rate decay needs a number of steps >= 1, got {steps}')
+        self.kind, self.steps, self.final = kind, steps, final
+
+    def factor(self, update):
+        """update: updates since warm-up ended (<= 0 during it) -> the multiplier."""
+        if self.kind == 'none' or update <= 0:
+            return 1.0
+        done = min(1.0, update / self.steps)
+        fall = done if self.kind == 'linear' else 0.5 * (1.0 - math.cos(math.pi * done))
+        return 1.0 - (1.0 - self.final) * fall
+
+
+def make_optimizer(model, name, lr, max_grad_norm, warmup_steps=0, world_size=1, decay=None):
+    """'adagrad' (bilm-tf's: accumulators from 1.0) or 'adam' (with warm-up); decay: a Decay (none:
+    constant)."""
     if name == 'adagrad':
-        return Adagrad(model, lr, max_grad_norm, initial_accumulator=1.0, world_size=world_size)
+        return Adagrad(model, lr, max_grad_norm, initial_accumulator=1.0, world_size=world_size, decay=decay)
     if name == 'adam':
-        return Adam(model, lr, max_grad_norm, warmup_steps=warmup_steps, world_size=world_size)
+        return Adam(model, lr, max_grad_norm, warmup_steps=warmup_steps, world_size=world_size, decay=decay)
     raise InputError(f'unknown optimizer {name!r} (adagrad or adam)')
+
+
+def _clipped(grad, scale):
+    """grad times the clip's factor (the Paddle-op path; the kernels apply it on the way)."""
+    return grad if scale == 1.0 else grad * scale
 
 
 def _adagrad_update(param, grad, accumulator, lr):

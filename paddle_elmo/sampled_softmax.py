@@ -41,9 +41,8 @@ class LogUniformSampler:
         draws = np.empty(0, dtype=np.int64)
         while True:
             draws = np.concatenate([draws, self._draw(2 * self.n + 1024)])
-            _, first = np.unique(draws, return_index=True)
+            first = first_occurrences(draws, self.vocab_size)  # positions where a new id appeared, in draw order
             if len(first) >= self.n:
-                first.sort()  # positions where a new id appeared, in draw order
                 return draws[first[:self.n]], int(first[self.n - 1]) + 1
 
     def expected_count(self, ids, n_draws):
@@ -137,7 +136,24 @@ class Softmax(nn.Layer):
 def candidate_labels(targets, candidates):
     """For each target: 1 + its column among the distinct candidates, or 0 (the true column) when
     it is not among them."""
-    order = np.argsort(candidates, kind='stable')
-    where = np.searchsorted(candidates, targets, sorter=order).clip(0, len(candidates) - 1)
-    column = order[where]
-    return np.where(candidates[column] == targets, column + 1, 0).astype(np.int64)
+    column = np.zeros(max(int(candidates.max(initial=0)), int(targets.max(initial=0))) + 1, dtype=np.int64)
+    column[candidates] = np.arange(1, len(candidates) + 1)  # an O(n) lookup: no sort of the candidates
+    return column[targets]
+
+
+def first_occurrences(ids, size):
+    """ids: int array of values in [0, size) -> the positions where a value appears for the first
+    time, ascending (np.unique(ids, return_index=True)'s, sorted, without sorting the ids: the
+    sampler runs this on every step's ~17k draws)."""
+    first = np.full(size, len(ids), dtype=np.int64)
+    np.minimum.at(first, ids, np.arange(len(ids)))
+    return np.flatnonzero(first[ids] == np.arange(len(ids)))
+
+
+def sorted_union(arrays, size):
+    """The distinct values of int arrays of values in [0, size), sorted (np.unique of their
+    concatenation, by marking instead of sorting)."""
+    seen = np.zeros(size, dtype=bool)
+    for a in arrays:
+        seen[a] = True
+    return np.flatnonzero(seen)

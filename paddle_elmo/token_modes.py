@@ -82,7 +82,8 @@ class TokenMode:
     def char_tokens(bilm, char_ids, ops):
         """The char encoder on each distinct token: char CNN, highway, projection -> [tokens, P]."""
         encoder = bilm.char_encoder
-        return ops.per_distinct_token(char_ids, lambda c: encoder(c, ops), bilm.projection_dim, encoder.pad_id)
+        return ops.per_distinct_token(char_ids, lambda c: encoder.cnn(c, ops), lambda x: encoder.project_highway(x, ops),
+                                      bilm.projection_dim, encoder.pad_id)
 
 
 class CharMode(TokenMode):
@@ -135,8 +136,8 @@ class WordCharMode(TokenMode):
 
     def embed(self, bilm, ids, ops):
         encoder = bilm.char_encoder
-        features = ops.per_distinct_token(ids[CHAR_IDS], lambda c: encoder.features(c, ops), bilm.config.n_filters,
-                                          encoder.pad_id)
+        features = ops.per_distinct_token(ids[CHAR_IDS], lambda c: encoder.cnn(c, ops),
+                                          lambda x: encoder.highway(x, ops), bilm.config.n_filters, encoder.pad_id)
         return ops.word_beside_chars(ops.word_rows(bilm.word_embedding, ids[WORD_IDS]), features, encoder.projection)
 
 

@@ -32,7 +32,7 @@ from paddle_elmo.lm_batches import EVAL_BATCH_SIZE, EVAL_UNROLL_STEPS, LMStream,
 from paddle_elmo.vocabulary import Vocabulary
 from paddle_elmo.fileio import InputError, atomic_path, make_directory, write_csv_atomic
 from paddle_elmo.lm import LanguageModel, evaluate, train_step
-from paddle_elmo.optimizers import make_optimizer
+from paddle_elmo.optimizers import Decay, make_optimizer
 from paddle_elmo.checkpoints import checkpoint_dir, load_training_checkpoint, rank_state, restore_rank_state, save_training_checkpoint, train_state
 from paddle_elmo.lm_loading import load_weights_into
 from paddle_elmo.run_configs import read_input_vocabulary, write_run_configs
@@ -295,7 +295,7 @@ def set_up(model_config, recipe, save_dir, *, device='cpu', cpu_threads=None, in
     for p in frozen:  # before the optimizer lists what it updates
         p.stop_gradient = True
     optimizer = make_optimizer(model, recipe.optimizer, recipe.lr * lr_scale_from_weights(recipe),
-                               recipe.max_grad_norm, recipe.warmup_steps, world_size)
+                               recipe.max_grad_norm, recipe.warmup_steps, world_size, lr_decay(recipe))
     stream = LMStream(recipe.train_data_path, vocab, recipe.batch_size, recipe.unroll_steps, seed=recipe.seed,
                       rank=rank, world_size=world_size)
     clock, step = TrainingClock(), 0
@@ -310,13 +310,22 @@ def set_up(model_config, recipe, save_dir, *, device='cpu', cpu_threads=None, in
         train_log = TrainLog(save_dir, total, step)
         scale = lr_scale_from_weights(recipe)
         scaled = f' x {scale:g} = {recipe.lr * scale:g} (from weights, --from_weights_lr_scale)' if scale != 1 else ''
-        log.info(f'preset {recipe.preset}, {recipe.optimizer} lr {recipe.lr}{scaled}: {world_size} process(es), '
+        decay = optimizer.decay
+        decayed = '' if decay.kind == 'none' else f', {decay.kind} decay to x{decay.final:g} over {decay.steps} updates'
+        log.info(f'preset {recipe.preset}, {recipe.optimizer} lr {recipe.lr}{scaled}{decayed}: {world_size} process(es), '
                  f'{total} steps of {recipe.batch_size}x{recipe.unroll_steps} tokens per process '
                  f'({recipe.n_train_tokens:,} training tokens x {recipe.epochs} epochs), vocab {vocab.size:,}, '
                  f'{sum(int(np.prod(p.shape)) for p in model.parameters()):,} parameters')
     return Run(model_config=model_config, recipe=recipe, save_dir=save_dir, rank=rank, vocab=vocab, model=model,
                optimizer=optimizer, stream=stream, total=total, clock=clock, log=train_log, start_step=step,
                resumed_from=init_from_ckpt, max_minutes=max_minutes)
+
+
+def lr_decay(recipe):
+    """The recipe's learning-rate Decay, over --lr_decay_steps or else the run's total steps less the
+    warm-up (so the rate reaches lr x lr_final at the last step)."""
+    steps = recipe.lr_decay_steps or max(1, total_steps(recipe) - recipe.warmup_steps)
+    return Decay(recipe.lr_decay, steps, recipe.lr_final)
 
 
 def lr_scale_from_weights(recipe):

@@ -88,8 +88,8 @@ def test_the_cached_path_equals_the_char_path_and_skips_the_char_cnn(fixture_dir
         np.testing.assert_allclose(ours['embedding'][...], ref['embedding'][...], atol=TOL, rtol=0)
     cached = fixture_embedder(fixture_dir, vocab_file=vocab, embedding_weight_file=str(dumped), token_cache_size=0)
     seen = []
-    features = cached.bilm.char_encoder.features
-    cached.bilm.char_encoder.features = lambda ids, *ops: seen.append(ids.shape[0]) or features(ids, *ops)
+    cnn = cached.bilm.char_encoder.cnn
+    cached.bilm.char_encoder.cnn = lambda ids, *ops: seen.append(ids.shape[0]) or cnn(ids, *ops)
     sentences = [s + ['unseenword'] for s in fixture_sentences[0]]  # one word outside the file: the char CNN
     got = cached.encode(sentences)
     want = fixture_embedder(fixture_dir).encode(sentences)
