@@ -82,7 +82,7 @@ def build(source):
                 # and the gates cost more than the products. It changes no result: nothing here
                 # reads floating-point exception flags.
                 ops = load(name='elmo_kernels', sources=[source], build_directory=build_dir, verbose=False,
-                           **_openmp_flags(['-O3', '-march=native', '-fno-trapping-math']))
+                           **_runtime_flags(['-O3', '-march=native', '-fno-trapping-math']))
             except Exception as e:
                 sys.stdout.flush()
                 output.seek(0)
@@ -95,18 +95,25 @@ def build(source):
     return ops
 
 
-def _openmp_flags(cflags):
-    """Compiler and linker flags: OpenMP on Paddle's own Intel runtime when the wheel ships it.
+def _runtime_flags(cflags):
+    """Compiler and linker flags: OpenMP on Paddle's own Intel runtime when the wheel ships it, and
+    its MKL when it ships that.
 
     MKL's threads stay spinning between products; kernels on the same libiomp5 pool reuse them,
     while GNU OpenMP threads would compete with them for the cores (measured: slower than serial).
     Without libiomp5 the kernels run on one thread (and still vectorise).
     """
-    iomp = os.path.join(os.path.dirname(paddle.__file__), 'libs', 'libiomp5.so')
-    if not os.path.exists(iomp):
+    libs = os.path.join(os.path.dirname(paddle.__file__), 'libs')
+    if not os.path.exists(os.path.join(libs, 'libiomp5.so')):
         return {'extra_cxx_cflags': cflags + ['-fopenmp-simd']}
-    return {'extra_cxx_cflags': cflags + ['-fopenmp'],
-            'extra_ldflags': ['-L' + os.path.dirname(iomp), '-l:libiomp5.so', '-Wl,-rpath,' + os.path.dirname(iomp)]}
+    flags = {'extra_cxx_cflags': cflags + ['-fopenmp'],
+             'extra_ldflags': ['-L' + libs, '-l:libiomp5.so', '-Wl,-rpath,' + libs]}
+    # The MKL Paddle's products run on: the recurrence packs its weights once per call for MKL's
+    # packed products (kernels.cc, ELMO_MKL), 1.1-1.8x faster than a plain product at 16-64 rows.
+    if os.path.exists(os.path.join(libs, 'libmklml_intel.so')):
+        flags['extra_cxx_cflags'].append('-DELMO_MKL')
+        flags['extra_ldflags'].append('-l:libmklml_intel.so')
+    return flags
 
 
 @contextlib.contextmanager

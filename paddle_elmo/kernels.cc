@@ -24,6 +24,22 @@
 #include <cstring>
 #include <vector>
 
+#ifdef ELMO_MKL
+// MKL's packed products, from the libmklml_intel.so Paddle ships (its headers are not shipped).
+extern "C" {
+enum CBLAS_LAYOUT { CblasRowMajor = 101 };
+enum CBLAS_TRANSPOSE { CblasNoTrans = 111, CblasTrans = 112 };
+enum CBLAS_IDENTIFIER { CblasAMatrix = 161, CblasBMatrix = 162 };
+enum CBLAS_STORAGE { CblasPacked = 151 };
+float* cblas_sgemm_alloc(CBLAS_IDENTIFIER identifier, int m, int n, int k);
+void cblas_sgemm_pack(CBLAS_LAYOUT layout, CBLAS_IDENTIFIER identifier, CBLAS_TRANSPOSE trans, int m, int n, int k,
+                      float alpha, const float* src, int ld, float* dest);
+void cblas_sgemm_compute(CBLAS_LAYOUT layout, int transa, int transb, int m, int n, int k, const float* a, int lda,
+                         const float* b, int ldb, float beta, float* c, int ldc);
+void cblas_sgemm_free(float* dest);
+}
+#endif
+
 using paddle::Tensor;
 
 namespace {
@@ -121,6 +137,53 @@ void CheckInputs(const Tensor& gates_x, const Tensor& w_hidden, const Tensor& w_
   }
 }
 
+// C [m, n] = A [m, k] x B for one right-hand matrix B and many A of at most max_rows rows: the
+// recurrence's products (h x W_hidden, m x W_proj, and their transposes backward) at each step.
+// With MKL (ELMO_MKL: Paddle's libmklml, kernel_build.py) B is packed once per call into MKL's
+// internal layout and each step runs cblas_sgemm_compute: 1.1-1.8x a plain product at the 16-64
+// rows of a step (BENCHMARKS.md, "The training step, part by part"). Without it, Paddle's matmul.
+class RightMatrix {
+ public:
+  // b [k, n], or with transpose b [n, k] standing for its transpose.
+  RightMatrix(const Tensor& b, bool transpose, int64_t max_rows)
+      : b_(b.contiguous()), transpose_(transpose),
+        k_(transpose ? b.shape()[1] : b.shape()[0]), n_(transpose ? b.shape()[0] : b.shape()[1]) {
+#ifdef ELMO_MKL
+    packed_ = cblas_sgemm_alloc(CblasBMatrix, max_rows, n_, k_);
+    cblas_sgemm_pack(CblasRowMajor, CblasBMatrix, transpose ? CblasTrans : CblasNoTrans, max_rows, n_, k_, 1.f,
+                     b_.data<float>(), transpose ? k_ : n_, packed_);
+#endif
+  }
+  ~RightMatrix() {
+#ifdef ELMO_MKL
+    cblas_sgemm_free(packed_);
+#endif
+  }
+  RightMatrix(const RightMatrix&) = delete;
+  RightMatrix& operator=(const RightMatrix&) = delete;
+
+  int64_t n() const { return n_; }
+
+  // c [m, n] = a [m, k] x B; a and c row-major, contiguous.
+  void Multiply(const float* a, int64_t m, float* c) const {
+#ifdef ELMO_MKL
+    cblas_sgemm_compute(CblasRowMajor, CblasNoTrans, CblasPacked, m, n_, k_, a, k_, packed_, n_, 0.f, c, n_);
+#else
+    Tensor a_view = paddle::from_blob(const_cast<float*>(a), {m, k_}, paddle::DataType::FLOAT32);
+    Tensor product = paddle::experimental::matmul(a_view, b_, false, transpose_);
+    std::memcpy(c, product.data<float>(), sizeof(float) * m * n_);
+#endif
+  }
+
+ private:
+  Tensor b_;
+  bool transpose_;
+  int64_t k_, n_;
+#ifdef ELMO_MKL
+  float* packed_ = nullptr;
+#endif
+};
+
 }  // namespace
 
 // -> h [tokens, P], c [tokens, D], acts [tokens, 4D] (sigmoid i, tanh j, sigmoid f, sigmoid o),
@@ -141,16 +204,17 @@ std::vector<Tensor> LstmForward(const Tensor& gates_x_in, const Tensor& bias_in,
   Tensor acts = Empty({save ? tokens : 0, 4 * D}), m = Empty({save ? tokens : batch_sizes[0], D});
   // Activations of the current step's rows, when none are kept (one row each: threads share it).
   std::vector<float> scratch(save ? 0 : batch_sizes[0] * 4 * D);
+  std::vector<float> rec(batch_sizes[0] * 4 * D);  // h_prev x W_hidden of a step
+  const RightMatrix hidden(w_hidden, false, batch_sizes[0]), proj(w_proj, false, batch_sizes[0]);
   const float *gx = gates_x.data<float>(), *b = bias.data<float>();
-  float* c_out = c.data<float>();
+  float *c_out = c.data<float>(), *h_out = h.data<float>();
   for (size_t t = 0; t < batch_sizes.size(); ++t) {
     const int64_t n = batch_sizes[t], at = offset[t];
-    const Tensor h_prev = t == 0 ? h0.slice(0, n) : h.slice(offset[t - 1], offset[t - 1] + n);
+    const float* h_prev = t == 0 ? h0.data<float>() : h_out + offset[t - 1] * P;
     const float* c_prev = t == 0 ? c0.data<float>() : c_out + offset[t - 1] * D;
-    Tensor rec = paddle::experimental::matmul(h_prev, w_hidden);  // [n, 4D]
-    const float* r = rec.data<float>();
-    Tensor m_t = save ? m.slice(at, at + n) : m.slice(0, n);
-    float* m_rows = m_t.data<float>();
+    hidden.Multiply(h_prev, n, rec.data());  // [n, 4D]
+    const float* r = rec.data();
+    float* m_rows = m.data<float>() + (save ? at : 0) * D;
 #pragma omp parallel for if (n * D >= kParallelMin)
     for (int64_t row = 0; row < n; ++row) {
       const float* g = gx + (at + row) * 4 * D;
@@ -170,11 +234,10 @@ std::vector<Tensor> LstmForward(const Tensor& gates_x_in, const Tensor& bias_in,
         a[k] = i, a[D + k] = j, a[2 * D + k] = f, a[3 * D + k] = o;
       }
     }
-    Tensor projected = paddle::experimental::matmul(m_t, w_proj);  // [n, P]
-    const float* hp = projected.data<float>();
-    float* h_rows = h.data<float>() + at * P;
+    float* h_rows = h_out + at * P;
+    proj.Multiply(m_rows, n, h_rows);  // [n, P]
 #pragma omp simd
-    for (int64_t e = 0; e < n * P; ++e) h_rows[e] = Clip(hp[e], proj_clip);
+    for (int64_t e = 0; e < n * P; ++e) h_rows[e] = Clip(h_rows[e], proj_clip);
   }
   return {h, c, acts, m};
 }
@@ -198,7 +261,9 @@ std::vector<Tensor> LstmBackward(const Tensor& w_hidden, const Tensor& w_proj, c
   Tensor grad_h0 = Zeros({B, P}), grad_c0 = Zeros({B, D});
   std::vector<float> dc_carry(batch_sizes[0] * D, 0.f);  // d loss / d c of the next step's previous state
   const std::vector<float> zeros(P, 0.f);
-  Tensor dh_carry;                                       // [n_{t+1}, P], d loss / d h_prev of the next step
+  std::vector<float> dh_carry(batch_sizes[0] * P);      // [n_{t+1}, P], d loss / d h_prev of the next step
+  std::vector<float> dm(batch_sizes[0] * D);            // d loss / d m of a step
+  const RightMatrix hidden_t(w_hidden, true, batch_sizes[0]), proj_t(w_proj, true, batch_sizes[0]);
   const float *hv = h.data<float>(), *cv = c.data<float>(), *av = acts.data<float>();
   const float *gh = grad_h.data<float>(), *gc = grad_c.data<float>();
   float* dg = grad_gates.data<float>();
@@ -209,13 +274,13 @@ std::vector<Tensor> LstmBackward(const Tensor& w_hidden, const Tensor& w_proj, c
     const int64_t n = batch_sizes[t], at = offset[t], n_next = t + 1 < T ? batch_sizes[t + 1] : 0;
 #pragma omp parallel for if (n * P >= kParallelMin)
     for (int64_t row = 0; row < n; ++row) {
-      const float* carried = row < n_next ? dh_carry.data<float>() + row * P : zeros.data();
+      const float* carried = row < n_next ? dh_carry.data() + row * P : zeros.data();
       const int64_t e = (at + row) * P;
 #pragma omp simd
       for (int64_t p = 0; p < P; ++p) dhr[e + p] = (gh[e + p] + carried[p]) * ClipPass(hv[e + p], proj_clip);
     }
-    Tensor dm = paddle::experimental::matmul(grad_h_raw.slice(at, at + n), w_proj, false, true);  // [n, D]
-    const float* dmv = dm.data<float>();
+    proj_t.Multiply(dhr + at * P, n, dm.data());  // [n, D]
+    const float* dmv = dm.data();
     const float* c_prev = t == 0 ? c0.data<float>() : cv + offset[t - 1] * D;
 #pragma omp parallel for if (n * D >= kParallelMin)
     for (int64_t row = 0; row < n; ++row) {
@@ -239,11 +304,11 @@ std::vector<Tensor> LstmBackward(const Tensor& w_hidden, const Tensor& w_proj, c
         carry[k] = dc * f;
       }
     }
-    dh_carry = paddle::experimental::matmul(grad_gates.slice(at, at + n), w_hidden, false, true);  // [n, P]
+    hidden_t.Multiply(dg + at * 4 * D, n, dh_carry.data());  // [n, P]
     const float* prev = t == 0 ? h0.data<float>() : hv + offset[t - 1] * P;
     std::memcpy(h_prev_all.data<float>() + at * P, prev, sizeof(float) * n * P);
   }
-  std::memcpy(grad_h0.data<float>(), dh_carry.data<float>(), sizeof(float) * batch_sizes[0] * P);
+  std::memcpy(grad_h0.data<float>(), dh_carry.data(), sizeof(float) * batch_sizes[0] * P);
   std::memcpy(grad_c0.data<float>(), dc_carry.data(), sizeof(float) * batch_sizes[0] * D);
   ColumnSums(dg, tokens, 4 * D, db);
   Tensor grad_w_hidden = paddle::experimental::matmul(h_prev_all, grad_gates, true, false);

@@ -1,9 +1,12 @@
 """The training objective: log-uniform sampler, sampled softmax, chunked full softmax."""
+import math
+
 import numpy as np
 import paddle
 import pytest
 
 from conftest import tiny_config
+from paddle_elmo.fileio import InputError
 from paddle_elmo.lm import LanguageModel
 from paddle_elmo.optimizers import Adagrad
 from paddle_elmo.sampled_softmax import LogUniformSampler, Softmax
@@ -179,3 +182,33 @@ def test_sampler_and_labels_match_their_sorting_definitions():
         where = np.searchsorted(candidates, targets, sorter=order).clip(0, len(candidates) - 1)
         expected = np.where(candidates[order[where]] == targets, order[where] + 1, 0)
         np.testing.assert_array_equal(candidate_labels(targets, candidates), expected)
+
+
+@pytest.mark.parametrize('kind', ['linear', 'cosine'])
+def test_the_learning_rate_decays_after_warm_up_to_its_final_share(kind):
+    """Adam's rate rises over the warm-up, then falls from lr to lr x final over the decay's steps
+    (a line, or a half cosine: half-way at the midpoint either way) and stays there."""
+    from paddle_elmo.optimizers import Adam, Decay
+    paddle.seed(0)
+    opt = Adam(LanguageModel(tiny_config(), 40, n_negative_samples=10), lr=0.01, max_grad_norm=10.0,
+               warmup_steps=10, decay=Decay(kind, 100, 0.1))
+    def rate(update):
+        opt.n_updates = update
+        t = update  # Adam's bias correction, which the rate carries
+        return opt.learning_rate() / (math.sqrt(1 - opt.beta2 ** t) / (1 - opt.beta1 ** t))
+    assert rate(5) == pytest.approx(0.005) and rate(10) == pytest.approx(0.01)
+    assert rate(60) == pytest.approx(0.01 * (1 - 0.9 * 0.5))
+    assert rate(110) == pytest.approx(0.001) and rate(500) == pytest.approx(0.001)
+    if kind == 'cosine':
+        assert rate(35) == pytest.approx(0.01 * (1 - 0.9 * 0.5 * (1 - math.cos(math.pi * 0.25))))
+
+
+def test_a_run_decays_over_its_own_steps_unless_told_otherwise():
+    from paddle_elmo.config import Recipe
+    from paddle_elmo.training import lr_decay
+    recipe = Recipe(max_steps=1500, warmup_steps=100, lr_decay='cosine').checked()
+    assert (lr_decay(recipe).kind, lr_decay(recipe).steps, lr_decay(recipe).final) == ('cosine', 1400, 0.1)
+    assert lr_decay(Recipe(max_steps=1500, lr_decay='linear', lr_decay_steps=300).checked()).steps == 300
+    assert lr_decay(Recipe(max_steps=1500).checked()).factor(1000) == 1.0  # bilm-tf's constant rate
+    with pytest.raises(InputError, match='--lr_decay must be one of'):
+        Recipe(lr_decay='step').checked()
