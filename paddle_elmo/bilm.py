@@ -275,7 +275,7 @@ class LstmStack(nn.Layer):
         outputs, finals = [], []
         for i, (layer, (h, c)) in enumerate(zip(self.layers, states)):
             if self.training and self.dropout > 0:
-                x = F.dropout(x, self.dropout, training=True)
+                x = kernels.dropout(x, self.dropout)
             out, final = self._run_layer(layer, x, batch_sizes, h, c)
             if self.use_skip and i > 0:
                 out = out + x

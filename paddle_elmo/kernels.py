@@ -295,3 +295,31 @@ def fused_updates(tensors):
     ops = kernel()
     return ops if ops is not None and all(t.place.is_cpu_place() and t.dtype == paddle.float32
                                           for t in tensors) else None
+
+
+# --------------------------------------------------------------------------------------------
+# Dropout
+# --------------------------------------------------------------------------------------------
+
+def dropout(x, p):
+    """Training dropout (upscale in train, as F.dropout's default): x * keep / (1 - p), each element
+    kept with probability 1 - p. On CPU the kernel's mask is a hash of a seed drawn from Paddle's
+    generator (paddle.seed and checkpoints govern it) and of the element's index; elsewhere F.dropout."""
+    ops = _kernels_for(x)
+    if ops is None or p <= 0.0:
+        return F.dropout(x, p, training=True) if p > 0.0 else x
+    seed = int(paddle.randint(0, 2 ** 31 - 1, [2], dtype='int64').numpy() @ [2 ** 31, 1])  # 62 bits
+    if _tracks_grad([x]):
+        return _KernelDropout.apply(x, seed, float(p))
+    return ops.elmo_dropout(x, seed, float(p))
+
+
+class _KernelDropout(PyLayer):
+    @staticmethod
+    def forward(ctx, x, seed, p):
+        ctx.args = (seed, p)
+        return kernel().elmo_dropout(x, seed, p)
+
+    @staticmethod
+    def backward(ctx, grad):
+        return kernel().elmo_dropout(grad, *ctx.args)  # the same mask and scale, from the same seed

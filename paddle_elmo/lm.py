@@ -11,8 +11,8 @@ import numpy as np
 
 import paddle
 import paddle.nn as nn
-import paddle.nn.functional as F
 
+from paddle_elmo import kernels
 from paddle_elmo.runtime import set_mode
 from paddle_elmo.bilm import BiLM
 from paddle_elmo.fileio import InputError
@@ -81,7 +81,7 @@ class LanguageModel(nn.Layer):
         hs = [top.reshape([-1, top.shape[-1]]) for top in tops]
         targets = [batch[key].reshape(-1) for _, key in DIRECTIONS]
         if self.dropout > 0:
-            hs = [F.dropout(h, self.dropout, training=True) for h in hs]
+            hs = [kernels.dropout(h, self.dropout) for h in hs]
         samples = [self.sampler.sample() for _ in DIRECTIONS]  # one candidate set per direction
         ids = sorted_union(targets + [c for c, _ in samples], self.vocab_size)
         rows = self.softmax.select_rows(agree_rows(ids))

@@ -42,9 +42,9 @@ def pretrain_args(corpus, save_dir, *extra):
             '--save_dir', str(save_dir), '--log_freq', '5', '--seed', '3', '--dropout', '0.1'] + TINY_MODEL + list(extra)
 
 
-def run(script, args, cwd=ROOT, **kw):
+def run(script, args, cwd=ROOT, env=None, **kw):
     return subprocess.run([sys.executable, os.path.join(ROOT, script)] + args, capture_output=True, text=True,
-                          env=ENV, cwd=cwd, **kw)
+                          env=env or ENV, cwd=cwd, **kw)
 
 
 def load(path):

@@ -403,3 +403,25 @@ def test_required_flops_counts_the_windows_tokens_and_positions_by_hand():
     # word input: no char CNN, highway or projection
     word = ModelConfig(projection_dim=3, cell_dim=5, num_layers=1, token_input='word')
     assert required_flops(word, [one])['total'] == 7 * 2 * lstm
+
+
+def test_dropout_kernel_keeps_one_minus_p_scales_them_and_drops_the_same_gradient():
+    """The kernel's dropout: each element kept with probability 1 - p and scaled by 1 / (1 - p), the
+    backward through the very mask of the forward, a seed from Paddle's generator (paddle.seed
+    repeats it), and fresh masks from call to call."""
+    if kernels.kernel() is None:
+        pytest.skip(NO_KERNELS)
+    x = paddle.to_tensor(np.random.RandomState(0).uniform(1, 2, (1280, 128)).astype(np.float32), stop_gradient=False)
+    paddle.seed(5)
+    y = kernels.dropout(x, 0.25)
+    kept = y.numpy() != 0
+    assert abs(kept.mean() - 0.75) < 0.005  # 163,840 draws: 5 standard errors is 0.0053
+    np.testing.assert_allclose(y.numpy()[kept], x.numpy()[kept] / 0.75, rtol=1e-6)
+    weights = np.random.RandomState(1).normal(size=(1280, 128)).astype(np.float32)
+    (y * paddle.to_tensor(weights)).sum().backward()
+    np.testing.assert_allclose(x.grad.numpy(), np.where(kept, weights / 0.75, 0), rtol=1e-6)
+    paddle.seed(5)
+    again, other = kernels.dropout(x, 0.25).numpy() != 0, kernels.dropout(x, 0.25).numpy() != 0
+    assert (again == kept).all() and abs((other == kept).mean() - (0.75 ** 2 + 0.25 ** 2)) < 0.01
+    rows, cols = kept.mean(axis=1), kept.mean(axis=0)  # no pattern along either axis
+    assert rows.std() < 3 * np.sqrt(0.75 * 0.25 / 128) and cols.std() < 3 * np.sqrt(0.75 * 0.25 / 1280)
