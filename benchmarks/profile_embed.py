@@ -1,0 +1,158 @@
+"""Where embedding time goes: ms per batch and share for each part of ELMoEmbedder's run, beside
+the time its arithmetic needs at the machine's matmul rate.
+
+    python benchmarks/profile_embed.py                          # the original size, 600 sentences
+    python benchmarks/profile_embed.py --configs original,small --n_sentences 1000
+
+The run is bench_embed.py's (random weights, rt-polarity's first sentences, batches of 64,
+stateless, the char-CNN cache off), taken apart with timers around the library's own calls:
+  token layer     BiLM.token_embedding: the char CNN (CharEncoder.cnn, run per chunk of similar
+                  lengths) and the highway and projection once per distinct token of a batch
+  LSTMs           BiLM.contextual: both stacks, of which "recurrence" is the kernel's step loop
+                  (h x W_hidden and m x W_proj per step, the gates) and the rest the input-to-gate
+                  products, the packing gathers and the states
+  other           the embedder's batching, char ids, the layers' concatenation and the copy out
+"floor ms" is the part's matrix-product FLOPs (common.required_flops on the very batches) at the
+matmul rate measured in the same run (the mean of the rates before and after); "of floor" = floor
+ms / ms. --ops N adds Paddle's profiler's N operators with the most CPU time (a second pass).
+"""
+import argparse
+import collections
+import json
+import time
+
+import common
+import bench_embed
+
+CONFIGS = bench_embed.CONFIGS
+
+
+def instrument(bilm, seconds):
+    """Time the library's calls in place -> nothing (seconds accumulates per part)."""
+    from paddle_elmo import bilm as bilm_module, kernels
+
+    def timed(owner, method, part):
+        inner = getattr(owner, method)
+
+        def call(*args, **kwargs):
+            t0 = time.perf_counter()
+            out = inner(*args, **kwargs)
+            seconds[part] += time.perf_counter() - t0
+            return out
+        setattr(owner, method, call)
+    timed(bilm, 'token_embedding', 'token layer')
+    timed(bilm.char_encoder, 'cnn', 'token layer: char CNN')
+    timed(bilm, 'contextual', 'LSTMs')
+    timed(bilm_module.kernels, 'recurrence', 'LSTMs: recurrence')
+    assert bilm_module.kernels is kernels
+
+
+def worker(spec):
+    """Embed the sentences once timed by part (and once under Paddle's profiler with --ops)."""
+    sentences, _ = bench_embed.read_sentences(spec['data_file'], spec['n_sentences'])
+    bilm, embedder, _ = bench_embed.build_embedder(spec)
+    rate_before = common.measure_matmul_gflops()
+    seconds = collections.defaultdict(float)
+    instrument(bilm, seconds)
+    start = time.perf_counter()
+    for _ in embedder.iter_embeddings(sentences):
+        pass
+    seconds['all'] = time.perf_counter() - start
+    rate_after = common.measure_matmul_gflops()
+    batches = -(-len(sentences) // spec['batch_size'])
+    ms = {k: 1000 * v / batches for k, v in seconds.items()}  # before op_table's pass adds to them
+    ops = op_table(embedder, sentences, spec['ops'], batches) if spec['ops'] else []
+    need = common.required_flops(bilm.config, bench_embed.embedder_batches(sentences, spec['batch_size'], False))
+    return {'ms': ms, 'batches': batches,
+            'tokens': sum(len(s) for s in sentences),
+            'flops': {k: v / batches for k, v in need.items() if k in ('char_cnn', 'highway', 'projection', 'lstm',
+                                                                       'total')},
+            'rates': [rate_before, rate_after], 'ops': ops}
+
+
+def op_table(embedder, sentences, top, batches):
+    """Paddle's profiler over the same sentences (`batches` batches) -> the `top` operators by CPU ms
+    per batch."""
+    import contextlib
+    import io
+    import paddle.profiler as profiler
+    prof = profiler.Profiler(targets=[profiler.ProfilerTarget.CPU])
+    prof.start()
+    for _ in embedder.iter_embeddings(sentences):
+        pass
+    prof.stop()
+    text = io.StringIO()
+    with contextlib.redirect_stdout(text):
+        prof.summary(sorted_by=profiler.SortedKeys.CPUTotal, op_detail=False, thread_sep=False, time_unit='ms')
+    rows, in_ops = [], False
+    for line in text.getvalue().splitlines():
+        in_ops = in_ops or 'Operator Summary' in line
+        fields = line.split()
+        named = 2 if 'dygraph' in line else 1
+        if in_ops and len(fields) > named + 2 and fields[named].isdigit():
+            rows.append({'operator': ' '.join(fields[:named]), 'calls/batch': int(fields[named]) / batches,
+                         'ms/batch': float(fields[named + 1]) / batches})
+    return rows[:top]
+
+
+def table(name, r):
+    ms, flops = r['ms'], r['flops']
+    rate = sum(r['rates']) / 2 * 1e9
+    floor = lambda *parts: 1000 * sum(flops[p] for p in parts) / rate
+    # The recurrence's share of the LSTM FLOPs: per layer and direction 2P x 4D (previous h) + 2D x P
+    # (projection) of the 2P x 4D + 2P x 4D + 2D x P (common.required_flops' lstm).
+    from paddle_elmo.config import ModelConfig
+    c = ModelConfig(**CONFIGS[name])
+    recurrent = (2 * c.projection_dim * 4 * c.cell_dim + 2 * c.cell_dim * c.projection_dim) / (
+        4 * c.projection_dim * 4 * c.cell_dim + 2 * c.cell_dim * c.projection_dim)
+    rows = [('token layer: char CNN', ms['token layer: char CNN'], floor('char_cnn')),
+            ('token layer: highway, projection, de-duplication', ms['token layer'] - ms['token layer: char CNN'],
+             floor('highway', 'projection')),
+            ('LSTMs: recurrence (kernel)', ms['LSTMs: recurrence'], floor('lstm') * recurrent),
+            ('LSTMs: input products, packing, states', ms['LSTMs'] - ms['LSTMs: recurrence'],
+             floor('lstm') * (1 - recurrent)),
+            ('other (batching, char ids, layers out)', ms['all'] - ms['token layer'] - ms['LSTMs'], None)]
+    out = [{'config': name, 'part': part, 'ms/batch': t, 'share': f'{t / ms["all"]:.0%}',
+            'floor ms': '' if f is None else round(f, 1), 'of floor': '' if f is None else f'{f / t:.0%}'}
+           for part, t, f in rows]
+    out.append({'config': name, 'part': '**batch**', 'ms/batch': ms['all'], 'share': '100%',
+                'floor ms': round(floor('total'), 1), 'of floor': f'{floor("total") / ms["all"]:.0%}'})
+    return out
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__.split('\n')[0])
+    p.add_argument('--configs', default='original', help='comma-separated: ' + ', '.join(CONFIGS))
+    p.add_argument('--n_sentences', type=int, default=600)
+    p.add_argument('--batch_size', type=int, default=64)
+    p.add_argument('--threads', type=int, default=2)
+    p.add_argument('--data_file', default=bench_embed.DEFAULT_DATA)
+    p.add_argument('--ops', type=int, default=0, help='also list the N operators with the most CPU time (0: none)')
+    p.add_argument('--out', help='also write the results (JSON) here')
+    p.add_argument('--worker', help=argparse.SUPPRESS)
+    a = p.parse_args()
+    if a.worker:
+        return print(json.dumps(worker(json.loads(a.worker))))
+    common.set_threads(a.threads)
+    common.print_machine_info()
+    results, rows = {}, []
+    for name in a.configs.split(','):
+        spec = dict(config=name, n_sentences=a.n_sentences, batch_size=a.batch_size, threads=a.threads,
+                    data_file=a.data_file, ops=a.ops, device='cpu', seed=0, cache='off')
+        r = common.run_worker([__file__, '--worker', json.dumps(spec)], env=common.thread_env(a.threads))
+        results[name] = r
+        rows += table(name, r)
+        print(f'{name}: {r["tokens"] / (r["ms"]["all"] * r["batches"] / 1000):.0f} tokens/s; matmul rate '
+              f'{r["rates"][0]:.1f} GFLOP/s before, {r["rates"][1]:.1f} after')
+    common.print_table(rows)
+    for name, r in results.items():
+        if r['ops']:
+            print(f'\n{name}: operators by CPU time (Paddle profiler, a second pass)')
+            common.print_table(r['ops'])
+    if a.out:
+        from paddle_elmo.fileio import write_json_atomic
+        write_json_atomic({'machine': common.machine_info(), 'threads': a.threads, 'results': results}, a.out)
+
+
+if __name__ == '__main__':
+    main()
