@@ -87,6 +87,30 @@ def measure_numpy_gflops(n=4096, seconds=3.0):
     return best
 
 
+def operator_table(run, per, top, unit='step'):
+    """run() under Paddle's profiler -> its `top` operators by CPU time, as rows of ms and calls per
+    `unit` (`per` of them in the run). Its traces are not written (they are ~20 MB a step)."""
+    import contextlib
+    import io
+    import paddle.profiler as profiler
+    prof = profiler.Profiler(targets=[profiler.ProfilerTarget.CPU], on_trace_ready=lambda _: None)
+    prof.start()
+    run()
+    prof.stop()
+    text = io.StringIO()
+    with contextlib.redirect_stdout(text):
+        prof.summary(sorted_by=profiler.SortedKeys.CPUTotal, op_detail=False, thread_sep=False, time_unit='ms')
+    rows, in_ops = [], False
+    for line in text.getvalue().splitlines():
+        in_ops = in_ops or 'Operator Summary' in line
+        fields = line.split()
+        named = 2 if 'dygraph' in line else 1  # "matmul dygraph 53 87.0 / ..." or "Global_MatmulGradNode 45 ..."
+        if in_ops and len(fields) > named + 2 and fields[named].isdigit() and fields[named + 2] == '/':
+            rows.append({'operator': ' '.join(fields[:named]), f'calls/{unit}': int(fields[named]) / per,
+                         f'ms/{unit}': float(fields[named + 1]) / per})
+    return rows[:top]
+
+
 # --------------------------------------------------------------------------------------------
 # FLOPs of a configuration
 # --------------------------------------------------------------------------------------------

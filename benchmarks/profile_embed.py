@@ -60,39 +60,15 @@ def worker(spec):
     seconds['all'] = time.perf_counter() - start
     rate_after = common.measure_matmul_gflops()
     batches = -(-len(sentences) // spec['batch_size'])
-    ms = {k: 1000 * v / batches for k, v in seconds.items()}  # before op_table's pass adds to them
-    ops = op_table(embedder, sentences, spec['ops'], batches) if spec['ops'] else []
+    ms = {k: 1000 * v / batches for k, v in seconds.items()}  # before operator_table's pass adds to them
+    ops = common.operator_table(lambda: [None for _ in embedder.iter_embeddings(sentences)], batches,
+                                spec['ops'], unit='batch') if spec['ops'] else []
     need = common.required_flops(bilm.config, bench_embed.embedder_batches(sentences, spec['batch_size'], False))
     return {'ms': ms, 'batches': batches,
             'tokens': sum(len(s) for s in sentences),
             'flops': {k: v / batches for k, v in need.items() if k in ('char_cnn', 'highway', 'projection', 'lstm',
                                                                        'total')},
             'rates': [rate_before, rate_after], 'ops': ops}
-
-
-def op_table(embedder, sentences, top, batches):
-    """Paddle's profiler over the same sentences (`batches` batches) -> the `top` operators by CPU ms
-    per batch."""
-    import contextlib
-    import io
-    import paddle.profiler as profiler
-    prof = profiler.Profiler(targets=[profiler.ProfilerTarget.CPU])
-    prof.start()
-    for _ in embedder.iter_embeddings(sentences):
-        pass
-    prof.stop()
-    text = io.StringIO()
-    with contextlib.redirect_stdout(text):
-        prof.summary(sorted_by=profiler.SortedKeys.CPUTotal, op_detail=False, thread_sep=False, time_unit='ms')
-    rows, in_ops = [], False
-    for line in text.getvalue().splitlines():
-        in_ops = in_ops or 'Operator Summary' in line
-        fields = line.split()
-        named = 2 if 'dygraph' in line else 1
-        if in_ops and len(fields) > named + 2 and fields[named].isdigit():
-            rows.append({'operator': ' '.join(fields[:named]), 'calls/batch': int(fields[named]) / batches,
-                         'ms/batch': float(fields[named + 1]) / batches})
-    return rows[:top]
 
 
 def table(name, r):

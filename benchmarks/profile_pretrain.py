@@ -25,12 +25,11 @@ count bench_pretrain.py's "required floor" uses; forward + backward = 3x the for
 matmul rate measured in the same run (the mean of the rates before and after the steps); "of floor"
 = floor ms / ms. Parts with no product (data, optimizer) have no floor: all their time is overhead.
 --ops N adds Paddle's profiler: the N operators with the most CPU time per step (a second pass
-over the same number of steps, profiled; the profiler adds its own overhead).
+over as many steps, profiled; the profiler adds its own overhead; ms and calls are per step).
 """
 import argparse
 import collections
 import json
-import os
 import time
 
 import common
@@ -122,7 +121,7 @@ def instrument(model, timers):
 
 
 def timed_step(model, optimizer, batches, timers):
-    """lm.train_step's calls, timed part by part -> the loss."""
+    """lm.train_step's calls (keep them in step with it), timed part by part -> the loss."""
     t0 = time.perf_counter()
     batch = next(batches)
     t1 = time.perf_counter()
@@ -142,32 +141,6 @@ def timed_step(model, optimizer, batches, timers):
     s['optimizer'] += t4 - t3
     s['step'] += t4 - t0
     return float(out['loss'])
-
-
-def op_table(model, optimizer, batches, steps, top):
-    """Paddle's profiler over `steps` more steps -> the `top` operators by CPU ms per step."""
-    import contextlib
-    import io
-    import paddle.profiler as profiler
-    from paddle_elmo.lm import train_step
-    prof = profiler.Profiler(targets=[profiler.ProfilerTarget.CPU])
-    prof.start()
-    for _ in range(steps):
-        train_step(model, optimizer, next(batches))
-        prof.step()
-    prof.stop()
-    text = io.StringIO()
-    with contextlib.redirect_stdout(text):
-        prof.summary(sorted_by=profiler.SortedKeys.CPUTotal, op_detail=False, thread_sep=False, time_unit='ms')
-    rows, in_ops = [], False
-    for line in text.getvalue().splitlines():
-        in_ops = in_ops or 'Operator Summary' in line
-        fields = line.split()
-        if in_ops and len(fields) > 3 and fields[-1] == '0' and fields[1 if 'dygraph' not in line else 2].isdigit():
-            name = ' '.join(fields[:2]) if 'dygraph' in line else fields[0]
-            calls, total = int(fields[2 if 'dygraph' in line else 1]), float(fields[3 if 'dygraph' in line else 2])
-            rows.append({'operator': name, 'calls/step': calls / steps, 'ms/step': total / steps})
-    return rows[:top]
 
 
 def worker(name, steps, warmup, top):
@@ -191,8 +164,9 @@ def worker(name, steps, warmup, top):
     rate_after = common.measure_matmul_gflops()
     need = common.required_flops(config, [common.lm_step_char_ids(b) for b in step_batches], training=True,
                                  n_negative_samples=negatives)
-    ms = {k: 1000 * v / steps for k, v in timers.seconds.items()}  # before op_table's steps add to them
-    ops = op_table(model, optimizer, batches, steps, top) if top else []
+    ms = {k: 1000 * v / steps for k, v in timers.seconds.items()}  # before operator_table's steps add to them
+    ops = common.operator_table(lambda: [train_step(model, optimizer, next(batches)) for _ in range(steps)], steps,
+                                top) if top else []
     print(json.dumps({'ms': ms,
                       'flops': {k: v / steps for k, v in need.items() if k not in ('positions', 'distinct',
                                                                                    'char_windows')},

@@ -264,8 +264,8 @@ class Recipe:
     lr_decay: str = setting('none', "not bilm-tf's: after warm-up the learning rate falls to lr x lr_final over "
                             "lr_decay_steps updates, along a line (linear) or a half cosine (cosine), then stays; "
                             "none keeps it constant (bilm-tf)")
-    lr_decay_steps: int = setting(0, 'updates over which the learning rate decays (0: the run\'s total steps: '
-                                  '--max_steps or all the epochs\' steps)')
+    lr_decay_steps: int = setting(0, 'updates over which the learning rate decays (0: the run\'s steps after '
+                                  'warm-up, --max_steps or all the epochs\', fixed when the run starts)')
     lr_final: float = setting(0.1, 'the learning rate at the end of the decay, as a share of lr')
     max_grad_norm: float = setting(10.0, 'global gradient-norm clip (of the gradient of loss x unroll_steps, '
                                    'as bilm-tf)')

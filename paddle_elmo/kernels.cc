@@ -148,10 +148,14 @@ class RightMatrix {
   RightMatrix(const Tensor& b, bool transpose, int64_t max_rows)
       : b_(b.contiguous()), transpose_(transpose),
         k_(transpose ? b.shape()[1] : b.shape()[0]), n_(transpose ? b.shape()[0] : b.shape()[1]) {
+    PD_CHECK(b_.is_cpu() && b_.dtype() == paddle::DataType::FLOAT32 && b_.shape().size() == 2,
+             "lstm kernel: float32 CPU weight matrices");
 #ifdef ELMO_MKL
+    const float* source = b_.data<float>();  // before the allocation: nothing below throws
     packed_ = cblas_sgemm_alloc(CblasBMatrix, max_rows, n_, k_);
+    PD_CHECK(packed_ != nullptr, "lstm kernel: MKL could not allocate a packed matrix");
     cblas_sgemm_pack(CblasRowMajor, CblasBMatrix, transpose ? CblasTrans : CblasNoTrans, max_rows, n_, k_, 1.f,
-                     b_.data<float>(), transpose ? k_ : n_, packed_);
+                     source, transpose ? k_ : n_, packed_);
 #endif
   }
   ~RightMatrix() {
@@ -542,8 +546,9 @@ PD_BUILD_OP(elmo_highway_gate_backward)
 // bilm-tf's Adagrad and the budget recipe's Adam over every parameter in one call, the global-norm
 // clip's factor `scale` applied on the way (as Paddle ops: a scale, then the update, per tensor;
 // and a gather, update and scatter for each table's rows). The arithmetic is Paddle's, operation
-// for operation, and contraction into FMAs is off here, so the results are the Paddle ops' bit for
-// bit (tests/test_cpu.py).
+// for operation, contraction into FMAs off, with an exactly rounded sqrt: Paddle's adagrad kernel
+// takes Eigen's fast sqrt in its vector body (an ulp off, processor-dependent), so ~1.5% of an
+// update's elements differ from it by an ulp (test_train_step.py, the fused-update test).
 #pragma GCC push_options
 #pragma GCC optimize("fp-contract=off")
 
@@ -575,21 +580,11 @@ inline void AdamSpan(float* p, float* m, float* v, const float* grad, int64_t n,
   }
 }
 
-// (tensor, first element, elements) blocks of a list of same-shaped tensor groups, so that one
-// parallel loop covers every parameter.
-struct Block {
-  size_t tensor;
-  int64_t start, size;
-};
-
-std::vector<Block> Blocks(const std::vector<Tensor>& tensors) {
-  std::vector<Block> blocks;
-  for (size_t i = 0; i < tensors.size(); ++i) {
-    for (int64_t start = 0; start < tensors[i].numel(); start += kBlock) {
-      blocks.push_back({i, start, std::min(kBlock, tensors[i].numel() - start)});
-    }
-  }
-  return blocks;
+// A tensor the kernels write in place: float32, on the CPU and contiguous (a strided view would be
+// copied by .contiguous() and the update lost), of `numel` elements.
+void CheckWritable(const Tensor& t, int64_t numel, const char* name) {
+  PD_CHECK(t.is_cpu() && t.dtype() == paddle::DataType::FLOAT32 && t.is_contiguous() && t.numel() == numel, name,
+           ": parameters and optimizer slots must be contiguous float32 CPU tensors of the parameter's size");
 }
 
 void CheckSlots(const std::vector<Tensor>& params, const std::vector<std::vector<Tensor>*>& slots,
@@ -597,19 +592,43 @@ void CheckSlots(const std::vector<Tensor>& params, const std::vector<std::vector
   for (const auto* slot : slots) PD_CHECK(slot->size() == params.size(), name, ": one slot per parameter");
   PD_CHECK(grads.size() == params.size(), name, ": one gradient per parameter");
   for (size_t i = 0; i < params.size(); ++i) {
-    PD_CHECK(params[i].is_cpu() && params[i].dtype() == paddle::DataType::FLOAT32 && grads[i].is_cpu() &&
-                 grads[i].dtype() == paddle::DataType::FLOAT32 && grads[i].numel() == params[i].numel(),
-             name, ": float32 CPU parameters and gradients of the same size");
-    for (const auto* slot : slots) PD_CHECK((*slot)[i].numel() == params[i].numel(), name, ": slot size");
+    CheckWritable(params[i], params[i].numel(), name);
+    for (const auto* slot : slots) CheckWritable((*slot)[i], params[i].numel(), name);
+    PD_CHECK(grads[i].is_cpu() && grads[i].dtype() == paddle::DataType::FLOAT32 && grads[i].is_contiguous() &&
+                 grads[i].numel() == params[i].numel(),
+             name, ": float32 CPU gradients of the parameters' sizes");
   }
 }
 
-// Rows `ids` (int64 [n], distinct) of a table [V, d] and its slots, from gradient rows [n, d].
+// update(tensor i, first element, elements) over kBlock-element blocks of every tensor of a list,
+// in one parallel loop (a loop per tensor would fork and join once per parameter).
 template <typename Update>
-void UpdateRows(Tensor& table, const Tensor& ids_in, const Tensor& grad_in, const char* name, Update update) {
+void ForEachBlock(const std::vector<Tensor>& tensors, Update update) {
+  struct Block {
+    size_t tensor;
+    int64_t start, size;
+  };
+  std::vector<Block> blocks;
+  for (size_t i = 0; i < tensors.size(); ++i) {
+    for (int64_t start = 0; start < tensors[i].numel(); start += kBlock) {
+      blocks.push_back({i, start, std::min(kBlock, tensors[i].numel() - start)});
+    }
+  }
+  const int64_t n = static_cast<int64_t>(blocks.size());
+#pragma omp parallel for if (n * kBlock >= kParallelMin)
+  for (int64_t b = 0; b < n; ++b) update(blocks[b].tensor, blocks[b].start, blocks[b].size);
+}
+
+// Rows `ids` (int64 [n]) of a table [V, d] and its slots, from gradient rows [n, d]. The ids must be
+// distinct (TableRows' are: sorted unique), or two threads would update one row.
+template <typename Update>
+void UpdateRows(Tensor& table, const std::vector<const Tensor*>& slots, const Tensor& ids_in, const Tensor& grad_in,
+                const char* name, Update update) {
   const Tensor ids = ids_in.contiguous(), grad = grad_in.contiguous();
-  PD_CHECK(table.is_cpu() && table.dtype() == paddle::DataType::FLOAT32 && ids.dtype() == paddle::DataType::INT64,
-           name, ": a float32 CPU table and int64 ids");
+  CheckWritable(table, table.numel(), name);
+  for (const Tensor* slot : slots) CheckWritable(*slot, table.numel(), name);
+  PD_CHECK(ids.dtype() == paddle::DataType::INT64 && grad.dtype() == paddle::DataType::FLOAT32, name,
+           ": int64 ids and float32 gradient rows");
   const int64_t n = ids.numel(), rows = table.shape()[0], d = rows ? table.numel() / rows : 0;
   PD_CHECK(grad.numel() == n * d, name, ": gradient rows [ids, row size]");
   const int64_t* iv = ids.data<int64_t>();
@@ -624,21 +643,14 @@ void UpdateRows(Tensor& table, const Tensor& ids_in, const Tensor& grad_in, cons
 void AdagradDense(std::vector<Tensor>& params, std::vector<Tensor>& accs, const std::vector<Tensor>& grads,
                   float lr, float scale) {
   CheckSlots(params, {&accs}, grads, "adagrad kernel");
-  const auto blocks = Blocks(params);
-  const int64_t n = static_cast<int64_t>(blocks.size());
-#pragma omp parallel for if (n > 4)
-  for (int64_t b = 0; b < n; ++b) {
-    const Block& k = blocks[b];
-    AdagradSpan(params[k.tensor].data<float>() + k.start, accs[k.tensor].data<float>() + k.start,
-                grads[k.tensor].data<float>() + k.start, k.size, lr, scale);
-  }
+  ForEachBlock(params, [&](size_t i, int64_t at, int64_t n) {
+    AdagradSpan(params[i].data<float>() + at, accs[i].data<float>() + at, grads[i].data<float>() + at, n, lr, scale);
+  });
 }
 
 void AdagradRows(Tensor& table, Tensor& acc, const Tensor& ids, const Tensor& grad, float lr, float scale) {
-  PD_CHECK(acc.numel() == table.numel(), "adagrad rows kernel: the accumulator is the table's size");
-  float *p = table.data<float>(), *a = acc.data<float>();
-  UpdateRows(table, ids, grad, "adagrad rows kernel", [&](int64_t at, const float* g, int64_t d) {
-    AdagradSpan(p + at, a + at, g, d, lr, scale);
+  UpdateRows(table, {&acc}, ids, grad, "adagrad rows kernel", [&](int64_t at, const float* g, int64_t d) {
+    AdagradSpan(table.data<float>() + at, acc.data<float>() + at, g, d, lr, scale);
   });
 }
 
@@ -647,23 +659,17 @@ void AdamDense(std::vector<Tensor>& params, std::vector<Tensor>& ms, std::vector
                float eps) {
   CheckSlots(params, {&ms, &vs}, grads, "adam kernel");
   const AdamArgs args{lr, scale, b1, c1, b2, c2, eps};
-  const auto blocks = Blocks(params);
-  const int64_t n = static_cast<int64_t>(blocks.size());
-#pragma omp parallel for if (n > 4)
-  for (int64_t b = 0; b < n; ++b) {
-    const Block& k = blocks[b];
-    AdamSpan(params[k.tensor].data<float>() + k.start, ms[k.tensor].data<float>() + k.start,
-             vs[k.tensor].data<float>() + k.start, grads[k.tensor].data<float>() + k.start, k.size, args);
-  }
+  ForEachBlock(params, [&](size_t i, int64_t at, int64_t n) {
+    AdamSpan(params[i].data<float>() + at, ms[i].data<float>() + at, vs[i].data<float>() + at,
+             grads[i].data<float>() + at, n, args);
+  });
 }
 
 void AdamRows(Tensor& table, Tensor& m, Tensor& v, const Tensor& ids, const Tensor& grad, float lr, float scale,
               float b1, float c1, float b2, float c2, float eps) {
-  PD_CHECK(m.numel() == table.numel() && v.numel() == table.numel(), "adam rows kernel: slots of the table's size");
   const AdamArgs args{lr, scale, b1, c1, b2, c2, eps};
-  float *p = table.data<float>(), *mv = m.data<float>(), *vv = v.data<float>();
-  UpdateRows(table, ids, grad, "adam rows kernel", [&](int64_t at, const float* g, int64_t d) {
-    AdamSpan(p + at, mv + at, vv + at, g, d, args);
+  UpdateRows(table, {&m, &v}, ids, grad, "adam rows kernel", [&](int64_t at, const float* g, int64_t d) {
+    AdamSpan(table.data<float>() + at, m.data<float>() + at, v.data<float>() + at, g, d, args);
   });
 }
 

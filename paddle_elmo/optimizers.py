@@ -59,25 +59,35 @@ class Optimizer:
 
         On CPU the kernels (kernels.cc) update every dense parameter in one call and each table's
         rows in place; elsewhere the rule's Paddle ops run tensor by tensor, the rows through a
-        gather and a scatter. Both compute the same floats."""
+        gather and a scatter. Both compute the same formula, operation for operation (an ulp apart
+        where Paddle's adagrad takes Eigen's fast sqrt: kernels.cc)."""
         grads, norm, scale = self._gradients(table_rows)
         self.n_updates += 1
         lr = self.learning_rate()
-        dense = [p for _, p in self.dense]
-        ops = kernels.fused_updates(dense + [p for _, p in self.sparse])
-        if ops is not None:  # on detached views: Paddle refuses in-place ops on leaves that need gradients
-            self._fused_dense(ops, [p.detach() for p in dense], [self.slots[n] for n, _ in self.dense],
-                              grads[:len(dense)], lr, scale)
-        else:
-            lr_t = paddle.to_tensor([lr], dtype='float32')
-            for (name, p), g in zip(self.dense, grads):
-                self._update(p, _clipped(g, scale), self.slots[name], lr_t)
-        sparse_grads = iter(grads[len(self.dense):])
-        sparse = iter(self.sparse)
+        ops = kernels.fused_updates([p for _, p in self.dense + self.sparse])
+        self._update_dense(ops, grads[:len(self.dense)], lr, scale)
+        self._update_rows(ops, table_rows, grads[len(self.dense):], lr, scale)
+        return norm
+
+    def _update_dense(self, ops, grads, lr, scale):
+        """The dense parameters from their gradients (self.dense's order)."""
+        if ops is not None and self.dense:  # Paddle's custom-op call aborts on an empty list (--freeze_bilm)
+            # On detached views: Paddle refuses in-place ops on leaves that need gradients.
+            self._fused_dense(ops, [p.detach() for _, p in self.dense], [self.slots[n] for n, _ in self.dense],
+                              grads, lr, scale)
+            return
+        lr_t = paddle.to_tensor([lr], dtype='float32')
+        for (name, p), g in zip(self.dense, grads):
+            self._update(p, _clipped(g, scale), self.slots[name], lr_t)
+
+    def _update_rows(self, ops, table_rows, grads, lr, scale):
+        """The tables' rows a step read (table_rows), from their gradients (self.sparse's order)."""
+        grads, sparse = iter(grads), iter(self.sparse)
+        lr_t = paddle.to_tensor([lr], dtype='float32')
         for rows in table_rows:
             ids = paddle.to_tensor(rows.ids)
             for _ in rows.tables:
-                (name, p), g = next(sparse), next(sparse_grads)
+                (name, p), g = next(sparse), next(grads)
                 if ops is not None:
                     self._fused_rows(ops, p.detach(), self.slots[name], ids, g, lr, scale)
                     continue
@@ -87,7 +97,6 @@ class Optimizer:
                 for k, v in state.items():
                     paddle.scatter_(self.slots[name][k], ids, v)
                 paddle.scatter_(p, ids, values)
-        return norm
 
     def learning_rate(self):
         return self.lr * self.decay.factor(self.n_updates)

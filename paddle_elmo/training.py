@@ -275,6 +275,8 @@ def set_up(model_config, recipe, save_dir, *, device='cpu', cpu_threads=None, in
     if recipe.n_negative_samples >= vocab.size and rank == 0:
         log.warning('--n_negative_samples %d >= the vocabulary\'s %d tokens: every step uses the full softmax',
                     recipe.n_negative_samples, vocab.size)
+    if init_from_ckpt is None and recipe.lr_decay != 'none' and not recipe.lr_decay_steps:
+        recipe = dataclasses.replace(recipe, lr_decay_steps=decay_steps(recipe))
     check_input_vocabulary(model_config, recipe, init_from_ckpt)
     paddle.seed(recipe.seed)  # identical initial weights on every rank
     model = LanguageModel(model_config, vocab.size, recipe.n_negative_samples, seed=recipe.seed * 1000 + rank,
@@ -322,10 +324,15 @@ def set_up(model_config, recipe, save_dir, *, device='cpu', cpu_threads=None, in
 
 
 def lr_decay(recipe):
-    """The recipe's learning-rate Decay, over --lr_decay_steps or else the run's total steps less the
-    warm-up (so the rate reaches lr x lr_final at the last step)."""
-    steps = recipe.lr_decay_steps or max(1, total_steps(recipe) - recipe.warmup_steps)
-    return Decay(recipe.lr_decay, steps, recipe.lr_final)
+    """The recipe's learning-rate Decay over --lr_decay_steps (0: decay_steps)."""
+    return Decay(recipe.lr_decay, recipe.lr_decay_steps or decay_steps(recipe), recipe.lr_final)
+
+
+def decay_steps(recipe):
+    """The run's total steps after Adam's warm-up: the rate reaches lr x lr_final at the last step. A
+    new run records it in its recipe (set_up), so a resume with another --max_steps keeps the schedule."""
+    warmup = recipe.warmup_steps if recipe.optimizer == 'adam' else 0  # Adagrad has no warm-up
+    return max(1, total_steps(recipe) - warmup)
 
 
 def lr_scale_from_weights(recipe):

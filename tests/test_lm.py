@@ -207,7 +207,9 @@ def test_a_run_decays_over_its_own_steps_unless_told_otherwise():
     from paddle_elmo.config import Recipe
     from paddle_elmo.training import lr_decay
     recipe = Recipe(max_steps=1500, warmup_steps=100, lr_decay='cosine').checked()
-    assert (lr_decay(recipe).kind, lr_decay(recipe).steps, lr_decay(recipe).final) == ('cosine', 1400, 0.1)
+    assert (lr_decay(recipe).kind, lr_decay(recipe).steps, lr_decay(recipe).final) == ('cosine', 1500, 0.1)
+    adam = Recipe(max_steps=1500, optimizer='adam', warmup_steps=100, lr_decay='cosine').checked()
+    assert lr_decay(adam).steps == 1400  # Adam's warm-up first; Adagrad has none
     assert lr_decay(Recipe(max_steps=1500, lr_decay='linear', lr_decay_steps=300).checked()).steps == 300
     assert lr_decay(Recipe(max_steps=1500).checked()).factor(1000) == 1.0  # bilm-tf's constant rate
     with pytest.raises(InputError, match='--lr_decay must be one of'):

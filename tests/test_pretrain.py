@@ -135,11 +135,15 @@ def test_eval_of_a_trained_model_is_deterministic_and_export_keeps_the_softmax(c
 
 
 def test_max_minutes_stops_saves_a_checkpoint_that_resumes_exactly_and_exits_0(corpus, tmp_path):
-    whole = run('run_pretrain.py', pretrain_args(corpus, tmp_path / 'whole', '--max_steps', '12'))
+    # With a decaying learning rate: its length is fixed when the run starts, and a resume keeps it.
+    whole = run('run_pretrain.py', pretrain_args(corpus, tmp_path / 'whole', '--max_steps', '12', '--lr_decay',
+                                                 'cosine'))
     assert whole.returncode == 0, whole.stderr[-2000:]
     slot = tmp_path / 'slot'
     stopped = run('run_pretrain.py', pretrain_args(corpus, slot, '--max_steps', '12', '--max_minutes', '0.0001',
-                                                   '--dev_data_path', str(corpus / 'heldout.txt')))
+                                                   '--dev_data_path', str(corpus / 'heldout.txt'),
+                                                   '--lr_decay', 'cosine'))
+    assert json.loads((slot / 'recipe.json').read_text())['lr_decay_steps'] == 12
     assert stopped.returncode == 0, stopped.stderr[-2000:]
     saved = [p.stem for p in slot.glob('*.pdparams')]
     assert len(saved) == 1 and saved[0] != 'final' and 1 <= int(saved[0]) < 12

@@ -86,7 +86,7 @@ FLAGS = {
     'lr': ('the learning rate (pretrain: the biLM\'s; classifiers: the head\'s and the scalar mix\'s)', ()),
     'warmup_steps': ('adam: linear learning-rate warm-up, in steps', ()),
     'lr_decay': ('learning-rate decay after warm-up: none (bilm-tf), linear or cosine', ()),
-    'lr_decay_steps': ('updates over which the learning rate decays (0: the run\'s total steps)', ()),
+    'lr_decay_steps': ('updates over which the learning rate decays (0: the run\'s steps after warm-up)', ()),
     'lr_final': ('the learning rate at the end of its decay, as a share of --lr', ()),
     'from_weights_lr_scale': ('a run started from pretrained weights that trains them runs at --lr times this '
                               '(off or 1: the full rate)', ()),
