@@ -208,7 +208,10 @@ std::vector<Tensor> LstmForward(const Tensor& gates_x_in, const Tensor& bias_in,
   Tensor acts = Empty({save ? tokens : 0, 4 * D}), m = Empty({save ? tokens : batch_sizes[0], D});
   // Activations of the current step's rows, when none are kept (one row each: threads share it).
   std::vector<float> scratch(save ? 0 : batch_sizes[0] * 4 * D);
-  std::vector<float> rec(batch_sizes[0] * 4 * D);  // h_prev x W_hidden of a step
+  // Scratch as Paddle tensors, not std::vector: MKL's results depend on its operands' alignment,
+  // and Paddle's allocations are aligned alike from call to call (malloc's are not).
+  Tensor rec_t = Empty({batch_sizes[0], 4 * D});  // h_prev x W_hidden of a step
+  float* rec = rec_t.data<float>();
   const RightMatrix hidden(w_hidden, false, batch_sizes[0]), proj(w_proj, false, batch_sizes[0]);
   const float *gx = gates_x.data<float>(), *b = bias.data<float>();
   float *c_out = c.data<float>(), *h_out = h.data<float>();
@@ -216,8 +219,8 @@ std::vector<Tensor> LstmForward(const Tensor& gates_x_in, const Tensor& bias_in,
     const int64_t n = batch_sizes[t], at = offset[t];
     const float* h_prev = t == 0 ? h0.data<float>() : h_out + offset[t - 1] * P;
     const float* c_prev = t == 0 ? c0.data<float>() : c_out + offset[t - 1] * D;
-    hidden.Multiply(h_prev, n, rec.data());  // [n, 4D]
-    const float* r = rec.data();
+    hidden.Multiply(h_prev, n, rec);  // [n, 4D]
+    const float* r = rec;
     float* m_rows = m.data<float>() + (save ? at : 0) * D;
 #pragma omp parallel for if (n * D >= kParallelMin)
     for (int64_t row = 0; row < n; ++row) {
@@ -265,8 +268,10 @@ std::vector<Tensor> LstmBackward(const Tensor& w_hidden, const Tensor& w_proj, c
   Tensor grad_h0 = Zeros({B, P}), grad_c0 = Zeros({B, D});
   std::vector<float> dc_carry(batch_sizes[0] * D, 0.f);  // d loss / d c of the next step's previous state
   const std::vector<float> zeros(P, 0.f);
-  std::vector<float> dh_carry(batch_sizes[0] * P);      // [n_{t+1}, P], d loss / d h_prev of the next step
-  std::vector<float> dm(batch_sizes[0] * D);            // d loss / d m of a step
+  // Scratch as Paddle tensors (aligned alike from call to call, as MKL's results need: see LstmForward).
+  Tensor dh_carry_t = Empty({batch_sizes[0], P}), dm_t = Empty({batch_sizes[0], D});
+  float* dh_carry = dh_carry_t.data<float>();  // [n_{t+1}, P], d loss / d h_prev of the next step
+  float* dm = dm_t.data<float>();              // d loss / d m of a step
   const RightMatrix hidden_t(w_hidden, true, batch_sizes[0]), proj_t(w_proj, true, batch_sizes[0]);
   const float *hv = h.data<float>(), *cv = c.data<float>(), *av = acts.data<float>();
   const float *gh = grad_h.data<float>(), *gc = grad_c.data<float>();
@@ -278,13 +283,13 @@ std::vector<Tensor> LstmBackward(const Tensor& w_hidden, const Tensor& w_proj, c
     const int64_t n = batch_sizes[t], at = offset[t], n_next = t + 1 < T ? batch_sizes[t + 1] : 0;
 #pragma omp parallel for if (n * P >= kParallelMin)
     for (int64_t row = 0; row < n; ++row) {
-      const float* carried = row < n_next ? dh_carry.data() + row * P : zeros.data();
+      const float* carried = row < n_next ? dh_carry + row * P : zeros.data();
       const int64_t e = (at + row) * P;
 #pragma omp simd
       for (int64_t p = 0; p < P; ++p) dhr[e + p] = (gh[e + p] + carried[p]) * ClipPass(hv[e + p], proj_clip);
     }
-    proj_t.Multiply(dhr + at * P, n, dm.data());  // [n, D]
-    const float* dmv = dm.data();
+    proj_t.Multiply(dhr + at * P, n, dm);  // [n, D]
+    const float* dmv = dm;
     const float* c_prev = t == 0 ? c0.data<float>() : cv + offset[t - 1] * D;
 #pragma omp parallel for if (n * D >= kParallelMin)
     for (int64_t row = 0; row < n; ++row) {
@@ -308,11 +313,11 @@ std::vector<Tensor> LstmBackward(const Tensor& w_hidden, const Tensor& w_proj, c
         carry[k] = dc * f;
       }
     }
-    hidden_t.Multiply(dg + at * 4 * D, n, dh_carry.data());  // [n, P]
+    hidden_t.Multiply(dg + at * 4 * D, n, dh_carry);  // [n, P]
     const float* prev = t == 0 ? h0.data<float>() : hv + offset[t - 1] * P;
     std::memcpy(h_prev_all.data<float>() + at * P, prev, sizeof(float) * n * P);
   }
-  std::memcpy(grad_h0.data<float>(), dh_carry.data(), sizeof(float) * batch_sizes[0] * P);
+  std::memcpy(grad_h0.data<float>(), dh_carry, sizeof(float) * batch_sizes[0] * P);
   std::memcpy(grad_c0.data<float>(), dc_carry.data(), sizeof(float) * batch_sizes[0] * D);
   ColumnSums(dg, tokens, 4 * D, db);
   Tensor grad_w_hidden = paddle::experimental::matmul(h_prev_all, grad_gates, true, false);
