@@ -87,6 +87,31 @@ def measure_numpy_gflops(n=4096, seconds=3.0):
     return best
 
 
+def time_calls(owner, method, seconds, part):
+    """Replace owner.method by a call that adds its seconds to seconds[part] -> the original method."""
+    inner = getattr(owner, method)
+
+    def timed(*args, **kwargs):
+        start = time.perf_counter()
+        out = inner(*args, **kwargs)
+        seconds[part] += time.perf_counter() - start
+        return out
+    setattr(owner, method, timed)
+    return inner
+
+
+def report_profiles(results, out, **facts):
+    """The profile scripts' ending: each configuration's operator table (when --ops asked for one),
+    then, with `out`, the results and the machine (and `facts`) as JSON."""
+    for name, r in results.items():
+        if r['ops']:
+            print(f'\n{name}: operators by CPU time (Paddle profiler, a second pass)')
+            print_table(r['ops'])
+    if out:
+        from paddle_elmo.fileio import write_json_atomic
+        write_json_atomic({'machine': machine_info(), **facts, 'results': results}, out)
+
+
 def operator_table(run, per, top, unit='step'):
     """run() under Paddle's profiler -> its `top` operators by CPU time, as rows of ms and calls per
     `unit` (`per` of them in the run). Its traces are not written (they are ~20 MB a step)."""

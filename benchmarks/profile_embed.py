@@ -31,15 +31,7 @@ def instrument(bilm, seconds):
     """Time the library's calls in place -> nothing (seconds accumulates per part)."""
     from paddle_elmo import bilm as bilm_module, kernels
 
-    def timed(owner, method, part):
-        inner = getattr(owner, method)
-
-        def call(*args, **kwargs):
-            t0 = time.perf_counter()
-            out = inner(*args, **kwargs)
-            seconds[part] += time.perf_counter() - t0
-            return out
-        setattr(owner, method, call)
+    timed = lambda owner, method, part: common.time_calls(owner, method, seconds, part)
     timed(bilm, 'token_embedding', 'token layer')
     timed(bilm.char_encoder, 'cnn', 'token layer: char CNN')
     timed(bilm, 'contextual', 'LSTMs')
@@ -121,13 +113,7 @@ def main():
         print(f'{name}: {r["tokens"] / (r["ms"]["all"] * r["batches"] / 1000):.0f} tokens/s; matmul rate '
               f'{r["rates"][0]:.1f} GFLOP/s before, {r["rates"][1]:.1f} after')
     common.print_table(rows)
-    for name, r in results.items():
-        if r['ops']:
-            print(f'\n{name}: operators by CPU time (Paddle profiler, a second pass)')
-            common.print_table(r['ops'])
-    if a.out:
-        from paddle_elmo.fileio import write_json_atomic
-        write_json_atomic({'machine': common.machine_info(), 'threads': a.threads, 'results': results}, a.out)
+    common.report_profiles(results, a.out, threads=a.threads)
 
 
 if __name__ == '__main__':

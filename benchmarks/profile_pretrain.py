@@ -57,15 +57,7 @@ class Timers:
         self.marks = {}
 
     def wrap(self, owner, method, part):
-        inner = getattr(owner, method)
-
-        def timed(*args, **kwargs):
-            t0 = time.perf_counter()
-            out = inner(*args, **kwargs)
-            self.seconds[part] += time.perf_counter() - t0
-            return out
-        setattr(owner, method, timed)
-        return inner
+        return common.time_calls(owner, method, self.seconds, part)
 
     def mark_on_grad(self, tensor, name):
         """Record when the backward reaches `tensor` (the latest time over calls of one backward)."""
@@ -174,7 +166,7 @@ def worker(name, steps, warmup, top):
                       'rates': [rate_before, rate_after], 'ops': ops}))
 
 
-def table(name, r, threads):
+def table(name, r):
     """The breakdown rows of one worker's result."""
     ms, flops = r['ms'], r['flops']
     rate = sum(r['rates']) / 2 * 1e9
@@ -220,18 +212,11 @@ def main():
         r = common.run_worker([__file__, '--worker', name, '--steps', str(a.steps), '--warmup', str(a.warmup),
                                '--threads', str(a.threads), '--ops', str(a.ops)], env=common.thread_env(a.threads))
         results[name] = r
-        rows += table(name, r, a.threads)
+        rows += table(name, r)
         print(f'{name}: matmul rate {r["rates"][0]:.1f} GFLOP/s before the timed steps, {r["rates"][1]:.1f} after; '
               f'{r["distinct/step"]:.0f} distinct tokens per step')
     common.print_table(rows)
-    for name, r in results.items():
-        if r['ops']:
-            print(f'\n{name}: operators by CPU time (Paddle profiler, a second pass)')
-            common.print_table(r['ops'])
-    if a.out:
-        from paddle_elmo.fileio import write_json_atomic
-        write_json_atomic({'machine': common.machine_info(), 'threads': a.threads, 'steps': a.steps,
-                           'results': results}, a.out)
+    common.report_profiles(results, a.out, threads=a.threads, steps=a.steps)
 
 
 if __name__ == '__main__':

@@ -292,9 +292,7 @@ class _KernelHighwayGate(PyLayer):
 def fused_updates(tensors):
     """The compiled module when the in-place optimizer kernels can update `tensors` (float32 on the
     CPU), else None (the optimizer then runs its Paddle ops, tensor by tensor)."""
-    ops = kernel()
-    return ops if ops is not None and all(t.place.is_cpu_place() and t.dtype == paddle.float32
-                                          for t in tensors) else None
+    return kernel() if all(_kernels_for(t) is not None for t in tensors) else None
 
 
 # --------------------------------------------------------------------------------------------

@@ -83,7 +83,7 @@ class Optimizer:
     def _update_rows(self, ops, table_rows, grads, lr, scale):
         """The tables' rows a step read (table_rows), from their gradients (self.sparse's order)."""
         grads, sparse = iter(grads), iter(self.sparse)
-        lr_t = paddle.to_tensor([lr], dtype='float32')
+        lr_t = None if ops is not None else paddle.to_tensor([lr], dtype='float32')
         for rows in table_rows:
             ids = paddle.to_tensor(rows.ids)
             for _ in rows.tables:
