@@ -94,15 +94,17 @@ def add_bias(x, bias):
 class _AddBias(PyLayer):
     @staticmethod
     def forward(ctx, x, bias):
-        ctx.rows = x.shape[0]
+        ctx.rows, ctx.needs = x.shape[0], (not x.stop_gradient, not bias.stop_gradient)
         return x + bias
 
     @staticmethod
     def backward(ctx, grad):
         # The bias gradient as a [1, rows] x [rows, k] product: Paddle's CPU column sum (the
         # backward of a broadcast add) is far slower (BENCHMARKS.md, "Measured choices").
-        ones = paddle.ones([1, ctx.rows], dtype=grad.dtype)
-        return grad, paddle.matmul(ones, grad).reshape([grad.shape[1]])
+        grad_bias = None
+        if ctx.needs[1]:
+            grad_bias = paddle.matmul(paddle.ones([1, ctx.rows], dtype=grad.dtype), grad).reshape([grad.shape[1]])
+        return _needed_grads(ctx, (grad, grad_bias))
 
 
 # --------------------------------------------------------------------------------------------

@@ -425,3 +425,20 @@ def test_dropout_kernel_keeps_one_minus_p_scales_them_and_drops_the_same_gradien
     assert (again == kept).all() and abs((other == kept).mean() - (0.75 ** 2 + 0.25 ** 2)) < 0.01
     rows, cols = kept.mean(axis=1), kept.mean(axis=0)  # no pattern along either axis
     assert rows.std() < 3 * np.sqrt(0.75 * 0.25 / 128) and cols.std() < 3 * np.sqrt(0.75 * 0.25 / 1280)
+
+
+def test_frozen_weights_pass_the_same_gradient_to_the_input(implementation):
+    """Frozen weights are read as views (split_rows), not copies: the input's gradient is unchanged."""
+    grads = []
+    for frozen in (False, True):
+        stack = make_stack(seed=7, cell_clip=0.5, proj_clip=0.3)
+        stack.GATE_BUFFER_MB = 0  # several step groups: the input is split too
+        for p in stack.parameters():
+            p.stop_gradient = frozen
+        x_np, states_np = random_case(stack, [4, 2, 1], 4, seed=3)
+        x = paddle.to_tensor(x_np, stop_gradient=False)
+        states = [(paddle.to_tensor(h), paddle.to_tensor(c)) for h, c in states_np]
+        outs, _ = stack(x, np.array([3, 2, 1, 1]), states)
+        (outs[-1] ** 2).sum().backward()
+        grads.append(x.grad.numpy())
+    np.testing.assert_array_equal(grads[0], grads[1])
