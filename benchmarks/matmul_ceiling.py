@@ -1,0 +1,160 @@
+"""The products alone: every Paddle matrix product of a training step (or an embedding batch),
+timed by itself at its shapes, beside the rate of the [4096]^2 product the floors are counted at.
+
+    python benchmarks/matmul_ceiling.py                      # small pretraining step and original embedding
+    python benchmarks/matmul_ceiling.py --configs small --steps 3
+
+What it answers: how fast can the step be if nothing but its products took time? One step of
+profile_pretrain.py's configuration (or one batch of profile_embed.py's) runs with paddle.matmul
+recorded (the shapes, the transposes and which operands need a gradient); then each distinct
+product, and for training each product of its backward (dX = dY W^T when X needs a gradient,
+dW = X^T dY when W does), is timed alone on random operands of its shapes, repeated for at least
+--seconds, median per call. The products inside the recurrence kernel (h x W_hidden and m x W_proj
+per step, in C++ through MKL) are not paddle.matmul calls and are not in this table: their share is
+profile_*.py's "recurrence" row.
+
+"of rate" = the product's GFLOP/s over the [4096]^2 rate measured in the same run. "ms alone" summed
+over a step is a lower bound on the step's product time: in the step the operands are colder.
+"""
+import argparse
+import collections
+import json
+import statistics
+import time
+
+import numpy as np
+
+import common
+
+
+def record_products(run):
+    """Run `run()` with paddle.matmul recorded -> Counter {(x shape, y shape, tx, ty, x grad, y grad): calls}."""
+    import paddle
+    calls = collections.Counter()
+    inner = paddle.matmul
+
+    def recording(x, y, transpose_x=False, transpose_y=False, name=None):
+        calls[(tuple(x.shape), tuple(y.shape), bool(transpose_x), bool(transpose_y),
+               not x.stop_gradient, not y.stop_gradient)] += 1
+        return inner(x, y, transpose_x, transpose_y)
+    paddle.matmul = recording
+    try:
+        run()
+    finally:
+        paddle.matmul = inner
+    return calls
+
+
+def product_flops(x_shape, y_shape, tx, ty):
+    """FLOPs of one product (2 m n k; leading batch dimensions multiply)."""
+    m, k = (x_shape[-1], x_shape[-2]) if tx else (x_shape[-2], x_shape[-1])
+    n = y_shape[-2] if ty else y_shape[-1]
+    return 2 * int(np.prod(x_shape[:-2], dtype=np.int64)) * m * n * k
+
+
+def products_of(key, training):
+    """The products one recorded call stands for -> [(label, x shape, y shape, tx, ty)]:
+    the forward, and with training its backward's (the operand gradients that are needed)."""
+    x_shape, y_shape, tx, ty, x_grad, y_grad = key
+    out = [('forward', x_shape, y_shape, tx, ty)]
+    if len(x_shape) > 2 and len(y_shape) == 2 and not tx:  # windows [.., rows, k] @ W: one [rows', k] product
+        x_shape = (int(np.prod(x_shape[:-1])), x_shape[-1])
+    if training and len(x_shape) == 2 and len(y_shape) == 2:
+        m = x_shape[1] if tx else x_shape[0]
+        n = y_shape[0] if ty else y_shape[1]
+        if x_grad:  # dX [m, k] = dY [m, n] x W^T (as stored: y_shape, transposed back)
+            out.append(('backward dX', (m, n), y_shape, False, not ty))
+        if y_grad:  # dW [k, n] = X^T [k, m] x dY [m, n]
+            out.append(('backward dW', x_shape, (m, n), not tx, False))
+    return out
+
+
+def time_product(x_shape, y_shape, tx, ty, seconds):
+    """Median seconds of one paddle.matmul on random operands of these shapes."""
+    import paddle
+    x, y = paddle.randn(list(x_shape)), paddle.randn(list(y_shape))
+    paddle.matmul(x, y, tx, ty)
+    times, spent = [], 0.0
+    while spent < seconds or len(times) < 5:
+        t0 = time.perf_counter()
+        paddle.matmul(x, y, tx, ty)
+        times.append(time.perf_counter() - t0)
+        spent += times[-1]
+    return statistics.median(times)
+
+
+def worker(spec):
+    """Record one configuration's products and time them alone -> {'rows', 'rates'}."""
+    common.set_threads(spec['threads'])
+    if spec['kind'] == 'train':
+        import profile_pretrain
+        from paddle_elmo.lm import train_step
+        model, optimizer, batches, _, _ = profile_pretrain.build(spec['config'], spec['threads'])
+        train_step(model, optimizer, next(batches))  # warm-up
+        calls = record_products(lambda: [train_step(model, optimizer, next(batches)) for _ in range(spec['steps'])])
+        per, training = spec['steps'], True
+    else:
+        import bench_embed
+        sentences, _ = bench_embed.read_sentences(bench_embed.DEFAULT_DATA, spec['n_sentences'])
+        _, embedder, _ = bench_embed.build_embedder(dict(config=spec['config'], threads=spec['threads'], device='cpu',
+                                                         seed=1, batch_size=64, cache='off'))
+        calls = record_products(lambda: [None for _ in embedder.iter_embeddings(sentences)])
+        per, training = -(-spec['n_sentences'] // 64), False
+    rate = common.measure_matmul_gflops()
+    rows = collections.defaultdict(lambda: [0.0, 0.0, 0.0])  # label -> [calls, flops, seconds] per step
+    timed = {}
+    for key, n in calls.items():
+        for label, xs, ys, tx, ty in products_of(key, training):
+            shape = (xs, ys, tx, ty)
+            if shape not in timed:
+                timed[shape] = time_product(xs, ys, tx, ty, spec['seconds'])
+            name = f'{label} {"x".join(map(str, xs))}{"T" if tx else ""} @ {"x".join(map(str, ys))}{"T" if ty else ""}'
+            row = rows[name]
+            row[0] += n / per
+            row[1] += n * product_flops(xs, ys, tx, ty) / per
+            row[2] += n * timed[shape] / per
+    return {'rows': dict(rows), 'rates': [rate, common.measure_matmul_gflops()]}
+
+
+def table(name, result, top):
+    """Rows by time, the largest `top` and the sum."""
+    rate = sum(result['rates']) / 2 * 1e9
+    rows = sorted(result['rows'].items(), key=lambda kv: -kv[1][2])
+    out = []
+    for product, (calls, flops, seconds) in rows[:top]:
+        out.append({'config': name, 'product': product, 'calls': round(calls, 2), 'MFLOP': round(flops / 1e6, 1),
+                    'ms alone': round(1000 * seconds, 2), 'floor ms': round(1000 * flops / rate, 2),
+                    'of rate': f'{flops / seconds / rate:.0%}' if seconds else ''})
+    flops = sum(v[1] for v in result['rows'].values())
+    seconds = sum(v[2] for v in result['rows'].values())
+    out.append({'config': name, 'product': f'**all {len(rows)} products**', 'calls': round(sum(v[0] for v in result['rows'].values()), 1),
+                'MFLOP': round(flops / 1e6, 1), 'ms alone': round(1000 * seconds, 1),
+                'floor ms': round(1000 * flops / rate, 1), 'of rate': f'{flops / seconds / rate:.0%}'})
+    return out
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__.split('\n')[0])
+    p.add_argument('--configs', default='small,original', help='small: a pretraining step (profile_pretrain); '
+                   'original: an embedding batch of 64 (profile_embed); also bundled')
+    p.add_argument('--steps', type=int, default=2, help='training steps recorded (after one warm-up)')
+    p.add_argument('--n_sentences', type=int, default=128, help='sentences embedded (original)')
+    p.add_argument('--seconds', type=float, default=0.3, help='time each distinct product for at least this long')
+    p.add_argument('--threads', type=int, default=2, help='CPU threads')
+    p.add_argument('--top', type=int, default=15, help='rows printed per configuration (the sum counts all)')
+    p.add_argument('--worker', help=argparse.SUPPRESS)
+    a = p.parse_args()
+    if a.worker:
+        return common.answer_worker(a.worker, {'train': worker, 'embed': worker})
+    common.print_machine_info()
+    for name in a.configs.split(','):
+        kind = 'embed' if name == 'original' else 'train'
+        spec = dict(config=name, kind=kind, steps=a.steps, n_sentences=a.n_sentences, seconds=a.seconds,
+                    threads=a.threads)
+        result = common.run_worker([__file__, '--worker', json.dumps(spec)])
+        common.print_table(table(f'{name} ({"pretraining step" if kind == "train" else "embedding batch"})',
+                                 result, a.top))
+
+
+if __name__ == '__main__':
+    main()
