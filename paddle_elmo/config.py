@@ -261,6 +261,8 @@ class Recipe:
     optimizer: str = setting('adagrad', "adagrad: bilm-tf's (accumulators from 1.0); adam: with linear warm-up")
     lr: float = setting(0.2, 'learning rate')
     warmup_steps: int = setting(0, 'adam: linear warm-up steps')
+    adam_beta2: float = setting(0.999, "adam: the second moment's decay per update (0.999: Adam's paper; lower "
+                                'forgets early gradients sooner)')
     lr_decay: str = setting('none', "not bilm-tf's: after warm-up the learning rate falls to lr x lr_final over "
                             "lr_decay_steps updates, along a line (linear) or a half cosine (cosine), then stays; "
                             "none keeps it constant (bilm-tf)")
@@ -312,6 +314,8 @@ class Recipe:
             raise InputError(f'--optimizer must be one of {", ".join(OPTIMIZERS)}, got {self.optimizer!r}')
         if self.lr_decay not in LR_DECAYS:
             raise InputError(f'--lr_decay must be one of {", ".join(LR_DECAYS)}, got {self.lr_decay!r}')
+        if not 0.0 < self.adam_beta2 < 1.0:
+            raise InputError(f'--adam_beta2 must be within (0, 1), got {self.adam_beta2}')
         if self.lr_decay_steps < 0 or not 0.0 <= self.lr_final <= 1.0:
             raise InputError(f'--lr_decay_steps must be >= 0 and --lr_final within [0, 1], got '
                              f'{self.lr_decay_steps} and {self.lr_final}')

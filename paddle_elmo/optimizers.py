@@ -203,13 +203,14 @@ class Decay:
         return 1.0 - (1.0 - self.final) * fall
 
 
-def make_optimizer(model, name, lr, max_grad_norm, warmup_steps=0, world_size=1, decay=None):
-    """'adagrad' (bilm-tf's: accumulators from 1.0) or 'adam' (with warm-up); decay: a Decay (none:
-    constant)."""
+def make_optimizer(model, name, lr, max_grad_norm, warmup_steps=0, world_size=1, decay=None, adam_beta2=0.999):
+    """'adagrad' (bilm-tf's: accumulators from 1.0) or 'adam' (with warm-up and adam_beta2); decay: a
+    Decay (none: constant)."""
     if name == 'adagrad':
         return Adagrad(model, lr, max_grad_norm, initial_accumulator=1.0, world_size=world_size, decay=decay)
     if name == 'adam':
-        return Adam(model, lr, max_grad_norm, warmup_steps=warmup_steps, world_size=world_size, decay=decay)
+        return Adam(model, lr, max_grad_norm, warmup_steps=warmup_steps, beta2=adam_beta2, world_size=world_size,
+                    decay=decay)
     raise InputError(f'unknown optimizer {name!r} (adagrad or adam)')
 
 

@@ -296,8 +296,7 @@ def set_up(model_config, recipe, save_dir, *, device='cpu', cpu_threads=None, in
     frozen += [model.bilm.word_embedding] if recipe.freeze_word_embeddings else []
     for p in frozen:  # before the optimizer lists what it updates
         p.stop_gradient = True
-    optimizer = make_optimizer(model, recipe.optimizer, recipe.lr * lr_scale_from_weights(recipe),
-                               recipe.max_grad_norm, recipe.warmup_steps, world_size, lr_decay(recipe))
+    optimizer = optimizer_for(model, recipe, world_size)
     stream = LMStream(recipe.train_data_path, vocab, recipe.batch_size, recipe.unroll_steps, seed=recipe.seed,
                       rank=rank, world_size=world_size)
     clock, step = TrainingClock(), 0
@@ -321,6 +320,12 @@ def set_up(model_config, recipe, save_dir, *, device='cpu', cpu_threads=None, in
     return Run(model_config=model_config, recipe=recipe, save_dir=save_dir, rank=rank, vocab=vocab, model=model,
                optimizer=optimizer, stream=stream, total=total, clock=clock, log=train_log, start_step=step,
                resumed_from=init_from_ckpt, max_minutes=max_minutes)
+
+
+def optimizer_for(model, recipe, world_size):
+    """The recipe's optimizer over model's trainable parameters (at a from-weights run's scaled rate)."""
+    return make_optimizer(model, recipe.optimizer, recipe.lr * lr_scale_from_weights(recipe), recipe.max_grad_norm,
+                          recipe.warmup_steps, world_size, lr_decay(recipe), recipe.adam_beta2)
 
 
 def lr_decay(recipe):

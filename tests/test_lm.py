@@ -214,3 +214,18 @@ def test_a_run_decays_over_its_own_steps_unless_told_otherwise():
     assert lr_decay(Recipe(max_steps=1500).checked()).factor(1000) == 1.0  # bilm-tf's constant rate
     with pytest.raises(InputError, match='--lr_decay must be one of'):
         Recipe(lr_decay='step').checked()
+
+
+def test_the_recipes_adam_beta2_reaches_the_optimizer_and_its_second_moments():
+    """--adam_beta2 is the decay of v: after one update from zero, v = (1 - beta2) g^2."""
+    from paddle_elmo.config import Recipe
+    from paddle_elmo.training import optimizer_for
+    paddle.seed(0)
+    model = LanguageModel(tiny_config(), 40, n_negative_samples=10)
+    optimizer = optimizer_for(model, Recipe(optimizer='adam', lr=0.01, adam_beta2=0.9, max_steps=10).checked(), 1)
+    name, param = optimizer.dense[0]
+    grad = paddle.full(param.shape, 0.5)
+    optimizer._update(param, grad, optimizer.slots[name], 0.0)
+    np.testing.assert_allclose(optimizer.slots[name]['v'].numpy(), 0.1 * 0.25, rtol=1e-6)
+    with pytest.raises(InputError, match=r'--adam_beta2 must be within \(0, 1\), got 1.0'):
+        Recipe(adam_beta2=1.0).checked()

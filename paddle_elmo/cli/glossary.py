@@ -85,6 +85,7 @@ FLAGS = {
     'optimizer': ('pretrain\'s optimizer: adagrad or adam', ()),
     'lr': ('the learning rate (pretrain: the biLM\'s; classifiers: the head\'s and the scalar mix\'s)', ()),
     'warmup_steps': ('adam: linear learning-rate warm-up, in steps', ()),
+    'adam_beta2': ("adam: the second moment's decay per update (0.999 as in Adam's paper)", ()),
     'lr_decay': ('learning-rate decay after warm-up: none (bilm-tf), linear or cosine', ()),
     'lr_decay_steps': ('updates over which the learning rate decays (0: the run\'s steps after warm-up)', ()),
     'lr_final': ('the learning rate at the end of its decay, as a share of --lr', ()),
