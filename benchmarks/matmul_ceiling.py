@@ -152,6 +152,8 @@ def main():
         spec = dict(config=name, kind=kind, steps=a.steps, n_sentences=a.n_sentences, seconds=a.seconds,
                     threads=a.threads)
         result = common.run_worker([__file__, '--worker', json.dumps(spec)])
+        print(f'{name}: matmul rate {result["rates"][0]:.1f} GFLOP/s before the products were timed, '
+              f'{result["rates"][1]:.1f} after')
         common.print_table(table(f'{name} ({"pretraining step" if kind == "train" else "embedding batch"})',
                                  result, a.top))
 
