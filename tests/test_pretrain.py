@@ -13,7 +13,7 @@ import paddle
 import pytest
 
 from conftest import ROOT, tiny_config  # corpus: the fixture in conftest
-from helpers import ENV, TINY_MODEL, assert_same_weights, load, pretrain_args, run
+from helpers import ENV, TINY_MODEL, assert_same_weights, load, pretrain_args, run, run_here
 
 
 # Two ranks on one node, as both tests below read it: 8 steps, a checkpoint at step 4.
@@ -110,7 +110,7 @@ def test_eval_perplexity_of_a_uniform_model_is_the_vocabulary_size(corpus, tmp_p
         assert result[key] == pytest.approx(vocab_size, rel=1e-5)
 
 
-def test_eval_of_a_trained_model_is_deterministic_and_export_keeps_the_softmax(corpus, tmp_path):
+def test_eval_of_a_trained_model_is_deterministic_and_export_keeps_the_softmax(corpus, tmp_path, capfd):
     train = run('run_pretrain.py', pretrain_args(corpus, tmp_path / 'ck', '--max_steps', '20', '--save_freq', '100'))
     assert train.returncode == 0, train.stderr[-2000:]
     common = ['--dev_data_path', str(corpus / 'heldout.txt'), '--vocab_file', str(corpus / 'vocab.txt')]
@@ -119,8 +119,9 @@ def test_eval_of_a_trained_model_is_deterministic_and_export_keeps_the_softmax(c
                                 ['--init_from_ckpt', str(tmp_path / 'ck' / 'final')], 'float32', 'float16')):
         if source in ('float32', 'float16'):
             out = tmp_path / source
-            exp = run('export_weights.py', ['--init_from_ckpt', str(tmp_path / 'ck' / 'final'), '--output_dir',
-                                            str(out), '--softmax_dtype', source])
+            # the export in this process (helpers.run_here: files, no arithmetic); each eval a process
+            exp = run_here('export_weights.py', ['--init_from_ckpt', str(tmp_path / 'ck' / 'final'), '--output_dir',
+                                                 str(out), '--softmax_dtype', source], capfd)
             assert exp.returncode == 0, exp.stderr
             with h5py.File(out / 'weights.hdf5', 'r') as f:
                 assert f['softmax/W'].dtype == np.dtype(source) and f['softmax/b'].dtype == np.dtype(source)
