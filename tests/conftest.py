@@ -38,6 +38,20 @@ def _head_lines(path, n):
         return [next(f) for _ in range(n)]
 
 
+@pytest.fixture(scope='session')
+def checkout_wheel(tmp_path_factory):
+    """The checkout built as a wheel (pip, without build isolation: setuptools of the test extra), once
+    per session: test_packaging reads it, test_serve installs it -> its path."""
+    import subprocess
+    import sys
+    out = tmp_path_factory.mktemp('wheel')
+    proc = subprocess.run([sys.executable, '-m', 'pip', 'wheel', '-q', '--no-deps', '--no-build-isolation', '-w',
+                           str(out), ROOT], capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    [name] = [f for f in os.listdir(out) if f.endswith('.whl')]
+    return out / name
+
+
 @pytest.fixture
 def fixture_dir():
     return require(FIXTURE)

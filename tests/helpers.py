@@ -47,6 +47,40 @@ def run(script, args, cwd=ROOT, env=None, **kw):
                           env=env or ENV, cwd=cwd, **kw)
 
 
+# ---- a command in this process ---------------------------------------------------------------------
+
+
+def main_exit(argv):
+    """paddle-elmo ARGV in this process -> its exit code (sys.argv as it was, after)."""
+    from paddle_elmo.cli import main
+    saved = sys.argv[:]
+    try:
+        return main(argv)
+    except SystemExit as e:
+        return e.code
+    finally:
+        sys.argv = saved
+
+
+def run_here(script, args, capfd, cwd=ROOT):
+    """The checkout's `script` on `args` in this process: its command's main() inside the error boundary
+    the script runs it in (cli.run_command), without a new interpreter's start (importing Paddle, ~1.5 s)
+    -> a CompletedProcess as run() gives, stdout and stderr captured at the file descriptors as a
+    child's are. For tests of what a command does, not of its process: every command keeps tests that
+    run its script in a process of its own (test_bad_inputs: each one's bad input, one process each)."""
+    from paddle_elmo.cli import COMMANDS
+    [command] = [name for name, (_, path, _) in COMMANDS.items() if path == script]
+    capfd.readouterr()
+    here = os.getcwd()
+    os.chdir(cwd)
+    try:
+        code = main_exit([command, *args])
+    finally:
+        os.chdir(here)
+    out, err = capfd.readouterr()
+    return subprocess.CompletedProcess([script, *args], code, out, err)
+
+
 def load(path):
     return {k: v.numpy() for k, v in paddle.load(str(path)).items()}
 

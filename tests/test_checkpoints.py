@@ -10,7 +10,7 @@ import pytest
 
 from conftest import one_line_error, tiny_config
 from paddle_elmo.fileio import InputError
-from helpers import run
+from helpers import run, run_here
 
 VOCAB = ['<S>', '</S>', '<UNK>', 'a', 'b', 'c']
 
@@ -63,7 +63,7 @@ def test_a_checkpoint_directory_without_options_json_says_what_it_needs(checkpoi
         load_bilm(str(checkpoint))
 
 
-def test_a_vocabulary_that_does_not_match_the_softmax_fails_at_eval_and_at_resume(checkpoint, tmp_path):
+def test_a_vocabulary_that_does_not_match_the_softmax_fails_at_eval_and_at_resume(checkpoint, tmp_path, capfd):
     (tmp_path / 'other.txt').write_text('\n'.join(VOCAB + ['d']) + '\n')
     line = one_line_error(run('run_eval.py', ['--dev_data_path', str(tmp_path / 'dev.txt'), '--vocab_file',
                                               str(tmp_path / 'other.txt'), '--init_from_ckpt', str(checkpoint)]))
@@ -73,18 +73,20 @@ def test_a_vocabulary_that_does_not_match_the_softmax_fails_at_eval_and_at_resum
     model = LanguageModel(tiny_config(), len(VOCAB), 4)  # a resumable checkpoint: .pdopt beside it
     paddle.save({**make_optimizer(model, 'adagrad', 0.2, 10.0, 0, 1).state_dict(), 'train_state': {}},
                 f'{checkpoint}.pdopt')
-    line = one_line_error(run('run_pretrain.py', ['--train_data_path', str(tmp_path / 'dev.txt'), '--vocab_file',
-                                                  str(tmp_path / 'other.txt'), '--save_dir', str(tmp_path / 'r'),
-                                                  '--init_from_ckpt', str(checkpoint), '--batch_size', '2',
-                                                  '--unroll_steps', '3', '--n_negative_samples', '4']))
+    # (resuming's refusals run in this process, helpers.run_here; eval's in a process of its own)
+    line = one_line_error(run_here('run_pretrain.py', ['--train_data_path', str(tmp_path / 'dev.txt'), '--vocab_file',
+                                                       str(tmp_path / 'other.txt'), '--save_dir', str(tmp_path / 'r'),
+                                                       '--init_from_ckpt', str(checkpoint), '--batch_size', '2',
+                                                       '--unroll_steps', '3', '--n_negative_samples', '4'], capfd))
     assert '7.pdparams: the softmax has 6 rows but the vocabulary has 7 tokens' in line
 
 
-def test_model_flags_that_differ_from_the_resumed_checkpoint_are_named(checkpoint, tmp_path):
-    line = one_line_error(run('run_pretrain.py', ['--train_data_path', str(tmp_path / 'dev.txt'), '--vocab_file',
-                                                  str(tmp_path / 'vocab.txt'), '--save_dir', str(tmp_path / 'r'),
-                                                  '--init_from_ckpt', str(checkpoint), '--cell_dim', '32',
-                                                  '--projection_dim', '8', '--max_characters_per_token', '20']))
+def test_model_flags_that_differ_from_the_resumed_checkpoint_are_named(checkpoint, tmp_path, capfd):
+    line = one_line_error(run_here('run_pretrain.py', ['--train_data_path', str(tmp_path / 'dev.txt'), '--vocab_file',
+                                                       str(tmp_path / 'vocab.txt'), '--save_dir', str(tmp_path / 'r'),
+                                                       '--init_from_ckpt', str(checkpoint), '--cell_dim', '32',
+                                                       '--projection_dim', '8', '--max_characters_per_token', '20'],
+                                   capfd))
     assert 'flags differ from it: --cell_dim 32 (checkpoint: 16); --max_characters_per_token 20 (checkpoint: 50)' \
         in line
     assert '--projection_dim' not in line  # given, but the same as the checkpoint's
@@ -117,10 +119,10 @@ def test_an_hdf5_file_without_a_dataset_names_it(fixture_dir, tmp_path):
         load_bilm(options_file=os.path.join(fixture_dir, 'options.json'), weight_file=str(tmp_path / 'junk.hdf5'))
 
 
-def test_a_corrupt_optimizer_state_fails_resuming_with_one_line(checkpoint, tmp_path):
+def test_a_corrupt_optimizer_state_fails_resuming_with_one_line(checkpoint, tmp_path, capfd):
     (checkpoint.parent / '7.pdopt').write_bytes(b'\x80\x04 this is not a pickle')
-    line = one_line_error(run('run_pretrain.py', ['--train_data_path', str(tmp_path / 'dev.txt'), '--vocab_file',
-                                                  str(tmp_path / 'vocab.txt'), '--save_dir', str(tmp_path / 'r'),
-                                                  '--init_from_ckpt', str(checkpoint), '--batch_size', '2',
-                                                  '--unroll_steps', '3', '--n_negative_samples', '4']))
+    line = one_line_error(run_here('run_pretrain.py', ['--train_data_path', str(tmp_path / 'dev.txt'), '--vocab_file',
+                                                       str(tmp_path / 'vocab.txt'), '--save_dir', str(tmp_path / 'r'),
+                                                       '--init_from_ckpt', str(checkpoint), '--batch_size', '2',
+                                                       '--unroll_steps', '3', '--n_negative_samples', '4'], capfd))
     assert '7.pdopt: cannot read this optimizer state (truncated or corrupt' in line

@@ -12,7 +12,7 @@ import pytest
 from conftest import ROOT, one_line_error, tiny_config
 from paddle_elmo.config import BILM_TF_TRAINING_KEYS, PRESETS, ModelConfig, Recipe, for_resume, for_run, from_preset
 from paddle_elmo.fileio import InputError
-from helpers import ENV, assert_same_weights, load, pretrain_args, run
+from helpers import ENV, assert_same_weights, load, pretrain_args, run, run_here
 
 LEGACY = f'{ROOT}/tests/fixtures/legacy-checkpoint'
 
@@ -136,7 +136,7 @@ def test_resuming_needs_only_init_from_ckpt(corpus, tmp_path):
     assert 'step 12/12' in resumed.stderr and 'dev (' in resumed.stdout
 
 
-def test_a_training_flag_given_when_resuming_overrides_the_checkpoints_and_is_recorded(corpus, tmp_path):
+def test_a_training_flag_given_when_resuming_overrides_the_checkpoints_and_is_recorded(corpus, tmp_path, capfd):
     first = run('run_pretrain.py', pretrain_args(corpus, tmp_path, '--max_steps', '6', '--max_minutes', '0.0001'))
     assert first.returncode == 0, first.stderr[-2000:]
     step = next(p.stem for p in tmp_path.glob('*.pdparams'))
@@ -144,12 +144,14 @@ def test_a_training_flag_given_when_resuming_overrides_the_checkpoints_and_is_re
     assert resumed.returncode == 0, resumed.stderr[-2000:]
     assert 'lr 0.05' in resumed.stderr
     assert json.loads((tmp_path / 'options.json').read_text())['learning_rate'] == 0.05
-    line = one_line_error(run('run_pretrain.py', ['--init_from_ckpt', str(tmp_path / step), '--num_layers', '3']))
+    # the refusal is the command's: run in this process (helpers.run_here)
+    line = one_line_error(run_here('run_pretrain.py', ['--init_from_ckpt', str(tmp_path / step), '--num_layers', '3'],
+                                   capfd))
     assert '--num_layers 3 (checkpoint: 2)' in line
 
 
-def test_a_new_run_without_data_paths_says_which_flag_is_missing(tmp_path):
-    line = one_line_error(run('run_pretrain.py', ['--vocab_file', str(tmp_path / 'v.txt')]))
+def test_a_new_run_without_data_paths_says_which_flag_is_missing(tmp_path, capfd):
+    line = one_line_error(run_here('run_pretrain.py', ['--vocab_file', str(tmp_path / 'v.txt')], capfd))
     assert line == 'error: --train_data_path is required'
 
 

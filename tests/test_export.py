@@ -14,7 +14,7 @@ import paddle
 import pytest
 
 from conftest import FIXTURE, ROOT, one_line_error, require, tiny_config
-from helpers import WORDS, tiny_bilm
+from helpers import WORDS, run_here, tiny_bilm
 
 # The reference's own tolerance for the fixture; the exports differ from the embedder by BLAS
 # summation order only (measured <= 1e-6), a formula slip by > 1e-3.
@@ -320,6 +320,8 @@ def test_run_embed_with_a_word_export_writes_the_embedders_hdf5(word_export, tmp
 # --------------------------------------------------------------------------------------------
 # Bad input, and exports that fail
 # --------------------------------------------------------------------------------------------
+# A bad directory runs the script in a process of its own; the other bad inputs run the same
+# command in this process (helpers.run_here): the message is the command's, not the process's.
 
 def unwritable_dir(tmp_path):
     """A directory this process cannot create files in (root ignores permission bits: use sysfs)."""
@@ -361,9 +363,9 @@ BAD = {  # name: (args(tmp_path) without --output_dir, the message's expected pa
 
 
 @pytest.mark.parametrize('name', list(BAD))
-def test_export_of_a_bad_model_fails_with_one_line_and_writes_nothing(name, tmp_path, fixture_dir):
+def test_export_of_a_bad_model_fails_with_one_line_and_writes_nothing(name, tmp_path, fixture_dir, capfd):
     make_args, message = BAD[name]
-    proc = run_script('export_inference.py', *make_args(tmp_path), '--output_dir', str(tmp_path / 'out'))
+    proc = run_here('export_inference.py', [*make_args(tmp_path), '--output_dir', str(tmp_path / 'out')], capfd)
     assert message in one_line_error(proc)
     assert not (tmp_path / 'out').exists() and not [p for p in os.listdir(tmp_path) if p.startswith('.')]
 
@@ -391,7 +393,7 @@ def test_a_model_setting_the_export_does_not_implement_is_refused_by_name(monkey
         static_bilm.check_exportable(ModelConfig(activation='tanh'), source='options.json')
 
 
-def test_run_embed_inference_model_bad_input_fails_with_one_line(tmp_path, fixture_export):
+def test_run_embed_inference_model_bad_input_fails_with_one_line(tmp_path, fixture_export, capfd):
     src = tmp_path / 'in.txt'
     src.write_text('a b\n')
     out = str(tmp_path / 'o.hdf5')
@@ -400,7 +402,7 @@ def test_run_embed_inference_model_bad_input_fails_with_one_line(tmp_path, fixtu
              (['--inference_model', fixture_export[0], '--stateful'], 'an exported model is stateless'),
              (['--inference_model', fixture_export[0], '--options_file', 'o.json'], 'not both')]
     for args, message in cases:
-        assert message in one_line_error(run_script('run_embed.py', str(src), out, *args))
+        assert message in one_line_error(run_here('run_embed.py', [str(src), out, *args], capfd))
     assert not os.path.exists(out)
 
 
@@ -659,8 +661,8 @@ def test_an_int8_model_of_another_function_is_refused(fixture_int8_export):
 
 
 @pytest.mark.parametrize('args', [['--formats', 'paddle'], ['--quantize', 'int4']])
-def test_what_cannot_be_quantized_is_refused_with_one_line(args, tmp_path):
-    proc = run_script('export_inference.py', '--output_dir', str(tmp_path / 'out'), '--quantize', 'int8', *args)
+def test_what_cannot_be_quantized_is_refused_with_one_line(args, tmp_path, capfd):
+    proc = run_here('export_inference.py', ['--output_dir', str(tmp_path / 'out'), '--quantize', 'int8', *args], capfd)
     message = 'the paddle format alone cannot be quantized' if '--formats' in args else "invalid choice: 'int4'"
     assert message in one_line_error(proc)
     assert not (tmp_path / 'out').exists()
@@ -718,9 +720,9 @@ def test_no_verify_warns_and_embed_reports_the_unverified_export(tmp_path):
     (199, ['--quantize', 'int8'], '199 non-empty lines; an int8 export is checked on at least 200'),
     (300, [], 'give it with --quantize int8'),
     (300, ['--quantize', 'int8', '--no_verify'], 'give it with --quantize int8')])
-def test_a_verify_file_that_cannot_serve_fails_with_one_line(lines, args, message, tmp_path):
+def test_a_verify_file_that_cannot_serve_fails_with_one_line(lines, args, message, tmp_path, capfd):
     (tmp_path / 'v.txt').write_text(''.join(f'sentence {i} .\n\n' for i in range(lines)))  # blank lines do not count
-    proc = run_script('export_inference.py', '--output_dir', str(tmp_path / 'out'), '--verify_file',
-                      str(tmp_path / 'v.txt'), *args)
+    proc = run_here('export_inference.py', ['--output_dir', str(tmp_path / 'out'), '--verify_file',
+                                            str(tmp_path / 'v.txt'), *args], capfd)
     assert message in one_line_error(proc)
     assert not (tmp_path / 'out').exists()

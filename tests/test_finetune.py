@@ -10,7 +10,7 @@ import pytest
 
 from paddle_elmo.fileio import InputError
 from conftest import FIXTURE, ROOT, SHARED, one_line_error, require, tiny_config
-from helpers import (LEARN, RT, assert_learned, check_result, head_lines, run_script, save_checkpoint,
+from helpers import (LEARN, RT, assert_learned, check_result, head_lines, run_here, run_script, save_checkpoint,
                      write_separable_polarity)
 from paddle_elmo.classifier import (BowHead, Dataset, make_folds, make_optimizer, predict, read_polarity,
                                     train_epoch)
@@ -316,7 +316,7 @@ def test_run_finetune_end_to_end_on_a_slice(rt_slice, tmp_path):
     assert result['args']['folds'] == 2 and result['data']['sentences'] == 200
 
 
-def test_run_finetune_elmo_layer_picks_one_layer_and_rejects_a_layer_the_model_lacks(rt_slice, tmp_path):
+def test_run_finetune_elmo_layer_picks_one_layer_and_rejects_a_layer_the_model_lacks(rt_slice, tmp_path, capfd):
     require(FIXTURE)
     model = ['--options_file', os.path.join(FIXTURE, 'options.json'),
              '--weight_file', os.path.join(FIXTURE, 'lm_weights.hdf5')]
@@ -326,9 +326,9 @@ def test_run_finetune_elmo_layer_picks_one_layer_and_rejects_a_layer_the_model_l
     assert proc.returncode == 0, proc.stderr
     result = json.loads(out.read_text())
     assert result['features']['elmo_layer'] == -1 and result['layer_weights'][0]['weights'] == [0.0, 0.0, 1.0]
-    for bad, message in (('3', '--elmo_layer 3: the model has layers 0..2'),
+    for bad, message in (('3', '--elmo_layer 3: the model has layers 0..2'),  # the command's refusals, here
                          ('first', "expected mix, top or a layer number >= 0, got 'first'")):
-        proc = run_script('run_finetune.py', '--data_dir', str(rt_slice), *model, '--elmo_layer', bad)
+        proc = run_here('run_finetune.py', ['--data_dir', str(rt_slice), *model, '--elmo_layer', bad], capfd)
         assert proc.returncode == 2 and message in proc.stderr and 'Traceback' not in proc.stderr, proc.stderr
 
 
@@ -382,7 +382,7 @@ def test_run_finetune_concatenates_word2vec_to_the_elmo_features(rt_slice, tmp_p
     assert result['features']['word2vec_dim'] == 3 and result['features']['concat_word2vec'] == str(vectors)
 
 
-def test_run_folds_runs_the_same_fold_as_the_full_run(rt_slice, tmp_path):
+def test_run_folds_runs_the_same_fold_as_the_full_run(rt_slice, tmp_path, capfd):
     from gensim.models import KeyedVectors
     words = sorted({w for name in ('rt-polarity.pos', 'rt-polarity.neg')
                     for w in (rt_slice / name).read_text(encoding='utf-8').split()})
@@ -399,8 +399,8 @@ def test_run_folds_runs_the_same_fold_as_the_full_run(rt_slice, tmp_path):
     full, second = (json.loads(outs[n].read_text()) for n in ('all', 'second'))
     assert full['folds_run'] == [1, 2, 3] and second['folds_run'] == [2]
     assert second['fold_accuracies'] == [full['fold_accuracies'][1]]
-    proc = run_script('word2vec_base.py', '--data_dir', str(rt_slice), '--word_vectors',
-                      str(tmp_path / 'v.bin'), '--folds', '3', '--run_folds', '4')
+    proc = run_here('word2vec_base.py', ['--data_dir', str(rt_slice), '--word_vectors', str(tmp_path / 'v.bin'),
+                                         '--folds', '3', '--run_folds', '4'], capfd)
     assert proc.returncode == 2 and 'error: --run_folds: fold 4 is not among the 3 folds (1 to 3)' in proc.stderr
 
 
@@ -475,12 +475,13 @@ def test_run_finetune_with_the_inference_model_of_the_same_model_gives_the_same_
 
 
 def test_run_finetune_refuses_an_inference_model_of_another_model_or_with_trainable(tiny_checkpoint, tiny_exports,
-                                                                                   tmp_path):
+                                                                                   tmp_path, capfd):
+    # The command's refusals, run in this process (helpers.run_here).
     write_separable_polarity(tmp_path, n_per_class=20)
     base = ['--data_dir', str(tmp_path), '--init_from_ckpt', tiny_checkpoint[0], '--folds', '2']
-    line = one_line_error(run_script('run_finetune.py', *base, '--inference_model', tiny_exports['other']))
+    line = one_line_error(run_here('run_finetune.py', [*base, '--inference_model', tiny_exports['other']], capfd))
     assert line.startswith(f'error: --inference_model {tiny_exports["other"]}:') and \
         line.endswith('not an export of this model'), line
-    line = one_line_error(run_script('run_finetune.py', *base, '--inference_model', tiny_exports['same'],
-                                     '--trainable'))
+    line = one_line_error(run_here('run_finetune.py', [*base, '--inference_model', tiny_exports['same'],
+                                                       '--trainable'], capfd))
     assert '--inference_model' in line and '--trainable' in line, line

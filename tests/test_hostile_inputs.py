@@ -11,7 +11,7 @@ import sys
 import pytest
 
 from conftest import ROOT
-from helpers import ENV, TINY_MODEL
+from helpers import ENV, TINY_MODEL, main_exit
 
 GOOD = 'the cat sat on the mat\na dog ran in the park\n'
 WORDS = ['<S>', '</S>', '<UNK>', 'the', 'cat', 'sat', 'on', 'mat', 'a', 'dog', 'ran', 'in', 'park']
@@ -52,18 +52,6 @@ def files(tmp_path_factory):
     whole = (d / 'ckpt' / 'final.pdparams').read_bytes()
     (d / 'ckpt-truncated' / '1.pdparams').write_bytes(whole[:len(whole) // 2])
     return d
-
-
-def main_exit(argv):
-    """paddle-elmo ARGV in this process -> its exit code (sys.argv as it was, after)."""
-    from paddle_elmo.cli import main
-    saved = sys.argv[:]
-    try:
-        return main(argv)
-    except SystemExit as e:
-        return e.code
-    finally:
-        sys.argv = saved
 
 
 CKPT, OPTS, WEIGHTS = '{d}/ckpt/final', '{d}/bilm-tf/options.json', '{d}/bilm-tf/weights.hdf5'

@@ -16,6 +16,7 @@ import paddle
 import pytest
 
 from conftest import ROOT, one_line_error, tiny_config
+from helpers import run_here
 from paddle_elmo import BiLM, ELMoEmbedder, model_names
 from paddle_elmo.cache import cache_dir
 from paddle_elmo.fileio import InputError
@@ -238,24 +239,31 @@ def test_a_packaged_model_s_missing_directory_is_one_clear_line(tmp_path, monkey
 # ---- --model on the commands -----------------------------------------------------------------------------
 
 
-def test_embed_model_small_served_locally_writes_what_the_files_by_path_write(served, tiny_release, tmp_path):
+# The command runs in this process (helpers.run_here: `python -m paddle_elmo` calls the same main()),
+# both ways, so that the outputs compared come from the same threads; `python -m paddle_elmo embed
+# --model` runs as a process of its own in test_no_network_is_one_line_naming_the_url_and_where_to_put_the_files.
+
+
+def test_embed_model_small_served_locally_writes_what_the_files_by_path_write(served, tiny_release, tmp_path, capfd):
     (tmp_path / 'in.txt').write_text('The cat sat .\nHello\n')
-    by_name = run_cli('embed', str(tmp_path / 'in.txt'), str(tmp_path / 'name.hdf5'), '--model', 'small',
-                      '--tokenizer', 'whitespace')
+    by_name = run_here('run_embed.py', [str(tmp_path / 'in.txt'), str(tmp_path / 'name.hdf5'), '--model', 'small',
+                                        '--tokenizer', 'whitespace'], capfd)
     assert by_name.returncode == 0, by_name.stderr
-    by_path = run_cli('embed', str(tmp_path / 'in.txt'), str(tmp_path / 'path.hdf5'), '--options_file',
-                      str(tiny_release / 'options.json'), '--weight_file', str(tiny_release / 'weights.hdf5'))
+    by_path = run_here('run_embed.py', [str(tmp_path / 'in.txt'), str(tmp_path / 'path.hdf5'), '--options_file',
+                                        str(tiny_release / 'options.json'), '--weight_file',
+                                        str(tiny_release / 'weights.hdf5')], capfd)
     assert by_path.returncode == 0, by_path.stderr
     with h5py.File(tmp_path / 'name.hdf5', 'r') as a, h5py.File(tmp_path / 'path.hdf5', 'r') as b:
         for key in ('0', '1'):
             np.testing.assert_array_equal(a[key][...], b[key][...])
 
 
-def test_embed_model_bundled_is_the_default_model(tmp_path):
+def test_embed_model_bundled_is_the_default_model(tmp_path, capfd):
     (tmp_path / 'in.txt').write_text('The cat sat .\n')
-    named = run_cli('embed', str(tmp_path / 'in.txt'), str(tmp_path / 'named.hdf5'), '--model', 'bundled')
+    named = run_here('run_embed.py', [str(tmp_path / 'in.txt'), str(tmp_path / 'named.hdf5'), '--model', 'bundled'],
+                     capfd)
     assert named.returncode == 0, named.stderr
-    default = run_cli('embed', str(tmp_path / 'in.txt'), str(tmp_path / 'default.hdf5'))
+    default = run_here('run_embed.py', [str(tmp_path / 'in.txt'), str(tmp_path / 'default.hdf5')], capfd)
     assert default.returncode == 0, default.stderr
     with h5py.File(tmp_path / 'named.hdf5', 'r') as a, h5py.File(tmp_path / 'default.hdf5', 'r') as b:
         np.testing.assert_array_equal(a['0'][...], b['0'][...])

@@ -15,15 +15,11 @@ from helpers import BLOCK_PACKAGES
 
 
 @pytest.fixture(scope='module')
-def wheel(tmp_path_factory):
-    out = tmp_path_factory.mktemp('wheel')
-    proc = subprocess.run([sys.executable, '-m', 'pip', 'wheel', '-q', '--no-deps', '--no-build-isolation', '-w',
-                           str(out), ROOT], capture_output=True, text=True, timeout=600)
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    [name] = [f for f in os.listdir(out) if f.endswith('.whl')]
-    with zipfile.ZipFile(out / name) as z:
-        return name, z.namelist(), {n: z.read(n).decode('utf-8', 'replace') for n in z.namelist()
-                                    if n.endswith(('entry_points.txt', 'METADATA'))}
+def wheel(checkout_wheel):
+    """conftest's wheel of the checkout -> (its file name, the files it holds, its entry points and METADATA)."""
+    with zipfile.ZipFile(checkout_wheel) as z:
+        return checkout_wheel.name, z.namelist(), {n: z.read(n).decode('utf-8', 'replace') for n in z.namelist()
+                                                   if n.endswith(('entry_points.txt', 'METADATA'))}
 
 
 def test_the_wheel_installs_one_import_package_and_its_metadata(wheel):

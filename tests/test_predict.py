@@ -11,7 +11,7 @@ import pytest
 
 from conftest import one_line_error, tiny_config
 from paddle_elmo.fileio import InputError
-from helpers import run
+from helpers import run, run_here
 
 VOCAB = ['<S>', '</S>', '<UNK>', 'a', 'b', 'c', 'd']
 SENTENCE = 'a b zz c'  # zz is outside the vocabulary: read by its chars, a <UNK> target
@@ -174,38 +174,41 @@ def test_run_predict_from_a_checkpoint_and_from_exported_weights(predictor, file
     assert -math.log(prob_a) == pytest.approx(backward[3], abs=2e-5)  # a, before "b zz c"
 
 
-def test_predict_eval_and_dump_read_the_vocabulary_the_model_records(predictor, files, tmp_path):
+def test_predict_eval_and_dump_read_the_vocabulary_the_model_records(predictor, files, tmp_path, capfd):
+    # The commands run in this process (helpers.run_here): what is checked is the vocabulary each one
+    # reads; their scripts run in processes of their own in the tests above and below.
     import shutil
     ck = tmp_path / 'ck'
     shutil.copytree(files / 'ck', ck)
     (ck / 'recipe.json').write_text(json.dumps({'version': 1, 'vocab_file': str(files / 'vocab.txt')}))
     model = ['--init_from_ckpt', str(ck / 'final')]
-    proc = run('run_predict.py', model + ['--prefix', 'a b', '--top_k', '3', '--output_json', str(tmp_path / 'p.json')])
+    proc = run_here('run_predict.py', model + ['--prefix', 'a b', '--top_k', '3', '--output_json',
+                                               str(tmp_path / 'p.json')], capfd)
     assert proc.returncode == 0, proc.stderr[-2000:]
     top = json.loads((tmp_path / 'p.json').read_text())['predictions'][0]['top']
     assert [t['word'] for t in top] == [w for w, _ in predictor.top('a b', 3)]
-    proc = run('run_eval.py', model + ['--dev_data_path', str(files / 'dev.txt')])
+    proc = run_here('run_eval.py', model + ['--dev_data_path', str(files / 'dev.txt')], capfd)
     assert proc.returncode == 0 and 'tokens: 5' in proc.stdout, proc.stderr[-2000:]
-    proc = run('run_dump.py', model + ['--output_dir', str(tmp_path / 'dump'), '--embeddings', 'softmax'])
+    proc = run_here('run_dump.py', model + ['--output_dir', str(tmp_path / 'dump'), '--embeddings', 'softmax'], capfd)
     assert proc.returncode == 0 and (tmp_path / 'dump' / 'vocab.txt').read_text().split() == VOCAB, proc.stderr
     # An export with a vocab.txt beside its options.json: that one.
     shutil.copytree(files / 'hdf5', tmp_path / 'export')
     shutil.copy(files / 'vocab.txt', tmp_path / 'export' / 'vocab.txt')
     export = ['--options_file', str(tmp_path / 'export' / 'options.json'), '--weight_file',
               str(tmp_path / 'export' / 'weights.hdf5')]
-    proc = run('run_eval.py', export + ['--dev_data_path', str(files / 'dev.txt')])
+    proc = run_here('run_eval.py', export + ['--dev_data_path', str(files / 'dev.txt')], capfd)
     assert proc.returncode == 0 and 'tokens: 5' in proc.stdout, proc.stderr[-2000:]
     # Nothing recorded: one line naming the flag and what was looked at.
     (ck / 'recipe.json').write_text(json.dumps({'version': 1}))
-    line = one_line_error(run('run_predict.py', model + ['--prefix', 'a']))
+    line = one_line_error(run_here('run_predict.py', model + ['--prefix', 'a'], capfd))
     assert line == (f'error: no vocabulary: give --vocab_file (the one the model was trained with); '
                     f'{ck / "recipe.json"} records none; no vocab.txt beside {ck / "options.json"}')
     (ck / 'recipe.json').unlink()
-    line = one_line_error(run('run_eval.py', model + ['--dev_data_path', str(files / 'dev.txt')]))
+    line = one_line_error(run_here('run_eval.py', model + ['--dev_data_path', str(files / 'dev.txt')], capfd))
     assert f'error: no vocabulary: give --vocab_file' in line and f'{ck / "recipe.json"} is absent' in line
-    line = one_line_error(run('run_eval.py', ['--options_file', str(files / 'hdf5' / 'options.json'), '--weight_file',
-                                              str(files / 'hdf5' / 'weights.hdf5'), '--dev_data_path',
-                                              str(files / 'dev.txt')]))
+    line = one_line_error(run_here('run_eval.py', ['--options_file', str(files / 'hdf5' / 'options.json'),
+                                                   '--weight_file', str(files / 'hdf5' / 'weights.hdf5'),
+                                                   '--dev_data_path', str(files / 'dev.txt')], capfd))
     assert line.endswith(f'no vocab.txt beside {files / "hdf5" / "options.json"}')
 
 

@@ -13,18 +13,31 @@ import paddle
 import pytest
 
 from conftest import ROOT, tiny_config  # corpus: the fixture in conftest
-from helpers import ENV, TINY_MODEL, assert_same_weights, load, pretrain_args, run
+from helpers import ENV, TINY_MODEL, assert_same_weights, load, pretrain_args, run, run_here
 
 
-def test_two_process_cpu_launch_reads_disjoint_data_and_ends_with_identical_weights(corpus, tmp_path):
-    out = tmp_path / 'out'
-    out.mkdir()
+# Two ranks on one node, as both tests below read it: 8 steps, a checkpoint at step 4.
+TWO_RANKS = ('--max_steps', '8', '--save_freq', '4')
+
+
+@pytest.fixture(scope='module')
+def two_ranks(corpus, tmp_path_factory):
+    """run_pretrain's main() launched as two ranks on one node (tests/dist_worker.py, which records
+    what each rank read and its final weights) -> (directory: ckpt/, out/, logs/; launch's result)."""
+    d = tmp_path_factory.mktemp('two_ranks')
+    (d / 'out').mkdir()
     cmd = [sys.executable, '-m', 'paddle.distributed.launch', '--nproc_per_node', '2', '--log_dir',
-           str(tmp_path / 'logs'), os.path.join(ROOT, 'tests', 'dist_worker.py')]
-    cmd += pretrain_args(corpus, tmp_path / 'ckpt', '--max_steps', '8', '--save_freq', '4')
-    proc = subprocess.run(cmd, capture_output=True, text=True, env=dict(ENV, ELMO_TEST_OUT=str(out)),
+           str(d / 'logs'), os.path.join(ROOT, 'tests', 'dist_worker.py')]
+    cmd += pretrain_args(corpus, d / 'ckpt', *TWO_RANKS)
+    proc = subprocess.run(cmd, capture_output=True, text=True, env=dict(ENV, ELMO_TEST_OUT=str(d / 'out')),
                           cwd=ROOT, timeout=300)
-    logs = ''.join(p.read_text() for p in (tmp_path / 'logs').glob('workerlog.*'))
+    return d, proc
+
+
+def test_two_process_cpu_launch_reads_disjoint_data_and_ends_with_identical_weights(corpus, two_ranks):
+    d, proc = two_ranks
+    out = d / 'out'
+    logs = ''.join(p.read_text() for p in (d / 'logs').glob('workerlog.*'))
     assert proc.returncode == 0, logs[-3000:]
     seen = [set(json.loads((out / f'seen.{r}.json').read_text())) for r in (0, 1)]
     assert seen[0] and seen[1] and not seen[0] & seen[1]
@@ -32,8 +45,8 @@ def test_two_process_cpu_launch_reads_disjoint_data_and_ends_with_identical_weig
     assert any(seen[0] <= f for f in files) and any(seen[1] <= f for f in files)  # a shard each
     w0, w1 = load(out / 'weights.0.pdparams'), load(out / 'weights.1.pdparams')
     assert_same_weights(w0, w1)
-    assert_same_weights(w0, load(tmp_path / 'ckpt' / 'final.pdparams'))
-    assert 'step 8/8' in logs and (tmp_path / 'ckpt' / '4.pdopt').exists()
+    assert_same_weights(w0, load(d / 'ckpt' / 'final.pdparams'))
+    assert 'step 8/8' in logs and (d / 'ckpt' / '4.pdopt').exists()
 
 
 def test_killed_run_resumes_exactly_where_it_stopped(corpus, tmp_path):
@@ -97,7 +110,7 @@ def test_eval_perplexity_of_a_uniform_model_is_the_vocabulary_size(corpus, tmp_p
         assert result[key] == pytest.approx(vocab_size, rel=1e-5)
 
 
-def test_eval_of_a_trained_model_is_deterministic_and_export_keeps_the_softmax(corpus, tmp_path):
+def test_eval_of_a_trained_model_is_deterministic_and_export_keeps_the_softmax(corpus, tmp_path, capfd):
     train = run('run_pretrain.py', pretrain_args(corpus, tmp_path / 'ck', '--max_steps', '20', '--save_freq', '100'))
     assert train.returncode == 0, train.stderr[-2000:]
     common = ['--dev_data_path', str(corpus / 'heldout.txt'), '--vocab_file', str(corpus / 'vocab.txt')]
@@ -106,8 +119,9 @@ def test_eval_of_a_trained_model_is_deterministic_and_export_keeps_the_softmax(c
                                 ['--init_from_ckpt', str(tmp_path / 'ck' / 'final')], 'float32', 'float16')):
         if source in ('float32', 'float16'):
             out = tmp_path / source
-            exp = run('export_weights.py', ['--init_from_ckpt', str(tmp_path / 'ck' / 'final'), '--output_dir',
-                                            str(out), '--softmax_dtype', source])
+            # the export in this process (helpers.run_here: files, no arithmetic); each eval a process
+            exp = run_here('export_weights.py', ['--init_from_ckpt', str(tmp_path / 'ck' / 'final'), '--output_dir',
+                                                 str(out), '--softmax_dtype', source], capfd)
             assert exp.returncode == 0, exp.stderr
             with h5py.File(out / 'weights.hdf5', 'r') as f:
                 assert f['softmax/W'].dtype == np.dtype(source) and f['softmax/b'].dtype == np.dtype(source)
@@ -201,13 +215,14 @@ def test_resuming_without_preset_keeps_the_checkpoints_recipe(corpus, tmp_path):
     assert (recipe['preset'], recipe['optimizer'], recipe['reset_state_at_sentence_start']) == ('budget', 'adam', True)
 
 
-def test_two_nodes_on_one_machine_train_as_one_node_with_two_ranks(corpus, tmp_path):
-    """Two launch commands, one per "node", sharing a master on 127.0.0.1, one rank each."""
+def test_two_nodes_on_one_machine_train_as_one_node_with_two_ranks(corpus, two_ranks, tmp_path):
+    """Two launch commands, one per "node", sharing a master on 127.0.0.1, one rank each: the run of
+    two ranks on one node (the two_ranks fixture, the same flags)."""
     import socket
     with socket.socket() as s:
         s.bind(('127.0.0.1', 0))
         port = s.getsockname()[1]
-    out, args = tmp_path / 'out', pretrain_args(corpus, tmp_path / 'nodes', '--max_steps', '8')
+    out, args = tmp_path / 'out', pretrain_args(corpus, tmp_path / 'nodes', *TWO_RANKS)
     out.mkdir()
     env = dict(ENV, ELMO_TEST_OUT=str(out))
     nodes = [subprocess.Popen([sys.executable, '-m', 'paddle.distributed.launch', '--master', f'127.0.0.1:{port}',
@@ -221,12 +236,9 @@ def test_two_nodes_on_one_machine_train_as_one_node_with_two_ranks(corpus, tmp_p
     seen = [set(json.loads((out / f'seen.{r}.json').read_text())) for r in (0, 1)]
     assert seen[0] and seen[1] and not seen[0] & seen[1]
     assert_same_weights(load(out / 'weights.0.pdparams'), load(out / 'weights.1.pdparams'))
-    one_node = subprocess.run([sys.executable, '-m', 'paddle.distributed.launch', '--nproc_per_node', '2',
-                               '--log_dir', str(tmp_path / 'logs-one'), os.path.join(ROOT, 'run_pretrain.py')] +
-                              pretrain_args(corpus, tmp_path / 'one', '--max_steps', '8'),
-                              env=ENV, cwd=ROOT, capture_output=True, text=True, timeout=300)
-    assert one_node.returncode == 0, one_node.stdout[-2000:]
-    assert_same_weights(load(tmp_path / 'nodes' / 'final.pdparams'), load(tmp_path / 'one' / 'final.pdparams'))
+    one_node, launched = two_ranks
+    assert launched.returncode == 0, launched.stdout[-2000:]
+    assert_same_weights(load(tmp_path / 'nodes' / 'final.pdparams'), load(one_node / 'ckpt' / 'final.pdparams'))
 
 
 def test_the_installed_command_launches_several_processes_outside_the_checkout(corpus, tmp_path):

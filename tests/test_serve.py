@@ -88,29 +88,30 @@ def serve_requirements():
     return project['dependencies'] + project['optional-dependencies']['serve']
 
 
-def pip(python, *args, timeout=900):
-    return subprocess.run([python, '-m', 'pip', *args], capture_output=True, text=True, timeout=timeout,
+def pip(*args, timeout=900):
+    """This environment's pip (`--python DIR/bin/python` installs into another) -> its CompletedProcess."""
+    return subprocess.run([sys.executable, '-m', 'pip', *args], capture_output=True, text=True, timeout=timeout,
                           env={k: v for k, v in os.environ.items() if k != 'PYTHONPATH'})
 
 
 @pytest.fixture(scope='session')
-def serve_venv(tmp_path_factory):
-    """A fresh virtual environment with the core and [serve] requirements and this checkout
-    installed (--no-deps), no Paddle: built once per session. This is why the tests that use it take
-    a minute or so (less when pip's cache holds the wheels); skipped, naming why, when pip cannot
-    reach a package index (CI=true fails instead: CI has the registries)."""
-    probe = pip(sys.executable, 'download', '--no-deps', '--dest', str(tmp_path_factory.mktemp('probe')), 'tqdm',
-                timeout=300)
+def serve_venv(tmp_path_factory, checkout_wheel):
+    """A fresh virtual environment with the core and [serve] requirements and this checkout's wheel
+    installed (--no-deps), no Paddle: built once per session. This environment's pip installs into
+    it (`pip --python`), so the new one needs no pip of its own (creating it with pip took ~6 s).
+    This is why the tests that use it take a while (less when pip's cache holds the wheels); skipped,
+    naming why, when pip cannot reach a package index (CI=true fails instead: CI has the registries)."""
+    probe = pip('download', '--no-deps', '--dest', str(tmp_path_factory.mktemp('probe')), 'tqdm', timeout=300)
     if probe.returncode != 0:
         message = f'pip cannot reach a package index: {probe.stderr.strip().splitlines()[-1:]}'
         if os.environ.get('CI') == 'true':
             pytest.fail(f'{message}; CI=true requires it')
         pytest.skip(message)
     venv = tmp_path_factory.mktemp('serve_venv')
-    subprocess.run([sys.executable, '-m', 'venv', str(venv)], check=True, timeout=300)
+    subprocess.run([sys.executable, '-m', 'venv', '--without-pip', str(venv)], check=True, timeout=300)
     python = str(venv / 'bin' / 'python')
-    for args in (['install', '-q', *serve_requirements()], ['install', '-q', '--no-deps', ROOT]):
-        proc = pip(python, *args)
+    for args in (['install', '-q', *serve_requirements()], ['install', '-q', '--no-deps', str(checkout_wheel)]):
+        proc = pip('--python', python, *args)
         assert proc.returncode == 0, f'pip {" ".join(args)}:\n{proc.stderr[-3000:]}'
     return venv
 

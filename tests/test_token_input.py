@@ -15,7 +15,7 @@ from paddle_elmo.vocabulary import Vocabulary
 from paddle_elmo import ELMoEmbedder, dump_token_embeddings, export_weights, load_bilm, token_embeddings
 from paddle_elmo.fileio import InputError
 from helpers import TOL, fixture_embedder, reference_top, run_reference_protocol
-from helpers import assert_same_weights, load, pretrain_args, run
+from helpers import assert_same_weights, load, pretrain_args, run, run_here
 from helpers import WORDS, tiny_bilm
 
 
@@ -182,7 +182,7 @@ def write_vectors(path, dim, words):
 
 
 @pytest.mark.parametrize('token_input', ['word', 'word+char'])
-def test_word_input_trains_and_resumes_exactly(token_input, corpus, tmp_path):
+def test_word_input_trains_and_resumes_exactly(token_input, corpus, tmp_path, capfd):
     vectors = tmp_path / 'vectors.txt'
     dim = 8 if token_input == 'word' else 6
     write_vectors(vectors, dim, ['the', 'cat', 'sat', 'notinvocab'])
@@ -198,19 +198,21 @@ def test_word_input_trains_and_resumes_exactly(token_input, corpus, tmp_path):
     assert resumed.returncode == 0, resumed.stderr[-2000:]
     assert_same_weights(load(tmp_path / 'whole' / 'final.pdparams'), load(tmp_path / 'part' / 'final.pdparams'))
     assert (tmp_path / 'part' / 'vocab.txt').read_text() == (tmp_path / 'whole' / 'vocab.txt').read_text()
-    # evaluation and embedding read the checkpoint's vocabulary
-    ev = run('run_eval.py', ['--dev_data_path', str(corpus / 'heldout.txt'), '--vocab_file', str(corpus / 'vocab.txt'),
-                             '--init_from_ckpt', str(tmp_path / 'whole' / 'final')])
+    # evaluation and embedding read the checkpoint's vocabulary (in this process, helpers.run_here: the
+    # commands are what is checked, and their scripts run in processes of their own elsewhere)
+    ev = run_here('run_eval.py', ['--dev_data_path', str(corpus / 'heldout.txt'), '--vocab_file',
+                                  str(corpus / 'vocab.txt'), '--init_from_ckpt', str(tmp_path / 'whole' / 'final')],
+                  capfd)
     assert ev.returncode == 0 and 'perplexity' in ev.stdout, ev.stderr[-2000:]
     (tmp_path / 'in.txt').write_text('the cat sat\nunknownword on a mat\n')
-    emb = run('run_embed.py', [str(tmp_path / 'in.txt'), str(tmp_path / 'out.hdf5'),
-                               '--init_from_ckpt', str(tmp_path / 'whole' / 'final')])
+    emb = run_here('run_embed.py', [str(tmp_path / 'in.txt'), str(tmp_path / 'out.hdf5'),
+                                    '--init_from_ckpt', str(tmp_path / 'whole' / 'final')], capfd)
     assert emb.returncode == 0, emb.stderr[-2000:]
     with h5py.File(tmp_path / 'out.hdf5', 'r') as f:
         assert f['1'].shape == (3, 4, 16)
 
 
-def test_word_vectors_initialise_covered_rows_and_freeze_keeps_them(corpus, tmp_path, monkeypatch):
+def test_word_vectors_initialise_covered_rows_and_freeze_keeps_them(corpus, tmp_path, monkeypatch, capfd):
     vectors = tmp_path / 'vectors.txt'
     kv = write_vectors(vectors, 8, ['the', 'cat'])
     proc = run('run_pretrain.py', pretrain_args(corpus, tmp_path / 'ck', '--token_input', 'word', '--word_vectors',
@@ -230,17 +232,18 @@ def test_word_vectors_initialise_covered_rows_and_freeze_keeps_them(corpus, tmp_
         checkpoint_at(str(tmp_path / 'ck'), 2)
     for word in ('the', 'cat'):
         np.testing.assert_allclose(start['bilm.word_embedding'][vocab.word_to_id(word)], kv[word], rtol=1e-6)
-    # a dimension that does not fit, and a resumed run with another vocabulary, are one-line errors
-    bad = run('run_pretrain.py', pretrain_args(corpus, tmp_path / 'bad', '--token_input', 'word', '--word_vectors',
-                                               str(write_vectors(tmp_path / 'v3.txt', 3, ['the']) and
-                                                   tmp_path / 'v3.txt'), '--max_steps', '1'))
+    # a dimension that does not fit, and a resumed run with another vocabulary, are one-line errors (the
+    # command's, run in this process: helpers.run_here)
+    bad = run_here('run_pretrain.py', pretrain_args(corpus, tmp_path / 'bad', '--token_input', 'word', '--word_vectors',
+                                                    str(write_vectors(tmp_path / 'v3.txt', 3, ['the']) and
+                                                        tmp_path / 'v3.txt'), '--max_steps', '1'), capfd)
     assert 'holds 3-dimensional vectors; the word embedding has 8 columns' in one_line_error(bad)
     other = tmp_path / 'other_vocab.txt'
     other.write_text('<S>\n</S>\n<UNK>\nthe\ncat\n')
-    resumed = run('run_pretrain.py', ['--init_from_ckpt', str(tmp_path / 'ck' / 'final'), '--vocab_file', str(other),
-                                      '--max_steps', '5'])
+    resumed = run_here('run_pretrain.py', ['--init_from_ckpt', str(tmp_path / 'ck' / 'final'), '--vocab_file',
+                                           str(other), '--max_steps', '5'], capfd)
     assert f'other_vocab.txt is not the vocabulary of the word embedding in {tmp_path / "ck"}' in one_line_error(resumed)
-    chars = run('run_pretrain.py', pretrain_args(corpus, tmp_path / 'c', '--word_vectors', str(vectors)))
+    chars = run_here('run_pretrain.py', pretrain_args(corpus, tmp_path / 'c', '--word_vectors', str(vectors)), capfd)
     assert '--word_vectors is for a model with word input' in one_line_error(chars)
 
 

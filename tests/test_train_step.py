@@ -193,14 +193,21 @@ def test_the_step_differs_from_the_plain_mean_loss_gradient():
     assert not np.allclose(ours['bilm.forward_stack.layers.0.W'], weak, rtol=1e-3, atol=1e-5)
 
 
+# The two-rank cases: (clip, token_input). word+char: the ranks' embedding rows are agreed (union)
+# as the softmax's are.
+TWO_RANK_CASES = ((CLIP, 'word+char'), (1e6, 'char'))
+
+
 def test_two_ranks_step_equals_the_mean_of_each_ranks_scaled_gradient(tmp_path):
+    # One launch runs every case: each update starts from make_model's seed and its own batches, so
+    # the cases are independent, and a launch (a launcher and two Paddle processes) is the cost.
     env = dict(os.environ, OMP_NUM_THREADS='1', ELMO_TEST_OUT=str(tmp_path))
-    # word+char: the ranks' embedding rows are agreed (union) as the softmax's are.
-    for clip, token_input in ((CLIP, 'word+char'), (1e6, 'char')):
-        cmd = [sys.executable, '-m', 'paddle.distributed.launch', '--nproc_per_node', '2', '--log_dir',
-               str(tmp_path / f'logs{clip:g}'), os.path.abspath(__file__), str(clip), token_input]
-        proc = subprocess.run(cmd, capture_output=True, text=True, env=env, cwd=ROOT, timeout=300)
-        assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
+    cases = [f'{clip:g}:{token_input}' for clip, token_input in TWO_RANK_CASES]
+    cmd = [sys.executable, '-m', 'paddle.distributed.launch', '--nproc_per_node', '2', '--log_dir',
+           str(tmp_path / 'logs'), os.path.abspath(__file__), *cases]
+    proc = subprocess.run(cmd, capture_output=True, text=True, env=env, cwd=ROOT, timeout=300)
+    assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
+    for clip, token_input in TWO_RANK_CASES:
         ref, ref_norm = reference_update([0, 1], clip=clip, token_input=token_input)
         for rank in (0, 1):
             ours = {k: v.numpy() for k, v in paddle.load(str(tmp_path / f'step.{clip:g}.{rank}.pdparams')).items()}
@@ -208,14 +215,15 @@ def test_two_ranks_step_equals_the_mean_of_each_ranks_scaled_gradient(tmp_path):
         assert (ref_norm > clip) == (clip == CLIP)
 
 
-if __name__ == '__main__':  # the two-rank worker
+if __name__ == '__main__':  # the two-rank worker: argv is the cases, CLIP:TOKEN_INPUT each
     import paddle.distributed as dist
     paddle.set_device('cpu')
     dist.init_parallel_env()
-    clip = float(sys.argv[1])
-    weights, _ = our_update(dist.get_rank(), dist.get_world_size(), clip, sys.argv[2])
-    paddle.save({k: paddle.to_tensor(v) for k, v in weights.items()},
-                os.path.join(os.environ['ELMO_TEST_OUT'], f'step.{clip:g}.{dist.get_rank()}.pdparams'))
+    for case in sys.argv[1:]:
+        clip, token_input = case.split(':')
+        weights, _ = our_update(dist.get_rank(), dist.get_world_size(), float(clip), token_input)
+        paddle.save({k: paddle.to_tensor(v) for k, v in weights.items()},
+                    os.path.join(os.environ['ELMO_TEST_OUT'], f'step.{clip}.{dist.get_rank()}.pdparams'))
 
 
 @pytest.mark.parametrize('rule', ['adagrad', 'adam'])
