@@ -115,19 +115,24 @@ class LanguageModel(nn.Layer):
 
 
 
-def train_step(model, optimizer, batch, agree_rows=None):
+def train_step(model, optimizer, batch, agree_rows=None, mark=None):
     """One training step as bilm-tf takes it -> (model output dict, global gradient norm).
 
     The gradient is that of `total_loss * unroll_steps` (bilm-tf's training.py), not of the mean
     loss: with Adagrad's accumulators starting at 1.0 and the global-norm clip at 10, the plain mean
     makes every early update ~unroll_steps times smaller and the clip never acts. Under several
     ranks the optimizer averages each rank's scaled gradient before clipping, as bilm-tf's towers.
+    mark: called with 'forward', 'backward' and 'optimizer' as each phase ends (a profiler's clock).
     """
+    mark = mark or (lambda phase: None)
     out = model(batch, agree_rows)
+    mark('forward')
     unroll_steps = batch['next_token_ids'].shape[1]
     (out['loss'] * unroll_steps).backward()
+    mark('backward')
     norm = optimizer.step(out['table_rows'])
     optimizer.clear_grad()
+    mark('optimizer')
     return out, norm
 
 
