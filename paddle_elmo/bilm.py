@@ -289,9 +289,15 @@ class LstmStack(nn.Layer):
         """x: packed [tokens, input_dim] -> (packed outputs [tokens, P], final (h [batch, P], c [batch, D]))."""
         w_input, w_hidden = split_rows(layer.W, [layer.input_dim, layer.projection_dim])
         bias = layer.bias()
-        # Groups of steps whose gates fit GATE_BUFFER_MB: a whole batch of long sentences would
-        # need three [tokens, 4D] buffers at once (780 MB for 64 rt-polarity sentences).
-        groups = step_groups(batch_sizes, max(int(batch_sizes[0]), (self.GATE_BUFFER_MB << 20) // (16 * self.dim)))
+        # Groups of steps whose [tokens, 4D] gate buffer fits GATE_BUFFER_MB: training keeps three
+        # such buffers (the gates, their activations and their gradient; a whole batch of 64
+        # rt-polarity sentences would need 780 MB at once), inference only the gates, so its groups
+        # take 3x the tokens in the same memory. Each group is a kernel call, and each call packs
+        # W_hidden and W_P anew (16-20 ms for an original-size layer).
+        tokens = (self.GATE_BUFFER_MB << 20) // (16 * self.dim)
+        if not kernels.tracks_grad([x, layer.W, layer.W_P, layer.B, h, c]):
+            tokens *= 3
+        groups = step_groups(batch_sizes, max(int(batch_sizes[0]), tokens))
         xs = split_rows(x, [int(batch_sizes[a:b].sum()) for a, b in groups]) if len(groups) > 1 else [x]
         outputs = []
         for (first, last), x_group in zip(groups, xs):

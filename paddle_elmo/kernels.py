@@ -72,7 +72,7 @@ def _kernels_for(x):
     return kernel() if x.place.is_cpu_place() and x.dtype == paddle.float32 else None
 
 
-def _tracks_grad(tensors):
+def tracks_grad(tensors):
     """Whether autograd must see an op on these tensors (else the kernel runs without a PyLayer)."""
     return paddle.is_grad_enabled() and not all(t.stop_gradient for t in tensors)
 
@@ -123,7 +123,7 @@ def recurrence(gates_x, bias, batch_sizes, h0, c0, w_hidden, w_proj, cell_clip=N
         return loop_recurrence(gates_x, bias, sizes, h0, c0, w_hidden, w_proj, cell_clip, proj_clip)
     clips = (float(cell_clip or 0.0), float(proj_clip or 0.0))
     inputs = (gates_x, bias, w_hidden, w_proj, h0, c0)
-    if _tracks_grad(inputs):
+    if tracks_grad(inputs):
         return _KernelRecurrence.apply(*inputs, sizes, *clips)
     h, c, _, _ = ops.elmo_lstm_forward(*inputs, sizes, *clips, False)
     return h, c
@@ -172,7 +172,7 @@ def max_over_positions(x):
     ops = _kernels_for(x)
     if ops is None:
         return _LoopMaxOverPositions.apply(x) if not x.stop_gradient else _running_max(x)
-    if _tracks_grad([x]):
+    if tracks_grad([x]):
         return _KernelMaxOverPositions.apply(x)
     return ops.elmo_max_over_positions(x)[0]
 
@@ -238,7 +238,7 @@ def sampled_softmax_losses(true_logits, cand_logits, cand_bias, labels):
         logits = paddle.concat([true_column.unsqueeze(1), add_bias(cand_logits, cand_bias)], axis=1)
         return F.cross_entropy(logits, labels_t, reduction='none').squeeze(-1)
     inputs = (true_logits, cand_logits, cand_bias)
-    if _tracks_grad(inputs):
+    if tracks_grad(inputs):
         return _KernelSampledSoftmaxLoss.apply(*inputs, labels_t)
     return ops.elmo_sampled_softmax_loss(*inputs, labels_t)[0]
 
@@ -270,7 +270,7 @@ def highway_gate(carry, carry_bias, transform, transform_bias, x):
     ops = _kernels_for(x)
     if ops is None:
         return layer_math.highway_gate(carry, carry_bias, transform, transform_bias, x, add_bias=add_bias)
-    if _tracks_grad(inputs):
+    if tracks_grad(inputs):
         return _KernelHighwayGate.apply(*inputs)
     return ops.elmo_highway_gate(*inputs)
 
@@ -309,7 +309,7 @@ def dropout(x, p):
     if ops is None or p <= 0.0:
         return F.dropout(x, p, training=True) if p > 0.0 else x
     seed = int(paddle.randint(0, 2 ** 31 - 1, [2], dtype='int64').numpy() @ [2 ** 31, 1])  # 62 bits
-    if _tracks_grad([x]):
+    if tracks_grad([x]):
         return _KernelDropout.apply(x, seed, float(p))
     return ops.elmo_dropout(x, seed, float(p))
 
