@@ -18,8 +18,10 @@ $(VENV)/.installed: pyproject.toml Makefile
 demo: setup
 	$(VENV)/bin/paddle-elmo demo
 
+# One pytest worker per CPU (pytest-xdist), each test module whole on one worker (its module
+# fixtures built once). Most tests run Paddle on one thread (their commands with OMP_NUM_THREADS=1).
 test: setup
-	$(PY) -m pytest -q tests
+	$(PY) -m pytest -q -n auto --dist loadscope tests
 
 bench: setup
 	$(PY) benchmarks/bench_embed.py
