@@ -2,7 +2,7 @@
 the original-size embedder (random weights, seed 0), the first N lines of lm-corpus heldout, batches of 64,
 cache on (one pass first fills it). Prints seconds per pass, the matmul rate between passes, and whether the outputs are identical.
 
-    python benchmarks/results/speed45_2026-11-27/groups_ab.py [N] [ROUNDS] [THREADS]
+    python benchmarks/results/speed45_2026-11-26/groups_ab.py [N] [ROUNDS] [THREADS]
 """
 import sys
 import time
