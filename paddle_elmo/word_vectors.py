@@ -119,13 +119,17 @@ def load_vectors(path, max_vocab=0):
         raise InputError(f'{path}: cannot read as a {kind} word2vec file ({e})') from None
 
 
-def read_word_vectors(path):
-    """Vectors to initialise a word embedding (run_pretrain.py --word_vectors) -> KeyedVectors.
+VECTOR_FORMATS = ('a word2vec file (.bin / .bin.gz binary, .txt / .vec text), gensim KeyedVectors saved with '
+                  '.save() (.kv, .model), or a numpy .npz with arrays "words" [n] and "vectors" [n, dim]')
 
-    path: a word2vec file (.bin / .bin.gz binary, .txt / .vec text), a gensim KeyedVectors saved
-    with `.save()` (.kv, .model), or a numpy .npz with arrays `words` [n] (str) and `vectors`
-    [n, dim]."""
+
+def read_word_vectors(path, max_vocab=0):
+    """Any --word_vectors file (VECTOR_FORMATS) -> KeyedVectors; max_vocab > 0 keeps the first rows.
+
+    One reader for every command: pretrain initialises a word embedding from it, finetune
+    concatenates its vectors to ELMo's, word2vec classifies with them."""
     KeyedVectors = require_package('gensim.models', 'classify').KeyedVectors
+    check_vectors_name(path)
     if not os.path.isfile(path):
         raise FileNotFoundError(f'{path}: --word_vectors file not found')
     if path.endswith('.npz'):
@@ -136,15 +140,27 @@ def read_word_vectors(path):
             words, vectors = [str(w) for w in f['words']], np.asarray(f['vectors'], dtype=np.float32)
         if vectors.ndim != 2 or len(words) != len(vectors):
             raise InputError(f'{path}: "vectors" must be [len(words), dim], got {vectors.shape} for {len(words)} words')
-        kv = KeyedVectors(vectors.shape[1])
-        kv.add_vectors(words, vectors)
-        return kv
-    if path.endswith(('.kv', '.model')):
+    elif path.endswith(('.kv', '.model')):
         try:
-            return KeyedVectors.load(path)
+            kv = KeyedVectors.load(path)
         except Exception as e:  # gensim/pickle raise many types for a foreign file
             raise InputError(f'{path}: cannot read as gensim KeyedVectors ({type(e).__name__}: {e})') from None
-    return load_vectors(path)
+        if not max_vocab or max_vocab >= len(kv):
+            return kv
+        words, vectors = kv.index_to_key, kv.vectors
+    else:
+        return load_vectors(path, max_vocab)
+    if max_vocab:
+        words, vectors = words[:max_vocab], vectors[:max_vocab]
+    kv = KeyedVectors(vectors.shape[1])
+    kv.add_vectors(list(words), vectors)
+    return kv
+
+
+def check_vectors_name(path):
+    """InputError unless `path`'s ending names one of VECTOR_FORMATS (before anything is read)."""
+    if not path.endswith(('.npz', '.kv', '.model', '.bin', '.bin.gz', '.txt', '.txt.gz', '.vec', '.vec.gz')):
+        raise InputError(f'{path}: expected {VECTOR_FORMATS}')
 
 
 def embedding_rows(kv, tokens, dim, source):

@@ -298,6 +298,31 @@ def test_saved_vectors_load_back_unchanged(tmp_path, name):
     assert os.listdir(tmp_path) == [name]  # no temp file left behind
 
 
+@pytest.mark.parametrize('max_vocab', [0, 2])
+@pytest.mark.parametrize('name', ['v.bin', 'v.txt', 'v.npz', 'v.kv'])
+def test_every_command_reads_every_vector_format_alike(tmp_path, name, max_vocab):
+    # pretrain, finetune and word2vec all read --word_vectors through read_word_vectors
+    from paddle_elmo.word_vectors import read_word_vectors, save_vectors
+    kv, path = _toy_vectors(), str(tmp_path / name)
+    if name.endswith('.npz'):
+        np.savez(path, words=np.array(kv.index_to_key), vectors=kv.vectors)
+    elif name.endswith('.kv'):
+        kv.save(path)
+    else:
+        save_vectors(kv, path)
+    loaded = read_word_vectors(path, max_vocab)
+    n = max_vocab or len(kv)
+    assert list(loaded.index_to_key) == list(kv.index_to_key)[:n]
+    np.testing.assert_array_equal(loaded.vectors, kv.vectors[:n])
+
+
+def test_an_unknown_vector_file_ending_names_the_formats(tmp_path):
+    from paddle_elmo.fileio import InputError
+    from paddle_elmo.word_vectors import read_word_vectors
+    with pytest.raises(InputError, match=r'v\.vectors: expected a word2vec file .*\.npz'):
+        read_word_vectors(str(tmp_path / 'v.vectors'))
+
+
 # ---- the scripts, end to end -----------------------------------------------------------------
 
 

@@ -38,7 +38,7 @@ from paddle_elmo.features import ActivationCache, model_builder
 from paddle_elmo.fileio import require_package
 from paddle_elmo.model_io import BUNDLED_MODEL_DIR
 from paddle_elmo.runtime import use_device
-from paddle_elmo.word_vectors import load_vectors, lookup_table
+from paddle_elmo.word_vectors import lookup_table, read_word_vectors
 
 log = logging.getLogger(__name__)
 
@@ -174,7 +174,7 @@ def main(argv=None):
                      cache.nbytes / 2 ** 20, info['cache_seconds'])
         word_table = None
         if a.word_vectors:
-            table, token_ids, stats = lookup_table(data.sentences, load_vectors(a.word_vectors))
+            table, token_ids, stats = lookup_table(data.sentences, read_word_vectors(a.word_vectors))
             word_table = (table, token_ids)
             info.update(concat_word2vec=a.word_vectors, word2vec_dim=table.shape[1], word2vec_oov=stats)
         build = model_builder(bilm, data.sentences, trainable=a.trainable, bilm_lr=a.bilm_lr, layer_norm=a.layer_norm,

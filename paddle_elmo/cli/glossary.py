@@ -32,9 +32,9 @@ FLAGS = {
     'data_dir': ('the classification data: a directory with the positive and negative files', ()),
     'pos_file': ('the positive sentences\' file in --data_dir', ()),
     'neg_file': ('the negative sentences\' file in --data_dir', ()),
-    'word_vectors': ('a word-vector file (word2vec .bin/.txt; pretrain also gensim KeyedVectors, .npz): pretrain '
-                     'initialises the word embedding from it, finetune concatenates its vectors to ELMo\'s, '
-                     'word2vec classifies with them', ('pretrained_word2vec_file',)),
+    'word_vectors': ('a word-vector file (word2vec .bin/.txt, gensim KeyedVectors .kv, or .npz of words and '
+                     'vectors), read alike by every command: pretrain initialises the word embedding from it, '
+                     'finetune concatenates its vectors to ELMo\'s, word2vec classifies with them', ('pretrained_word2vec_file',)),
     'prefix': ('a text for the LM to continue (repeatable)', ()),
     'prefix_file': ('a file of texts for the LM to continue, one per line', ()),
     'tokenizer': ('the tokenizer that turns raw text into the model\'s tokens: whitespace, moses, jieba or chars',

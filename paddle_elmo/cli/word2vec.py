@@ -34,8 +34,8 @@ from paddle_elmo.cli.protocol import (add_protocol_args, check_protocol_args, da
 from paddle_elmo.classifier import SentenceClassifier, cross_validate, make_folds
 from paddle_elmo.fileio import require_package
 from paddle_elmo.runtime import use_device
-from paddle_elmo.word_vectors import (OOV_MODES, Word2VecFeatures, corpus_paths, is_binary, load_vectors, lookup_table,
-                          save_vectors, train_word2vec)
+from paddle_elmo.word_vectors import (OOV_MODES, Word2VecFeatures, check_vectors_name, corpus_paths, is_binary,
+                                      lookup_table, read_word_vectors, save_vectors, train_word2vec)
 
 log = logging.getLogger(__name__)
 
@@ -83,7 +83,7 @@ def check_word2vec_args(a):
             raise FileNotFoundError(f'{a.output_word_vectors}: --output_word_vectors directory {directory} does not '
                                     'exist')
     if a.word_vectors:
-        is_binary(a.word_vectors)
+        check_vectors_name(a.word_vectors)
         if not os.path.isfile(a.word_vectors):
             raise FileNotFoundError(f'{a.word_vectors}: --word_vectors file not found')
     if a.train_max_tokens and not a.train_data_path:
@@ -93,7 +93,7 @@ def check_word2vec_args(a):
 def vectors_from_args(a, info):
     """Train (and save) or load the vectors the options name; record what was done in `info`."""
     if a.word_vectors:
-        kv = load_vectors(a.word_vectors, a.max_vectors)
+        kv = read_word_vectors(a.word_vectors, a.max_vectors)
         info['vectors'] = a.word_vectors
         return kv
     paths = corpus_paths(a.train_data_path)
