@@ -34,7 +34,8 @@ FLAGS = {
     'neg_file': ('the negative sentences\' file in --data_dir', ()),
     'word_vectors': ('a word-vector file (word2vec .bin/.txt, gensim KeyedVectors .kv, or .npz of words and '
                      'vectors), read alike by every command: pretrain initialises the word embedding from it, '
-                     'finetune concatenates its vectors to ELMo\'s, word2vec classifies with them', ('pretrained_word2vec_file',)),
+                     'finetune concatenates its vectors to ELMo\'s, word2vec classifies with them',
+                     ('pretrained_word2vec_file',)),
     'prefix': ('a text for the LM to continue (repeatable)', ()),
     'prefix_file': ('a file of texts for the LM to continue, one per line', ()),
     'tokenizer': ('the tokenizer that turns raw text into the model\'s tokens: whitespace, moses, jieba or chars',
