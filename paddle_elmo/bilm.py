@@ -317,7 +317,7 @@ def split_rows(x, sizes):
     paddle.split, whose copy costs (55 ms for an original-size W [1024, 16384]) but whose backward
     stays linear in the number of blocks (a slice's CPU backward is ~40x slower).
     """
-    if x.stop_gradient or not paddle.is_grad_enabled():
+    if not kernels.tracks_grad([x]):
         ends = np.cumsum(sizes).tolist()
         return [x[end - size:end] for size, end in zip(sizes, ends)]
     return paddle.split(x, sizes)

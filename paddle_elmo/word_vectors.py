@@ -89,10 +89,15 @@ def train_word2vec(paths, dim=300, window=5, min_count=5, negative=5, sample=1e-
     return model.wv
 
 
+# The file endings of each --word_vectors format (VECTOR_FORMATS says them in words).
+WORD2VEC_BINARY, WORD2VEC_TEXT = ('.bin', '.bin.gz'), ('.txt', '.txt.gz', '.vec', '.vec.gz')
+GENSIM_SAVED, NUMPY_VECTORS = ('.kv', '.model'), ('.npz',)
+
+
 def is_binary(path):
-    if path.endswith(('.bin', '.bin.gz')):
+    if path.endswith(WORD2VEC_BINARY):
         return True
-    if path.endswith(('.txt', '.txt.gz', '.vec', '.vec.gz')):
+    if path.endswith(WORD2VEC_TEXT):
         return False
     raise InputError(f'{path}: expected a word2vec file ending in .bin or .bin.gz (binary), '
                      f'or .txt / .vec (text)')
@@ -132,7 +137,7 @@ def read_word_vectors(path, max_vocab=0):
     check_vectors_name(path)
     if not os.path.isfile(path):
         raise FileNotFoundError(f'{path}: --word_vectors file not found')
-    if path.endswith('.npz'):
+    if path.endswith(NUMPY_VECTORS):
         with np.load(path, allow_pickle=False) as f:
             if 'words' not in f or 'vectors' not in f:
                 raise InputError(f'{path}: a .npz of word vectors needs arrays "words" and "vectors", it has '
@@ -140,7 +145,7 @@ def read_word_vectors(path, max_vocab=0):
             words, vectors = [str(w) for w in f['words']], np.asarray(f['vectors'], dtype=np.float32)
         if vectors.ndim != 2 or len(words) != len(vectors):
             raise InputError(f'{path}: "vectors" must be [len(words), dim], got {vectors.shape} for {len(words)} words')
-    elif path.endswith(('.kv', '.model')):
+    elif path.endswith(GENSIM_SAVED):
         try:
             kv = KeyedVectors.load(path)
         except Exception as e:  # gensim/pickle raise many types for a foreign file
@@ -159,7 +164,7 @@ def read_word_vectors(path, max_vocab=0):
 
 def check_vectors_name(path):
     """InputError unless `path`'s ending names one of VECTOR_FORMATS (before anything is read)."""
-    if not path.endswith(('.npz', '.kv', '.model', '.bin', '.bin.gz', '.txt', '.txt.gz', '.vec', '.vec.gz')):
+    if not path.endswith(NUMPY_VECTORS + GENSIM_SAVED + WORD2VEC_BINARY + WORD2VEC_TEXT):
         raise InputError(f'{path}: expected {VECTOR_FORMATS}')
 
 
