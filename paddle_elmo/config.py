@@ -271,6 +271,9 @@ class Recipe:
     lr_final: float = setting(0.1, 'the learning rate at the end of the decay, as a share of lr')
     max_grad_norm: float = setting(10.0, 'global gradient-norm clip (of the gradient of loss x unroll_steps, '
                                    'as bilm-tf)')
+    softmax_bias_init: str = setting('zero', "the softmax bias at the start of a new run: zero (bilm-tf) or unigram "
+                                     "(not bilm-tf's: each word's log share of the training targets, counted from "
+                                     "the first 20M tokens, so the first steps need not learn word frequencies)")
     reset_state_at_sentence_start: bool = setting(
         False, "not bilm-tf's: a row whose window begins with a new sentence starts from a zero LSTM state, as "
         "embedding does (bilm-tf never resets, and its models can fail from a zero state)")
@@ -293,6 +296,9 @@ class Recipe:
     eval_max_tokens: int = setting(51200, 'target tokens of --dev_data_path read by each evaluation during '
                                    'training (0: all; paddle-elmo eval reads all by default)')
     world_size: int = setting(1, 'processes that trained (recorded; resuming needs as many)')
+    dropout_masks: str = setting('kernel', "how the run draws its dropout masks (recorded when it starts, so that a "
+                                 "resume draws as it did): kernel (the CPU kernel's) or paddle (Paddle's dropout: "
+                                 "on a GPU, with the kernels off, and in checkpoints made before the kernel)")
     init_options_file: Optional[str] = setting(None, 'the options.json of the weights the run started from '
                                                '(recorded from --init_from_weights / --options_file)')
     init_weight_file: Optional[str] = setting(None, 'the weights.hdf5 the run started from (recorded)')
@@ -314,6 +320,12 @@ class Recipe:
             raise InputError(f'--optimizer must be one of {", ".join(OPTIMIZERS)}, got {self.optimizer!r}')
         if self.lr_decay not in LR_DECAYS:
             raise InputError(f'--lr_decay must be one of {", ".join(LR_DECAYS)}, got {self.lr_decay!r}')
+        if self.softmax_bias_init not in SOFTMAX_BIAS_INITS:
+            raise InputError(f'--softmax_bias_init must be one of {", ".join(SOFTMAX_BIAS_INITS)}, '
+                             f'got {self.softmax_bias_init!r}')
+        if self.dropout_masks not in DROPOUT_MASKS:  # recorded, not a flag: a recipe.json edited by hand
+            raise InputError(f'recipe dropout_masks must be one of {", ".join(DROPOUT_MASKS)}, '
+                             f'got {self.dropout_masks!r}')
         if not 0.0 < self.adam_beta2 < 1.0:
             raise InputError(f'--adam_beta2 must be within (0, 1), got {self.adam_beta2}')
         if self.lr_decay_steps < 0 or not 0.0 <= self.lr_final <= 1.0:
@@ -324,6 +336,8 @@ class Recipe:
 
 OPTIMIZERS = ('adagrad', 'adam')
 LR_DECAYS = ('none', 'linear', 'cosine')
+SOFTMAX_BIAS_INITS = ('zero', 'unigram')
+DROPOUT_MASKS = ('kernel', 'paddle')  # kernels.use_dropout_masks
 # Recipe fields that bilm-tf's train_elmo.py writes into options.json, under its names. n_tokens_vocab
 # (the vocabulary's size) goes there too; it is the data's, not a setting.
 BILM_TF_TRAINING_KEYS = {'batch_size': 'batch_size', 'unroll_steps': 'unroll_steps',

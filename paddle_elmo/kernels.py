@@ -44,6 +44,7 @@ import paddle.nn.functional as F
 from paddle.autograd import PyLayer
 
 from paddle_elmo import layer_math
+from paddle_elmo.config import DROPOUT_MASKS
 from paddle_elmo.kernel_build import build
 
 log = logging.getLogger(__name__)
@@ -301,11 +302,33 @@ def fused_updates(tensors):
 # Dropout
 # --------------------------------------------------------------------------------------------
 
+# Where training dropout's masks come from on the CPU: 'kernel' (ours: a hash of a seed drawn from
+# Paddle's generator) or 'paddle' (F.dropout's own draws, as runs made before the kernel drew them).
+# Both are the same distribution but different draws, so a run records which it used
+# (Recipe.dropout_masks) and a resume sets it back with use_dropout_masks: its masks go on as they began.
+_dropout_masks = 'kernel'
+
+
+def use_dropout_masks(kind):
+    """Training dropout's masks from now on, in this process: one of DROPOUT_MASKS."""
+    global _dropout_masks
+    if kind not in DROPOUT_MASKS:
+        raise ValueError(f'dropout masks must be one of {", ".join(DROPOUT_MASKS)}, got {kind!r}')
+    _dropout_masks = kind
+
+
+def dropout_masks_on(device):
+    """The masks a new run on `device` (Paddle's device string, 'cpu' or 'gpu:0') draws: 'kernel'
+    when the CPU kernels run there, else 'paddle'."""
+    return 'kernel' if device.startswith('cpu') and kernel() is not None else 'paddle'
+
+
 def dropout(x, p):
     """Training dropout (upscale in train, as F.dropout's default): x * keep / (1 - p), each element
     kept with probability 1 - p. On CPU the kernel's mask is a hash of a seed drawn from Paddle's
-    generator (paddle.seed and checkpoints govern it) and of the element's index; elsewhere F.dropout."""
-    ops = _kernels_for(x)
+    generator (paddle.seed and checkpoints govern it) and of the element's index; elsewhere, and
+    after use_dropout_masks('paddle'), F.dropout."""
+    ops = _kernels_for(x) if _dropout_masks == 'kernel' else None
     if ops is None or p <= 0.0:
         return F.dropout(x, p, training=True) if p > 0.0 else x
     seed = int(paddle.randint(0, 2 ** 31 - 1, [2], dtype='int64').numpy() @ [2 ** 31, 1])  # 62 bits

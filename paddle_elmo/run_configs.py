@@ -109,6 +109,7 @@ def read_run_configs(directory):
         values.update({k: v for k, v in stored.items() if k in RECIPE_FIELDS})
     else:  # written before recipe.json: our keys sat in options.json ('lr' before 'learning_rate')
         values.update({field: options[key] for key, field in _LEGACY_RECIPE_KEYS.items() if key in options})
+        values['dropout_masks'] = 'paddle'  # that code had no dropout kernel
     # A run written before from_weights_lr_scale existed ran at the full rate: it resumes so.
     values.setdefault('from_weights_lr_scale', 1.0)
     preset = values.get('preset') or 'original'

@@ -5,6 +5,7 @@ removed; the full softmax for evaluation. A step reads and updates only the rows
 (`TableRows`).
 """
 import math
+import os
 
 import numpy as np
 
@@ -12,6 +13,8 @@ import paddle
 import paddle.nn as nn
 
 from paddle_elmo import kernels
+from paddle_elmo.corpus import file_progress, iter_file_sentences
+from paddle_elmo.fileio import list_files
 
 
 class LogUniformSampler:
@@ -131,6 +134,49 @@ class Softmax(nn.Layer):
             logits = paddle.matmul(part, self.W, transpose_y=True)  # [rows, vocab]
             losses.append(kernels.sampled_softmax_losses(paddle.zeros([part.shape[0]]), logits, bias, t + 1))
         return paddle.concat(losses) if len(losses) > 1 else losses[0]
+
+
+# Enough tokens to rank a 100k vocabulary's frequent words; the rest get the smoothed floor. A
+# cap, so that 1B Word (768M tokens) is not read whole before its first step.
+PRIOR_MAX_TOKENS = 20_000_000
+
+
+def unigram_log_prior(vocab, file_pattern, max_tokens=PRIOR_MAX_TOKENS, progress=True):
+    """Each vocabulary row's log share of the training targets, counted over the first `max_tokens`
+    tokens of the files -> float32 numpy [vocab.size], add-one smoothed.
+
+    A softmax whose bias starts here predicts the unigram distribution from its first step, instead
+    of spending its first few hundred Adam steps (each moves a bias by at most about the learning
+    rate) learning that `the` is 10^5 times more likely than a rare word. Targets are counted as
+    the stream makes them: every word once per direction, `</S>` (forward) and `<S>` (backward)
+    once per sentence, words outside the vocabulary as `<UNK>`.
+    """
+    counts, chunk, n_sentences = np.zeros(vocab.size, dtype=np.int64), [], 0
+    for words in _first_sentences(file_pattern, max_tokens, progress):
+        chunk.append(vocab.encode(words))
+        n_sentences += 1
+        if len(chunk) == 65536:  # bounded memory, whatever the corpus
+            counts += np.bincount(np.concatenate(chunk), minlength=vocab.size)
+            chunk = []
+    if chunk:
+        counts += np.bincount(np.concatenate(chunk), minlength=vocab.size)
+    counts = 2 * counts  # each word is a target once per direction
+    counts[vocab.bos] += n_sentences
+    counts[vocab.eos] += n_sentences
+    smoothed = counts + 1.0
+    return np.log(smoothed / smoothed.sum()).astype(np.float32)
+
+
+def _first_sentences(file_pattern, max_tokens, progress):
+    """The sentences (token lists) of the files in order, until `max_tokens` tokens are read."""
+    files, n_tokens = list_files(file_pattern), 0
+    with file_progress(sum(os.path.getsize(p) for p in files), 'counting targets', progress) as bar:
+        for path in files:
+            for words in iter_file_sentences(path, bar):
+                yield words
+                n_tokens += len(words)
+                if n_tokens >= max_tokens:
+                    return
 
 
 def candidate_labels(targets, candidates):

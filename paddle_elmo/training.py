@@ -26,6 +26,7 @@ import numpy as np
 import paddle
 import paddle.distributed as dist
 
+from paddle_elmo import kernels
 from paddle_elmo.runtime import set_device, use_device
 from paddle_elmo.corpus import count_tokens
 from paddle_elmo.lm_batches import EVAL_BATCH_SIZE, EVAL_UNROLL_STEPS, LMStream, iter_eval_batches
@@ -35,6 +36,7 @@ from paddle_elmo.lm import LanguageModel, evaluate, train_step
 from paddle_elmo.optimizers import Decay, make_optimizer
 from paddle_elmo.checkpoints import checkpoint_dir, load_training_checkpoint, rank_state, restore_rank_state, save_training_checkpoint, train_state
 from paddle_elmo.lm_loading import load_weights_into
+from paddle_elmo.sampled_softmax import PRIOR_MAX_TOKENS, unigram_log_prior
 from paddle_elmo.run_configs import read_input_vocabulary, write_run_configs
 from paddle_elmo.word_vectors import embedding_rows, read_word_vectors
 
@@ -266,7 +268,9 @@ def set_up(model_config, recipe, save_dir, *, device='cpu', cpu_threads=None, in
     """
     rank, world_size = setup_device(device, cpu_threads)
     if init_from_ckpt is None:
-        recipe = dataclasses.replace(recipe, world_size=world_size)
+        recipe = dataclasses.replace(recipe, world_size=world_size,
+                                     dropout_masks=kernels.dropout_masks_on(paddle.get_device()))
+    draw_dropout_masks(recipe, rank)
     vocab = Vocabulary(recipe.vocab_file, model_config.max_characters_per_token)
     if recipe.n_train_tokens is None:
         recipe = dataclasses.replace(recipe, n_train_tokens=count_tokens(recipe.train_data_path)['n_tokens'])
@@ -283,6 +287,10 @@ def set_up(model_config, recipe, save_dir, *, device='cpu', cpu_threads=None, in
                           reset_state_at_sentence_start=recipe.reset_state_at_sentence_start,
                           vocab=vocab)  # the input vocabulary, when the mode has a word embedding
     paddle.seed(recipe.seed * 1000 + rank)  # but different dropout masks
+    if recipe.softmax_bias_init == 'unigram' and init_from_ckpt is None:  # before weights that have a softmax
+        said = init_softmax_bias(model.softmax, vocab, recipe.train_data_path, progress=rank == 0)
+        if rank == 0:
+            log.info('%s', said)
     if recipe.init_weight_file and init_from_ckpt is None:  # domain adaptation: the weights, a fresh optimizer
         # (at recipe.lr x recipe.from_weights_lr_scale: make_optimizer below)
         said = load_weights_into(model, recipe.init_weight_file)
@@ -360,6 +368,29 @@ def check_input_vocabulary(model_config, recipe, init_from_ckpt):
         return
     # its vocab.txt, which --vocab_file must match; bilm-tf files have none: --vocab_file is theirs
     read_input_vocabulary(model_config, directory, recipe.vocab_file, source=f'the word embedding in {directory}')
+
+
+def draw_dropout_masks(recipe, rank):
+    """Dropout draws its masks as the run recorded; a resume where that cannot be (the CPU kernel
+    recorded, but off or on a GPU here) draws Paddle's, and says so: the same distribution, other draws."""
+    here = kernels.dropout_masks_on(paddle.get_device())
+    if recipe.dropout_masks == 'kernel' and here != 'kernel':
+        if rank == 0:
+            log.warning("this run drew its dropout masks with the CPU kernel, which does not run here: the resumed "
+                        "run draws Paddle's (the same distribution, not the same masks as an uninterrupted run)")
+        kernels.use_dropout_masks(here)
+    else:
+        kernels.use_dropout_masks(recipe.dropout_masks)
+
+
+def init_softmax_bias(softmax, vocab, train_data_path, progress=True):
+    """softmax.b <- the unigram log prior of the training targets -> a line saying what it is worth."""
+    prior = unigram_log_prior(vocab, train_data_path, progress=progress)
+    with paddle.no_grad():
+        softmax.b.set_value(prior[:, None])
+    perplexity = math.exp(-(np.exp(prior.astype(np.float64)) * prior).sum())
+    return (f'softmax bias: log unigram shares of the training targets (at most the first {PRIOR_MAX_TOKENS:,} '
+            f'tokens): perplexity {perplexity:,.0f} from the first step, where a zero bias gives {vocab.size:,}')
 
 
 def init_word_embedding(bilm, path):

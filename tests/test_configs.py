@@ -91,12 +91,13 @@ def legacy(tmp_path):
 def test_a_legacy_checkpoint_resumes_exactly_evaluates_and_exports(legacy, tmp_path):
     corpus = legacy / 'corpus'
     # That layout recorded no data paths or step count: they are given, nothing else.
-    # On Paddle's ops (ELMO_CPU_KERNELS=0): the legacy run drew its dropout masks from Paddle's
-    # generator, which the kernels' dropout (kernels.dropout) seeds but does not follow.
+    # On the default path, the CPU kernels on: that run drew its dropout masks from Paddle's
+    # dropout, and so does its resume (a checkpoint without recipe.json records dropout_masks paddle).
     resumed = run('run_pretrain.py', ['--init_from_ckpt', str(legacy / '4'), '--train_data_path',
                                       str(corpus / 'train.*.txt'), '--vocab_file', str(corpus / 'vocab.txt'),
-                                      '--max_steps', '8'], env={**ENV, 'ELMO_CPU_KERNELS': '0'})
+                                      '--max_steps', '8'])
     assert resumed.returncode == 0, resumed.stderr[-2000:]
+    assert 'CPU kernels unavailable' not in resumed.stderr
     assert 'preset budget, adam lr 0.004' in resumed.stderr  # the log
     final, expected = load(legacy / 'final.pdparams'), load(tmp_path / 'expected.pdparams')
     assert final.keys() == expected.keys()
@@ -105,6 +106,7 @@ def test_a_legacy_checkpoint_resumes_exactly_evaluates_and_exports(legacy, tmp_p
     options = json.loads((legacy / 'options.json').read_text())
     assert options['learning_rate'] == 0.004 and 'lr' not in options and 'preset' not in options
     assert json.loads((legacy / 'recipe.json').read_text())['preset'] == 'budget'
+    assert json.loads((legacy / 'recipe.json').read_text())['dropout_masks'] == 'paddle'
     evaluation = run('run_eval.py', ['--dev_data_path', str(corpus / 'heldout.txt'), '--vocab_file',
                                      str(corpus / 'vocab.txt'), '--init_from_ckpt', f'{LEGACY}/4'])
     assert evaluation.returncode == 0 and 'perplexity (exp of the mean' in evaluation.stdout, evaluation.stderr
@@ -184,3 +186,20 @@ def test_a_library_user_gets_the_new_resumed_and_from_weights_policy_from_for_ru
         for_run(data, resumed=resumed, weights=(word, 'o', 'w', None))
     with pytest.raises(InputError, match='--word_vectors is for a model with word input'):
         for_run({**data, 'word_vectors': 'v.bin'})
+
+
+def test_a_run_records_how_it_draws_dropout_masks_and_a_resume_that_cannot_says_so(corpus, tmp_path):
+    """A new run records the CPU kernel's masks (Paddle's with the kernels off); resuming a kernel
+    run with the kernels off trains on, with a warning that its masks are not the run's."""
+    off = {**ENV, 'ELMO_CPU_KERNELS': '0'}
+    for name, env, masks in (('on', ENV, 'kernel'), ('off', off, 'paddle')):
+        proc = run('run_pretrain.py', pretrain_args(corpus, tmp_path / name, '--max_steps', '1'), env=env)
+        assert proc.returncode == 0, proc.stderr[-2000:]
+        assert json.loads((tmp_path / name / 'recipe.json').read_text())['dropout_masks'] == masks
+    resumed = run('run_pretrain.py', pretrain_args(corpus, tmp_path / 'on', '--max_steps', '2', '--init_from_ckpt',
+                                                   str(tmp_path / 'on' / 'final')), env=off)
+    assert resumed.returncode == 0, resumed.stderr[-2000:]
+    assert 'drew its dropout masks with the CPU kernel, which does not run here' in resumed.stderr
+    assert json.loads((tmp_path / 'on' / 'recipe.json').read_text())['dropout_masks'] == 'kernel'
+    with pytest.raises(InputError, match="recipe dropout_masks must be one of kernel, paddle, got 'hash'"):
+        Recipe(dropout_masks='hash').checked()

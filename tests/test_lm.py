@@ -229,3 +229,22 @@ def test_the_recipes_adam_beta2_reaches_the_optimizer_and_its_second_moments():
     np.testing.assert_allclose(optimizer.slots[name]['v'].numpy(), 0.1 * 0.25, rtol=1e-6)
     with pytest.raises(InputError, match=r'--adam_beta2 must be within \(0, 1\), got 1.0'):
         Recipe(adam_beta2=1.0).checked()
+
+
+def test_the_unigram_prior_counts_every_target_as_the_stream_makes_them(tmp_path):
+    """Words once per direction, </S> and <S> once per sentence, unknown words as <UNK>, add-one
+    smoothed; the count stops after max_tokens tokens."""
+    from paddle_elmo.sampled_softmax import unigram_log_prior
+    from paddle_elmo.vocabulary import Vocabulary
+    (tmp_path / 'v.txt').write_text('<S>\n</S>\n<UNK>\na\nb\nc\nd\n')
+    (tmp_path / 'train.txt').write_text('a b a\n\nb c zzz\n')
+    vocab = Vocabulary(str(tmp_path / 'v.txt'))
+    expected = np.array([2, 2, 2, 4, 4, 2, 0]) + 1.0  # <S> </S> <UNK> a b c d
+    prior = unigram_log_prior(vocab, str(tmp_path / 'train.txt'), progress=False)
+    np.testing.assert_allclose(prior, np.log(expected / expected.sum()), rtol=1e-6)
+    first = np.array([1, 1, 0, 4, 2, 0, 0]) + 1.0  # the first sentence's 3 tokens reach max_tokens
+    np.testing.assert_allclose(unigram_log_prior(vocab, str(tmp_path / 'train.txt'), max_tokens=3, progress=False),
+                               np.log(first / first.sum()), rtol=1e-6)
+    from paddle_elmo.config import Recipe
+    with pytest.raises(InputError, match="--softmax_bias_init must be one of zero, unigram, got 'log'"):
+        Recipe(softmax_bias_init='log').checked()

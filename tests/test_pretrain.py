@@ -169,6 +169,29 @@ def test_max_minutes_stops_saves_a_checkpoint_that_resumes_exactly_and_exits_0(c
     assert_same_weights(load(tmp_path / 'whole' / 'final.pdparams'), load(slot / 'final.pdparams'))
 
 
+def test_a_unigram_softmax_bias_starts_a_new_run_and_a_resume_keeps_the_checkpoints(corpus, tmp_path):
+    """--softmax_bias_init unigram: the bias starts at the training targets' log prior (so after two
+    Adagrad steps of at most lr each, every row is within 2 x lr of it), and a resume that names the
+    flag again does not start over from the prior: it ends as the uninterrupted run."""
+    from paddle_elmo.sampled_softmax import unigram_log_prior
+    from paddle_elmo.vocabulary import Vocabulary
+    flags = ('--max_steps', '2', '--save_freq', '1', '--softmax_bias_init', 'unigram')
+    whole = run('run_pretrain.py', pretrain_args(corpus, tmp_path / 'whole', *flags))
+    assert whole.returncode == 0, whole.stderr[-2000:]
+    assert 'softmax bias: log unigram shares of the training targets' in whole.stderr
+    prior = unigram_log_prior(Vocabulary(str(corpus / 'vocab.txt')), str(corpus / 'train.*.txt'), progress=False)
+    bias = load(tmp_path / 'whole' / 'final.pdparams')['softmax.b'][:, 0]
+    assert np.abs(bias - prior).max() <= 2 * 0.2 + 1e-6 and np.abs(prior).min() > 2.0  # zero would be far
+    stopped = run('run_pretrain.py', pretrain_args(corpus, tmp_path / 'slot', '--max_steps', '1',
+                                                   '--softmax_bias_init', 'unigram'))
+    assert stopped.returncode == 0, stopped.stderr[-2000:]
+    resumed = run('run_pretrain.py', pretrain_args(corpus, tmp_path / 'slot', *flags, '--init_from_ckpt',
+                                                   str(tmp_path / 'slot' / 'final')))
+    assert resumed.returncode == 0, resumed.stderr[-2000:]
+    assert 'softmax bias:' not in resumed.stderr
+    assert_same_weights(load(tmp_path / 'whole' / 'final.pdparams'), load(tmp_path / 'slot' / 'final.pdparams'))
+
+
 def test_a_preset_reaches_the_model_and_an_explicit_flag_overrides_it(corpus, tmp_path):
     from paddle_elmo.cli import flags as cli
     base = ['--train_data_path', str(corpus / 'train.*.txt'), '--vocab_file', str(corpus / 'vocab.txt'),

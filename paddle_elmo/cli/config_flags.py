@@ -9,16 +9,16 @@ import typing
 
 from paddle_elmo.cli.arguments import Switch, add_device, count_or_zero, parser, positive_int
 from paddle_elmo.cli.glossary import option_strings
-from paddle_elmo.config import MODEL_FIELDS, OPTIMIZERS, PRESETS, TOKEN_INPUTS, ModelConfig, Recipe
+from paddle_elmo.config import MODEL_FIELDS, OPTIMIZERS, PRESETS, SOFTMAX_BIAS_INITS, TOKEN_INPUTS, ModelConfig, Recipe
 from paddle_elmo.tokenizers import TOKENIZERS
 
 
 DATA_FIELDS = ('train_data_path', 'vocab_file', 'dev_data_path', 'n_train_tokens', 'word_vectors')
-# --preset has its own help; world_size is recorded, not chosen; the last two have flags of their own
+# --preset has its own help; world_size and dropout_masks are recorded, not chosen; the last two have flags of their own
 # beside --init_from_weights (the fields' help says what they record).
-NOT_FLAGS = ('preset', 'world_size', 'init_options_file', 'init_weight_file')
+NOT_FLAGS = ('preset', 'world_size', 'dropout_masks', 'init_options_file', 'init_weight_file')
 CHOICES = {'optimizer': OPTIMIZERS, 'activation': ('relu', 'tanh'), 'token_input': TOKEN_INPUTS,
-           'tokenizer': TOKENIZERS}
+           'tokenizer': TOKENIZERS, 'softmax_bias_init': SOFTMAX_BIAS_INITS}
 
 
 def _scale_or_off(text):

@@ -93,6 +93,8 @@ FLAGS = {
     'from_weights_lr_scale': ('a run started from pretrained weights that trains them runs at --lr times this '
                               '(off or 1: the full rate)', ()),
     'max_grad_norm': ('clip the global gradient norm to this value', ()),
+    'softmax_bias_init': ("a new run's softmax bias: zero (bilm-tf) or unigram (each word's log share of the "
+                          'training targets)', ()),
     'reset_state_at_sentence_start': ('a row that starts a sentence starts from a zero LSTM state', ()),
     'freeze_word_embeddings': ('keep the word embedding as it starts', ()),
     'freeze_bilm': ('train the softmax only, the biLM fixed', ()),
