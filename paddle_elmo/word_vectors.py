@@ -134,9 +134,7 @@ def read_word_vectors(path, max_vocab=0):
     One reader for every command: pretrain initialises a word embedding from it, finetune
     concatenates its vectors to ELMo's, word2vec classifies with them."""
     KeyedVectors = require_package('gensim.models', 'classify').KeyedVectors
-    check_vectors_name(path)
-    if not os.path.isfile(path):
-        raise FileNotFoundError(f'{path}: --word_vectors file not found')
+    check_vectors_file(path)
     if path.endswith(NUMPY_VECTORS):
         with np.load(path, allow_pickle=False) as f:
             if 'words' not in f or 'vectors' not in f:
@@ -162,10 +160,13 @@ def read_word_vectors(path, max_vocab=0):
     return kv
 
 
-def check_vectors_name(path):
-    """InputError unless `path`'s ending names one of VECTOR_FORMATS (before anything is read)."""
+def check_vectors_file(path):
+    """InputError unless `path`'s ending names one of VECTOR_FORMATS, FileNotFoundError unless it
+    exists: a command checks its --word_vectors before it reads or trains anything."""
     if not path.endswith(NUMPY_VECTORS + GENSIM_SAVED + WORD2VEC_BINARY + WORD2VEC_TEXT):
         raise InputError(f'{path}: expected {VECTOR_FORMATS}')
+    if not os.path.isfile(path):
+        raise FileNotFoundError(f'{path}: --word_vectors file not found')
 
 
 def embedding_rows(kv, tokens, dim, source):

@@ -38,7 +38,7 @@ from paddle_elmo.features import ActivationCache, model_builder
 from paddle_elmo.fileio import require_package
 from paddle_elmo.model_io import BUNDLED_MODEL_DIR
 from paddle_elmo.runtime import use_device
-from paddle_elmo.word_vectors import lookup_table, read_word_vectors
+from paddle_elmo.word_vectors import check_vectors_file, lookup_table, read_word_vectors
 
 log = logging.getLogger(__name__)
 
@@ -86,8 +86,8 @@ def check_elmo_args(a):
     if a.cache_dir and (a.trainable or not a.cache):
         raise cli.InputError('--cache_dir is for the frozen biLM\'s cache; it has no use with '
                              '--trainable or --no_cache')
-    if a.word_vectors and not os.path.isfile(a.word_vectors):
-        raise FileNotFoundError(f'{a.word_vectors}: --word_vectors file not found')
+    if a.word_vectors:
+        check_vectors_file(a.word_vectors)
     if a.inference_model and (a.trainable or not a.cache):
         raise cli.InputError('--inference_model fills the frozen biLM\'s cache; it has no use with --trainable or '
                              '--no_cache')

@@ -24,6 +24,7 @@ from paddle_elmo.checkpoints import checkpoint_dir
 from paddle_elmo.corpus import warn_if_untokenized
 from paddle_elmo.model_io import own_vocabulary_file, weights_files
 from paddle_elmo.run_configs import read_model_config, read_run_configs
+from paddle_elmo.word_vectors import check_vectors_file
 
 
 # ---- configuration ---------------------------------------------------------------------------
@@ -51,6 +52,8 @@ def read_configs(a):
         resumed = (*read_run_configs(directory), os.path.join(directory, 'options.json'))
         save_dir = a.save_dir or directory
     model, recipe = for_run(given, resumed, weights)
+    if 'word_vectors' in given:  # before the corpus is counted; a resumed run's file may be gone
+        check_vectors_file(recipe.word_vectors)
     return model, recipe, save_dir
 
 

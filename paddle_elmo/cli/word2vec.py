@@ -34,7 +34,7 @@ from paddle_elmo.cli.protocol import (add_protocol_args, check_protocol_args, da
 from paddle_elmo.classifier import SentenceClassifier, cross_validate, make_folds
 from paddle_elmo.fileio import require_package
 from paddle_elmo.runtime import use_device
-from paddle_elmo.word_vectors import (OOV_MODES, Word2VecFeatures, check_vectors_name, corpus_paths, is_binary,
+from paddle_elmo.word_vectors import (OOV_MODES, Word2VecFeatures, check_vectors_file, corpus_paths, is_binary,
                                       lookup_table, read_word_vectors, save_vectors, train_word2vec)
 
 log = logging.getLogger(__name__)
@@ -83,9 +83,7 @@ def check_word2vec_args(a):
             raise FileNotFoundError(f'{a.output_word_vectors}: --output_word_vectors directory {directory} does not '
                                     'exist')
     if a.word_vectors:
-        check_vectors_name(a.word_vectors)
-        if not os.path.isfile(a.word_vectors):
-            raise FileNotFoundError(f'{a.word_vectors}: --word_vectors file not found')
+        check_vectors_file(a.word_vectors)
     if a.train_max_tokens and not a.train_data_path:
         raise cli.InputError('--train_max_tokens goes with --train_data_path')
 
