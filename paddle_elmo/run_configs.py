@@ -110,8 +110,10 @@ def read_run_configs(directory):
     else:  # written before recipe.json: our keys sat in options.json ('lr' before 'learning_rate')
         values.update({field: options[key] for key, field in _LEGACY_RECIPE_KEYS.items() if key in options})
         values['dropout_masks'] = 'paddle'  # that code had no dropout kernel
-    # A run written before from_weights_lr_scale existed ran at the full rate: it resumes so.
+    # A run written before from_weights_lr_scale existed ran at the full rate: it resumes so; one
+    # written before softmax_bias_init started from a zero bias, whatever its preset says today.
     values.setdefault('from_weights_lr_scale', 1.0)
+    values.setdefault('softmax_bias_init', 'zero')
     preset = values.get('preset') or 'original'
     if preset not in PRESETS:
         raise InputError(f'{recipe_file}: unknown preset {preset!r} (known: {", ".join(PRESETS)})')

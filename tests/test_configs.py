@@ -107,6 +107,7 @@ def test_a_legacy_checkpoint_resumes_exactly_evaluates_and_exports(legacy, tmp_p
     assert options['learning_rate'] == 0.004 and 'lr' not in options and 'preset' not in options
     assert json.loads((legacy / 'recipe.json').read_text())['preset'] == 'budget'
     assert json.loads((legacy / 'recipe.json').read_text())['dropout_masks'] == 'paddle'
+    assert json.loads((legacy / 'recipe.json').read_text())['softmax_bias_init'] == 'zero'  # not budget's today
     evaluation = run('run_eval.py', ['--dev_data_path', str(corpus / 'heldout.txt'), '--vocab_file',
                                      str(corpus / 'vocab.txt'), '--init_from_ckpt', f'{LEGACY}/4'])
     assert evaluation.returncode == 0 and 'perplexity (exp of the mean' in evaluation.stdout, evaluation.stderr

@@ -207,15 +207,16 @@ def test_a_preset_reaches_the_model_and_an_explicit_flag_overrides_it(corpus, tm
     recipe = json.loads((tmp_path / 'recipe.json').read_text())  # our recipe beside bilm-tf's keys
     assert (options['batch_size'], options['n_negative_samples_batch'], options['learning_rate'], recipe['optimizer']) == \
         (budget['batch_size'], budget['n_negative_samples'], budget['lr'], budget['optimizer'])
-    assert recipe['preset'] == 'budget'
+    assert recipe['preset'] == 'budget' and recipe['softmax_bias_init'] == 'unigram'
+    assert 'softmax bias: log unigram shares of the training targets' in proc.stderr
     state = paddle.load(str(tmp_path / 'final.pdparams'))
     assert tuple(state['bilm.forward_stack.layers.0.W_P'].shape) == (64, budget['projection_dim'])
     from paddle_elmo.config import from_preset
     for name in ('original', 'small'):  # bilm-tf's recipe is the default of both
         a = cli.pretrain_parser().parse_args(['--preset', name])
         _, r = from_preset(a.preset, cli.given_settings(a))
-        assert (r.optimizer, r.lr, r.max_grad_norm, r.batch_size, r.unroll_steps, r.n_negative_samples) == \
-            ('adagrad', 0.2, 10.0, 128, 20, 8192)
+        assert (r.optimizer, r.lr, r.max_grad_norm, r.batch_size, r.unroll_steps, r.n_negative_samples,
+                r.softmax_bias_init) == ('adagrad', 0.2, 10.0, 128, 20, 8192, 'zero')
     a = cli.pretrain_parser().parse_args(['--train_data_path', 'x', '--vocab_file', 'v'])
     given = cli.given_settings(a)
     m, r = from_preset('original', given)
