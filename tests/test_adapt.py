@@ -40,7 +40,9 @@ def adapt_here(corpus, save_dir, *extra, capfd):
 def test_the_run_starts_from_the_files_weights_and_softmax_and_records_them(corpus, export, tmp_path):
     from paddle_elmo import load_bilm
     # A learning rate far below float32's resolution: after one step the weights are still the file's.
-    proc = adapt(corpus, tmp_path, '--init_from_weights', str(export), '--max_steps', '1', '--lr', '1e-30')
+    # --softmax_bias_init unigram: the prior is set first, and the file's softmax replaces it.
+    proc = adapt(corpus, tmp_path, '--init_from_weights', str(export), '--max_steps', '1', '--lr', '1e-30',
+                 '--softmax_bias_init', 'unigram')
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert f'biLM: from {export / "weights.hdf5"}; softmax: from' in proc.stderr  # the log
     state = load(tmp_path / 'final.pdparams')
@@ -50,6 +52,7 @@ def test_the_run_starts_from_the_files_weights_and_softmax_and_records_them(corp
     import h5py
     with h5py.File(export / 'weights.hdf5', 'r') as f:
         np.testing.assert_array_equal(state['softmax.W'], f['softmax/W'][...])
+        np.testing.assert_array_equal(state['softmax.b'].reshape(-1), f['softmax/b'][...].reshape(-1))
     recipe = json.loads((tmp_path / 'recipe.json').read_text())
     assert recipe['init_weight_file'] == str(export / 'weights.hdf5')
     assert recipe['init_options_file'] == str(export / 'options.json')
@@ -57,10 +60,14 @@ def test_the_run_starts_from_the_files_weights_and_softmax_and_records_them(corp
 
 def test_a_vocabulary_that_does_not_fit_the_files_softmax_gets_a_new_one(corpus, export, tmp_path):
     (tmp_path / 'vocab.txt').write_text((corpus / 'vocab.txt').read_text() + 'zebra\n')
-    proc = adapt(corpus, tmp_path / 'out', '--init_from_weights', str(export), '--max_steps', '1',
-                 vocab=tmp_path / 'vocab.txt')
+    proc = adapt(corpus, tmp_path / 'out', '--init_from_weights', str(export), '--max_steps', '1', '--lr', '1e-30',
+                 '--softmax_bias_init', 'unigram', vocab=tmp_path / 'vocab.txt')
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert 'softmax: new (' in proc.stderr and 'has one of 26 rows, the vocabulary 27 tokens)' in proc.stderr
+    from paddle_elmo.sampled_softmax import unigram_log_prior
+    from paddle_elmo.vocabulary import Vocabulary
+    prior = unigram_log_prior(Vocabulary(str(tmp_path / 'vocab.txt')), str(corpus / 'train.*.txt'), progress=False)
+    np.testing.assert_allclose(load(tmp_path / 'out' / 'final.pdparams')['softmax.b'][:, 0], prior, atol=1e-6)
 
 
 def test_the_bundled_model_adapts_with_its_own_softmax_and_vocabulary(corpus, tmp_path):
