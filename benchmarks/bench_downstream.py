@@ -109,7 +109,7 @@ def random_init_checkpoint(run_dir, out_dir, seed):
     paddle.seed(seed)  # as run_pretrain.py seeds before building the model, then starts it from files
     model = LanguageModel(config, vocab.size, vocab=vocab if config.has_words else None)
     if recipe.init_weight_file:
-        print(f'step 0: {load_weights_into(model, recipe.init_weight_file)}', flush=True)
+        print(f'step 0: {load_weights_into(model, recipe.init_weight_file)[1]}', flush=True)
     if recipe.word_vectors:
         print(f'step 0: {init_word_embedding(model.bilm, recipe.word_vectors)}', flush=True)
     with atomic_path(os.path.join(directory, '0.pdparams')) as tmp:

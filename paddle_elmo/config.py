@@ -271,9 +271,10 @@ class Recipe:
     lr_final: float = setting(0.1, 'the learning rate at the end of the decay, as a share of lr')
     max_grad_norm: float = setting(10.0, 'global gradient-norm clip (of the gradient of loss x unroll_steps, '
                                    'as bilm-tf)')
-    softmax_bias_init: str = setting('zero', "the softmax bias at the start of a new run: zero (bilm-tf) or unigram "
-                                     "(not bilm-tf's: each word's log share of the training targets, counted from "
-                                     "the first 20M tokens, so the first steps need not learn word frequencies)")
+    softmax_bias_init: str = setting('zero', "a new softmax's bias (a new run's, or a run's from weights without one "
+                                     "that fits): zero (bilm-tf) or unigram (not bilm-tf's: each word's log share of "
+                                     "the training targets, counted from the first 20M tokens, so the first steps "
+                                     "need not learn word frequencies)")
     reset_state_at_sentence_start: bool = setting(
         False, "not bilm-tf's: a row whose window begins with a new sentence starts from a zero LSTM state, as "
         "embedding does (bilm-tf never resets, and its models can fail from a zero state)")
@@ -362,7 +363,7 @@ PRESETS = {
     # The most held-out perplexity per hour of a 2-core CPU (BENCHMARKS.md, "Screens"): the small
     # model with a narrower char CNN and LSTM and fewer negatives (more tokens/s), Adam with
     # warm-up, and rows that begin a sentence start from a zero state; its softmax bias starts at
-    # the unigram prior (BENCHMARKS.md, "A better recipe per token": -11.6% at 1,500 steps, free).
+    # the unigram prior (BENCHMARKS.md, "A better recipe per token": -11.7% at 1,500 steps, free).
     'budget': dict(projection_dim=128, cell_dim=256, num_layers=2, cell_clip=3.0, proj_clip=3.0,
                    use_skip_connections=True, char_embed_dim=16,
                    cnn_filters=[[1, 32], [2, 32], [3, 64], [4, 128], [5, 128]], num_highways=1,

@@ -12,19 +12,20 @@ from paddle_elmo.run_configs import read_input_vocabulary
 
 def load_weights_into(model, weight_file):
     """Fill a LanguageModel from weights.hdf5: the biLM, and the softmax when the file has one with
-    as many rows as the model's vocabulary -> a line saying where the softmax came from."""
+    as many rows as the model's vocabulary -> (whether the softmax came from the file, a line saying
+    where it came from)."""
     load_hdf5_weights(model.bilm, weight_file)
     softmax = read_hdf5_softmax(weight_file, required=False)
     if softmax is None:
-        return f'softmax: new ({weight_file} has none)'
+        return False, f'softmax: new ({weight_file} has none)'
     W, b = softmax
     if W.shape != tuple(model.softmax.W.shape):
-        return (f'softmax: new ({weight_file} has one of {W.shape[0]} rows, the vocabulary {model.vocab_size} '
-                f'tokens)')
+        return False, (f'softmax: new ({weight_file} has one of {W.shape[0]} rows, the vocabulary '
+                       f'{model.vocab_size} tokens)')
     with paddle.no_grad():
         model.softmax.W.set_value(W)
         model.softmax.b.set_value(b.reshape(-1, 1))
-    return f'softmax: from {weight_file} ({W.shape[0]} rows, the vocabulary\'s size)'
+    return True, f'softmax: from {weight_file} ({W.shape[0]} rows, the vocabulary\'s size)'
 
 
 def load_language_model(vocab_size, params_file=None, options_file=None, weight_file=None, vocab_file=None):

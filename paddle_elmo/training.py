@@ -287,15 +287,16 @@ def set_up(model_config, recipe, save_dir, *, device='cpu', cpu_threads=None, in
                           reset_state_at_sentence_start=recipe.reset_state_at_sentence_start,
                           vocab=vocab)  # the input vocabulary, when the mode has a word embedding
     paddle.seed(recipe.seed * 1000 + rank)  # but different dropout masks
-    if recipe.softmax_bias_init == 'unigram' and init_from_ckpt is None:  # before weights that have a softmax
+    softmax_from_file = False
+    if recipe.init_weight_file and init_from_ckpt is None:  # domain adaptation: the weights, a fresh optimizer
+        # (at recipe.lr x recipe.from_weights_lr_scale: make_optimizer below)
+        softmax_from_file, said = load_weights_into(model, recipe.init_weight_file)
+        if rank == 0:
+            log.info('biLM: from %s; %s', recipe.init_weight_file, said)
+    if recipe.softmax_bias_init == 'unigram' and init_from_ckpt is None and not softmax_from_file:  # a new softmax
         said = init_softmax_bias(model.softmax, vocab, recipe.train_data_path, progress=rank == 0)
         if rank == 0:
             log.info('%s', said)
-    if recipe.init_weight_file and init_from_ckpt is None:  # domain adaptation: the weights, a fresh optimizer
-        # (at recipe.lr x recipe.from_weights_lr_scale: make_optimizer below)
-        said = load_weights_into(model, recipe.init_weight_file)
-        if rank == 0:
-            log.info('biLM: from %s; %s', recipe.init_weight_file, said)
     if recipe.word_vectors and init_from_ckpt is None:
         said = init_word_embedding(model.bilm, recipe.word_vectors)
         if rank == 0:

@@ -40,11 +40,12 @@ def adapt_here(corpus, save_dir, *extra, capfd):
 def test_the_run_starts_from_the_files_weights_and_softmax_and_records_them(corpus, export, tmp_path):
     from paddle_elmo import load_bilm
     # A learning rate far below float32's resolution: after one step the weights are still the file's.
-    # --softmax_bias_init unigram: the prior is set first, and the file's softmax replaces it.
+    # --softmax_bias_init unigram is for a new softmax: the file's is taken whole, no prior counted.
     proc = adapt(corpus, tmp_path, '--init_from_weights', str(export), '--max_steps', '1', '--lr', '1e-30',
                  '--softmax_bias_init', 'unigram')
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert f'biLM: from {export / "weights.hdf5"}; softmax: from' in proc.stderr  # the log
+    assert 'softmax bias:' not in proc.stderr
     state = load(tmp_path / 'final.pdparams')
     exported = load_bilm(options_file=str(export / 'options.json'), weight_file=str(export / 'weights.hdf5'))
     for name, value in exported.state_dict().items():

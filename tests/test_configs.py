@@ -204,3 +204,21 @@ def test_a_run_records_how_it_draws_dropout_masks_and_a_resume_that_cannot_says_
     assert json.loads((tmp_path / 'on' / 'recipe.json').read_text())['dropout_masks'] == 'kernel'
     with pytest.raises(InputError, match="recipe dropout_masks must be one of kernel, paddle, got 'hash'"):
         Recipe(dropout_masks='hash').checked()
+
+
+def test_a_recipe_written_before_dropout_masks_reads_as_the_code_of_its_day_drew_them(tmp_path):
+    """recipe.json without dropout_masks: the kernel's if it records lr_decay (which came 19 minutes
+    before the kernel), Paddle's dropout if older still."""
+    from paddle_elmo.run_configs import read_run_configs, write_run_configs
+    from paddle_elmo.vocabulary import Vocabulary
+    (tmp_path / 'v.txt').write_text('<S>\n</S>\n<UNK>\nthe\n')
+    write_run_configs(str(tmp_path), tiny_config(), Recipe(preset='budget', softmax_bias_init='unigram').checked(),
+                      Vocabulary(str(tmp_path / 'v.txt')))
+    recipe_file = tmp_path / 'recipe.json'
+    stored = json.loads(recipe_file.read_text())
+    assert read_run_configs(str(tmp_path))[1].dropout_masks == 'kernel'  # as written today (the default)
+    for dropped, masks in ((('dropout_masks', 'softmax_bias_init'), 'kernel'),
+                           (('dropout_masks', 'softmax_bias_init', 'lr_decay'), 'paddle')):
+        recipe_file.write_text(json.dumps({k: v for k, v in stored.items() if k not in dropped}))
+        recipe = read_run_configs(str(tmp_path))[1]
+        assert (recipe.dropout_masks, recipe.softmax_bias_init) == (masks, 'zero')  # not budget's unigram
