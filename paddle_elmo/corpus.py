@@ -47,6 +47,15 @@ def iter_file_sentences(path, progress_bar=None, split=whitespace_tokens):
     warn_skipped(path, n_skipped)
 
 
+def iter_corpus_sentences(file_pattern, desc, progress=True, split=whitespace_tokens):
+    """Yield the sentences (token lists, made by `split`) of every file of a glob in order, under one
+    progress bar `desc` by bytes over all of them."""
+    files = list_files(file_pattern)
+    with file_progress(sum(os.path.getsize(p) for p in files), desc, progress) as bar:
+        for path in files:
+            yield from iter_file_sentences(path, bar, split)
+
+
 # A corpus in a tokenizer's tokens comes out of it almost unchanged (lm-corpus through moses: 499
 # of its first 500 lines; zh-corpus through jieba: 482), raw text mostly not.
 UNTOKENIZED_SHARE = 0.2

@@ -5,7 +5,6 @@ removed; the full softmax for evaluation. A step reads and updates only the rows
 (`TableRows`).
 """
 import math
-import os
 
 import numpy as np
 
@@ -13,8 +12,7 @@ import paddle
 import paddle.nn as nn
 
 from paddle_elmo import kernels
-from paddle_elmo.corpus import file_progress, iter_file_sentences
-from paddle_elmo.fileio import list_files
+from paddle_elmo.corpus import iter_corpus_sentences
 
 
 class LogUniformSampler:
@@ -169,14 +167,12 @@ def unigram_log_prior(vocab, file_pattern, max_tokens=PRIOR_MAX_TOKENS, progress
 
 def _first_sentences(file_pattern, max_tokens, progress):
     """The sentences (token lists) of the files in order, until `max_tokens` tokens are read."""
-    files, n_tokens = list_files(file_pattern), 0
-    with file_progress(sum(os.path.getsize(p) for p in files), 'counting targets', progress) as bar:
-        for path in files:
-            for words in iter_file_sentences(path, bar):
-                yield words
-                n_tokens += len(words)
-                if n_tokens >= max_tokens:
-                    return
+    n_tokens = 0
+    for words in iter_corpus_sentences(file_pattern, 'counting targets', progress):
+        yield words
+        n_tokens += len(words)
+        if n_tokens >= max_tokens:
+            return
 
 
 def candidate_labels(targets, candidates):

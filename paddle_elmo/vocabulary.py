@@ -8,8 +8,8 @@ import os
 
 import numpy as np
 
-from paddle_elmo.corpus import iter_file_sentences, file_progress
-from paddle_elmo.fileio import InputError, decode_utf8, list_files, write_text_atomic
+from paddle_elmo.corpus import iter_corpus_sentences
+from paddle_elmo.fileio import InputError, decode_utf8, write_text_atomic
 from paddle_elmo.token_ids import BOS_TOKEN, EOS_TOKEN, tokens_to_char_ids
 from paddle_elmo.tokenizers import get_tokenizer
 
@@ -125,15 +125,11 @@ def count_words(file_pattern, progress=True, tokenizer='whitespace', segmented=N
     segmented: whitespace). segmented: an open text file that receives every sentence counted, its
     tokens joined by single spaces, one per line (a raw corpus segmented for run_pretrain.py).
     """
-    files = list_files(file_pattern)
-    split = get_tokenizer(tokenizer)
     counts = collections.Counter()
-    with file_progress(sum(os.path.getsize(p) for p in files), 'counting words', progress) as bar:
-        for path in files:
-            for words in iter_file_sentences(path, bar, split):
-                counts.update(words)
-                if segmented is not None:
-                    segmented.write(' '.join(words) + '\n')
+    for words in iter_corpus_sentences(file_pattern, 'counting words', progress, get_tokenizer(tokenizer)):
+        counts.update(words)
+        if segmented is not None:
+            segmented.write(' '.join(words) + '\n')
     return counts
 
 
