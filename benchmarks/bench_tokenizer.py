@@ -1,6 +1,7 @@
 """Raw English through the bundled model's tokenizer (moses): how much of its corpus comes back.
 
     python benchmarks/bench_tokenizer.py                      # round trip on 300 and all held-out sentences
+    python benchmarks/bench_tokenizer.py --idempotence        # tokenized text through its tokenizer again
     python benchmarks/bench_tokenizer.py --write_raw_polarity /tmp/rt-raw   # rt-polarity, detokenized
 
 Round trip: each sentence of lm-corpus's heldout.txt (tokenized as 1B Word is) is detokenized with
@@ -10,6 +11,11 @@ share, the same for the whitespace tokenizer (what raw text met before the model
 the share of tokens in the bundled vocabulary both ways, and the most frequent differences left
 (original tokens -> moses tokens). --write_raw_polarity writes rt-polarity's two files
 detokenized the same way (UTF-8), for `paddle-elmo finetune` on raw against tokenized reviews.
+
+Idempotence (--idempotence): each held-out line of a corpus, already in its tokenizer's tokens, is
+joined by spaces and tokenized again by that tokenizer (moses: lm-corpus; jieba: zh-open and
+zh-corpus, both segmented by jieba 0.42.1); the table gives the share of lines whose tokens
+change, and the most frequent changes (original -> again).
 """
 import argparse
 import collections
@@ -22,6 +28,10 @@ import sys
 import common
 
 HELDOUT = os.path.join(common.LM_CORPUS, 'heldout.txt')
+# (tokenizer, corpus name, held-out file in that tokenizer's tokens)
+IDEMPOTENCE_CORPORA = (('moses', 'lm-corpus', HELDOUT),
+                       ('jieba', 'zh-open', os.path.join(common.SHARED, 'data', 'zh-open', 'heldout.txt')),
+                       ('jieba', 'zh-corpus', os.path.join(common.ZH_CORPUS, 'heldout.txt')))
 BUNDLED_VOCAB = os.path.join(common.ROOT, 'paddle_elmo', 'pretrained', 'vocab.txt')
 
 
@@ -60,6 +70,36 @@ def round_trip(sentences, known):
     return dict(row), left
 
 
+def idempotence(tokenizer, path):
+    """Every line of `path` (tokens separated by spaces) tokenized again by `tokenizer` -> (lines,
+    lines whose tokens changed, Counter of the changes: (original tokens, tokens again))."""
+    from paddle_elmo.tokenizers import get_tokenizer
+    tokenize = get_tokenizer(tokenizer)
+    sentences = read_token_lines(path)
+    changes, changed = collections.Counter(), 0
+    for tokens in sentences:
+        again = tokenize(' '.join(tokens))
+        if again != tokens:
+            changed += 1
+            changes.update(differences(tokens, again))
+    return len(sentences), changed, changes
+
+
+def print_idempotence(show):
+    """The --idempotence table and each corpus's most frequent changes."""
+    print('| tokenizer | held-out lines of | lines | changed by tokenizing again |')
+    print('| --- | --- | --- | --- |')
+    found = []
+    for tokenizer, corpus, path in IDEMPOTENCE_CORPORA:
+        lines, changed, changes = idempotence(tokenizer, path)
+        print(f'| {tokenizer} | {corpus} | {lines} | {changed} ({100 * changed / lines:.2f}%) |', flush=True)
+        found.append((tokenizer, corpus, changes))
+    for tokenizer, corpus, changes in found:
+        print(f'\n{tokenizer} on {corpus}: {sum(changes.values())} spans changed (original -> again)')
+        for (original, got), count in changes.most_common(show):
+            print(f'{count:5d}  {original!r} -> {got!r}')
+
+
 def print_table(rows):
     print('| sentences | equal after moses | equal after whitespace | tokens in vocab: original / moses / '
           'whitespace |')
@@ -92,11 +132,16 @@ def main(argv=None):
     p.add_argument('--show', type=int, default=25, help='differences listed (most frequent first)')
     p.add_argument('--output_json', help='also write the rows and the differences here')
     p.add_argument('--write_raw_polarity', metavar='DIR', help='only write rt-polarity detokenized into DIR')
+    p.add_argument('--idempotence', action='store_true',
+                   help='only tokenize held-out lines, already tokenized, again: the share that changes')
     a = p.parse_args(argv)
     if a.write_raw_polarity:
         write_raw_polarity(a.write_raw_polarity)
         return 0
     common.print_machine_info()
+    if a.idempotence:
+        print_idempotence(a.show)
+        return 0
     with open(BUNDLED_VOCAB, encoding='utf-8') as f:
         known = set(f.read().split())
     rows, left = [], collections.Counter()

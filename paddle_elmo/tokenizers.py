@@ -52,12 +52,30 @@ def char_tokens(text):
 def _jieba_tokenizer():
     """jieba's accurate mode (`jieba.lcut(text)`, HMM on for unknown words), without the whitespace
     tokens it returns; imported on first use, its dictionary-loading messages silenced. It is the
-    process's jieba: words added with jieba.add_word / load_userdict take part."""
+    process's jieba: words added with jieba.add_word / load_userdict take part.
+
+    Text already segmented this way comes out unchanged (benchmarks/bench_tokenizer.py
+    --idempotence): jieba cuts whitespace-separated chunks apart anyway, but its HMM makes words of
+    runs of single characters that, alone, it cuts into characters again (`字段` in context, `字 段`
+    alone: a dictionary word whose own score loses to its characters'). So a chunk of a text with
+    whitespace that jieba would cut into single characters only, and that its dictionary lists as a
+    word, stays whole. Text without whitespace is cut exactly as `jieba.lcut` cuts it."""
     jieba = require_package('jieba', 'zh')  # the extra pins jieba JIEBA_VERSION
     jieba.setLogLevel(logging.WARNING)  # else 'Building prefix dict ...' on stderr at the first cut
 
+    def dictionary_word(chunk):
+        return jieba.get_FREQ(chunk, 0) > 0
+
     def jieba_tokens(text):
-        return [token for token in jieba.lcut(text) if not token.isspace()]
+        chunks = text.split()
+        if len(chunks) == 1 and chunks[0] == text:
+            return jieba.lcut(text)
+        tokens = []
+        for chunk in chunks:
+            cut = jieba.lcut(chunk)
+            single_characters = len(cut) > 1 and all(len(piece) == 1 for piece in cut)
+            tokens += [chunk] if single_characters and dictionary_word(chunk) else cut
+        return tokens
     return jieba_tokens
 
 
@@ -67,17 +85,28 @@ def _jieba_tokenizer():
 _CORPUS_WHOLE_TOKENS = (
     r'\b\d+(?:[.,]\d+)*(?:[/:]\d+(?:[.,]\d+)*)+\b',  # numbers joined by / or : (1/2, 1985/86, 30:37)
     r'\b[^\W\d_]+&[^\W\d_]+\b',  # letters joined by & (R&B, AT&T)
-    # an apostrophe inside a name is no clitic (O'Toole, d'état, rock'n'roll; but don 't, it 's)
-    r"\b[^\W\d_]+(?:'(?!(?:s|t|re|ve|ll|d|m)\b)[^\W\d_]+)+\b",
+    # an apostrophe inside a name is no clitic, and the name keeps its possessive (O'Toole,
+    # d'état, rock'n'roll, D'Amato's; but don 't, it 's)
+    r"\b[^\W\d_]+(?:'(?!(?:s|t|re|ve|ll|d|m)\b)[^\W\d_]+)+(?:'s)?\b",
     r"\b[^\W_]+(?:-[^\W_]+)+'[^\W\d_]+\b",  # a hyphenated word keeps its clitic (Jay-Z's)
     r'(?<= )[!?]{2,}(?= )',  # runs of ! and ? (!!!, ?!), spaced out first in moses_tokens
+    r'\w*_\w*',  # underscores join (Wikipedia's codice_1, formula_2; ____ whole); Moses splits them off
 )
 # A clitic already split off stays one token, so that text tokenized this way comes out unchanged
-# (Moses alone makes `isn ' t` of `isn 't`). Each stands in as a word of its own while Moses runs; not a
-# protected pattern: sacremoses protects every occurrence of a protected string, `'s` inside `It's` too.
-_SPLIT_CLITIC = re.compile(r"(?<!\S)'(?:s|t|re|ve|ll|d|m)(?!\w)", re.IGNORECASE)
-# Abbreviations the corpus keeps whole mid-sentence that are not in Moses's English list.
-_CORPUS_ABBREVIATIONS = ('etc', 'al', 'Jr', 'Inc', 'Co', 'Ltd', 'Vs')
+# (Moses alone makes `isn ' t` of `isn 't`), and so does the Penn Treebank's `n't` (`do n't`, as
+# AllenNLP's and spaCy's tokenizers split: Moses would make `n 't`). Each stands in as a word of its
+# own while Moses runs; not a protected pattern: sacremoses protects every occurrence of a protected
+# string, `'s` inside `It's` too.
+_SPLIT_CLITIC = re.compile(r"(?<!\S)(?:n't|'(?:s|t|re|ve|ll|d|m))(?!\w)", re.IGNORECASE)
+# Words whose period lm-corpus keeps mid-sentence (every word so kept in train.txt more than once,
+# initials aside), in any case, as its sentence splitter read them (`No.`, `no.`, `NO.`); Moses's
+# English list holds some, in one case each, and `No` and `pp` only before a number.
+_CORPUS_ABBREVIATIONS = (
+    'al', 'approx', 'aug', 'bros', 'ca', 'capt', 'cf', 'co', 'col', 'corp', 'dec', 'def', 'dept', 'dr', 'ed',
+    'est', 'etc', 'feb', 'fig', 'figs', 'ft', 'gen', 'gov', 'hon', 'inc', 'jan', 'jr', 'lt', 'ltd', 'mar',
+    'messrs', 'mlle', 'mme', 'mr', 'mrs', 'ms', 'mt', 'no', 'nos', 'nov', 'oct', 'op', 'pp', 'prof', 'rep',
+    'rev', 'sen', 'sept', 'sgt', 'sr', 'st', 'univ', 'vol', 'vols', 'vs')
+_PAGE = 'p'  # `p. 138`: the one lower-case single letter the corpus keeps with its period (not `c .`, `v .`)
 # The corpus maps curly quotes to straight ones; Moses would make tokens of them as they are.
 _STRAIGHT_QUOTES = str.maketrans({'\u2018': "'", '\u2019': "'", '\u201c': '"', '\u201d': '"'})
 _MARK_RUN = re.compile(r'[!?]{2,}')  # spaced out, then protected whole
@@ -91,16 +120,21 @@ def _moses_tokenizer():
     straight quotes, clitics already split kept, `_corpus_possessives`, `_corpus_ending`); no XML
     escapes (escape=False: `'s`, not `&apos;s`) and no aggressive dash splits (`well-known` stays).
     Its English rules split `n't` as 1B Word does (`isn 't`; PTB's would be `is n't`):
-    "It's raining, isn't it?" -> It 's raining , isn 't it ?. sacremoses is imported on first use."""
+    "It's raining, isn't it?" -> It 's raining , isn 't it ?.
+
+    Text already tokenized this way comes out unchanged (benchmarks/bench_tokenizer.py
+    --idempotence measures it on lm-corpus's held-out lines), and so do the Penn Treebank's `n't`
+    (`do n't`) and Moses's XML escapes, read as their characters (`AT&amp;T` -> `AT&T`, one token).
+    sacremoses is imported on first use."""
     try:
         from sacremoses import MosesTokenizer
     except ImportError:
         raise InputError(f'the moses tokenizer needs the sacremoses package: pip install sacremoses=='
                          f'{SACREMOSES_VERSION}') from None
-    moses = _english_moses(MosesTokenizer)
+    moses, abbreviations, unescape = _english_moses(MosesTokenizer)
 
     def moses_tokens(text):
-        text = _MARK_RUN.sub(lambda m: f' {m.group()} ', text.translate(_STRAIGHT_QUOTES))
+        text = _MARK_RUN.sub(lambda m: f' {m.group()} ', unescape(text).translate(_STRAIGHT_QUOTES))
         clitics, stand_in = _SPLIT_CLITIC.findall(text), 'clitic'
         while stand_in in text:
             stand_in += 'x'
@@ -110,7 +144,7 @@ def _moses_tokenizer():
         if clitics:
             clitics = iter(clitics)
             tokens = [next(clitics) if token == stand_in else token for token in tokens]
-        return _corpus_ending(_corpus_periods(_corpus_possessives(tokens), moses.NONBREAKING_PREFIXES))
+        return _corpus_ending(_corpus_periods(_corpus_possessives(tokens), abbreviations))
     return moses_tokens
 
 
@@ -118,10 +152,21 @@ def _moses_tokenizer():
 def _english_moses(tokenizer_class):
     """sacremoses's English MosesTokenizer with the corpus's abbreviations, built once per process:
     building it reads its prefix lists (~15 ms), and get_tokenizer runs at every encode call. Only
-    the build is cached: the import above runs each time, so a missing sacremoses stays an error."""
+    the build is cached: the import above runs each time, so a missing sacremoses stays an error.
+    -> (the tokenizer, the words whose period it keeps (a frozenset), `unescape`: text -> text
+    with the XML escapes Moses writes by default (sacremoses's escape=True, tokenizer.perl without
+    -no-escape; read from the tokenizer's own table) as the characters the corpus holds:
+    `AT&amp;T` -> `AT&T`)."""
     moses = tokenizer_class(lang='en')
-    moses.NONBREAKING_PREFIXES = moses.NONBREAKING_PREFIXES + list(_CORPUS_ABBREVIATIONS)
-    return moses
+    corpus = {variant for word in _CORPUS_ABBREVIATIONS
+              for variant in (word, word.upper(), word.capitalize())} | {_PAGE}
+    moses.NONBREAKING_PREFIXES = moses.NONBREAKING_PREFIXES + sorted(corpus - set(moses.NONBREAKING_PREFIXES))
+    # The corpus keeps `No.` and `pp.` before any word, not only before a number (Moses's rule).
+    moses.NUMERIC_ONLY_PREFIXES = [word for word in moses.NUMERIC_ONLY_PREFIXES if word not in corpus]
+    characters = {escaped: pattern.pattern.replace('\\', '') for pattern, escaped in moses.MOSES_ESCAPE_XML_REGEXES}
+    escapes = re.compile('|'.join(map(re.escape, characters)))
+    unescape = functools.partial(escapes.sub, lambda m: characters[m.group()])
+    return moses, frozenset(moses.NONBREAKING_PREFIXES) | corpus, unescape
 
 
 def _corpus_periods(tokens, abbreviations):
