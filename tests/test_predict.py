@@ -120,6 +120,37 @@ def test_sampling_is_repeatable_stops_at_the_boundary_and_follows_the_temperatur
             softmax.b.set_value(saved)
 
 
+def paddle_log_softmax(predictor):
+    """Predictor._log_softmax as it was before issue 52 (Paddle's float64 log_softmax, ~1 s a row of 35k
+    words on CPU): the reference the numpy normalisation must equal."""
+    import paddle.nn.functional as F
+    softmax = predictor.model.softmax
+
+    def log_softmax(h, temperature=1.0):
+        with paddle.no_grad():
+            logits = paddle.matmul(h, softmax.W, transpose_y=True) + softmax.b.squeeze(-1)
+            return F.log_softmax(logits.astype('float64') / temperature, axis=-1).numpy()
+    return log_softmax
+
+
+def test_the_bundled_model_predicts_and_samples_as_with_paddle_s_log_softmax(monkeypatch):
+    """The numpy normalisation changes no probability (float64: 1e-12) and no sample, over 35k words."""
+    from paddle_elmo.lm_loading import load_language_model
+    from paddle_elmo.model_io import bundled_model_files
+    from paddle_elmo.predict import Predictor
+    from paddle_elmo.vocabulary import Vocabulary
+    vocab = Vocabulary(os.path.join(os.path.dirname(bundled_model_files()[0]), 'vocab.txt'))
+    bundled = Predictor(load_language_model(vocab.size), vocab)
+    prefix = 'The stock market'
+    got = {direction: bundled.log_probs(prefix, direction) for direction in ('forward', 'backward')}
+    top, samples = bundled.top(prefix, 5), bundled.sample(prefix, n=2, max_words=3, seed=4, temperature=0.7)
+    monkeypatch.setattr(bundled, '_log_softmax', paddle_log_softmax(bundled))
+    for direction, log_p in got.items():
+        np.testing.assert_allclose(np.exp(log_p), np.exp(bundled.log_probs(prefix, direction)), rtol=1e-9, atol=1e-15)
+    assert [w for w, _ in top] == [w for w, _ in bundled.top(prefix, 5)]
+    assert samples == bundled.sample(prefix, n=2, max_words=3, seed=4, temperature=0.7)
+
+
 def test_bad_arguments_of_the_api(predictor, files):
     from paddle_elmo.vocabulary import Vocabulary
     from paddle_elmo.lm_loading import load_language_model
