@@ -69,7 +69,8 @@ class ELMoEmbedder(SentenceEmbedder):
         (tokenizers.get_tokenizer); None: the one the model records (options.json's "tokenizer":
         moses for the bundled model; for a named AllenNLP release, the table's; whitespace when
         absent, as in bilm-tf files). Another than the model's logs a warning. A word model warns
-        once when a call's tokens are mostly unknown.
+        once when a call's tokens are mostly unknown. `tokenize(sentences)` gives the tokens that
+        are embedded (one row each); text already in the model's tokens comes back unchanged.
     """
 
     def __init__(self, options_file=None, weight_file=None, *, params_file=None, batch_size=64,

@@ -31,10 +31,20 @@ class SentenceEmbedder:
     def _embed_token_lists(self, sentences):
         raise NotImplementedError
 
+    def tokenize(self, sentences):
+        """Sentences (raw strings or token lists) -> list of token lists (each a list of str): the
+        tokens `encode`, `embed_sentences` and `embed_file` embed, one row of a sentence's layers
+        per token. A raw string is split by the embedder's tokenizer, a token list kept as given.
+
+        >>> ELMoEmbedder().tokenize(["It's raining, isn't it?", ['I', 'do', "n't"]])
+        [['It', "'s", 'raining', ',', 'isn', "'t", 'it', '?'], ['I', 'do', "n't"]]
+        """
+        return as_token_lists(sentences, self.tokenizer)
+
     def _token_lists(self, sentences):
-        """One call's sentences -> token lists (as_token_lists, by the embedder's tokenizer), with the
-        warning of a word model that sees mostly unknown words (`mapper`: the subclass's InputMapper)."""
-        sentences = as_token_lists(sentences, self.tokenizer)
+        """One call's sentences -> token lists (`tokenize`), with the warning of a word model that
+        sees mostly unknown words (`mapper`: the subclass's InputMapper)."""
+        sentences = self.tokenize(sentences)
         warn_if_mostly_unknown(self.mapper.vocab, sentences, self.tokenizer)
         return sentences
 
@@ -98,6 +108,7 @@ class SentenceEmbedder:
 # --------------------------------------------------------------------------------------------
 
 OUTPUT_FORMATS = ('all', 'top', 'average')
+TOKENS_ATTRIBUTE = 'tokens'  # embed_file: each sentence's tokens, a JSON list, on its dataset
 
 
 def _read_chunks(input_file, chunk_size):
@@ -127,15 +138,21 @@ def embed_file(embedder, input_file, output_file, output_format='all', batch_siz
 
     Datasets, as `allennlp elmo` wrote them: str(line index) -> [n_layers + 1, n_tokens, 2P]
     ('all'), [n_tokens, 2P] ('top' or 'average'); plus 'sentence_to_index', a JSON string
-    {sentence: index}. An empty line is an empty sentence ([n_layers + 1, 0, 2P]), so that the
-    datasets keep the file's line numbers. Lines are read in chunks, so memory stays flat however
-    long the file is; the output appears atomically. -> the number of lines.
+    {sentence: index}. Beside them, each sentence's dataset has the attribute TOKENS_ATTRIBUTE
+    ('tokens'), the JSON list of the tokens its rows embed, in order (`embedder.tokenize(line)`):
+    `json.loads(f['0'].attrs['tokens'])`. An attribute, so that the file's datasets stay the ones
+    readers of `allennlp elmo`'s files expect, and one JSON string, which has no size limit (an
+    array attribute of many strings would exceed HDF5's 64 KB object header). An empty line is
+    an empty sentence ([n_layers + 1, 0, 2P], tokens '[]'), so that the datasets keep the file's
+    line numbers. Lines are read in chunks, so memory stays flat however long the file is; the
+    output appears atomically. -> the number of lines.
 
     # Parameters
     use_sentence_keys: the (stripped) sentence is its dataset's key instead of its line index, and
         there is no 'sentence_to_index' (allennlp elmo's --use-sentence-keys). An empty, a repeated
         sentence or one with '/' (an hdf5 path) is an InputError naming the line.
-    forget_sentences: no 'sentence_to_index' dataset (allennlp elmo's --forget-sentences).
+    forget_sentences: no 'sentence_to_index' dataset and no tokens (allennlp elmo's
+        --forget-sentences: the file holds no text).
     """
     import h5py
     from tqdm import tqdm
@@ -153,10 +170,13 @@ def embed_file(embedder, input_file, output_file, output_format='all', batch_siz
             tqdm(total=n_lines, unit='sent', disable=not show_progress(progress, log),
                  desc='embedding') as bar:
         for chunk in _read_chunks(input_file, batch_size * chunk_batches):
-            embeddings = embedder.encode([line for _, line in chunk], batch_size)  # split by its tokenizer
-            for (i, line), emb in zip(chunk, embeddings):
+            tokens = embedder.tokenize([line for _, line in chunk])
+            embeddings = embedder.encode(tokens, batch_size)
+            for (i, line), sentence, emb in zip(chunk, tokens, embeddings):
                 key = _sentence_key(input_file, i, line, sentence_to_index) if use_sentence_keys else str(i)
-                fout.create_dataset(key, data=_select(emb, output_format).astype(np.float32))
+                dataset = fout.create_dataset(key, data=_select(emb, output_format).astype(np.float32))
+                if not forget_sentences:
+                    dataset.attrs[TOKENS_ATTRIBUTE] = json.dumps(sentence, ensure_ascii=False)
                 sentence_to_index[line] = str(i)
             bar.update(len(chunk))
         if not (use_sentence_keys or forget_sentences):

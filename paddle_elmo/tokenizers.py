@@ -229,6 +229,17 @@ def model_tokenizer(recorded, requested=None):
     return name
 
 
+def tokenizer_line(name, requested=None):
+    """The one line a command that splits raw lines says about it: which tokenizer (`name`, the
+    model's unless `requested`), and how to give text already split into tokens."""
+    whose = '--tokenizer' if requested else "the model's"
+    if name == 'whitespace':
+        return (f'tokenizer: whitespace ({whose}): each line is its tokens separated by spaces; raw text needs '
+                '--tokenizer moses (English) or jieba (Chinese)')
+    return (f'tokenizer: {name} ({whose}): lines are split as its training text was; text already in tokens '
+            'separated by spaces: --tokenizer whitespace keeps them as they are')
+
+
 def as_token_lists(sentences, tokenizer='whitespace'):
     """A batch of sentences -> list of token lists, each a list of str.
 

@@ -65,6 +65,9 @@ def test_run_embed_cli_on_the_fixture(fixture_dir, tmp_path):
     assert proc.returncode == 0, proc.stderr[-2000:]
     with h5py.File(tmp_path / 'o.hdf5', 'r') as f:
         assert f['0'].shape == (3, 32) and f['1'].shape == (2, 32)
+        assert json.loads(f['1'].attrs['tokens']) == ['Second', 'sentence']
+    # one line says how lines become tokens, and how to keep tokens as given
+    assert "tokenizer: whitespace (the model's): each line is its tokens separated by spaces" in proc.stderr
     proc = subprocess.run(cmd[:6], capture_output=True, text=True, env=env)  # options without weights
     assert proc.returncode == 2 and proc.stderr.strip().splitlines() == [
         'error: --options_file and --weight_file go together']
@@ -117,3 +120,66 @@ def test_raw_strings_in_elmo_and_the_tokenizer_choice(tiny_bilm):
     assert Elmo(tiny_bilm, tokenizer='chars').batch_to_ids(['中文']).shape == [1, 4, 50]
     assert ELMoEmbedder(bilm=tiny_bilm, tokenizer='chars').embed_sentence('中文').shape == (3, 2, 16)
     assert isinstance(ids, paddle.Tensor)
+
+
+# ---- the tokens embedded: tokenize() and the tokens stored beside each sentence ---------------------
+
+RAW = ["It's raining, isn't it?", "I do n't know .", 'AT&amp;T &amp; Tom', ['Given', 'as', 'is', "n't", 'it'], '']
+
+
+@pytest.fixture
+def moses_embedder():
+    """A tiny biLM whose options record the moses tokenizer (as the bundled model's do)."""
+    import paddle
+    from conftest import tiny_config
+    from paddle_elmo import BiLM
+    paddle.seed(0)
+    return ELMoEmbedder(bilm=BiLM(tiny_config(tokenizer='moses')), batch_size=2)
+
+
+def assert_rows_are_the_tokens(embedder, layers, tokens):
+    """Layer 0 holds each token's context-free representation, twice ([x; x]): row j is tokens[j]'s."""
+    from paddle_elmo.embedder import token_embeddings
+    assert layers.shape[-2] == len(tokens)
+    if tokens:
+        half = token_embeddings(embedder.bilm, tokens)
+        np.testing.assert_allclose(layers[0], np.concatenate([half, half], axis=-1), atol=1e-5)
+
+
+def test_tokenize_gives_the_tokens_encode_embeds_row_by_row(moses_embedder):
+    tokens = moses_embedder.tokenize(RAW)
+    assert tokens == [['It', "'s", 'raining', ',', 'isn', "'t", 'it', '?'], ['I', 'do', "n't", 'know', '.'],
+                      ['AT&T', '&', 'Tom'], ['Given', 'as', 'is', "n't", 'it'], []]
+    for layers, sentence in zip(moses_embedder.encode(RAW), tokens):
+        assert_rows_are_the_tokens(moses_embedder, layers, sentence)
+    for got, want in zip(moses_embedder.encode(RAW), moses_embedder.encode(tokens)):
+        np.testing.assert_array_equal(got, want)
+    assert ELMoEmbedder(bilm=moses_embedder.bilm, tokenizer='whitespace').tokenize(RAW)[1] == RAW[1].split()
+    with pytest.raises(TypeError, match='for one sentence pass'):
+        moses_embedder.tokenize(RAW[0])
+
+
+def test_embed_file_stores_each_sentence_s_tokens_beside_its_rows(moses_embedder, tmp_path):
+    lines = [s for s in RAW if isinstance(s, str)]
+    src = tmp_path / 'in.txt'
+    src.write_text('\n'.join(lines + ['它 很 好']) + '\n', encoding='utf-8')
+    expected = moses_embedder.tokenize(lines + ['它 很 好'])
+    for fmt in ('all', 'top'):
+        out = tmp_path / f'{fmt}.hdf5'
+        moses_embedder.embed_file(str(src), str(out), output_format=fmt, progress=False)
+        with h5py.File(out, 'r') as f:
+            assert sorted(f) == sorted(['sentence_to_index'] + [str(i) for i in range(len(expected))])  # as allennlp's
+            stored = [json.loads(f[str(i)].attrs['tokens']) for i in range(len(expected))]
+            assert stored == expected
+            assert [f[str(i)].shape[-2] for i in range(len(expected))] == [len(t) for t in expected]
+            if fmt == 'all':
+                for i, tokens in enumerate(stored):
+                    assert_rows_are_the_tokens(moses_embedder, f[str(i)][...], tokens)
+    src.write_text('\n'.join(lines[:2]) + '\n', encoding='utf-8')  # keys: no empty line
+    moses_embedder.embed_file(str(src), str(tmp_path / 'keys.hdf5'), use_sentence_keys=True, progress=False,
+                              output_format='top')
+    with h5py.File(tmp_path / 'keys.hdf5', 'r') as f:
+        assert json.loads(f[lines[0]].attrs['tokens']) == expected[0]
+    moses_embedder.embed_file(str(src), str(tmp_path / 'forget.hdf5'), forget_sentences=True, progress=False)
+    with h5py.File(tmp_path / 'forget.hdf5', 'r') as f:  # --forget-sentences: the file holds no text
+        assert 'sentence_to_index' not in f and not any(f[k].attrs.keys() for k in f)

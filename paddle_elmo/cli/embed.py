@@ -10,16 +10,21 @@
 Lines are split into tokens by --tokenizer, by default the one the model records (moses for the
 bundled model: raw English as its corpus was tokenized; whitespace for bilm-tf files).
 Datasets: str(line index) -> the embedding of that line ('all': [3, n_tokens, dim];
-'top' and 'average': [n_tokens, dim]), and 'sentence_to_index', a JSON string {sentence: line index}.
+'top' and 'average': [n_tokens, dim]), with its tokens, a JSON list, as the attribute 'tokens'
+(json.loads(f['0'].attrs['tokens'])); and 'sentence_to_index', a JSON string {sentence: line index}.
 allennlp elmo's flags work as there: --all / --top / --average, --batch-size, --cuda-device N (-1: the
 CPU), --use-sentence-keys (the sentence is its key, no sentence_to_index), --forget-sentences (no
-sentence_to_index).
+sentence_to_index, no tokens).
 """
+import logging
 import sys
 
 from paddle_elmo.cli import flags as cli
 from paddle_elmo.sentence_embedder import OUTPUT_FORMATS
 from paddle_elmo.fileio import InputError
+from paddle_elmo.tokenizers import tokenizer_line
+
+log = logging.getLogger(__name__)
 
 
 def build_parser():
@@ -84,6 +89,7 @@ def main(argv=None):
         use_device(a.device, cpu_threads=a.cpu_threads)
         embedder = ELMoEmbedder(source, batch_size=a.batch_size, stateful=a.stateful,
                                 embedding_weight_file=a.embedding_weight_file, tokenizer=a.tokenizer)
+    log.info(tokenizer_line(embedder.tokenizer, a.tokenizer))
     n = embedder.embed_file(a.input_file, a.output_file, a.output_format, use_sentence_keys=a.use_sentence_keys,
                             forget_sentences=a.forget_sentences)
     print(f'wrote {n} sentences to {a.output_file}')
