@@ -297,7 +297,7 @@ def test_run_embed_with_the_inference_model_writes_the_embedders_hdf5(fixture_ex
         assert sorted(got) == sorted(ref)
         assert got['sentence_to_index'][0] == ref['sentence_to_index'][0]
         for key in (k for k in ref if k != 'sentence_to_index'):
-            assert got[key].shape == ref[key].shape
+            assert got[key].shape == ref[key].shape and got[key].attrs['tokens'] == ref[key].attrs['tokens']
             np.testing.assert_allclose(got[key][...], ref[key][...], atol=TOL, rtol=0)
 
 
