@@ -12,7 +12,9 @@ Every configuration (random weights: the speed does not depend on the values) ru
 process, so that its peak memory (ru_maxrss: the whole process, Python and Paddle included) is its
 own: `iter_embeddings` (what `encode` runs; each batch's arrays are dropped as they come, as
 embed_file writes them out) over the first --n_sentences lines (whitespace tokens) in batches of
---batch_size, stateless and stateful, with the char-CNN cache of known words on (50000 words) and
+each of --batch_sizes (64 and 256: the batch users run by default, and one where the recurrence's
+products have rows enough to run near the matmul rate), stateless and stateful, with the char-CNN
+cache of known words on (50000 words) and
 off, and `table`: the cached path (bilm-tf's `use_character_inputs=False`): the token embeddings of
 lm-corpus's 100k-word vocabulary dumped once (dump_token_embeddings; its seconds are reported
 apart) and read with `ELMoEmbedder(embedding_weight_file=...)`, the char CNN only for words outside
@@ -24,6 +26,8 @@ tokens/s counts real tokens (not <S> and </S>). The floor: FLOPs per token of th
 (benchmarks/common.py: flops_breakdown; <S> and </S> not counted; with the cache on, the char CNN,
 highway and projection count as free) divided by the float32 matmul rate measured at the start on
 the same threads. ratio = tokens/s / floor tokens/s. "GFLOP/s" is the same counting per second.
+The memory bandwidth (stream.py's copy and triad) is measured after the matmul rate, in this
+process, and printed and recorded beside it: the memory side of profile_embed.py's roofline floors.
 "CNN runs/token" is the share of tokens that went through the char CNN.
 That floor counts a fixed reference per token, more than the embedder computes (it runs the char CNN
 once per distinct word of a batch, on the windows that touch a char, and not at all for cached
@@ -57,12 +61,14 @@ import time
 
 from paddle_elmo.cli import flags as cli
 import common
+import stream
 from paddle_elmo.fileio import write_json_atomic
 
 DEFAULT_DATA = os.path.join(common.SHARED, 'data', 'rt-polarity', 'rt-polarity.pos')
 DEFAULT_CORPUS = os.path.join(common.SHARED, 'data', 'lm-corpus', 'train.txt')
 DEFAULT_ALLENNLP_PYTHON = os.path.join(common.ROOT, '..', 'allennlp-venv', 'bin', 'python')
 CACHE_SIZE = 50000
+BATCH_SIZES = (64, 256)  # --batch_sizes' default: the encode table runs each; the other tables the first
 TABLE_VOCAB = 100_000  # --cache table: lm-corpus's most frequent words, dumped once
 CONFIGS = {  # ModelConfig fields
     'original': dict(projection_dim=512, cell_dim=4096, num_layers=2, num_highways=2),
@@ -243,31 +249,35 @@ def run_measurement(spec):
 # The benchmark
 # --------------------------------------------------------------------------------------------
 
+def encode_runs(a):
+    """The encode table's runs, in order -> [(config, batch size, mode, cache)]."""
+    return [(config, batch_size, mode, cache) for config in a.configs for batch_size in a.batch_sizes
+            for mode in a.modes for cache in a.cache]
+
+
 def embed_rows(a, rate):
     rows = []
     sentences, _ = read_sentences(a.data_file, a.n_sentences)
-    for config in a.configs:
+    for config, batch_size, mode, cache in encode_runs(a):
         options = config_options(config)
-        for mode in a.modes:
-            for cache in a.cache:
-                spec = dict(kind='embed', config=config, stateful=mode == 'stateful', cache=cache,
-                            data_file=a.data_file, n_sentences=a.n_sentences, batch_size=a.batch_size,
-                            threads=a.threads, device=a.device, seed=a.seed)
-                print(f'  {config} {mode} cache {cache} ...', end=' ', flush=True)
-                r = run_measurement(spec)
-                load = common.load_average()[0]
-                print(f'{r["tokens"] / r["seconds"]:.0f} tokens/s, {r["seconds"]:.1f} s, load {load}', flush=True)
-                fpt = common.flops_per_token(options, cached_char_cnn=cache != 'off')
-                required, _ = required_per_token(options, sentences, a.batch_size, mode == 'stateful', cache)
-                tps = r['tokens'] / r['seconds']
-                floor = rate * 1e9 / fpt
-                rows.append({'config': config, 'mode': mode, 'cache': cache, 'tokens/s': tps,
-                             'peak MB': r['peak_rss_mb'], 'GFLOP/s': tps * fpt / 1e9, 'floor tokens/s': floor,
-                             'ratio': tps / floor, 'required floor tokens/s': rate * 1e9 / required,
-                             'ratio to required': tps * required / (rate * 1e9),
-                             'CNN runs/token': r['cnn_tokens'] / r['tokens'],
-                             'tokens/CPU-s': r['tokens'] / r['cpu_seconds'], 'seconds': r['seconds'],
-                             'table dump s': r['dump_seconds'] or '', 'load (1 min)': load})
+        spec = dict(kind='embed', config=config, stateful=mode == 'stateful', cache=cache,
+                    data_file=a.data_file, n_sentences=a.n_sentences, batch_size=batch_size,
+                    threads=a.threads, device=a.device, seed=a.seed)
+        print(f'  {config} batch {batch_size} {mode} cache {cache} ...', end=' ', flush=True)
+        r = run_measurement(spec)
+        load = common.load_average()[0]
+        print(f'{r["tokens"] / r["seconds"]:.0f} tokens/s, {r["seconds"]:.1f} s, load {load}', flush=True)
+        fpt = common.flops_per_token(options, cached_char_cnn=cache != 'off')
+        required, _ = required_per_token(options, sentences, batch_size, mode == 'stateful', cache)
+        tps = r['tokens'] / r['seconds']
+        floor = rate * 1e9 / fpt
+        rows.append({'config': config, 'batch': batch_size, 'mode': mode, 'cache': cache, 'tokens/s': tps,
+                     'peak MB': r['peak_rss_mb'], 'GFLOP/s': tps * fpt / 1e9, 'floor tokens/s': floor,
+                     'ratio': tps / floor, 'required floor tokens/s': rate * 1e9 / required,
+                     'ratio to required': tps * required / (rate * 1e9),
+                     'CNN runs/token': r['cnn_tokens'] / r['tokens'],
+                     'tokens/CPU-s': r['tokens'] / r['cpu_seconds'], 'seconds': r['seconds'],
+                     'table dump s': r['dump_seconds'] or '', 'load (1 min)': load})
     return rows
 
 
@@ -282,13 +292,13 @@ def allennlp_rows(a, ours):
                 print(f'  AllenNLP {config} {mode} ...', end=' ', flush=True)
                 argv = [worker, '--options_file', os.path.join(tmp, 'options.json'),
                         '--weight_file', os.path.join(tmp, 'weights.hdf5'), '--sentences_file', a.data_file,
-                        '--n_sentences', str(a.n_sentences), '--batch_size', str(a.batch_size),
+                        '--n_sentences', str(a.n_sentences), '--batch_size', str(a.batch_sizes[0]),
                         '--threads', str(a.threads), '--stateful' if mode == 'stateful' else '--no-stateful']
                 r = common.run_worker(argv, python=a.allennlp_python)
                 tps = r['tokens'] / r['seconds']
                 print(f'{tps:.0f} tokens/s, {r["seconds"]:.1f} s', flush=True)
                 mine = next(row for row in ours if row['config'] == config and row['mode'] == mode
-                            and row['cache'] == 'on')
+                            and row['cache'] == 'on' and row['batch'] == a.batch_sizes[0])
                 rows.append({'config': config, 'mode': mode, 'AllenNLP tokens/s': tps, 'ours tokens/s': mine['tokens/s'],
                              'x AllenNLP': mine['tokens/s'] / tps, 'AllenNLP peak MB': r['peak_rss_mb'],
                              'AllenNLP MB after load': r['model_rss_mb'], 'ours peak MB': mine['peak MB'],
@@ -307,10 +317,10 @@ def exported_rows(a, ours):
                                  threads=a.threads))
             print('done', flush=True)
             mine = {row['cache']: row['tokens/s'] for row in ours
-                    if row['config'] == config and row['mode'] == 'stateless'}
+                    if row['config'] == config and row['mode'] == 'stateless' and row['batch'] == a.batch_sizes[0]}
             for runtime in a.exported:
                 spec = dict(kind='exported', config=config, runtime=runtime, model_dir=model_dir,
-                            data_file=a.data_file, n_sentences=a.n_sentences, batch_size=a.batch_size,
+                            data_file=a.data_file, n_sentences=a.n_sentences, batch_size=a.batch_sizes[0],
                             threads=a.threads, seed=a.seed)
                 print(f'  {config} exported, {runtime} ...', end=' ', flush=True)
                 r = run_measurement(spec)
@@ -349,7 +359,7 @@ def embed_file_rows(a):
             input_file, output_file = os.path.join(tmp, f'{n}.txt'), os.path.join(tmp, f'{n}.hdf5')
             write_lines(a.embed_file_source, n, input_file)
             spec = dict(kind='embed_file', config=a.embed_file_config, input_file=input_file,
-                        output_file=output_file, output_format=a.embed_file_format, batch_size=a.batch_size,
+                        output_file=output_file, output_format=a.embed_file_format, batch_size=a.batch_sizes[0],
                         threads=a.threads, device=a.device, seed=a.seed)
             print(f'  embed_file {n} lines ({a.embed_file_config}) ...', end=' ', flush=True)
             r = run_measurement(spec)
@@ -380,19 +390,17 @@ def floor_rows(a):
     on the sentences, without timing anything."""
     sentences, _ = read_sentences(a.data_file, a.n_sentences)
     rows = []
-    for config in a.configs:
+    for config, batch_size, mode, cache in encode_runs(a):
         options = config_options(config)
-        for mode in a.modes:
-            for cache in a.cache:
-                reference = common.flops_per_token(options, cached_char_cnn=cache != 'off')
-                required, distinct = required_per_token(options, sentences, a.batch_size, mode == 'stateful', cache)
-                row = {'config': config, 'mode': mode, 'cache': cache, 'tokens': sum(len(s) for s in sentences),
-                       'CNN runs/token': distinct, 'reference MFLOP/token': reference / 1e6,
-                       'required MFLOP/token': required / 1e6}
-                if a.gflops:
-                    row.update({'floor tokens/s': a.gflops * 1e9 / reference,
-                                'required floor tokens/s': a.gflops * 1e9 / required})
-                rows.append(row)
+        reference = common.flops_per_token(options, cached_char_cnn=cache != 'off')
+        required, distinct = required_per_token(options, sentences, batch_size, mode == 'stateful', cache)
+        row = {'config': config, 'batch': batch_size, 'mode': mode, 'cache': cache,
+               'tokens': sum(len(s) for s in sentences), 'CNN runs/token': distinct,
+               'reference MFLOP/token': reference / 1e6, 'required MFLOP/token': required / 1e6}
+        if a.gflops:
+            row.update({'floor tokens/s': a.gflops * 1e9 / reference,
+                        'required floor tokens/s': a.gflops * 1e9 / required})
+        rows.append(row)
     return rows
 
 
@@ -400,7 +408,9 @@ def parse_args(argv=None):
     p = cli.parser(__doc__.split('\n')[0])
     p.add_argument('--data_file', default=DEFAULT_DATA, help='sentences to embed, one per line, whitespace tokens')
     p.add_argument('--n_sentences', type=int, default=2000, help='embed the first N lines')
-    p.add_argument('--batch_size', type=int, default=64, help='sentences per batch')
+    p.add_argument('--batch_sizes', default=','.join(map(str, BATCH_SIZES)),
+                   help='comma-separated sentences per batch: the encode table runs each, the exported models, '
+                   'AllenNLP and embed_file the first')
     p.add_argument('--threads', type=int, default=2, help='CPU threads (OMP/MKL and Paddle)')
     cli.add_device(p)
     p.add_argument('--configs', default='original,small',
@@ -435,7 +445,9 @@ def parse_args(argv=None):
     return a if a.worker else check_args(p, a)
 
 
-def _list(value, allowed, option):
+def choices(value, allowed, option):
+    """A comma-separated flag value ('' or 'none': none) -> its items, each one of `allowed` (else an
+    InputError naming `option`)."""
     items = [] if value in ('', 'none') else [v.strip() for v in value.split(',') if v.strip()]
     bad = [v for v in items if v not in allowed]
     if bad:
@@ -444,15 +456,16 @@ def _list(value, allowed, option):
 
 
 def check_args(p, a):
-    a.configs = _list(a.configs, list(CONFIGS), '--configs')
-    a.modes = _list(a.modes, ['stateless', 'stateful'], '--modes')
-    a.cache = _list(a.cache, ['on', 'off', 'table'], '--cache')
-    a.exported = _list(a.exported, list(EXPORTED_RUNTIMES), '--exported')
+    a.configs = choices(a.configs, list(CONFIGS), '--configs')
+    a.modes = choices(a.modes, ['stateless', 'stateful'], '--modes')
+    a.cache = choices(a.cache, ['on', 'off', 'table'], '--cache')
+    a.exported = choices(a.exported, list(EXPORTED_RUNTIMES), '--exported')
+    a.batch_sizes = common.positive_ints(a.batch_sizes, '--batch_sizes')
     try:
         a.embed_file_lines = [int(v) for v in a.embed_file_lines.split(',') if v.strip()]
     except ValueError:
         raise cli.InputError(f'--embed_file_lines: expected comma-separated integers, got {a.embed_file_lines!r}')
-    common.check_positive(a, ('n_sentences', 'batch_size', 'threads', 'matmul_size'))
+    common.check_positive(a, ('n_sentences', 'threads', 'matmul_size'))
     if any(n < 1 for n in a.embed_file_lines):
         raise cli.InputError('--embed_file_lines: counts must be >= 1')
     if a.configs and a.modes and a.cache:
@@ -484,11 +497,15 @@ def run_benchmark(a):
     rate = common.measure_matmul_gflops(a.matmul_size, a.matmul_seconds)
     print(f'float32 matmul [{a.matmul_size}]^2, {a.threads} threads, {a.device}: {rate:.1f} GFLOP/s (best of '
           f'{a.matmul_seconds:g} s)')
-    results = {'machine': info, 'matmul_gflops': rate, 'args': {k: v for k, v in vars(a).items() if k != 'worker'}}
+    bandwidth = stream.measure_stream_gbs(a.threads)  # the memory side of profile_embed.py's roofline
+    print(stream.describe(bandwidth), flush=True)
+    results = {'machine': info, 'matmul_gflops': rate, 'stream_gbs': bandwidth,
+               'args': {k: v for k, v in vars(a).items() if k != 'worker'}}
     if a.configs and a.modes and a.cache:
         print_floors(a, rate)
         _, encoding = read_sentences(a.data_file, a.n_sentences)
-        print(f'encode: first {a.n_sentences} lines of {a.data_file} ({encoding}), batch {a.batch_size}')
+        print(f'encode: first {a.n_sentences} lines of {a.data_file} ({encoding}), batches of '
+              f'{", ".join(map(str, a.batch_sizes))}')
         results['encode'] = embed_rows(a, rate)
         common.print_table(results['encode'])
         if a.exported and a.device != 'cpu':
@@ -503,7 +520,7 @@ def run_benchmark(a):
         else:
             print(f'AllenNLP not timed: {a.allennlp_python} not found (bash benchmarks/setup_allennlp.sh makes it)')
     if a.embed_file_lines:
-        print(f'embed_file: lines of {a.embed_file_source}, batch {a.batch_size}')
+        print(f'embed_file: lines of {a.embed_file_source}, batch {a.batch_sizes[0]}')
         results['embed_file'] = embed_file_rows(a)
         common.print_table(results['embed_file'])
     results['matmul_gflops_end'] = common.measure_matmul_gflops(a.matmul_size, a.matmul_seconds)

@@ -226,8 +226,8 @@ def required_flops(config, batches, *, training=False, n_negative_samples=None, 
     precomputed: tokens (str) whose representation is read from a table (ELMoEmbedder's
     embedding_weight_file), never computed. Elementwise work is not counted.
     -> dict of parts and 'total', plus counts: 'positions' (real token positions of all rows),
-    'distinct' (tokens through the char CNN) and 'char_windows' (the windows counted, summed over
-    the distinct tokens and the filter widths).
+    'distinct' (tokens through the char CNN), 'char_windows' (the windows counted, summed over
+    the distinct tokens and the filter widths) and 'char_windows_by_width' ({width: windows}).
     """
     import numpy as np
     if training and n_negative_samples is None and vocab_size is None:
@@ -245,7 +245,8 @@ def required_flops(config, batches, *, training=False, n_negative_samples=None, 
             skip = {row.tobytes() for row in tokens_to_char_ids(tokens, max_chars)}
     seen = set()
     parts = dict(char_cnn=0, highway=0, projection=0, lstm=0, softmax=0)
-    counts = dict(positions=0, distinct=0, char_windows=0)
+    counts = dict(positions=0, distinct=0, char_windows=0,
+                  char_windows_by_width={w: 0 for w, _ in config.cnn_filters} if has_chars else {})
     for batch in batches:
         ids = np.ascontiguousarray(batch, dtype=np.int64)
         ids = ids.reshape(-1, ids.shape[-1])
@@ -271,6 +272,8 @@ def required_flops(config, batches, *, training=False, n_negative_samples=None, 
         windows = {w: np.minimum(max_chars - w + 1, used).sum() for w, _ in config.cnn_filters}
         parts['char_cnn'] += int(sum(2 * windows[w] * w * char_dim * n for w, n in config.cnn_filters))
         counts['char_windows'] += int(sum(windows[w] for w, _ in config.cnn_filters))
+        for w in windows:
+            counts['char_windows_by_width'][w] += int(windows[w])
         counts['distinct'] += len(distinct)
         parts['highway'] += len(distinct) * config.num_highways * 2 * (2 * n_filters * n_filters)
         parts['projection'] += len(distinct) * 2 * (config.word_dim * (config.token_input == 'word+char')
@@ -445,6 +448,19 @@ def check_positive(a, names):
     for name in names:
         if getattr(a, name) < 1:
             raise InputError(f'--{name} must be >= 1, got {getattr(a, name)}')
+
+
+def positive_ints(value, option):
+    """A comma-separated flag value -> [int], at least one and each >= 1: else a one-line InputError
+    naming `option`."""
+    from paddle_elmo.fileio import InputError
+    try:
+        values = [int(v) for v in value.split(',') if v.strip()]
+    except ValueError:
+        raise InputError(f'{option}: expected comma-separated integers, got {value!r}')
+    if not values or min(values) < 1:
+        raise InputError(f'{option}: expected integers >= 1, got {value!r}')
+    return values
 
 
 def answer_worker(spec_json, workers):

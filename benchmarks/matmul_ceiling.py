@@ -2,10 +2,12 @@
 timed by itself at its shapes, beside the rate of the [4096]^2 product the floors are counted at.
 
     python benchmarks/matmul_ceiling.py                      # small pretraining step and original embedding
-    python benchmarks/matmul_ceiling.py --configs small --steps 3
+    python benchmarks/matmul_ceiling.py --configs small --steps 3 --batch_sizes 32
 
 What it answers: how fast can the step be if nothing but its products took time? One step of
-profile_pretrain.py's configuration (or one batch of profile_embed.py's) runs with paddle.matmul
+profile_pretrain.py's configuration (or one batch of profile_embed.py's), at each of --batch_sizes
+(default: the configuration's own, as those scripts: small 128 and 32 rows, embedding 64 and 256
+sentences), runs with paddle.matmul
 recorded (the shapes, the transposes and which operands need a gradient); then each distinct
 product, and for training each product of its backward (dX = dY W^T when X needs a gradient,
 dW = X^T dY when W does), is timed alone on random operands of its shapes, repeated for at least
@@ -89,7 +91,7 @@ def worker(spec):
     if spec['kind'] == 'train':
         import profile_pretrain
         from paddle_elmo.lm import train_step
-        model, optimizer, batches, _, _ = profile_pretrain.build(spec['config'], spec['threads'])
+        model, optimizer, batches, *_ = profile_pretrain.build(spec['config'], spec['batch_size'])
         train_step(model, optimizer, next(batches))  # warm-up
         calls = record_products(lambda: [train_step(model, optimizer, next(batches)) for _ in range(spec['steps'])])
         per, training = spec['steps'], True
@@ -97,9 +99,9 @@ def worker(spec):
         import bench_embed
         sentences, _ = bench_embed.read_sentences(bench_embed.DEFAULT_DATA, spec['n_sentences'])
         _, embedder, _ = bench_embed.build_embedder(dict(config=spec['config'], threads=spec['threads'], device='cpu',
-                                                         seed=1, batch_size=64, cache='off'))
+                                                         seed=1, batch_size=spec['batch_size'], cache='off'))
         calls = record_products(lambda: [None for _ in embedder.iter_embeddings(sentences)])
-        per, training = -(-spec['n_sentences'] // 64), False
+        per, training = -(-spec['n_sentences'] // spec['batch_size']), False
     rate = common.measure_matmul_gflops()
     rows = collections.defaultdict(lambda: [0.0, 0.0, 0.0])  # label -> [calls, flops, seconds] per step
     timed = {}
@@ -136,7 +138,9 @@ def table(name, result, top):
 def main():
     p = argparse.ArgumentParser(description=__doc__.split('\n')[0])
     p.add_argument('--configs', default='small,original', help='small: a pretraining step (profile_pretrain); '
-                   'original: an embedding batch of 64 (profile_embed); also bundled')
+                   'original: an embedding batch (profile_embed); also bundled')
+    p.add_argument('--batch_sizes', default='', help='comma-separated rows per step (sentences per batch for '
+                   'original); default: the configuration\'s own (small: 128,32; bundled: 64; original: 64,256)')
     p.add_argument('--steps', type=int, default=2, help='training steps recorded (after one warm-up)')
     p.add_argument('--n_sentences', type=int, default=128, help='sentences embedded (original)')
     p.add_argument('--seconds', type=float, default=0.3, help='time each distinct product for at least this long')
@@ -146,16 +150,21 @@ def main():
     a = p.parse_args()
     if a.worker:
         return common.answer_worker(a.worker, {'train': worker, 'embed': worker})
+    import profile_embed  # (they import this module's timing: not at the top)
+    import profile_pretrain
     common.print_machine_info()
     for name in a.configs.split(','):
         kind = 'embed' if name == 'original' else 'train'
-        spec = dict(config=name, kind=kind, steps=a.steps, n_sentences=a.n_sentences, seconds=a.seconds,
-                    threads=a.threads)
-        result = common.run_worker([__file__, '--worker', json.dumps(spec)])
-        print(f'{name}: matmul rate {result["rates"][0]:.1f} GFLOP/s before the products were timed, '
-              f'{result["rates"][1]:.1f} after')
-        common.print_table(table(f'{name} ({"pretraining step" if kind == "train" else "embedding batch"})',
-                                 result, a.top))
+        sizes = (profile_embed.batch_sizes(a.batch_sizes) if kind == 'embed'
+                 else profile_pretrain.batch_sizes(name, a.batch_sizes))
+        for batch_size in sizes:
+            spec = dict(config=name, kind=kind, steps=a.steps, n_sentences=a.n_sentences, seconds=a.seconds,
+                        threads=a.threads, batch_size=batch_size)
+            result = common.run_worker([__file__, '--worker', json.dumps(spec)])
+            print(f'{name}, batch {batch_size}: matmul rate {result["rates"][0]:.1f} GFLOP/s before the products '
+                  f'were timed, {result["rates"][1]:.1f} after')
+            what = 'pretraining step' if kind == 'train' else 'embedding batch'
+            common.print_table(table(f'{name} ({what} of {batch_size})', result, a.top))
 
 
 if __name__ == '__main__':

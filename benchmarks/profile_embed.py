@@ -1,11 +1,12 @@
 """Where embedding time goes: ms per batch and share for each part of ELMoEmbedder's run, beside
 the time its arithmetic needs at the machine's matmul rate.
 
-    python benchmarks/profile_embed.py                          # the original size, 600 sentences
-    python benchmarks/profile_embed.py --configs original,small --n_sentences 1000
+    python benchmarks/profile_embed.py                          # the original size, 600 sentences, batches of 64 and 256
+    python benchmarks/profile_embed.py --configs original,small --n_sentences 1000 --batch_sizes 64
 
-The run is bench_embed.py's (random weights, rt-polarity's first sentences, batches of 64,
-stateless, the char-CNN cache off), taken apart with timers around the library's own calls:
+The run is bench_embed.py's (random weights, rt-polarity's first sentences, batches of 64 and 256
+or --batch_sizes, stateless, the char-CNN cache off), taken apart with timers around the library's
+own calls:
   token layer     BiLM.token_embedding: the char CNN (CharEncoder.cnn, run per chunk of similar
                   lengths) and the highway and projection once per distinct token of a batch
   LSTMs           BiLM.contextual: both stacks, of which "recurrence" is the kernel's step loop
@@ -15,14 +16,25 @@ stateless, the char-CNN cache off), taken apart with timers around the library's
 "floor ms" is the part's matrix-product FLOPs (common.required_flops on the very batches) at the
 matmul rate measured in the same run (the mean of the rates before and after); "of floor" = floor
 ms / ms. --ops N adds Paddle's profiler's N operators with the most CPU time (a second pass).
+
+The roofline columns (benchmarks/roofline.py, which documents how FLOPs and bytes are counted):
+after the timed pass the worker measures the stream bandwidth (stream.py's triad) and times each
+of the batches' product shapes alone (rows rounded up to roofline.ROW_GRID: the recurrence's rows
+fall as sentences end); "at shape ms" is the part's products at those rates, "memory ms" its bytes
+(GFLOP and MB per batch beside them) at the bandwidth, "roofline ms" the larger, "of roofline" =
+roofline ms / ms; the batch's is the sum of its parts'. --shape_seconds sets how long each shape is
+timed (0: no roofline columns).
 """
 import argparse
 import collections
 import json
 import time
 
-import common
 import bench_embed
+import common
+import roofline
+import stream
+from paddle_elmo.cli.runner import run
 
 CONFIGS = bench_embed.CONFIGS
 
@@ -37,6 +49,11 @@ def instrument(bilm, seconds):
     timed(bilm, 'contextual', 'LSTMs')
     timed(bilm_module.kernels, 'recurrence', 'LSTMs: recurrence')
     assert bilm_module.kernels is kernels
+
+
+def batch_sizes(given):
+    """--batch_sizes (comma-separated; '' = bench_embed.BATCH_SIZES) -> [int]."""
+    return common.positive_ints(given, '--batch_sizes') if given else list(bench_embed.BATCH_SIZES)
 
 
 def worker(spec):
@@ -55,8 +72,13 @@ def worker(spec):
     ms = {k: 1000 * v / batches for k, v in seconds.items()}  # before operator_table's pass adds to them
     ops = common.operator_table(lambda: [None for _ in embedder.iter_embeddings(sentences)], batches,
                                 spec['ops'], unit='batch') if spec['ops'] else []
-    need = common.required_flops(bilm.config, bench_embed.embedder_batches(sentences, spec['batch_size'], False))
-    return {'ms': ms, 'batches': batches,
+    char_ids = bench_embed.embedder_batches(sentences, spec['batch_size'], False)
+    need = common.required_flops(bilm.config, char_ids)
+    bandwidth, roof = None, None
+    if spec['shape_seconds'] > 0:
+        parts = roofline.embedding_parts(bilm.config, char_ids, stream.last_level_cache_bytes())
+        bandwidth, roof = roofline.measure(parts, spec['threads'], spec['shape_seconds'])
+    return {'ms': ms, 'batches': batches, 'batch_size': spec['batch_size'], 'stream': bandwidth, 'roofline': roof,
             'tokens': sum(len(s) for s in sentences),
             'flops': {k: v / batches for k, v in need.items() if k in ('char_cnn', 'highway', 'projection', 'lstm',
                                                                        'total')},
@@ -80,11 +102,14 @@ def table(name, r):
             ('LSTMs: input products, packing, states', ms['LSTMs'] - ms['LSTMs: recurrence'],
              floor('lstm') * (1 - recurrent)),
             ('other (batching, char ids, layers out)', ms['all'] - ms['token layer'] - ms['LSTMs'], None)]
-    out = [{'config': name, 'part': part, 'ms/batch': t, 'share': f'{t / ms["all"]:.0%}',
-            'floor ms': '' if f is None else round(f, 1), 'of floor': '' if f is None else f'{f / t:.0%}'}
+    roof, label = r['roofline'], f"{name}, batches of {r['batch_size']}"
+    out = [{'config': label, 'part': part, 'ms/batch': t, 'share': f'{t / ms["all"]:.0%}',
+            'floor ms': '' if f is None else round(f, 1), 'of floor': '' if f is None else f'{f / t:.0%}',
+            **(roofline.columns(roof.get(part), t) if roof else {})}
            for part, t, f in rows]
-    out.append({'config': name, 'part': '**batch**', 'ms/batch': ms['all'], 'share': '100%',
-                'floor ms': round(floor('total'), 1), 'of floor': f'{floor("total") / ms["all"]:.0%}'})
+    out.append({'config': label, 'part': '**batch**', 'ms/batch': ms['all'], 'share': '100%',
+                'floor ms': round(floor('total'), 1), 'of floor': f'{floor("total") / ms["all"]:.0%}',
+                **(roofline.columns(roofline.summed(roof.values()), ms['all']) if roof else {})})
     return out
 
 
@@ -92,10 +117,12 @@ def main():
     p = argparse.ArgumentParser(description=__doc__.split('\n')[0])
     p.add_argument('--configs', default='original', help='comma-separated: ' + ', '.join(CONFIGS))
     p.add_argument('--n_sentences', type=int, default=600)
-    p.add_argument('--batch_size', type=int, default=64)
+    p.add_argument('--batch_sizes', default='', help='comma-separated sentences per batch (default: 64,256)')
     p.add_argument('--threads', type=int, default=2)
     p.add_argument('--data_file', default=bench_embed.DEFAULT_DATA)
     p.add_argument('--ops', type=int, default=0, help='also list the N operators with the most CPU time (0: none)')
+    p.add_argument('--shape_seconds', type=float, default=0.2,
+                   help='time each product shape of the roofline for this long (0: no roofline columns)')
     p.add_argument('--out', help='also write the results (JSON) here')
     p.add_argument('--worker', help=argparse.SUPPRESS)
     a = p.parse_args()
@@ -104,17 +131,20 @@ def main():
     common.set_threads(a.threads)
     common.print_machine_info()
     results, rows = {}, []
-    for name in a.configs.split(','):
-        spec = dict(config=name, n_sentences=a.n_sentences, batch_size=a.batch_size, threads=a.threads,
-                    data_file=a.data_file, ops=a.ops, device='cpu', seed=0, cache='off')
-        r = common.run_worker([__file__, '--worker', json.dumps(spec)], env=common.thread_env(a.threads))
-        results[name] = r
-        rows += table(name, r)
-        print(f'{name}: {r["tokens"] / (r["ms"]["all"] * r["batches"] / 1000):.0f} tokens/s; matmul rate '
-              f'{r["rates"][0]:.1f} GFLOP/s before, {r["rates"][1]:.1f} after')
+    for name in bench_embed.choices(a.configs, list(CONFIGS), '--configs'):
+        for batch_size in batch_sizes(a.batch_sizes):
+            spec = dict(config=name, n_sentences=a.n_sentences, batch_size=batch_size, threads=a.threads,
+                        data_file=a.data_file, ops=a.ops, device='cpu', seed=0, cache='off',
+                        shape_seconds=a.shape_seconds)
+            r = common.run_worker([__file__, '--worker', json.dumps(spec)], env=common.thread_env(a.threads))
+            results[f'{name}, batches of {batch_size}'] = r
+            rows += table(name, r)
+            print(f'{name}, batches of {batch_size}: {r["tokens"] / (r["ms"]["all"] * r["batches"] / 1000):.0f} '
+                  f'tokens/s; matmul rate {r["rates"][0]:.1f} GFLOP/s before, {r["rates"][1]:.1f} after'
+                  + (f'; {stream.describe(r["stream"])}' if r['stream'] else ''))
     common.print_table(rows)
     common.report_profiles(results, a.out, threads=a.threads)
 
 
 if __name__ == '__main__':
-    main()
+    run(main)

@@ -1,12 +1,13 @@
 """Where a pretraining step's time goes: ms per step and share for each part, beside the time its
 arithmetic needs at the machine's matmul rate.
 
-    python benchmarks/profile_pretrain.py                       # small and bundled, 2 threads
+    python benchmarks/profile_pretrain.py                       # small (128 and 32 rows) and bundled, 2 threads
     python benchmarks/profile_pretrain.py --configs small --steps 20 --ops 15
+    python benchmarks/profile_pretrain.py --configs small --batch_sizes 32 --steps 3 --shape_seconds 0.05  # a quick look
 
-The step is bench_pretrain.py's (the same configurations, stream, seed, sampled softmax and
-Adagrad; `bundled` is the bundled model's configuration and recipe: the budget preset, Adam) taken
-apart with timers around the library's own calls:
+The step is bench_pretrain.py's (the same configurations, batch sizes, stream, seed, sampled
+softmax and Adagrad; `bundled` is the bundled model's configuration and recipe: the budget preset,
+Adam, 64 rows) taken apart with timers around the library's own calls:
   data            LMStream's next batch (NumPy)
   token layer     BiLM.token_embedding forward (char CNN, highway, projection once per distinct
                   token of the step's two streams) and its backward
@@ -23,7 +24,14 @@ Paddle's engine may interleave the two directions; the split is then approximate
 "floor ms" is the part's matrix-product FLOPs on the very batches timed (common.required_flops, the
 count bench_pretrain.py's "required floor" uses; forward + backward = 3x the forward) at the float32
 matmul rate measured in the same run (the mean of the rates before and after the steps); "of floor"
-= floor ms / ms. Parts with no product (data, optimizer) have no floor: all their time is overhead.
+= floor ms / ms. Parts with no product (data, optimizer) have no such floor.
+
+The roofline columns (benchmarks/roofline.py, which documents how FLOPs and bytes are counted):
+after the timed steps the worker measures the stream bandwidth (stream.py's triad) and times each
+of the step's product shapes alone; "at shape ms" is the part's products at those rates, "memory
+ms" its bytes (GFLOP and MB per step beside them) at the bandwidth, "roofline ms" the larger, and
+"of roofline" = roofline ms / ms. The optimizer has a roofline floor (its memory traffic); the step's
+is the sum of its parts'. --shape_seconds sets how long each shape is timed (0: no roofline).
 --ops N adds Paddle's profiler: the N operators with the most CPU time per step (a second pass
 over as many steps, profiled; the profiler adds its own overhead; ms and calls are per step).
 """
@@ -32,21 +40,32 @@ import collections
 import json
 import time
 
-import common
 import bench_pretrain
+import common
+import roofline
+import stream
+from paddle_elmo.cli.runner import run
+from paddle_elmo.fileio import InputError
 
 CONFIGS = dict(bench_pretrain.CONFIGS)
 BUNDLED = 'bundled'  # the budget preset: the bundled model's configuration and recipe
 
 
 def model_and_recipe(name):
-    """-> (ModelConfig, batch size, negatives, optimizer name, lr) of configuration `name`."""
+    """-> (ModelConfig, negatives, optimizer name, lr) of configuration `name`."""
     from paddle_elmo.config import ModelConfig, PRESETS, split_fields
     if name == BUNDLED:
         model, recipe = split_fields(PRESETS['budget'])
-        return ModelConfig(**model), recipe['batch_size'], recipe['n_negative_samples'], 'adam', recipe['lr']
-    return (ModelConfig(**CONFIGS[name]['model'], dropout=0.1), CONFIGS[name]['batch_size'],
-            bench_pretrain.NEGATIVES, 'adagrad', 0.2)
+        return ModelConfig(**model), recipe['n_negative_samples'], 'adam', recipe['lr']
+    return ModelConfig(**CONFIGS[name]['model'], dropout=0.1), bench_pretrain.NEGATIVES, 'adagrad', 0.2
+
+
+def batch_sizes(name, given):
+    """--batch_sizes -> [int]: bench_pretrain's, and the budget preset's for `bundled`."""
+    from paddle_elmo.config import PRESETS
+    if given or name != BUNDLED:
+        return bench_pretrain.batch_sizes(name, given)
+    return [PRESETS['budget']['batch_size']]
 
 
 class Timers:
@@ -67,8 +86,9 @@ class Timers:
         tensor.register_hook(hook)
 
 
-def build(name, threads):
-    """The model, optimizer and batch stream of configuration `name` (bench_pretrain's worker)."""
+def build(name, batch_size):
+    """The model, optimizer and batch stream of configuration `name` at `batch_size` rows (bench_pretrain's
+    worker) -> (model, optimizer, batches, config, negatives, rule)."""
     from paddle_elmo.lm import LanguageModel
     from paddle_elmo.lm_batches import LMStream
     from paddle_elmo.optimizers import make_optimizer
@@ -76,13 +96,13 @@ def build(name, threads):
     from paddle_elmo.vocabulary import Vocabulary
     use_device('cpu')
     paddle.seed(0)
-    config, batch_size, negatives, rule, lr = model_and_recipe(name)
+    config, negatives, rule, lr = model_and_recipe(name)
     vocab = Vocabulary(common.corpus_vocabulary(bench_pretrain.VOCAB_SIZE))
     model = LanguageModel(config, vocab.size, negatives)
     optimizer = make_optimizer(model, rule, lr, 10.0, warmup_steps=100 if rule == 'adam' else 0)
     batches = iter(LMStream(bench_pretrain.TRAIN, vocab, batch_size, bench_pretrain.UNROLL, seed=0))
     model.train()
-    return model, optimizer, batches, config, negatives
+    return model, optimizer, batches, config, negatives, rule
 
 
 def instrument(model, timers):
@@ -113,7 +133,8 @@ def instrument(model, timers):
 
 
 def timed_step(model, optimizer, batches, timers):
-    """lm.train_step, timed part by part (its phases' ends, and where the backward reaches each part) -> the loss."""
+    """lm.train_step, timed part by part (its phases' ends, and where the backward reaches each part)
+    -> (the loss, the rows of the softmax's W and b the step read)."""
     from paddle_elmo.lm import train_step
     t0 = time.perf_counter()
     batch = next(batches)
@@ -129,12 +150,12 @@ def timed_step(model, optimizer, batches, timers):
     s['backward: token layer'] += ends['backward'] - timers.marks['token layer']
     s['optimizer'] += ends['optimizer'] - ends['backward']
     s['step'] += ends['optimizer'] - t0
-    return float(out['loss'])
+    return float(out['loss']), len(out['table_rows'][0].ids)
 
 
-def worker(name, steps, warmup, top):
-    """Profile `steps` steps of configuration `name` after `warmup`; print one JSON line."""
-    model, optimizer, batches, config, negatives = build(name, None)
+def worker(name, batch_size, steps, warmup, top, shape_seconds, threads):
+    """Profile `steps` steps of configuration `name` at `batch_size` rows after `warmup`; print one JSON line."""
+    model, optimizer, batches, config, negatives, rule = build(name, batch_size)
     from paddle_elmo.lm import train_step
     for _ in range(warmup):
         train_step(model, optimizer, next(batches))
@@ -149,23 +170,28 @@ def worker(name, steps, warmup, top):
             b = next(record)
             step_batches.append(b)
             return b
-    losses = [timed_step(model, optimizer, Recording(), timers) for _ in range(steps)]
+    losses, table_rows = zip(*[timed_step(model, optimizer, Recording(), timers) for _ in range(steps)])
     rate_after = common.measure_matmul_gflops()
     need = common.required_flops(config, [common.lm_step_char_ids(b) for b in step_batches], training=True,
                                  n_negative_samples=negatives)
     ms = {k: 1000 * v / steps for k, v in timers.seconds.items()}  # before operator_table's steps add to them
+    bandwidth, roof = None, None
+    if shape_seconds > 0:
+        parts = roofline.training_parts(config, step_batches, negatives, sum(table_rows),
+                                        sum(p.size for _, p in optimizer.dense), rule, stream.last_level_cache_bytes())
+        bandwidth, roof = roofline.measure(parts, threads, shape_seconds)
     ops = common.operator_table(lambda: [train_step(model, optimizer, next(batches)) for _ in range(steps)], steps,
                                 top) if top else []
-    print(json.dumps({'ms': ms,
-                      'flops': {k: v / steps for k, v in need.items() if k not in ('positions', 'distinct',
-                                                                                   'char_windows')},
+    print(json.dumps({'ms': ms, 'batch_size': batch_size,
+                      'flops': {k: need[k] / steps for k in ('char_cnn', 'highway', 'projection', 'lstm', 'softmax',
+                                                             'total')},
                       'distinct/step': need['distinct'] / steps, 'losses': losses,
-                      'rates': [rate_before, rate_after], 'ops': ops}))
+                      'rates': [rate_before, rate_after], 'stream': bandwidth, 'roofline': roof, 'ops': ops}))
 
 
 def table(name, r):
     """The breakdown rows of one worker's result."""
-    ms, flops = r['ms'], r['flops']
+    ms, flops, roof = r['ms'], r['flops'], r['roofline']
     rate = sum(r['rates']) / 2 * 1e9
     floor = lambda *parts: 1000 * sum(flops[p] for p in parts) / rate
     # Forward and backward of a part are 1/3 and 2/3 of its FLOPs (common.required_flops' 3x).
@@ -180,41 +206,54 @@ def table(name, r):
             ('softmax, backward', ms['backward: softmax'], 2 * floor('softmax') / 3),
             ('optimizer', ms['optimizer'], None),
             ('other (dropout, loss, Python between calls)', forward_other, None)]
-    out = [{'config': name, 'part': part, 'ms/step': t, 'share': f'{t / ms["step"]:.0%}',
-            'floor ms': '' if f is None else round(f, 1), 'of floor': '' if f is None else f'{f / t:.0%}'}
+    label = f"{name}, {r['batch_size']} rows"
+    out = [{'config': label, 'part': part, 'ms/step': t, 'share': f'{t / ms["step"]:.0%}',
+            'floor ms': '' if f is None else round(f, 1), 'of floor': '' if f is None else f'{f / t:.0%}',
+            **(roofline.columns(roof.get(part), t) if roof else {})}
            for part, t, f in rows]
     total_floor = floor('total')
-    out.append({'config': name, 'part': '**step**', 'ms/step': ms['step'], 'share': '100%',
-                'floor ms': round(total_floor, 1), 'of floor': f'{total_floor / ms["step"]:.0%}'})
+    out.append({'config': label, 'part': '**step**', 'ms/step': ms['step'], 'share': '100%',
+                'floor ms': round(total_floor, 1), 'of floor': f'{total_floor / ms["step"]:.0%}',
+                **(roofline.columns(roofline.summed(roof.values()), ms['step']) if roof else {})})
     return out
 
 
 def main():
     p = argparse.ArgumentParser(description=__doc__.split('\n')[0])
     p.add_argument('--configs', default=f'small,{BUNDLED}', help='comma-separated: ' + ', '.join([*CONFIGS, BUNDLED]))
+    p.add_argument('--batch_sizes', default='',
+                   help='comma-separated rows per step; default: each configuration\'s own (small: 128,32; bundled: 64)')
     p.add_argument('--steps', type=int, default=20, help='timed steps per configuration')
     p.add_argument('--warmup', type=int, default=3, help='untimed steps first')
     p.add_argument('--threads', type=int, default=2, help='CPU threads')
     p.add_argument('--ops', type=int, default=0, help='also list the N operators with the most CPU time (0: none)')
+    p.add_argument('--shape_seconds', type=float, default=0.2,
+                   help='time each product shape of the roofline for this long (0: no roofline columns)')
     p.add_argument('--out', help='also write the results (JSON) here')
     p.add_argument('--worker', help=argparse.SUPPRESS)
     a = p.parse_args()
+    unknown = [n for n in a.configs.split(',') if n not in [*CONFIGS, BUNDLED]]
+    if unknown:
+        raise InputError(f'--configs: unknown {", ".join(unknown)}; expected {", ".join([*CONFIGS, BUNDLED])}')
     common.set_threads(a.threads)
     if a.worker:
-        return worker(a.worker, a.steps, a.warmup, a.ops)
+        return worker(a.worker, int(a.batch_sizes), a.steps, a.warmup, a.ops, a.shape_seconds, a.threads)
     common.print_machine_info()
     common.corpus_vocabulary(bench_pretrain.VOCAB_SIZE)
     results, rows = {}, []
     for name in a.configs.split(','):
-        r = common.run_worker([__file__, '--worker', name, '--steps', str(a.steps), '--warmup', str(a.warmup),
-                               '--threads', str(a.threads), '--ops', str(a.ops)], env=common.thread_env(a.threads))
-        results[name] = r
-        rows += table(name, r)
-        print(f'{name}: matmul rate {r["rates"][0]:.1f} GFLOP/s before the timed steps, {r["rates"][1]:.1f} after; '
-              f'{r["distinct/step"]:.0f} distinct tokens per step')
+        for batch_size in batch_sizes(name, a.batch_sizes):
+            r = common.run_worker([__file__, '--worker', name, '--batch_sizes', str(batch_size), '--steps', str(a.steps),
+                                   '--warmup', str(a.warmup), '--threads', str(a.threads), '--ops', str(a.ops),
+                                   '--shape_seconds', str(a.shape_seconds)], env=common.thread_env(a.threads))
+            results[f'{name}, {batch_size} rows'] = r
+            rows += table(name, r)
+            print(f'{name}, {batch_size} rows: matmul rate {r["rates"][0]:.1f} GFLOP/s before the timed steps, '
+                  f'{r["rates"][1]:.1f} after; {r["distinct/step"]:.0f} distinct tokens per step'
+                  + (f'; {stream.describe(r["stream"])}' if r['stream'] else ''))
     common.print_table(rows)
     common.report_profiles(results, a.out, threads=a.threads, steps=a.steps)
 
 
 if __name__ == '__main__':
-    main()
+    run(main)

@@ -1,0 +1,296 @@
+"""Roofline floors of the parts of a pretraining step and of an embedding batch: each part's time if
+its matrix products ran at the rate Paddle's matmul reaches at their own shapes and its memory
+traffic at the machine's stream bandwidth, whichever takes longer:
+
+    roofline ms = max(sum over its products of FLOPs / rate at the product's shape, bytes / bandwidth)
+
+profile_pretrain.py and profile_embed.py print it beside each part's required floor (the same FLOPs
+at the [4096]^2 rate: common.required_flops; the products listed here add up to exactly its count).
+The rate at a shape is the product timed alone on random operands in the same run (matmul_ceiling's
+time_product; its rows rounded up to ROW_GRID, so the rate is if anything too high and the floor too
+low); the bandwidth is STREAM's triad (stream.py), measured in the same run.
+
+Products, as the code runs them (2 m n k FLOPs each; forward, and in training dX = dY W^T and
+dW = X^T dY):
+  char CNN      per filter width w (n filters): [windows of width w, w C] x [w C, n], the windows
+                counted as common.required_flops counts them (per distinct token, those that touch
+                a char); training: dX (the char embeddings learn) and dW
+  highway       per layer, carry and transform: [distinct, F] x [F, F] each
+  projection    [distinct, F (+ word_dim)] x [.., P]
+  LSTM input    per layer and direction: [positions, P] x [P, 4D] (all steps at once)
+  recurrence    per layer, direction and step t with r_t rows running: [r_t, P] x [P, 4D] (h x
+                W_hidden) and [r_t, D] x [D, P] (m x W_proj); backward the same two transposed
+                per step ([r_t, 4D] x W_hidden^T, [r_t, P] x W_proj^T) and the weight gradients
+                once over all steps ([positions, P]^T x [positions, 4D], [positions, D]^T x
+                [positions, P])
+  softmax       per direction: [positions, P] x [P, negatives + 1]; dX and dW (the rows read)
+
+Bytes (float32, 4 bytes a value; char ids int64, 8 bytes), per call of each step of the algorithm
+as the code structures it (products are separate calls, so a product's result goes to memory and
+the next step reads it back). The rule: every call reads its inputs and writes its outputs once,
+and nothing stays in cache from one call to the next, with one exception: a weight matrix that the
+recurrence reuses at each step counts once per layer, direction and batch (one kernel call; a batch
+the code cuts into several calls reads it again, not counted) instead of once per step when both
+of its layer's matrices fit in the last-level cache together (the small configuration's 2.6 MB do;
+the original's 33.5 + 8.4 MB do not: those stream in at every step, ~42 MB per layer, direction and
+step). Not counted: what an implementation could avoid (repacking a weight that did not change,
+copies between layouts, Paddle's split and concat), and index arrays other than the char ids.
+  a product          X, Y (the weight: once per step, or once per call, as above) and the result
+  char CNN (max)     the products' outputs read, [distinct, F] written; backward its gradient read,
+                     the products' output gradients written, the windows' gradient read once more
+                     to reach the char embeddings
+  de-duplication     the char ids of every position read (8 M bytes each); the token vectors
+                     gathered back to the positions ([positions, P] read and written); backward
+                     the gradient summed back per distinct token (the same two)
+  highway gate       per layer: carry, transform and x read, y written (4 [distinct, F]);
+                     backward dy, carry, transform, x read, their three gradients written (7)
+  LSTM cell          per position and layer-direction: forward gates_x, h x W_hidden and c_prev
+                     read (4D + 4D + D), c and m written (2D), plus in training the activations
+                     kept for the backward (4D); h clipped in place (2P); backward the activations,
+                     c, c_prev, dm, dc and the carried dc read (9D), dgates and the carried dc
+                     written (5D), the bias gradient's column sums (4D), dh summed and clipped
+                     (3P read, P written), h_prev copied for the weight gradient (2P)
+  packing            per direction: x gathered into the packed layout (2P a position); per layer
+                     and direction: the output unpacked to [batch, time, P] (2P), the residual add
+                     from layer 1 on (3P), in training dropout on the layer's input (2P); training:
+                     each of these again backward
+  softmax            the rows of W and b the step reads gathered (read and written: 2 R (P + 1));
+                     the loss reads the logits and writes their gradient (2 [positions, classes]
+                     a direction); backward the rows' gradients accumulated into the step's rows
+  optimizer          the global norm reads every gradient once; then per value: Adagrad reads the
+                     parameter, its gradient and accumulator and writes the parameter and the
+                     accumulator (5 values); Adam reads parameter, gradient, m and v and writes
+                     parameter, m and v (7). Dense parameters whole, the tables in the R rows the
+                     step read. clear_grad's zeroing is not counted (a backward that wrote its
+                     gradients instead of adding to them would need none)
+"""
+import collections
+from typing import NamedTuple, Optional, Tuple
+
+import numpy as np
+
+import common
+import matmul_ceiling
+
+FLOAT, INT = 4, 8  # bytes of a float32 and of a char id (int64)
+
+# Rows of the products as timed: the product's first dimension rounded up to the next of these
+# (products of few rows run far below the [4096]^2 rate, so the rate depends on the row count).
+ROW_GRID = sorted({int(round(b * 2 ** e)) for e in range(15) for b in (1, 1.5)} - {0})
+
+
+class Product(NamedTuple):
+    """`calls` products op(X) x op(Y) as paddle.matmul(X, Y, tx, ty) runs them.
+
+    y_reads: how many times Y comes from memory over the calls; None: at every call. (The
+    recurrence's weight, when its layer's matrices fit in the last-level cache, comes once per
+    kernel call whatever the number of steps.)"""
+    x: Tuple[int, ...]
+    y: Tuple[int, ...]
+    tx: bool = False
+    ty: bool = False
+    calls: float = 1.0
+    y_reads: Optional[float] = None
+
+    def flops(self):
+        return self.calls * matmul_ceiling.product_flops(self.x, self.y, self.tx, self.ty)
+
+    def bytes(self):
+        m = self.x[1] if self.tx else self.x[0]
+        n = self.y[0] if self.ty else self.y[1]
+        y_reads = self.calls if self.y_reads is None else self.y_reads
+        return FLOAT * (self.calls * (np.prod(self.x) + m * n) + y_reads * np.prod(self.y))
+
+    def timed_shape(self):
+        """(x, y, tx, ty) with the rows of x rounded up to ROW_GRID: the shape timed (a weight
+        gradient X^T dY, whose first dimension is the sum's, as it is)."""
+        if self.tx:
+            return self.x, self.y, self.tx, self.ty
+        rows = next((r for r in ROW_GRID if r >= self.x[0]), self.x[0])
+        return (rows, *self.x[1:]), self.y, self.tx, self.ty
+
+
+class Part:
+    """A profile row's products and the other bytes it moves (both summed over the run)."""
+
+    def __init__(self):
+        self.products, self.bytes = [], 0.0
+
+    def add(self, x, y, tx=False, ty=False, calls=1, y_reads=None):
+        self.products.append(Product(tuple(map(int, x)), tuple(map(int, y)), tx, ty, calls, y_reads))
+
+    def add_trained(self, m, k, n, calls=1, dx=True, forward=None):
+        """[m, k] x [k, n] and its backward: the forward product into `forward` (a Part), dX
+        (when `dx`) and dW into this one."""
+        forward.add((m, k), (k, n), calls=calls)
+        if dx:
+            self.add((m, n), (k, n), ty=True, calls=calls)
+        self.add((m, k), (m, n), tx=True, calls=calls)
+
+    def flops(self):
+        return sum(p.flops() for p in self.products)
+
+    def total_bytes(self):
+        return self.bytes + sum(p.bytes() for p in self.products)
+
+    def scaled(self, factor):
+        """The part per step (or batch): every count times `factor`."""
+        out = Part()
+        out.products = [p._replace(calls=p.calls * factor, y_reads=None if p.y_reads is None else p.y_reads * factor)
+                        for p in self.products]
+        out.bytes = self.bytes * factor
+        return out
+
+
+def step_rows(char_ids):
+    """char ids [rows, time, max_chars] (rows padded at the end, 0 = padding) -> batch_sizes [steps]:
+    the rows still running at each step, as LstmStack runs them."""
+    lengths = (np.asarray(char_ids) > 0).any(axis=-1).sum(axis=-1)
+    steps = int(lengths.max()) if len(lengths) else 0
+    return (lengths[None, :] > np.arange(steps)[:, None]).sum(axis=1)
+
+
+def _token_layer(config, need, cnn, rest, backward=None):
+    """One batch's char CNN (its products and max into `cnn`) and de-duplication, highway and
+    projection (into `rest`); with `backward` (a Part), their gradients there. need: the batch's
+    common.required_flops (its windows, distinct tokens and positions)."""
+    F, P, C = config.n_filters, config.projection_dim, config.char_embed_dim
+    U, windows, positions = need['distinct'], need['char_windows_by_width'], need['positions']
+    proj_in = F + config.word_dim * (config.token_input == 'word+char')
+    products = [(cnn, windows[w], w * C, n) for w, n in config.cnn_filters]
+    products += [(rest, U, F, F)] * (2 * config.num_highways) + [(rest, U, proj_in, P)]
+    for part, m, k, n in products:
+        if backward is None:
+            part.add((m, k), (k, n))
+        else:
+            backward.add_trained(m, k, n, forward=part)
+    outputs = sum(windows[w] * n for w, n in config.cnn_filters)  # the char CNN's products' results
+    cnn.bytes += FLOAT * (outputs + U * F)
+    rest.bytes += INT * positions * config.max_characters_per_token + FLOAT * (
+        2 * positions * P + config.num_highways * 4 * U * F)
+    if backward is not None:
+        backward.bytes += FLOAT * (2 * positions * P + config.num_highways * 7 * U * F + U * F + outputs
+                                   + sum(windows[w] * w * C for w, _ in config.cnn_filters))
+
+
+def _lstm_direction(config, sizes, llc, recurrence, inputs, backward=None):
+    """One direction's LSTM layers over steps of `sizes` rows: the recurrence's products and cell
+    into `recurrence`, the input products and packing into `inputs`; with `backward`, their
+    gradients there."""
+    P, D, L = config.projection_dim, config.cell_dim, config.num_layers
+    N = int(np.sum(sizes))
+    steps = collections.Counter(int(r) for r in sizes)  # {rows: steps with that many}
+    # The weights' reads per group of steps with the same rows: each step's, or when the layer's two
+    # matrices fit in the cache together, one for the whole call (given to the first group).
+    resident = FLOAT * (P * 4 * D + D * P) <= (llc or 0)
+    reads = {r: (1 if i == 0 else 0) if resident else None for i, r in enumerate(steps)}
+    training = backward is not None
+    inputs.bytes += FLOAT * 2 * N * P  # packing
+    for layer in range(L):
+        for r, k in steps.items():
+            recurrence.add((r, P), (P, 4 * D), calls=k, y_reads=reads[r])
+            recurrence.add((r, D), (D, P), calls=k, y_reads=reads[r])
+        recurrence.bytes += FLOAT * N * ((4 + 4 + 1 + 2) * D + (4 * D if training else 0) + 2 * P)
+        inputs.bytes += FLOAT * N * (2 * P + (3 * P if layer > 0 else 0) + (2 * P if training else 0))
+        if not training:
+            inputs.add((N, P), (P, 4 * D))
+            continue
+        backward.add_trained(N, P, 4 * D, forward=inputs)
+        for r, k in steps.items():
+            backward.add((r, 4 * D), (P, 4 * D), ty=True, calls=k, y_reads=reads[r])
+            backward.add((r, P), (D, P), ty=True, calls=k, y_reads=reads[r])
+        backward.add((N, P), (N, 4 * D), tx=True)
+        backward.add((N, D), (N, P), tx=True)
+        backward.bytes += FLOAT * N * ((9 + 5 + 4) * D + 4 * P + 2 * P  # cell, dh, h_prev copy
+                                       + 2 * P + 2 * P + (3 * P if layer > 0 else 0))  # unpack, dropout, residual
+    if training:
+        backward.bytes += FLOAT * 2 * N * P  # packing
+
+
+def training_parts(config, steps, negatives, table_rows, dense_params, rule, llc):
+    """The parts of profile_pretrain's step, averaged over `steps` -> {profile row: Part}.
+
+    steps: the timed steps' LMStream batches; negatives: the sampled softmax's; table_rows: the
+    rows of the softmax's W and b the steps read, summed over the steps; dense_params: values of
+    the parameters the optimizer updates whole; rule: 'adagrad' or 'adam'; llc: the last-level
+    cache's bytes (stream.last_level_cache_bytes), None if unknown.
+    """
+    names = ('token layer, forward', 'token layer, backward', 'LSTMs, forward', 'LSTMs, backward',
+             'softmax, forward', 'softmax, backward', 'optimizer')
+    parts = {name: Part() for name in names}
+    P, classes = config.projection_dim, negatives + 1
+    for batch in steps:
+        ids = common.lm_step_char_ids(batch)
+        need = common.required_flops(config, [ids], training=True, n_negative_samples=negatives)
+        _token_layer(config, need, parts['token layer, forward'], parts['token layer, forward'],
+                     parts['token layer, backward'])
+        for direction in (batch['char_ids'], batch['char_ids_reverse']):
+            sizes = step_rows(direction)
+            N = int(np.sum(sizes))
+            _lstm_direction(config, sizes, llc, parts['LSTMs, forward'], parts['LSTMs, forward'],
+                            parts['LSTMs, backward'])
+            parts['softmax, backward'].add_trained(N, P, classes, forward=parts['softmax, forward'])
+            parts['softmax, forward'].bytes += FLOAT * 2 * N * classes
+    R = table_rows
+    parts['softmax, forward'].bytes += FLOAT * 2 * R * (P + 1)
+    parts['softmax, backward'].bytes += FLOAT * 2 * R * (P + 1)
+    per_value = {'adagrad': 1 + 5, 'adam': 1 + 7}[rule]
+    parts['optimizer'].bytes += FLOAT * per_value * (dense_params * len(steps) + R * (P + 1))
+    return {name: part.scaled(1 / len(steps)) for name, part in parts.items()}
+
+
+def embedding_parts(config, batches, llc):
+    """The parts of profile_embed's batch, averaged over `batches` (bench_embed.embedder_batches:
+    char ids [rows, time, max_chars], <S> and </S> included) -> {profile row: Part}."""
+    names = ('token layer: char CNN', 'token layer: highway, projection, de-duplication',
+             'LSTMs: recurrence (kernel)', 'LSTMs: input products, packing, states')
+    parts = {name: Part() for name in names}
+    for ids in batches:
+        _token_layer(config, common.required_flops(config, [ids]), parts[names[0]], parts[names[1]])
+        sizes = step_rows(ids)
+        for _ in range(2):  # both directions run every position
+            _lstm_direction(config, sizes, llc, parts[names[2]], parts[names[3]])
+    return {name: part.scaled(1 / len(batches)) for name, part in parts.items()}
+
+
+def time_shapes(parts, seconds):
+    """Each distinct timed shape of the parts' products alone -> {timed shape: seconds per call}."""
+    shapes = {p.timed_shape() for part in parts.values() for p in part.products}
+    return {shape: matmul_ceiling.time_product(*shape, seconds) for shape in sorted(shapes)}
+
+
+def summary(part, shape_seconds, gbs):
+    """A part's floors: {'GFLOP', 'MB', 'at shape ms' (its products at their shapes' rates),
+    'memory ms' (its bytes at `gbs` GB/s), 'roofline ms' (the larger)}."""
+    compute = 1000 * sum(p.flops() / matmul_ceiling.product_flops(*p.timed_shape()) * shape_seconds[p.timed_shape()]
+                         for p in part.products)
+    memory = 1000 * part.total_bytes() / (gbs * 1e9)
+    return {'GFLOP': part.flops() / 1e9, 'MB': part.total_bytes() / 1e6, 'at shape ms': compute,
+            'memory ms': memory, 'roofline ms': max(compute, memory)}
+
+
+def summed(summaries):
+    """The summaries of parts that run one after another (a step's or a batch's): each figure summed,
+    the roofline too (the sum of the parts' floors, not the floor of their sums)."""
+    summaries = list(summaries)
+    return {key: sum(s[key] for s in summaries) for key in summaries[0]}
+
+
+def columns(summary_, ms):
+    """A profile row's roofline columns from its summary (None: a row without a floor) and its
+    measured ms: the figures rounded, and 'of roofline' = roofline ms / ms."""
+    if summary_ is None:
+        return dict.fromkeys(('GFLOP', 'MB', 'at shape ms', 'memory ms', 'roofline ms', 'of roofline'), '')
+    out = {k: round(v, 2 if k == 'GFLOP' else 1) for k, v in summary_.items()}
+    out['of roofline'] = f"{summary_['roofline ms'] / ms:.0%}" if ms > 0 else ''
+    return out
+
+
+def measure(parts, threads, shape_seconds):
+    """A profile worker's roofline, after its timed run and in its process: the stream bandwidth
+    (stream.py, the triad) and each product shape's rate (timed alone for `shape_seconds`) ->
+    (stream.measure_stream_gbs' result, {row: summary})."""
+    import stream
+    bandwidth = stream.measure_stream_gbs(threads)
+    seconds = time_shapes(parts, shape_seconds)
+    return bandwidth, {name: summary(part, seconds, bandwidth['triad']) for name, part in parts.items()}

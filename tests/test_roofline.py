@@ -1,0 +1,114 @@
+"""The roofline floors of the profile scripts (benchmarks/roofline.py) and the bandwidth they use
+(benchmarks/stream.py): the products add up to the required floor's FLOPs, the bytes are the
+documented counts (by hand here), the floor is the larger of the two times, and the stream
+kernels compute what they claim to move."""
+import importlib
+import os
+
+import numpy as np
+import pytest
+
+from conftest import ROOT
+from paddle_elmo import ModelConfig
+from paddle_elmo.token_ids import CharMapper
+
+
+def benchmark_module(name):
+    """A module of benchmarks/ (they import each other by bare name, as scripts run from there)."""
+    with pytest.MonkeyPatch.context() as patch:
+        patch.syspath_prepend(os.path.join(ROOT, 'benchmarks'))
+        return importlib.import_module(name)
+
+
+common, roofline, stream = (benchmark_module(name) for name in ('common', 'roofline', 'stream'))
+
+# F = 3 filters (width 1 x 2, width 3 x 1), C = 4, M = 8 chars, 1 highway, P = 3, D = 5, 2 layers
+CONFIG = ModelConfig(projection_dim=3, cell_dim=5, num_layers=2, cnn_filters=[[1, 2], [3, 1]], num_highways=1,
+                     char_embed_dim=4, max_characters_per_token=8)
+P, D = 3, 5
+WEIGHTS = 4 * (P * 4 * D + D * P)  # one layer's W_hidden and W_P, bytes
+
+
+def batches():
+    mapper = CharMapper(8)
+    return [mapper.batch([['ab', 'c'], ['abcdefg']])[0], mapper.batch([['c', 'ab', 'x'], ['q']])[0]]
+
+
+def test_the_products_add_up_to_the_required_floors_flops():
+    """Every product the floor times is one the required floor counts, and none is missing."""
+    embed = roofline.embedding_parts(CONFIG, batches(), llc=None)
+    assert sum(p.flops() for p in embed.values()) * 2 == common.required_flops(CONFIG, batches())['total']
+    one, two = batches()
+    steps = [{'char_ids': one, 'char_ids_reverse': one[:, ::-1]}, {'char_ids': two, 'char_ids_reverse': two}]
+    train = roofline.training_parts(CONFIG, steps, negatives=4, table_rows=10, dense_params=100, rule='adagrad',
+                                    llc=None)
+    need = common.required_flops(CONFIG, [common.lm_step_char_ids(s) for s in steps], training=True,
+                                 n_negative_samples=4)
+    assert sum(p.flops() for p in train.values()) * 2 == need['total']
+    # forward : backward = 1 : 2, part by part (dX and dW of every trained product)
+    for part in ('token layer', 'LSTMs', 'softmax'):
+        assert train[f'{part}, backward'].flops() == 2 * train[f'{part}, forward'].flops()
+
+
+def test_the_recurrences_weights_stream_at_every_step_unless_they_fit_the_cache():
+    """The first batch's rows have 4 and 3 positions (<S> ab c </S>, <S> abcdefg </S>): 4 steps a
+    layer and direction, of 2, 2, 2 and 1 rows."""
+    first = batches()[:1]
+    assert roofline.step_rows(first[0]).tolist() == [2, 2, 2, 1]
+    streamed = roofline.embedding_parts(CONFIG, first, llc=None)['LSTMs: recurrence (kernel)'].total_bytes()
+    cached = roofline.embedding_parts(CONFIG, first, llc=1 << 20)['LSTMs: recurrence (kernel)'].total_bytes()
+    # 2 directions x 2 layers: 4 steps' reads of both matrices against 1
+    assert streamed - cached == 2 * 2 * (4 - 1) * WEIGHTS
+
+
+def test_the_optimizers_bytes_are_one_read_for_the_norm_then_the_rules_reads_and_writes():
+    one = batches()[0]
+    steps = [{'char_ids': one, 'char_ids_reverse': one}]
+    for rule, values in (('adagrad', 1 + 5), ('adam', 1 + 7)):
+        parts = roofline.training_parts(CONFIG, steps, negatives=4, table_rows=10, dense_params=100, rule=rule,
+                                        llc=None)
+        assert parts['optimizer'].total_bytes() == 4 * values * (100 + 10 * (P + 1))
+        assert parts['optimizer'].flops() == 0
+
+
+def test_a_products_bytes_are_its_operands_and_result_and_its_timed_rows_round_up():
+    forward = roofline.Product((5, 7), (7, 11), calls=2)
+    assert forward.flops() == 2 * 2 * 5 * 7 * 11 and forward.bytes() == 4 * 2 * (5 * 7 + 7 * 11 + 5 * 11)
+    assert forward._replace(y_reads=1).bytes() == 4 * (2 * (5 * 7 + 5 * 11) + 7 * 11)
+    assert forward.timed_shape() == ((6, 7), (7, 11), False, False)  # 5 rows timed as 6 (ROW_GRID)
+    # dW = X^T dY: [7, 11] from [5, 7]^T [5, 11]; its sum over the 5 rows is not rounded
+    dw = roofline.Product((5, 7), (5, 11), tx=True)
+    assert dw.flops() == 2 * 7 * 11 * 5 and dw.bytes() == 4 * (5 * 7 + 5 * 11 + 7 * 11)
+    assert dw.timed_shape() == ((5, 7), (5, 11), True, False)
+
+
+def test_the_roofline_is_the_longer_of_the_products_at_their_shapes_and_the_bytes_at_the_bandwidth():
+    part = roofline.Part()
+    part.add((6, 7), (7, 11), calls=3)
+    part.add((5, 7), (7, 11))  # timed as 6 rows: 5/6 of that shape's time
+    part.bytes = 1e6
+    shape = ((6, 7), (7, 11), False, False)
+    fast = roofline.summary(part, {shape: 1e-6}, gbs=1.0)
+    assert fast['at shape ms'] == pytest.approx(1000 * (3 + 5 / 6) * 1e-6)
+    assert fast['memory ms'] == pytest.approx(1000 * part.total_bytes() / 1e9)
+    assert fast['roofline ms'] == max(fast['at shape ms'], fast['memory ms']) == fast['memory ms']
+    slow = roofline.summary(part, {shape: 1.0}, gbs=1.0)
+    assert slow['roofline ms'] == slow['at shape ms'] > slow['memory ms']
+    # a step's floor sums its parts' floors (they run one after another)
+    both = roofline.summed([fast, slow])
+    assert both['roofline ms'] == pytest.approx(fast['memory ms'] + slow['at shape ms'])
+    assert roofline.columns(fast, ms=2 * fast['roofline ms'])['of roofline'] == '50%'
+
+
+def test_stream_kernels_compute_their_formulas_on_every_slice(monkeypatch):
+    monkeypatch.setattr(stream, 'BLOCK', 7)  # blocks that do not divide the slices
+    n = 100
+    a, b, c = np.zeros(n, np.float32), np.arange(n, dtype=np.float32), np.ones(n, np.float32)
+    slices = stream._slices(n, 3)
+    assert [s.stop - s.start for s in slices] == [33, 33, 34]
+    stream._timed(stream._triad, (a, b, c), slices)
+    np.testing.assert_array_equal(a, b + 3)
+    stream._timed(stream._copy, (a, b), slices)
+    np.testing.assert_array_equal(a, b)
+    result = stream.measure_stream_gbs(threads=2, array_mb=1, seconds=0)
+    assert result['copy'] > 0 and result['triad'] > 0 and result['array_mb'] == 1
