@@ -14,7 +14,7 @@ float32 [batch, n_layers + 1, time - 2, 2 * projection_dim] (boundaries removed,
 and `mask`, bool [batch, time - 2]. It is stateless (every sentence starts from a zero LSTM state)
 and gives ELMoEmbedder(stateful=False)'s numbers: every export is run and compared before its
 directory appears (`verify_export`, on each layer's scale, on CHECK_SENTENCES; `verify_int8` at the
-int8 tolerance, on at least 200 sentences: the sample corpus, or the caller's), and its manifest
+int8 tolerance, on at least 200 sentences: the model's own held-out sample, or the caller's), and its manifest
 (export.json) records the checks' results, or that the caller skipped them (verify=False: a
 warning, and "unverified", which InferenceEmbedder reports). The program is static_bilm.StaticBiLM's.
 The steps have modules of their own: the checks export_checks, the directory export_dirs, int8
@@ -27,8 +27,8 @@ import shutil
 
 import paddle
 
-from paddle_elmo.export_checks import (CHECK_SENTENCES, INT8_CHECK_MIN_SENTENCES, check_sentences, verify_export,
-                                       verify_int8)
+from paddle_elmo.export_checks import (CHECK_SENTENCES, INT8_CHECK_MIN_SENTENCES, check_sentences,
+                                       default_verify_file, verify_export, verify_int8)
 from paddle_elmo.export_dirs import check_output_dir, replace_dir, temp_dir_beside
 from paddle_elmo.export_format import (CHAR_INPUT, MANIFEST_FILE, ONNX_FILE, ONNX_OPSET, OPTIONS_FILE, OUTPUT_NAMES,
                                        PROGRAM_PREFIX, UNVERIFIED, WORD_INPUT, ExportError, input_names,
@@ -152,8 +152,8 @@ def export_inference(bilm, output_dir, formats=('paddle', 'onnx'), verify=True, 
     `verify_sentences` (verify_int8). False writes the export unchecked, with a warning, and its
     export.json says "unverified" (InferenceEmbedder warns when it loads it).
     verify_sentences: what the int8 model is checked on, at least INT8_CHECK_MIN_SENTENCES sentences
-    (raw strings, split by the model's tokenizer, or token lists); None: the sample corpus installed
-    with the package (check_sentences()).
+    (raw strings, split by the model's tokenizer, or token lists); None: the model's own held-out
+    sample beside `options_file`, else the English one for an English tokenizer (default_verify_file).
     options_file: the model's options.json, checked (check_exportable) and copied as it is; without
     it, the export's options.json is hdf5_weights.model_options(bilm)'s. A word or word+char model's
     input vocabulary is written beside it (vocab.txt, run_configs.write_input_vocabulary), which
@@ -166,7 +166,8 @@ def export_inference(bilm, output_dir, formats=('paddle', 'onnx'), verify=True, 
     """
     check_quantizable(quantize, formats)
     if verify and quantize:
-        verify_sentences = check_sentences() if verify_sentences is None else list(verify_sentences)
+        verify_sentences = (check_sentences(default_verify_file(options_file, bilm.config.tokenizer))
+                            if verify_sentences is None else list(verify_sentences))
         if len(verify_sentences) < INT8_CHECK_MIN_SENTENCES:
             raise InputError(f'verify_sentences: {len(verify_sentences)} sentences; an int8 export is checked on at '
                              f'least {INT8_CHECK_MIN_SENTENCES}')

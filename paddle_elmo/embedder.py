@@ -119,7 +119,7 @@ class ELMoEmbedder(SentenceEmbedder):
 
     @classmethod
     def from_pretrained(cls, name='bundled', **kwargs):
-        """An embedder of a model by name: a name of model_names.MODELS ('bundled',
+        """An embedder of a model by name: a name of model_names.MODELS ('bundled', 'bundled-zh',
         AllenNLP's 'small', 'medium', 'original', 'original-5.5b'), a directory (bilm-tf / AllenNLP
         files, an export, or a checkpoint directory: its final or latest step), or a checkpoint
         prefix 'DIR/N'. kwargs: the constructor's (batch_size, ...)."""

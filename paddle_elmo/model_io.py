@@ -109,7 +109,7 @@ def resolve_model(name):
     """A model named as `from_pretrained` and `--model` take it -> ModelSource(params_file=...) or
     ModelSource(options_file=..., weight_file=...).
 
-    name: a model name (model_names.MODELS: 'bundled', AllenNLP's 'small', 'medium',
+    name: a model name (model_names.MODELS: 'bundled', 'bundled-zh', AllenNLP's 'small', 'medium',
         'original', 'original-5.5b', downloaded into the cache on first use); a directory holding
         options.json + weights.hdf5 (bilm-tf / AllenNLP files, or an export of ours); a checkpoint
         directory (its `final`, else its latest step N); or a checkpoint prefix 'DIR/N' (with or
@@ -138,7 +138,7 @@ def resolve_model(name):
 
 
 def weights_files(init_from_weights=None, options_file=None, weight_file=None):
-    """The (options.json, weights.hdf5) a run starts from: DIR's, a named model's ('bundled',
+    """The (options.json, weights.hdf5) a run starts from: DIR's, a named model's ('bundled', 'bundled-zh',
     'original', ...: model_names.MODELS, a release downloaded on first use), or the pair given ->
     absolute paths, both checked to exist."""
     if init_from_weights and is_model_name(init_from_weights):

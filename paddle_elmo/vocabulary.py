@@ -3,6 +3,7 @@ counting a corpus's words and building one, most frequent first (the sampled sof
 that order).
 """
 import collections
+import contextlib
 import logging
 import os
 
@@ -116,6 +117,19 @@ def warn_if_mostly_unknown(vocab, sentences, tokenizer):
         log.warning("%d of %d tokens (%.0f%%) are not in the model's vocabulary (%s): is the text tokenized as its "
                     "training text was? They were made by the %r tokenizer; name another with tokenizer= (Python) or "
                     "--tokenizer (commands)", n_unknown, n_tokens, 100 * n_unknown / n_tokens, vocab.path, tokenizer)
+
+
+@contextlib.contextmanager
+def unknown_words_expected():
+    """Within it, warn_if_mostly_unknown stays silent: for text of our own that is not in the model's
+    language (an export's check sentences, English and odd tokens, run by a Chinese model); the
+    warning is still given once afterwards to the user's own text."""
+    global _warned_unknown
+    before, _warned_unknown = _warned_unknown, True
+    try:
+        yield
+    finally:
+        _warned_unknown = before
 
 
 def count_words(file_pattern, progress=True, tokenizer='whitespace', segmented=None):

@@ -1,6 +1,8 @@
 """Helpers the tests share (conftest holds the fixtures): running the commands, tiny models, the reference protocol."""
 import json
 import os
+import re
+import shlex
 import subprocess
 import sys
 
@@ -196,3 +198,18 @@ def write_separable_polarity(directory, n_per_class=100, seed=0, encoding='utf-8
 def assert_learned(result):
     """Every fold of an --output_json result reached LEARNED test accuracy."""
     assert all(a >= LEARNED for a in result['fold_accuracies']), result['fold_accuracies']
+
+
+# ---- from test_chinese ----------------------------------------------------------------------------------
+
+
+def readme_commands(heading):
+    """The bash block under `heading` in README.md -> its commands, continuation lines joined."""
+    from paddle_elmo.cli import COMMANDS
+    with open(os.path.join(ROOT, 'README.md'), encoding='utf-8') as f:
+        text = f.read()
+    block = re.search(r'```bash\n(.*?)```', text[text.index(heading):], re.S).group(1)
+    lines = [line for line in block.replace('\\\n', ' ').splitlines() if line.strip() and not line.startswith('#')]
+    commands = [shlex.split(line, comments=True) for line in lines]  # a comment after a command is the shell's
+    # `paddle-elmo SUBCOMMAND` runs as the checkout's script for it (the same main())
+    return [['python', COMMANDS[c[1]][1], *c[2:]] if c[0] == 'paddle-elmo' else c for c in commands]

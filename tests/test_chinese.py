@@ -5,7 +5,6 @@ import json
 import logging
 import os
 import re
-import shlex
 import subprocess
 import sys
 
@@ -13,9 +12,9 @@ import numpy as np
 import pytest
 
 from conftest import ROOT, SHARED, require, tiny_config
+from helpers import readme_commands
 from paddle_elmo.tokenizers import TOKENIZERS, char_tokens, get_tokenizer
 from paddle_elmo.fileio import InputError
-from paddle_elmo.cli import COMMANDS
 
 ZH_SENTIMENT = os.path.join(SHARED, 'data', 'zh-sentiment')
 ZH_HELDOUT = os.path.join(SHARED, 'data', 'zh-corpus', 'heldout.txt')
@@ -294,17 +293,6 @@ def test_the_chinese_sense_demo_splits_its_raw_probes_and_names_a_sense_without_
 
 # ---- README's "Chinese" commands -----------------------------------------------------------------
 
-def readme_commands(heading):
-    """The bash block under `heading` in README.md -> its commands, continuation lines joined."""
-    with open(os.path.join(ROOT, 'README.md'), encoding='utf-8') as f:
-        text = f.read()
-    block = re.search(r'```bash\n(.*?)```', text[text.index(heading):], re.S).group(1)
-    lines = [line for line in block.replace('\\\n', ' ').splitlines() if line.strip() and not line.startswith('#')]
-    commands = [shlex.split(line) for line in lines]
-    # `paddle-elmo SUBCOMMAND` runs as the checkout's script for it (the same main())
-    return [['python', COMMANDS[c[1]][1], *c[2:]] if c[0] == 'paddle-elmo' else c for c in commands]
-
-
 def test_the_readme_chinese_commands_run_as_written_on_a_slice(tmp_path):
     """Each command as README writes it, on slices in place of data/zh-*'s files, with flags that only
     shrink the run appended (a tiny model, 2 steps, 2 folds, 1 epoch)."""
@@ -323,7 +311,7 @@ def test_the_readme_chinese_commands_run_as_written_on_a_slice(tmp_path):
               'demo.py': [],
               'run_finetune.py': ['--folds', '2', '--epochs', '1', '--quiet'],
               'word2vec_base.py': ['--folds', '2', '--epochs', '1', '--quiet', '--w2v_dim', '8', '--min_count', '1']}
-    commands = readme_commands('## Chinese')
+    commands = readme_commands('### A Chinese model of your own')
     assert [c[1] if c[0] == 'python' else c[0] for c in commands] == [
         'mkdir', 'build_vocab.py', 'word2vec_base.py', 'run_pretrain.py', 'run_eval.py', 'demo.py', 'run_finetune.py',
         'word2vec_base.py', 'build_vocab.py']

@@ -637,16 +637,17 @@ def test_int8_export_of_the_bundled_model_keeps_every_layer_within_cosine_099(tm
     require(FIXTURE)
     options, weights = bundled_model_files()
     bilm = load_bilm(options_file=options, weight_file=weights)
-    result = export_inference(bilm, str(tmp_path / 'e'), quantize='int8')
+    result = export_inference(bilm, str(tmp_path / 'e'), quantize='int8', options_file=options)
     sentences = fixture_sentences() + ODD_SENTENCES + CHECK_SENTENCES
     expected = ELMoEmbedder(bilm=bilm, stateful=False).embed_batch(sentences)
     got = InferenceEmbedder(str(tmp_path / 'e'), backend='onnxruntime').embed_batch(sentences)
     worst = token_cosines(got, expected).min(axis=1)
     assert worst[0] > 1 - 1e-6 and all(0.99 <= w < 0.9999 for w in worst[1:]), worst  # layer 0 is float, the LSTMs int8
-    # the export's own check, on the 625 sentences of the sample corpus (issue 43: worst 0.9983 per
-    # LSTM layer; 0.9957 / 0.9968 on 1,000 rt-polarity sentences with --verify_file)
+    # the export's own check, by default on the model's own held-out sample: 250 Wikipedia sentences of
+    # lm-corpus (issue 53: worst 0.9972 / 0.9968 per LSTM layer; on the synthetic sample corpus it was
+    # 0.9983, on 1,000 rt-polarity sentences with --verify_file 0.9957 / 0.9968)
     checked = result['verified']['onnxruntime int8']
-    assert checked['sentences'] == 625 and all(0.99 <= w < 0.9999 for w in checked['min_cosine_per_layer'][1:])
+    assert checked['sentences'] == 250 and all(0.99 <= w < 0.9999 for w in checked['min_cosine_per_layer'][1:])
 
 
 def test_an_int8_model_of_another_function_is_refused(fixture_int8_export):
@@ -672,15 +673,19 @@ def test_what_cannot_be_quantized_is_refused_with_one_line(args, tmp_path, capfd
 # Verified by default, and the manifest that says so (issue 43)
 # --------------------------------------------------------------------------------------------
 
-def test_an_int8_export_is_checked_on_the_sample_corpus_and_records_it(fixture_int8_export):
+def test_an_int8_export_is_checked_on_the_english_sample_and_records_it(fixture_int8_export):
+    # The fixture model (whitespace tokens of English, no sample of its own) is checked on the English
+    # model's held-out sample: real sentences, not the synthetic sample corpus.
     from paddle_elmo.deploy import INT8_CHECK_MIN_SENTENCES, INT8_MIN_COSINE, check_sentences
+    from paddle_elmo.export_checks import ENGLISH_SAMPLE
     from paddle_elmo.inference import InferenceEmbedder
     model_dir, _, stdout = fixture_int8_export
-    assert INT8_MIN_COSINE == 0.99 and len(check_sentences()) >= INT8_CHECK_MIN_SENTENCES == 200
+    assert INT8_MIN_COSINE == 0.99 and len(check_sentences(ENGLISH_SAMPLE)) >= INT8_CHECK_MIN_SENTENCES == 200
     with open(os.path.join(model_dir, 'export.json')) as f:
         manifest = json.load(f)
     int8 = manifest['verified']['onnxruntime int8']
-    assert int8['sentences'] == len(check_sentences()) and f'on {int8["sentences"]} sentences' in stdout
+    assert int8['sentences'] == len(check_sentences(ENGLISH_SAMPLE))
+    assert f'on {int8["sentences"]} sentences of {ENGLISH_SAMPLE}' in stdout
     assert len(int8['min_cosine_per_layer']) == 3 and min(int8['min_cosine_per_layer']) >= INT8_MIN_COSINE
     assert manifest['verified']['paddle']['max_rel_diff'] <= 1e-4 and manifest['precision'].startswith('int8: ')
     assert InferenceEmbedder(model_dir, backend='onnxruntime').verified == manifest['verified']
@@ -714,6 +719,23 @@ def test_no_verify_warns_and_embed_reports_the_unverified_export(tmp_path):
     proc = run_script('run_embed.py', str(tmp_path / 's.txt'), str(tmp_path / 'o.hdf5'), '--inference_model', str(out))
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert [line for line in proc.stderr.splitlines() if line.startswith('warning: ') and 'written unverified' in line]
+
+
+def test_the_default_int8_sentences_are_the_models_own_else_english_for_an_english_tokenizer(tmp_path):
+    from paddle_elmo.export_checks import ENGLISH_SAMPLE, SAMPLE_FILE, check_sentences, default_verify_file
+    from paddle_elmo.fileio import InputError
+    from paddle_elmo.model_io import resolve_model
+    for name in ('bundled', 'bundled-zh'):  # each bundled model ships its own
+        options = resolve_model(name).options_path()
+        assert default_verify_file(options, 'chars') == os.path.join(os.path.dirname(options), SAMPLE_FILE)
+    assert default_verify_file(resolve_model('bundled').options_path(), 'moses') == ENGLISH_SAMPLE
+    options = str(tmp_path / 'options.json')  # a model without one
+    assert default_verify_file(options, 'moses') == default_verify_file(options, 'whitespace') == ENGLISH_SAMPLE
+    for tokenizer in ('jieba', 'chars'):
+        with pytest.raises(InputError, match=f'^--verify_file .*{SAMPLE_FILE}.* tokenizer is {tokenizer}'):
+            default_verify_file(options, tokenizer)
+    english = check_sentences(ENGLISH_SAMPLE)  # real sentences, each once: not the synthetic corpus
+    assert len(english) == len(set(english)) >= 200 and len({w for s in english for w in s.split()}) > 2000
 
 
 @pytest.mark.parametrize('lines, args, message', [

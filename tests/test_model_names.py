@@ -122,7 +122,8 @@ def test_the_table_holds_allennlp_s_urls_and_each_model_s_tokenizer(monkeypatch)
         assert [model_names.models_url() + f for f in model.files] == [f'{base}{stem}_options.json',
                                                                         f'{base}{stem}_weights.hdf5']
         assert model.tokenizer == 'moses' and model.source
-    assert {n: m.tokenizer for n, m in model_names.MODELS.items() if m.package_dir} == {'bundled': 'moses'}
+    assert {n: m.tokenizer for n, m in model_names.MODELS.items() if m.package_dir} == {'bundled': 'moses',
+                                                                                       'bundled-zh': 'jieba'}
     monkeypatch.setenv('PADDLE_ELMO_MODELS_URL', 'http://mirror.example/elmo')  # the rest of the path unchanged
     assert model_names.models_url() + model_names.MODELS['small'].files[1] == \
         f'http://mirror.example/elmo/{SMALL}/elmo_{SMALL}_weights.hdf5'
@@ -281,6 +282,7 @@ def test_every_model_loading_command_takes_model_and_keeps_its_older_flags(comma
     parse = lambda *argv: flags.model_source(parser.parse_args(COMMANDS[command] + list(argv)))  # noqa: E731
     assert parse('--model', str(tiny_release)) == resolve_model(str(tiny_release))
     assert parse('--model', 'bundled') == resolve_model('bundled')
+    assert parse('--model', 'bundled-zh') == resolve_model('bundled-zh')
     files = ['--options_file', str(tiny_release / 'options.json'),
              '--weight_file', str(tiny_release / 'weights.hdf5')]
     assert parse(*files) == ModelSource(options_file=files[1], weight_file=files[3])

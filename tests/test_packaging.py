@@ -35,6 +35,12 @@ def test_the_wheel_carries_the_kernels_source_the_bundled_model_and_the_demo_cor
                  'paddle_elmo/pretrained/README.md', 'paddle_elmo/pretrained/vocab.txt', 'paddle_elmo/demo_data/sample_train.txt',
                  'paddle_elmo/demo_data/sample_heldout.txt', 'paddle_elmo/cli/pretrain.py'):
         assert path in files
+    # each bundled model's directory whole: weights, vocabulary, card, held-out sample and the notices its data require
+    for directory in ('pretrained', 'pretrained_zh'):
+        shipped = sorted(os.listdir(os.path.join(ROOT, 'paddle_elmo', directory)))
+        assert {'NOTICE.txt', 'heldout_sample.txt'} <= set(shipped)
+        assert [f for f in shipped if f'paddle_elmo/{directory}/{f}' not in files] == []
+    assert 'paddle_elmo/pretrained_zh/LICENSE-PSF.txt' in files
     assert not [f for f in files if f.startswith('paddle_elmo/') and '/tests/' in f]
 
 

@@ -1,6 +1,7 @@
-"""What ships is what its card describes: every bundled model's card (paddle_elmo/pretrained*/README.md)
-lists its files with their sha256 in a "Files" table, and the files in the checkout (the ones the
-wheel carries) have exactly those hashes; each card states its data's terms beside the code's licence."""
+"""What ships is what its card describes: every bundled model's card (paddle_elmo/pretrained*/README.md:
+the English model's and the Chinese one's) lists its files with their sha256 in a "Files" table, and
+the files in the checkout (the ones the wheel carries) have exactly those hashes; each card states its
+data's terms beside the code's licence, and the notices those terms require ship beside the weights."""
 import glob
 import hashlib
 import os
@@ -52,9 +53,39 @@ def test_the_shipped_files_have_the_hashes_their_card_states(card):
             f'{directory}/{name} is not the file its card describes: update the card (and its figures) with it'
 
 
+def test_there_is_a_card_for_each_packaged_model():
+    from paddle_elmo.model_names import MODELS
+    packaged = {os.path.join(ROOT, 'paddle_elmo', m.package_dir, 'README.md')
+                for m in MODELS.values() if m.package_dir}
+    assert packaged == set(CARDS) and len(packaged) == 2
+
+
+# What each card's data terms require it to say: the English model's sources are under research terms;
+# the Chinese model's require the CC BY 4.0 attribution (zh-open's README gives its words) and the PSF
+# notice, which its NOTICE.txt also carries beside the weights with the PSF License's text.
+TERMS = {'pretrained': ['research', 'CC BY-SA 3.0'],
+         'pretrained_zh': ['Contains text from Microsoft Dynamics 365 documentation (zh-cn), © Microsoft, licensed under '
+                           'CC BY 4.0 (https://creativecommons.org/licenses/by/4.0/)', 'PSF License Version 2',
+                           'Python Software Foundation', 'art. 5(1)']}
+
+
 @pytest.mark.parametrize('card', CARDS, ids=lambda c: os.path.basename(os.path.dirname(c)))
 def test_each_card_states_its_data_terms_beside_the_code_licence(card):
     with open(card, encoding='utf-8') as f:
-        text = f.read()
+        text = ' '.join(f.read().split())  # a sentence may wrap
     terms = text[text.index('## Data and licences'):]
-    assert 'Apache License 2.0' in terms and 'research' in terms
+    required = TERMS[os.path.basename(os.path.dirname(card))]
+    assert 'Apache License 2.0' in terms and [t for t in required if t not in terms] == []
+
+
+def test_the_chinese_notice_carries_the_attribution_and_the_psf_licence_beside_the_weights():
+    directory = os.path.join(ROOT, 'paddle_elmo', 'pretrained_zh')
+    with open(os.path.join(directory, 'NOTICE.txt'), encoding='utf-8') as f:
+        notice = ' '.join(f.read().split())
+    assert TERMS['pretrained_zh'][0] in notice and 'LICENSE-PSF.txt' in notice
+    for commit in ('2f4c5c2', '99bc4b0', '538f253', 'bfdf958'):  # each source's, as zh-open's README gives them
+        assert commit in notice
+    with open(os.path.join(directory, 'LICENSE-PSF.txt'), encoding='utf-8') as f:
+        psf = f.read()
+    assert 'PYTHON SOFTWARE FOUNDATION LICENSE VERSION 2' in psf
+    assert 'Python Software Foundation; All Rights Reserved' in ' '.join(psf.split())

@@ -108,8 +108,9 @@ def pretrain_parser():
                    'step, data position, and every setting not given)')
     w = p.add_argument_group('start from pretrained weights (domain adaptation: a new run, a fresh optimizer)')
     w.add_argument('--init_from_weights', help='a directory with options.json + weights.hdf5 (an export of ours, '
-                   'the official ELMo files renamed so) or a model name: bundled (pretrained/), small, medium, '
-                   'original, original-5.5b (AllenNLP\'s, downloaded once into the cache): the biLM from its '
+                   'the official ELMo files renamed so) or a model name: bundled (pretrained/), bundled-zh '
+                   '(pretrained_zh/), small, medium, original, original-5.5b (AllenNLP\'s, downloaded once into the '
+                   'cache): the biLM from its '
                    'weights, the softmax from softmax/W and softmax/b when it has them and they have the '
                    'vocabulary\'s size, else new')
     w.add_argument(*option_strings('options_file'), help='or bilm-tf / AllenNLP files to start from: their '

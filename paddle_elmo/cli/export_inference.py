@@ -51,7 +51,9 @@ def build_parser():
                    help='run the written models against ELMoEmbedder before the directory appears (off: a warning, '
                    'and export.json records "unverified", which embed reports)')
     p.add_argument('--verify_file', help='--quantize int8: the sentences the int8 model is checked on, one per line, '
-                   'at least 200 (default: the sample corpus installed with the package, 625 sentences)')
+                   'at least 200 (default: the held-out sample the model ships, heldout_sample.txt beside its '
+                   'options.json; else, for an English tokenizer (moses, whitespace), the bundled English model\'s; '
+                   'required for any other)')
     return p
 
 
@@ -59,7 +61,7 @@ def main(argv=None):
     a = build_parser().parse_args(argv)
     source = cli.model_source(a)
     from paddle_elmo.deploy import export_inference
-    from paddle_elmo.export_checks import CHECK_SENTENCES, check_sentences
+    from paddle_elmo.export_checks import CHECK_SENTENCES, check_sentences, default_verify_file
     from paddle_elmo.export_dirs import check_output_dir
     from paddle_elmo.export_format import ExportError
     from paddle_elmo.quantize import check_quantizable
@@ -72,10 +74,13 @@ def main(argv=None):
     if a.verify_file and not (a.quantize and a.verify):
         raise cli.InputError('--verify_file: the sentences an int8 model is checked on; give it with --quantize int8 '
                              '(and without --no_verify)')
-    sentences = check_sentences(a.verify_file) if a.quantize and a.verify else None
     options_file = source.options_path()
+    verify_file = a.verify_file  # given only with --quantize int8 and verification (checked above)
     if os.path.isfile(options_file):  # else load_bilm below says what the model needs
         check_exportable(options=read_json(options_file, 'options file'), source=options_file)
+        if a.quantize and a.verify and not verify_file:  # the model's own sentences, or English for English
+            verify_file = default_verify_file(options_file, source.recorded_tokenizer())
+    sentences = check_sentences(verify_file) if verify_file else None
     paddle.set_device('cpu')
     bilm = source.load()
     try:
@@ -91,7 +96,8 @@ def main(argv=None):
         if backend == 'onnxruntime int8':
             worst = ', '.join(f'{c:.4f}' for c in diff['min_cosine_per_layer'])
             print(f'  onnxruntime, int8: per-token cosine with ELMoEmbedder >= {diff["min_cosine"]:.4f} on '
-                  f'{diff["sentences"]} sentences (worst per layer {worst}; mean {diff["mean_cosine"]:.5f}), max '
+                  f'{diff["sentences"]} sentences of {verify_file} (worst per layer {worst}; mean '
+                  f'{diff["mean_cosine"]:.5f}), max '
                   f'|difference| {diff["max_rel_diff"]:.2g} of a layer\'s largest value')
             continue
         print(f'  {backend}: max |difference| from ELMoEmbedder {diff["max_abs_diff"]:.2g} '

@@ -9,7 +9,7 @@ holds every parser to it.
 # A switch is `--NAME` / `--no_NAME` (arguments.Switch); its table name is NAME.
 FLAGS = {
     # the model
-    'model': ('the model, in one value: a model name (bundled, small, medium, original, '
+    'model': ('the model, in one value: a model name (bundled, bundled-zh, small, medium, original, '
               'original-5.5b; AllenNLP\'s downloaded once into the cache), a directory with options.json + '
               'weights.hdf5, a checkpoint directory or a checkpoint prefix DIR/N', ()),
     'init_from_ckpt': ('a checkpoint of ours: DIR/N without the .pdparams suffix (DIR holds options.json); '
@@ -22,7 +22,7 @@ FLAGS = {
     'vocab_file': ('the model\'s vocabulary file, one token per line, most frequent first (softmax rows and, for '
                    'word input, embedding rows); predict, eval and dump default to the one the model records', ()),
     'init_from_weights': ('pretrain: start a new run from the weights in this directory (options.json + '
-                          'weights.hdf5) or of a model name (bundled, original, ...)', ()),
+                          'weights.hdf5) or of a model name (bundled, bundled-zh, original, ...)', ()),
     'inference_model': ('a directory written by export-inference, as the model', ()),
     'inference_backend': ('what runs an --inference_model: paddle or onnxruntime', ()),
     'embedding_weight_file': ('an hdf5 of token embeddings (dump --output_file) used in place of the char CNN', ()),
@@ -148,7 +148,8 @@ FLAGS = {
     'verify': ('export-inference: check the written models against ELMoEmbedder (off: the export records '
                '"unverified")', ()),
     'verify_file': ('export-inference: the sentences an int8 model is checked on, one per line (at least 200; '
-                    'default: the sample corpus)', ()),
+                    'default: the held-out sample the model ships, else for an English tokenizer the English one; '
+                    'required for others)', ()),
     'quantize': ('export-inference: int8 writes model.onnx dynamically quantized (its LSTMs\' products in int8, for '
                  'onnxruntime); default: float32', ()),
     'special_tokens': ('build-vocab: write <S>, </S>, <UNK> first', ()),

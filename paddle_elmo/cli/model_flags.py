@@ -13,8 +13,9 @@ VOCAB_HELP = ('the model\'s vocabulary: one token per line, most frequent first 
               'word model, embedding row i: in bilm-tf one file)')
 
 
-MODEL_HELP = ('a model name: bundled (packaged), small, medium, original, original-5.5b (AllenNLP\'s '
-              'releases, downloaded once into $PADDLE_ELMO_CACHE/models/); a directory with options.json + '
+MODEL_HELP = ('a model name: bundled, bundled-zh (packaged: English, Chinese), small, medium, original, '
+              'original-5.5b (AllenNLP\'s releases, downloaded once into $PADDLE_ELMO_CACHE/models/); a directory '
+              'with options.json + '
               'weights.hdf5 (bilm-tf / AllenNLP files, an export); a checkpoint directory (its final or latest step); '
               'or a checkpoint prefix DIR/N')
 
