@@ -13,6 +13,21 @@ class InputError(ValueError):
     """Bad user input (a file, a flag, an options value): the scripts print it as one line."""
 
 
+class MissingPackageError(InputError, ImportError):
+    """An optional package that cannot be imported, with the extra of ours that installs it: an
+    ImportError to Python code (`except ImportError` catches it, as it would the package's own) and
+    an InputError to the commands (one line, exit code 2: the install is the user's to complete)."""
+
+    def __init__(self, message, name):
+        super().__init__(message)
+        self.name = name  # ImportError's attribute: the module that cannot be imported
+
+
+class NetworkError(OSError):
+    """A download that could not complete (no connection, a server's error, a transfer cut short):
+    a runtime failure, not the user's input. The commands print it as one line and exit with 1."""
+
+
 # The optional packages a command may import -> the extra of ours that installs each (pyproject.toml).
 INSTALLS = {
     'paddle': 'cpu',
@@ -28,7 +43,7 @@ INSTALLS = {
 
 
 def require_package(module, extra):
-    """`module` (a dotted name) imported -> the module; an InputError naming paddle-elmo's `extra`
+    """`module` (a dotted name) imported -> the module; a MissingPackageError naming paddle-elmo's `extra`
     that installs it when it cannot be imported: an optional package a command needs is the user's
     install, which one line tells how to complete (pyproject.toml lists each extra)."""
     try:
@@ -38,8 +53,9 @@ def require_package(module, extra):
 
 
 def missing_package(error):
-    """A ModuleNotFoundError for a package of INSTALLS, raised anywhere in a command -> the InputError
-    that names its extra; None for any other module (a bug of ours: keep its traceback)."""
+    """A ModuleNotFoundError for a package of INSTALLS, raised anywhere in a command or on importing a
+    public name (paddle_elmo.__getattr__) -> the MissingPackageError that names its extra; None for
+    any other module (a bug of ours: keep its traceback)."""
     package = (error.name or '').split('.')[0]
     if package not in INSTALLS:
         return None
@@ -49,8 +65,8 @@ def missing_package(error):
 def install_error(module, error, extra):
     """The one line for `module` that cannot be imported (`error`), which paddle-elmo's `extra` installs."""
     gpu = ' (or paddlepaddle-gpu for a GPU)' if module.split('.')[0] == 'paddle' else ''
-    return InputError(f'{module} cannot be imported ({error}): it comes with the [{extra}] extra, '
-                      f'pip install "paddle-elmo[{extra}]"{gpu}')
+    return MissingPackageError(f'{module} cannot be imported ({error}): it comes with the [{extra}] extra, '
+                               f'pip install "paddle-elmo[{extra}]"{gpu}', module)
 
 
 def list_files(file_pattern):

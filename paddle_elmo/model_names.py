@@ -7,18 +7,20 @@ directory, downloaded there once.
 
 A release downloads into `$PADDLE_ELMO_CACHE/models/elmo/` under its path on AllenNLP's server
 (cache.py: the cache root and its default) with pooch, each file to a temporary name first and
-renamed when complete, so that a killed or failed download leaves no file under a model's name:
-the pair is used when both names exist, and then no network call is made. Files put there by hand
-load the same way. `PADDLE_ELMO_MODELS_URL` replaces the base URL up to and including
-`models/elmo/` (a mirror, or a local server in the tests); the rest of each path stays.
+renamed when complete, so that a killed or failed download leaves no file under a model's name
+(and a failed one no directory it made empty): the pair is used when both names exist, and then
+no network call is made. A failed download is a runtime failure (NetworkError, an OSError: exit
+code 1 in the commands), not the user's input. Files put there by hand load the same way.
+`PADDLE_ELMO_MODELS_URL` replaces the base URL up to and including `models/elmo/` (a mirror, or a
+local server in the tests); the rest of each path stays.
 """
 import logging
 import os
 from dataclasses import dataclass
 from typing import Optional, Tuple
 
-from paddle_elmo.cache import cache_dir
-from paddle_elmo.fileio import InputError
+from paddle_elmo.cache import cache_dir, no_empty_directories_on_failure
+from paddle_elmo.fileio import InputError, NetworkError
 from paddle_elmo.logs import show_progress
 from paddle_elmo.run_configs import OPTIONS_FILE, WEIGHTS_FILE
 
@@ -133,8 +135,8 @@ def cached_files(model):
 def download(model, url, path, paths):
     """One file of `model` from `url` to `path` with pooch: a temporary file in the same directory,
     moved to `path` once the whole body has arrived (pooch.core.stream_download), so a killed
-    download leaves no `path`. Any failure -> InputError naming the URL and where to put the files
-    (`paths`) by hand."""
+    download leaves no `path`, and a failed one no directory it made empty. Any failure ->
+    NetworkError naming the URL and where to put the files (`paths`) by hand."""
     import pooch
     import requests
     log.info('%s: downloading %s into %s', model.name, url, os.path.dirname(path))
@@ -142,20 +144,24 @@ def download(model, url, path, paths):
     level = pooch_log.level
     pooch_log.setLevel(logging.WARNING)  # its INFO lines advise on known_hash, which is ours to set
     try:
-        pooch.retrieve(url, known_hash=None, fname=os.path.basename(path), path=os.path.dirname(path),
-                       downloader=pooch.HTTPDownloader(progressbar=show_progress(logger=log)))
+        with no_empty_directories_on_failure(os.path.dirname(path)):
+            pooch.retrieve(url, known_hash=None, fname=os.path.basename(path), path=os.path.dirname(path),
+                           downloader=pooch.HTTPDownloader(progressbar=show_progress(logger=log)))
     except (requests.exceptions.RequestException, OSError) as e:
-        raise InputError(f'{model.name}: could not download {url} ({_reason(e)}); without a network, put the '
-                         f'files there by hand: {model.files[0]} as {paths[0]} and {model.files[1]} as '
-                         f'{paths[1]} (or set {MODELS_URL_VAR} to a mirror)') from None
+        raise NetworkError(f'{model.name}: could not download {url} ({_reason(e)}); without a network, put the '
+                           f'files there by hand: {model.files[0]} as {paths[0]} and {model.files[1]} as '
+                           f'{paths[1]} (or set {MODELS_URL_VAR} to a mirror)') from None
     finally:
         pooch_log.setLevel(level)
 
 
 def _reason(error):
-    """A download failure in a few words: the HTTP status, else the exception's kind."""
+    """A download failure in a few words: the HTTP status, the system's words (a full disk), else the
+    exception's kind."""
     response = getattr(error, 'response', None)
     if response is not None:
         return f'HTTP {response.status_code}'
+    if getattr(error, 'strerror', None):
+        return error.strerror
     kind = type(error).__name__
     return {'ConnectionError': 'no connection', 'ChunkedEncodingError': 'the transfer broke off'}.get(kind, kind)

@@ -95,10 +95,11 @@ def corpus(tmp_path_factory):
     return d
 
 
-def one_line_error(proc):
-    """The error line of a script that failed on bad input: exit code 2, one 'error: ' line, the last
-    (progress bars may come before it), no traceback. -> that line."""
-    assert proc.returncode == 2, proc.stderr[-3000:]
+def one_line_error(proc, code=2):
+    """The error line of a script that failed on bad input (exit code 2; `code` 1: a runtime failure
+    such as a download's), one 'error: ' line, the last (progress bars may come before it), no
+    traceback. -> that line."""
+    assert proc.returncode == code, proc.stderr[-3000:]
     lines = proc.stderr.strip().splitlines()
     assert [line for line in lines if line.startswith('error: ')] == lines[-1:], proc.stderr[-3000:]
     assert 'Traceback' not in proc.stderr, proc.stderr[-3000:]

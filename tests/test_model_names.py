@@ -19,7 +19,7 @@ from conftest import ROOT, one_line_error, tiny_config
 from helpers import run_here
 from paddle_elmo import BiLM, ELMoEmbedder, model_names
 from paddle_elmo.cache import cache_dir
-from paddle_elmo.fileio import InputError
+from paddle_elmo.fileio import InputError, NetworkError
 from paddle_elmo.hdf5_weights import export_weights
 from paddle_elmo.model_io import ModelSource, resolve_model, weights_files
 from paddle_elmo.tokenizers import TOKENIZERS
@@ -177,8 +177,9 @@ def test_a_release_by_name_splits_raw_text_with_moses(served):
 @pytest.mark.parametrize('mode', ['half', '404'])
 def test_a_failed_download_leaves_no_file_under_the_model_s_name(served, mode):
     served.modes[WEIGHTS_PATH] = mode
-    with pytest.raises(InputError) as error:
+    with pytest.raises(NetworkError) as error:  # a runtime failure (an OSError), not the user's input
         ELMoEmbedder('small', tokenizer='whitespace')
+    assert isinstance(error.value, OSError) and not isinstance(error.value, InputError)
     options, weights = cached('small')
     message = str(error.value)
     assert '\n' not in message and served.url + WEIGHTS_PATH.split('/elmo/')[1] in message
@@ -213,14 +214,42 @@ def test_a_killed_download_leaves_no_file_under_the_model_s_name(served):
     assert h5py.File(weights, 'r')  # the whole file now
 
 
-def test_no_network_is_one_line_naming_the_url_and_where_to_put_the_files(served, tmp_path, monkeypatch):
-    served.stop()  # nothing listens there any more
+@pytest.fixture
+def refused(tmp_path, monkeypatch):
+    """PADDLE_ELMO_MODELS_URL on a port of 127.0.0.1 where nothing listens (bound, then closed: the
+    connection is refused at once), and a cache of the test's own holding only the compiled kernels
+    (shared) -> (the URL, the cache)."""
+    import socket
+    with socket.socket() as s:
+        s.bind(('127.0.0.1', 0))
+        port = s.getsockname()[1]
+    cache = tmp_path / 'cache'
+    cache.mkdir()
+    os.symlink(cache_dir('ops'), cache / 'ops')
+    url = f'http://127.0.0.1:{port}/models/elmo/'
+    monkeypatch.setenv('PADDLE_ELMO_MODELS_URL', url)
+    monkeypatch.setenv('PADDLE_ELMO_CACHE', str(cache))
+    return url, cache
+
+
+def test_no_network_is_a_runtime_failure_and_leaves_the_cache_as_it_was(refused):
+    url, cache = refused
+    with pytest.raises(NetworkError) as error:
+        ELMoEmbedder('original')
+    assert isinstance(error.value, OSError) and not isinstance(error.value, InputError)
+    assert f'could not download {url}' in str(error.value) and '(no connection)' in str(error.value)
+    assert os.listdir(cache) == ['ops']  # no models/elmo/<release>/ made and left empty
+
+
+def test_no_network_is_one_line_exit_1_naming_the_url_and_where_to_put_the_files(refused, tmp_path):
+    url, cache = refused
     (tmp_path / 'in.txt').write_text('The cat sat .\n')
     proc = run_cli('embed', str(tmp_path / 'in.txt'), str(tmp_path / 'out.hdf5'), '--model', 'original')
-    line = one_line_error(proc)
+    line = one_line_error(proc, code=1)  # README: a runtime failure exits 1, a user's mistake 2
     remote = model_names.MODELS['original'].files
-    assert f'could not download {served.url}{remote[0]} (no connection)' in line
+    assert f'could not download {url}{remote[0]} (no connection)' in line
     assert all(f'{r} as {p}' in line for r, p in zip(remote, cached('original')))
+    assert os.listdir(cache) == ['ops'] and not (tmp_path / 'out.hdf5').exists()
 
 
 def test_pretrain_init_from_weights_takes_a_release_s_name(served, tiny_release):

@@ -16,19 +16,21 @@ import logging
 import os
 import sys
 
-from paddle_elmo.fileio import InputError, missing_package
+from paddle_elmo.fileio import InputError, NetworkError, missing_package
 
 
 def run(main):
     """Call main() with the command's log set up (command_logging): the one error boundary of every
     command. A user mistake (InputError, a missing file, a package of an extra not installed, Paddle
-    among them) becomes one line on stderr and exit code 2. Anything else is a bug and keeps its
-    traceback."""
+    among them) becomes one line on stderr and exit code 2; a download that failed (NetworkError, a
+    runtime failure) one line and exit code 1. Anything else is a bug and keeps its traceback."""
     with command_logging():
         try:
             sys.exit(main() or 0)
         except (InputError, FileNotFoundError) as e:
             fail(e)
+        except NetworkError as e:
+            fail(e, code=1)
         except ModuleNotFoundError as e:
             missing = missing_package(e)
             if missing is None:
@@ -39,10 +41,10 @@ def run(main):
             sys.exit(130)
 
 
-def fail(error):
-    """A user's mistake: `error` as the one line on stderr, exit code 2."""
+def fail(error, code=2):
+    """`error` as the one line on stderr, exit `code` (2: a user's mistake; 1: a runtime failure)."""
     print(f'error: {error}', file=sys.stderr)
-    sys.exit(2)
+    sys.exit(code)
 
 
 # ---- the log -----------------------------------------------------------------------------------
