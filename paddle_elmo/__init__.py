@@ -63,9 +63,20 @@ if typing.TYPE_CHECKING:  # what editors and type checkers read; at run time __g
 
 
 def __getattr__(name):
+    """A public name, imported from its module on first use. Where the module needs a package the
+    install lacks (Paddle in the core or [serve] install), a MissingPackageError (an ImportError)
+    naming the extra that brings it, instead of the bare ModuleNotFoundError."""
     if name not in _EXPORTS:
         raise AttributeError(f'module {__name__!r} has no attribute {name!r}')
-    value = getattr(importlib.import_module(f'{__name__}.{_EXPORTS[name]}'), name)
+    try:
+        module = importlib.import_module(f'{__name__}.{_EXPORTS[name]}')
+    except ModuleNotFoundError as e:
+        from paddle_elmo.fileio import missing_package
+        missing = missing_package(e)
+        if missing is None:
+            raise
+        raise missing from None
+    value = getattr(module, name)
     globals()[name] = value  # later lookups skip this function
     return value
 

@@ -1,8 +1,10 @@
 """`InferenceEmbedder`: runs an exported model (Paddle Inference or onnxruntime) without this
 toolkit's model code, with ELMoEmbedder's interface and batching. With onnxruntime it imports no
 Paddle (nor does anything it imports: tests/test_structure.py), so the [serve] extra (numpy, h5py,
-onnxruntime) runs an export.
+onnxruntime) runs an export. Without a backend named, `choose_backend` picks the one the install
+and the directory allow (Paddle where it can be imported, else onnxruntime) and logs which.
 """
+import importlib
 import logging
 import os
 
@@ -19,12 +21,48 @@ from paddle_elmo.tokenizers import model_tokenizer
 log = logging.getLogger(__name__)
 
 
+PROGRAM_FILES = (f'{PROGRAM_PREFIX}.json', f'{PROGRAM_PREFIX}.pdiparams')  # what the paddle backend runs
+
+
+def choose_backend(model_dir, backend=None):
+    """The backend that runs the export in `model_dir` -> 'paddle' or 'onnxruntime'. A `backend`
+    given is kept (its package is required on use, with an error naming the extra). None: Paddle
+    Inference where the directory holds its program and Paddle can be imported (the [cpu] install;
+    the default before there was a choice), else onnxruntime on model.onnx (the [serve] install, or
+    an ONNX-only export); the choice and why are logged at INFO, one line."""
+    if backend is not None:
+        return backend
+    has_program = all(os.path.isfile(os.path.join(model_dir, n)) for n in PROGRAM_FILES)
+    has_onnx = os.path.isfile(os.path.join(model_dir, ONNX_FILE))
+    if not has_program and not has_onnx:  # not an export: InferenceEmbedder's checks say so, importing nothing
+        return 'onnxruntime'
+    if has_program and has_onnx:
+        backend = 'paddle' if _importable('paddle.inference') else 'onnxruntime'
+        reason = 'Paddle can be imported' if backend == 'paddle' else 'Paddle cannot be imported'
+    else:
+        backend = 'paddle' if has_program else 'onnxruntime'
+        reason = f'the directory holds no {ONNX_FILE if has_program else PROGRAM_FILES[0]}'
+    log.info('%s: run by %s on its %s (%s; --inference_backend or backend= chooses)', model_dir, backend,
+             PROGRAM_FILES[0] if backend == 'paddle' else ONNX_FILE, reason)
+    return backend
+
+
+def _importable(module):
+    """Whether `module` imports here (imported, then, as its backend will be)."""
+    try:
+        importlib.import_module(module)
+    except ImportError:
+        return False
+    return True
+
+
 class InferenceEmbedder(SentenceEmbedder):
     """An exported model (export_inference's directory) as an embedder: sentences in, numpy out.
 
     Same results and batching as ELMoEmbedder(stateful=False) (sentences grouped by length), run by
     Paddle Inference's predictor (backend='paddle'; onednn=False runs Paddle's own CPU kernels,
-    matmuls on MKL) or onnxruntime (backend='onnxruntime'). threads: CPU threads (None: as
+    matmuls on MKL) or onnxruntime (backend='onnxruntime'); backend=None picks one (choose_backend:
+    Paddle where it can be imported, else onnxruntime) and logs which. threads: CPU threads (None: as
     ELMoEmbedder, the user's OMP_NUM_THREADS or the available cores). tokenizer: as ELMoEmbedder's
     (None: the one the export's options.json records). A word or word+char export maps tokens to
     word ids with its vocab.txt (`mapper`, a token_ids.InputMapper). `precision`: 'float32', or how
@@ -36,14 +74,15 @@ class InferenceEmbedder(SentenceEmbedder):
 
     stateful = False
 
-    def __init__(self, model_dir, backend='paddle', batch_size=64, onednn=True, threads=None, tokenizer=None):
-        if backend not in BACKENDS:
-            raise InputError(f'backend must be one of {BACKENDS}, got {backend!r}')
-        self.model_dir, self.backend, self.batch_size = model_dir, backend, batch_size
-        self.precision = 'float32'  # model.onnx's PRECISION_KEY when it is quantized: 'int8: ...'
+    def __init__(self, model_dir, backend=None, batch_size=64, onednn=True, threads=None, tokenizer=None):
+        if backend not in (None, *BACKENDS):
+            raise InputError(f'backend must be one of {BACKENDS} (or None: choose_backend), got {backend!r}')
         if not os.path.isdir(model_dir):
             raise FileNotFoundError(f'{model_dir}: no such directory (paddle-elmo export-inference writes one)')
-        needed = [f'{PROGRAM_PREFIX}.json', f'{PROGRAM_PREFIX}.pdiparams'] if backend == 'paddle' else [ONNX_FILE]
+        backend = choose_backend(model_dir, backend)
+        self.model_dir, self.backend, self.batch_size = model_dir, backend, batch_size
+        self.precision = 'float32'  # model.onnx's PRECISION_KEY when it is quantized: 'int8: ...'
+        needed = list(PROGRAM_FILES) if backend == 'paddle' else [ONNX_FILE]
         for name in needed + [OPTIONS_FILE]:
             if not os.path.isfile(os.path.join(model_dir, name)):
                 raise FileNotFoundError(f'{os.path.join(model_dir, name)}: not found; {model_dir} is not an export '

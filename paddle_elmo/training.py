@@ -7,8 +7,8 @@ It logs (INFO: the set-up, a line every log_freq steps; WARNING: a setting witho
 signal received; ERROR: why it stops on a failure) and prints nothing; only rank 0 logs its lines.
 
 Writes to the run's directory: options.json and recipe.json (the two configs, run_configs.py), N.pdparams /
-N.pdopt every save_freq steps and final.* at the end (atomically), train_log.csv and
-train_curve.png.
+N.pdopt every save_freq steps and final.* at the end (atomically), train_log.csv and, with
+matplotlib (the [plot] extra), train_curve.png.
 """
 import csv
 import dataclasses
@@ -31,7 +31,7 @@ from paddle_elmo.runtime import set_device, use_device
 from paddle_elmo.corpus import count_tokens
 from paddle_elmo.lm_batches import EVAL_BATCH_SIZE, EVAL_UNROLL_STEPS, LMStream, iter_eval_batches
 from paddle_elmo.vocabulary import Vocabulary
-from paddle_elmo.fileio import InputError, atomic_path, make_directory, write_csv_atomic
+from paddle_elmo.fileio import InputError, atomic_path, install_error, make_directory, write_csv_atomic
 from paddle_elmo.lm import LanguageModel, evaluate, train_step
 from paddle_elmo.optimizers import Decay, make_optimizer
 from paddle_elmo.checkpoints import checkpoint_dir, load_training_checkpoint, rank_state, restore_rank_state, save_training_checkpoint, train_state
@@ -86,6 +86,7 @@ class TrainLog:
         self.total, self.start_step = total, start_step
         self.rows = self._read_rows(start_step)
         self.t0 = time.time()
+        self.said_no_plot = False  # the line saying that no curve is drawn (no matplotlib): once
 
     def _read_rows(self, up_to_step):
         """Rows of an earlier run up to the resumed step (later rows belong to a lost future)."""
@@ -122,10 +123,11 @@ class TrainLog:
         write_csv_atomic(self.csv_path, LOG_FIELDS, self.rows)
 
     def plot(self):
-        import matplotlib
-        matplotlib.use('Agg')
-        import matplotlib.pyplot as plt
-        if not self.rows:
+        """train_curve.png from the rows so far. Without matplotlib (the [plot] extra; [cpu] alone has
+        none) one INFO line, the first time, says so and no picture is drawn: train_log.csv holds
+        the same numbers, and a run never fails for its picture."""
+        plt = self._pyplot()
+        if plt is None or not self.rows:
             return
         steps = [int(r['step']) for r in self.rows]
         fig, ax = plt.subplots(figsize=(7, 4))
@@ -144,6 +146,20 @@ class TrainLog:
         with atomic_path(self.png_path) as tmp:
             fig.savefig(tmp, dpi=100)
         plt.close(fig)
+
+    def _pyplot(self):
+        """matplotlib.pyplot on its file-only backend, or None when it cannot be imported (said once)."""
+        try:
+            import matplotlib
+            matplotlib.use('Agg')
+            import matplotlib.pyplot as plt
+        except ImportError as e:
+            if not self.said_no_plot:
+                self.said_no_plot = True
+                log.info('%s is not drawn (train_log.csv holds its numbers): %s', os.path.basename(self.png_path),
+                         install_error('matplotlib', e, 'plot'))
+            return None
+        return plt
 
 
 def _hms(seconds):

@@ -30,7 +30,7 @@ import numpy as np
 
 from paddle_elmo.cli import flags as cli
 from paddle_elmo.corpus import SAMPLE_HELDOUT as HELDOUT, SAMPLE_TRAIN as TRAIN
-from paddle_elmo.fileio import InputError, iter_lines, make_directory
+from paddle_elmo.fileio import InputError, iter_lines, make_directory, require_package
 
 # A small model that learns the sample corpus in about a minute on 2 CPU cores.
 MODEL_FLAGS = ['--projection_dim', '64', '--cell_dim', '256', '--num_layers', '2', '--char_embed_dim', '8',
@@ -70,7 +70,9 @@ def run(step, args, log_flags=()):
     args = list(args) + list(log_flags)
     print(f'\n== {step}\n$ paddle-elmo {" ".join(args)}', flush=True)
     env = dict(os.environ, PYTHONUNBUFFERED='1')
-    subprocess.run([sys.executable, '-m', 'paddle_elmo'] + args, check=True, env=env)
+    code = subprocess.run([sys.executable, '-m', 'paddle_elmo'] + args, env=env).returncode
+    if code:
+        sys.exit(code)  # the step said why on stderr, in its one line: the demo stops with its exit code
 
 
 # Chinese: raw probe sentences of our own (split by the model's tokenizer, jieba for a zh-corpus
@@ -185,6 +187,7 @@ def main(argv=None):
     if (a.zh and not all(given)) or (not a.zh and any(given)) or (a.model and a.init_from_ckpt):
         p.error('--zh goes with one model (--model NAME_OR_PATH or --init_from_ckpt DIR/N) and --train_data_path '
                 '(segmented Chinese text with the senses\' cue words)')
+    require_package('paddle', 'cpu')  # every step runs a model: say so before the first one
     if a.zh:
         from paddle_elmo.model_io import resolve_model
         show_contexts({'options_file': resolve_model(model)}, f'{model} (Chinese)', PROBES_ZH, CUES_ZH,
@@ -205,7 +208,9 @@ def main(argv=None):
         '--init_from_ckpt', os.path.join(ckpt, 'final'), '--batch_size', '8'], log_flags)
     show_contexts({'params_file': os.path.join(ckpt, 'final')}, 'the tiny model just trained')
     show_contexts({}, 'the bundled model (paddle_elmo/pretrained/, trained on lm-corpus; no sentence of the demo)')
-    print(f'\nDone in {time.time() - t0:.0f} s. Checkpoint: {ckpt}/final, training curve: {ckpt}/train_curve.png')
+    curve = os.path.join(ckpt, 'train_curve.png')  # drawn where matplotlib is installed (the [plot] extra)
+    print(f'\nDone in {time.time() - t0:.0f} s. Checkpoint: {ckpt}/final, training curve: '
+          f'{curve if os.path.exists(curve) else os.path.join(ckpt, "train_log.csv")}')
 
 
 if __name__ == '__main__':

@@ -96,16 +96,18 @@ def main(argv=None):
 
 
 def inference_embedder(a):
-    """--inference_model's InferenceEmbedder. With --inference_backend onnxruntime nothing on the way
-    imports Paddle, so an export serves where only the [serve] extra is installed (tests/test_structure.py)."""
+    """--inference_model's InferenceEmbedder (--inference_backend, else inference.choose_backend's). With
+    onnxruntime nothing on the way imports Paddle, so an export serves where only the [serve] extra is
+    installed (tests/test_structure.py)."""
     from paddle_elmo import runtime
-    from paddle_elmo.inference import InferenceEmbedder
-    if a.inference_backend == 'paddle':
+    from paddle_elmo.inference import InferenceEmbedder, choose_backend
+    backend = choose_backend(a.inference_model, a.inference_backend)
+    if backend == 'paddle':
         # as for ELMoEmbedder: threads, MKL's AVX2 path (the predictor without oneDNN multiplies with MKL), malloc
         runtime.use_device(a.device, cpu_threads=a.cpu_threads)
     else:
         runtime.keep_freed_memory()  # onnxruntime's threads: InferenceEmbedder's
-    embedder = InferenceEmbedder(a.inference_model, backend=a.inference_backend, batch_size=a.batch_size,
+    embedder = InferenceEmbedder(a.inference_model, backend=backend, batch_size=a.batch_size,
                                  onednn=a.onednn, threads=a.cpu_threads, tokenizer=a.tokenizer)
     if embedder.precision != 'float32':  # not ELMoEmbedder's numbers to 1e-4: say so
         print(f'{a.inference_model}: model.onnx is {embedder.precision}', file=sys.stderr)

@@ -117,7 +117,7 @@ def exported_embedder(a, bilm, sentences, n_check=8):
                              f'{worst:.3f} (< {INT8_MIN_COSINE}) on the first {len(check)} sentences: not an export '
                              f'of this model')
     log.info('%s (%s, %s) agrees with the model: worst token cosine %.4f on %d sentences', a.inference_model,
-             a.inference_backend, exported.precision, worst, len(check))
+             exported.backend, exported.precision, worst, len(check))
     return exported
 
 
@@ -165,7 +165,7 @@ def main(argv=None):
             start = time.time()
             embedder = exported_embedder(a, bilm, data.sentences) if a.inference_model else None
             if embedder is not None:
-                info.update(inference_model=a.inference_model, inference_backend=a.inference_backend,
+                info.update(inference_model=a.inference_model, inference_backend=embedder.backend,
                             precision=embedder.precision)
             cache = ActivationCache(bilm, data.sentences, a.cache_dir, a.bilm_batch_size, not a.quiet, embedder)
             info['cache_seconds'] = time.time() - start
