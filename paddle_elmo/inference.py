@@ -29,13 +29,17 @@ def choose_backend(model_dir, backend=None):
     given is kept (its package is required on use, with an error naming the extra). None: Paddle
     Inference where the directory holds its program and Paddle can be imported (the [cpu] install;
     the default before there was a choice), else onnxruntime on model.onnx (the [serve] install, or
-    an ONNX-only export); the choice and why are logged at INFO, one line."""
+    an ONNX-only export); the choice and why are logged at INFO, one line. FileNotFoundError when
+    `model_dir` is no directory, or (None) holds neither runtime's file."""
+    if not os.path.isdir(model_dir):
+        raise FileNotFoundError(f'{model_dir}: no such directory (paddle-elmo export-inference writes one)')
     if backend is not None:
         return backend
     has_program = all(os.path.isfile(os.path.join(model_dir, n)) for n in PROGRAM_FILES)
     has_onnx = os.path.isfile(os.path.join(model_dir, ONNX_FILE))
-    if not has_program and not has_onnx:  # not an export: InferenceEmbedder's checks say so, importing nothing
-        return 'onnxruntime'
+    if not has_program and not has_onnx:
+        raise FileNotFoundError(f'{os.path.join(model_dir, PROGRAM_FILES[0])}: not found, nor {ONNX_FILE}: {model_dir} '
+                                f'is not an export (paddle-elmo export-inference writes {", ".join(EXPORTED_FILES)})')
     if has_program and has_onnx:
         backend = 'paddle' if _importable('paddle.inference') else 'onnxruntime'
         reason = 'Paddle can be imported' if backend == 'paddle' else 'Paddle cannot be imported'
@@ -77,8 +81,6 @@ class InferenceEmbedder(SentenceEmbedder):
     def __init__(self, model_dir, backend=None, batch_size=64, onednn=True, threads=None, tokenizer=None):
         if backend not in (None, *BACKENDS):
             raise InputError(f'backend must be one of {BACKENDS} (or None: choose_backend), got {backend!r}')
-        if not os.path.isdir(model_dir):
-            raise FileNotFoundError(f'{model_dir}: no such directory (paddle-elmo export-inference writes one)')
         backend = choose_backend(model_dir, backend)
         self.model_dir, self.backend, self.batch_size = model_dir, backend, batch_size
         self.precision = 'float32'  # model.onnx's PRECISION_KEY when it is quantized: 'int8: ...'

@@ -41,13 +41,22 @@ def _head_lines(path, n):
 @pytest.fixture(scope='session')
 def checkout_wheel(tmp_path_factory):
     """The checkout built as a wheel (pip, without build isolation: setuptools of the test extra), once
-    per session: test_packaging reads it, test_serve installs it -> its path."""
+    per session, shared by pytest-xdist's workers (a build writes build/ in the checkout: two at once
+    would clash): test_packaging reads it, test_installs installs it -> its path."""
+    import fcntl
     import subprocess
     import sys
-    out = tmp_path_factory.mktemp('wheel')
-    proc = subprocess.run([sys.executable, '-m', 'pip', 'wheel', '-q', '--no-deps', '--no-build-isolation', '-w',
-                           str(out), ROOT], capture_output=True, text=True, timeout=600)
-    assert proc.returncode == 0, proc.stderr[-3000:]
+    session = tmp_path_factory.getbasetemp()
+    if os.environ.get('PYTEST_XDIST_WORKER'):
+        session = session.parent  # the workers' basetemps are popen-gwN/ in the session's directory
+    out = session / 'checkout_wheel'
+    with open(session / 'checkout_wheel.lock', 'w') as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if not out.is_dir() or not [f for f in os.listdir(out) if f.endswith('.whl')]:
+            out.mkdir(exist_ok=True)
+            proc = subprocess.run([sys.executable, '-m', 'pip', 'wheel', '-q', '--no-deps', '--no-build-isolation',
+                                   '-w', str(out), ROOT], capture_output=True, text=True, timeout=600)
+            assert proc.returncode == 0, proc.stderr[-3000:]
     [name] = [f for f in os.listdir(out) if f.endswith('.whl')]
     return out / name
 

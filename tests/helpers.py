@@ -5,6 +5,7 @@ import re
 import shlex
 import subprocess
 import sys
+import textwrap
 
 import h5py
 import numpy as np
@@ -28,6 +29,70 @@ class NotInstalled:
             raise ModuleNotFoundError(f'No module named {name!r} (blocked by the test)')
 sys.meta_path.insert(0, NotInstalled())
 '''
+
+
+# ---- serving an export without Paddle (test_serve here, test_installs in a [serve] venv) ----------------
+
+SENTENCES = ['The bank of the river .', 'She paid the bank on friday .', 'x', 'antidisestablishmentarianism']
+
+# Run in a child: embeds SENTENCES with InferenceEmbedder, no backend named (-> OUT/encode.npz, and
+# OUT/child.json: the backend it chose, the error of an explicit backend='paddle'), then runs the
+# embed command without --inference_backend (-> OUT/embed.hdf5, its stderr in OUT/embed.err). With
+# BLOCKED_PACKAGES=paddle, importing Paddle fails, as where it is not installed.
+CHILD = BLOCK_PACKAGES + textwrap.dedent('''
+    import json
+    import numpy as np
+    from paddle_elmo.inference import InferenceEmbedder
+    model_dir, out, sentences = sys.argv[1], sys.argv[2], json.loads(sys.argv[3])
+    embedder = InferenceEmbedder(model_dir)
+    np.savez(os.path.join(out, 'encode.npz'), *embedder.encode(sentences))
+    assert not [m for m in sys.modules if m == 'paddle' or m.startswith('paddle.')]
+    try:
+        InferenceEmbedder(model_dir, backend='paddle')
+        explicit = None
+    except ImportError as e:
+        explicit = [type(e).__name__, str(e)]
+    with open(os.path.join(out, 'child.json'), 'w') as f:
+        json.dump({'backend': embedder.backend, 'explicit_paddle': explicit}, f)
+    with open(os.path.join(out, 'input.txt'), 'w') as f:
+        f.write(''.join(s + chr(10) for s in sentences))
+    from paddle_elmo.cli import main
+    sys.stderr = open(os.path.join(out, 'embed.err'), 'w')
+    main(['embed', os.path.join(out, 'input.txt'), os.path.join(out, 'embed.hdf5'), '--inference_model', model_dir])
+''')
+
+
+def run_child(python, model_dir, out, env):
+    """CHILD in `python` on the export `model_dir`, its files in `out` -> what it wrote to child.json."""
+    os.makedirs(out, exist_ok=True)
+    proc = subprocess.run([python, '-c', CHILD, model_dir, str(out), json.dumps(SENTENCES)], capture_output=True,
+                          text=True, timeout=600, env=env)
+    err = os.path.join(out, 'embed.err')
+    assert proc.returncode == 0, proc.stderr[-3000:] + (open(err).read()[-3000:] if os.path.exists(err) else '')
+    with open(os.path.join(out, 'child.json')) as f:
+        return json.load(f)
+
+
+def assert_served_without_paddle(out, model_dir, child, expected):
+    """The child chose onnxruntime by itself, said so in one line, refused an explicit backend='paddle'
+    naming the extra, and its encode.npz and embed.hdf5 hold `expected` (the full install's numbers;
+    the same runtime on the same file: float rounding only)."""
+    assert child['backend'] == 'onnxruntime'
+    kind, message = child['explicit_paddle']
+    assert kind == 'MissingPackageError' and message.startswith('paddle.inference cannot be imported')
+    assert 'pip install "paddle-elmo[cpu]"' in message
+    with open(os.path.join(out, 'embed.err')) as f:
+        chosen = [line for line in f if 'run by' in line]
+    assert chosen == [f'{model_dir}: run by onnxruntime on its model.onnx (Paddle cannot be imported; '
+                      '--inference_backend or backend= chooses)\n']
+    with np.load(os.path.join(out, 'encode.npz')) as f:
+        got = [f[f'arr_{i}'] for i in range(len(expected))]
+    with h5py.File(os.path.join(out, 'embed.hdf5'), 'r') as f:
+        written = [f[str(i)][...] for i in range(len(expected))]
+    for g, w, e in zip(got, written, expected):
+        assert g.shape == w.shape == e.shape == (3, e.shape[1], 256)
+        np.testing.assert_allclose(g, e, rtol=1e-5, atol=1e-5)
+        np.testing.assert_allclose(w, e, rtol=1e-5, atol=1e-5)
 
 
 # ---- from test_pretrain --------------------------------------------------------------------------------

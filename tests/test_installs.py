@@ -31,8 +31,7 @@ import numpy as np
 import pytest
 
 from conftest import ROOT, one_line_error
-from helpers import BLOCK_PACKAGES, ENV, TINY_MODEL
-from test_serve import SENTENCES, assert_served_without_paddle, run_child
+from helpers import BLOCK_PACKAGES, ENV, SENTENCES, TINY_MODEL, assert_served_without_paddle, run_child
 
 # Kept across sessions (outside the checkout); $PADDLE_ELMO_TEST_VENVS moves it.
 VENV_CACHE = os.environ.get('PADDLE_ELMO_TEST_VENVS') or os.path.join(
@@ -73,12 +72,17 @@ def require_index(tmp_dir):
 
 
 @contextlib.contextmanager
-def locked(path):
-    """An exclusive lock on `path` (pytest-xdist's workers, or two sessions, build an environment once)."""
+def locked(path, wait=True):
+    """An exclusive lock on `path` (pytest-xdist's workers, or two sessions, build an environment once)
+    -> whether it is held (always, with `wait`; without, False when another holds it)."""
     import fcntl
-    with open(path, 'w') as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
-        yield
+    with open(path, 'a') as lock:
+        try:
+            fcntl.flock(lock, fcntl.LOCK_EX | (0 if wait else fcntl.LOCK_NB))
+        except BlockingIOError:
+            yield False
+            return
+        yield True
 
 
 def install_venv(install, wheel, tmp_dir):
@@ -95,11 +99,10 @@ def install_venv(install, wheel, tmp_dir):
             shutil.rmtree(venv, ignore_errors=True)
             start = time.time()
             # No pip (nor setuptools) of its own: this environment's pip installs into it (`pip --python`),
-            # ~6 s less, and what the install needs must come from its requirements. --no-compile: a
-            # module's .pyc is written when it is first imported, not for all of Paddle's ahead.
+            # ~6 s less, and what the install needs must come from its requirements. (pip compiles every
+            # module as it installs: with PYTHONDONTWRITEBYTECODE set, an import would not keep its .pyc.)
             subprocess.run([sys.executable, '-m', 'venv', '--without-pip', venv], check=True, timeout=300)
-            proc = pip('--python', os.path.join(venv, 'bin', 'python'), 'install', '-q', '--no-compile',
-                       f'{wheel}{INSTALLS[install]}')
+            proc = pip('--python', os.path.join(venv, 'bin', 'python'), 'install', '-q', f'{wheel}{INSTALLS[install]}')
             assert proc.returncode == 0, f'pip install {wheel.name}{INSTALLS[install]}:\n{proc.stderr[-3000:]}'
             with open(ready, 'w') as f:
                 json.dump({'build_seconds': round(time.time() - start, 1)}, f)
@@ -112,12 +115,15 @@ def install_venv(install, wheel, tmp_dir):
 def prune_venvs(install, keep):
     """Delete the environments of `install` for other wheels beyond the KEEP_PER_INSTALL used last."""
     others = [d for d in os.listdir(VENV_CACHE) if d.startswith(f'{install}-') and d != keep and not d.endswith('.lock')]
-    used = lambda d: os.path.getmtime(os.path.join(VENV_CACHE, d, 'ready.json')) \
-        if os.path.exists(os.path.join(VENV_CACHE, d, 'ready.json')) else 0  # noqa: E731
-    for old in sorted(others, key=used, reverse=True)[KEEP_PER_INSTALL - 1:]:
-        shutil.rmtree(os.path.join(VENV_CACHE, old), ignore_errors=True)
-        with contextlib.suppress(OSError):
-            os.remove(os.path.join(VENV_CACHE, f'{old}.lock'))
+
+    def last_used(name):  # install_venv touches ready.json; a half-built one has none
+        ready = os.path.join(VENV_CACHE, name, 'ready.json')
+        return os.path.getmtime(ready) if os.path.exists(ready) else 0
+
+    for old in sorted(others, key=last_used, reverse=True)[KEEP_PER_INSTALL - 1:]:
+        with locked(os.path.join(VENV_CACHE, f'{old}.lock'), wait=False) as held:
+            if held:  # else another session is building it
+                shutil.rmtree(os.path.join(VENV_CACHE, old), ignore_errors=True)
 
 
 def venv_fixture(install):
