@@ -1,6 +1,8 @@
-"""The user's files: finding them, reading UTF-8 lines with errors that name the file and line,
-and writing outputs atomically (a temp file beside the target, renamed when complete), so that an
-interrupted or failed write never leaves a half-written file under the real name."""
+"""The user's files: finding them, reading UTF-8 text (a byte-order mark ignored, errors that name
+the file and line), checking before any work that an output can be written where the user asked
+(check_output_file, check_output_directory), and writing outputs atomically (a temp file beside
+the target, renamed when complete), so that an interrupted or failed write never leaves a
+half-written file under the real name."""
 import contextlib
 import glob
 import importlib
@@ -61,8 +63,14 @@ def list_files(file_pattern):
     return files
 
 
+# The byte-order mark some editors (Notepad, Excel's "CSV UTF-8") put first in a UTF-8 file: not
+# text. Every reader below drops it (Python's 'utf-8-sig'), so that "\ufeffHello" is "Hello".
+BOM = '\ufeff'
+
+
 def iter_lines(path, start_byte=0, start_line=0):
-    """Yield (0-based line number, length in bytes, decoded line) of a UTF-8 file from `start_byte`.
+    """Yield (0-based line number, length in bytes, decoded line) of a UTF-8 file from `start_byte`;
+    the file's first line without a byte-order mark (its length in bytes still counts it).
 
     Invalid UTF-8 or a NUL byte (a binary file, or a corrupt copy) raises InputError naming the
     file, the 1-based line and the byte.
@@ -77,21 +85,78 @@ def iter_lines(path, start_byte=0, start_line=0):
                 text = raw.decode('utf-8')
             except UnicodeDecodeError as e:
                 raise not_utf8(path, line_no + 1, e.reason, e.start) from None
+            if start_byte == 0 and line_no == start_line:
+                text = text.removeprefix(BOM)
             yield line_no, len(raw), text
 
 
 def decode_utf8(data, path):
-    """A whole file's bytes -> str; InputError naming the file, the 1-based line and the byte of
-    the line when they are not UTF-8."""
+    """A whole file's bytes -> str, without a byte-order mark; InputError naming the file, the
+    1-based line and the byte of the line when they are not UTF-8."""
     try:
-        return data.decode('utf-8')
+        return data.decode('utf-8').removeprefix(BOM)
     except UnicodeDecodeError as e:
         line_start = data.rfind(b'\n', 0, e.start) + 1
         raise not_utf8(path, data.count(b'\n', 0, e.start) + 1, e.reason, e.start - line_start) from None
 
 
+def read_text(path):
+    """A whole UTF-8 text file (a JSON file, a vocabulary) -> str, as decode_utf8 gives it;
+    FileNotFoundError when there is no such file."""
+    with open(path, 'rb') as f:
+        return decode_utf8(f.read(), path)
+
+
 def not_utf8(path, line_no, reason, byte):
     return InputError(f'{path}:{line_no}: not valid UTF-8 ({reason} at byte {byte} of the line)')
+
+
+# ---- outputs: checked before any work -------------------------------------------------------------
+# One rule for every command: an output FILE goes into a directory that exists (as a shell's `>`
+# does: a mistyped directory is an error, not a new tree); an output DIRECTORY is made, with its
+# missing parents, when the command writes it. Both are checked before any work, so that a path
+# that cannot be written fails in a second, not after an hour's work, and nothing is made.
+
+
+def check_output_file(path, what):
+    """Before any work: InputError (one line, `what` naming the flag or argument, None: argparse's
+    message names it) unless a file can be written at `path`: not a directory, in an existing
+    directory where we can create files. Nothing is left behind. -> path."""
+    where = f'{what} {path}' if what else path
+    if os.path.isdir(path):
+        raise InputError(f'{where}: is a directory; expected a file name (e.g. {os.path.join(path, "out")})')
+    directory = os.path.dirname(os.path.abspath(path))
+    if not os.path.isdir(directory):
+        reason = 'is a file' if os.path.exists(directory) else f'does not exist (make it first: mkdir -p {directory})'
+        raise InputError(f'{where}: the directory {directory} {reason}')
+    _probe(directory, where)
+    return path
+
+
+def check_output_directory(path, what):
+    """Before any work: InputError (one line, `what` as for check_output_file) unless a directory can be
+    written at `path`: an existing directory we can create files in, or a new one whose missing
+    parents can be made (the nearest existing one is a directory we can create in). Nothing is
+    made here: the command makes it when it writes (make_directory). -> path."""
+    where = f'{what} {path}' if what else path
+    existing = os.path.abspath(path)
+    while not os.path.exists(existing):
+        existing = os.path.dirname(existing)
+    if not os.path.isdir(existing):
+        if existing == os.path.abspath(path):
+            raise InputError(f'{where}: is a file; expected a directory')
+        raise InputError(f'{where}: cannot be made: {existing} is a file')
+    _probe(existing, where)
+    return path
+
+
+def _probe(directory, where):
+    """Create and remove a hidden directory in `directory`: the one test of permissions, read-only file
+    systems and quotas that root's os.access and every file system answer alike."""
+    try:
+        os.rmdir(tempfile.mkdtemp(prefix='.paddle-elmo-probe.', dir=directory))
+    except OSError as e:
+        raise InputError(f'{where}: cannot write in {directory} ({e.strerror})') from None
 
 
 def make_directory(path, what):
@@ -123,6 +188,59 @@ def atomic_path(path):
     finally:
         if os.path.exists(tmp):
             os.remove(tmp)
+
+
+# ---- `-`: standard input and output (allennlp elmo's habit) -----------------------------------------
+
+STDIO = '-'  # as a file name: standard input where a command reads, standard output where it writes
+STDIN_NAME = '<stdin>'  # how errors name standard input
+
+
+@contextlib.contextmanager
+def input_path(path):
+    """Yield a path to read `path` from: itself, or for STDIO a temporary copy of standard input
+    (commands read a file twice: to count its lines, then to embed them), removed after. An
+    InputError raised in the block names the copy as <stdin>."""
+    if path != STDIO:
+        yield path
+        return
+    import shutil
+    import sys
+    fd, tmp = tempfile.mkstemp(prefix='paddle-elmo-stdin.', suffix='.txt')
+    try:
+        with os.fdopen(fd, 'wb') as f:
+            shutil.copyfileobj(sys.stdin.buffer, f)
+        try:
+            yield tmp
+        except InputError as e:
+            raise InputError(str(e).replace(tmp, STDIN_NAME)) from None
+    finally:
+        os.remove(tmp)
+
+
+@contextlib.contextmanager
+def output_path(path, what, suffix='.hdf5'):
+    """Yield a path to write `path` at: itself, or for STDIO a temporary file (ending in `suffix`)
+    whose bytes go to standard output once the block ends normally (a binary format such as hdf5 is
+    written by seeking, which a pipe cannot do), removed after. Standard output that is a terminal
+    is an InputError naming `what`, before any work."""
+    if path != STDIO:
+        yield path
+        return
+    import shutil
+    import sys
+    if sys.stdout.isatty():
+        raise InputError(f'{what} -: standard output is a terminal; redirect it (> out.hdf5, | ...) or give a file')
+    fd, tmp = tempfile.mkstemp(prefix='paddle-elmo-stdout.', suffix=suffix)
+    os.close(fd)
+    try:
+        yield tmp
+        sys.stdout.flush()
+        with open(tmp, 'rb') as f:
+            shutil.copyfileobj(f, sys.stdout.buffer)
+        sys.stdout.buffer.flush()
+    finally:
+        os.remove(tmp)
 
 
 def write_text_atomic(path, text):

@@ -13,7 +13,7 @@ import numpy as np
 from paddle_elmo.fileio import InputError, atomic_path, iter_lines
 from paddle_elmo.logs import show_progress
 from paddle_elmo.tokenizers import as_token_lists
-from paddle_elmo.vocabulary import warn_if_mostly_unknown
+from paddle_elmo.languages import warn_if_mostly_unknown
 
 log = logging.getLogger(__name__)
 
@@ -166,13 +166,13 @@ def embed_file(embedder, input_file, output_file, output_format='all', batch_siz
 
 
 def _sentence_key(input_file, i, sentence, seen):
-    """Line i's sentence as its hdf5 key (--use-sentence-keys); InputError naming the line when it
+    """Line i's sentence as its hdf5 key (--use_sentence_keys); InputError naming the line when it
     cannot be one. `seen`: {sentence: str(line index)} of the lines before."""
-    where = f'{input_file}:{i + 1}: --use-sentence-keys'
+    where = f'{input_file}:{i + 1}: --use_sentence_keys'
     if sentence in seen:
         raise InputError(f'{where}: the same sentence as line {int(seen[sentence]) + 1}; a key is unique '
-                         '(leave out --use-sentence-keys to key by line number)')
+                         '(leave out --use_sentence_keys to key by line number)')
     if not sentence or sentence == '.' or '/' in sentence:
         raise InputError(f'{where}: an empty sentence, "." or one with "/" cannot be an hdf5 key '
-                         '(leave out --use-sentence-keys to key by line number)')
+                         '(leave out --use_sentence_keys to key by line number)')
     return sentence
