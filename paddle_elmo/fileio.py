@@ -112,51 +112,52 @@ def not_utf8(path, line_no, reason, byte):
 
 
 # ---- outputs: checked before any work -------------------------------------------------------------
-# One rule for every command: an output FILE goes into a directory that exists (as a shell's `>`
-# does: a mistyped directory is an error, not a new tree); an output DIRECTORY is made, with its
-# missing parents, when the command writes it. Both are checked before any work, so that a path
-# that cannot be written fails in a second, not after an hour's work, and nothing is made.
+# One rule for every output, file or directory: its missing parent directories are made when it is
+# written (atomic_path, make_directory), so a failed run makes none; before any work the command
+# checks that it can be: a file's path is not a directory, a directory's is not a file, and the
+# nearest directory that exists on the way is one we can create in. A path that cannot be written
+# fails in a second, not after an hour's work.
 
 
 def check_output_file(path, what):
     """Before any work: InputError (one line, `what` naming the flag or argument, None: argparse's
-    message names it) unless a file can be written at `path`: not a directory, in an existing
-    directory where we can create files. Nothing is left behind. -> path."""
+    message names it) unless a file can be written at `path`: not a directory, and its directory
+    one we can create files in or make. Nothing is made or left behind. -> path."""
     where = f'{what} {path}' if what else path
     if os.path.isdir(path):
         raise InputError(f'{where}: is a directory; expected a file name (e.g. {os.path.join(path, "out")})')
     directory = os.path.dirname(os.path.abspath(path))
-    if not os.path.isdir(directory):
-        reason = 'is a file' if os.path.exists(directory) else f'does not exist (make it first: mkdir -p {directory})'
-        raise InputError(f'{where}: the directory {directory} {reason}')
-    _probe(directory, where)
+    _check_can_write_in(directory, where, f' its directory {directory}')
     return path
 
 
 def check_output_directory(path, what):
     """Before any work: InputError (one line, `what` as for check_output_file) unless a directory can be
-    written at `path`: an existing directory we can create files in, or a new one whose missing
-    parents can be made (the nearest existing one is a directory we can create in). Nothing is
-    made here: the command makes it when it writes (make_directory). -> path."""
+    written at `path`: an existing directory we can create files in, or a new one we can make. Nothing
+    is made here: the command makes it when it writes (make_directory). -> path."""
     where = f'{what} {path}' if what else path
-    existing = os.path.abspath(path)
-    while not os.path.exists(existing):
-        existing = os.path.dirname(existing)
-    if not os.path.isdir(existing):
-        if existing == os.path.abspath(path):
-            raise InputError(f'{where}: is a file; expected a directory')
-        raise InputError(f'{where}: cannot be made: {existing} is a file')
-    _probe(existing, where)
+    if os.path.exists(path) and not os.path.isdir(path):
+        raise InputError(f'{where}: is a file; expected a directory')
+    _check_can_write_in(os.path.abspath(path), where, '')
     return path
 
 
-def _probe(directory, where):
-    """Create and remove a hidden directory in `directory`: the one test of permissions, read-only file
-    systems and quotas that root's os.access and every file system answer alike."""
+def _check_can_write_in(directory, where, its):
+    """`directory` (absolute; `its`: how the message names it, '' for the output itself) is one we can
+    create files in, or, missing, one we can make: its nearest existing ancestor is a directory we can
+    create in. The test is to create and remove a hidden directory there: the one answer
+    permissions, read-only file systems and quotas (which root's os.access does not see) all give alike."""
+    existing = directory
+    while not os.path.exists(existing):
+        existing = os.path.dirname(existing)
+    if existing == directory and not os.path.isdir(existing):
+        raise InputError(f'{where}:{its} is a file, not a directory')
+    if not os.path.isdir(existing):
+        raise InputError(f'{where}:{its} cannot be made: {existing} is a file')
     try:
-        os.rmdir(tempfile.mkdtemp(prefix='.paddle-elmo-probe.', dir=directory))
+        os.rmdir(tempfile.mkdtemp(prefix='.paddle-elmo-probe.', dir=existing))
     except OSError as e:
-        raise InputError(f'{where}: cannot write in {directory} ({e.strerror})') from None
+        raise InputError(f'{where}: cannot write in {existing} ({e.strerror})') from None
 
 
 def make_directory(path, what):
@@ -173,11 +174,17 @@ def make_directory(path, what):
 def atomic_path(path):
     """Yield a temporary path beside `path`; rename it to `path` when the block ends normally.
 
-    On an exception the temp file is removed and `path` keeps its previous content. The temp
-    name is hidden (starts with '.') and keeps the extension, so globs skip it and writers that go
-    by the extension (matplotlib) still work.
+    The directories missing on the way are made first, and removed again if the block fails. On an
+    exception the temp file is removed and `path` keeps its previous content. The temp name is
+    hidden (starts with '.') and keeps the extension, so globs skip it and writers that go by the
+    extension (matplotlib) still work.
     """
     directory = os.path.dirname(os.path.abspath(path))
+    missing, on_the_way = [], directory  # the directories to make, deepest first
+    while not os.path.exists(on_the_way):
+        missing.append(on_the_way)
+        on_the_way = os.path.dirname(on_the_way)
+    make_directory(directory, f'{path}: its directory')
     base, ext = os.path.splitext(os.path.basename(path))
     fd, tmp = tempfile.mkstemp(prefix=f'.{base}.', suffix=f'.tmp{ext}', dir=directory)
     os.close(fd)
@@ -185,9 +192,13 @@ def atomic_path(path):
         yield tmp
         os.chmod(tmp, 0o644)  # mkstemp's 0600 would make outputs private
         os.replace(tmp, path)
+        missing = []
     finally:
         if os.path.exists(tmp):
             os.remove(tmp)
+        for made in missing:  # a failed write leaves no directory behind either
+            with contextlib.suppress(OSError):
+                os.rmdir(made)
 
 
 # ---- `-`: standard input and output (allennlp elmo's habit) -----------------------------------------

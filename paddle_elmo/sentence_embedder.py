@@ -10,7 +10,7 @@ import os
 
 import numpy as np
 
-from paddle_elmo.fileio import InputError, atomic_path, iter_lines
+from paddle_elmo.fileio import InputError, atomic_path, check_output_file, iter_lines
 from paddle_elmo.logs import show_progress
 from paddle_elmo.tokenizers import as_token_lists
 from paddle_elmo.languages import warn_if_mostly_unknown
@@ -143,9 +143,7 @@ def embed_file(embedder, input_file, output_file, output_format='all', batch_siz
         raise InputError(f'output_format must be one of {OUTPUT_FORMATS}, got {output_format!r}')
     if not os.path.isfile(input_file):
         raise FileNotFoundError(f'{input_file}: input file not found')
-    out_dir = os.path.dirname(os.path.abspath(output_file))
-    if not os.path.isdir(out_dir):
-        raise FileNotFoundError(f'{output_file}: the directory {out_dir} does not exist')
+    check_output_file(output_file, None)  # before any work (its missing directories are made when written)
     with open(input_file, 'rb') as f:
         n_lines = sum(1 for _ in f)
     sentence_to_index = {}

@@ -26,7 +26,6 @@ def pretrain(tmp_path, train=GOOD, vocab='<S>\n</S>\n<UNK>\nthe\ncat\nsat\non\nm
 
 
 def polarity(tmp_path, skip=None):
-    (tmp_path / 'out').mkdir(exist_ok=True)  # --output_json's directory: a file's directory must exist
     for name in ('rt-polarity.pos', 'rt-polarity.neg'):
         if name != skip:
             write(tmp_path / 'rt' / name, GOOD * 10)
@@ -51,7 +50,6 @@ GBK = '很好用\n'.encode('utf-8') + '质量不错\n'.encode('gbk')  # line 2 i
 def gbk_reviews(tmp_path):
     write(tmp_path / 'rt' / 'rt-polarity.pos', GBK)
     write(tmp_path / 'rt' / 'rt-polarity.neg', '太差了\n' * 2)
-    (tmp_path / 'out').mkdir(exist_ok=True)
     return ['--data_dir', str(tmp_path / 'rt'), '--tokenizer', 'jieba', '--folds', '2',
             '--output_json', str(tmp_path / 'out' / 'r.json'), '--word_vectors', word2vec_file(tmp_path)]
 
@@ -109,10 +107,11 @@ BAD = {  # name: (script, args(tmp_path), the message's expected part)
                                                     'rt-polarity.pos:2: not valid UTF-8 (invalid continuation byte at '
                                                     'byte 0 of the line); --tokenizer jieba reads UTF-8 only'),
     'raw corpus not in UTF-8': ('build_vocab.py', lambda t: raw_corpus(t, GBK), 'raw.txt:2: not valid UTF-8'),
-    'hdf5 output in a missing directory': ('run_embed.py', lambda t: [write(t / 'in.txt', GOOD),
-                                                                      str(t / 'out' / 'missing' / 'o.hdf5'),
-                                                                      '--options_file', str(t / 'o')],
-                                           'o.hdf5: the directory'),
+    'hdf5 output where its directory cannot be made': ('run_embed.py',
+                                                       lambda t: [write(t / 'in.txt', GOOD),
+                                                                  os.path.join(write(t / 'a-file', 'x'), 'sub', 'o.hdf5'),
+                                                                  '--options_file', str(t / 'o')],
+                                                       'o.hdf5: its directory'),
 }
 
 

@@ -138,10 +138,10 @@ TABLE = {
                                 '--dev_data_path {d}/empty.txt: no sentence'),
         '--output_json is a directory': (['--dev_data_path', '{d}/good.txt', *MODEL, '--output_json', '{t}'],
                                          'out.json', 'argument --output_json: {t}: is a directory'),
-        '--output_json in a missing directory': (['--dev_data_path', '{d}/good.txt', *MODEL, '--output_json',
-                                                  '{t}/missing/e.json'], 'out.json',
-                                                 'argument --output_json: {t}/missing/e.json: the directory {t}/missing '
-                                                 'does not exist'),
+        '--output_json where its directory cannot be made': (['--dev_data_path', '{d}/good.txt', *MODEL,
+                                                              '--output_json', '{d}/a-file/x/e.json'], 'out.json',
+                                                             'argument --output_json: {d}/a-file/x/e.json: its directory '
+                                                             '{d}/a-file/x cannot be made: {d}/a-file is a file'),
         '--model misspelt': (['--dev_data_path', '{d}/good.txt', '--model', 'orignal'], 'out.json',
                              'orignal: not a model (did you mean original or original-5.5b?)'),
         **{model: (['--dev_data_path', '{d}/good.txt', '--vocab_file', '{d}/vocab.txt', *flags], 'out.json')
@@ -182,7 +182,6 @@ TABLE = {
     'embed': {
         'input missing': (['{d}/none.txt', '{o}', *MODEL], '{o}'),
         'input not UTF-8': (['{d}/latin1.txt', '{o}', *MODEL], '{o}'),
-        'output directory missing': (['{d}/good.txt', '{o}/missing/out.hdf5', *MODEL], '{o}'),
         '--device gpu': (['{d}/good.txt', '{o}', *MODEL, '--device', 'gpu'], '{o}'),
         '--cuda-device 0 (a GPU)': (['{d}/good.txt', '{o}', *MODEL, '--cuda-device', '0'], '{o}'),
         '--batch-size 0': (['{d}/good.txt', '{o}', *MODEL, '--batch-size', '0'], '{o}'),
@@ -192,7 +191,8 @@ TABLE = {
         'output_file is a directory': (['{d}/good.txt', '{t}', *MODEL], '{o}', 'argument output_file: {t}: is a '
                                        'directory; expected a file name'),
         'output_file under a file': (['{d}/good.txt', '{d}/a-file/out.hdf5', *MODEL], '{o}',
-                                     'the directory {d}/a-file is a file'),
+                                     'argument output_file: {d}/a-file/out.hdf5: its directory {d}/a-file is a file, '
+                                     'not a directory'),
         'output_file where nothing can be written': (['{d}/good.txt', '/sys/out.hdf5', *MODEL], '{o}',
                                                      'argument output_file: /sys/out.hdf5: cannot write in /sys'),
         'an empty input file': (['{d}/empty.txt', '{o}', *MODEL], '{o}', '{d}/empty.txt: no sentence (an empty file'),
@@ -221,7 +221,7 @@ TABLE = {
         'an empty --prefix_file, no --prefix': ([*MODEL, '--prefix_file', '{d}/empty.txt'], 'out.json',
                                                 '--prefix_file {d}/empty.txt: an empty file'),
         '--output_json under a file': ([*MODEL, '--prefix', 'the', '--output_json', '{d}/a-file/p.json'], 'out.json',
-                                       'argument --output_json: {d}/a-file/p.json: the directory {d}/a-file is a file'),
+                                       'argument --output_json: {d}/a-file/p.json: its directory {d}/a-file is a file'),
         **{model: (['--prefix', 'the', '--vocab_file', '{d}/vocab.txt', *flags], 'out.json')
            for model, flags in BAD_MODELS.items()},
     },
@@ -229,7 +229,8 @@ TABLE = {
         'nothing to write': ([*MODEL], 'out'),
         '--vocab_file missing': ([*MODEL, '--vocab_file', '{d}/none.txt', '--output_dir', '{o}'], '{o}'),
         '--device gpu': ([*MODEL, '--output_dir', '{o}', '--device', 'gpu'], '{o}'),
-        'hdf5 in a missing directory': ([*MODEL, '--output_file', '{o}/missing/t.hdf5'], '{o}'),
+        'hdf5 where its directory cannot be made': ([*MODEL, '--output_file', '{d}/a-file/x/t.hdf5'], '{o}',
+                                                    'cannot be made: {d}/a-file is a file'),
         'an unknown embedding': ([*MODEL, '--output_dir', '{o}', '--embeddings', 'lstm'], '{o}'),
         '--output_file is a directory': ([*MODEL, '--output_file', '{t}'], '{o}',
                                          'argument --output_file: {t}: is a directory'),
@@ -274,8 +275,8 @@ TABLE = {
         '--min_count 0': (['--train_data_path', '{d}/good.txt', '--output_file', '{o}', '--min_count', '0'], '{o}'),
         '--max_vocab_size -1': (['--train_data_path', '{d}/good.txt', '--output_file', '{o}', '--max_vocab_size',
                                  '-1'], '{o}'),
-        'output directory missing': (['--train_data_path', '{d}/good.txt', '--output_file', '{o}/missing/v.txt'],
-                                     '{o}'),
+        '--output_file under a file': (['--train_data_path', '{d}/good.txt', '--output_file', '{d}/a-file/v.txt'],
+                                       '{o}', 'its directory {d}/a-file is a file'),
         '--max_characters_per_token 2': (['--train_data_path', '{d}/good.txt', '--output_file', '{o}',
                                           '--max_characters_per_token', '2'], '{o}'),
         'an empty corpus': (['--train_data_path', '{d}/empty.txt', '--output_file', '{o}'], '{o}',
@@ -514,16 +515,15 @@ def test_an_empty_file_among_a_glob_s_files_is_a_warning_naming_it(tmp_path, cap
         f'{tmp_path / "c.txt"}: no sentence (its 2 lines are blank; expected one sentence per line)']
 
 
-def test_an_output_directory_s_missing_parents_are_made_when_it_is_written_and_not_before(files, tmp_path):
-    """The one rule: a file goes into a directory that exists; a directory is made, with its parents,
-    when the command writes it; the check before any work makes nothing."""
+def test_an_output_s_missing_directories_are_made_when_it_is_written_and_not_before(files, tmp_path):
+    """The one rule: an output's missing directories are made when it is written, and not at all when
+    the command fails; the check before any work makes nothing."""
     from paddle_elmo.export_dirs import check_output_dir, temp_dir_beside
     from paddle_elmo.fileio import check_output_directory, check_output_file
     deep = tmp_path / 'a' / 'b' / 'c'
     assert check_output_directory(str(deep), '--output_dir') == str(deep)
+    assert check_output_file(str(deep / 'r.json'), '--output_json') == str(deep / 'r.json')
     assert check_output_dir(str(deep)) == str(deep.parent)
-    with pytest.raises(InputError, match=f'--output_json {tmp_path}/a/r.json: the directory {tmp_path}/a does not exist'):
-        check_output_file(str(tmp_path / 'a' / 'r.json'), '--output_json')
     assert os.listdir(tmp_path) == []
     made = temp_dir_beside(str(deep), str(deep.parent), '.tmp')  # an export, when it is written
     assert os.path.dirname(made) == str(deep.parent) and os.path.basename(made).startswith('.c.')
@@ -531,3 +531,10 @@ def test_an_output_directory_s_missing_parents_are_made_when_it_is_written_and_n
     assert main_exit(['export-weights', '--init_from_ckpt', str(files / 'ckpt' / 'final'), '--output_dir',
                       str(tmp_path / 'x' / 'y'), '--quiet']) == 0
     assert sorted(os.listdir(tmp_path / 'x' / 'y')) == ['options.json', 'weights.hdf5']
+    assert main_exit(['build-vocab', '--train_data_path', str(files / 'good.txt'), '--output_file',
+                      str(tmp_path / 'v' / 'w' / 'vocab.txt'), '--quiet']) == 0
+    assert (tmp_path / 'v' / 'w' / 'vocab.txt').read_text().split()[:4] == ['<S>', '</S>', '<UNK>', 'the']
+    # a failure while writing (a key used twice, found on line 3) leaves no directory behind
+    code = main_exit(['embed', str(files / 'dup.txt'), str(tmp_path / 'e' / 'f' / 'o.hdf5'), '--init_from_ckpt',
+                      str(files / 'ckpt' / 'final'), '--use_sentence_keys', '--quiet'])
+    assert code == 2 and not (tmp_path / 'e').exists()
