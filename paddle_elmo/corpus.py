@@ -9,7 +9,7 @@ import logging
 import os
 
 from paddle_elmo.cache import cache_dir as default_cache_dir
-from paddle_elmo.fileio import iter_lines, list_files, write_text_atomic
+from paddle_elmo.fileio import InputError, iter_lines, list_files, write_text_atomic
 from paddle_elmo.logs import show_progress
 from paddle_elmo.tokenizers import get_tokenizer, whitespace_tokens
 
@@ -33,18 +33,55 @@ def warn_skipped(path, n_skipped):
         log.warning('%s: skipped %d empty line(s) (not sentences)', path, n_skipped)
 
 
+def no_sentence(path, n_lines):
+    """The one line for a file of `n_lines` lines without a sentence (none, or all blank)."""
+    return f'{path}: no sentence ({f"its {n_lines} lines are blank" if n_lines else "an empty file"}; expected one ' \
+        'sentence per line)'
+
+
+def check_has_sentence(paths, name):
+    """InputError naming the input (`name`: as the user gave it: a file, <stdin>, a flag and its glob)
+    unless a line of one of the files `paths` is a sentence (not blank): the whole input of a command,
+    which would otherwise write an empty result. Reads up to the first sentence only."""
+    n_lines = 0
+    for path in paths:
+        for _, _, text in iter_lines(path):
+            if not is_blank(text):
+                return
+            n_lines += 1
+    if len(paths) == 1:
+        raise InputError(no_sentence(name, n_lines))
+    raise InputError(f'{name}: no sentence in its {len(paths)} files (all empty or blank; expected one sentence '
+                     'per line)')
+
+
+def check_corpus(file_pattern, flag):
+    """Before any work: a command's corpus glob (given as `flag`) matches files, and they hold a
+    sentence; else one line naming the flag."""
+    try:
+        files = list_files(file_pattern)
+    except FileNotFoundError:
+        raise FileNotFoundError(f'{flag} {file_pattern}: no files match this pattern') from None
+    check_has_sentence(files, f'{flag} {file_pattern}')
+
+
 def iter_file_sentences(path, progress_bar=None, split=whitespace_tokens):
     """Yield the sentences (token lists, made by `split`) of one file in order; empty lines skipped
-    and reported."""
-    n_skipped = 0
+    and reported, and a file without a sentence warned of (one file of a glob may be empty; a
+    command left with no sentence at all says so itself)."""
+    n_skipped = n_sentences = 0
     for _, n_bytes, text in iter_lines(path):
         if progress_bar is not None:
             progress_bar.update(n_bytes)
         if is_blank(text):
             n_skipped += 1
             continue
+        n_sentences += 1
         yield split(text)
-    warn_skipped(path, n_skipped)
+    if n_sentences:
+        warn_skipped(path, n_skipped)
+    else:
+        log.warning(no_sentence(path, n_skipped))
 
 
 def iter_corpus_sentences(file_pattern, desc, progress=True, split=whitespace_tokens):

@@ -14,7 +14,7 @@ from paddle_elmo.token_modes import CHAR_IDS
 from paddle_elmo.tokenizers import as_token_lists, model_tokenizer
 from paddle_elmo.fileio import InputError
 from paddle_elmo.model_io import load_bilm
-from paddle_elmo.vocabulary import warn_if_mostly_unknown
+from paddle_elmo.languages import warn_if_mostly_unknown
 
 
 class ScalarMix(nn.Layer):

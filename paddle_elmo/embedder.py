@@ -16,7 +16,7 @@ from paddle_elmo.token_ids import BOS_TOKEN, EOS_TOKEN, InputMapper
 from paddle_elmo.tokenizers import model_tokenizer
 from paddle_elmo.vocabulary import read_vocabulary_file
 from paddle_elmo.downstream import ScalarMix
-from paddle_elmo.fileio import InputError, atomic_path
+from paddle_elmo.fileio import InputError, atomic_path, check_output_file
 from paddle_elmo.hdf5_weights import HDF5_EMBEDDING
 from paddle_elmo.model_io import ModelSource, load_bilm, model_options_file, own_vocabulary_file, resolve_model
 from paddle_elmo.run_configs import read_model_config
@@ -244,9 +244,7 @@ def dump_token_embeddings(vocab_file, options_file=None, weight_file=None, outfi
     import h5py
     if outfile is None:
         raise InputError('dump_token_embeddings needs outfile, the hdf5 file to write')
-    out_dir = os.path.dirname(os.path.abspath(outfile))
-    if not os.path.isdir(out_dir):
-        raise FileNotFoundError(f'{outfile}: the directory {out_dir} does not exist')
+    check_output_file(outfile, None)  # before any work (its missing directories are made when written)
     tokens = read_vocabulary_file(vocab_file)
     # A word model in bilm-tf files has no vocab.txt of its own: the dumped vocabulary is its vocabulary.
     own = own_vocabulary_file(params_file, options_file)

@@ -13,7 +13,7 @@ from paddle_elmo.export_format import BACKENDS, ONNX_FILE, ExportError
 from paddle_elmo.fileio import InputError, iter_lines
 from paddle_elmo.inference import InferenceEmbedder
 from paddle_elmo.model_names import MODELS, PACKAGE_DIR
-from paddle_elmo.vocabulary import unknown_words_expected
+from paddle_elmo.languages import unknown_words_expected
 
 
 # The float check's sentences: short and long, a long word, non-ASCII bytes, one token (a word

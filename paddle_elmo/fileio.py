@@ -1,6 +1,8 @@
-"""The user's files: finding them, reading UTF-8 lines with errors that name the file and line,
-and writing outputs atomically (a temp file beside the target, renamed when complete), so that an
-interrupted or failed write never leaves a half-written file under the real name."""
+"""The user's files: finding them, reading UTF-8 text (a byte-order mark ignored, errors that name
+the file and line), checking before any work that an output can be written where the user asked
+(check_output_file, check_output_directory), and writing outputs atomically (a temp file beside
+the target, renamed when complete), so that an interrupted or failed write never leaves a
+half-written file under the real name."""
 import contextlib
 import glob
 import importlib
@@ -77,8 +79,14 @@ def list_files(file_pattern):
     return files
 
 
+# The byte-order mark some editors (Notepad, Excel's "CSV UTF-8") put first in a UTF-8 file: not
+# text. Every reader below drops it (Python's 'utf-8-sig'), so that "\ufeffHello" is "Hello".
+BOM = '\ufeff'
+
+
 def iter_lines(path, start_byte=0, start_line=0):
-    """Yield (0-based line number, length in bytes, decoded line) of a UTF-8 file from `start_byte`.
+    """Yield (0-based line number, length in bytes, decoded line) of a UTF-8 file from `start_byte`;
+    the file's first line without a byte-order mark (its length in bytes still counts it).
 
     Invalid UTF-8 or a NUL byte (a binary file, or a corrupt copy) raises InputError naming the
     file, the 1-based line and the byte.
@@ -93,21 +101,79 @@ def iter_lines(path, start_byte=0, start_line=0):
                 text = raw.decode('utf-8')
             except UnicodeDecodeError as e:
                 raise not_utf8(path, line_no + 1, e.reason, e.start) from None
+            if start_byte == 0 and line_no == start_line:
+                text = text.removeprefix(BOM)
             yield line_no, len(raw), text
 
 
 def decode_utf8(data, path):
-    """A whole file's bytes -> str; InputError naming the file, the 1-based line and the byte of
-    the line when they are not UTF-8."""
+    """A whole file's bytes -> str, without a byte-order mark; InputError naming the file, the
+    1-based line and the byte of the line when they are not UTF-8."""
     try:
-        return data.decode('utf-8')
+        return data.decode('utf-8').removeprefix(BOM)
     except UnicodeDecodeError as e:
         line_start = data.rfind(b'\n', 0, e.start) + 1
         raise not_utf8(path, data.count(b'\n', 0, e.start) + 1, e.reason, e.start - line_start) from None
 
 
+def read_text(path):
+    """A whole UTF-8 text file (a JSON file, a vocabulary) -> str, as decode_utf8 gives it;
+    FileNotFoundError when there is no such file."""
+    with open(path, 'rb') as f:
+        return decode_utf8(f.read(), path)
+
+
 def not_utf8(path, line_no, reason, byte):
     return InputError(f'{path}:{line_no}: not valid UTF-8 ({reason} at byte {byte} of the line)')
+
+
+# ---- outputs: checked before any work -------------------------------------------------------------
+# One rule for every output, file or directory: its missing parent directories are made when it is
+# written (atomic_path, make_directory), so a failed run makes none; before any work the command
+# checks that it can be: a file's path is not a directory, a directory's is not a file, and the
+# nearest directory that exists on the way is one we can create in. A path that cannot be written
+# fails in a second, not after an hour's work.
+
+
+def check_output_file(path, what):
+    """Before any work: InputError (one line, `what` naming the flag or argument, None: argparse's
+    message names it) unless a file can be written at `path`: not a directory, and its directory
+    one we can create files in or make. Nothing is made or left behind. -> path."""
+    where = f'{what} {path}' if what else path
+    if os.path.isdir(path):
+        raise InputError(f'{where}: is a directory; expected a file name (e.g. {os.path.join(path, "out")})')
+    directory = os.path.dirname(os.path.abspath(path))
+    _check_can_write_in(directory, where, f' its directory {directory}')
+    return path
+
+
+def check_output_directory(path, what):
+    """Before any work: InputError (one line, `what` as for check_output_file) unless a directory can be
+    written at `path`: an existing directory we can create files in, or a new one we can make. Nothing
+    is made here: the command makes it when it writes (make_directory). -> path."""
+    where = f'{what} {path}' if what else path
+    if os.path.exists(path) and not os.path.isdir(path):
+        raise InputError(f'{where}: is a file; expected a directory')
+    _check_can_write_in(os.path.abspath(path), where, '')
+    return path
+
+
+def _check_can_write_in(directory, where, its):
+    """`directory` (absolute; `its`: how the message names it, '' for the output itself) is one we can
+    create files in, or, missing, one we can make: its nearest existing ancestor is a directory we can
+    create in. The test is to create and remove a hidden directory there: the one answer
+    permissions, read-only file systems and quotas (which root's os.access does not see) all give alike."""
+    existing = directory
+    while not os.path.exists(existing):
+        existing = os.path.dirname(existing)
+    if existing == directory and not os.path.isdir(existing):
+        raise InputError(f'{where}:{its} is a file, not a directory')
+    if not os.path.isdir(existing):
+        raise InputError(f'{where}:{its} cannot be made: {existing} is a file')
+    try:
+        os.rmdir(tempfile.mkdtemp(prefix='.paddle-elmo-probe.', dir=existing))
+    except OSError as e:
+        raise InputError(f'{where}: cannot write in {existing} ({e.strerror})') from None
 
 
 def make_directory(path, what):
@@ -124,11 +190,17 @@ def make_directory(path, what):
 def atomic_path(path):
     """Yield a temporary path beside `path`; rename it to `path` when the block ends normally.
 
-    On an exception the temp file is removed and `path` keeps its previous content. The temp
-    name is hidden (starts with '.') and keeps the extension, so globs skip it and writers that go
-    by the extension (matplotlib) still work.
+    The directories missing on the way are made first, and removed again if the block fails. On an
+    exception the temp file is removed and `path` keeps its previous content. The temp name is
+    hidden (starts with '.') and keeps the extension, so globs skip it and writers that go by the
+    extension (matplotlib) still work.
     """
     directory = os.path.dirname(os.path.abspath(path))
+    missing, on_the_way = [], directory  # the directories to make, deepest first
+    while not os.path.exists(on_the_way):
+        missing.append(on_the_way)
+        on_the_way = os.path.dirname(on_the_way)
+    make_directory(directory, f'{path}: its directory')
     base, ext = os.path.splitext(os.path.basename(path))
     fd, tmp = tempfile.mkstemp(prefix=f'.{base}.', suffix=f'.tmp{ext}', dir=directory)
     os.close(fd)
@@ -136,9 +208,66 @@ def atomic_path(path):
         yield tmp
         os.chmod(tmp, 0o644)  # mkstemp's 0600 would make outputs private
         os.replace(tmp, path)
+        missing = []
     finally:
         if os.path.exists(tmp):
             os.remove(tmp)
+        for made in missing:  # a failed write leaves no directory behind either
+            with contextlib.suppress(OSError):
+                os.rmdir(made)
+
+
+# ---- `-`: standard input and output (allennlp elmo's habit) -----------------------------------------
+
+STDIO = '-'  # as a file name: standard input where a command reads, standard output where it writes
+STDIN_NAME = '<stdin>'  # how errors name standard input
+
+
+@contextlib.contextmanager
+def input_path(path):
+    """Yield a path to read `path` from: itself, or for STDIO a temporary copy of standard input
+    (commands read a file twice: to count its lines, then to embed them), removed after. An
+    InputError raised in the block names the copy as <stdin>."""
+    if path != STDIO:
+        yield path
+        return
+    import shutil
+    import sys
+    fd, tmp = tempfile.mkstemp(prefix='paddle-elmo-stdin.', suffix='.txt')
+    try:
+        with os.fdopen(fd, 'wb') as f:
+            shutil.copyfileobj(sys.stdin.buffer, f)
+        try:
+            yield tmp
+        except InputError as e:
+            raise InputError(str(e).replace(tmp, STDIN_NAME)) from None
+    finally:
+        os.remove(tmp)
+
+
+@contextlib.contextmanager
+def output_path(path, what, suffix='.hdf5'):
+    """Yield a path to write `path` at: itself, or for STDIO a temporary file (ending in `suffix`)
+    whose bytes go to standard output once the block ends normally (a binary format such as hdf5 is
+    written by seeking, which a pipe cannot do), removed after. Standard output that is a terminal
+    is an InputError naming `what`, before any work."""
+    if path != STDIO:
+        yield path
+        return
+    import shutil
+    import sys
+    if sys.stdout.isatty():
+        raise InputError(f'{what} -: standard output is a terminal; redirect it (> out.hdf5, | ...) or give a file')
+    fd, tmp = tempfile.mkstemp(prefix='paddle-elmo-stdout.', suffix=suffix)
+    os.close(fd)
+    try:
+        yield tmp
+        sys.stdout.flush()
+        with open(tmp, 'rb') as f:
+            shutil.copyfileobj(f, sys.stdout.buffer)
+        sys.stdout.buffer.flush()
+    finally:
+        os.remove(tmp)
 
 
 def write_text_atomic(path, text):

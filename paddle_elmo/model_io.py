@@ -16,7 +16,7 @@ from paddle_elmo.bilm import BiLM
 from paddle_elmo.checkpoints import PARAMS_SUFFIX, checkpoint_dir, checkpoint_paths, load_bilm_checkpoint
 from paddle_elmo.fileio import InputError
 from paddle_elmo.hdf5_weights import hdf5_rows, load_embedding_weight_file, load_hdf5_weights
-from paddle_elmo.model_names import MODELS, PACKAGE_DIR, is_model_name, model_files
+from paddle_elmo.model_names import MODELS, PACKAGE_DIR, did_you_mean, is_model_name, model_files
 from paddle_elmo.run_configs import (OPTIONS_FILE, RECIPE_FILE, VOCAB_FILE, WEIGHTS_FILE, read_input_vocabulary,
                                      read_json, read_model_config)
 
@@ -132,7 +132,8 @@ def resolve_model(name):
         if 'final' in steps or any(s.isdigit() for s in steps):
             step = 'final' if 'final' in steps else max((s for s in steps if s.isdigit()), key=int)
             return ModelSource(params_file=os.path.join(name, step))
-    raise InputError(f'{name}: not a model; expected a model name ({", ".join(MODELS)}), a directory with '
+    close = '' if os.path.exists(name) else did_you_mean(name)  # a path of the user's is no misspelt name
+    raise InputError(f'{name}: not a model{close}; expected a model name ({", ".join(MODELS)}), a directory with '
                      f'{OPTIONS_FILE} + {WEIGHTS_FILE}, a checkpoint directory (with final{PARAMS_SUFFIX} or '
                      f'N{PARAMS_SUFFIX}) or a checkpoint prefix DIR/N')
 
@@ -147,8 +148,10 @@ def weights_files(init_from_weights=None, options_file=None, weight_file=None):
         options_file, weight_file = (os.path.join(init_from_weights, n) for n in (OPTIONS_FILE, WEIGHTS_FILE))
     for path, what in ((options_file, 'options file'), (weight_file, 'weights file')):
         if not os.path.isfile(path):
+            named = init_from_weights and not os.path.exists(init_from_weights)  # a misspelt name, not a path
+            close = did_you_mean(init_from_weights) if named else ''
             raise FileNotFoundError(f'{path}: {what} not found' + (f' (--init_from_weights DIR needs DIR/{OPTIONS_FILE} '
-                                    f'and DIR/{WEIGHTS_FILE})' if init_from_weights else ''))
+                                    f'and DIR/{WEIGHTS_FILE}, or a model name{close})' if init_from_weights else ''))
     return os.path.abspath(options_file), os.path.abspath(weight_file)
 
 

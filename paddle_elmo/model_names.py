@@ -85,6 +85,33 @@ MODELS = {m.name: m for m in (
 )}
 
 
+def closest_model_names(name):
+    """The names of the table closest to a misspelt `name` (difflib; at most 3, best first)."""
+    import difflib
+    return difflib.get_close_matches(name, MODELS, n=3, cutoff=0.6)
+
+
+def did_you_mean(name):
+    """' (did you mean small?)' for a name close to some of the table's, else ''."""
+    close = closest_model_names(name)
+    return f' (did you mean {" or ".join(close)}?)' if close else ''
+
+
+def models_of_language(language):
+    """The names of the table's models of `language` ('English', 'Chinese': their tokenizer's,
+    tokenizers.TOKENIZER_LANGUAGES), in table order."""
+    from paddle_elmo.tokenizers import TOKENIZER_LANGUAGES
+    return [m.name for m in MODELS.values() if TOKENIZER_LANGUAGES.get(m.tokenizer) == language]
+
+
+def packaged_model_of(path):
+    """The name of the packaged model whose directory holds `path` (its vocab.txt, its options.json),
+    else None."""
+    directory = os.path.dirname(os.path.abspath(path))
+    return next((m.name for m in MODELS.values()
+                 if m.package_dir and directory == os.path.join(PACKAGE_DIR, m.package_dir)), None)
+
+
 def is_model_name(name):
     """Whether `name` is a row of the table (a name wins over a directory of the same name in the
     working directory: './small' names the directory)."""
@@ -101,7 +128,7 @@ def model_files(name):
     """A model name -> (options_file, weight_file), local paths: a packaged model's files in the
     package, a release's in the cache directory (downloaded first when either is absent)."""
     if name not in MODELS:
-        raise InputError(f'{name}: not a model name; expected one of {", ".join(MODELS)}')
+        raise InputError(f'{name}: not a model name{did_you_mean(name)}; expected one of {", ".join(MODELS)}')
     model = MODELS[name]
     if model.package_dir:
         return packaged_files(model)

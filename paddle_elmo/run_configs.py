@@ -12,7 +12,7 @@ import json
 import os
 
 from paddle_elmo.config import BILM_TF_TRAINING_KEYS, PRESETS, RECIPE_FIELDS, ModelConfig, Recipe, split_fields
-from paddle_elmo.fileio import InputError, write_json_atomic
+from paddle_elmo.fileio import InputError, read_text, write_json_atomic
 from paddle_elmo.vocabulary import SPECIAL_TOKENS, Vocabulary, read_vocabulary_file, write_vocabulary
 
 
@@ -24,8 +24,7 @@ RECIPE_VERSION = 1
 
 def read_json(path, what):
     try:
-        with open(path, encoding='utf-8') as f:
-            value = json.load(f)
+        value = json.loads(read_text(path))  # a byte-order mark (an options.json saved by Notepad) ignored
     except FileNotFoundError:
         raise FileNotFoundError(f'{path}: {what} not found') from None
     except json.JSONDecodeError as e:

@@ -10,10 +10,10 @@ import os
 
 import numpy as np
 
-from paddle_elmo.fileio import InputError, atomic_path, iter_lines
+from paddle_elmo.fileio import InputError, atomic_path, check_output_file, iter_lines
 from paddle_elmo.logs import show_progress
 from paddle_elmo.tokenizers import as_token_lists
-from paddle_elmo.vocabulary import warn_if_mostly_unknown
+from paddle_elmo.languages import warn_if_mostly_unknown
 
 log = logging.getLogger(__name__)
 
@@ -160,9 +160,7 @@ def embed_file(embedder, input_file, output_file, output_format='all', batch_siz
         raise InputError(f'output_format must be one of {OUTPUT_FORMATS}, got {output_format!r}')
     if not os.path.isfile(input_file):
         raise FileNotFoundError(f'{input_file}: input file not found')
-    out_dir = os.path.dirname(os.path.abspath(output_file))
-    if not os.path.isdir(out_dir):
-        raise FileNotFoundError(f'{output_file}: the directory {out_dir} does not exist')
+    check_output_file(output_file, None)  # before any work (its missing directories are made when written)
     with open(input_file, 'rb') as f:
         n_lines = sum(1 for _ in f)
     sentence_to_index = {}
@@ -186,13 +184,13 @@ def embed_file(embedder, input_file, output_file, output_format='all', batch_siz
 
 
 def _sentence_key(input_file, i, sentence, seen):
-    """Line i's sentence as its hdf5 key (--use-sentence-keys); InputError naming the line when it
+    """Line i's sentence as its hdf5 key (--use_sentence_keys); InputError naming the line when it
     cannot be one. `seen`: {sentence: str(line index)} of the lines before."""
-    where = f'{input_file}:{i + 1}: --use-sentence-keys'
+    where = f'{input_file}:{i + 1}: --use_sentence_keys'
     if sentence in seen:
         raise InputError(f'{where}: the same sentence as line {int(seen[sentence]) + 1}; a key is unique '
-                         '(leave out --use-sentence-keys to key by line number)')
+                         '(leave out --use_sentence_keys to key by line number)')
     if not sentence or sentence == '.' or '/' in sentence:
         raise InputError(f'{where}: an empty sentence, "." or one with "/" cannot be an hdf5 key '
-                         '(leave out --use-sentence-keys to key by line number)')
+                         '(leave out --use_sentence_keys to key by line number)')
     return sentence

@@ -8,12 +8,14 @@ import functools
 import logging
 import re
 
-from paddle_elmo.fileio import InputError, require_package
+from paddle_elmo.fileio import BOM, InputError, require_package
 
 log = logging.getLogger(__name__)
 
 
 TOKENIZERS = ('whitespace', 'moses', 'jieba', 'chars')
+# The language each tokenizer is made for (whitespace: any text already split into tokens).
+TOKENIZER_LANGUAGES = {'moses': 'English', 'jieba': 'Chinese', 'chars': 'Chinese'}
 
 
 JIEBA_VERSION = '0.42.1'  # the [zh] extra's (pyproject.toml); zh-corpus was segmented with it
@@ -22,13 +24,15 @@ JIEBA_VERSION = '0.42.1'  # the [zh] extra's (pyproject.toml); zh-corpus was seg
 SACREMOSES_VERSION = '0.2.0'  # a core dependency (pyproject.toml): the bundled English model's tokenizer
 
 
+# The CJK ideographs, as ranges of a character class: extension A, unified, compatibility, and
+# extensions B to H with the compatibility supplement (languages.py tells Chinese text by them).
+IDEOGRAPHS = '\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\U00020000-\U000323af'
 # The characters that `chars` makes tokens of their own (not U+3000, the ideographic space).
 _CJK = ('\u2010-\u2027'  # the general punctuation Chinese text uses: — ‘ ’ “ ” …
         '\u2e80-\u2fdf'  # radicals
         '\u3001-\u303f'  # CJK symbols and punctuation: 、。《》「」【】
-        '\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff'  # ideographs: extension A, unified, compatibility
         '\uff00-\uffef'  # halfwidth and fullwidth forms: ，！？：；（）
-        '\U00020000-\U000323af')  # ideographs: extensions B to H, compatibility supplement
+        + IDEOGRAPHS)
 
 
 _CHAR_TOKEN = re.compile(f'[{_CJK}]|[^\\s{_CJK}]+')
@@ -243,10 +247,11 @@ def tokenizer_line(name, requested=None):
 def as_token_lists(sentences, tokenizer='whitespace'):
     """A batch of sentences -> list of token lists, each a list of str.
 
-    A sentence is a raw string (split by the named `tokenizer`, see get_tokenizer; '' gives no
-    tokens) or any iterable of str tokens. The batch itself must be a list (or tuple, array...) of
-    sentences: a bare string is a TypeError, since it is ambiguous (one sentence or many?), and so
-    is anything else that is not a sentence (an int, bytes, a token that is not a str).
+    A sentence is a raw string (split by the named `tokenizer`, see get_tokenizer, after a leading
+    byte-order mark; '' gives no tokens) or any iterable of str tokens. The batch itself must be a
+    list (or tuple, array...) of sentences: a bare string is a TypeError, since it is ambiguous (one
+    sentence or many?), and so is anything else that is not a sentence (an int, bytes, a token that
+    is not a str).
     """
     if isinstance(sentences, (str, bytes)) or not hasattr(sentences, '__iter__'):
         raise TypeError(f'expected a list of sentences (each a string or a list of tokens), got '
@@ -255,7 +260,7 @@ def as_token_lists(sentences, tokenizer='whitespace'):
     batch = []
     for i, sentence in enumerate(sentences):
         if isinstance(sentence, str):
-            batch.append(split(sentence))
+            batch.append(split(sentence.removeprefix(BOM)))  # a line read with its file's byte-order mark
             if tokenizer == 'whitespace':
                 _warn_if_unsegmented(batch[-1])
             continue

@@ -3,14 +3,13 @@ counting a corpus's words and building one, most frequent first (the sampled sof
 that order).
 """
 import collections
-import contextlib
 import logging
 import os
 
 import numpy as np
 
 from paddle_elmo.corpus import iter_corpus_sentences
-from paddle_elmo.fileio import InputError, decode_utf8, write_text_atomic
+from paddle_elmo.fileio import InputError, read_text, write_text_atomic
 from paddle_elmo.token_ids import BOS_TOKEN, EOS_TOKEN, tokens_to_char_ids
 from paddle_elmo.tokenizers import get_tokenizer
 
@@ -28,10 +27,7 @@ def read_vocabulary_file(path):
     line, a token with whitespace or a duplicate."""
     if not os.path.isfile(path):
         raise FileNotFoundError(f'{path}: vocabulary file not found')
-    with open(path, 'rb') as f:
-        data = f.read()
-    text = decode_utf8(data, path)
-    lines = text.split('\n')
+    lines = read_text(path).split('\n')
     if lines[-1] == '':
         lines.pop()  # the newline that ends the last line
     tokens = [line.strip() for line in lines]
@@ -95,41 +91,6 @@ class Vocabulary:
             raise TypeError(f'expected a list of words, got a string ({words[:40]!r}); use .split()')
         get, unk = self._ids.get, self.unk
         return np.array([get(w, unk) for w in words], dtype=np.int64)
-
-
-# A word model given text tokenized otherwise than its training text sees mostly unknown words
-# (`raining,` and `isn't` are not words of a Moses-tokenized corpus); its own text has a few percent.
-UNKNOWN_WARNING_SHARE = 0.3
-_warned_unknown = False
-
-
-def warn_if_mostly_unknown(vocab, sentences, tokenizer):
-    """Warns once per process when at least UNKNOWN_WARNING_SHARE of the tokens of `sentences`
-    (token lists: one call's) are not in `vocab`, a word model's input Vocabulary (None: a char
-    model, which reads any token), naming `tokenizer`, the one that made them."""
-    global _warned_unknown
-    if vocab is None or _warned_unknown:
-        return
-    n_tokens = sum(map(len, sentences))
-    n_unknown = sum(vocab.word_to_id(t) == vocab.unk for s in sentences for t in s)
-    if n_tokens and n_unknown >= UNKNOWN_WARNING_SHARE * n_tokens:
-        _warned_unknown = True
-        log.warning("%d of %d tokens (%.0f%%) are not in the model's vocabulary (%s): is the text tokenized as its "
-                    "training text was? They were made by the %r tokenizer; name another with tokenizer= (Python) or "
-                    "--tokenizer (commands)", n_unknown, n_tokens, 100 * n_unknown / n_tokens, vocab.path, tokenizer)
-
-
-@contextlib.contextmanager
-def unknown_words_expected():
-    """Within it, warn_if_mostly_unknown stays silent: for text of our own that is not in the model's
-    language (an export's check sentences, English and odd tokens, run by a Chinese model); the
-    warning is still given once afterwards to the user's own text."""
-    global _warned_unknown
-    before, _warned_unknown = _warned_unknown, True
-    try:
-        yield
-    finally:
-        _warned_unknown = before
 
 
 def count_words(file_pattern, progress=True, tokenizer='whitespace', segmented=None):

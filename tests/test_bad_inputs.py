@@ -61,7 +61,10 @@ def raw_corpus(tmp_path, data):
 
 
 BAD = {  # name: (script, args(tmp_path), the message's expected part)
-    'empty training file': ('run_pretrain.py', lambda t: pretrain(t, ''), 'no tokens to train on'),
+    'empty training file': ('run_pretrain.py', lambda t: pretrain(t, ''), 'train.txt: no sentence (an empty file; '
+                            'expected one sentence per line)'),
+    'training file of blank lines': ('run_pretrain.py', lambda t: pretrain(t, '\n \n'), 'train.txt: no sentence (its 2 '
+                                     'lines are blank'),
     'NUL byte': ('run_pretrain.py', lambda t: pretrain(t, b'fine line\nbad\x00line\n'), 'train.txt:2: NUL byte'),
     'invalid UTF-8': ('run_pretrain.py', lambda t: pretrain(t, b'fine line\nbad \xff line\n'),
                       'train.txt:2: not valid UTF-8'),
@@ -104,10 +107,11 @@ BAD = {  # name: (script, args(tmp_path), the message's expected part)
                                                     'rt-polarity.pos:2: not valid UTF-8 (invalid continuation byte at '
                                                     'byte 0 of the line); --tokenizer jieba reads UTF-8 only'),
     'raw corpus not in UTF-8': ('build_vocab.py', lambda t: raw_corpus(t, GBK), 'raw.txt:2: not valid UTF-8'),
-    'hdf5 output in a missing directory': ('run_embed.py', lambda t: [write(t / 'in.txt', GOOD),
-                                                                      str(t / 'out' / 'missing' / 'o.hdf5'),
-                                                                      '--options_file', str(t / 'o')],
-                                           'o.hdf5: the directory'),
+    'hdf5 output where its directory cannot be made': ('run_embed.py',
+                                                       lambda t: [write(t / 'in.txt', GOOD),
+                                                                  os.path.join(write(t / 'a-file', 'x'), 'sub', 'o.hdf5'),
+                                                                  '--options_file', str(t / 'o')],
+                                                       'o.hdf5: its directory'),
 }
 
 
@@ -139,3 +143,98 @@ def test_a_valid_but_odd_input_completes(name, tmp_path):
     proc = run('run_pretrain.py', ODD[name](tmp_path), cwd=tmp_path, timeout=300)
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert (tmp_path / 'out' / 'final.pdparams').exists()
+
+
+# ---- answers that say why: a language the model does not read, a model name misspelt ------------------
+
+ZH = ['这本书很好看，我很喜欢', '这个手机的电池很耐用']
+
+
+@pytest.fixture
+def unwarned(monkeypatch):
+    import paddle_elmo.languages as languages
+    monkeypatch.setattr(languages, '_warned_unknown', False)
+
+
+def warnings_of(caplog):
+    return [r.getMessage() for r in caplog.records if r.name == 'paddle_elmo.languages']
+
+
+def test_chinese_into_the_english_model_is_named_a_language_mismatch_not_a_tokenizer_s(unwarned, caplog):
+    import logging
+    from paddle_elmo import ELMoEmbedder
+    with caplog.at_level(logging.WARNING, logger='paddle_elmo'):
+        ELMoEmbedder().encode(ZH)
+    [message] = warnings_of(caplog)
+    assert message.startswith("these sentences are Chinese (Han script) but the model 'bundled' is English (Latin "
+                              "script): 21 of 21 tokens (100%) are not in its vocabulary; use a ")
+    assert message.endswith('; no tokenizer makes up for it') and 'tokenizer=' not in message
+
+
+def test_the_language_mismatch_points_at_the_table_s_models_of_the_text_s_language(unwarned, caplog, monkeypatch):
+    """English into a Chinese word model names the English models; Chinese into an English one names a
+    Chinese model of the table when it has one (its tokenizer: jieba or chars), else how to make one."""
+    import dataclasses
+    import logging
+    from paddle_elmo import model_names
+    from paddle_elmo.languages import warn_if_mostly_unknown
+    from paddle_elmo.vocabulary import Vocabulary
+    chinese = Vocabulary.from_tokens(['这', '本', '书', '很', '好看', '我', '喜欢', '手机'], name='zh/vocab.txt')
+    english = Vocabulary.from_tokens(['the', 'cat', 'sat', 'on', 'mat'], name='en/vocab.txt')
+    with caplog.at_level(logging.WARNING, logger='paddle_elmo'):
+        warn_if_mostly_unknown(chinese, [['It', "'s", 'raining', ',', 'isn', "'t", 'it', '?']], 'jieba')
+    [message] = warnings_of(caplog)
+    assert message.startswith('these sentences are English (Latin script) but the model is Chinese (Han script): '
+                              '8 of 8 tokens (100%) are not in its vocabulary; use a model of English text: bundled, '
+                              "small, medium, original, original-5.5b (--model bundled in a command, "
+                              "ELMoEmbedder('bundled') in Python)")
+    zh_row = dataclasses.replace(model_names.MODELS['bundled'], name='zh-test', tokenizer='jieba')
+    monkeypatch.setattr(model_names, 'MODELS', {**model_names.MODELS, 'zh-test': zh_row})
+    for rows, advice in (({'zh-test'}, "use a model of Chinese text: zh-test (--model zh-test in a command"),
+                         (set(), 'use a model trained on Chinese text (paddle-elmo pretrain makes one from a corpus')):
+        monkeypatch.setattr(model_names, 'MODELS', {k: v for k, v in model_names.MODELS.items()
+                                                    if v.tokenizer == 'moses' or k in rows})
+        monkeypatch.setattr('paddle_elmo.languages._warned_unknown', False)
+        caplog.clear()
+        with caplog.at_level(logging.WARNING, logger='paddle_elmo'):
+            warn_if_mostly_unknown(english, [list('这本书很好看'), ['the']], 'moses')
+        [message] = warnings_of(caplog)
+        assert message.startswith('these sentences are Chinese (Han script) but the model is English (Latin script)')
+        assert advice in message, message
+
+
+def test_a_char_model_hears_of_the_language_its_tokenizer_is_for(unwarned, caplog):
+    """A char model (no vocabulary: AllenNLP's) reads any token; Chinese split by moses, the English
+    tokenizer its files are used with, is still named; English is not, nor is text whitespace split."""
+    import logging
+    from paddle_elmo.languages import warn_if_mostly_unknown
+    with caplog.at_level(logging.WARNING, logger='paddle_elmo'):
+        warn_if_mostly_unknown(None, [['It', "'s", 'raining']], 'moses')
+        warn_if_mostly_unknown(None, [list('这本书很好看')], 'whitespace')
+        assert warnings_of(caplog) == []
+        warn_if_mostly_unknown(None, [list('这本书很好看')], 'moses')
+    [message] = warnings_of(caplog)
+    assert message.startswith('these sentences are Chinese (Han script) but the model is English (its tokenizer is '
+                              'moses); use a ')
+
+
+@pytest.mark.parametrize('name, suggestion', [('smal', ' (did you mean small?)'), ('bundeld', ' (did you mean bundled?)'),
+                                              ('orignal', ' (did you mean original or original-5.5b?)'),
+                                              ('Medium', ' (did you mean medium?)'), ('xyz', '')])
+def test_a_misspelt_model_name_gets_the_closest_names(name, suggestion, tmp_path):
+    from paddle_elmo.fileio import InputError
+    from paddle_elmo.model_io import resolve_model, weights_files
+    from paddle_elmo.model_names import model_files
+    with pytest.raises(InputError) as e:
+        resolve_model(name)
+    assert str(e.value).startswith(f'{name}: not a model{suggestion}; expected a model name (bundled, ')
+    with pytest.raises(InputError) as e:
+        model_files(name)
+    assert str(e.value).startswith(f'{name}: not a model name{suggestion}; expected one of bundled, ')
+    with pytest.raises(FileNotFoundError) as e:
+        weights_files(name)
+    assert str(e.value).endswith(f'or a model name{suggestion})')
+    (tmp_path / name).mkdir()  # a directory of the user's is no misspelt name
+    with pytest.raises(InputError) as e:
+        resolve_model(str(tmp_path / name))
+    assert 'did you mean' not in str(e.value)

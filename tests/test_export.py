@@ -370,13 +370,14 @@ def test_export_of_a_bad_model_fails_with_one_line_and_writes_nothing(name, tmp_
     assert not (tmp_path / 'out').exists() and not [p for p in os.listdir(tmp_path) if p.startswith('.')]
 
 
-@pytest.mark.parametrize('where', ['unwritable', 'missing parent', 'holds other files'])
+@pytest.mark.parametrize('where', ['unwritable', 'a parent that is a file', 'holds other files'])
 def test_export_to_a_bad_directory_fails_with_one_line(where, tmp_path):
+    # (a missing parent is made, as every output directory's: fileio.check_output_directory)
     out = {'unwritable': os.path.join(unwritable_dir(tmp_path), 'elmo_inference'),
-           'missing parent': str(tmp_path / 'missing' / 'elmo_inference'),
+           'a parent that is a file': str(tmp_path / 'notes.txt' / 'elmo_inference'),
            'holds other files': str(tmp_path)}[where]
     (tmp_path / 'notes.txt').write_text('mine')
-    message = {'unwritable': 'cannot write in', 'missing parent': 'does not exist',
+    message = {'unwritable': 'cannot write in', 'a parent that is a file': 'cannot be made: ',
                'holds other files': 'holds files that are not an export (notes.txt)'}[where]
     assert message in one_line_error(run_script('export_inference.py', '--output_dir', out))
     assert (tmp_path / 'notes.txt').read_text() == 'mine'

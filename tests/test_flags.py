@@ -112,27 +112,59 @@ def test_pretrain_s_config_flags_show_their_field_s_default_or_the_presets(parse
 
 def test_the_paddlenlp_example_s_names_are_accepted_and_shown(parsers):
     aliases = {alias: name for name, (_, names) in cli.FLAGS.items() for alias in names}
-    # the PaddleNLP example's names, and allennlp elmo's spellings (hyphens)
+    # the PaddleNLP example's names, and allennlp elmo's --cuda-device (as every name, spelt with _)
     assert aliases == {'pretrained_word2vec_file': 'word_vectors', 'logging_step': 'log_freq',
-                       'sent_embedding_dim': 'hidden_dim', 'batch-size': 'batch_size', 'options-file': 'options_file',
-                       'weight-file': 'weight_file', 'cuda-device': 'device', 'use-sentence-keys': 'use_sentence_keys',
-                       'forget-sentences': 'forget_sentences'}
-    # name -> (the value given, the value parsed); None: an on-when-given flag
-    values = {'word_vectors': ('v.bin', 'v.bin'), 'log_freq': ('7', 7), 'hidden_dim': ('64', 64),
-              'batch_size': ('5', 5), 'options_file': ('o.json', 'o.json'), 'weight_file': ('w.hdf5', 'w.hdf5'),
-              'device': ('-1', 'cpu'), 'use_sentence_keys': None, 'forget_sentences': None}
+                       'sent_embedding_dim': 'hidden_dim', 'cuda_device': 'device'}
+    # name -> (the value given, the value parsed)
+    values = {'word_vectors': ('v.bin', 'v.bin'), 'log_freq': ('7', 7), 'hidden_dim': ('64', 64), 'device': ('-1', 'cpu')}
     required = {'finetune': ['--data_dir', 'd'], 'word2vec': ['--data_dir', 'd', '--word_vectors', 'w.bin'],
                 'eval': ['--dev_data_path', 'd'], 'embed': ['in.txt', 'out.hdf5'], 'export-inference': ['--output_dir', 'o']}
     checked = set()
     for command, p in parsers.items():
         for alias, name in aliases.items():
             if any(f'--{name}' in a.option_strings for a in p._actions):
-                given, parsed = values[name] or (None, True)
-                a = p.parse_args(required.get(command, []) + [f'--{alias}'] + ([given] if given else []))
+                given, parsed = values[name]
+                a = p.parse_args(required.get(command, []) + [f'--{alias}', given])
                 assert getattr(a, name) == parsed, (command, alias)
                 assert f'--{alias}' in p.format_help()
                 checked.add(alias)
     assert checked == set(aliases)
+
+
+def test_every_flag_is_spelt_with_underscores_and_also_taken_with_hyphens_shown_nowhere(parsers):
+    for command, action in options(parsers):
+        for option in action.option_strings:
+            assert '-' not in option[2:], f'{command}: {option} (a name is spelt with _; - is taken for every flag)'
+            hyphens = '--' + option[2:].replace('_', '-')
+            assert cli.underscored([hyphens, '1'], parsers[command]._option_string_actions) == [option, '1']
+            assert cli.underscored([f'{hyphens}=1'], parsers[command]._option_string_actions) == [f'{option}=1']
+    # allennlp elmo's spellings, as its users type them
+    a = parsers['embed'].parse_args(['in.txt', 'out.hdf5', '--batch-size', '5', '--cuda-device', '-1', '--options-file',
+                                     'o.json', '--weight-file', 'w.hdf5', '--use-sentence-keys', '--forget-sentences'])
+    assert (a.batch_size, a.device, a.options_file, a.weight_file, a.use_sentence_keys, a.forget_sentences) == (
+        5, 'cpu', 'o.json', 'w.hdf5', True, True)
+    assert parsers['finetune'].parse_args(['--data_dir', 'd', '--no-cache', '--log-freq=3']).cache is False
+    # a value or anything after -- keeps its hyphens; an unknown flag is not made up
+    assert cli.underscored(['--prefix', 'a-b', '--', '--batch-size'], {'--prefix': None, '--batch_size': None}) == [
+        '--prefix', 'a-b', '--', '--batch-size']
+    assert cli.underscored(['--no-such-flag'], {'--batch_size': None}) == ['--no-such-flag']
+
+
+@pytest.mark.parametrize('command, argv, error', [
+    ('predict', ['--top', '2'], 'error: unrecognized arguments: --top 2'),  # not --top_k 2: no prefix matching
+    ('pretrain', ['--max_step', '4'], 'error: unrecognized arguments: --max_step 4'),
+    ('embed', ['in.txt', 'out.hdf5', '--batch-size', '0'], "error: argument --batch_size: expected a positive integer"),
+    ('finetune', ['--data_dir', 'd', '--pretrained_word2vec_file'], 'error: argument --word_vectors: expected one '
+     'argument'),
+    ('embed', ['in.txt', 'out.hdf5', '--cuda-device', 'x'], 'error: argument --device: expected cpu, gpu'),
+])
+def test_a_flag_is_named_in_full_and_an_error_names_it_as_its_help_does(parsers, capsys, command, argv, error):
+    assert all(not p.allow_abbrev for p in parsers.values())
+    with pytest.raises(SystemExit) as e:
+        parsers[command].parse_args(argv)
+    assert e.value.code == 2
+    err = capsys.readouterr().err
+    assert err.startswith(error) and err.count('\n') == 1, err
 
 
 def test_readme_s_flag_table_is_the_generated_one(parsers):
@@ -144,7 +176,7 @@ def test_readme_s_flag_table_is_the_generated_one(parsers):
 
 
 @pytest.mark.parametrize('argv', [['--nproc_per_node', '2', '--max_steps', '4'], ['--max_steps', '4', '--nproc_per_node=2'],
-                                  ['--nproc', '2', '--max_steps', '4']])
+                                  ['--nproc-per-node', '2', '--max_steps', '4']])
 def test_pretrain_launch_passes_every_flag_but_nproc_per_node_to_the_ranks(monkeypatch, argv):
     from paddle_elmo.cli import pretrain
     ran = []
@@ -286,15 +318,59 @@ def test_cuda_device_is_allennlp_s_numbering_of_device(parsers, given, device):
     assert parsers['embed'].parse_args(['in.txt', 'out.hdf5', '--device', given]).device == device
 
 
-@pytest.mark.parametrize('command, flag', [('embed', '--batch_size'), ('eval', '--batch_size'),
-                                           ('finetune', '--batch_size'), ('pretrain', '--batch_size'),
-                                           ('word2vec', '--w2v_dim'), ('build-vocab', '--min_count'),
-                                           ('eval', '--unroll_steps'), ('finetune', '--epochs')])
-def test_a_size_of_zero_is_refused_when_the_flags_are_parsed(parsers, capsys, command, flag):
+@pytest.mark.parametrize('command, flag, given, expected', [
+    ('embed', '--batch_size', '0', 'a positive integer'), ('eval', '--batch_size', '0', 'a positive integer'),
+    ('finetune', '--batch_size', '0', 'a positive integer'), ('pretrain', '--batch_size', '0', 'a positive integer'),
+    ('word2vec', '--w2v_dim', '0', 'a positive integer'), ('build-vocab', '--min_count', '0', 'a positive integer'),
+    ('eval', '--unroll_steps', '0', 'a positive integer'), ('finetune', '--epochs', '0', 'a positive integer'),
+    ('pretrain', '--max_steps', '-1', 'a positive integer'), ('pretrain', '--max_steps', '0', 'a positive integer'),
+    ('pretrain', '--save_freq', '0', 'a positive integer'), ('pretrain', '--epochs', '0', 'a positive integer'),
+    ('pretrain', '--log_freq', '0', 'a positive integer'), ('pretrain', '--n_train_tokens', '0', 'a positive integer'),
+    ('pretrain', '--num_layers', '0', 'a positive integer'), ('pretrain', '--nproc_per_node', '0', 'a positive integer'),
+    ('pretrain', '--eval_freq', '-5', 'an integer >= 0'), ('pretrain', '--warmup_steps', '-1', 'an integer >= 0'),
+    ('pretrain', '--max_minutes', '0', 'a number > 0'), ('pretrain', '--max_minutes', '-2.5', 'a number > 0'),
+    ('pretrain', '--max_minutes', 'nan', 'a number > 0'), ('pretrain', '--eval_minutes', '-1', 'a number >= 0'),
+    ('build-vocab', '--max_characters_per_token', '-1', 'a positive integer'),
+    ('predict', '--sample_max_tokens', '0', 'a positive integer'), ('predict', '--top_k', '-1', 'an integer >= 0'),
+])
+def test_a_non_positive_count_is_refused_when_the_flags_are_parsed(parsers, capsys, command, flag, given, expected):
     with pytest.raises(SystemExit) as e:
-        parsers[command].parse_args([flag, '0'])
+        parsers[command].parse_args([flag, given])
     assert e.value.code == 2
-    assert re.search(f'argument {flag}[^:]*: expected a positive integer, got \'0\'', capsys.readouterr().err)
+    assert re.search(f'^error: argument {flag}: expected {expected}, got \'{given}\'', capsys.readouterr().err)
+
+
+# Integer and float flags that may take any value of their type, each for its reason.
+FREE_NUMBERS = {'seed': 'any integer seeds', 'max_seq_len': 'checked against <S> and </S> (>= 3) with its own message',
+                'temperature': 'checked > 0 by the sampler', 'lr': '> 0 checked with its own message',
+                'bilm_lr': 'idem', 'l2_coef': '>= 0 checked', 'weight_decay': '>= 0 checked',
+                'dropout': 'a probability, checked in [0, 1)', 'dev_fraction': 'a share, checked',
+                'w2v_sample': "gensim's threshold, 0 is off", 'cell_clip': '0 or none: no clipping',
+                'proj_clip': 'idem', 'adam_beta2': 'a decay in (0, 1), checked by the config',
+                'lr_final': 'a share of --lr, checked by the config', 'max_grad_norm': 'checked by the config'}
+
+
+def test_every_count_size_and_step_flag_is_read_with_a_type_that_refuses_what_it_cannot_be(parsers):
+    from paddle_elmo.cli import arguments
+    ours = {arguments.positive_int, arguments.count_or_zero, arguments.positive_float, arguments.float_or_zero}
+    loose = sorted({(command, action.dest) for command, action in options(parsers)
+                    if action.type in (int, float) and action.dest not in FREE_NUMBERS})
+    assert loose == [], 'give these flags a type of arguments.py that refuses a value they cannot take'
+    assert {action.dest for _, action in options(parsers) if action.type in ours} >= {
+        'max_steps', 'save_freq', 'batch_size', 'epochs', 'max_minutes', 'nproc_per_node', 'cpu_threads'}
+
+
+def test_every_path_a_command_writes_is_checked_as_it_is_parsed(parsers):
+    """--output_*, --save_dir and embed's output_file: checked (fileio's check_output_*) before any work."""
+    from paddle_elmo.cli import arguments
+    from paddle_elmo.cli.embed import output_target
+    writes = {(command, action.dest): action.type for command, p in parsers.items() for action in p._actions
+              if action.dest.startswith('output_') and action.dest != 'output_format' or action.dest == 'save_dir'}
+    assert ('embed', 'output_file') in writes and ('pretrain', 'save_dir') in writes and len(writes) >= 14
+    expected = {'output_dir': arguments.output_directory, 'save_dir': arguments.output_directory}
+    wrong = {key: kind for key, kind in writes.items()
+             if kind is not expected.get(key[1], output_target if key == ('embed', 'output_file') else arguments.output_file)}
+    assert wrong == {}
 
 
 class _FakeEmbedder:
@@ -322,10 +398,10 @@ def test_use_sentence_keys_and_forget_sentences_write_what_allennlp_elmo_wrote(t
         assert sorted(f) == ['0', '1', 'sentence_to_index']
 
 
-@pytest.mark.parametrize('text, message', [('a dog\nthe cat\na dog\n', 'in.txt:3: --use-sentence-keys: the same '
+@pytest.mark.parametrize('text, message', [('a dog\nthe cat\na dog\n', 'in.txt:3: --use_sentence_keys: the same '
                                                                         'sentence as line 1'),
-                                           ('a dog\n\n', 'in.txt:2: --use-sentence-keys: an empty sentence'),
-                                           ('either/or\n', 'in.txt:1: --use-sentence-keys')])
+                                           ('a dog\n\n', 'in.txt:2: --use_sentence_keys: an empty sentence'),
+                                           ('either/or\n', 'in.txt:1: --use_sentence_keys')])
 def test_a_sentence_that_cannot_be_a_key_is_an_error_naming_its_line(tmp_path, text, message):
     from paddle_elmo.sentence_embedder import embed_file
     (tmp_path / 'in.txt').write_text(text)

@@ -333,6 +333,7 @@ def test_dump_token_embeddings_of_the_fixture_vocabulary_matches_the_reference(f
     assert n == 458 and got.shape == ref.shape == (458, 16) and got.dtype == np.float32
     # bilm-tf's float32 outputs; 1e-5 as the other parity tests (tests/test_elmo.py, TOL).
     np.testing.assert_allclose(got, ref, atol=1e-5, rtol=0)
-    with pytest.raises(FileNotFoundError, match='the directory .* does not exist'):
+    (tmp_path / 'a-file').write_text('not a directory')  # (a missing directory is made when the file is written)
+    with pytest.raises(InputError, match='its directory .*a-file is a file'):
         dump_token_embeddings(os.path.join(fixture_dir, 'vocab_test.txt'), os.path.join(fixture_dir, 'options.json'),
-                              os.path.join(fixture_dir, 'lm_weights.hdf5'), str(tmp_path / 'no' / 'o.hdf5'))
+                              os.path.join(fixture_dir, 'lm_weights.hdf5'), str(tmp_path / 'a-file' / 'o.hdf5'))

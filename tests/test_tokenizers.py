@@ -223,28 +223,29 @@ def test_finetune_splits_raw_reviews_by_the_recorded_tokenizer(models, tmp_path)
 
 @pytest.fixture
 def unwarned(monkeypatch):
-    import paddle_elmo.vocabulary as vocabulary
-    monkeypatch.setattr(vocabulary, '_warned_unknown', False)
+    import paddle_elmo.languages as languages
+    monkeypatch.setattr(languages, '_warned_unknown', False)
 
 
 def test_mostly_unknown_tokens_warn_once_naming_the_tokenizer_and_how_to_change_it(models, unwarned, caplog):
     from paddle_elmo import ELMoEmbedder
     embedder = ELMoEmbedder(*models['moses'], tokenizer='whitespace')  # `It's` `raining,` ... are unknown
     known = ELMoEmbedder(*models['moses'])
-    with caplog.at_level(logging.WARNING, logger='paddle_elmo.vocabulary'):
+    with caplog.at_level(logging.WARNING, logger='paddle_elmo.languages'):
         # 3 of 10 tokens unknown is 30%: the threshold
         known.encode([RAINING_TOKENS[:7] + ['x', 'y', 'z']])
-        messages = [r.getMessage() for r in caplog.records if r.name == 'paddle_elmo.vocabulary']
+        messages = [r.getMessage() for r in caplog.records if r.name == 'paddle_elmo.languages']
         assert messages and messages[0].startswith("3 of 10 tokens (30%) are not in the model's vocabulary")
         assert "by the 'moses' tokenizer; name another with tokenizer= (Python) or --tokenizer" in messages[0]
         embedder.encode([RAINING])  # once per process: no second warning
-        assert len([r for r in caplog.records if r.name == 'paddle_elmo.vocabulary']) == 1
+        assert len([r for r in caplog.records if r.name == 'paddle_elmo.languages']) == 1
 
 
 def test_fewer_than_30_percent_unknown_tokens_do_not_warn_and_char_models_never(unwarned, caplog):
-    from paddle_elmo.vocabulary import Vocabulary, warn_if_mostly_unknown
+    from paddle_elmo.languages import warn_if_mostly_unknown
+    from paddle_elmo.vocabulary import Vocabulary
     vocab = Vocabulary.from_tokens(VOCAB)
-    with caplog.at_level(logging.WARNING, logger='paddle_elmo.vocabulary'):
+    with caplog.at_level(logging.WARNING, logger='paddle_elmo.languages'):
         warn_if_mostly_unknown(vocab, [RAINING_TOKENS[:5] + ['x', 'y']], 'moses')  # 2 of 7: 29%
         warn_if_mostly_unknown(None, [['x', 'y']], 'whitespace')  # a char model reads any token
         warn_if_mostly_unknown(vocab, [[]], 'moses')

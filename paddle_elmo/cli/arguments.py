@@ -1,23 +1,56 @@
-"""The argparse side of every command: its parser (one-line errors, every default shown in --help,
---quiet / --verbose), the one style of switch (Switch), the types sizes and devices are read with,
-and the flags most commands share (--tokenizer, --device and --cpu_threads).
+"""The argparse side of every command: its parser (one-line errors, no prefix matching, every flag
+also spelt with hyphens, every default shown in --help, --quiet / --verbose), the one style of
+switch (Switch), the types sizes, devices and output paths are read with, and the flags most
+commands share (--tokenizer, --device and --cpu_threads).
 """
 import argparse
+import re
+import sys
 
 from paddle_elmo import runtime
 from paddle_elmo.cli.glossary import option_strings
-from paddle_elmo.cli.runner import set_log_level
+from paddle_elmo.cli.runner import in_command, set_log_level
+from paddle_elmo.fileio import InputError, check_output_directory, check_output_file
 from paddle_elmo.tokenizers import TOKENIZERS
 
 
+# argparse names a flag of several option strings by all of them ("argument --word_vectors/
+# --pretrained_word2vec_file: ..."); an error names it as its help does first.
+_ALIASES_IN_ERROR = re.compile(r'(argument --\w+)(?:/--[\w-]+)+')
+
+
+def underscored(args, options):
+    """Every flag may be spelt with hyphens: `--batch-size 5`, `--no-cache`, `--cuda-device=0` ->
+    `--batch_size 5`, `--no_cache`, `--cuda_device=0` when that is one of `options` (the parser's
+    option strings); the rest, and everything after `--`, as given. AllenNLP's and most tools'
+    habit works for every flag alike, while --help and the errors show the one spelling, with `_`."""
+    out = list(args)
+    for i, arg in enumerate(out):
+        if arg == '--':
+            break
+        name, eq, value = arg.partition('=')
+        if name.startswith('--') and '-' in name[2:]:
+            spelled = '--' + name[2:].replace('-', '_')
+            if spelled in options:
+                out[i] = spelled + eq + value
+    return out
+
+
 class _OneLineErrors(argparse.ArgumentParser):
-    """argparse, with a bad flag reported as one line (argparse prints the whole usage first), and
-    the log's level set from --quiet / --verbose once they are parsed (set_log_level)."""
+    """argparse, with a bad flag reported as one line naming it as --help does (argparse prints the
+    whole usage first), no prefix matching (`--top 2` is not `--top_k 2`: a flag is named in full),
+    every flag also spelt with hyphens (underscored), and the log's level set from --quiet / --verbose
+    once they are parsed (set_log_level)."""
+
+    def __init__(self, **kwargs):
+        super().__init__(allow_abbrev=False, **kwargs)
 
     def error(self, message):
+        message = _ALIASES_IN_ERROR.sub(r'\1', message)
         self.exit(2, f'error: {message} (see {self.prog} --help)\n')
 
     def parse_known_args(self, args=None, namespace=None):
+        args = underscored(sys.argv[1:] if args is None else args, self._option_string_actions)
         parsed, rest = super().parse_known_args(args, namespace)
         set_log_level(getattr(parsed, 'quiet', False), getattr(parsed, 'verbose', False))
         return parsed, rest
@@ -72,7 +105,8 @@ class _DefaultsHelp(argparse.HelpFormatter):
 
 
 def parser(description):
-    """A command's parser, with the flags every command has: --quiet and --verbose (the log's level)."""
+    """A command's parser (_OneLineErrors), with the flags every command has: --quiet and --verbose
+    (the log's level)."""
     p = _OneLineErrors(description=description, formatter_class=_DefaultsHelp)
     g = p.add_mutually_exclusive_group()
     g.add_argument('--quiet', action='store_true', help='log warnings and errors only (stderr): no progress lines '
@@ -94,28 +128,59 @@ def add_tokenizer(p, default=None, group=None, why=''):
              f'characters whole, e.g. iPhone很好 -> iPhone 很 好) ({said})')
 
 
-def _int_at_least(text, least, expected):
+def _number_at_least(text, kind, least, expected, strictly=False):
     try:
-        value = int(text)
+        value = kind(text)
     except ValueError:
         value = None
-    if value is None or value < least:
+    if value is None or value != value or value < least or (strictly and value == least):  # value != value: nan
         raise argparse.ArgumentTypeError(f'expected {expected}, got {text!r}')
     return value
 
 
 def positive_int(text):
-    """argparse type of a size or a count that cannot be 0 (a batch, a dimension, epochs)."""
-    return _int_at_least(text, 1, 'a positive integer')
+    """argparse type of a size or a count that cannot be 0 (a batch, a dimension, epochs, steps)."""
+    return _number_at_least(text, int, 1, 'a positive integer')
 
 
 def count_or_zero(text):
     """argparse type of a limit whose 0 means none (or a frequency whose 0 means its stated default)."""
-    return _int_at_least(text, 0, 'an integer >= 0')
+    return _number_at_least(text, int, 0, 'an integer >= 0')
+
+
+def positive_float(text):
+    """argparse type of an amount that must be more than 0 (minutes of a time slot)."""
+    return _number_at_least(text, float, 0.0, 'a number > 0', strictly=True)
+
+
+def float_or_zero(text):
+    """argparse type of an amount whose 0 means off (minutes between evaluations)."""
+    return _number_at_least(text, float, 0.0, 'a number >= 0')
+
+
+def _checked_path(check, text):
+    """`text`, checked by `check` when a command parses it (runner.in_command): a parser asked outside a
+    command (a test, the check of the documents' command lines) leaves the file system alone."""
+    try:
+        return check(text, None) if in_command() else text
+    except InputError as e:
+        raise argparse.ArgumentTypeError(str(e)) from None
+
+
+def output_file(text):
+    """argparse type of a file a command writes: checked as the command parses it, before any work
+    (fileio.check_output_file: not a directory, in an existing directory we can write in)."""
+    return _checked_path(check_output_file, text)
+
+
+def output_directory(text):
+    """argparse type of a directory a command writes (made, with its parents, when written): checked
+    as the command parses it, before any work (fileio.check_output_directory)."""
+    return _checked_path(check_output_directory, text)
 
 
 def device_name(text):
-    """argparse type of --device: cpu, gpu or gpu:N; allennlp's --cuda-device numbers: -1 is cpu, N >= 0 gpu:N."""
+    """argparse type of --device: cpu, gpu or gpu:N; allennlp elmo's --cuda-device numbers: -1 is cpu, N >= 0 gpu:N."""
     text = text.strip().lower()
     if text in ('cpu', 'gpu') or text.startswith('gpu:') and text[4:].isdigit():
         return text
@@ -132,8 +197,8 @@ def device_name(text):
 def add_device(p, threads_note=''):
     """--device and --cpu_threads; threads_note: what else no --cpu_threads means in this command."""
     p.add_argument(*option_strings('device'), default='cpu', type=device_name,
-                   help='cpu, gpu or gpu:N (needs paddlepaddle-gpu); --cuda-device N is allennlp elmo\'s spelling: '
-                   '-1 the CPU, N >= 0 gpu:N')
+                   help='cpu, gpu or gpu:N (needs paddlepaddle-gpu); --cuda_device N is allennlp elmo\'s '
+                   '--cuda-device: -1 the CPU, N >= 0 gpu:N')
     p.add_argument('--cpu_threads', type=positive_int,
                    help=f'threads per process on CPU (default: {runtime.default_threads()} here: $OMP_NUM_THREADS if '
                    f'set, else the available cores divided by the ranks launched on this machine{threads_note}). On '

@@ -15,6 +15,7 @@ import contextlib
 
 from paddle_elmo.cli import flags as cli
 from paddle_elmo import vocabulary
+from paddle_elmo.corpus import check_corpus
 from paddle_elmo.fileio import atomic_path
 
 
@@ -23,10 +24,10 @@ def build_parser():
     p.add_argument('--train_data_path', required=True,
                    help="glob of UTF-8 corpus files, one sentence per line (quote it: 'dir/*'); empty lines "
                         'are skipped and reported')
-    p.add_argument('--output_file', required=True, help='the vocabulary file to write (what the other commands '
-                   'read as --vocab_file)')
+    p.add_argument('--output_file', required=True, type=cli.output_file,
+                   help='the vocabulary file to write (what the other commands read as --vocab_file)')
     cli.add_tokenizer(p, default='whitespace', why=', for a corpus already tokenized')
-    p.add_argument('--output_corpus',
+    p.add_argument('--output_corpus', type=cli.output_file,
                    help='also write the corpus as counted here: one sentence per line, tokens separated by '
                         'spaces, empty lines left out: what paddle-elmo pretrain reads (give it --tokenizer too, '
                         'which the model then records)')
@@ -38,7 +39,7 @@ def build_parser():
                         'tokens come on top (0: no limit)')
     p.add_argument('--special_tokens', action=cli.Switch, default=True,
                    help='write <S>, </S>, <UNK> first (without them, Vocabulary adds them when loading)')
-    p.add_argument('--max_characters_per_token', type=int, default=50,
+    p.add_argument('--max_characters_per_token', type=cli.positive_int, default=50,
                    help="the model's setting (characters counted in UTF-8 bytes, boundary marks included), for the "
                         'report of tokens its char CNN cuts (longer than this minus 2 bytes)')
     return p
@@ -48,6 +49,7 @@ def main(argv=None):
     a = build_parser().parse_args(argv)
     if a.max_characters_per_token < 3:
         raise cli.InputError(f'--max_characters_per_token must be >= 3, got {a.max_characters_per_token}')
+    check_corpus(a.train_data_path, '--train_data_path')
     with contextlib.ExitStack() as files:
         segmented = None
         if a.output_corpus:

@@ -7,7 +7,8 @@ import dataclasses
 import json
 import typing
 
-from paddle_elmo.cli.arguments import Switch, add_device, count_or_zero, parser, positive_int
+from paddle_elmo.cli.arguments import (Switch, add_device, count_or_zero, float_or_zero, output_directory, parser,
+                                       positive_float, positive_int)
 from paddle_elmo.cli.glossary import option_strings
 from paddle_elmo.config import MODEL_FIELDS, OPTIMIZERS, PRESETS, SOFTMAX_BIAS_INITS, TOKEN_INPUTS, ModelConfig, Recipe
 from paddle_elmo.tokenizers import TOKENIZERS
@@ -31,10 +32,15 @@ def _scale_or_off(text):
         raise argparse.ArgumentTypeError(f'expected a number or off, got {text!r}') from None
 
 
-# Fields whose flag reads more than the field's type (sizes as every command reads them).
-FLAG_TYPES = {'from_weights_lr_scale': _scale_or_off, 'eval_max_tokens': count_or_zero,
+# Fields whose flag reads more than the field's type: sizes, counts and steps as every command reads
+# them, so that `--max_steps -1` or `--save_freq 0` is refused as it is parsed, naming the flag.
+FLAG_TYPES = {'from_weights_lr_scale': _scale_or_off, 'eval_minutes': float_or_zero,
               **{name: positive_int for name in ('batch_size', 'unroll_steps', 'epochs', 'save_freq', 'log_freq',
-                                                 'n_negative_samples')}}
+                                                 'n_negative_samples', 'max_steps', 'n_train_tokens', 'projection_dim',
+                                                 'cell_dim', 'num_layers', 'char_embed_dim',
+                                                 'max_characters_per_token')},
+              **{name: count_or_zero for name in ('eval_max_tokens', 'eval_freq', 'warmup_steps', 'lr_decay_steps',
+                                                  'word_dim', 'num_highways')}}
 
 
 def _flag_type(annotation):
@@ -99,11 +105,11 @@ def pretrain_parser():
                      MODEL_FIELDS)
     t = p.add_argument_group('training')
     add_config_flags(t, Recipe, [n for n in recipe_fields if n not in DATA_FIELDS])
-    t.add_argument('--max_minutes', type=float, help='stop this run after this many minutes of training (evaluation '
-                   'and saving not counted), save a checkpoint DIR/STEP that resumes exactly, evaluate, exit 0 '
-                   '(a budget for this run: resuming does not inherit it)')
-    t.add_argument('--save_dir', help='where options.json, recipe.json and checkpoints go (default: checkpoints, '
-                   'or the resumed checkpoint\'s directory)')
+    t.add_argument('--max_minutes', type=positive_float, help='stop this run after this many minutes of training '
+                   '(evaluation and saving not counted), save a checkpoint DIR/STEP that resumes exactly, evaluate, '
+                   'exit 0 (a budget for this run: resuming does not inherit it)')
+    t.add_argument('--save_dir', type=output_directory, help='where options.json, recipe.json and checkpoints go '
+                   '(made if needed; default: checkpoints, or the resumed checkpoint\'s directory)')
     t.add_argument('--init_from_ckpt', help='resume from checkpoint DIR/N, a prefix without suffix (model, optimizer, '
                    'step, data position, and every setting not given)')
     w = p.add_argument_group('start from pretrained weights (domain adaptation: a new run, a fresh optimizer)')

@@ -166,7 +166,8 @@ def show_contexts(model, model_name, probes=PROBES, cues=CUES, train_file=TRAIN,
 
 def build_parser():
     p = cli.parser(__doc__.split('\n')[0])
-    p.add_argument('--output_dir', help='where the vocabulary and checkpoints go (default: a new temporary directory)')
+    p.add_argument('--output_dir', type=cli.output_directory,
+                   help='where the vocabulary and checkpoints go (made if needed; default: a new temporary directory)')
     p.add_argument('--zh', action=cli.Switch, default=False,
                    help='instead of pretraining: the sense demo for Chinese with the biLM --model names '
                    '(trained on zh-corpus), the senses\' centroids from --train_data_path')

@@ -23,12 +23,12 @@ def build_parser():
     cli.add_model_source(p, bundled_default=True, vocab_help='the rows to dump; default: the one the model records (a checkpoint\'s '
                          'recipe.json, or the vocab.txt beside its options.json)')
     cli.add_device(p)
-    p.add_argument('--output_dir', help='directory for the .npy dumps (created if needed)')
+    p.add_argument('--output_dir', type=cli.output_directory, help='directory for the .npy dumps (made if needed)')
     p.add_argument('--embeddings', nargs='+', default=['softmax', 'char_cnn'], choices=['softmax', 'char_cnn'],
                    help='which .npy dumps: softmax needs a model with its softmax (a checkpoint of ours, or '
                    'weights exported with it); char_cnn works with any model, official weights included')
-    p.add_argument('--output_file', help='write bilm-tf\'s dump_token_embeddings hdf5 here (token representations, '
-                   'rows = the vocabulary file\'s lines)')
+    p.add_argument('--output_file', type=cli.output_file, help='write bilm-tf\'s dump_token_embeddings hdf5 here '
+                   '(token representations, rows = the vocabulary file\'s lines)')
     return p
 
 

@@ -6,6 +6,7 @@
     paddle-elmo embed sentences.txt out.hdf5 --init_from_ckpt checkpoints/final --output_format top
     paddle-elmo embed sentences.txt out.hdf5 --inference_model elmo_inference   # paddle-elmo export-inference's
     paddle-elmo embed reviews.txt out.hdf5 --init_from_ckpt zh/final   # raw Chinese, if zh/ records jieba
+    cat sentences.txt | paddle-elmo embed - - > out.hdf5              # standard input and output
 
 Lines are split into tokens by --tokenizer, by default the one the model records (moses for the
 bundled model: raw English as its corpus was tokenized; whitespace for bilm-tf files).
@@ -14,14 +15,18 @@ Datasets: str(line index) -> the embedding of that line ('all': [3, n_tokens, di
 (json.loads(f['0'].attrs['tokens'])); and 'sentence_to_index', a JSON string {sentence: line index}.
 allennlp elmo's flags work as there: --all / --top / --average, --batch-size, --cuda-device N (-1: the
 CPU), --use-sentence-keys (the sentence is its key, no sentence_to_index), --forget-sentences (no
-sentence_to_index, no tokens).
+sentence_to_index, no tokens), and `-` as input_file reads standard input; here `-` as output_file also writes
+the hdf5 to standard output (once complete: hdf5 is written by seeking). An input without a sentence
+is an error: there would be nothing to embed.
 """
 import logging
+import os
 import sys
 
 from paddle_elmo.cli import flags as cli
+from paddle_elmo.corpus import check_has_sentence
 from paddle_elmo.sentence_embedder import OUTPUT_FORMATS
-from paddle_elmo.fileio import InputError
+from paddle_elmo.fileio import STDIN_NAME, STDIO, InputError, input_path, output_path
 from paddle_elmo.tokenizers import tokenizer_line
 
 log = logging.getLogger(__name__)
@@ -30,8 +35,8 @@ log = logging.getLogger(__name__)
 def build_parser():
     p = cli.parser(__doc__.split('\n')[0])
     p.add_argument('input_file', help='one sentence per line, UTF-8, split into tokens by --tokenizer (an empty '
-                   'line gives an empty embedding, so that the datasets keep the line numbers)')
-    p.add_argument('output_file', help='hdf5 file to write')
+                   'line gives an empty embedding, so that the datasets keep the line numbers); - reads standard input')
+    p.add_argument('output_file', type=output_target, help='hdf5 file to write; - writes it to standard output')
     cli.add_model_source(p, bundled_default=True)
     p.add_argument('--embedding_weight_file', help="hdf5 of dump_token_embeddings (dataset 'embedding', one row per "
                    'line of --vocab_file, or of the model\'s vocab.txt): those words skip the char CNN (bilm-tf\'s '
@@ -69,6 +74,19 @@ def output_format(a):
     return formats.pop() if formats else 'all'
 
 
+def output_target(text):
+    """argparse type of output_file: - (standard output) or a file, checked as every output is."""
+    return text if text == STDIO else cli.output_file(text)
+
+
+def check_input(path, name):
+    """The input to embed (`name`: as the user gave it) is a file with a sentence; else one line."""
+    if not os.path.isfile(path):
+        raise FileNotFoundError(f'{name}: ' + ('a directory; expected a file of sentences' if os.path.isdir(path)
+                                               else 'input file not found'))
+    check_has_sentence([path], name)
+
+
 def main(argv=None):
     a = build_parser().parse_args(argv)
     a.output_format = output_format(a)
@@ -82,17 +100,22 @@ def main(argv=None):
         if a.device != 'cpu':
             raise InputError('--inference_model runs on the CPU here; use --device cpu')
     source = None if a.inference_model else cli.model_source(a)  # a bad combination fails before the log starts
-    if a.inference_model:
-        embedder = inference_embedder(a)
+    with output_path(a.output_file, 'output_file') as output_file, input_path(a.input_file) as input_file:
+        check_input(input_file, STDIN_NAME if a.input_file == STDIO else a.input_file)  # before a model loads
+        if a.inference_model:
+            embedder = inference_embedder(a)
+        else:
+            from paddle_elmo import ELMoEmbedder, use_device
+            use_device(a.device, cpu_threads=a.cpu_threads)
+            embedder = ELMoEmbedder(source, batch_size=a.batch_size, stateful=a.stateful,
+                                    embedding_weight_file=a.embedding_weight_file, tokenizer=a.tokenizer)
+        log.info(tokenizer_line(embedder.tokenizer, a.tokenizer))
+        n = embedder.embed_file(input_file, output_file, a.output_format, use_sentence_keys=a.use_sentence_keys,
+                                forget_sentences=a.forget_sentences)
+    if a.output_file == STDIO:  # stdout holds the hdf5: the result line goes to the log (stderr)
+        log.info('wrote %d sentences to standard output', n)
     else:
-        from paddle_elmo import ELMoEmbedder, use_device
-        use_device(a.device, cpu_threads=a.cpu_threads)
-        embedder = ELMoEmbedder(source, batch_size=a.batch_size, stateful=a.stateful,
-                                embedding_weight_file=a.embedding_weight_file, tokenizer=a.tokenizer)
-    log.info(tokenizer_line(embedder.tokenizer, a.tokenizer))
-    n = embedder.embed_file(a.input_file, a.output_file, a.output_format, use_sentence_keys=a.use_sentence_keys,
-                            forget_sentences=a.forget_sentences)
-    print(f'wrote {n} sentences to {a.output_file}')
+        print(f'wrote {n} sentences to {a.output_file}')
 
 
 def inference_embedder(a):

@@ -30,14 +30,14 @@ def build_parser():
                    'come first, hence the figure of an --eval_max_tokens evaluation)')
     p.add_argument('--unroll_steps', type=cli.positive_int, default=EVAL_UNROLL_STEPS, help='tokens per row per batch')
     p.add_argument('--eval_max_tokens', type=cli.count_or_zero, default=0, help='stop after this many target tokens (0: all)')
-    p.add_argument('--output_json', help='also write the figures here')
+    p.add_argument('--output_json', type=cli.output_file, help='also write the figures here')
     return p
 
 
 def main(argv=None):
     a = build_parser().parse_args(argv)
     from tqdm import tqdm
-    from paddle_elmo.corpus import count_tokens
+    from paddle_elmo.corpus import check_corpus, count_tokens
     from paddle_elmo.lm_batches import iter_eval_batches, target_statistics
     from paddle_elmo.vocabulary import Vocabulary
     from paddle_elmo.fileio import write_json_atomic
@@ -47,7 +47,8 @@ def main(argv=None):
     from paddle_elmo.runtime import use_device
     use_device(a.device, cpu_threads=a.cpu_threads)
     source = cli.model_source(a)
-    counts = count_tokens(a.dev_data_path)  # the data first: a bad glob fails before a model loads
+    check_corpus(a.dev_data_path, '--dev_data_path')  # the data first: a bad glob fails before a model loads
+    counts = count_tokens(a.dev_data_path)
     vocab = Vocabulary(cli.model_vocabulary(a))
     model = load_language_model(vocab.size, **source.kwargs())
     expected = counts['n_tokens'] + counts['n_sentences']  # every word and every sentence end

@@ -38,8 +38,9 @@ def formats(text):
 
 def build_parser():
     p = cli.parser(__doc__.split('\n')[0])
-    p.add_argument('--output_dir', required=True,
-                   help='directory to write (new, empty, or a previous export, which is replaced)')
+    p.add_argument('--output_dir', required=True, type=cli.output_directory,
+                   help='directory to write (new: made, with its parents; empty; or a previous export, which is '
+                   'replaced)')
     cli.add_model_source(p, bundled_default=True)
     p.add_argument('--formats', type=formats, default='paddle,onnx', metavar='paddle[,onnx]',
                    help='what to write, comma-separated: paddle (the Paddle Inference program, always written), '

@@ -20,7 +20,8 @@ def build_parser():
     p.add_argument('--init_from_ckpt', help='the same as --model DIR/N (a checkpoint prefix without suffix, e.g. '
                    'checkpoints/10000; the directory holds options.json), kept because the PaddleNLP example '
                    'named its checkpoints so')
-    p.add_argument('--output_dir', required=True, help='directory for options.json and weights.hdf5')
+    p.add_argument('--output_dir', required=True, type=cli.output_directory,
+                   help='directory for options.json and weights.hdf5 (made if needed)')
     p.add_argument('--softmax', action=cli.Switch, default=True,
                    help='write the checkpoint\'s softmax too (off: enough for embeddings and fine-tuning, not for '
                    'paddle-elmo eval or paddle-elmo predict)')

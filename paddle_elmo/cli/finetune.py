@@ -33,7 +33,8 @@ from paddle_elmo.cli.protocol import (add_protocol_args, check_protocol_args, da
                                       runs_on_this_rank, settings, train_config)
 from paddle_elmo.classifier import cross_validate, make_folds
 from paddle_elmo.tokenizers import model_tokenizer
-from paddle_elmo.vocabulary import long_tokens_report, warn_if_mostly_unknown
+from paddle_elmo.languages import warn_if_mostly_unknown
+from paddle_elmo.vocabulary import long_tokens_report
 from paddle_elmo.features import ActivationCache, model_builder
 from paddle_elmo.fileio import require_package
 from paddle_elmo.model_io import BUNDLED_MODEL_DIR

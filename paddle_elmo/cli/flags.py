@@ -3,14 +3,15 @@ names of the modules below, in one place, so that a command reads `cli.parser`, 
 `cli.model_source` whichever module holds them. It defines nothing.
 
 - glossary: the vocabulary of flags (FLAGS) and a flag's option strings;
-- arguments: the parser, Switch, the argparse types, --tokenizer and --device;
+- arguments: the parser, Switch, the argparse types (sizes, output paths), --tokenizer and --device;
 - model_flags: where the model comes from (--model, a checkpoint, bilm-tf files, an export);
 - config_flags: pretraining's flags, one per config field, and pretrain's parser;
 - runner: the error boundary (run) and the log;
 - flag_table: README's flag table.
 """
 from paddle_elmo.cli.arguments import (Switch, add_device, add_tokenizer, count_or_zero, device_name,  # noqa: F401
-                                       parser, positive_int, shown_default)
+                                       float_or_zero, output_directory, output_file, parser, positive_float,
+                                       positive_int, shown_default, underscored)
 from paddle_elmo.cli.config_flags import (CHOICES, DATA_FIELDS, FLAG_TYPES, NOT_FLAGS, add_config_flags,  # noqa: F401
                                           given_settings, pretrain_parser)
 from paddle_elmo.cli.flag_table import README_END, README_START, flag_uses, flags_markdown  # noqa: F401

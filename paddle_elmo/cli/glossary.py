@@ -5,8 +5,10 @@ holds every parser to it.
 """
 
 
-# name -> (the concept, with its units; aliases: the PaddleNLP example's names where ours differ).
-# A switch is `--NAME` / `--no_NAME` (arguments.Switch); its table name is NAME.
+# name -> (the concept, with its units; aliases: the PaddleNLP example's and allennlp elmo's names
+# where ours differ). A switch is `--NAME` / `--no_NAME` (arguments.Switch); its table name is NAME.
+# Every name and alias is spelt with `_`; every command also takes it with `-` (`--batch-size`,
+# allennlp elmo's spelling: arguments.underscored), which no help shows.
 FLAGS = {
     # the model
     'model': ('the model, in one value: a model name (bundled, bundled-zh, small, medium, original, '
@@ -15,10 +17,8 @@ FLAGS = {
     'init_from_ckpt': ('a checkpoint of ours: DIR/N without the .pdparams suffix (DIR holds options.json); '
                        'pretrain resumes from it, the other commands load it', ()),
     'options_file': ('the model as bilm-tf / AllenNLP files: its options.json (with --weight_file); pretrain '
-                     'starts a new run from it',
-                     ('options-file',)),  # allennlp elmo's spelling
-    'weight_file': ('the model as bilm-tf / AllenNLP files: its weights.hdf5 (with --options_file)',
-                    ('weight-file',)),
+                     'starts a new run from it', ()),
+    'weight_file': ('the model as bilm-tf / AllenNLP files: its weights.hdf5 (with --options_file)', ()),
     'vocab_file': ('the model\'s vocabulary file, one token per line, most frequent first (softmax rows and, for '
                    'word input, embedding rows); predict, eval and dump default to the one the model records', ()),
     'init_from_weights': ('pretrain: start a new run from the weights in this directory (options.json + '
@@ -51,9 +51,8 @@ FLAGS = {
     'output_json': ('also write the results to this JSON file', ()),
     'output_format': ('embed: which layers go into the hdf5 (all, top or average)', ()),
     'use_sentence_keys': ('embed: the sentence itself is its hdf5 key, not its line number (allennlp elmo\'s flag)',
-                          ('use-sentence-keys',)),
-    'forget_sentences': ('embed: no sentence_to_index dataset in the hdf5 (allennlp elmo\'s flag)',
-                         ('forget-sentences',)),
+                          ()),
+    'forget_sentences': ('embed: no sentence_to_index dataset in the hdf5 (allennlp elmo\'s flag)', ()),
     # allennlp elmo's names for --output_format's three values (embed only)
     'all': ('embed: --output_format all (allennlp elmo\'s flag)', ()),
     'top': ('embed: --output_format top (allennlp elmo\'s flag)', ()),
@@ -79,8 +78,7 @@ FLAGS = {
     'dropout': ('dropout probability (pretrain: the biLM\'s; classifiers: on the features and the hidden layer)',
                 ()),
     # training
-    'batch_size': ('examples per batch: sentences, or for the LM rows of --unroll_steps tokens',
-                   ('batch-size',)),  # allennlp elmo's spelling
+    'batch_size': ('examples per batch: sentences, or for the LM rows of --unroll_steps tokens', ()),
     'unroll_steps': ('tokens per row of an LM batch (the BPTT window)', ()),
     'n_train_tokens': ('training tokens per epoch', ()),
     'n_negative_samples': ('sampled-softmax candidates per batch (words)', ()),
@@ -162,7 +160,7 @@ FLAGS = {
     'sample_max_tokens': ('a sampled continuation stops after this many tokens', ()),
     'zh': ('demo: the Chinese sense demo with the --init_from_ckpt model', ()),
     # the process
-    'device': ('cpu, gpu or gpu:N (allennlp\'s --cuda-device N: N >= 0 is gpu:N, -1 the CPU)', ('cuda-device',)),
+    'device': ('cpu, gpu or gpu:N (allennlp elmo\'s --cuda-device N: N >= 0 is gpu:N, -1 the CPU)', ('cuda_device',)),
     'cpu_threads': ('threads per process on the CPU', ()),
 }
 # Option strings every parser has that are not flags of ours.

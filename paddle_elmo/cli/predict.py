@@ -17,10 +17,13 @@ ours, or hdf5 weights exported with it (export_weights.py without --no_softmax).
 --vocab_file, or the one the model records (a checkpoint's recipe.json, or the vocab.txt beside
 its options.json).
 """
+import logging
 import os
 
 from paddle_elmo.cli import flags as cli
 from paddle_elmo.fileio import InputError, iter_lines
+
+log = logging.getLogger(__name__)
 
 
 def build_parser():
@@ -44,7 +47,8 @@ def build_parser():
     p.add_argument('--sample_max_tokens', type=cli.positive_int, default=30,
                    help='a sample stops after this many tokens unless the sentence boundary comes first')
     p.add_argument('--seed', type=int, default=0, help='the same seed gives the same samples')
-    p.add_argument('--output_json', help='also write {"predictions": [...], "samples": [...]} here')
+    p.add_argument('--output_json', type=cli.output_file,
+                   help='also write {"predictions": [...], "samples": [...]} here')
     return p
 
 
@@ -56,7 +60,12 @@ def main(argv=None):
     if a.prefix_file:
         if not os.path.isfile(a.prefix_file):
             raise FileNotFoundError(f'--prefix_file {a.prefix_file}: file not found')
-        prefixes += [text.rstrip('\r\n') for _, _, text in iter_lines(a.prefix_file)]
+        from_file = [text.rstrip('\r\n') for _, _, text in iter_lines(a.prefix_file)]
+        if not from_file:  # a blank line is the empty prefix; a file without a line holds none
+            if not prefixes:
+                raise InputError(f'--prefix_file {a.prefix_file}: an empty file; expected a prefix per line')
+            log.warning('--prefix_file %s: an empty file, no prefix from it', a.prefix_file)
+        prefixes += from_file
     if not prefixes:
         raise InputError('no prefix: give --prefix TEXT (repeatable) or --prefix_file FILE')
     from paddle_elmo.vocabulary import Vocabulary

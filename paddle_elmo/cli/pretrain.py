@@ -21,7 +21,8 @@ import sys
 from paddle_elmo.cli import flags as cli
 from paddle_elmo.config import check_one_start, for_run
 from paddle_elmo.checkpoints import checkpoint_dir
-from paddle_elmo.corpus import warn_if_untokenized
+from paddle_elmo.corpus import check_corpus, warn_if_untokenized
+from paddle_elmo.fileio import check_output_directory
 from paddle_elmo.model_io import own_vocabulary_file, weights_files
 from paddle_elmo.run_configs import read_model_config, read_run_configs
 from paddle_elmo.word_vectors import check_vectors_file
@@ -59,7 +60,7 @@ def read_configs(a):
 
 def build_parser():
     p = cli.pretrain_parser()
-    p.add_argument('--nproc_per_node', type=int, help='run this many processes on this machine under '
+    p.add_argument('--nproc_per_node', type=cli.positive_int, help='run this many processes on this machine under '
                    'paddle.distributed.launch (one per GPU with --device gpu; on CPU the cores are divided among '
                    'them); the launch logs go to SAVE_DIR/launch_logs. Default: this one process (or, started by '
                    'paddle.distributed.launch, the ranks it launched)')
@@ -71,9 +72,11 @@ def main(argv=None):
     if a.nproc_per_node is not None:
         return launch(a.nproc_per_node, sys.argv[1:] if argv is None else list(argv), a.save_dir or
                       a.init_from_ckpt and checkpoint_dir(a.init_from_ckpt) or 'checkpoints')
-    if a.max_minutes is not None and not a.max_minutes > 0:
-        raise cli.InputError(f'--max_minutes must be > 0, got {a.max_minutes}')
     model_config, recipe, save_dir = read_configs(a)
+    for flag, pattern in (('--train_data_path', recipe.train_data_path), ('--dev_data_path', recipe.dev_data_path)):
+        if pattern:  # a missing --train_data_path is the configs' error (set_up)
+            check_corpus(pattern, flag)
+    check_output_directory(save_dir, '--save_dir')  # the default one too (checkpoints, or the resumed run's)
     warn_if_untokenized(recipe.train_data_path, model_config.tokenizer)
     from paddle_elmo.training import finish, set_up, train
     run = set_up(model_config, recipe, save_dir, device=a.device, cpu_threads=a.cpu_threads,
@@ -101,18 +104,16 @@ def report(outcome):
 def launch(nproc, argv, save_dir):
     """`paddle-elmo pretrain --nproc_per_node N ...`: the same command (without the option) under
     paddle.distributed.launch, from the installed `paddle-elmo` (no checkout needed) -> its exit code."""
-    if nproc < 1:
-        raise cli.InputError(f'--nproc_per_node must be >= 1, got {nproc}')
     command = shutil.which('paddle-elmo', path=os.pathsep.join([os.path.dirname(sys.executable),
                                                                 os.environ.get('PATH', '')]))
     if command is None:
         raise cli.InputError('--nproc_per_node launches the installed paddle-elmo command, which is not on PATH '
                              '(pip install the package, or run python -m paddle.distributed.launch yourself)')
-    # The same flags without --nproc_per_node (in any spelling argparse accepts: `--nproc_per_node=2`,
-    # an abbreviation), for each rank.
-    own = argparse.ArgumentParser(add_help=False)
+    # The same flags without --nproc_per_node (in any spelling the command accepts: `--nproc_per_node=2`,
+    # `--nproc-per-node 2`), for each rank.
+    own = argparse.ArgumentParser(add_help=False, allow_abbrev=False)
     own.add_argument('--nproc_per_node')
-    rest = own.parse_known_args(argv)[1]
+    rest = own.parse_known_args(cli.underscored(argv, own._option_string_actions))[1]
     log_dir = os.path.join(save_dir, 'launch_logs')
     launcher = [sys.executable, '-m', 'paddle.distributed.launch', '--nproc_per_node', str(nproc),
                 '--log_dir', log_dir, command, 'pretrain', *rest]

@@ -2,25 +2,14 @@
 `paddle-elmo word2vec` (the protocol itself is paddle_elmo/classifier.py's). Their --quiet is every
 command's (flags.parser): no progress bars and no per-epoch lines (those are the log's INFO)."""
 import logging
-import os
 
 from paddle_elmo.classifier import (BOUNDARY_TOKENS, FEATURE_NORMS, TrainConfig, format_table,
                                     read_polarity, summarize)
-from paddle_elmo.cli.arguments import count_or_zero, positive_int
+from paddle_elmo.cli.arguments import count_or_zero, output_file, positive_int
 from paddle_elmo.cli.glossary import option_strings
-from paddle_elmo.fileio import InputError, make_directory, write_json_atomic
+from paddle_elmo.fileio import InputError, write_json_atomic
 
 log = logging.getLogger(__name__)
-
-
-def prepare_output(path):
-    """Check early (before hours of training) that the JSON can be written; make its directory."""
-    if path is None:
-        return
-    directory = os.path.dirname(os.path.abspath(path))
-    make_directory(directory, f'--output_json {path}: its directory')
-    if not os.access(directory, os.W_OK):
-        raise InputError(f'--output_json {path}: directory {directory} is not writable')
 
 
 def add_protocol_args(p, data_required=True):
@@ -57,7 +46,7 @@ def add_protocol_args(p, data_required=True):
                    'layer')
     t.add_argument('--feature_norm', default='batchnorm', choices=FEATURE_NORMS,
                    help='batchnorm: standardize each dimension of the mean feature vector before the MLP')
-    t.add_argument('--output_json', help='write the results here (accuracy_mean, accuracy_std, '
+    t.add_argument('--output_json', type=output_file, help='write the results here (accuracy_mean, accuracy_std, '
                    'fold_accuracies, layer_weights, args, ...)')
     return d
 
@@ -75,7 +64,6 @@ def check_protocol_args(a):
             raise InputError(f'--run_folds: fold {k} is not among the {a.folds} folds (1 to {a.folds})')
     if a.max_seq_len is not None and a.max_seq_len < 3:
         raise InputError(f'--max_seq_len must be >= 3 (room for <S>, a word and </S>), got {a.max_seq_len}')
-    prepare_output(a.output_json)
 
 
 def train_config(a):

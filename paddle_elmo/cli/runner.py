@@ -99,6 +99,12 @@ def command_logging():
         logger.propagate = saved[1]
 
 
+def in_command():
+    """Whether a command is running (inside run()): what parsing its flags may touch beyond the flags
+    (the log's level, the file system's checks of output paths) it touches then only."""
+    return _handler is not None
+
+
 def set_log_level(quiet=False, verbose=False):
     """The level --quiet / --verbose ask for, on a command's log (none outside run(): parsing flags
     in a program of one's own changes no logging setting)."""

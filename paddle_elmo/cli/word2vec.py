@@ -25,13 +25,13 @@ out of the mean (a sentence without any known token then averages to zero). The 
 printed and written to the JSON. The word vectors stay frozen, as the frozen biLM does.
 """
 import logging
-import os
 import time
 
 from paddle_elmo.cli import flags as cli
 from paddle_elmo.cli.protocol import (add_protocol_args, check_protocol_args, data_flags, load_data, report,
                                       runs_on_this_rank, settings, train_config)
 from paddle_elmo.classifier import SentenceClassifier, cross_validate, make_folds
+from paddle_elmo.corpus import check_corpus
 from paddle_elmo.fileio import require_package
 from paddle_elmo.runtime import use_device
 from paddle_elmo.word_vectors import (OOV_MODES, Word2VecFeatures, check_vectors_file, corpus_paths, is_binary,
@@ -55,8 +55,8 @@ def add_word2vec_args(p):
     w.add_argument('--max_vectors', type=cli.count_or_zero, default=0, help='read only the first (most frequent) N '
                    'vectors of --word_vectors to bound memory (GoogleNews: 3M x 300 floats = 3.6 GB; 0: all). Not '
                    'build-vocab\'s --max_vocab_size: this counts vectors read from a file')
-    w.add_argument('--output_word_vectors', help='with --train_data_path: save the vectors here (.bin) for reuse '
-                   'as --word_vectors')
+    w.add_argument('--output_word_vectors', type=cli.output_file,
+                   help='with --train_data_path: save the vectors here (.bin) for reuse as --word_vectors')
     w.add_argument('--oov', default='unk', choices=OOV_MODES,
                    help='tokens without a vector: unk = one learned vector; skip = left out of the mean')
     w.add_argument('--w2v_dim', type=cli.positive_int, default=300, help='training: vector size (floats)')
@@ -78,14 +78,12 @@ def check_word2vec_args(a):
         raise cli.InputError('--max_vectors applies to --word_vectors (use --min_count when training)')
     if a.output_word_vectors:
         is_binary(a.output_word_vectors)
-        directory = os.path.dirname(os.path.abspath(a.output_word_vectors))
-        if not os.path.isdir(directory):
-            raise FileNotFoundError(f'{a.output_word_vectors}: --output_word_vectors directory {directory} does not '
-                                    'exist')
     if a.word_vectors:
         check_vectors_file(a.word_vectors)
     if a.train_max_tokens and not a.train_data_path:
         raise cli.InputError('--train_max_tokens goes with --train_data_path')
+    if a.train_data_path:
+        check_corpus(a.train_data_path, '--train_data_path')
 
 
 def vectors_from_args(a, info):
