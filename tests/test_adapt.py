@@ -107,7 +107,7 @@ def test_bad_combinations_are_one_line_errors(corpus, export, tmp_path, flags, m
 def test_a_directory_without_the_files_names_what_it_needs(corpus, tmp_path, capfd):
     line = one_line_error(adapt_here(corpus, tmp_path / 'out', '--init_from_weights', str(tmp_path), capfd=capfd))
     assert line == (f'error: {tmp_path / "options.json"}: options file not found (--init_from_weights DIR needs '
-                    f'DIR/options.json and DIR/weights.hdf5)')
+                    f'DIR/options.json and DIR/weights.hdf5, or a model name)')
 
 
 def test_freeze_bilm_trains_the_softmax_alone(corpus, export, tmp_path):

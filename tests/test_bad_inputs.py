@@ -218,7 +218,7 @@ def test_a_char_model_hears_of_the_language_its_tokenizer_is_for(unwarned, caplo
                               'moses); use a ')
 
 
-@pytest.mark.parametrize('name, suggestion', [('smal', ' (did you mean small?)'), ('bundeld', ' (did you mean bundled?)'),
+@pytest.mark.parametrize('name, suggestion', [('smal', ' (did you mean small?)'), ('bundeld', ' (did you mean bundled or bundled-zh?)'),
                                               ('orignal', ' (did you mean original or original-5.5b?)'),
                                               ('Medium', ' (did you mean medium?)'), ('xyz', '')])
 def test_a_misspelt_model_name_gets_the_closest_names(name, suggestion, tmp_path):

@@ -169,7 +169,8 @@ def test_weights_that_do_not_match_options_fail_naming_dataset_and_shapes(fixtur
     with pytest.raises(ValueError, match=r'dataset "CNN_proj/W_proj" has shape \(124, 16\), '
                                          r'options imply \(124, 32\)'):
         load_bilm(options_file=str(bad), weight_file=os.path.join(fixture_dir, 'lm_weights.hdf5'))
-    proc = subprocess.run([sys.executable, os.path.join(ROOT, 'run_embed.py'), os.devnull, str(tmp_path / 'o.h5'),
+    (tmp_path / 'in.txt').write_text('a sentence\n')
+    proc = subprocess.run([sys.executable, os.path.join(ROOT, 'run_embed.py'), str(tmp_path / 'in.txt'), str(tmp_path / 'o.h5'),
                            '--options_file', str(bad), '--weight_file',
                            os.path.join(fixture_dir, 'lm_weights.hdf5')], capture_output=True, text=True)
     assert proc.returncode == 2

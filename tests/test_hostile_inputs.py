@@ -204,7 +204,7 @@ TABLE = {
         'an abbreviated flag': (['{d}/good.txt', '{o}', *MODEL, '--batch', '4'], '{o}',
                                 'unrecognized arguments: --batch 4'),
         '--model misspelt': (['{d}/good.txt', '{o}', '--model', 'bundld'], '{o}', 'bundld: not a model (did you mean '
-                             'bundled?)'),
+                             'bundled or bundled-zh?)'),
         **{model: (['{d}/good.txt', '{o}', *flags], '{o}') for model, flags in BAD_MODELS.items()},
     },
     'predict': {
