@@ -15,7 +15,7 @@ embed_file writes them out) over the first --n_sentences lines (whitespace token
 --batch_size, stateless and stateful, with the char-CNN cache of known words on (50000 words) and
 off, and `table`: the cached path (bilm-tf's `use_character_inputs=False`): the token embeddings of
 lm-corpus's 100k-word vocabulary dumped once (dump_token_embeddings; its seconds are reported
-apart) and read with `ELMoEmbedder(embedding_weight_file=...)`, the char CNN only for words outside
+apart) and read by an embedder of the model with that `embedding_weight_file`, the char CNN only for words outside
 it, no other cache. One two-sentence call warms up first (thread pool, allocator); the timed run starts with an
 empty cache. "tokens/CPU-s" divides by the process's CPU time instead of the wall time: it moves
 less when other jobs share the cores.
@@ -140,27 +140,27 @@ def build_embedder(spec):
     """-> (bilm, embedder, seconds the token table took to dump, or None)."""
     common.set_threads(spec['threads'])
     from paddle_elmo.runtime import paddle
-    from paddle_elmo import BiLM, ELMoEmbedder, dump_token_embeddings, export_weights
+    from paddle_elmo import BiLM, ELMoEmbedder, dump_token_embeddings, export_weights, resolve_model
     paddle.set_device(spec['device'])
     paddle.seed(spec['seed'])
     bilm = BiLM(config_options(spec['config']))
     cache = spec.get('cache', 'on')
-    kw, dump_seconds = {}, None
+    model, dump_seconds = None, None
     if cache == 'table':  # the cached path: the vocabulary's token embeddings, dumped once
         directory = tempfile.mkdtemp(prefix='bench_embed_table_')
         export_weights(bilm, directory)
         vocab, table = common.corpus_vocabulary(TABLE_VOCAB), os.path.join(directory, 'token_embeddings.hdf5')
         start = time.perf_counter()
-        dump_token_embeddings(vocab, os.path.join(directory, 'options.json'), os.path.join(directory, 'weights.hdf5'),
-                              table)
+        dump_token_embeddings(vocab, directory, table)
         dump_seconds = time.perf_counter() - start
-        kw = dict(vocab_file=vocab, embedding_weight_file=table)
-    make = lambda: ELMoEmbedder(bilm=bilm, batch_size=spec['batch_size'], device=spec['device'],
-                                stateful=spec.get('stateful', False), reuse_memory=True,
-                                token_cache_size=CACHE_SIZE if cache == 'on' else 0, **kw)
+        model = resolve_model(directory, vocab_file=vocab, embedding_weight_file=table)  # the same weights, the table
+    make = lambda: ELMoEmbedder(model, bilm=None if model else bilm, batch_size=spec['batch_size'],
+                                device=spec['device'], stateful=spec.get('stateful', False), reuse_memory=True,
+                                token_cache_size=CACHE_SIZE if cache == 'on' else 0)
     make().encode([['A', 'warm-up', 'sentence', '.'], ['Another', 'one']])
     bilm.reset_states()
-    return bilm, make(), dump_seconds
+    embedder = make()
+    return embedder.bilm, embedder, dump_seconds
 
 
 def time_embedding(embedder, sentences):

@@ -34,9 +34,8 @@ RUNTIMES = ('library', 'onnx float32', 'onnx int8')
 def build_bilm(model, seed):
     """The BiLM of `model` (MODELS)."""
     if model == 'bundled':
-        from paddle_elmo.model_io import bundled_model_files, load_bilm
-        options, weights = bundled_model_files()
-        return load_bilm(options_file=options, weight_file=weights)
+        from paddle_elmo.model_io import resolve_model
+        return resolve_model('bundled').load()
     return common.realistic_bilm(config_options(model), seed=seed)
 
 

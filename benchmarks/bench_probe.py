@@ -20,10 +20,10 @@ from paddle_elmo.cli import flags as cli  # first: it quiets Paddle's import-tim
 import common
 
 
-def elmo_sentence_means(sentences, source):
+def elmo_sentence_means(sentences, model):
     """-> float32 [n_sentences, n_layers, dim]: each layer's mean over the sentence's tokens."""
     from paddle_elmo import ELMoEmbedder
-    embedder = ELMoEmbedder(**source.kwargs(), reuse_memory=True)
+    embedder = ELMoEmbedder(model, reuse_memory=True)
     return np.stack([layers.mean(axis=1) for layers in embedder.encode(sentences)])
 
 

@@ -35,14 +35,15 @@ class LanguageModel(nn.Layer):
     the loss is the sampled softmax; in eval mode it is the full softmax (`token_losses` gives it
     per token). The biLM is stateful: each row's state carries over to the next batch, with
     gradients cut at the boundary. vocab: the Vocabulary of word input (word and word+char models
-    read the training vocabulary, as bilm-tf's token mode).
+    read the training vocabulary, as bilm-tf's token mode). bilm: a loaded stateful BiLM of `config`
+    to use (lm_loading.load_language_model's) instead of a new one.
     """
 
     def __init__(self, config, vocab_size, n_negative_samples=8192, seed=0, reset_state_at_sentence_start=False,
-                 vocab=None):
+                 vocab=None, bilm=None):
         super().__init__()
         self.vocab_size = vocab_size
-        self.bilm = BiLM(config, stateful=True, vocab=vocab)
+        self.bilm = BiLM(config, stateful=True, vocab=vocab) if bilm is None else bilm
         self.softmax = Softmax(vocab_size, config.projection_dim)
         self.dropout = float(config.dropout or 0.0)
         self.sampler = LogUniformSampler(vocab_size, n_negative_samples, seed)

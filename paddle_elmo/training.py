@@ -36,6 +36,7 @@ from paddle_elmo.lm import LanguageModel, evaluate, train_step
 from paddle_elmo.optimizers import Decay, make_optimizer
 from paddle_elmo.checkpoints import checkpoint_dir, load_training_checkpoint, rank_state, restore_rank_state, save_training_checkpoint, train_state
 from paddle_elmo.lm_loading import load_weights_into
+from paddle_elmo.model_io import resolve_model
 from paddle_elmo.sampled_softmax import PRIOR_MAX_TOKENS, unigram_log_prior
 from paddle_elmo.run_configs import read_input_vocabulary, write_run_configs
 from paddle_elmo.word_vectors import embedding_rows, read_word_vectors
@@ -290,7 +291,8 @@ def set_up(model_config, recipe, save_dir, *, device='cpu', cpu_threads=None, in
     softmax_from_file = False
     if recipe.init_weight_file and init_from_ckpt is None:  # domain adaptation: the weights, a fresh optimizer
         # (at recipe.lr x recipe.from_weights_lr_scale: make_optimizer below)
-        softmax_from_file, said = load_weights_into(model, recipe.init_weight_file)
+        weights = resolve_model(recipe.init_options_file, recipe.init_weight_file)
+        softmax_from_file, said = load_weights_into(model, weights)
         if rank == 0:
             log.info('biLM: from %s; %s', recipe.init_weight_file, said)
     if recipe.softmax_bias_init == 'unigram' and init_from_ckpt is None and not softmax_from_file:  # a new softmax

@@ -10,7 +10,7 @@ import paddle
 import pytest
 
 from conftest import ROOT, tiny_config
-from paddle_elmo import BiLM, ELMoEmbedder
+from paddle_elmo import BiLM, ELMoEmbedder, resolve_model
 from paddle_elmo.vocabulary import Vocabulary
 
 
@@ -150,9 +150,11 @@ def save_checkpoint(bilm, directory):
 TOL = 1e-5
 
 
-def fixture_embedder(fixture_dir, **kw):
-    return ELMoEmbedder(options_file=os.path.join(fixture_dir, 'options.json'),
-                        weight_file=os.path.join(fixture_dir, 'lm_weights.hdf5'), **kw)
+def fixture_embedder(fixture_dir, vocab_file=None, embedding_weight_file=None, **kw):
+    """An ELMoEmbedder of the reference fixture's model (with a token-embedding file and its vocabulary)."""
+    model = resolve_model(os.path.join(fixture_dir, 'options.json'), os.path.join(fixture_dir, 'lm_weights.hdf5'),
+                          vocab_file=vocab_file, embedding_weight_file=embedding_weight_file)
+    return ELMoEmbedder(model, **kw)
 
 
 def reference_top(fixture_dir, group, i):

@@ -30,9 +30,9 @@ WORD_SENTENCES = [WORDS[:7], ['the', 'unknownword', 'cat', 'xyzzy', 'sat'], ['bi
 
 
 def fixture_bilm():
-    from paddle_elmo import load_bilm
-    return load_bilm(options_file=os.path.join(FIXTURE, 'options.json'),
-                     weight_file=os.path.join(FIXTURE, 'lm_weights.hdf5'))
+    from paddle_elmo import resolve_model
+    return resolve_model(os.path.join(FIXTURE, 'options.json'),
+                         os.path.join(FIXTURE, 'lm_weights.hdf5')).load()
 
 
 def fixture_sentences():
@@ -631,12 +631,11 @@ def test_int8_export_of_the_bundled_model_keeps_every_layer_within_cosine_099(tm
     # x @ W_x quantized one scale per token 0.9975; large-valued models are held below.
     from paddle_elmo.deploy import export_inference, token_cosines
     from paddle_elmo.inference import InferenceEmbedder
-    from paddle_elmo.model_io import bundled_model_files, load_bilm
+    from paddle_elmo.model_io import resolve_model
     from paddle_elmo.deploy import CHECK_SENTENCES
     from paddle_elmo import ELMoEmbedder
     require(FIXTURE)
-    options, weights = bundled_model_files()
-    bilm = load_bilm(options_file=options, weight_file=weights)
+    bilm = resolve_model('bundled').load()
     result = export_inference(bilm, str(tmp_path / 'e'), quantize='int8')
     sentences = fixture_sentences() + ODD_SENTENCES + CHECK_SENTENCES
     expected = ELMoEmbedder(bilm=bilm, stateful=False).embed_batch(sentences)

@@ -53,8 +53,8 @@ import logging, sys
 logging.basicConfig(format='%(levelname)s:%(name)s:%(message)s', stream=sys.stderr)
 if {level!r}:
     logging.getLogger('paddle_elmo').setLevel({level!r})
-from paddle_elmo import ELMoEmbedder, load_bilm
-load_bilm(options_file={fixture!r} + '/options.json', weight_file={fixture!r} + '/lm_weights.hdf5')
+from paddle_elmo import ELMoEmbedder, resolve_model
+resolve_model({fixture!r} + '/options.json', {fixture!r} + '/lm_weights.hdf5').load()
 ELMoEmbedder().embed_file({src!r}, {dst!r})
 '''
 

@@ -136,8 +136,7 @@ def test_bad_arguments_of_the_api(predictor, files):
     with pytest.raises(InputError, match='the vocabulary has 8 tokens but the softmax has 7 rows'):
         Predictor(predictor.model, Vocabulary(str(files / 'other.txt')))
     with pytest.raises(InputError, match='no softmax/W and softmax/b'):
-        load_language_model(len(VOCAB), options_file=str(files / 'nosoftmax' / 'options.json'),
-                            weight_file=str(files / 'nosoftmax' / 'weights.hdf5'))
+        load_language_model(len(VOCAB), str(files / 'nosoftmax'))
 
 
 def test_run_predict_from_a_checkpoint_and_from_exported_weights(predictor, files, tmp_path):
@@ -274,10 +273,9 @@ def test_run_dump_writes_lm_1b_s_files_and_bilm_tf_s_hdf5(files, tmp_path):
 
 
 def test_char_cnn_dump_without_a_softmax_and_token_embeddings_of_specials(files, tmp_path):
-    from paddle_elmo import load_bilm, token_embeddings
+    from paddle_elmo import resolve_model, token_embeddings
     from paddle_elmo.predict import dump_embeddings
-    bilm = load_bilm(options_file=str(files / 'nosoftmax' / 'options.json'),
-                     weight_file=str(files / 'nosoftmax' / 'weights.hdf5'))
+    bilm = resolve_model(str(files / 'nosoftmax')).load()
     written = dump_embeddings(str(tmp_path / 'd'), VOCAB, bilm, batch_size=3)
     assert [os.path.basename(p) for p in written] == ['embeddings_char_cnn.npy', 'vocab.txt']
     np.testing.assert_allclose(np.load(tmp_path / 'd' / 'embeddings_char_cnn.npy'),
@@ -291,10 +289,10 @@ def test_char_cnn_dump_without_a_softmax_and_token_embeddings_of_specials(files,
 
 
 def test_dump_token_embeddings_of_the_fixture_vocabulary_matches_the_reference(fixture_dir, tmp_path):
-    from paddle_elmo import dump_token_embeddings
+    from paddle_elmo import dump_token_embeddings, resolve_model
     out = tmp_path / 'tokens.hdf5'
-    n = dump_token_embeddings(os.path.join(fixture_dir, 'vocab_test.txt'), os.path.join(fixture_dir, 'options.json'),
-                              os.path.join(fixture_dir, 'lm_weights.hdf5'), str(out), batch_size=100)
+    model = resolve_model(os.path.join(fixture_dir, 'options.json'), os.path.join(fixture_dir, 'lm_weights.hdf5'))
+    n = dump_token_embeddings(os.path.join(fixture_dir, 'vocab_test.txt'), model, str(out), batch_size=100)
     with h5py.File(os.path.join(fixture_dir, 'elmo_token_embeddings.hdf5'), 'r') as f:
         ref = f['embedding'][...]
     with h5py.File(out, 'r') as f:
@@ -303,5 +301,4 @@ def test_dump_token_embeddings_of_the_fixture_vocabulary_matches_the_reference(f
     # bilm-tf's float32 outputs; 1e-5 as the other parity tests (tests/test_elmo.py, TOL).
     np.testing.assert_allclose(got, ref, atol=1e-5, rtol=0)
     with pytest.raises(FileNotFoundError, match='the directory .* does not exist'):
-        dump_token_embeddings(os.path.join(fixture_dir, 'vocab_test.txt'), os.path.join(fixture_dir, 'options.json'),
-                              os.path.join(fixture_dir, 'lm_weights.hdf5'), str(tmp_path / 'no' / 'o.hdf5'))
+        dump_token_embeddings(os.path.join(fixture_dir, 'vocab_test.txt'), model, str(tmp_path / 'no' / 'o.hdf5'))

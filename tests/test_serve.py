@@ -44,10 +44,8 @@ def bundled_export(tmp_path_factory):
     the full install's onnxruntime run gives for SENTENCES)."""
     from paddle_elmo.deploy import export_inference
     from paddle_elmo.inference import InferenceEmbedder
-    from paddle_elmo.model_io import bundled_model_files, load_bilm
-    options, weights = bundled_model_files()
     out = str(tmp_path_factory.mktemp('serve') / 'elmo_inference')
-    export_inference(load_bilm(options_file=options, weight_file=weights), out, options_file=options)
+    export_inference('bundled', out)
     return out, InferenceEmbedder(out, backend='onnxruntime').encode(SENTENCES)
 
 

@@ -104,9 +104,9 @@ def api_files(tmp_path):
     """README's file names, made real: the reference fixture, a checkpoint of ours, a text file."""
     require(FIXTURE)
     import paddle
-    from paddle_elmo import load_bilm
-    bilm = load_bilm(options_file=os.path.join(FIXTURE, 'options.json'),
-                     weight_file=os.path.join(FIXTURE, 'lm_weights.hdf5'))
+    from paddle_elmo import resolve_model
+    bilm = resolve_model(os.path.join(FIXTURE, 'options.json'),
+                         os.path.join(FIXTURE, 'lm_weights.hdf5')).load()
     (tmp_path / 'checkpoints').mkdir()
     (tmp_path / 'checkpoints' / 'options.json').write_text(open(os.path.join(FIXTURE, 'options.json')).read())
     paddle.save(bilm.state_dict(), str(tmp_path / 'checkpoints' / 'final.pdparams'))

@@ -126,15 +126,15 @@ def sentences_with(path, words):
 
 def show_contexts(model, model_name, probes=PROBES, cues=CUES, train_file=TRAIN, limit=CENTROID_SENTENCES):
     """Nearest sense centroid of each probe, per layer: context-free layer 0 can only guess.
-    model: ELMoEmbedder's keyword arguments ({}: the bundled model, pretrained/; a model_io.ModelSource
-    as options_file). Probes are raw sentences, split by the model's tokenizer; train_file is
+    model: what ELMoEmbedder takes as its model (None: the bundled model, pretrained/; a name, a
+    directory, a checkpoint prefix: model_io.resolve_model). Probes are raw sentences, split by the model's tokenizer; train_file is
     segmented (tokens split by spaces); limit: training sentences per sense centroid. -> senses right per layer [layers]."""
     from paddle_elmo.tokenizers import get_tokenizer
     from paddle_elmo import ELMoEmbedder
     print(f'\n== {model_name}: the same word, different vectors: which sense is each probe\'s use nearest to? '
           f'(an illustration on {len(probes)} sentences of our own without the senses\' cue words, not a measurement)',
           flush=True)
-    embedder = ELMoEmbedder(**model)
+    embedder = ELMoEmbedder(model)
     split = get_tokenizer(embedder.tokenizer)
     train = sentences_with(train_file, list(cues))
     n_layers = embedder.bilm.n_layers + 1
@@ -186,8 +186,7 @@ def main(argv=None):
         p.error('--zh goes with one model (--model NAME_OR_PATH or --init_from_ckpt DIR/N) and --train_data_path '
                 '(segmented Chinese text with the senses\' cue words)')
     if a.zh:
-        from paddle_elmo.model_io import resolve_model
-        show_contexts({'options_file': resolve_model(model)}, f'{model} (Chinese)', PROBES_ZH, CUES_ZH,
+        show_contexts(model, f'{model} (Chinese)', PROBES_ZH, CUES_ZH,
                       a.train_data_path, CENTROID_SENTENCES_ZH)
         return
     t0 = time.time()
@@ -203,8 +202,8 @@ def main(argv=None):
         log_flags)
     run('held-out perplexity (full softmax)', ['eval', '--dev_data_path', HELDOUT,
         '--init_from_ckpt', os.path.join(ckpt, 'final'), '--batch_size', '8'], log_flags)
-    show_contexts({'params_file': os.path.join(ckpt, 'final')}, 'the tiny model just trained')
-    show_contexts({}, 'the bundled model (paddle_elmo/pretrained/, trained on lm-corpus; no sentence of the demo)')
+    show_contexts(os.path.join(ckpt, 'final'), 'the tiny model just trained')
+    show_contexts(None, 'the bundled model (paddle_elmo/pretrained/, trained on lm-corpus; no sentence of the demo)')
     print(f'\nDone in {time.time() - t0:.0f} s. Checkpoint: {ckpt}/final, training curve: {ckpt}/train_curve.png')
 
 

@@ -43,11 +43,11 @@ def main(argv=None):
     from paddle_elmo.runtime import use_device
     use_device(a.device, cpu_threads=a.cpu_threads)
     source = cli.model_source(a)
-    vocab_file = cli.model_vocabulary(a)
+    vocab_file = cli.model_vocabulary(a, source)
     if a.output_dir:
         vocab = Vocabulary(vocab_file)
         if 'softmax' in a.embeddings:  # checks the softmax is there and has the vocabulary's size
-            model = load_language_model(vocab.size, **source.kwargs())
+            model = load_language_model(vocab.size, source)
             bilm, softmax = model.bilm, model.softmax
         else:
             bilm, softmax = source.load(), None
@@ -56,8 +56,7 @@ def main(argv=None):
         for path in dump_embeddings(a.output_dir, vocab.tokens, bilm, softmax):
             print(f'wrote {path}')
     if a.output_file:
-        n = dump_token_embeddings(vocab_file, source.options_file, source.weight_file, a.output_file,
-                                  params_file=source.params_file)
+        n = dump_token_embeddings(vocab_file, source, a.output_file)
         print(f'wrote {a.output_file} ({n} token embeddings)')
 
 

@@ -76,14 +76,13 @@ def main(argv=None):
             raise InputError('--stateful: an exported model is stateless (paddle-elmo export-inference writes one)')
         if a.device != 'cpu':
             raise InputError('--inference_model runs on the CPU here; use --device cpu')
-    source = None if a.inference_model else cli.model_source(a)  # a bad combination fails before the log starts
     if a.inference_model:
         embedder = inference_embedder(a)
     else:
         from paddle_elmo import ELMoEmbedder, use_device
+        model = cli.model_source(a)  # a bad combination fails before the model loads
         use_device(a.device, cpu_threads=a.cpu_threads)
-        embedder = ELMoEmbedder(source, batch_size=a.batch_size, stateful=a.stateful,
-                                embedding_weight_file=a.embedding_weight_file, tokenizer=a.tokenizer)
+        embedder = ELMoEmbedder(model, batch_size=a.batch_size, stateful=a.stateful, tokenizer=a.tokenizer)
     n = embedder.embed_file(a.input_file, a.output_file, a.output_format, use_sentence_keys=a.use_sentence_keys,
                             forget_sentences=a.forget_sentences)
     print(f'wrote {n} sentences to {a.output_file}')

@@ -48,8 +48,8 @@ def main(argv=None):
     use_device(a.device, cpu_threads=a.cpu_threads)
     source = cli.model_source(a)
     counts = count_tokens(a.dev_data_path)  # the data first: a bad glob fails before a model loads
-    vocab = Vocabulary(cli.model_vocabulary(a))
-    model = load_language_model(vocab.size, **source.kwargs())
+    vocab = Vocabulary(cli.model_vocabulary(a, source))
+    model = load_language_model(vocab.size, source)
     expected = counts['n_tokens'] + counts['n_sentences']  # every word and every sentence end
     with tqdm(total=min(expected, a.eval_max_tokens or expected), unit='tok', desc='evaluating',
               disable=not show_progress(logger=__name__)) as bar:

@@ -19,7 +19,6 @@ directory appears, both are run on a few sentences and compared with ELMoEmbedde
 README.md, "Deploying: Paddle Inference and ONNX", shows how to run them without this repository.
 """
 import argparse
-import os
 import sys
 
 from paddle_elmo.cli import flags as cli
@@ -63,8 +62,6 @@ def main(argv=None):
     from paddle_elmo.export_dirs import check_output_dir
     from paddle_elmo.export_format import ExportError
     from paddle_elmo.quantize import check_quantizable
-    from paddle_elmo.static_bilm import check_exportable
-    from paddle_elmo.run_configs import read_json
     import paddle
     # Everything that can be checked before loading what may be a large model.
     check_output_dir(a.output_dir)
@@ -73,13 +70,9 @@ def main(argv=None):
         raise cli.InputError('--verify_file: the sentences an int8 model is checked on; give it with --quantize int8 '
                              '(and without --no_verify)')
     sentences = check_sentences(a.verify_file) if a.quantize and a.verify else None
-    options_file = source.options_path()
-    if os.path.isfile(options_file):  # else load_bilm below says what the model needs
-        check_exportable(options=read_json(options_file, 'options file'), source=options_file)
     paddle.set_device('cpu')
-    bilm = source.load()
     try:
-        result = export_inference(bilm, a.output_dir, formats=a.formats, options_file=options_file, verify=a.verify,
+        result = export_inference(source, a.output_dir, formats=a.formats, verify=a.verify,
                                   verify_sentences=sentences, quantize=a.quantize)
     except ExportError as e:  # a conversion step failed: not the user's mistake, but one line says it
         print(f'error: {e}', file=sys.stderr)

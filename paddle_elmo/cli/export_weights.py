@@ -31,32 +31,29 @@ def build_parser():
 
 def main(argv=None):
     a = build_parser().parse_args(argv)
-    prefix = checkpoint_prefix(a)
-    from paddle_elmo.checkpoints import load_bilm_checkpoint, softmax_of
+    model = checkpoint_model(a)
     from paddle_elmo.hdf5_weights import export_weights
     import paddle
     paddle.set_device('cpu')
-    bilm, state = load_bilm_checkpoint(prefix)
-    softmax = softmax_of(state) if a.softmax else None
+    bilm, softmax = model.load_with_softmax() if a.softmax else (model.load(), None)
     if softmax is not None:
         softmax = tuple(array.astype(a.softmax_dtype) for array in softmax)
     export_weights(bilm, a.output_dir, softmax)
     print(f'wrote {os.path.join(a.output_dir, "options.json")} and {os.path.join(a.output_dir, "weights.hdf5")}')
 
 
-def checkpoint_prefix(a):
-    """The checkpoint --model or --init_from_ckpt names -> its prefix DIR/N; InputError for none, both,
-    or a model that is not a checkpoint (bilm-tf files are already this format)."""
+def checkpoint_model(a):
+    """The checkpoint --model or --init_from_ckpt names -> model_io.LoadedModel; InputError for none,
+    both, or a model that is not a checkpoint (bilm-tf files are already this format)."""
     if bool(a.model) == bool(a.init_from_ckpt):
         raise cli.InputError('give the checkpoint to export: --model DIR_OR_PREFIX or --init_from_ckpt DIR/N (one)')
-    if a.init_from_ckpt:
-        return a.init_from_ckpt
     from paddle_elmo.model_io import resolve_model
-    source = resolve_model(a.model)
-    if source.params_file is None:
-        raise cli.InputError(f'--model {a.model}: options.json + weights.hdf5, already the bilm-tf format; '
-                             'export-weights writes a checkpoint of ours in it')
-    return source.params_file
+    model = resolve_model(a.model or a.init_from_ckpt)
+    if model.params_file is None:
+        flag = '--model' if a.model else '--init_from_ckpt'
+        raise cli.InputError(f'{flag} {a.model or a.init_from_ckpt}: options.json + weights.hdf5, already the '
+                             'bilm-tf format; export-weights writes a checkpoint of ours in it')
+    return model
 
 
 if __name__ == '__main__':

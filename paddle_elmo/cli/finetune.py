@@ -36,7 +36,6 @@ from paddle_elmo.tokenizers import model_tokenizer
 from paddle_elmo.vocabulary import long_tokens_report, warn_if_mostly_unknown
 from paddle_elmo.features import ActivationCache, model_builder
 from paddle_elmo.fileio import require_package
-from paddle_elmo.model_io import BUNDLED_MODEL_DIR
 from paddle_elmo.runtime import use_device
 from paddle_elmo.word_vectors import check_vectors_file, lookup_table, read_word_vectors
 
@@ -145,7 +144,7 @@ def main(argv=None):
     use_device(a.device, cpu_threads=a.cpu_threads)
     # The text is split by the tokenizer the model records (unless --tokenizer): its options.json is
     # read first, the weights after the data, so that a bad data file fails before they load.
-    tokenizer = model_tokenizer(source.recorded_tokenizer(), a.tokenizer)
+    tokenizer = model_tokenizer(source.config.tokenizer, a.tokenizer)
     data = load_data(**data_flags(a), tokenizer=tokenizer)
     folds = make_folds(data.labels, a.folds, a.seed, a.dev_fraction)
     bilm = source.load()
@@ -155,7 +154,7 @@ def main(argv=None):
     if a.elmo_layer is not None and a.elmo_layer > bilm.n_layers:
         raise cli.InputError(f'--elmo_layer {a.elmo_layer}: the model has layers 0..{bilm.n_layers} (0: the token '
                              f'layer, 1..{bilm.n_layers}: the LSTM layers)')
-    info = {'model': {k: v for k, v in source.kwargs().items() if v} or {'bundled': BUNDLED_MODEL_DIR},
+    info = {'model': {'name': source.name, **source.files()},
             'elmo_layer': 'mix' if a.elmo_layer is None else a.elmo_layer,
             'projection_dim': bilm.projection_dim, 'n_layers': bilm.n_layers + 1, 'trainable': a.trainable,
             'cached': a.cache and not a.trainable}

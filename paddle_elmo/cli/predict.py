@@ -66,8 +66,8 @@ def main(argv=None):
     from paddle_elmo.predict import Predictor
     use_device(a.device, cpu_threads=a.cpu_threads)
     source = cli.model_source(a)
-    vocab = Vocabulary(cli.model_vocabulary(a))
-    predictor = Predictor(load_language_model(vocab.size, **source.kwargs()), vocab, a.tokenizer)
+    vocab = Vocabulary(cli.model_vocabulary(a, source))
+    predictor = Predictor(load_language_model(vocab.size, source), vocab, a.tokenizer)
     result = {'predictions': [], 'samples': []}
     for prefix in prefixes:
         shown = f'{prefix} ___' if a.direction == 'forward' else f'___ {prefix}'

@@ -22,8 +22,9 @@ from paddle_elmo.cli import flags as cli
 from paddle_elmo.config import check_one_start, for_run
 from paddle_elmo.checkpoints import checkpoint_dir
 from paddle_elmo.corpus import warn_if_untokenized
-from paddle_elmo.model_io import own_vocabulary_file, weights_files
-from paddle_elmo.run_configs import read_model_config, read_run_configs
+from paddle_elmo.model_io import resolve_model
+from paddle_elmo.model_names import is_model_name
+from paddle_elmo.run_configs import OPTIONS_FILE, WEIGHTS_FILE, read_run_configs
 from paddle_elmo.word_vectors import check_vectors_file
 
 
@@ -41,9 +42,9 @@ def read_configs(a):
     check_one_start(a.init_from_ckpt, from_weights)  # before reading either's files
     if from_weights:
         cli.check_files_flags('init_from_weights', a.init_from_weights, a.options_file, a.weight_file)
-        options_file, weight_file = weights_files(a.init_from_weights, a.options_file, a.weight_file)
-        weights = (read_model_config(options_file), options_file, weight_file,
-                   own_vocabulary_file(options_file=options_file))
+        model = weights_model(a.init_from_weights, a.options_file, a.weight_file)
+        weights = (model.config, os.path.abspath(model.options_file), os.path.abspath(model.weight_file),
+                   model.own_vocabulary_file)
     if a.init_from_ckpt:
         if not os.path.exists(f'{a.init_from_ckpt}.pdparams'):
             raise cli.InputError(f'--init_from_ckpt {a.init_from_ckpt}: {a.init_from_ckpt}.pdparams not found '
@@ -55,6 +56,21 @@ def read_configs(a):
     if 'word_vectors' in given:  # before the corpus is counted; a resumed run's file may be gone
         check_vectors_file(recipe.word_vectors)
     return model, recipe, save_dir
+
+
+def weights_model(init_from_weights, options_file, weight_file):
+    """The weights a new run starts from: --init_from_weights NAME_OR_DIR (a named model, downloaded on
+    first use, or DIR/options.json + DIR/weights.hdf5), or --options_file with --weight_file ->
+    model_io.LoadedModel of bilm-tf / AllenNLP files."""
+    if init_from_weights and is_model_name(init_from_weights):
+        return resolve_model(init_from_weights)
+    if init_from_weights:
+        options_file, weight_file = (os.path.join(init_from_weights, n) for n in (OPTIONS_FILE, WEIGHTS_FILE))
+    for path, what in ((options_file, 'options file'), (weight_file, 'weights file')):  # before the corpus is counted
+        if not os.path.isfile(path):
+            raise FileNotFoundError(f'{path}: {what} not found' + (f' (--init_from_weights DIR needs DIR/{OPTIONS_FILE} '
+                                    f'and DIR/{WEIGHTS_FILE})' if init_from_weights else ''))
+    return resolve_model(options_file, weight_file)
 
 
 def build_parser():
