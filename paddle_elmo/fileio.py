@@ -13,6 +13,11 @@ class InputError(ValueError):
     """Bad user input (a file, a flag, an options value): the scripts print it as one line."""
 
 
+class RunFailure(RuntimeError):
+    """A run that cannot go on for a reason other than its input (a save on a full disk, a loss that
+    is no longer finite): the commands print it as one line, which says what to do, and exit 1."""
+
+
 # The optional packages a command may import -> the extra of ours that installs each (pyproject.toml).
 INSTALLS = {
     'paddle': 'cpu',

@@ -73,6 +73,13 @@ def test_the_import_graph_has_no_cycle_and_the_library_imports_no_command():
         visit(module, [])
 
 
+def test_the_library_raises_and_only_the_command_boundary_exits():
+    for name, path in package_modules().items():
+        if not is_command(name) and name != 'paddle_elmo.__main__':
+            assert 'sys.exit' not in open(path, encoding='utf-8').read(), \
+                f'{name} exits: raise InputError or RunFailure, and let cli/runner.py turn it into an exit code'
+
+
 def test_the_front_doors_at_the_top_are_thin_and_the_library_is_in_the_package():
     top = sorted(f for f in os.listdir(ROOT) if f.endswith('.py'))
     assert top == sorted(FRONT_DOORS)

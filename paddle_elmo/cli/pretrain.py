@@ -31,20 +31,23 @@ from paddle_elmo.word_vectors import check_vectors_file
 # ---- configuration ---------------------------------------------------------------------------
 
 def read_configs(a):
-    """-> (ModelConfig, Recipe, save_dir): the files the flags name, read, then config.for_run's
-    policy (a new run, a resumed one, or one from weights)."""
+    """-> (ModelConfig, Recipe, save_dir, start): the files the flags name, read, then config.for_run's
+    policy (a new run, a resumed one, or one from weights: its recipe names them), and how the run
+    starts, which training.set_up follows (training.NewRun or training.Resume)."""
     given = cli.given_settings(a)
     if a.preset is not None:
         given['preset'] = a.preset
+    from paddle_elmo.training import NewRun, Resume
     resumed = weights = None
+    start = NewRun()
     save_dir = a.save_dir or 'checkpoints'
     from_weights = a.init_from_weights or a.options_file or a.weight_file
     check_one_start(a.init_from_ckpt, from_weights)  # before reading either's files
     if from_weights:
         cli.check_files_flags('init_from_weights', a.init_from_weights, a.options_file, a.weight_file)
-        model = weights_model(a.init_from_weights, a.options_file, a.weight_file)
-        weights = (model.config, os.path.abspath(model.options_file), os.path.abspath(model.weight_file),
-                   model.own_vocabulary_file)
+        loaded = weights_model(a.init_from_weights, a.options_file, a.weight_file)
+        weights = (loaded.config, os.path.abspath(loaded.options_file), os.path.abspath(loaded.weight_file),
+                   loaded.own_vocabulary_file)
     if a.init_from_ckpt:
         if not os.path.exists(f'{a.init_from_ckpt}.pdparams'):
             raise cli.InputError(f'--init_from_ckpt {a.init_from_ckpt}: {a.init_from_ckpt}.pdparams not found '
@@ -52,10 +55,11 @@ def read_configs(a):
         directory = checkpoint_dir(a.init_from_ckpt)
         resumed = (*read_run_configs(directory), os.path.join(directory, 'options.json'))
         save_dir = a.save_dir or directory
+        start = Resume(a.init_from_ckpt)
     model, recipe = for_run(given, resumed, weights)
     if 'word_vectors' in given:  # before the corpus is counted; a resumed run's file may be gone
         check_vectors_file(recipe.word_vectors)
-    return model, recipe, save_dir
+    return model, recipe, save_dir, start
 
 
 def weights_model(init_from_weights, options_file, weight_file):
@@ -89,11 +93,11 @@ def main(argv=None):
                       a.init_from_ckpt and checkpoint_dir(a.init_from_ckpt) or 'checkpoints')
     if a.max_minutes is not None and not a.max_minutes > 0:
         raise cli.InputError(f'--max_minutes must be > 0, got {a.max_minutes}')
-    model_config, recipe, save_dir = read_configs(a)
+    model_config, recipe, save_dir, start = read_configs(a)
     warn_if_untokenized(recipe.train_data_path, model_config.tokenizer)
     from paddle_elmo.training import finish, set_up, train
-    run = set_up(model_config, recipe, save_dir, device=a.device, cpu_threads=a.cpu_threads,
-                 init_from_ckpt=a.init_from_ckpt, max_minutes=a.max_minutes)
+    run = set_up(model_config, recipe, save_dir, start, device=a.device, cpu_threads=a.cpu_threads,
+                 max_minutes=a.max_minutes)
     outcome = finish(run, train(run))
     if run.rank == 0:
         report(outcome)

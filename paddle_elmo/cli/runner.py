@@ -16,19 +16,22 @@ import logging
 import os
 import sys
 
-from paddle_elmo.fileio import InputError, missing_package
+from paddle_elmo.fileio import InputError, RunFailure, missing_package
 
 
 def run(main):
     """Call main() with the command's log set up (command_logging): the one error boundary of every
-    command. A user mistake (InputError, a missing file, a package of an extra not installed, Paddle
-    among them) becomes one line on stderr and exit code 2. Anything else is a bug and keeps its
-    traceback."""
+    command, and the only place the library's errors become exit codes. A user mistake (InputError,
+    a missing file, a package of an extra not installed, Paddle among them) becomes one line on
+    stderr and exit code 2; a run that cannot go on (RunFailure) one line and exit code 1. Anything
+    else is a bug and keeps its traceback."""
     with command_logging():
         try:
             sys.exit(main() or 0)
         except (InputError, FileNotFoundError) as e:
             fail(e)
+        except RunFailure as e:
+            fail(e, 1)
         except ModuleNotFoundError as e:
             missing = missing_package(e)
             if missing is None:
@@ -39,10 +42,10 @@ def run(main):
             sys.exit(130)
 
 
-def fail(error):
-    """A user's mistake: `error` as the one line on stderr, exit code 2."""
+def fail(error, code=2):
+    """`error` as the one line on stderr, exit code `code` (2: a user's mistake)."""
     print(f'error: {error}', file=sys.stderr)
-    sys.exit(2)
+    sys.exit(code)
 
 
 # ---- the log -----------------------------------------------------------------------------------
