@@ -281,12 +281,13 @@ def set_up(model_config, recipe, save_dir, start, *, device='cpu', cpu_threads=N
         log.warning('--n_negative_samples %d >= the vocabulary\'s %d tokens: every step uses the full softmax',
                     recipe.n_negative_samples, vocab.size)
     recipe = start.recipe_here(recipe, world_size)
-    draw_dropout_masks(recipe, rank)
+    model_kernels = run_kernels(recipe, rank)
     check_input_vocabulary(model_config, recipe, start.model_dir(recipe))
     paddle.seed(recipe.seed)  # identical initial weights on every rank
     model = LanguageModel(model_config, vocab.size, recipe.n_negative_samples, seed=recipe.seed * 1000 + rank,
                           reset_state_at_sentence_start=recipe.reset_state_at_sentence_start,
-                          vocab=vocab)  # the input vocabulary, when the mode has a word embedding
+                          vocab=vocab,  # the input vocabulary, when the mode has a word embedding
+                          kernels=model_kernels)
     paddle.seed(recipe.seed * 1000 + rank)  # but different dropout masks
     start.initialise(model, vocab, recipe, rank)
     frozen = list(model.bilm.parameters()) if recipe.freeze_bilm else []
@@ -411,17 +412,17 @@ def check_input_vocabulary(model_config, recipe, directory):
     read_input_vocabulary(model_config, directory, recipe.vocab_file, source=f'the word embedding in {directory}')
 
 
-def draw_dropout_masks(recipe, rank):
-    """Dropout draws its masks as the run recorded; a resume where that cannot be (the CPU kernel
-    recorded, but off or on a GPU here) draws Paddle's, and says so: the same distribution, other draws."""
+def run_kernels(recipe, rank):
+    """The kernels the run's model uses (kernels.Kernels): dropout draws its masks as the run
+    recorded; a resume where that cannot be (the CPU kernel recorded, but off or on a GPU here)
+    draws Paddle's, and says so: the same distribution, other draws."""
     here = kernels.dropout_masks_on(paddle.get_device())
     if recipe.dropout_masks == 'kernel' and here != 'kernel':
         if rank == 0:
             log.warning("this run drew its dropout masks with the CPU kernel, which does not run here: the resumed "
                         "run draws Paddle's (the same distribution, not the same masks as an uninterrupted run)")
-        kernels.use_dropout_masks(here)
-    else:
-        kernels.use_dropout_masks(recipe.dropout_masks)
+        return kernels.Kernels(dropout_masks=here)
+    return kernels.Kernels(dropout_masks=recipe.dropout_masks)
 
 
 def init_softmax_bias(softmax, vocab, train_data_path, progress=True):

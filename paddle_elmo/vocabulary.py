@@ -10,6 +10,7 @@ import numpy as np
 
 from paddle_elmo.corpus import iter_corpus_sentences
 from paddle_elmo.fileio import InputError, decode_utf8, write_text_atomic
+from paddle_elmo.logs import warn_once, warned
 from paddle_elmo.token_ids import BOS_TOKEN, EOS_TOKEN, tokens_to_char_ids
 from paddle_elmo.tokenizers import get_tokenizer
 
@@ -99,23 +100,22 @@ class Vocabulary:
 # A word model given text tokenized otherwise than its training text sees mostly unknown words
 # (`raining,` and `isn't` are not words of a Moses-tokenized corpus); its own text has a few percent.
 UNKNOWN_WARNING_SHARE = 0.3
-_warned_unknown = False
+UNKNOWN_WARNING = 'mostly unknown tokens'  # its logs.warn_once key
 
 
 def warn_if_mostly_unknown(vocab, sentences, tokenizer):
     """Warns once per process when at least UNKNOWN_WARNING_SHARE of the tokens of `sentences`
     (token lists: one call's) are not in `vocab`, a word model's input Vocabulary (None: a char
     model, which reads any token), naming `tokenizer`, the one that made them."""
-    global _warned_unknown
-    if vocab is None or _warned_unknown:
+    if vocab is None or warned(UNKNOWN_WARNING):
         return
     n_tokens = sum(map(len, sentences))
     n_unknown = sum(vocab.word_to_id(t) == vocab.unk for s in sentences for t in s)
     if n_tokens and n_unknown >= UNKNOWN_WARNING_SHARE * n_tokens:
-        _warned_unknown = True
-        log.warning("%d of %d tokens (%.0f%%) are not in the model's vocabulary (%s): is the text tokenized as its "
-                    "training text was? They were made by the %r tokenizer; name another with tokenizer= (Python) or "
-                    "--tokenizer (commands)", n_unknown, n_tokens, 100 * n_unknown / n_tokens, vocab.path, tokenizer)
+        warn_once(log, UNKNOWN_WARNING, "%d of %d tokens (%.0f%%) are not in the model's vocabulary (%s): is the text "
+                  "tokenized as its training text was? They were made by the %r tokenizer; name another with "
+                  "tokenizer= (Python) or --tokenizer (commands)", n_unknown, n_tokens, 100 * n_unknown / n_tokens,
+                  vocab.path, tokenizer)
 
 
 def count_words(file_pattern, progress=True, tokenizer='whitespace', segmented=None):

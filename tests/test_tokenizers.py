@@ -179,9 +179,11 @@ def test_finetune_splits_raw_reviews_by_the_recorded_tokenizer(models, tmp_path)
 # ---- the warning of a word model that sees mostly unknown words -----------------------------------
 
 @pytest.fixture
-def unwarned(monkeypatch):
-    import paddle_elmo.vocabulary as vocabulary
-    monkeypatch.setattr(vocabulary, '_warned_unknown', False)
+def unwarned():
+    from paddle_elmo.logs import forget_warnings
+    forget_warnings()
+    yield
+    forget_warnings()
 
 
 def test_mostly_unknown_tokens_warn_once_naming_the_tokenizer_and_how_to_change_it(models, unwarned, caplog):
