@@ -101,7 +101,7 @@ def random_init_checkpoint(run_dir, out_dir, seed):
     from paddle_elmo.model_io import resolve_model
     from paddle_elmo.run_configs import read_run_configs, write_run_configs
     from paddle_elmo.training import init_word_embedding
-    from paddle_elmo.runtime import paddle
+    import paddle
     config, recipe = read_run_configs(run_dir)
     directory = os.path.join(out_dir, 'init')
     os.makedirs(directory, exist_ok=True)

@@ -55,9 +55,10 @@ import sys
 import tempfile
 import time
 
-from paddle_elmo.cli import flags as cli
+from paddle_elmo.cli.arguments import add_device, parser
+from paddle_elmo.cli.runner import run
 import common
-from paddle_elmo.fileio import write_json_atomic
+from paddle_elmo.fileio import InputError, write_json_atomic
 
 DEFAULT_DATA = os.path.join(common.SHARED, 'data', 'rt-polarity', 'rt-polarity.pos')
 DEFAULT_CORPUS = os.path.join(common.SHARED, 'data', 'lm-corpus', 'train.txt')
@@ -82,7 +83,7 @@ def config_options(name):
 def read_sentences(path, n):
     """First n lines of a one-sentence-per-line file -> (token lists, encoding used)."""
     if not os.path.isfile(path):
-        raise cli.InputError(f'{path}: data file not found (../shared must be beside this checkout, '
+        raise InputError(f'{path}: data file not found (../shared must be beside this checkout, '
                             f'or pass --data_file)')
     with open(path, 'rb') as f:
         raw = [line for _, line in zip(range(n), f)]
@@ -139,7 +140,7 @@ def count_char_cnn_tokens(bilm):
 def build_embedder(spec):
     """-> (bilm, embedder, seconds the token table took to dump, or None)."""
     common.set_threads(spec['threads'])
-    from paddle_elmo.runtime import paddle
+    import paddle
     from paddle_elmo import BiLM, ELMoEmbedder, dump_token_embeddings, export_weights, resolve_model
     paddle.set_device(spec['device'])
     paddle.seed(spec['seed'])
@@ -193,7 +194,7 @@ def embed_file_worker(spec):
 
 def export_worker(spec):
     """The configuration's random weights (the embed workers' seed) -> options.json + weights.hdf5."""
-    from paddle_elmo.runtime import paddle
+    import paddle
     from paddle_elmo import BiLM, export_weights
     paddle.seed(spec['seed'])
     export_weights(BiLM(config_options(spec['config'])), spec['output_dir'])
@@ -202,7 +203,7 @@ def export_worker(spec):
 
 def export_inference_worker(spec):
     """The configuration's random weights (the embed workers' seed) -> an export_inference directory."""
-    from paddle_elmo.runtime import paddle
+    import paddle
     from paddle_elmo.deploy import export_inference
     from paddle_elmo import BiLM
     paddle.seed(spec['seed'])
@@ -337,12 +338,12 @@ def write_lines(source, n, path):
                     if written == n:
                         break
             if written == 0:
-                raise cli.InputError(f'{source}: empty file')
+                raise InputError(f'{source}: empty file')
 
 
 def embed_file_rows(a):
     if not os.path.isfile(a.embed_file_source):
-        raise cli.InputError(f'{a.embed_file_source}: --embed_file_source not found')
+        raise InputError(f'{a.embed_file_source}: --embed_file_source not found')
     rows = []
     with tempfile.TemporaryDirectory(prefix='bench_embed_') as tmp:
         for n in a.embed_file_lines:
@@ -397,12 +398,12 @@ def floor_rows(a):
 
 
 def parse_args(argv=None):
-    p = cli.parser(__doc__.split('\n')[0])
+    p = parser(__doc__.split('\n')[0])
     p.add_argument('--data_file', default=DEFAULT_DATA, help='sentences to embed, one per line, whitespace tokens')
     p.add_argument('--n_sentences', type=int, default=2000, help='embed the first N lines')
     p.add_argument('--batch_size', type=int, default=64, help='sentences per batch')
     p.add_argument('--threads', type=int, default=2, help='CPU threads (OMP/MKL and Paddle)')
-    cli.add_device(p)
+    add_device(p)
     p.add_argument('--configs', default='original,small',
                    help=f'comma-separated, from {", ".join(CONFIGS)}; "none" skips the encode table')
     p.add_argument('--modes', default='stateless,stateful', help='comma-separated: stateless, stateful')
@@ -439,7 +440,7 @@ def _list(value, allowed, option):
     items = [] if value in ('', 'none') else [v.strip() for v in value.split(',') if v.strip()]
     bad = [v for v in items if v not in allowed]
     if bad:
-        raise cli.InputError(f'{option}: unknown value(s) {", ".join(bad)}; expected {", ".join(allowed)}')
+        raise InputError(f'{option}: unknown value(s) {", ".join(bad)}; expected {", ".join(allowed)}')
     return items
 
 
@@ -451,10 +452,10 @@ def check_args(p, a):
     try:
         a.embed_file_lines = [int(v) for v in a.embed_file_lines.split(',') if v.strip()]
     except ValueError:
-        raise cli.InputError(f'--embed_file_lines: expected comma-separated integers, got {a.embed_file_lines!r}')
+        raise InputError(f'--embed_file_lines: expected comma-separated integers, got {a.embed_file_lines!r}')
     common.check_positive(a, ('n_sentences', 'batch_size', 'threads', 'matmul_size'))
     if any(n < 1 for n in a.embed_file_lines):
-        raise cli.InputError('--embed_file_lines: counts must be >= 1')
+        raise InputError('--embed_file_lines: counts must be >= 1')
     if a.configs and a.modes and a.cache:
         read_sentences(a.data_file, 1)  # fail now, not after the matmul measurement
     return a
@@ -477,7 +478,7 @@ def main():
 
 def run_benchmark(a):
     common.set_threads(a.threads)
-    from paddle_elmo.runtime import paddle
+    import paddle
     paddle.set_device(a.device)
     info = common.machine_info()
     common.print_machine_info(info)
@@ -515,4 +516,4 @@ def run_benchmark(a):
 
 
 if __name__ == '__main__':
-    cli.run(main)
+    run(main)

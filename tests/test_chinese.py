@@ -130,9 +130,9 @@ def test_the_recorded_tokenizer_round_trips_options_json_and_whitespace_leaves_n
 
 
 def test_pretraining_records_the_tokenizer_resuming_keeps_it_and_adapting_may_change_it():
-    from paddle_elmo.cli import flags as args
+    from paddle_elmo.cli.config_flags import given_settings, pretrain_parser
     from paddle_elmo.config import for_resume, for_weights, from_preset
-    given = args.given_settings(args.pretrain_parser().parse_args(['--tokenizer', 'jieba', '--preset', 'budget']))
+    given = given_settings(pretrain_parser().parse_args(['--tokenizer', 'jieba', '--preset', 'budget']))
     model, recipe = from_preset('budget', {k: v for k, v in given.items() if k != 'preset'})
     assert model.tokenizer == 'jieba' and model.to_options()['tokenizer'] == 'jieba'  # what options.json gets
     with pytest.raises(InputError, match=r'--tokenizer chars \(checkpoint: jieba\)'):

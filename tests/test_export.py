@@ -448,12 +448,12 @@ def test_an_export_that_differs_from_the_embedder_is_not_written(fixture_dir, tm
 
 def large_valued_bilm():
     """A small char model (512 filters, LSTM 128 -> 32) with a trained model's magnitudes
-    (common.realistic_bilm: highway pre-activations past 100), its token representations 4x
+    (magnitudes.realistic_bilm: highway pre-activations past 100), its token representations 4x
     larger still (up to ~50, as the original size's): its float rounding fails the old
     per-element check np.allclose(atol=1e-5, rtol=1e-5) by 2-4x on both runtimes, with MKL's AVX2
     or generic path, 1 or 2 threads (measured), as the original size's did. Built and exported in
     ~3 s."""
-    from common import realistic_bilm
+    from paddle_elmo.magnitudes import realistic_bilm
     from paddle_elmo.config import ModelConfig
     bilm = realistic_bilm(ModelConfig(dropout=0.0, projection_dim=32, cell_dim=128,
                                       cnn_filters=[[1, 32], [2, 32], [3, 64], [4, 128], [5, 256]]), seed=1)

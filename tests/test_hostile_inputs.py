@@ -259,16 +259,16 @@ def test_a_missing_package_names_the_extra_that_installs_it(tmp_path, package):
 
 def test_an_unexpected_error_keeps_its_traceback(monkeypatch, capsys):
     """A bug is not a user's mistake: the boundary lets it through, traceback and all."""
-    from paddle_elmo.cli import flags
+    from paddle_elmo.cli.runner import run
 
     def broken():
         raise ZeroDivisionError('a bug')
 
     with pytest.raises(ZeroDivisionError):
-        flags.run(broken)
+        run(broken)
 
     def missing_module_of_ours():
         raise ModuleNotFoundError("No module named 'paddle_elmo.nothing'", name='paddle_elmo.nothing')
 
     with pytest.raises(ModuleNotFoundError):
-        flags.run(missing_module_of_ours)
+        run(missing_module_of_ours)

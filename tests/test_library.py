@@ -82,14 +82,14 @@ def test_importing_the_library_first_hides_paddles_ccache_notice():
 
 
 def test_run_reports_user_errors_in_one_line_and_keeps_a_bugs_traceback(capsys):
-    from paddle_elmo.cli import flags as cli
+    from paddle_elmo.cli.runner import run
     from paddle_elmo.fileio import InputError
 
     def bad_input():
         raise InputError('data.txt:3: something the user can fix')
 
     with pytest.raises(SystemExit) as stop:
-        cli.run(bad_input)
+        run(bad_input)
     assert stop.value.code == 2
     assert capsys.readouterr().err == 'error: data.txt:3: something the user can fix\n'
 
@@ -97,7 +97,7 @@ def test_run_reports_user_errors_in_one_line_and_keeps_a_bugs_traceback(capsys):
         return {}['missing']
 
     with pytest.raises(KeyError):  # not turned into a message: the traceback shows where
-        cli.run(bug)
+        run(bug)
 
 
 def test_without_a_working_compiler_the_kernels_fall_back_with_one_warning(tmp_path):

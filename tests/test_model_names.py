@@ -298,10 +298,11 @@ COMMANDS = {'embed': ['in.txt', 'out.hdf5'], 'eval': ['--dev_data_path', 'x'], '
 
 @pytest.mark.parametrize('command', sorted(COMMANDS))
 def test_every_model_loading_command_takes_model_and_keeps_its_older_flags(command, tiny_release, tmp_path):
-    from paddle_elmo.cli import COMMANDS as MODULES, flags
+    from paddle_elmo.cli import COMMANDS as MODULES
+    from paddle_elmo.cli.model_flags import model_source
     import importlib
     parser = importlib.import_module(f'paddle_elmo.cli.{MODULES[command][0]}').build_parser()
-    parse = lambda *argv: flags.model_source(parser.parse_args(COMMANDS[command] + list(argv)))  # noqa: E731
+    parse = lambda *argv: model_source(parser.parse_args(COMMANDS[command] + list(argv)))  # noqa: E731
     assert parse('--model', str(tiny_release)) == resolve_model(str(tiny_release))
     assert parse('--model', 'bundled') == resolve_model('bundled')
     assert parse() == resolve_model(None) == resolve_model('bundled')  # no model: the bundled one

@@ -28,7 +28,8 @@ import time
 
 import numpy as np
 
-from paddle_elmo.cli import flags as cli
+from paddle_elmo.cli import runner
+from paddle_elmo.cli.arguments import Switch, parser
 from paddle_elmo.corpus import SAMPLE_HELDOUT as HELDOUT, SAMPLE_TRAIN as TRAIN
 from paddle_elmo.fileio import InputError, iter_lines, make_directory
 
@@ -163,9 +164,9 @@ def show_contexts(model, model_name, probes=PROBES, cues=CUES, train_file=TRAIN,
 
 
 def build_parser():
-    p = cli.parser(__doc__.split('\n')[0])
+    p = parser(__doc__.split('\n')[0])
     p.add_argument('--output_dir', help='where the vocabulary and checkpoints go (default: a new temporary directory)')
-    p.add_argument('--zh', action=cli.Switch, default=False,
+    p.add_argument('--zh', action=Switch, default=False,
                    help='instead of pretraining: the sense demo for Chinese with the biLM --model names '
                    '(trained on zh-corpus), the senses\' centroids from --train_data_path')
     p.add_argument('--model', metavar='NAME_OR_PATH', help='with --zh: a Chinese biLM trained on zh-corpus, as a '
@@ -208,4 +209,4 @@ def main(argv=None):
 
 
 if __name__ == '__main__':
-    cli.run(main)
+    runner.run(main)

@@ -14,15 +14,17 @@ highway, projection; no LSTM). --output_file writes bilm-tf's token-embedding hd
 AllenNLP can use in place of the char CNN. The vocabulary is --vocab_file, or the one the model
 records (a checkpoint's recipe.json, or the vocab.txt beside its options.json).
 """
-from paddle_elmo.cli import flags as cli
+from paddle_elmo.cli.arguments import add_device, parser
+from paddle_elmo.cli.model_flags import add_model_source, model_source, model_vocabulary
+from paddle_elmo.cli.runner import run
 from paddle_elmo.fileio import InputError
 
 
 def build_parser():
-    p = cli.parser(__doc__.split('\n')[0])
-    cli.add_model_source(p, bundled_default=True, vocab_help='the rows to dump; default: the one the model records (a checkpoint\'s '
-                         'recipe.json, or the vocab.txt beside its options.json)')
-    cli.add_device(p)
+    p = parser(__doc__.split('\n')[0])
+    add_model_source(p, bundled_default=True, vocab_help='the rows to dump; default: the one the model records (a checkpoint\'s '
+                     'recipe.json, or the vocab.txt beside its options.json)')
+    add_device(p)
     p.add_argument('--output_dir', help='directory for the .npy dumps (created if needed)')
     p.add_argument('--embeddings', nargs='+', default=['softmax', 'char_cnn'], choices=['softmax', 'char_cnn'],
                    help='which .npy dumps: softmax needs a model with its softmax (a checkpoint of ours, or '
@@ -42,8 +44,8 @@ def main(argv=None):
     from paddle_elmo.predict import dump_embeddings
     from paddle_elmo.runtime import use_device
     use_device(a.device, cpu_threads=a.cpu_threads)
-    source = cli.model_source(a)
-    vocab_file = cli.model_vocabulary(a, source)
+    source = model_source(a)
+    vocab_file = model_vocabulary(a, source)
     if a.output_dir:
         vocab = Vocabulary(vocab_file)
         if 'softmax' in a.embeddings:  # checks the softmax is there and has the vocabulary's size
@@ -61,4 +63,4 @@ def main(argv=None):
 
 
 if __name__ == '__main__':
-    cli.run(main)
+    run(main)

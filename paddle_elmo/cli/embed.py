@@ -17,37 +17,40 @@ sentence_to_index).
 """
 import sys
 
-from paddle_elmo.cli import flags as cli
+from paddle_elmo.cli.arguments import Switch, add_device, add_tokenizer, parser, positive_int
+from paddle_elmo.cli.glossary import option_strings
+from paddle_elmo.cli.model_flags import add_inference_model, add_model_source, model_source
+from paddle_elmo.cli.runner import run
 from paddle_elmo.sentence_embedder import OUTPUT_FORMATS
 from paddle_elmo.fileio import InputError
 
 
 def build_parser():
-    p = cli.parser(__doc__.split('\n')[0])
+    p = parser(__doc__.split('\n')[0])
     p.add_argument('input_file', help='one sentence per line, UTF-8, split into tokens by --tokenizer (an empty '
                    'line gives an empty embedding, so that the datasets keep the line numbers)')
     p.add_argument('output_file', help='hdf5 file to write')
-    cli.add_model_source(p, bundled_default=True)
+    add_model_source(p, bundled_default=True)
     p.add_argument('--embedding_weight_file', help="hdf5 of dump_token_embeddings (dataset 'embedding', one row per "
                    'line of --vocab_file, or of the model\'s vocab.txt): those words skip the char CNN (bilm-tf\'s '
                    'use_character_inputs=False); for a word model, its embedding (bilm-tf\'s embedding_weight_file)')
-    cli.add_inference_model(p, 'or an exported model (paddle-elmo export-inference; stateless, CPU)',
-                            'directory written by paddle-elmo export-inference (a word model\'s holds its vocab.txt)')
-    cli.add_device(p)
+    add_inference_model(p, 'or an exported model (paddle-elmo export-inference; stateless, CPU)',
+                        'directory written by paddle-elmo export-inference (a word model\'s holds its vocab.txt)')
+    add_device(p)
     p.add_argument('--output_format', choices=OUTPUT_FORMATS,
                    help='all layers, the top layer, or the average of the layers (default: all)')
     for value in OUTPUT_FORMATS:  # allennlp elmo's --all / --top / --average
         p.add_argument(f'--{value}', action='store_true', help=f'the same as --output_format {value} (allennlp elmo\'s '
                        'flag)')
-    cli.add_tokenizer(p)
-    p.add_argument(*cli.option_strings('batch_size'), type=cli.positive_int, default=64, help='sentences per batch')
-    p.add_argument('--stateful', action=cli.Switch, default=False,
+    add_tokenizer(p)
+    p.add_argument(*option_strings('batch_size'), type=positive_int, default=64, help='sentences per batch')
+    p.add_argument('--stateful', action=Switch, default=False,
                    help='carry LSTM state across batches (as allennlp elmo did); off: each sentence from a zero state')
-    p.add_argument(*cli.option_strings('use_sentence_keys'), action='store_true',
+    p.add_argument(*option_strings('use_sentence_keys'), action='store_true',
                    help='key each dataset by its sentence (the stripped line) instead of its line number, and write no '
                    'sentence_to_index (allennlp elmo\'s flag); a repeated sentence, an empty one or one with "/" is '
                    'an error')
-    p.add_argument(*cli.option_strings('forget_sentences'), action='store_true',
+    p.add_argument(*option_strings('forget_sentences'), action='store_true',
                    help='write no sentence_to_index dataset, so that the file does not hold the text '
                    '(allennlp elmo\'s flag)')
     return p
@@ -80,7 +83,7 @@ def main(argv=None):
         embedder = inference_embedder(a)
     else:
         from paddle_elmo import ELMoEmbedder, use_device
-        model = cli.model_source(a)  # a bad combination fails before the model loads
+        model = model_source(a)  # a bad combination fails before the model loads
         use_device(a.device, cpu_threads=a.cpu_threads)
         embedder = ELMoEmbedder(model, batch_size=a.batch_size, stateful=a.stateful, tokenizer=a.tokenizer)
     n = embedder.embed_file(a.input_file, a.output_file, a.output_format, use_sentence_keys=a.use_sentence_keys,
@@ -106,4 +109,4 @@ def inference_embedder(a):
 
 
 if __name__ == '__main__':
-    cli.run(main)
+    run(main)

@@ -21,7 +21,10 @@ README.md, "Deploying: Paddle Inference and ONNX", shows how to run them without
 import argparse
 import sys
 
-from paddle_elmo.cli import flags as cli
+from paddle_elmo.cli.arguments import Switch, parser
+from paddle_elmo.cli.model_flags import add_model_source, model_source
+from paddle_elmo.cli.runner import run
+from paddle_elmo.fileio import InputError
 
 FORMATS = ('paddle', 'onnx')
 
@@ -36,17 +39,17 @@ def formats(text):
 
 
 def build_parser():
-    p = cli.parser(__doc__.split('\n')[0])
+    p = parser(__doc__.split('\n')[0])
     p.add_argument('--output_dir', required=True,
                    help='directory to write (new, empty, or a previous export, which is replaced)')
-    cli.add_model_source(p, bundled_default=True)
+    add_model_source(p, bundled_default=True)
     p.add_argument('--formats', type=formats, default='paddle,onnx', metavar='paddle[,onnx]',
                    help='what to write, comma-separated: paddle (the Paddle Inference program, always written), '
                    'onnx (also model.onnx, converted from it)')
     p.add_argument('--quantize', choices=['int8'], default=None,
                    help='int8: model.onnx dynamically quantized (the LSTMs\' products in int8, for onnxruntime; '
                    'verified at an int8 tolerance); default: none (float32)')
-    p.add_argument('--verify', action=cli.Switch, default=True,
+    p.add_argument('--verify', action=Switch, default=True,
                    help='run the written models against ELMoEmbedder before the directory appears (off: a warning, '
                    'and export.json records "unverified", which embed reports)')
     p.add_argument('--verify_file', help='--quantize int8: the sentences the int8 model is checked on, one per line, '
@@ -56,7 +59,7 @@ def build_parser():
 
 def main(argv=None):
     a = build_parser().parse_args(argv)
-    source = cli.model_source(a)
+    source = model_source(a)
     from paddle_elmo.deploy import export_inference
     from paddle_elmo.export_checks import CHECK_SENTENCES, check_sentences
     from paddle_elmo.export_dirs import check_output_dir
@@ -67,8 +70,8 @@ def main(argv=None):
     check_output_dir(a.output_dir)
     check_quantizable(a.quantize, a.formats)
     if a.verify_file and not (a.quantize and a.verify):
-        raise cli.InputError('--verify_file: the sentences an int8 model is checked on; give it with --quantize int8 '
-                             '(and without --no_verify)')
+        raise InputError('--verify_file: the sentences an int8 model is checked on; give it with --quantize int8 '
+                         '(and without --no_verify)')
     sentences = check_sentences(a.verify_file) if a.quantize and a.verify else None
     paddle.set_device('cpu')
     try:
@@ -92,4 +95,4 @@ def main(argv=None):
 
 
 if __name__ == '__main__':
-    cli.run(main)
+    run(main)

@@ -10,18 +10,20 @@ models ship theirs so: it is read back as float32, and its rounding moves a perp
 """
 import os
 
-from paddle_elmo.cli import flags as cli
+from paddle_elmo.cli.arguments import Switch, parser
+from paddle_elmo.cli.runner import run
+from paddle_elmo.fileio import InputError
 
 
 def build_parser():
-    p = cli.parser(__doc__.split('\n')[0])
+    p = parser(__doc__.split('\n')[0])
     p.add_argument('--model', metavar='DIR_OR_PREFIX', help='the checkpoint: a checkpoint directory (its final or '
                    'latest step) or a checkpoint prefix DIR/N')
     p.add_argument('--init_from_ckpt', help='the same as --model DIR/N (a checkpoint prefix without suffix, e.g. '
                    'checkpoints/10000; the directory holds options.json), kept because the PaddleNLP example '
                    'named its checkpoints so')
     p.add_argument('--output_dir', required=True, help='directory for options.json and weights.hdf5')
-    p.add_argument('--softmax', action=cli.Switch, default=True,
+    p.add_argument('--softmax', action=Switch, default=True,
                    help='write the checkpoint\'s softmax too (off: enough for embeddings and fine-tuning, not for '
                    'paddle-elmo eval or paddle-elmo predict)')
     p.add_argument('--softmax_dtype', choices=['float32', 'float16'], default='float32',
@@ -46,15 +48,15 @@ def checkpoint_model(a):
     """The checkpoint --model or --init_from_ckpt names -> model_io.LoadedModel; InputError for none,
     both, or a model that is not a checkpoint (bilm-tf files are already this format)."""
     if bool(a.model) == bool(a.init_from_ckpt):
-        raise cli.InputError('give the checkpoint to export: --model DIR_OR_PREFIX or --init_from_ckpt DIR/N (one)')
+        raise InputError('give the checkpoint to export: --model DIR_OR_PREFIX or --init_from_ckpt DIR/N (one)')
     from paddle_elmo.model_io import resolve_model
     model = resolve_model(a.model or a.init_from_ckpt)
     if model.params_file is None:
         flag = '--model' if a.model else '--init_from_ckpt'
-        raise cli.InputError(f'{flag} {a.model or a.init_from_ckpt}: options.json + weights.hdf5, already the '
-                             'bilm-tf format; export-weights writes a checkpoint of ours in it')
+        raise InputError(f'{flag} {a.model or a.init_from_ckpt}: options.json + weights.hdf5, already the '
+                         'bilm-tf format; export-weights writes a checkpoint of ours in it')
     return model
 
 
 if __name__ == '__main__':
-    cli.run(main)
+    run(main)

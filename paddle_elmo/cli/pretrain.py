@@ -18,7 +18,10 @@ import shutil
 import subprocess
 import sys
 
-from paddle_elmo.cli import flags as cli
+from paddle_elmo.cli import runner
+from paddle_elmo.cli.config_flags import given_settings, pretrain_parser
+from paddle_elmo.cli.model_flags import check_files_flags
+from paddle_elmo.fileio import InputError
 from paddle_elmo.config import check_one_start, for_run
 from paddle_elmo.checkpoints import checkpoint_dir
 from paddle_elmo.corpus import warn_if_untokenized
@@ -34,7 +37,7 @@ def read_configs(a):
     """-> (ModelConfig, Recipe, save_dir, start): the files the flags name, read, then config.for_run's
     policy (a new run, a resumed one, or one from weights: its recipe names them), and how the run
     starts, which training.set_up follows (training.NewRun or training.Resume)."""
-    given = cli.given_settings(a)
+    given = given_settings(a)
     if a.preset is not None:
         given['preset'] = a.preset
     from paddle_elmo.training import NewRun, Resume
@@ -44,14 +47,14 @@ def read_configs(a):
     from_weights = a.init_from_weights or a.options_file or a.weight_file
     check_one_start(a.init_from_ckpt, from_weights)  # before reading either's files
     if from_weights:
-        cli.check_files_flags('init_from_weights', a.init_from_weights, a.options_file, a.weight_file)
+        check_files_flags('init_from_weights', a.init_from_weights, a.options_file, a.weight_file)
         loaded = weights_model(a.init_from_weights, a.options_file, a.weight_file)
         weights = (loaded.config, os.path.abspath(loaded.options_file), os.path.abspath(loaded.weight_file),
                    loaded.own_vocabulary_file)
     if a.init_from_ckpt:
         if not os.path.exists(f'{a.init_from_ckpt}.pdparams'):
-            raise cli.InputError(f'--init_from_ckpt {a.init_from_ckpt}: {a.init_from_ckpt}.pdparams not found '
-                                 f'(give DIR/N without the suffix)')
+            raise InputError(f'--init_from_ckpt {a.init_from_ckpt}: {a.init_from_ckpt}.pdparams not found '
+                             f'(give DIR/N without the suffix)')
         directory = checkpoint_dir(a.init_from_ckpt)
         resumed = (*read_run_configs(directory), os.path.join(directory, 'options.json'))
         save_dir = a.save_dir or directory
@@ -78,7 +81,7 @@ def weights_model(init_from_weights, options_file, weight_file):
 
 
 def build_parser():
-    p = cli.pretrain_parser()
+    p = pretrain_parser()
     p.add_argument('--nproc_per_node', type=int, help='run this many processes on this machine under '
                    'paddle.distributed.launch (one per GPU with --device gpu; on CPU the cores are divided among '
                    'them); the launch logs go to SAVE_DIR/launch_logs. Default: this one process (or, started by '
@@ -92,7 +95,7 @@ def main(argv=None):
         return launch(a.nproc_per_node, sys.argv[1:] if argv is None else list(argv), a.save_dir or
                       a.init_from_ckpt and checkpoint_dir(a.init_from_ckpt) or 'checkpoints')
     if a.max_minutes is not None and not a.max_minutes > 0:
-        raise cli.InputError(f'--max_minutes must be > 0, got {a.max_minutes}')
+        raise InputError(f'--max_minutes must be > 0, got {a.max_minutes}')
     model_config, recipe, save_dir, start = read_configs(a)
     warn_if_untokenized(recipe.train_data_path, model_config.tokenizer)
     from paddle_elmo.training import finish, set_up, train
@@ -122,12 +125,12 @@ def launch(nproc, argv, save_dir):
     """`paddle-elmo pretrain --nproc_per_node N ...`: the same command (without the option) under
     paddle.distributed.launch, from the installed `paddle-elmo` (no checkout needed) -> its exit code."""
     if nproc < 1:
-        raise cli.InputError(f'--nproc_per_node must be >= 1, got {nproc}')
+        raise InputError(f'--nproc_per_node must be >= 1, got {nproc}')
     command = shutil.which('paddle-elmo', path=os.pathsep.join([os.path.dirname(sys.executable),
                                                                 os.environ.get('PATH', '')]))
     if command is None:
-        raise cli.InputError('--nproc_per_node launches the installed paddle-elmo command, which is not on PATH '
-                             '(pip install the package, or run python -m paddle.distributed.launch yourself)')
+        raise InputError('--nproc_per_node launches the installed paddle-elmo command, which is not on PATH '
+                         '(pip install the package, or run python -m paddle.distributed.launch yourself)')
     # The same flags without --nproc_per_node (in any spelling argparse accepts: `--nproc_per_node=2`,
     # an abbreviation), for each rank.
     own = argparse.ArgumentParser(add_help=False)
@@ -141,4 +144,4 @@ def launch(nproc, argv, save_dir):
 
 
 if __name__ == '__main__':
-    cli.run(main)
+    runner.run(main)
