@@ -131,7 +131,7 @@ class LoadedModel:
             log.debug('biLM from %s and %s', self.options_file, self.weight_file)
         state = self._checkpoint_state(vocab_size)
         rows = state_embedding_rows(state) if state is not None else self._hdf5_embedding_rows()
-        bilm = BiLM(self.config, stateful=stateful, vocab=self._input_vocabulary(rows))
+        bilm = BiLM(self.config, stateful=stateful, vocab=self.input_vocabulary(rows))
         return bilm, self._fill(bilm, state, softmax, vocab_size)
 
     def _checkpoint_state(self, vocab_size=None):
@@ -161,13 +161,15 @@ class LoadedModel:
         name = self.config.input_mode.word_embedding
         return hdf5_rows(self._word_embedding_file() or self.weight_file, name) if name else None
 
-    def _input_vocabulary(self, rows):
+    def input_vocabulary(self, rows=None, source=None):
         """A word or word+char model's input Vocabulary (None for a char model): vocab.txt beside its
-        options.json or vocab_file, checked against its embedding's `rows`. Beside a model's own
-        vocab.txt, a vocab_file that lists a token cache's rows (token_table) is not its vocabulary."""
+        options.json or vocab_file (given both, the same tokens), checked against its embedding's
+        `rows` when given; source: what the errors call the model (default: its weights' file).
+        Beside a model's own vocab.txt, a vocab_file that lists a token cache's rows (token_table)
+        is not its vocabulary."""
         lists_cache_rows = self.embedding_weight_file and self.config.input_mode.embedding_file == 'cache'
         vocab_file = None if lists_cache_rows and self.own_vocabulary_file else self.vocab_file
-        source = self.params_file or self._word_embedding_file() or self.weight_file
+        source = source or self.params_file or self._word_embedding_file() or self.weight_file
         return read_input_vocabulary(self.config, os.path.dirname(self.options_file), vocab_file, rows, source)
 
 

@@ -35,11 +35,11 @@ from paddle_elmo.vocabulary import Vocabulary
 from paddle_elmo.fileio import InputError, RunFailure, atomic_path, make_directory, write_csv_atomic
 from paddle_elmo.lm import LanguageModel, evaluate, train_step
 from paddle_elmo.optimizers import Decay, make_optimizer
-from paddle_elmo.checkpoints import checkpoint_dir, load_training_checkpoint, rank_state, restore_rank_state, save_training_checkpoint, train_state
+from paddle_elmo.checkpoints import load_training_checkpoint, rank_state, restore_rank_state, save_training_checkpoint, train_state
 from paddle_elmo.lm_loading import load_weights_into
 from paddle_elmo.model_io import resolve_model
 from paddle_elmo.sampled_softmax import PRIOR_MAX_TOKENS, unigram_log_prior
-from paddle_elmo.run_configs import read_input_vocabulary, write_run_configs
+from paddle_elmo.run_configs import write_run_configs
 from paddle_elmo.word_vectors import embedding_rows, read_word_vectors
 
 
@@ -282,7 +282,7 @@ def set_up(model_config, recipe, save_dir, start, *, device='cpu', cpu_threads=N
                     recipe.n_negative_samples, vocab.size)
     recipe = start.recipe_here(recipe, world_size)
     model_kernels = run_kernels(recipe, rank)
-    check_input_vocabulary(model_config, recipe, start.model_dir(recipe))
+    check_input_vocabulary(model_config, recipe, start.weights(recipe))
     paddle.seed(recipe.seed)  # identical initial weights on every rank
     model = LanguageModel(model_config, vocab.size, recipe.n_negative_samples, seed=recipe.seed * 1000 + rank,
                           reset_state_at_sentence_start=recipe.reset_state_at_sentence_start,
@@ -333,9 +333,9 @@ class NewRun:
             recipe = dataclasses.replace(recipe, lr_decay_steps=decay_steps(recipe))
         return recipe
 
-    def model_dir(self, recipe):
-        """The directory of the word table the run starts from (its vocab.txt), or None."""
-        return os.path.dirname(recipe.init_options_file) if recipe.init_options_file else None
+    def weights(self, recipe):
+        """The model whose weights the run starts from (model_io.LoadedModel), or None."""
+        return resolve_model(recipe.init_options_file, recipe.init_weight_file) if recipe.init_weight_file else None
 
     def initialise(self, model, vocab, recipe, rank):
         """The new model's first weights, each source said in the log (rank 0)."""
@@ -343,8 +343,7 @@ class NewRun:
         softmax_from_file = False
         if recipe.init_weight_file:  # domain adaptation: the weights, a fresh optimizer
             # (at recipe.lr x recipe.from_weights_lr_scale: optimizer_for)
-            weights = resolve_model(recipe.init_options_file, recipe.init_weight_file)
-            softmax_from_file, loaded = load_weights_into(model, weights)
+            softmax_from_file, loaded = load_weights_into(model, self.weights(recipe))
             say(f'biLM: from {recipe.init_weight_file}; {loaded}')
         if recipe.softmax_bias_init == 'unigram' and not softmax_from_file:  # a new softmax
             say(init_softmax_bias(model.softmax, vocab, recipe.train_data_path, progress=rank == 0))
@@ -365,8 +364,8 @@ class Resume:
     def recipe_here(self, recipe, world_size):
         return recipe
 
-    def model_dir(self, recipe):
-        return checkpoint_dir(self.checkpoint)
+    def weights(self, recipe):
+        return resolve_model(self.checkpoint)
 
     def initialise(self, model, vocab, recipe, rank):
         pass  # the checkpoint's weights replace any (restore)
@@ -402,14 +401,15 @@ def lr_scale_from_weights(recipe):
     return recipe.from_weights_lr_scale if recipe.init_weight_file and not recipe.freeze_bilm else 1.0
 
 
-def check_input_vocabulary(model_config, recipe, directory):
+def check_input_vocabulary(model_config, recipe, weights):
     """Word input reads the training vocabulary's ids: a resumed run (or one adapting released
-    weights) must train with the vocabulary its word embedding was made for, the one in `directory`
-    (the start's model_dir: None for a new model)."""
-    if not model_config.has_words or directory is None:
+    weights) must train with the vocabulary its word embedding was made for, the one of `weights`
+    (the start's: a model_io.LoadedModel, None for a new model)."""
+    if not model_config.has_words or weights is None:
         return
     # its vocab.txt, which --vocab_file must match; bilm-tf files have none: --vocab_file is theirs
-    read_input_vocabulary(model_config, directory, recipe.vocab_file, source=f'the word embedding in {directory}')
+    directory = os.path.dirname(weights.options_file)
+    resolve_model(weights, vocab_file=recipe.vocab_file).input_vocabulary(source=f'the word embedding in {directory}')
 
 
 def run_kernels(recipe, rank):
