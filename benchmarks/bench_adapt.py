@@ -68,11 +68,10 @@ def last_checkpoint(save_dir):
 def bundled_vocabulary(out_dir, condition):
     """The softmax's vocabulary: the text's words for a char model; a model that reads words keeps
     its own (its input table is tied to it: run_pretrain.py refuses another)."""
-    from paddle_elmo.model_io import bundled_model_files, own_vocabulary_file
-    from paddle_elmo.run_configs import read_model_config
-    options_file, _ = bundled_model_files()
-    if read_model_config(options_file).has_words:
-        return own_vocabulary_file(options_file=options_file)
+    from paddle_elmo.model_io import resolve_model
+    bundled = resolve_model('bundled')
+    if bundled.config.has_words:
+        return bundled.own_vocabulary_file
     return os.path.join(out_dir, f'{condition}.vocab.txt')
 
 

@@ -98,9 +98,10 @@ def random_init_checkpoint(run_dir, out_dir, seed):
     from paddle_elmo.vocabulary import Vocabulary
     from paddle_elmo.lm import LanguageModel
     from paddle_elmo.lm_loading import load_weights_into
+    from paddle_elmo.model_io import resolve_model
     from paddle_elmo.run_configs import read_run_configs, write_run_configs
     from paddle_elmo.training import init_word_embedding
-    from paddle_elmo.runtime import paddle
+    import paddle
     config, recipe = read_run_configs(run_dir)
     directory = os.path.join(out_dir, 'init')
     os.makedirs(directory, exist_ok=True)
@@ -109,7 +110,8 @@ def random_init_checkpoint(run_dir, out_dir, seed):
     paddle.seed(seed)  # as run_pretrain.py seeds before building the model, then starts it from files
     model = LanguageModel(config, vocab.size, vocab=vocab if config.has_words else None)
     if recipe.init_weight_file:
-        print(f'step 0: {load_weights_into(model, recipe.init_weight_file)[1]}', flush=True)
+        weights = resolve_model(recipe.init_options_file, recipe.init_weight_file)
+        print(f'step 0: {load_weights_into(model, weights)[1]}', flush=True)
     if recipe.word_vectors:
         print(f'step 0: {init_word_embedding(model.bilm, recipe.word_vectors)}', flush=True)
     with atomic_path(os.path.join(directory, '0.pdparams')) as tmp:

@@ -17,7 +17,7 @@ products have rows enough to run near the matmul rate), stateless and stateful, 
 cache of known words on (50000 words) and
 off, and `table`: the cached path (bilm-tf's `use_character_inputs=False`): the token embeddings of
 lm-corpus's 100k-word vocabulary dumped once (dump_token_embeddings; its seconds are reported
-apart) and read with `ELMoEmbedder(embedding_weight_file=...)`, the char CNN only for words outside
+apart) and read by an embedder of the model with that `embedding_weight_file`, the char CNN only for words outside
 it, no other cache. One two-sentence call warms up first (thread pool, allocator); the timed run starts with an
 empty cache. "tokens/CPU-s" divides by the process's CPU time instead of the wall time: it moves
 less when other jobs share the cores.
@@ -59,10 +59,11 @@ import sys
 import tempfile
 import time
 
-from paddle_elmo.cli import flags as cli
+from paddle_elmo.cli.arguments import add_device, parser
+from paddle_elmo.cli.runner import run
 import common
 import stream
-from paddle_elmo.fileio import write_json_atomic
+from paddle_elmo.fileio import InputError, write_json_atomic
 
 DEFAULT_DATA = os.path.join(common.SHARED, 'data', 'rt-polarity', 'rt-polarity.pos')
 DEFAULT_CORPUS = os.path.join(common.SHARED, 'data', 'lm-corpus', 'train.txt')
@@ -88,7 +89,7 @@ def config_options(name):
 def read_sentences(path, n):
     """First n lines of a one-sentence-per-line file -> (token lists, encoding used)."""
     if not os.path.isfile(path):
-        raise cli.InputError(f'{path}: data file not found (../shared must be beside this checkout, '
+        raise InputError(f'{path}: data file not found (../shared must be beside this checkout, '
                             f'or pass --data_file)')
     with open(path, 'rb') as f:
         raw = [line for _, line in zip(range(n), f)]
@@ -145,28 +146,28 @@ def count_char_cnn_tokens(bilm):
 def build_embedder(spec):
     """-> (bilm, embedder, seconds the token table took to dump, or None)."""
     common.set_threads(spec['threads'])
-    from paddle_elmo.runtime import paddle
-    from paddle_elmo import BiLM, ELMoEmbedder, dump_token_embeddings, export_weights
+    import paddle
+    from paddle_elmo import BiLM, ELMoEmbedder, dump_token_embeddings, export_weights, resolve_model
     paddle.set_device(spec['device'])
     paddle.seed(spec['seed'])
     bilm = BiLM(config_options(spec['config']))
     cache = spec.get('cache', 'on')
-    kw, dump_seconds = {}, None
+    model, dump_seconds = None, None
     if cache == 'table':  # the cached path: the vocabulary's token embeddings, dumped once
         directory = tempfile.mkdtemp(prefix='bench_embed_table_')
         export_weights(bilm, directory)
         vocab, table = common.corpus_vocabulary(TABLE_VOCAB), os.path.join(directory, 'token_embeddings.hdf5')
         start = time.perf_counter()
-        dump_token_embeddings(vocab, os.path.join(directory, 'options.json'), os.path.join(directory, 'weights.hdf5'),
-                              table)
+        dump_token_embeddings(vocab, directory, table)
         dump_seconds = time.perf_counter() - start
-        kw = dict(vocab_file=vocab, embedding_weight_file=table)
-    make = lambda: ELMoEmbedder(bilm=bilm, batch_size=spec['batch_size'], device=spec['device'],
-                                stateful=spec.get('stateful', False), reuse_memory=True,
-                                token_cache_size=CACHE_SIZE if cache == 'on' else 0, **kw)
+        model = resolve_model(directory, vocab_file=vocab, embedding_weight_file=table)  # the same weights, the table
+    make = lambda: ELMoEmbedder(model, bilm=None if model else bilm, batch_size=spec['batch_size'],
+                                device=spec['device'], stateful=spec.get('stateful', False), reuse_memory=True,
+                                token_cache_size=CACHE_SIZE if cache == 'on' else 0)
     make().encode([['A', 'warm-up', 'sentence', '.'], ['Another', 'one']])
     bilm.reset_states()
-    return bilm, make(), dump_seconds
+    embedder = make()
+    return embedder.bilm, embedder, dump_seconds
 
 
 def time_embedding(embedder, sentences):
@@ -199,7 +200,7 @@ def embed_file_worker(spec):
 
 def export_worker(spec):
     """The configuration's random weights (the embed workers' seed) -> options.json + weights.hdf5."""
-    from paddle_elmo.runtime import paddle
+    import paddle
     from paddle_elmo import BiLM, export_weights
     paddle.seed(spec['seed'])
     export_weights(BiLM(config_options(spec['config'])), spec['output_dir'])
@@ -208,7 +209,7 @@ def export_worker(spec):
 
 def export_inference_worker(spec):
     """The configuration's random weights (the embed workers' seed) -> an export_inference directory."""
-    from paddle_elmo.runtime import paddle
+    import paddle
     from paddle_elmo.deploy import export_inference
     from paddle_elmo import BiLM
     paddle.seed(spec['seed'])
@@ -347,12 +348,12 @@ def write_lines(source, n, path):
                     if written == n:
                         break
             if written == 0:
-                raise cli.InputError(f'{source}: empty file')
+                raise InputError(f'{source}: empty file')
 
 
 def embed_file_rows(a):
     if not os.path.isfile(a.embed_file_source):
-        raise cli.InputError(f'{a.embed_file_source}: --embed_file_source not found')
+        raise InputError(f'{a.embed_file_source}: --embed_file_source not found')
     rows = []
     with tempfile.TemporaryDirectory(prefix='bench_embed_') as tmp:
         for n in a.embed_file_lines:
@@ -405,14 +406,14 @@ def floor_rows(a):
 
 
 def parse_args(argv=None):
-    p = cli.parser(__doc__.split('\n')[0])
+    p = parser(__doc__.split('\n')[0])
     p.add_argument('--data_file', default=DEFAULT_DATA, help='sentences to embed, one per line, whitespace tokens')
     p.add_argument('--n_sentences', type=int, default=2000, help='embed the first N lines')
     p.add_argument('--batch_sizes', default=','.join(map(str, BATCH_SIZES)),
                    help='comma-separated sentences per batch: the encode table runs each, the exported models, '
                    'AllenNLP and embed_file the first')
     p.add_argument('--threads', type=int, default=2, help='CPU threads (OMP/MKL and Paddle)')
-    cli.add_device(p)
+    add_device(p)
     p.add_argument('--configs', default='original,small',
                    help=f'comma-separated, from {", ".join(CONFIGS)}; "none" skips the encode table')
     p.add_argument('--modes', default='stateless,stateful', help='comma-separated: stateless, stateful')
@@ -451,7 +452,7 @@ def choices(value, allowed, option):
     items = [] if value in ('', 'none') else [v.strip() for v in value.split(',') if v.strip()]
     bad = [v for v in items if v not in allowed]
     if bad:
-        raise cli.InputError(f'{option}: unknown value(s) {", ".join(bad)}; expected {", ".join(allowed)}')
+        raise InputError(f'{option}: unknown value(s) {", ".join(bad)}; expected {", ".join(allowed)}')
     return items
 
 
@@ -464,10 +465,10 @@ def check_args(p, a):
     try:
         a.embed_file_lines = [int(v) for v in a.embed_file_lines.split(',') if v.strip()]
     except ValueError:
-        raise cli.InputError(f'--embed_file_lines: expected comma-separated integers, got {a.embed_file_lines!r}')
+        raise InputError(f'--embed_file_lines: expected comma-separated integers, got {a.embed_file_lines!r}')
     common.check_positive(a, ('n_sentences', 'threads', 'matmul_size'))
     if any(n < 1 for n in a.embed_file_lines):
-        raise cli.InputError('--embed_file_lines: counts must be >= 1')
+        raise InputError('--embed_file_lines: counts must be >= 1')
     if a.configs and a.modes and a.cache:
         read_sentences(a.data_file, 1)  # fail now, not after the matmul measurement
     return a
@@ -490,7 +491,7 @@ def main():
 
 def run_benchmark(a):
     common.set_threads(a.threads)
-    from paddle_elmo.runtime import paddle
+    import paddle
     paddle.set_device(a.device)
     info = common.machine_info()
     common.print_machine_info(info)
@@ -532,4 +533,4 @@ def run_benchmark(a):
 
 
 if __name__ == '__main__':
-    cli.run(main)
+    run(main)

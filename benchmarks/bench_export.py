@@ -5,7 +5,7 @@
     python benchmarks/bench_export.py --json_out benchmarks/results/export_int8_DATE.json
 
 For each model: `original`, the paper's size (2048-filter char CNN, 2 highway, LSTM 4096 -> 512, 2
-layers) with random weights of a trained model's magnitudes (common.realistic_bilm), and `bundled`,
+layers) with random weights of a trained model's magnitudes (paddle_elmo.magnitudes.realistic_bilm), and `bundled`,
 the model in pretrained/ (char CNN 384 filters, LSTM 256 -> 128). Each is exported once in float32
 and once with --quantize int8 (export_inference, verified as the script does); then, each in its
 own process (its peak memory, ru_maxrss, is its own: Python and the runtime included), the same
@@ -22,10 +22,11 @@ import os
 import sys
 import tempfile
 
-from paddle_elmo.cli import flags as cli
+from paddle_elmo.cli.arguments import parser
+from paddle_elmo.cli.runner import run
 import common
 from bench_embed import DEFAULT_DATA, config_options, read_sentences, time_embedding
-from paddle_elmo.fileio import write_json_atomic
+from paddle_elmo.fileio import InputError, write_json_atomic
 
 MODELS = ('original', 'bundled')
 RUNTIMES = ('library', 'onnx float32', 'onnx int8')
@@ -34,10 +35,10 @@ RUNTIMES = ('library', 'onnx float32', 'onnx int8')
 def build_bilm(model, seed):
     """The BiLM of `model` (MODELS)."""
     if model == 'bundled':
-        from paddle_elmo.model_io import bundled_model_files, load_bilm
-        options, weights = bundled_model_files()
-        return load_bilm(options_file=options, weight_file=weights)
-    return common.realistic_bilm(config_options(model), seed=seed)
+        from paddle_elmo.model_io import resolve_model
+        return resolve_model('bundled').load()
+    from paddle_elmo.magnitudes import realistic_bilm
+    return realistic_bilm(config_options(model), seed=seed)
 
 
 # --------------------------------------------------------------------------------------------
@@ -136,7 +137,7 @@ def model_rows(a, model, tmp):
 
 
 def parse_args(argv=None):
-    p = cli.parser(__doc__.split('\n')[0])
+    p = parser(__doc__.split('\n')[0])
     p.add_argument('--configs', default=','.join(MODELS), help=f'comma-separated, from {", ".join(MODELS)}')
     p.add_argument('--data_file', default=DEFAULT_DATA, help='sentences to embed, one per line, whitespace tokens')
     p.add_argument('--n_sentences', type=int, default=1000, help='embed the first N lines')
@@ -151,7 +152,7 @@ def parse_args(argv=None):
     a.configs = [c for c in a.configs.split(',') if c]
     bad = [c for c in a.configs if c not in MODELS]
     if bad:
-        raise cli.InputError(f'--configs: unknown value(s) {", ".join(bad)}; expected {", ".join(MODELS)}')
+        raise InputError(f'--configs: unknown value(s) {", ".join(bad)}; expected {", ".join(MODELS)}')
     common.check_positive(a, ('n_sentences', 'batch_size', 'threads'))
     read_sentences(a.data_file, 1)
     return a
@@ -189,4 +190,4 @@ def main():
 
 
 if __name__ == '__main__':
-    cli.run(main)
+    run(main)

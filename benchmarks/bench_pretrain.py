@@ -88,7 +88,8 @@ def worker(name, batch_size, steps, warmup):
     from paddle_elmo.vocabulary import Vocabulary
     from paddle_elmo.lm import LanguageModel, train_step
     from paddle_elmo.optimizers import Adagrad
-    from paddle_elmo.runtime import paddle, use_device
+    import paddle
+    from paddle_elmo.runtime import use_device
     cfg = CONFIGS[name]
     use_device('cpu')  # as run_pretrain.py (glibc keeps freed memory)
     paddle.seed(0)

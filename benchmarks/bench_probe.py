@@ -16,14 +16,15 @@ import sys
 
 import numpy as np
 
-from paddle_elmo.cli import flags as cli  # first: it quiets Paddle's import-time notices, as in the scripts
+from paddle_elmo.cli.model_flags import add_model_source, model_source
+from paddle_elmo.cli.runner import run
 import common
 
 
-def elmo_sentence_means(sentences, source):
+def elmo_sentence_means(sentences, model):
     """-> float32 [n_sentences, n_layers, dim]: each layer's mean over the sentence's tokens."""
     from paddle_elmo import ELMoEmbedder
-    embedder = ELMoEmbedder(**source.kwargs(), reuse_memory=True)
+    embedder = ELMoEmbedder(model, reuse_memory=True)
     return np.stack([layers.mean(axis=1) for layers in embedder.encode(sentences)])
 
 
@@ -64,7 +65,7 @@ def feature_sets(elmo, word2vec):
 def main():
     from paddle_elmo.classifier import make_folds, read_polarity
     p = argparse.ArgumentParser(description=__doc__.split('\n')[0])
-    cli.add_model_source(p, bundled_default=True)
+    add_model_source(p, bundled_default=True)
     p.add_argument('--word2vec', help='also probe these word vectors (.bin / .txt), alone and beside ELMo')
     p.add_argument('--no_elmo', action='store_true', help='word2vec only')
     p.add_argument('--data_dir', default=common.RT_POLARITY)
@@ -74,7 +75,7 @@ def main():
     common.print_machine_info()
     data = read_polarity(a.data_dir)
     folds = make_folds(data.labels, 10, seed=1)
-    elmo = None if a.no_elmo else elmo_sentence_means(data.sentences, cli.model_source(a))
+    elmo = None if a.no_elmo else elmo_sentence_means(data.sentences, model_source(a))
     word2vec = word2vec_sentence_means(data.sentences, a.word2vec) if a.word2vec else None
     rows = []
     for name, features in feature_sets(elmo, word2vec):
@@ -86,4 +87,4 @@ def main():
 
 
 if __name__ == '__main__':
-    cli.run(main)
+    run(main)

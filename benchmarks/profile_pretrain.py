@@ -92,7 +92,8 @@ def build(name, batch_size):
     from paddle_elmo.lm import LanguageModel
     from paddle_elmo.lm_batches import LMStream
     from paddle_elmo.optimizers import make_optimizer
-    from paddle_elmo.runtime import paddle, use_device
+    import paddle
+    from paddle_elmo.runtime import use_device
     from paddle_elmo.vocabulary import Vocabulary
     use_device('cpu')
     paddle.seed(0)

@@ -38,9 +38,9 @@ _EXPORTS = {
     'Elmo': 'downstream', 'ScalarMix': 'downstream',
     'ELMoEmbedder': 'embedder', 'dump_token_embeddings': 'embedder', 'token_embeddings': 'embedder',
     'embed_file': 'sentence_embedder',
-    'load_bilm': 'model_io', 'ModelSource': 'model_io', 'resolve_model': 'model_io',
+    'LoadedModel': 'model_io', 'resolve_model': 'model_io',
     'read_model_config': 'run_configs', 'load_language_model': 'lm_loading', 'TokenInput': 'token_ids',
-    'checkpoint_paths': 'checkpoints', 'load_bilm_checkpoint': 'checkpoints', 'read_checkpoint': 'checkpoints',
+    'checkpoint_paths': 'checkpoints', 'read_checkpoint': 'checkpoints',
     'export_weights': 'hdf5_weights', 'hdf5_layout': 'hdf5_weights', 'load_hdf5_weights': 'hdf5_weights',
     'save_hdf5_weights': 'hdf5_weights',
     'keep_freed_memory': 'runtime', 'set_mode': 'runtime', 'use_device': 'runtime',
@@ -53,10 +53,10 @@ if typing.TYPE_CHECKING:  # what editors and type checkers read; at run time __g
     from paddle_elmo.downstream import Elmo, ScalarMix  # noqa: F401
     from paddle_elmo.embedder import ELMoEmbedder, dump_token_embeddings, token_embeddings  # noqa: F401
     from paddle_elmo.sentence_embedder import embed_file  # noqa: F401
-    from paddle_elmo.checkpoints import checkpoint_paths, load_bilm_checkpoint, read_checkpoint  # noqa: F401
+    from paddle_elmo.checkpoints import checkpoint_paths, read_checkpoint  # noqa: F401
     from paddle_elmo.hdf5_weights import export_weights, hdf5_layout, load_hdf5_weights, save_hdf5_weights  # noqa: F401
     from paddle_elmo.lm_loading import load_language_model  # noqa: F401
-    from paddle_elmo.model_io import ModelSource, load_bilm, resolve_model  # noqa: F401
+    from paddle_elmo.model_io import LoadedModel, resolve_model  # noqa: F401
     from paddle_elmo.token_ids import TokenInput  # noqa: F401
     from paddle_elmo.run_configs import read_model_config  # noqa: F401
     from paddle_elmo.runtime import keep_freed_memory, set_mode, use_device  # noqa: F401

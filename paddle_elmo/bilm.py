@@ -134,19 +134,20 @@ class EagerOps(layer_math.TokenOps):
 
     chunk: at most this many distinct tokens per char-CNN call; table_rows: in training, the
     TableRows of the word embedding the step reads (sampled_softmax.py), so the update touches
-    those rows only; None reads the whole embedding.
+    those rows only; None reads the whole embedding. kernels: the model's (kernels.Kernels).
     """
 
-    def __init__(self, chunk=1024, table_rows=None):
-        self.chunk, self.table_rows = chunk, table_rows
+    def __init__(self, chunk=1024, table_rows=None, kernels=kernels.CPU_KERNELS):
+        self.chunk, self.table_rows, self.kernels = chunk, table_rows, kernels
 
     add_bias = staticmethod(kernels.add_bias)
-    highway_gate = staticmethod(kernels.highway_gate)
 
-    @staticmethod
-    def max_over(x):
+    def highway_gate(self, carry, carry_bias, transform, transform_bias, x):
+        return kernels.highway_gate(carry, carry_bias, transform, transform_bias, x, self.kernels)
+
+    def max_over(self, x):
         """[windows, tokens, n] -> [tokens, n] (the kernel's max, TensorFlow's gradient for ties)."""
-        return kernels.max_over_positions(x)
+        return kernels.max_over_positions(x, self.kernels)
 
     @staticmethod
     def used_chars(char_ids, pad_id, max_chars):
@@ -245,8 +246,9 @@ class LstmStack(nn.Layer):
 
     GATE_BUFFER_MB = 64  # input-to-gate products per group of steps (see _run_layer)
 
-    def __init__(self, config):
+    def __init__(self, config, kernels=kernels.CPU_KERNELS):
         super().__init__()
+        self.kernels = kernels  # the model's (kernels.Kernels): the recurrence's and dropout's
         self.dim, self.projection_dim = config.cell_dim, config.projection_dim
         self.cell_clip = config.cell_clip or None  # 0 / null: no clipping
         self.proj_clip = config.proj_clip or None
@@ -275,7 +277,7 @@ class LstmStack(nn.Layer):
         outputs, finals = [], []
         for i, (layer, (h, c)) in enumerate(zip(self.layers, states)):
             if self.training and self.dropout > 0:
-                x = kernels.dropout(x, self.dropout)
+                x = kernels.dropout(x, self.dropout, self.kernels)
             out, final = self._run_layer(layer, x, batch_sizes, h, c)
             if self.use_skip and i > 0:
                 out = out + x
@@ -304,7 +306,7 @@ class LstmStack(nn.Layer):
             sizes = batch_sizes[first:last]
             gates = paddle.matmul(x_group, w_input)  # [group tokens, 4D], bias added by recurrence
             h_all, c_all = kernels.recurrence(gates, bias, sizes, h, c, w_hidden, layer.W_P,
-                                              self.cell_clip, self.proj_clip)
+                                              self.cell_clip, self.proj_clip, self.kernels)
             h, c = last_states(h_all, c_all, h, c, sizes)
             outputs.append(h_all)
         return (outputs[0] if len(outputs) == 1 else paddle.concat(outputs)), (h, c)
@@ -336,12 +338,14 @@ class BiLM(nn.Layer):
     Stateful mode (as bilm-tf and AllenNLP): each batch row starts from the final state its row
     reached in the previous batch; rows beyond the batch keep their state; `reset_states()` zeroes
     them. Stateless mode: every row starts from zeros, so a sentence's result does not depend on
-    the batch or on earlier calls.
+    the batch or on earlier calls. `kernels` (kernels.Kernels): what its hot spots run on and where
+    its dropout masks come from (the compiled CPU kernels by default).
     """
 
-    def __init__(self, config, stateful=False, vocab=None):
+    def __init__(self, config, stateful=False, vocab=None, kernels=kernels.CPU_KERNELS):
         super().__init__()
         self.config = config.checked()
+        self.kernels = kernels
         self.vocab = None  # the word embedding's, when the mode has one
         self.stateful = stateful
         self.projection_dim = config.projection_dim
@@ -349,8 +353,8 @@ class BiLM(nn.Layer):
         self.char_encoder = None
         for part in config.input_mode.parts:  # the token layers of config.token_input (token_modes.py)
             TOKEN_PARTS[part](self, config, vocab)
-        self.forward_stack = LstmStack(config)
-        self.backward_stack = LstmStack(config)
+        self.forward_stack = LstmStack(config, kernels)
+        self.backward_stack = LstmStack(config, kernels)
         self._states = None  # [direction][layer] -> (h [rows, P], c [rows, D]), detached
 
     # ---- state ----------------------------------------------------------------------------
@@ -427,7 +431,7 @@ class BiLM(nn.Layer):
         first = ids[mode.reads[0]]
         batch, time = first.shape[:2]
         x = mode.embed(self, {name: a.reshape(batch * time, *a.shape[2:]) for name, a in ids.items()},
-                       EagerOps(chunk, word_rows))
+                       EagerOps(chunk, word_rows, self.kernels))
         present = first > 0 if first.ndim == 2 else (first > 0).any(axis=-1)
         return _zero_padding(x.reshape([batch, time, -1]), present)
 

@@ -6,16 +6,15 @@
   processes, the training seconds and, per rank, the data stream's position, the sampler's RNG,
   the carried LSTM states and Paddle's RNG (`rank_state` / `restore_rank_state`).
 
-Everything that reads one goes through `read_checkpoint`, which checks keys, shapes, the
-vocabulary and the options.
+Everything that reads one goes through `read_state` (with its options.json: `read_checkpoint`), which
+checks the softmax against the vocabulary; `load_state_checked` checks keys and shapes.
 """
 import os
 
 import paddle
 
-from paddle_elmo.bilm import BiLM
 from paddle_elmo.fileio import InputError, atomic_path
-from paddle_elmo.run_configs import OPTIONS_FILE, read_input_vocabulary, read_model_config
+from paddle_elmo.run_configs import OPTIONS_FILE, read_model_config
 
 
 PARAMS_SUFFIX, OPTIMIZER_SUFFIX = '.pdparams', '.pdopt'
@@ -46,13 +45,13 @@ def checkpoint_dir(prefix):
     return os.path.dirname(prefix) or '.'
 
 
-def read_options_of(prefix):
-    """The ModelConfig of checkpoint 'DIR/N', with an error that says what a checkpoint needs."""
+def checkpoint_options_file(prefix):
+    """The options.json of checkpoint 'DIR/N', with an error that says what a checkpoint needs."""
     options_file, _ = checkpoint_paths(prefix)
     if not os.path.exists(options_file):
         raise FileNotFoundError(f'{options_file}: not found; checkpoint {prefix} needs the options.json '
                                 f'that paddle-elmo pretrain writes beside it')
-    return read_model_config(options_file)
+    return options_file
 
 
 def read_paddle_file(path, what='checkpoint'):
@@ -75,7 +74,11 @@ def read_checkpoint(prefix, vocab_size=None, require_softmax=False):
     The state is a LanguageModel's ('bilm.*', 'softmax.*') or a BiLM's own. With `vocab_size`, the
     softmax must have that many rows (the vocabulary the model was trained with).
     """
-    config = read_options_of(prefix)
+    return read_model_config(checkpoint_options_file(prefix)), read_state(prefix, vocab_size, require_softmax)
+
+
+def read_state(prefix, vocab_size=None, require_softmax=False):
+    """Checkpoint 'DIR/N''s state dict, its softmax checked as read_checkpoint's."""
     ckpt = checkpoint_paths(prefix)[1]
     state = read_paddle_file(ckpt)
     has_softmax = SOFTMAX_W in state
@@ -84,7 +87,7 @@ def read_checkpoint(prefix, vocab_size=None, require_softmax=False):
                          f'resuming need it')
     if has_softmax:
         check_softmax_rows(tuple(state[SOFTMAX_W].shape), vocab_size, ckpt)
-    return config, state
+    return state
 
 
 def check_softmax_rows(shape, vocab_size, source):
@@ -121,16 +124,6 @@ def bilm_state(state):
     if any(k.startswith(BILM_PREFIX) for k in state):
         return {k[len(BILM_PREFIX):]: v for k, v in state.items() if k.startswith(BILM_PREFIX)}
     return state
-
-
-def load_bilm_checkpoint(prefix, stateful=False, vocab_file=None):
-    """A checkpoint prefix ('DIR/N') -> (BiLM, the checkpoint's whole state dict); a word model's
-    vocabulary is DIR/vocab.txt (`vocab_file`, when given, must hold the same tokens)."""
-    config, state = read_checkpoint(prefix)
-    vocab = read_input_vocabulary(config, checkpoint_dir(prefix), vocab_file, state_embedding_rows(state), prefix)
-    bilm = BiLM(config, stateful=stateful, vocab=vocab)
-    load_state_checked(bilm, bilm_state(state), prefix)
-    return bilm, state
 
 
 def state_embedding_rows(state):
@@ -191,7 +184,7 @@ def load_training_checkpoint(prefix, model, optimizer, world_size):
     opt_path = f'{prefix}{OPTIMIZER_SUFFIX}'
     if not os.path.exists(opt_path):
         raise InputError(f'{opt_path} not found: --init_from_ckpt needs both {PARAMS_SUFFIX} and {OPTIMIZER_SUFFIX}')
-    _, state = read_checkpoint(prefix, model.vocab_size, require_softmax=True)
+    state = read_state(prefix, model.vocab_size, require_softmax=True)
     load_state_checked(model, state, prefix)
     opt_state = read_paddle_file(opt_path, 'optimizer state')
     if TRAIN_STATE not in opt_state:

@@ -338,7 +338,7 @@ class Recipe:
 OPTIMIZERS = ('adagrad', 'adam')
 LR_DECAYS = ('none', 'linear', 'cosine')
 SOFTMAX_BIAS_INITS = ('zero', 'unigram')
-DROPOUT_MASKS = ('kernel', 'paddle')  # kernels.use_dropout_masks
+DROPOUT_MASKS = ('kernel', 'paddle')  # kernels.Kernels.dropout_masks
 # Recipe fields that bilm-tf's train_elmo.py writes into options.json, under its names. n_tokens_vocab
 # (the vocabulary's size) goes there too; it is the data's, not a setting.
 BILM_TF_TRAINING_KEYS = {'batch_size': 'batch_size', 'unroll_steps': 'unroll_steps',

@@ -1,6 +1,6 @@
 """Writing an exported model: a Paddle Inference program and ONNX, optionally int8, verified.
 
-    export_inference(bilm, 'elmo_inference')     # -> inference.json + inference.pdiparams, model.onnx,
+    export_inference('checkpoints')              # or a BiLM, a LoadedModel -> inference.json + inference.pdiparams, model.onnx,
                                                  #    options.json (export_format.EXPORTED_FILES), vocab.txt (word input)
     embedder = InferenceEmbedder('elmo_inference', backend='paddle')   # or 'onnxruntime' (inference.py)
     embedder.encode([['Hello', 'world']])        # -> [[n_layers + 1, 2, 2 * projection_dim]], as ELMoEmbedder
@@ -34,10 +34,13 @@ from paddle_elmo.export_format import (CHAR_INPUT, MANIFEST_FILE, ONNX_FILE, ONN
                                        PROGRAM_PREFIX, UNVERIFIED, WORD_INPUT, ExportError, input_names,
                                        quiet_native_output)
 from paddle_elmo.fileio import InputError, require_package, write_json_atomic
+from paddle_elmo.bilm import BiLM
+from paddle_elmo.config import ModelConfig
 from paddle_elmo.hdf5_weights import model_options
+from paddle_elmo.model_io import resolve_model
 from paddle_elmo.onnx_graph import drop_unused_constants
 from paddle_elmo.quantize import INT8_SETTINGS, check_quantizable, quantize_onnx
-from paddle_elmo.run_configs import VOCAB_FILE, read_json, write_input_vocabulary
+from paddle_elmo.run_configs import VOCAB_FILE, write_input_vocabulary
 from paddle_elmo.static_bilm import StaticBiLM, check_exportable
 
 # Kept importable from here, where they were before the checks, the directory and int8 had modules
@@ -137,9 +140,25 @@ def save_onnx(directory, config):
     onnx.save(model, os.path.join(directory, ONNX_FILE))
 
 
-def export_inference(bilm, output_dir, formats=('paddle', 'onnx'), verify=True, verify_sentences=None,
-                     options_file=None, quantize=None):
-    """Write `bilm` as a model that runs without this code: see the module docstring.
+def exported_options(model):
+    """What an export of LoadedModel `model` writes as its options.json: None for the file as it is
+    (copied), or, when the model's tokenizer is not the one the file records (a named release's,
+    from model_names.MODELS), the file's options with it."""
+    if ModelConfig.from_options(model.options).tokenizer == model.config.tokenizer:
+        return None
+    return {**model.options, 'tokenizer': model.config.tokenizer}
+
+
+def export_inference(model, output_dir, formats=('paddle', 'onnx'), verify=True, verify_sentences=None,
+                     quantize=None):
+    """Write `model` as a model that runs without this code: see the module docstring.
+
+    model: a BiLM, whose options.json the export writes (hdf5_weights.model_options), or any model
+    model_io.resolve_model takes (a LoadedModel, a name, a directory, a checkpoint prefix), loaded
+    here, whose options.json as read is checked (check_exportable: a key the export does not
+    implement is refused by name) and written with the tokenizer it records. A word or word+char
+    model's input vocabulary is written beside it (vocab.txt, run_configs.write_input_vocabulary),
+    which InferenceEmbedder reads to map tokens to word ids.
 
     output_dir: new, empty, or a previous export (replaced). Everything is written into a hidden
     temporary directory beside it, which is renamed into place when complete, so an interrupted or
@@ -153,11 +172,8 @@ def export_inference(bilm, output_dir, formats=('paddle', 'onnx'), verify=True, 
     export.json says "unverified" (InferenceEmbedder warns when it loads it).
     verify_sentences: what the int8 model is checked on, at least INT8_CHECK_MIN_SENTENCES sentences
     (raw strings, split by the model's tokenizer, or token lists); None: the model's own held-out
-    sample beside `options_file`, else the English one for an English tokenizer (default_verify_file).
-    options_file: the model's options.json, checked (check_exportable) and copied as it is; without
-    it, the export's options.json is hdf5_weights.model_options(bilm)'s. A word or word+char model's
-    input vocabulary is written beside it (vocab.txt, run_configs.write_input_vocabulary), which
-    InferenceEmbedder reads to map tokens to word ids.
+    sample beside its options.json, else the English one for an English tokenizer
+    (export_checks.default_verify_file; a BiLM has no options.json: the English one or an error).
     quantize: 'int8' replaces model.onnx by its dynamically quantized form (quantize_onnx: the
     LSTMs' products in int8, the token representation float), after the float model is verified.
     The paddle program stays float32.
@@ -165,23 +181,30 @@ def export_inference(bilm, output_dir, formats=('paddle', 'onnx'), verify=True, 
     'onnxruntime int8' ({} unverified), quantized=quantize_onnx's result or None).
     """
     check_quantizable(quantize, formats)
+    in_memory = isinstance(model, BiLM)
+    model = model if in_memory else resolve_model(model)  # its options.json read; its weights after the checks
     if verify and quantize:
-        verify_sentences = (check_sentences(default_verify_file(options_file, bilm.config.tokenizer))
+        options_file = None if in_memory else model.options_file  # its held-out sample is beside it
+        verify_sentences = (check_sentences(default_verify_file(options_file, model.config.tokenizer))
                             if verify_sentences is None else list(verify_sentences))
         if len(verify_sentences) < INT8_CHECK_MIN_SENTENCES:
             raise InputError(f'verify_sentences: {len(verify_sentences)} sentences; an int8 export is checked on at '
                              f'least {INT8_CHECK_MIN_SENTENCES}')
-    options = read_json(options_file, 'options file') if options_file else None
-    check_exportable(bilm.config, options, options_file or 'the model')
+    if in_memory:
+        bilm, options = model, model_options(model)
+        check_exportable(bilm.config, source='the model')
+    else:
+        check_exportable(model.config, model.options, model.options_file)
+        bilm, options = model.load(), exported_options(model)  # loaded after the checks: a large model is slow
     tmp = temp_dir_beside(output_dir, check_output_dir(output_dir), '.tmp')
     try:
         save_paddle_program(bilm, tmp)
         if 'onnx' in formats:
             save_onnx(tmp, bilm.config)
-        if options_file:
-            shutil.copyfile(options_file, os.path.join(tmp, OPTIONS_FILE))
+        if options is None:
+            shutil.copyfile(model.options_file, os.path.join(tmp, OPTIONS_FILE))
         else:
-            write_json_atomic(model_options(bilm), os.path.join(tmp, OPTIONS_FILE))
+            write_json_atomic(options, os.path.join(tmp, OPTIONS_FILE))
         if bilm.vocab is not None:  # a mode with a word embedding: its input vocabulary
             write_input_vocabulary(bilm.vocab, tmp)
         diffs = verify_export(bilm, tmp, CHECK_SENTENCES) if verify else {}

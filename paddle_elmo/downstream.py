@@ -8,12 +8,12 @@ import paddle.nn as nn
 import paddle.nn.functional as F
 
 from paddle_elmo.runtime import configure_if_on_cpu, set_mode
-from paddle_elmo.bilm import remove_sentence_boundaries
+from paddle_elmo.bilm import BiLM, remove_sentence_boundaries
 from paddle_elmo.token_ids import CharMapper, InputMapper
 from paddle_elmo.token_modes import CHAR_IDS
 from paddle_elmo.tokenizers import as_token_lists, model_tokenizer
 from paddle_elmo.fileio import InputError
-from paddle_elmo.model_io import load_bilm
+from paddle_elmo.model_io import resolve_model
 from paddle_elmo.languages import warn_if_mostly_unknown
 
 
@@ -79,10 +79,12 @@ def _masked_layer_norm(x, mask):
 class Elmo(nn.Layer):
     """ELMo for downstream models: token ids -> one or more scalar mixes of the biLM layers + mask.
 
-    The biLM is frozen by default (run without gradients, in eval mode); `requires_grad=True`
-    fine-tunes it. Either way the constructor sets `stop_gradient` on every parameter of the `bilm`
-    passed in, in place (as AllenNLP's Elmo sets requires_grad on its biLM's): that biLM becomes
-    this layer's part; pass a fresh one (load_bilm) to keep another as it was. Sentence boundaries are removed from the outputs: pass char ids made with
+    model: a BiLM, or any model model_io.resolve_model takes (a LoadedModel, a name, a directory, a
+    checkpoint prefix; its biLM is loaded here). The biLM is frozen by default (run without
+    gradients, in eval mode); `requires_grad=True` fine-tunes it. Either way the constructor sets
+    `stop_gradient` on every parameter of a BiLM passed in, in place (as AllenNLP's Elmo sets
+    requires_grad on its biLM's): that biLM becomes this layer's part; pass a fresh one
+    (`resolve_model(...).load()`) to keep another as it was. Sentence boundaries are removed from the outputs: pass char ids made with
     `elmo.batch_to_ids(sentences)` or `CharMapper.batch(sentences)` (both add <S> and </S>), or,
     for any token input (char, word, word+char), `elmo(**elmo.batch_to_inputs(sentences))`.
 
@@ -93,11 +95,11 @@ class Elmo(nn.Layer):
     -1 is the top layer, bilm-tf's `use_top_only`).
     """
 
-    def __init__(self, bilm, num_output_representations=1, requires_grad=False, do_layer_norm=False,
+    def __init__(self, model, num_output_representations=1, requires_grad=False, do_layer_norm=False,
                  dropout=0.5, l2_coef=0.0, cpu_threads=None, tokenizer=None, only_layer=None):
         super().__init__()
         configure_if_on_cpu(cpu_threads)
-        self.bilm = bilm
+        self.bilm = bilm = model if isinstance(model, BiLM) else resolve_model(model).load()
         self.tokenizer = model_tokenizer(bilm.config.tokenizer, tokenizer)
         self.requires_grad = requires_grad
         for p in self.bilm.parameters():
@@ -110,11 +112,6 @@ class Elmo(nn.Layer):
         self.scalar_mixes = nn.LayerList([ScalarMix(n, do_layer_norm, l2_coef, only_layer=only)
                                           for _ in range(num_output_representations)])
         self.dropout = nn.Dropout(dropout)
-
-    @classmethod
-    def from_files(cls, params_file=None, options_file=None, weight_file=None, vocab_file=None, **kwargs):
-        """Elmo of a checkpoint prefix or bilm-tf files (vocab_file: a bilm-tf word model's vocabulary)."""
-        return cls(load_bilm(params_file, options_file, weight_file, vocab_file=vocab_file), **kwargs)
 
     def batch_to_ids(self, sentences):
         """Sentences (raw strings, split by `self.tokenizer`, or token lists) -> int64 char ids

@@ -2,10 +2,9 @@
 `[n_layers + 1, n_tokens, 2 * projection_dim]` out, with the batching and the files of
 sentence_embedder.SentenceEmbedder (`embed_file` into hdf5 as `allennlp elmo`); and `token_embeddings` /
 `dump_token_embeddings`, the context-free token representation of a vocabulary (bilm-tf's
-`dump_token_embeddings`, for char, word and word+char models), which `ELMoEmbedder(...,
-embedding_weight_file=...)` reads back so that known words skip the char CNN."""
+`dump_token_embeddings`, for char, word and word+char models), which an embedder of a model with
+that `embedding_weight_file` (model_io.resolve_model) reads back so that known words skip the char CNN."""
 import logging
-import os
 
 import numpy as np
 
@@ -17,9 +16,7 @@ from paddle_elmo.tokenizers import model_tokenizer
 from paddle_elmo.vocabulary import read_vocabulary_file
 from paddle_elmo.downstream import ScalarMix
 from paddle_elmo.fileio import InputError, atomic_path, check_output_file
-from paddle_elmo.hdf5_weights import HDF5_EMBEDDING
-from paddle_elmo.model_io import ModelSource, load_bilm, model_options_file, own_vocabulary_file, resolve_model
-from paddle_elmo.run_configs import read_model_config
+from paddle_elmo.model_io import resolve_model
 from paddle_elmo.sentence_embedder import SentenceEmbedder
 
 log = logging.getLogger(__name__)
@@ -35,14 +32,16 @@ class ELMoEmbedder(SentenceEmbedder):
     [(3, 3, 256), (3, 2, 256)]
     >>> ELMoEmbedder('options.json', 'weights.hdf5')  # AllenNLP's files, as AllenNLP's ElmoEmbedder takes them
     >>> ELMoEmbedder('original')                      # a model name: downloaded once into the cache
-    >>> ELMoEmbedder.from_pretrained('checkpoints')   # a name, a directory or a checkpoint prefix
+    >>> ELMoEmbedder('checkpoints')                   # a directory or a checkpoint prefix
+    >>> ELMoEmbedder(resolve_model('options.json', 'weights.hdf5', vocab_file='vocab.txt'))  # a bilm-tf word model
 
     options_file, weight_file: a model in the bilm-tf / AllenNLP format (positional, as in AllenNLP).
-        A first argument that is not a .json file is a model as `from_pretrained` takes it (a name
-        of model_names.MODELS, a directory or a checkpoint prefix), or a model_io.ModelSource.
-    params_file: a checkpoint prefix of ours ('checkpoints/10000'); or `bilm=`, an in-memory BiLM
-        (e.g. one being trained), whose mode and stateful flag are left as they were; or none of
-        them: the bundled model (its card: paddle_elmo/pretrained/README.md), which is logged.
+        Without weight_file, the first argument is any model model_io.resolve_model takes: a name of
+        model_names.MODELS, a directory, a checkpoint prefix, or a LoadedModel (with its vocab_file
+        and embedding_weight_file: a word model's vocabulary, bilm-tf's token-embedding file); none
+        of them: the bundled model (its card: paddle_elmo/pretrained/README.md), which is logged.
+    bilm: instead, an in-memory BiLM (e.g. one being trained), whose mode and stateful flag are
+        left as they were.
     batch_size: sentences per batch in `encode` / `embed_file`.
     device: 'cpu', 'gpu' or 'gpu:N': the constructor calls paddle.set_device(device), which switches
         Paddle's device for the whole process (Paddle has no per-model device for the tensors a
@@ -50,15 +49,10 @@ class ELMoEmbedder(SentenceEmbedder):
     stateful: carry LSTM state from batch to batch per row, as AllenNLP's ElmoEmbedder and bilm-tf
         do; the default (stateless) makes a sentence's embedding independent of other inputs.
     token_cache_size: char-CNN outputs of up to this many distinct tokens are kept, so a known word
-        goes through the char CNN once (0 disables the cache).
-    vocab_file: the input vocabulary of a word or word+char model given as bilm-tf files (line i =
-        embedding row i); our checkpoints and exports carry theirs (vocab.txt). With
-        `embedding_weight_file`, the tokens of that file's rows.
-    embedding_weight_file: an hdf5 with dataset `embedding` [len(vocab), projection_dim], as
-        `dump_token_embeddings` writes it: the cached path (bilm-tf's `use_character_inputs=False`,
-        AllenNLP's `vocab_to_cache`). A word it holds takes its row and skips the char CNN; any other
-        word goes through the model's own token representation (the char CNN; for a word model,
-        <UNK>'s row). For a word model it is bilm-tf's `embedding_weight_file`: the embedding itself.
+        goes through the char CNN once (0 disables the cache). A model's `embedding_weight_file`
+        (as `dump_token_embeddings` writes it: the cached path, bilm-tf's
+        `use_character_inputs=False`, AllenNLP's `vocab_to_cache`) gives every token it holds its
+        row whatever this says: those words skip the char CNN.
     reuse_memory: call `keep_freed_memory()`, a process-wide glibc malloc setting that makes CPU
         embedding 20-35% faster (see there); off by default because it changes the whole process.
     cpu_threads: on CPU, Paddle's threads (process-wide, as torch's default): None for
@@ -66,44 +60,29 @@ class ELMoEmbedder(SentenceEmbedder):
         also sets MKL_DEBUG_CPU_TYPE=5 unless you set it (MKL's AVX2 path, ~3x faster products);
         see `runtime.py`.
     tokenizer: how raw strings become tokens, 'whitespace', 'moses', 'jieba' or 'chars'
-        (tokenizers.get_tokenizer); None: the one the model records (options.json's "tokenizer":
-        moses for the bundled model; for a named AllenNLP release, the table's; whitespace when
-        absent, as in bilm-tf files). Another than the model's logs a warning. A word model warns
-        once when a call's tokens are mostly unknown. `tokenize(sentences)` gives the tokens that
-        are embedded (one row each); text already in the model's tokens comes back unchanged.
+        (tokenizers.get_tokenizer); None: the one the model records (its config's tokenizer: moses
+        for the bundled model; for a named AllenNLP release, the table's; whitespace when absent,
+        as in bilm-tf files). Another than the model's logs a warning. A word model warns once when
+        a call's tokens are mostly unknown. `tokenize(sentences)` gives the tokens that are embedded
+        (one row each); text already in the model's tokens comes back unchanged.
     """
 
-    def __init__(self, options_file=None, weight_file=None, *, params_file=None, batch_size=64,
-                 device=None, stateful=False, token_cache_size=50000, bilm=None, reuse_memory=False,
-                 cpu_threads=None, vocab_file=None, embedding_weight_file=None, tokenizer=None):
-        recorded_tokenizer = None  # the table's, for a named model whose files record none
-        if isinstance(options_file, ModelSource) or options_file is not None and weight_file is None and \
-                params_file is None and not options_file.endswith('.json'):
-            source = options_file if isinstance(options_file, ModelSource) else resolve_model(options_file)
-            params_file, options_file, weight_file = source.params_file, source.options_file, source.weight_file
-            vocab_file = vocab_file or source.vocab_file
-            embedding_weight_file = embedding_weight_file or source.embedding_weight_file
-            recorded_tokenizer = source.tokenizer
+    def __init__(self, options_file=None, weight_file=None, *, batch_size=64, device=None, stateful=False,
+                 token_cache_size=50000, bilm=None, reuse_memory=False, cpu_threads=None, tokenizer=None):
+        if bilm is not None and (options_file is not None or weight_file is not None):
+            raise InputError('give a model (options_file, weight_file or a model as resolve_model takes it) or '
+                             'bilm=, not both')
         if device is not None:
             set_device(device)
         configure_if_on_cpu(cpu_threads)
         if reuse_memory:
             keep_freed_memory()
-        own_vocab = own_vocabulary_file(params_file, options_file)
-        if embedding_weight_file and not (vocab_file or own_vocab):
-            raise InputError(f'embedding_weight_file {embedding_weight_file} needs vocab_file, the tokens of its rows')
+        model = None
         if bilm is None:
-            word_model_embedding = None
-            if embedding_weight_file:  # the options are read here only for it: load_bilm reports a bad source
-                mode = read_model_config(model_options_file(params_file, options_file)).input_mode
-                word_model_embedding = embedding_weight_file if mode.embedding_file == 'embedding' else None
-            # Beside a char model's own vocab.txt, vocab_file with embedding_weight_file lists that file's
-            # rows; a word model's embedding file is its embedding: vocab_file must be its vocabulary.
-            model_vocab = None if embedding_weight_file and own_vocab and not word_model_embedding else vocab_file
-            bilm = load_bilm(params_file, options_file, weight_file, stateful=stateful, vocab_file=model_vocab,
-                             embedding_weight_file=word_model_embedding)
+            model = resolve_model(options_file, weight_file)
+            bilm = model.load(stateful=stateful)
         self.bilm = bilm
-        self.tokenizer = model_tokenizer(recorded_tokenizer or bilm.config.tokenizer, tokenizer)
+        self.tokenizer = model_tokenizer(bilm.config.tokenizer, tokenizer)
         self.batch_size = batch_size
         self.stateful = stateful
         self.token_cache_size = token_cache_size
@@ -111,11 +90,8 @@ class ELMoEmbedder(SentenceEmbedder):
         # embed_file's memory flat (the mapper's default bound, 1M tokens, is ~0.5 GB of ids).
         self.mapper = InputMapper.of(self.bilm, max_cache=max(token_cache_size, 10000))
         self._token_cache = {}
-        # The cached path: every row of embedding_weight_file, kept whatever token_cache_size says.
-        self._token_table = {}
-        if embedding_weight_file and bilm.config.input_mode.embedding_file == 'cache':
-            tokens = read_vocabulary_file(vocab_file or own_vocab)
-            self._token_table = read_token_embeddings(embedding_weight_file, tokens, bilm.projection_dim)
+        # The cached path: every row of the model's embedding_weight_file, kept whatever token_cache_size says.
+        self._token_table = model.token_table() if model is not None else {}
 
     @classmethod
     def from_pretrained(cls, name='bundled', **kwargs):
@@ -123,7 +99,7 @@ class ELMoEmbedder(SentenceEmbedder):
         AllenNLP's 'small', 'medium', 'original', 'original-5.5b'), a directory (bilm-tf / AllenNLP
         files, an export, or a checkpoint directory: its final or latest step), or a checkpoint
         prefix 'DIR/N'. kwargs: the constructor's (batch_size, ...)."""
-        return cls(resolve_model(name), **kwargs)
+        return cls(name, **kwargs)
 
     @property
     def dim(self):
@@ -216,39 +192,24 @@ def token_embeddings(bilm, tokens, out=None, batch_size=8192, mapper=None):
     return out
 
 
-def read_token_embeddings(path, tokens, dim):
-    """An hdf5 of dump_token_embeddings (dataset `embedding` [len(tokens), dim]) -> {token: row}."""
-    import h5py
-    if not os.path.isfile(path):
-        raise FileNotFoundError(f'{path}: embedding_weight_file not found')
-    with h5py.File(path, 'r') as f:
-        if HDF5_EMBEDDING not in f:
-            raise InputError(f'{path}: no dataset "{HDF5_EMBEDDING}" (expected dump_token_embeddings\' output)')
-        table = f[HDF5_EMBEDDING][...].astype(np.float32)
-    if table.shape != (len(tokens), dim):
-        raise InputError(f'{path}: "{HDF5_EMBEDDING}" has shape {table.shape}, expected ({len(tokens)}, {dim}): one '
-                         f'row of the model\'s projection_dim per token of the vocabulary')
-    return dict(zip(tokens, table))
+def dump_token_embeddings(vocab_file, model, outfile, batch_size=8192):
+    """bilm-tf's `dump_token_embeddings(vocab_file, options_file, weight_file, outfile)`, the model
+    given as one value: the token_embeddings of every line of `vocab_file`, in file order, into hdf5
+    dataset `embedding` float32 [n_lines, projection_dim] (`<S>` / `</S>` lines are the BOS / EOS
+    embeddings).
 
-
-def dump_token_embeddings(vocab_file, options_file=None, weight_file=None, outfile=None, params_file=None,
-                          batch_size=8192):
-    """bilm-tf's `dump_token_embeddings(vocab_file, options_file, weight_file, outfile)`: the
-    token_embeddings of every line of `vocab_file`, in file order, into hdf5 dataset `embedding`
-    float32 [n_lines, projection_dim] (`<S>` / `</S>` lines are the BOS / EOS embeddings).
-
-    The model: options_file + weight_file (bilm-tf / AllenNLP), or `params_file=`, a checkpoint
-    prefix of ours ('checkpoints/final'), or none (the bundled model). The file appears atomically.
-    -> the number of rows.
+    model: what model_io.resolve_model takes (a LoadedModel, a name, a directory, a checkpoint
+    prefix; None: the bundled model). A word model whose files have no vocab.txt (bilm-tf's) and
+    no vocab_file reads `vocab_file` as its vocabulary. The file appears atomically. -> the number of rows.
     """
     import h5py
     if outfile is None:
         raise InputError('dump_token_embeddings needs outfile, the hdf5 file to write')
     check_output_file(outfile, None)  # before any work (its missing directories are made when written)
     tokens = read_vocabulary_file(vocab_file)
-    # A word model in bilm-tf files has no vocab.txt of its own: the dumped vocabulary is its vocabulary.
-    own = own_vocabulary_file(params_file, options_file)
-    bilm = load_bilm(params_file, options_file, weight_file, vocab_file=None if own else vocab_file)
+    model = resolve_model(model)
+    own = model.own_vocabulary_file or model.vocab_file
+    bilm = (model if own else resolve_model(model, vocab_file=vocab_file)).load()
     with atomic_path(outfile) as tmp, h5py.File(tmp, 'w') as fout:
         table = fout.create_dataset('embedding', (len(tokens), bilm.projection_dim), dtype='float32')
         token_embeddings(bilm, tokens, out=table, batch_size=batch_size)

@@ -72,7 +72,7 @@ def check_sentences(path):
 # compared on its own scale: max |difference| <= VERIFY_TOL * max |value| (relative_differences).
 # Measured (issue 37; 150 sentences, both runtimes): at most 1.5e-6 on the bundled model, 1.1e-6
 # on a demo model trained 4 minutes, 6.8e-6 on random original-size models with a trained model's
-# magnitudes (benchmarks/common.py: realistic_bilm), whose rounding the old per-element check
+# magnitudes (magnitudes.realistic_bilm), whose rounding the old per-element check
 # (atol = rtol = 1e-5) refused. Slips in the same models move a layer by 0.3 (the forget bias
 # dropped) to 0.8 (two gates swapped) of its largest value. 1e-4 keeps a ~15x margin over rounding.
 VERIFY_TOL = 1e-4

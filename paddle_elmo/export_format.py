@@ -9,6 +9,7 @@ import sys
 import tempfile
 
 from paddle_elmo.config import CHAR_IDS, WORD_IDS
+from paddle_elmo.fileio import RunFailure
 from paddle_elmo.run_configs import read_json
 
 log = logging.getLogger(__name__)
@@ -58,9 +59,10 @@ def input_names(config):
 PRECISION_KEY = 'elmo_precision'
 
 
-class ExportError(RuntimeError):
+class ExportError(RunFailure):
     """Writing an export failed at a step that is not the user's input (a conversion, a check, the
-    quantization): the message says which and why. Raised by deploy, export_checks and quantize."""
+    quantization): the message says which and why. Raised by deploy, export_checks and quantize; a
+    runtime failure (the commands: one line, exit 1)."""
 
 
 def read_manifest(model_dir):

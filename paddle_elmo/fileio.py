@@ -25,9 +25,16 @@ class MissingPackageError(InputError, ImportError):
         self.name = name  # ImportError's attribute: the module that cannot be imported
 
 
-class NetworkError(OSError):
+class RunFailure(RuntimeError):
+    """A run that cannot go on for a reason other than its input (a save on a full disk, a loss that
+    is no longer finite, a download that failed): the commands print it as one line, which says what
+    to do, and exit 1 (cli/runner.run, the one runtime-failure path)."""
+
+
+class NetworkError(RunFailure, OSError):
     """A download that could not complete (no connection, a server's error, a transfer cut short):
-    a runtime failure, not the user's input. The commands print it as one line and exit with 1."""
+    a runtime failure (RunFailure: one line, exit 1), not the user's input; an OSError to Python code
+    that catches a failed download as such."""
 
 
 # The optional packages a command may import -> the extra of ours that installs each (pyproject.toml).

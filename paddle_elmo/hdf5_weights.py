@@ -132,6 +132,21 @@ def read_hdf5_softmax(weight_file, required=True):
         return f[HDF5_SOFTMAX_W][...].astype(np.float32), f[HDF5_SOFTMAX_B][...].reshape(-1).astype(np.float32)
 
 
+def read_token_embeddings(path, tokens, dim):
+    """An hdf5 of dump_token_embeddings (dataset `embedding` [len(tokens), dim]) -> {token: row}."""
+    import h5py
+    if not os.path.isfile(path):
+        raise FileNotFoundError(f'{path}: embedding_weight_file not found')
+    with h5py.File(path, 'r') as f:
+        if HDF5_EMBEDDING not in f:
+            raise InputError(f'{path}: no dataset "{HDF5_EMBEDDING}" (expected dump_token_embeddings\' output)')
+        table = f[HDF5_EMBEDDING][...].astype(np.float32)
+    if table.shape != (len(tokens), dim):
+        raise InputError(f'{path}: "{HDF5_EMBEDDING}" has shape {table.shape}, expected ({len(tokens)}, {dim}): one '
+                         f'row of the model\'s projection_dim per token of the vocabulary')
+    return dict(zip(tokens, table))
+
+
 def save_hdf5_weights(bilm, weight_file, softmax=None):
     """Write `bilm` (and optionally softmax = (W [vocab, P], b [vocab])) as weights.hdf5, atomically."""
     import h5py

@@ -33,9 +33,14 @@ The Python versions (the LSTM step and the highway gate are layer_math's, shared
 stay as the path for GPUs, for machines without a compiler (a warning in the log says so, once)
 and as the references the kernels are tested against.
 ELMO_CPU_KERNELS=0 turns the kernels off.
+
+Which of the two a model runs, and where its dropout masks come from, is a value the model carries
+(`Kernels`, passed to each function here; CPU_KERNELS by default, PADDLE_OPS for Paddle's ops
+alone), never a process-wide switch.
 """
 import logging
 import os
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -68,9 +73,33 @@ def kernel():
     return _ops or None
 
 
-def _kernels_for(x):
-    """The kernels when x (float32) is on the CPU and they are available, else None."""
-    return kernel() if x.place.is_cpu_place() and x.dtype == paddle.float32 else None
+@dataclass(frozen=True)
+class Kernels:
+    """Which implementation of the hot spots a model runs, carried by the model (BiLM and its parts,
+    LanguageModel and its softmax; the optimizer takes its model's) and passed to each function here.
+
+    cpu: the compiled kernels for float32 tensors on the CPU, when they are built (False: Paddle's
+        ops everywhere, as a GPU runs them: the references the kernels are tested against).
+    dropout_masks: where training dropout's masks come from on the CPU: 'kernel' (ours: a hash of a
+        seed drawn from Paddle's generator) or 'paddle' (F.dropout's own draws, as runs made before
+        the kernel drew them). Both are the same distribution but different draws, so a run records
+        which it used (Recipe.dropout_masks) and a resume builds its model with it again: its masks
+        go on as they began.
+    """
+    cpu: bool = True
+    dropout_masks: str = 'kernel'
+
+    def __post_init__(self):
+        if self.dropout_masks not in DROPOUT_MASKS:
+            raise ValueError(f'dropout masks must be one of {", ".join(DROPOUT_MASKS)}, got {self.dropout_masks!r}')
+
+    def for_tensor(self, x):
+        """The compiled module when the kernels are on and x (float32) is on the CPU, else None."""
+        return kernel() if self.cpu and x.place.is_cpu_place() and x.dtype == paddle.float32 else None
+
+
+CPU_KERNELS = Kernels()  # a model's default: the kernels wherever they apply
+PADDLE_OPS = Kernels(cpu=False)  # Paddle's ops alone
 
 
 def tracks_grad(tensors):
@@ -112,14 +141,15 @@ class _AddBias(PyLayer):
 # LSTM recurrence
 # --------------------------------------------------------------------------------------------
 
-def recurrence(gates_x, bias, batch_sizes, h0, c0, w_hidden, w_proj, cell_clip=None, proj_clip=None):
+def recurrence(gates_x, bias, batch_sizes, h0, c0, w_hidden, w_proj, cell_clip=None, proj_clip=None,
+               kernels=CPU_KERNELS):
     """Run the steps -> (h [tokens, P], c [tokens, D]), packed as gates_x [tokens, 4D] (bias [4D] not added).
 
     batch_sizes: positive, non-increasing rows per step; h0 [B, P], c0 [B, D] with B >= batch_sizes[0];
-    cell_clip / proj_clip: None for no clipping. Runs the kernel on CPU when it is available.
+    cell_clip / proj_clip: None for no clipping. Runs the kernel on CPU when `kernels` allows it.
     """
     sizes = [int(n) for n in batch_sizes]
-    ops = _kernels_for(gates_x)
+    ops = kernels.for_tensor(gates_x)
     if ops is None:
         return loop_recurrence(gates_x, bias, sizes, h0, c0, w_hidden, w_proj, cell_clip, proj_clip)
     clips = (float(cell_clip or 0.0), float(proj_clip or 0.0))
@@ -168,9 +198,9 @@ def loop_recurrence(gates_x, bias, batch_sizes, h0, c0, w_hidden, w_proj, cell_c
 # Max over positions
 # --------------------------------------------------------------------------------------------
 
-def max_over_positions(x):
+def max_over_positions(x, kernels=CPU_KERNELS):
     """[positions, rows, n] -> [rows, n]: the max over positions (gradient split among ties)."""
-    ops = _kernels_for(x)
+    ops = kernels.for_tensor(x)
     if ops is None:
         return _LoopMaxOverPositions.apply(x) if not x.stop_gradient else _running_max(x)
     if tracks_grad([x]):
@@ -224,14 +254,14 @@ def _running_max(x):
 NEG_INF = -1e30  # a left-out true logit: exp() of it is exactly 0 in float32
 
 
-def sampled_softmax_losses(true_logits, cand_logits, cand_bias, labels):
+def sampled_softmax_losses(true_logits, cand_logits, cand_bias, labels, kernels=CPU_KERNELS):
     """Per-row cross-entropy [n] over the logits [true_logits[i], cand_logits[i, :] + cand_bias].
 
     true_logits [n], cand_logits [n, C], cand_bias [C]; labels: int64 numpy [n], 0 when the row's target is the
     true column, k > 0 when it is candidate k - 1 (an accidental hit): then the true column,
     which holds the same word, is left out of the row.
     """
-    ops = _kernels_for(cand_logits)
+    ops = kernels.for_tensor(cand_logits)
     labels_t = paddle.to_tensor(labels)
     if ops is None:
         hit = (labels > 0).astype('float32')
@@ -261,14 +291,14 @@ class _KernelSampledSoftmaxLoss(PyLayer):
 # Highway gating
 # --------------------------------------------------------------------------------------------
 
-def highway_gate(carry, carry_bias, transform, transform_bias, x):
+def highway_gate(carry, carry_bias, transform, transform_bias, x, kernels=CPU_KERNELS):
     """y = g * relu(transform + transform_bias) + (1 - g) * x, g = sigmoid(carry + carry_bias).
 
     carry, transform, x: [tokens, dim] (carry and transform are x's two products); biases [dim].
     The kernel, or layer_math.highway_gate (the same math in Paddle ops).
     """
     inputs = (carry, carry_bias, transform, transform_bias, x)
-    ops = _kernels_for(x)
+    ops = kernels.for_tensor(x)
     if ops is None:
         return layer_math.highway_gate(carry, carry_bias, transform, transform_bias, x, add_bias=add_bias)
     if tracks_grad(inputs):
@@ -292,30 +322,15 @@ class _KernelHighwayGate(PyLayer):
 # Optimizer updates
 # --------------------------------------------------------------------------------------------
 
-def fused_updates(tensors):
+def fused_updates(tensors, kernels=CPU_KERNELS):
     """The compiled module when the in-place optimizer kernels can update `tensors` (float32 on the
-    CPU), else None (the optimizer then runs its Paddle ops, tensor by tensor)."""
-    return kernel() if all(_kernels_for(t) is not None for t in tensors) else None
+    CPU, `kernels` on), else None (the optimizer then runs its Paddle ops, tensor by tensor)."""
+    return kernel() if all(kernels.for_tensor(t) is not None for t in tensors) else None
 
 
 # --------------------------------------------------------------------------------------------
 # Dropout
 # --------------------------------------------------------------------------------------------
-
-# Where training dropout's masks come from on the CPU: 'kernel' (ours: a hash of a seed drawn from
-# Paddle's generator) or 'paddle' (F.dropout's own draws, as runs made before the kernel drew them).
-# Both are the same distribution but different draws, so a run records which it used
-# (Recipe.dropout_masks) and a resume sets it back with use_dropout_masks: its masks go on as they began.
-_dropout_masks = 'kernel'
-
-
-def use_dropout_masks(kind):
-    """Training dropout's masks from now on, in this process: one of DROPOUT_MASKS."""
-    global _dropout_masks
-    if kind not in DROPOUT_MASKS:
-        raise ValueError(f'dropout masks must be one of {", ".join(DROPOUT_MASKS)}, got {kind!r}')
-    _dropout_masks = kind
-
 
 def dropout_masks_on(device):
     """The masks a new run on `device` (Paddle's device string, 'cpu' or 'gpu:0') draws: 'kernel'
@@ -323,12 +338,12 @@ def dropout_masks_on(device):
     return 'kernel' if device.startswith('cpu') and kernel() is not None else 'paddle'
 
 
-def dropout(x, p):
+def dropout(x, p, kernels=CPU_KERNELS):
     """Training dropout (upscale in train, as F.dropout's default): x * keep / (1 - p), each element
     kept with probability 1 - p. On CPU the kernel's mask is a hash of a seed drawn from Paddle's
     generator (paddle.seed and checkpoints govern it) and of the element's index; elsewhere, and
-    after use_dropout_masks('paddle'), F.dropout."""
-    ops = _kernels_for(x) if _dropout_masks == 'kernel' else None
+    with kernels.dropout_masks 'paddle', F.dropout."""
+    ops = kernels.for_tensor(x) if kernels.dropout_masks == 'kernel' else None
     if ops is None or p <= 0.0:
         return F.dropout(x, p, training=True) if p > 0.0 else x
     seed = int(paddle.randint(0, 2 ** 31 - 1, [2], dtype='int64').numpy() @ [2 ** 31, 1])  # 62 bits

@@ -5,11 +5,11 @@ models of the text's language (model_names.MODELS), or a tokenization mismatch t
 tokenizer.
 """
 import collections
-import contextlib
 import logging
 import re
 import unicodedata
 
+from paddle_elmo.logs import warn_once, warned, warning_held
 from paddle_elmo.model_names import models_of_language, packaged_model_of
 from paddle_elmo.tokenizers import IDEOGRAPHS, TOKENIZER_LANGUAGES
 
@@ -19,7 +19,7 @@ log = logging.getLogger(__name__)
 # A word model given text tokenized otherwise than its training text sees mostly unknown words
 # (`raining,` and `isn't` are not words of a Moses-tokenized corpus); its own text has a few percent.
 UNKNOWN_WARNING_SHARE = 0.3
-_warned_unknown = False
+UNKNOWN_WARNING = 'text the model cannot read well'  # its logs.warn_once key
 
 
 def warn_if_mostly_unknown(vocab, sentences, tokenizer):
@@ -32,8 +32,7 @@ def warn_if_mostly_unknown(vocab, sentences, tokenizer):
       of `tokenizer` (Chinese split by moses, the English tokenizer of AllenNLP's models);
     - else a tokenization mismatch: as many unknown tokens in the vocabulary's own script, made by
       `tokenizer`, the one named."""
-    global _warned_unknown
-    if _warned_unknown:
+    if warned(UNKNOWN_WARNING):
         return
     tokens = [t for s in sentences for t in s]
     if vocab is None:
@@ -41,22 +40,15 @@ def warn_if_mostly_unknown(vocab, sentences, tokenizer):
     else:
         message = _word_model_mismatch(vocab, tokens, tokenizer)
     if message:
-        _warned_unknown = True
-        log.warning(message)
+        warn_once(log, UNKNOWN_WARNING, '%s', message)
 
 
-
-@contextlib.contextmanager
 def unknown_words_expected():
-    """Within it, warn_if_mostly_unknown stays silent: for text of our own that is not in the model's
-    language (an export's check sentences, English and odd tokens, run by a Chinese model); the
-    warning is still given once afterwards to the user's own text."""
-    global _warned_unknown
-    before, _warned_unknown = _warned_unknown, True
-    try:
-        yield
-    finally:
-        _warned_unknown = before
+    """A context within which warn_if_mostly_unknown stays silent: for text of our own that is not in
+    the model's language (an export's check sentences, English and odd tokens, run by a Chinese
+    model); the warning is still given once afterwards to the user's own text."""
+    return warning_held(UNKNOWN_WARNING)
+
 
 def _word_model_mismatch(vocab, tokens, tokenizer):
     n_unknown = sum(vocab.word_to_id(t) == vocab.unk for t in tokens)

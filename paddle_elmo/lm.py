@@ -35,15 +35,18 @@ class LanguageModel(nn.Layer):
     the loss is the sampled softmax; in eval mode it is the full softmax (`token_losses` gives it
     per token). The biLM is stateful: each row's state carries over to the next batch, with
     gradients cut at the boundary. vocab: the Vocabulary of word input (word and word+char models
-    read the training vocabulary, as bilm-tf's token mode).
+    read the training vocabulary, as bilm-tf's token mode). bilm: a loaded stateful BiLM of `config`
+    to use (lm_loading.load_language_model's) instead of a new one. kernels: the model's
+    (kernels.Kernels: the run's dropout masks, training.run_kernels), its new BiLM's too.
     """
 
     def __init__(self, config, vocab_size, n_negative_samples=8192, seed=0, reset_state_at_sentence_start=False,
-                 vocab=None):
+                 vocab=None, bilm=None, kernels=kernels.CPU_KERNELS):
         super().__init__()
         self.vocab_size = vocab_size
-        self.bilm = BiLM(config, stateful=True, vocab=vocab)
-        self.softmax = Softmax(vocab_size, config.projection_dim)
+        self.kernels = kernels
+        self.bilm = BiLM(config, stateful=True, vocab=vocab, kernels=kernels) if bilm is None else bilm
+        self.softmax = Softmax(vocab_size, config.projection_dim, kernels)
         self.dropout = float(config.dropout or 0.0)
         self.sampler = LogUniformSampler(vocab_size, n_negative_samples, seed)
         # Not bilm-tf's: a row whose window begins a sentence starts it from a zero state, as an
@@ -81,7 +84,7 @@ class LanguageModel(nn.Layer):
         hs = [top.reshape([-1, top.shape[-1]]) for top in tops]
         targets = [batch[key].reshape(-1) for _, key in DIRECTIONS]
         if self.dropout > 0:
-            hs = [kernels.dropout(h, self.dropout) for h in hs]
+            hs = [kernels.dropout(h, self.dropout, self.kernels) for h in hs]
         samples = [self.sampler.sample() for _ in DIRECTIONS]  # one candidate set per direction
         ids = sorted_union(targets + [c for c, _ in samples], self.vocab_size)
         rows = self.softmax.select_rows(agree_rows(ids))

@@ -13,6 +13,7 @@ Progress bars follow the same switch: `show_progress(progress, log)` is False wh
 said progress=False or when the logger is set above INFO (`--quiet` in the commands). An unset
 level, the library's default, shows them, as before.
 """
+import contextlib
 import logging
 
 
@@ -35,3 +36,39 @@ def show_progress(progress=True, logger='paddle_elmo'):
     if isinstance(logger, str):
         logger = logging.getLogger(logger)
     return bool(progress) and not level_above_info(logger)
+
+
+# ---- warnings given once ----------------------------------------------------------------------
+
+_given = set()  # the keys of the warnings warn_once gave, in this process (forget_warnings: none)
+
+
+def warned(key):
+    """Whether warn_once gave the warning `key` (a hot path may skip the work of deciding)."""
+    return key in _given
+
+
+def warn_once(logger, key, message, *args):
+    """logger.warning(message, *args) unless warning `key` was given before in this process: a
+    note that would repeat on every call says it once."""
+    if key not in _given:
+        _given.add(key)
+        logger.warning(message, *args)
+
+
+@contextlib.contextmanager
+def warning_held(key):
+    """Within it, warn_once(..., key, ...) stays silent (for input of our own the warning is not
+    about); afterwards it is given as before: once, if it had not been given outside."""
+    held = key not in _given
+    _given.add(key)
+    try:
+        yield
+    finally:
+        if held:
+            _given.discard(key)
+
+
+def forget_warnings():
+    """Give each warn_once warning again (a program whose next inputs are another's, a test)."""
+    _given.clear()

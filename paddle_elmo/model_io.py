@@ -1,7 +1,12 @@
-"""A biLM from wherever it is: a checkpoint prefix of ours, bilm-tf / AllenNLP files, or the bundled
-model (`load_bilm`); a model named in one value (`ModelSource`: `resolve_model` makes one from a
-model name of model_names.MODELS or a path, the commands' `cli.model_source` from their flags); the
-model files a source names (`model_options_file`, `weights_files`).
+"""A model resolved once: `resolve_model` makes a `LoadedModel` from a model name of
+model_names.MODELS, a directory, a checkpoint, bilm-tf / AllenNLP files, or nothing (the bundled
+model), and a LoadedModel is where a model's files are read: its options.json when it is resolved
+(its config and the tokenizer of its raw text, decided here), its weights, softmax, input
+vocabulary and token-embedding file when it is loaded (`load`, `load_with_softmax`, `token_table`).
+
+    model = resolve_model('checkpoints')          # or resolve_model('options.json', 'weights.hdf5'), resolve_model()
+    bilm = model.load()
+    ELMoEmbedder(model, batch_size=32); Elmo(model); load_language_model(vocab.size, model)
 
 The inference path (the embedder, Elmo, the export) loads models through here, and nothing here
 imports the training objective.
@@ -9,189 +14,245 @@ imports the training objective.
 import dataclasses
 import logging
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Optional
 
 from paddle_elmo.bilm import BiLM
-from paddle_elmo.checkpoints import PARAMS_SUFFIX, checkpoint_dir, checkpoint_paths, load_bilm_checkpoint
+from paddle_elmo.checkpoints import (PARAMS_SUFFIX, bilm_state, check_softmax_rows, checkpoint_dir,
+                                     checkpoint_options_file, load_state_checked, read_state, softmax_of,
+                                     state_embedding_rows)
+from paddle_elmo.config import ModelConfig
 from paddle_elmo.fileio import InputError
-from paddle_elmo.hdf5_weights import hdf5_rows, load_embedding_weight_file, load_hdf5_weights
+from paddle_elmo.hdf5_weights import (hdf5_rows, load_embedding_weight_file, load_hdf5_weights, read_hdf5_softmax,
+                                      read_token_embeddings)
 from paddle_elmo.model_names import MODELS, PACKAGE_DIR, did_you_mean, is_model_name, model_files
 from paddle_elmo.run_configs import (OPTIONS_FILE, RECIPE_FILE, VOCAB_FILE, WEIGHTS_FILE, read_input_vocabulary,
-                                     read_json, read_model_config)
+                                     read_json)
+from paddle_elmo.vocabulary import read_vocabulary_file
 
 log = logging.getLogger(__name__)
 
-
-def model_options_file(params_file=None, options_file=None, weight_file=None, vocab_file=None):
-    """The options.json of a model given as load_bilm takes it (a checkpoint prefix, bilm-tf files,
-    or none: the bundled model) -> its path."""
-    if params_file is not None:
-        return checkpoint_paths(params_file)[0]
-    if options_file is not None:
-        return options_file
-    return bundled_model_files()[0]
-
-
-def own_vocabulary_file(params_file=None, options_file=None):
-    """The vocab.txt beside a model's options.json (model_options_file), or None."""
-    path = os.path.join(os.path.dirname(model_options_file(params_file, options_file)) or '.', VOCAB_FILE)
-    return path if os.path.isfile(path) else None
-
-
-def recorded_vocabulary_file(params_file=None, options_file=None):
-    """The vocabulary a model records (the one its softmax was trained with; for word input also its
-    embedding's): a checkpoint's recipe.json `vocab_file`, else the vocab.txt beside its options.json
-    (a word model's checkpoint or an export) -> (path or None, what was looked at: for an error)."""
-    looked = []
-    if params_file is not None:
-        recipe_file = os.path.join(checkpoint_dir(params_file), RECIPE_FILE)
-        recorded = read_json(recipe_file, 'recipe').get('vocab_file') if os.path.isfile(recipe_file) else None
-        if recorded and os.path.isfile(recorded):
-            return recorded, None
-        looked.append(f'{recipe_file} records {recorded}, which is not there' if recorded else
-                      f'{recipe_file} records none' if os.path.isfile(recipe_file) else f'{recipe_file} is absent')
-    if params_file is not None or options_file is not None:
-        own = own_vocabulary_file(params_file, options_file)
-        if own is not None:
-            return own, None
-        looked.append(f'no {VOCAB_FILE} beside {model_options_file(params_file, options_file)}')
-    return None, '; '.join(looked) or 'no model given'
-
-
 BUNDLED_NAME = 'bundled'
 BUNDLED_MODEL_DIR = os.path.join(PACKAGE_DIR, MODELS[BUNDLED_NAME].package_dir)
-
-
-def bundled_model_files():
-    """-> (options_file, weight_file) of the model that ships in pretrained/ (its card: README.md)."""
-    return model_files(BUNDLED_NAME)
+CARD_FILE = 'README.md'  # a packaged model's card, beside its options.json
 
 
 @dataclass(frozen=True)
-class ModelSource:
-    """A model, as load_bilm takes it, in one value: a checkpoint prefix of ours (`params_file`), a
-    bilm-tf / AllenNLP pair (`options_file` + `weight_file`), or neither (the bundled model); with a
-    word model's input vocabulary given apart (`vocab_file`) and bilm-tf's `embedding_weight_file`;
-    `tokenizer`, for files that record none (AllenNLP's releases), the one the table of model names
-    gives them (model_names.MODELS).
+class LoadedModel:
+    """A model resolved once (`resolve_model`): what it was named, its files, its config and how its
+    raw text becomes tokens. Its weights are read when asked for (`load`, `load_with_softmax`).
 
-        source = resolve_model('checkpoints')       # or ModelSource(options_file=..., weight_file=...)
-        bilm = source.load()
-        ELMoEmbedder(source, batch_size=32)
+    name: what it was resolved from, for messages and records: a model name ('bundled', 'small',
+        ...), a directory, a checkpoint prefix or an options.json.
+    config: its ModelConfig, whose `tokenizer` is the one its raw text is split by: the one its
+        options.json records or, for a release whose files record none (AllenNLP's), the one its
+        row of model_names.MODELS gives (resolve_model decides it, once).
+    options: its options.json as read.
+    options_file: its options.json (a checkpoint's is DIR/options.json).
+    weight_file: its bilm-tf / AllenNLP weights.hdf5; None for a checkpoint of ours.
+    params_file: its checkpoint prefix 'DIR/N' (DIR/N.pdparams); None for hdf5 weights.
+    vocab_file: given apart from the model: a word model's input vocabulary (bilm-tf files have no
+        vocab.txt; line i = embedding row i), or, with `embedding_weight_file` beside a model's own
+        vocab.txt, the tokens of that file's rows.
+    embedding_weight_file: bilm-tf's hdf5 `embedding` of token vectors (dump_token_embeddings'):
+        a word model's embedding itself; for a model with chars, its cache of token representations
+        (`token_table`: those tokens skip the char CNN).
+    card: its model card (a packaged model's README.md), or None.
     """
-    params_file: Optional[str] = None
-    options_file: Optional[str] = None
+    name: str
+    config: ModelConfig
+    options: dict = field(repr=False, compare=False)
+    options_file: str
     weight_file: Optional[str] = None
+    params_file: Optional[str] = None
     vocab_file: Optional[str] = None
     embedding_weight_file: Optional[str] = None
-    tokenizer: Optional[str] = None
+    card: Optional[str] = None
 
-    def kwargs(self):
-        """The files given, as keyword arguments of load_bilm, ELMoEmbedder, load_language_model ..."""
-        return {k: v for k, v in dataclasses.asdict(self).items() if v is not None and k != 'tokenizer'}
+    @property
+    def own_vocabulary_file(self):
+        """The vocab.txt beside its options.json (a checkpoint's, an export's), or None."""
+        path = os.path.join(os.path.dirname(self.options_file) or '.', VOCAB_FILE)
+        return path if os.path.isfile(path) else None
+
+    def files(self):
+        """Its files, for a record of what ran: {'options_file': ..., 'weight_file' or 'params_file': ...,
+        and vocab_file / embedding_weight_file when given}."""
+        names = ('options_file', 'weight_file', 'params_file', 'vocab_file', 'embedding_weight_file')
+        return {name: getattr(self, name) for name in names if getattr(self, name) is not None}
+
+    def recorded_vocabulary(self):
+        """The vocabulary it records (the one its softmax was trained with; for word input also its
+        embedding's): a checkpoint's recipe.json `vocab_file`, else the vocab.txt beside its
+        options.json -> (path or None, what was looked at: for an error)."""
+        looked = []
+        if self.params_file is not None:
+            recipe_file = os.path.join(checkpoint_dir(self.params_file), RECIPE_FILE)
+            recorded = read_json(recipe_file, 'recipe').get('vocab_file') if os.path.isfile(recipe_file) else None
+            if recorded and os.path.isfile(recorded):
+                return recorded, None
+            looked.append(f'{recipe_file} records {recorded}, which is not there' if recorded else
+                          f'{recipe_file} records none' if os.path.isfile(recipe_file) else f'{recipe_file} is absent')
+        if self.own_vocabulary_file is not None:
+            return self.own_vocabulary_file, None
+        looked.append(f'no {VOCAB_FILE} beside {self.options_file}')
+        return None, '; '.join(looked)
 
     def load(self, stateful=False):
-        """load_bilm of this source -> BiLM."""
-        return load_bilm(stateful=stateful, **self.kwargs())
+        """Its BiLM, its weights read (here only). A word model's input vocabulary is checked
+        against its embedding's rows."""
+        return self._load(stateful, softmax=False)[0]
 
-    def options_path(self):
-        """Its options.json (the bundled model's when none is given)."""
-        return model_options_file(self.params_file, self.options_file)
+    def load_with_softmax(self, stateful=False, vocab_size=None):
+        """Its BiLM and its softmax -> (BiLM, (W [rows, P], b [rows]) float32, or None when the
+        model has none); given `vocab_size` (the vocabulary it was trained with), the softmax must
+        be there with that many rows."""
+        return self._load(stateful, softmax=True, vocab_size=vocab_size)
 
-    def recorded_tokenizer(self):
-        """How its raw text becomes tokens: the table's tokenizer for files that record none, else the
-        one its options.json records (whitespace when absent, as in bilm-tf files)."""
-        return self.tokenizer or read_model_config(self.options_path()).tokenizer
+    def load_into(self, bilm, softmax=False):
+        """Fill `bilm` (one of this model's shape, made elsewhere: a new run's from these weights)
+        with its weights -> its softmax as load_with_softmax gives it when asked for, else None."""
+        return self._fill(bilm, self._checkpoint_state(), softmax)
+
+    def token_table(self):
+        """{token: row [projection_dim]} of embedding_weight_file when it caches token representations
+        (a model with chars: its rows are vocab_file's lines, else those of its own vocab.txt); {}
+        otherwise."""
+        if not (self.embedding_weight_file and self.config.input_mode.embedding_file == 'cache'):
+            return {}
+        tokens = read_vocabulary_file(self.vocab_file or self.own_vocabulary_file)
+        return read_token_embeddings(self.embedding_weight_file, tokens, self.config.projection_dim)
+
+    # ---- the files ----------------------------------------------------------------------------
+    def _load(self, stateful, softmax, vocab_size=None):
+        if self.params_file is not None:
+            log.debug('biLM from the checkpoint %s', self.params_file)
+        else:
+            log.debug('biLM from %s and %s', self.options_file, self.weight_file)
+        state = self._checkpoint_state(vocab_size)
+        rows = state_embedding_rows(state) if state is not None else self._hdf5_embedding_rows()
+        bilm = BiLM(self.config, stateful=stateful, vocab=self.input_vocabulary(rows))
+        return bilm, self._fill(bilm, state, softmax, vocab_size)
+
+    def _checkpoint_state(self, vocab_size=None):
+        """A checkpoint's state dict (its softmax checked to have vocab_size rows), or None for hdf5 weights."""
+        if self.params_file is None:
+            return None
+        return read_state(self.params_file, vocab_size, require_softmax=vocab_size is not None)
+
+    def _fill(self, bilm, state, softmax, vocab_size=None):
+        if state is not None:
+            load_state_checked(bilm, bilm_state(state), self.params_file)
+            load_embedding_weight_file(bilm, self._word_embedding_file())
+            return softmax_of(state) if softmax else None
+        load_hdf5_weights(bilm, self.weight_file, self._word_embedding_file())
+        table = read_hdf5_softmax(self.weight_file, required=vocab_size is not None) if softmax else None
+        if table is not None:
+            check_softmax_rows(table[0].shape, vocab_size, self.weight_file)
+        return table
+
+    def _word_embedding_file(self):
+        """embedding_weight_file when it is a word model's embedding itself (bilm-tf's inference
+        layout, config.input_mode.embedding_file), else None."""
+        is_embedding = self.embedding_weight_file and self.config.input_mode.embedding_file == 'embedding'
+        return self.embedding_weight_file if is_embedding else None
+
+    def _hdf5_embedding_rows(self):
+        name = self.config.input_mode.word_embedding
+        return hdf5_rows(self._word_embedding_file() or self.weight_file, name) if name else None
+
+    def input_vocabulary(self, rows=None, source=None):
+        """A word or word+char model's input Vocabulary (None for a char model): vocab.txt beside its
+        options.json or vocab_file (given both, the same tokens), checked against its embedding's
+        `rows` when given; source: what the errors call the model (default: its weights' file).
+        Beside a model's own vocab.txt, a vocab_file that lists a token cache's rows (token_table)
+        is not its vocabulary."""
+        lists_cache_rows = self.embedding_weight_file and self.config.input_mode.embedding_file == 'cache'
+        vocab_file = None if lists_cache_rows and self.own_vocabulary_file else self.vocab_file
+        source = source or self.params_file or self._word_embedding_file() or self.weight_file
+        return read_input_vocabulary(self.config, os.path.dirname(self.options_file), vocab_file, rows, source)
 
 
-def resolve_model(name):
-    """A model named as `from_pretrained` and `--model` take it -> ModelSource(params_file=...) or
-    ModelSource(options_file=..., weight_file=...).
+def resolve_model(model=None, weight_file=None, *, vocab_file=None, embedding_weight_file=None):
+    """A model, wherever it is, as the one value the library and every command take -> LoadedModel.
+    Its options.json is read here; its weights when it is loaded.
 
-    name: a model name (model_names.MODELS: 'bundled', 'bundled-zh', AllenNLP's 'small', 'medium',
-        'original', 'original-5.5b', downloaded into the cache on first use); a directory holding
-        options.json + weights.hdf5 (bilm-tf / AllenNLP files, or an export of ours); a checkpoint
-        directory (its `final`, else its latest step N); or a checkpoint prefix 'DIR/N' (with or
-        without .pdparams).
+    model: None, the bundled model (a warning in the log says so: its card is
+        paddle_elmo/pretrained/README.md); a model name (model_names.MODELS: 'bundled', 'bundled-zh',
+        AllenNLP's 'small', 'medium', 'original', 'original-5.5b', downloaded into the cache on first
+        use); a directory holding options.json + weights.hdf5 (bilm-tf / AllenNLP files, or an export of
+        ours); a checkpoint directory (its `final`, else its latest step N); a checkpoint prefix
+        'DIR/N' (with or without .pdparams); with `weight_file`, an options.json (bilm-tf /
+        AllenNLP's pair of files); or a LoadedModel (returned, with the files below when given).
+    vocab_file, embedding_weight_file: see LoadedModel.
     """
-    if is_model_name(name):
-        options_file, weight_file = model_files(name)
-        model = MODELS[name]
-        # A packaged model records its tokenizer in its options.json; AllenNLP's files record none.
-        return ModelSource(options_file=options_file, weight_file=weight_file,
-                           tokenizer=None if model.package_dir else model.tokenizer)
-    prefix = name[:-len(PARAMS_SUFFIX)] if name.endswith(PARAMS_SUFFIX) else name
+    if isinstance(model, LoadedModel):
+        if weight_file is not None:
+            raise InputError(f'{model.name}: a resolved model takes no weight_file')
+        loaded = model
+    elif weight_file is not None:
+        if model is None:
+            raise InputError(f'weight_file {weight_file} needs its options_file (bilm-tf / AllenNLP files)')
+        loaded = _from_files(os.fspath(model), os.fspath(weight_file))
+    elif model is None:
+        loaded = _named(BUNDLED_NAME)
+        log.warning('no model given: using the bundled model in %s (its card: %s)', BUNDLED_MODEL_DIR, loaded.card)
+    elif is_model_name(os.fspath(model)):
+        loaded = _named(os.fspath(model))
+    else:
+        loaded = _from_path(os.fspath(model))
+    given = {k: v for k, v in (('vocab_file', vocab_file), ('embedding_weight_file', embedding_weight_file)) if v}
+    loaded = dataclasses.replace(loaded, **given) if given else loaded
+    if loaded.embedding_weight_file and not (loaded.vocab_file or loaded.own_vocabulary_file):
+        raise InputError(f'embedding_weight_file {loaded.embedding_weight_file} needs vocab_file, the tokens of its '
+                         f'rows')
+    return loaded
+
+
+def _read(name, options_file, tokenizer=None, **files):
+    """A LoadedModel of options_file (read here), its tokenizer `tokenizer` when given, and `files`."""
+    options = read_json(options_file, 'options file')
+    config = ModelConfig.from_options({**options, 'tokenizer': tokenizer} if tokenizer else options, options_file)
+    return LoadedModel(name=name, config=config, options=options, options_file=options_file, **files)
+
+
+def _from_files(options_file, weight_file, name=None):
+    return _read(name or options_file, options_file, weight_file=weight_file)  # a missing weight_file: when loaded
+
+
+def _named(name):
+    """A row of model_names.MODELS. A packaged model records its tokenizer in its options.json;
+    AllenNLP's files record none: the row's is theirs."""
+    options_file, weight_file = model_files(name)
+    row = MODELS[name]
+    card = os.path.join(os.path.dirname(options_file), CARD_FILE) if row.package_dir else None
+    return _read(name, options_file, None if row.package_dir else row.tokenizer, weight_file=weight_file, card=card)
+
+
+def _checkpoint(prefix):
+    return _read(prefix, checkpoint_options_file(prefix), params_file=prefix)
+
+
+def _from_path(path):
+    """A directory (bilm-tf files, a checkpoint directory) or a checkpoint prefix -> LoadedModel."""
+    prefix = path[:-len(PARAMS_SUFFIX)] if path.endswith(PARAMS_SUFFIX) else path
     if os.path.isfile(prefix + PARAMS_SUFFIX):
-        return ModelSource(params_file=prefix)
-    if os.path.isdir(name):
-        files = [os.path.join(name, n) for n in (OPTIONS_FILE, WEIGHTS_FILE)]
+        return _checkpoint(prefix)
+    if os.path.isdir(path):
+        files = [os.path.join(path, n) for n in (OPTIONS_FILE, WEIGHTS_FILE)]
         if all(os.path.isfile(f) for f in files):
-            return ModelSource(options_file=files[0], weight_file=files[1])
-        steps = [f[:-len(PARAMS_SUFFIX)] for f in os.listdir(name) if f.endswith(PARAMS_SUFFIX)]
+            return _from_files(*files, name=path)
+        steps = [f[:-len(PARAMS_SUFFIX)] for f in os.listdir(path) if f.endswith(PARAMS_SUFFIX)]
         if 'final' in steps or any(s.isdigit() for s in steps):
             step = 'final' if 'final' in steps else max((s for s in steps if s.isdigit()), key=int)
-            return ModelSource(params_file=os.path.join(name, step))
-    close = '' if os.path.exists(name) else did_you_mean(name)  # a path of the user's is no misspelt name
-    raise InputError(f'{name}: not a model{close}; expected a model name ({", ".join(MODELS)}), a directory with '
+            return _checkpoint(os.path.join(path, step))
+    elif os.path.isfile(path) and path.endswith('.json'):
+        raise InputError(f'{path}: an options file goes with its weights file (bilm-tf / AllenNLP files: '
+                         f'options_file, weight_file)')
+    elif not os.path.exists(path) and os.path.dirname(prefix):  # a checkpoint prefix DIR/N that is not there
+        checkpoint_options_file(prefix)  # names DIR/options.json when that is missing too
+        raise FileNotFoundError(f'{prefix}{PARAMS_SUFFIX}: checkpoint not found')
+    close = '' if os.path.exists(path) else did_you_mean(path)  # a path of the user's is no misspelt name
+    raise InputError(f'{path}: not a model{close}; expected a model name ({", ".join(MODELS)}), a directory with '
                      f'{OPTIONS_FILE} + {WEIGHTS_FILE}, a checkpoint directory (with final{PARAMS_SUFFIX} or '
                      f'N{PARAMS_SUFFIX}) or a checkpoint prefix DIR/N')
-
-
-def weights_files(init_from_weights=None, options_file=None, weight_file=None):
-    """The (options.json, weights.hdf5) a run starts from: DIR's, a named model's ('bundled', 'bundled-zh',
-    'original', ...: model_names.MODELS, a release downloaded on first use), or the pair given ->
-    absolute paths, both checked to exist."""
-    if init_from_weights and is_model_name(init_from_weights):
-        options_file, weight_file = model_files(init_from_weights)
-    elif init_from_weights:
-        options_file, weight_file = (os.path.join(init_from_weights, n) for n in (OPTIONS_FILE, WEIGHTS_FILE))
-    for path, what in ((options_file, 'options file'), (weight_file, 'weights file')):
-        if not os.path.isfile(path):
-            named = init_from_weights and not os.path.exists(init_from_weights)  # a misspelt name, not a path
-            close = did_you_mean(init_from_weights) if named else ''
-            raise FileNotFoundError(f'{path}: {what} not found' + (f' (--init_from_weights DIR needs DIR/{OPTIONS_FILE} '
-                                    f'and DIR/{WEIGHTS_FILE}, or a model name{close})' if init_from_weights else ''))
-    return os.path.abspath(options_file), os.path.abspath(weight_file)
-
-
-def load_bilm(params_file=None, options_file=None, weight_file=None, stateful=False, vocab_file=None,
-              embedding_weight_file=None):
-    """A BiLM from a checkpoint prefix ('DIR/N'), from bilm-tf options + hdf5 weights, or, given
-    none of them, the bundled model in pretrained/ (saying so: a warning in the log).
-
-    A word or word+char model needs its input vocabulary: vocab.txt beside its options.json, or
-    `vocab_file` (bilm-tf files; given beside vocab.txt, it must hold the same tokens). A word
-    model's `embedding` may come from `embedding_weight_file` (bilm-tf's inference layout).
-    """
-    if params_file is None and options_file is None and weight_file is None:
-        options_file, weight_file = bundled_model_files()
-        log.warning('no model given: using the bundled model in %s (its card: %s)', BUNDLED_MODEL_DIR,
-                    os.path.join(BUNDLED_MODEL_DIR, 'README.md'))
-    if params_file is not None:
-        if options_file is not None or weight_file is not None:
-            raise InputError('give either params_file (a checkpoint prefix) or options_file + weight_file')
-        log.debug('biLM from the checkpoint %s', params_file)
-        return load_embedding_weight_file(load_bilm_checkpoint(params_file, stateful, vocab_file)[0],
-                                          embedding_weight_file)
-    if options_file is None or weight_file is None:
-        raise InputError('give params_file (a checkpoint prefix like checkpoints/10000), '
-                         'both options_file and weight_file, or neither (the bundled model)')
-    log.debug('biLM from %s and %s', options_file, weight_file)
-    config = read_model_config(options_file)
-    embedding_source = word_embedding_file(config, weight_file, embedding_weight_file)
-    vocab = read_input_vocabulary(config, os.path.dirname(options_file), vocab_file,
-                                  _hdf5_embedding_rows(config, weight_file, embedding_weight_file), embedding_source)
-    return load_hdf5_weights(BiLM(config, stateful=stateful, vocab=vocab), weight_file, embedding_weight_file)
-
-
-def word_embedding_file(config, weight_file, embedding_weight_file=None):
-    """The hdf5 that holds the model's word embedding: bilm-tf's embedding_weight_file when that is
-    the embedding itself (a word model's, config.input_mode.embedding_file), else weight_file."""
-    is_embedding = embedding_weight_file and config.input_mode.embedding_file == 'embedding'
-    return embedding_weight_file if is_embedding else weight_file
-
-
-def _hdf5_embedding_rows(config, weight_file, embedding_weight_file=None):
-    name = config.input_mode.word_embedding
-    return hdf5_rows(word_embedding_file(config, weight_file, embedding_weight_file), name) if name else None

@@ -21,8 +21,9 @@ class Optimizer:
     bilm-tf's sparse IndexedSlices updates: a row no batch touched keeps its weights and state).
     """
 
-    def __init__(self, model, lr, max_grad_norm, world_size=1, decay=None):
+    def __init__(self, model, lr, max_grad_norm, world_size=1, decay=None, kernels=None):
         self.model, self.lr, self.max_grad_norm, self.world_size = model, lr, max_grad_norm, world_size
+        self.kernels = model.kernels if kernels is None else kernels  # the model's, unless given
         self.decay = decay or Decay()
         tables = [model.softmax.W, model.softmax.b]
         if model.trained_word_embedding() is not None:
@@ -64,7 +65,7 @@ class Optimizer:
         grads, norm, scale = self._gradients(table_rows)
         self.n_updates += 1
         lr = self.learning_rate()
-        ops = kernels.fused_updates([p for _, p in self.dense + self.sparse])
+        ops = kernels.fused_updates([p for _, p in self.dense + self.sparse], self.kernels)
         self._update_dense(ops, grads[:len(self.dense)], lr, scale)
         self._update_rows(ops, table_rows, grads[len(self.dense):], lr, scale)
         return norm
@@ -129,8 +130,8 @@ class Adagrad(Optimizer):
     """bilm-tf's optimizer: TensorFlow's Adagrad, accumulators from `initial_accumulator`
     (acc += g^2; w -= lr * g / sqrt(acc))."""
 
-    def __init__(self, model, lr, max_grad_norm, initial_accumulator=1.0, world_size=1, decay=None):
-        super().__init__(model, lr, max_grad_norm, world_size, decay)
+    def __init__(self, model, lr, max_grad_norm, initial_accumulator=1.0, world_size=1, decay=None, kernels=None):
+        super().__init__(model, lr, max_grad_norm, world_size, decay, kernels)
         self.slots = {n: {'accumulator': paddle.full(p.shape, initial_accumulator, dtype=p.dtype)}
                       for n, p in self.dense + self.sparse}
 
@@ -154,8 +155,8 @@ class Adam(Optimizer):
     """
 
     def __init__(self, model, lr, max_grad_norm, warmup_steps=0, beta1=0.9, beta2=0.999, epsilon=1e-8,
-                 world_size=1, decay=None):
-        super().__init__(model, lr, max_grad_norm, world_size, decay)
+                 world_size=1, decay=None, kernels=None):
+        super().__init__(model, lr, max_grad_norm, world_size, decay, kernels)
         self.warmup_steps, self.beta1, self.beta2, self.epsilon = warmup_steps, beta1, beta2, epsilon
         self.slots = {n: {'m': paddle.zeros(p.shape, dtype=p.dtype), 'v': paddle.zeros(p.shape, dtype=p.dtype)}
                       for n, p in self.dense + self.sparse}
@@ -203,14 +204,17 @@ class Decay:
         return 1.0 - (1.0 - self.final) * fall
 
 
-def make_optimizer(model, name, lr, max_grad_norm, warmup_steps=0, world_size=1, decay=None, adam_beta2=0.999):
+def make_optimizer(model, name, lr, max_grad_norm, warmup_steps=0, world_size=1, decay=None, adam_beta2=0.999,
+                   kernels=None):
     """'adagrad' (bilm-tf's: accumulators from 1.0) or 'adam' (with warm-up and adam_beta2); decay: a
-    Decay (none: constant)."""
+    Decay (none: constant); kernels: whether its updates run on the CPU kernels (kernels.Kernels;
+    None: the model's)."""
     if name == 'adagrad':
-        return Adagrad(model, lr, max_grad_norm, initial_accumulator=1.0, world_size=world_size, decay=decay)
+        return Adagrad(model, lr, max_grad_norm, initial_accumulator=1.0, world_size=world_size, decay=decay,
+                       kernels=kernels)
     if name == 'adam':
         return Adam(model, lr, max_grad_norm, warmup_steps=warmup_steps, beta2=adam_beta2, world_size=world_size,
-                    decay=decay)
+                    decay=decay, kernels=kernels)
     raise InputError(f'unknown optimizer {name!r} (adagrad or adam)')
 
 

@@ -76,15 +76,6 @@ if 'paddle' not in sys.modules:  # the notice comes with Paddle's first import o
     warnings.filterwarnings('ignore', message='No ccache found', category=UserWarning)
 
 
-def __getattr__(name):
-    """`from paddle_elmo.runtime import paddle`, for code written before the package's modules
-    imported Paddle plainly (tests/test_structure.py keeps them from using it)."""
-    if name == 'paddle':
-        import paddle
-        return paddle
-    raise AttributeError(f'module {__name__!r} has no attribute {name!r}')
-
-
 _warned_slow_mkl = False
 _mkl_asked_here = False  # MKL_DEBUG_CPU_TYPE was set by ask_mkl_for_avx2, not the user
 

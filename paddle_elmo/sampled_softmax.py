@@ -87,9 +87,9 @@ class Softmax(nn.Layer):
     all of them (`full_losses`).
     """
 
-    def __init__(self, vocab_size, dim):
+    def __init__(self, vocab_size, dim, kernels=kernels.CPU_KERNELS):
         super().__init__()
-        self.vocab_size = vocab_size
+        self.vocab_size, self.kernels = vocab_size, kernels
         self.W = self.create_parameter([vocab_size, dim],
                                        default_initializer=nn.initializer.Normal(0.0, 1.0 / math.sqrt(dim)))
         self.b = self.create_parameter([vocab_size, 1], is_bias=True,
@@ -115,7 +115,7 @@ class Softmax(nn.Layer):
         cand_logits = paddle.matmul(h, w_cand, transpose_y=True)  # [n, n_candidates]
         cand_bias = b_cand - paddle.to_tensor(log_q_cand.astype(np.float32))
         labels = candidate_labels(targets, candidates)
-        return kernels.sampled_softmax_losses(true_logits, cand_logits, cand_bias, labels).mean()
+        return kernels.sampled_softmax_losses(true_logits, cand_logits, cand_bias, labels, self.kernels).mean()
 
     def full_losses(self, h, targets, max_logits=2 ** 25):
         """Per-token full-softmax losses [n]; h: [n, dim], targets: int64 numpy [n].
@@ -130,7 +130,8 @@ class Softmax(nn.Layer):
         for start in range(0, h.shape[0], rows):
             part, t = h[start:start + rows], targets[start:start + rows]
             logits = paddle.matmul(part, self.W, transpose_y=True)  # [rows, vocab]
-            losses.append(kernels.sampled_softmax_losses(paddle.zeros([part.shape[0]]), logits, bias, t + 1))
+            losses.append(kernels.sampled_softmax_losses(paddle.zeros([part.shape[0]]), logits, bias, t + 1,
+                                                         self.kernels))
         return paddle.concat(losses) if len(losses) > 1 else losses[0]
 
 

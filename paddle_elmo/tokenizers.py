@@ -9,6 +9,7 @@ import logging
 import re
 
 from paddle_elmo.fileio import BOM, InputError, require_package
+from paddle_elmo.logs import warn_once, warned
 
 log = logging.getLogger(__name__)
 
@@ -278,19 +279,17 @@ def as_token_lists(sentences, tokenizer='whitespace'):
 # A run of this many CJK ideographs in one whitespace token is a phrase, not a word: raw Chinese
 # (words are 1-3 characters; segmented text such as zh-corpus has hardly any token this long).
 _UNSEGMENTED = re.compile('[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]{6}')
-_warned_unsegmented = False
+UNSEGMENTED_WARNING = 'unsegmented Chinese'  # its logs.warn_once key
 
 
 def _warn_if_unsegmented(tokens):
     """Warns once per process when whitespace splitting left unsegmented Chinese in a token."""
-    global _warned_unsegmented
-    if _warned_unsegmented:
+    if warned(UNSEGMENTED_WARNING):
         return
     token = next((t for t in tokens if _UNSEGMENTED.search(t)), None)
     if token is not None:
-        _warned_unsegmented = True
-        log.warning("the whitespace tokenizer left unsegmented Chinese as one token (%r): pass tokenizer='jieba' "
-                    "(Chinese words, as zh-corpus is segmented) or tokenizer='chars'", token[:20])
+        warn_once(log, UNSEGMENTED_WARNING, "the whitespace tokenizer left unsegmented Chinese as one token (%r): pass "
+                  "tokenizer='jieba' (Chinese words, as zh-corpus is segmented) or tokenizer='chars'", token[:20])
 
 
 def _describe(value):

@@ -1,10 +1,12 @@
 """bilm-tf's pretraining loop, on one device or many: `set_up` (device, data, model, optimizer,
-resumed state) -> `Run`, `train` (the loop; its state is one `Progress`), `finish` (final
-evaluation and save -> an `Outcome`). `paddle-elmo pretrain` (paddle_elmo/cli/pretrain.py) turns
-flags into the configs, calls these three and prints the outcome.
+resumed state, as its start says: `NewRun` or `Resume`) -> `Run`, `train` (the loop; its state is
+one `Progress`), `finish` (final evaluation and save -> an `Outcome`). `paddle-elmo pretrain`
+(paddle_elmo/cli/pretrain.py) turns flags into the configs and the start, calls these three and
+prints the outcome.
 
 It logs (INFO: the set-up, a line every log_freq steps; WARNING: a setting without effect, a
-signal received; ERROR: why it stops on a failure) and prints nothing; only rank 0 logs its lines.
+signal received) and prints nothing; only rank 0 logs its lines. A run that cannot go on (a failed
+save, a non-finite loss) raises fileio.RunFailure, which the command turns into its exit code.
 
 Writes to the run's directory: options.json and recipe.json (the two configs, run_configs.py), N.pdparams /
 N.pdopt every save_freq steps and final.* at the end (atomically), train_log.csv and, with
@@ -16,7 +18,6 @@ import logging
 import math
 import os
 import signal
-import sys
 import time
 from dataclasses import dataclass, field
 from typing import Optional
@@ -31,13 +32,14 @@ from paddle_elmo.runtime import set_device, use_device
 from paddle_elmo.corpus import count_tokens
 from paddle_elmo.lm_batches import EVAL_BATCH_SIZE, EVAL_UNROLL_STEPS, LMStream, iter_eval_batches
 from paddle_elmo.vocabulary import Vocabulary
-from paddle_elmo.fileio import InputError, atomic_path, install_error, make_directory, write_csv_atomic
+from paddle_elmo.fileio import InputError, RunFailure, atomic_path, install_error, make_directory, write_csv_atomic
 from paddle_elmo.lm import LanguageModel, evaluate, train_step
 from paddle_elmo.optimizers import Decay, make_optimizer
-from paddle_elmo.checkpoints import checkpoint_dir, load_training_checkpoint, rank_state, restore_rank_state, save_training_checkpoint, train_state
+from paddle_elmo.checkpoints import load_training_checkpoint, rank_state, restore_rank_state, save_training_checkpoint, train_state
 from paddle_elmo.lm_loading import load_weights_into
+from paddle_elmo.model_io import resolve_model
 from paddle_elmo.sampled_softmax import PRIOR_MAX_TOKENS, unigram_log_prior
-from paddle_elmo.run_configs import read_input_vocabulary, write_run_configs
+from paddle_elmo.run_configs import write_run_configs
 from paddle_elmo.word_vectors import embedding_rows, read_word_vectors
 
 
@@ -266,27 +268,26 @@ class Run:
                 save_training_checkpoint(prefix, self.model, self.optimizer, state)
                 self.log.plot()
             except OSError as e:  # a full disk, a quota, a vanished mount
-                log.error('could not save %s (%s); stopping. The previous checkpoint %s is intact', prefix,
-                          e.strerror or e, last_saved or '(none)')
-                sys.exit(1)
+                raise RunFailure(f'could not save {prefix} ({e.strerror or e}); stopping. The previous checkpoint '
+                                 f'{last_saved or "(none)"} is intact') from None
         return prefix
 
 
-def set_up(model_config, recipe, save_dir, *, device='cpu', cpu_threads=None, init_from_ckpt=None, max_minutes=None):
+def set_up(model_config, recipe, save_dir, start, *, device='cpu', cpu_threads=None, max_minutes=None):
     """Device, data, model, optimizer and, resuming, the checkpoint's state -> Run.
 
     # Parameters
-    model_config, recipe: the run's `ModelConfig` and `Recipe` (a resumed run's from its checkpoint).
+    model_config, recipe: the run's `ModelConfig` and `Recipe` (config.for_run's; a resumed run's
+        from its checkpoint).
     save_dir: where checkpoints, the configs and the training log go.
+    start: how the run starts, as the command read it: `NewRun()` (a new model: bilm-tf's
+        initialisation, or the weights recipe.init_weight_file names) or `Resume(prefix)`. set_up
+        follows it: the recipe's record of this process, the model's first weights and the state
+        the run continues from are the start's.
     device, cpu_threads: `runtime.use_device`'s; under distributed launch each rank takes its GPU.
-    init_from_ckpt: the checkpoint prefix this run resumes (its weights, optimizer and data position).
     max_minutes: this run's budget of training minutes (None: until the last step).
     """
     rank, world_size = setup_device(device, cpu_threads)
-    if init_from_ckpt is None:
-        recipe = dataclasses.replace(recipe, world_size=world_size,
-                                     dropout_masks=kernels.dropout_masks_on(paddle.get_device()))
-    draw_dropout_masks(recipe, rank)
     vocab = Vocabulary(recipe.vocab_file, model_config.max_characters_per_token)
     if recipe.n_train_tokens is None:
         recipe = dataclasses.replace(recipe, n_train_tokens=count_tokens(recipe.train_data_path)['n_tokens'])
@@ -295,28 +296,16 @@ def set_up(model_config, recipe, save_dir, *, device='cpu', cpu_threads=None, in
     if recipe.n_negative_samples >= vocab.size and rank == 0:
         log.warning('--n_negative_samples %d >= the vocabulary\'s %d tokens: every step uses the full softmax',
                     recipe.n_negative_samples, vocab.size)
-    if init_from_ckpt is None and recipe.lr_decay != 'none' and not recipe.lr_decay_steps:
-        recipe = dataclasses.replace(recipe, lr_decay_steps=decay_steps(recipe))
-    check_input_vocabulary(model_config, recipe, init_from_ckpt)
+    recipe = start.recipe_here(recipe, world_size)
+    model_kernels = run_kernels(recipe, rank)
+    check_input_vocabulary(model_config, recipe, start.weights(recipe))
     paddle.seed(recipe.seed)  # identical initial weights on every rank
     model = LanguageModel(model_config, vocab.size, recipe.n_negative_samples, seed=recipe.seed * 1000 + rank,
                           reset_state_at_sentence_start=recipe.reset_state_at_sentence_start,
-                          vocab=vocab)  # the input vocabulary, when the mode has a word embedding
+                          vocab=vocab,  # the input vocabulary, when the mode has a word embedding
+                          kernels=model_kernels)
     paddle.seed(recipe.seed * 1000 + rank)  # but different dropout masks
-    softmax_from_file = False
-    if recipe.init_weight_file and init_from_ckpt is None:  # domain adaptation: the weights, a fresh optimizer
-        # (at recipe.lr x recipe.from_weights_lr_scale: make_optimizer below)
-        softmax_from_file, said = load_weights_into(model, recipe.init_weight_file)
-        if rank == 0:
-            log.info('biLM: from %s; %s', recipe.init_weight_file, said)
-    if recipe.softmax_bias_init == 'unigram' and init_from_ckpt is None and not softmax_from_file:  # a new softmax
-        said = init_softmax_bias(model.softmax, vocab, recipe.train_data_path, progress=rank == 0)
-        if rank == 0:
-            log.info('%s', said)
-    if recipe.word_vectors and init_from_ckpt is None:
-        said = init_word_embedding(model.bilm, recipe.word_vectors)
-        if rank == 0:
-            log.info('%s', said)
+    start.initialise(model, vocab, recipe, rank)
     frozen = list(model.bilm.parameters()) if recipe.freeze_bilm else []
     frozen += [model.bilm.word_embedding] if recipe.freeze_word_embeddings else []
     for p in frozen:  # before the optimizer lists what it updates
@@ -324,11 +313,8 @@ def set_up(model_config, recipe, save_dir, *, device='cpu', cpu_threads=None, in
     optimizer = optimizer_for(model, recipe, world_size)
     stream = LMStream(recipe.train_data_path, vocab, recipe.batch_size, recipe.unroll_steps, seed=recipe.seed,
                       rank=rank, world_size=world_size)
-    clock, step = TrainingClock(), 0
-    if init_from_ckpt:
-        state = load_training_checkpoint(init_from_ckpt, model, optimizer, world_size)
-        restore_rank_state(state['ranks'][rank], stream, model)
-        clock.earlier, step = state.get('train_seconds', 0.0), state['step']
+    clock = TrainingClock()
+    step, clock.earlier = start.restore(model, optimizer, stream, rank, world_size)
     total, train_log = total_steps(recipe), None
     if rank == 0:
         make_directory(save_dir, '--save_dir')
@@ -344,7 +330,66 @@ def set_up(model_config, recipe, save_dir, *, device='cpu', cpu_threads=None, in
                  f'{sum(int(np.prod(p.shape)) for p in model.parameters()):,} parameters')
     return Run(model_config=model_config, recipe=recipe, save_dir=save_dir, rank=rank, vocab=vocab, model=model,
                optimizer=optimizer, stream=stream, total=total, clock=clock, log=train_log, start_step=step,
-               resumed_from=init_from_ckpt, max_minutes=max_minutes)
+               resumed_from=start.checkpoint, max_minutes=max_minutes)
+
+
+class NewRun:
+    """A run that starts a model (set_up follows it): its recipe records how this process trains
+    (the number of processes, how dropout draws its masks, the decay's length); its weights are
+    bilm-tf's initialisation, or the file recipe.init_weight_file names (config.for_run records it
+    for a run from weights: the biLM and, when it fits, the softmax), then the recipe's word vectors
+    and, for a new softmax, the unigram prior."""
+    checkpoint = None  # what it resumes: nothing
+
+    def recipe_here(self, recipe, world_size):
+        """The recipe with what this run records when it starts -> Recipe."""
+        recipe = dataclasses.replace(recipe, world_size=world_size,
+                                     dropout_masks=kernels.dropout_masks_on(paddle.get_device()))
+        if recipe.lr_decay != 'none' and not recipe.lr_decay_steps:
+            recipe = dataclasses.replace(recipe, lr_decay_steps=decay_steps(recipe))
+        return recipe
+
+    def weights(self, recipe):
+        """The model whose weights the run starts from (model_io.LoadedModel), or None."""
+        return resolve_model(recipe.init_options_file, recipe.init_weight_file) if recipe.init_weight_file else None
+
+    def initialise(self, model, vocab, recipe, rank):
+        """The new model's first weights, each source said in the log (rank 0)."""
+        say = (lambda line: log.info('%s', line)) if rank == 0 else (lambda line: None)
+        softmax_from_file = False
+        if recipe.init_weight_file:  # domain adaptation: the weights, a fresh optimizer
+            # (at recipe.lr x recipe.from_weights_lr_scale: optimizer_for)
+            softmax_from_file, loaded = load_weights_into(model, self.weights(recipe))
+            say(f'biLM: from {recipe.init_weight_file}; {loaded}')
+        if recipe.softmax_bias_init == 'unigram' and not softmax_from_file:  # a new softmax
+            say(init_softmax_bias(model.softmax, vocab, recipe.train_data_path, progress=rank == 0))
+        if recipe.word_vectors:
+            say(init_word_embedding(model.bilm, recipe.word_vectors))
+
+    def restore(self, model, optimizer, stream, rank, world_size):
+        """-> (the step the run starts at, the training seconds before it): (0, 0.0)."""
+        return 0, 0.0
+
+
+@dataclass(frozen=True)
+class Resume:
+    """A run that continues checkpoint `checkpoint` ('DIR/N'; set_up follows it): its recipe as
+    recorded, its weights, optimizer state, data position, RNGs and clock."""
+    checkpoint: str
+
+    def recipe_here(self, recipe, world_size):
+        return recipe
+
+    def weights(self, recipe):
+        return resolve_model(self.checkpoint)
+
+    def initialise(self, model, vocab, recipe, rank):
+        pass  # the checkpoint's weights replace any (restore)
+
+    def restore(self, model, optimizer, stream, rank, world_size):
+        state = load_training_checkpoint(self.checkpoint, model, optimizer, world_size)
+        restore_rank_state(state['ranks'][rank], stream, model)
+        return state['step'], state.get('train_seconds', 0.0)
 
 
 def optimizer_for(model, recipe, world_size):
@@ -372,32 +417,28 @@ def lr_scale_from_weights(recipe):
     return recipe.from_weights_lr_scale if recipe.init_weight_file and not recipe.freeze_bilm else 1.0
 
 
-def check_input_vocabulary(model_config, recipe, init_from_ckpt):
+def check_input_vocabulary(model_config, recipe, weights):
     """Word input reads the training vocabulary's ids: a resumed run (or one adapting released
-    weights) must train with the vocabulary its word embedding was made for."""
-    if not model_config.has_words:
-        return
-    if init_from_ckpt:
-        directory = checkpoint_dir(init_from_ckpt)
-    elif recipe.init_options_file:
-        directory = os.path.dirname(recipe.init_options_file)
-    else:
+    weights) must train with the vocabulary its word embedding was made for, the one of `weights`
+    (the start's: a model_io.LoadedModel, None for a new model)."""
+    if not model_config.has_words or weights is None:
         return
     # its vocab.txt, which --vocab_file must match; bilm-tf files have none: --vocab_file is theirs
-    read_input_vocabulary(model_config, directory, recipe.vocab_file, source=f'the word embedding in {directory}')
+    directory = os.path.dirname(weights.options_file)
+    resolve_model(weights, vocab_file=recipe.vocab_file).input_vocabulary(source=f'the word embedding in {directory}')
 
 
-def draw_dropout_masks(recipe, rank):
-    """Dropout draws its masks as the run recorded; a resume where that cannot be (the CPU kernel
-    recorded, but off or on a GPU here) draws Paddle's, and says so: the same distribution, other draws."""
+def run_kernels(recipe, rank):
+    """The kernels the run's model uses (kernels.Kernels): dropout draws its masks as the run
+    recorded; a resume where that cannot be (the CPU kernel recorded, but off or on a GPU here)
+    draws Paddle's, and says so: the same distribution, other draws."""
     here = kernels.dropout_masks_on(paddle.get_device())
     if recipe.dropout_masks == 'kernel' and here != 'kernel':
         if rank == 0:
             log.warning("this run drew its dropout masks with the CPU kernel, which does not run here: the resumed "
                         "run draws Paddle's (the same distribution, not the same masks as an uninterrupted run)")
-        kernels.use_dropout_masks(here)
-    else:
-        kernels.use_dropout_masks(recipe.dropout_masks)
+        return kernels.Kernels(dropout_masks=here)
+    return kernels.Kernels(dropout_masks=recipe.dropout_masks)
 
 
 def init_softmax_bias(softmax, vocab, train_data_path, progress=True):
@@ -444,7 +485,7 @@ class Progress:
 
 def train(run):
     """Train from run.start_step until the last step, max_minutes or a signal -> Progress."""
-    recipe, model, rank = run.recipe, run.model, run.rank
+    recipe, model = run.recipe, run.model
     agree_rows = union_over_ranks if run.world_size > 1 else None
     progress = Progress(run.start_step, run.resumed_from, _next_multiple(run.clock.total_minutes(),
                                                                          recipe.eval_minutes))
@@ -465,10 +506,8 @@ def train(run):
         progress.stopped_by = 'signal' if signal_votes > 0 else 'time' if clock_votes > 0 else None
         progress.signal_name = stop_request.name
         if not all(math.isfinite(x) for x in losses):
-            if rank == 0:
-                log.error('non-finite loss %s at step %d; stopping. Last good checkpoint: %s (resume from it, '
-                          'perhaps with a lower --lr)', losses, progress.step, progress.last_saved or 'none')
-            sys.exit(1)
+            raise RunFailure(f'non-finite loss {losses} at step {progress.step}; stopping. Last good checkpoint: '
+                             f'{progress.last_saved or "none"} (resume from it, perhaps with a lower --lr)')
         progress.window_losses.append(losses)
         last = progress.step == run.total or progress.stopped_by is not None  # finish() evaluates then
         at_eval = recipe.dev_data_path and not last and (

@@ -66,11 +66,18 @@ def bundled_export(tmp_path_factory):
     """The bundled model exported (float32, Paddle + ONNX, as `paddle-elmo export-inference` writes it)
     by this environment's Paddle, once per session: test_serve and test_installs run it -> its directory."""
     from paddle_elmo.deploy import export_inference
-    from paddle_elmo.model_io import bundled_model_files, load_bilm
-    options, weights = bundled_model_files()
     out = str(tmp_path_factory.mktemp('serve') / 'elmo_inference')
-    export_inference(load_bilm(options_file=options, weight_file=weights), out, options_file=options)
+    export_inference('bundled', out)
     return out
+
+
+@pytest.fixture
+def unwarned():
+    """Each warning given once per process (logs.warn_once) is given again in the test, and after it."""
+    from paddle_elmo.logs import forget_warnings
+    forget_warnings()
+    yield
+    forget_warnings()
 
 
 @pytest.fixture

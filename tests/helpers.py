@@ -13,7 +13,7 @@ import paddle
 import pytest
 
 from conftest import ROOT, tiny_config
-from paddle_elmo import BiLM, ELMoEmbedder
+from paddle_elmo import BiLM, ELMoEmbedder, resolve_model
 from paddle_elmo.vocabulary import Vocabulary
 
 
@@ -217,9 +217,34 @@ def save_checkpoint(bilm, directory):
 TOL = 1e-5
 
 
-def fixture_embedder(fixture_dir, **kw):
-    return ELMoEmbedder(options_file=os.path.join(fixture_dir, 'options.json'),
-                        weight_file=os.path.join(fixture_dir, 'lm_weights.hdf5'), **kw)
+def fixture_embedder(fixture_dir, vocab_file=None, embedding_weight_file=None, **kw):
+    """An ELMoEmbedder of the reference fixture's model (with a token-embedding file and its vocabulary)."""
+    model = resolve_model(os.path.join(fixture_dir, 'options.json'), os.path.join(fixture_dir, 'lm_weights.hdf5'),
+                          vocab_file=vocab_file, embedding_weight_file=embedding_weight_file)
+    return ELMoEmbedder(model, **kw)
+
+
+def assert_elmo_reads_raw_text_as_the_embedder(name, text):
+    """Elmo of the resolved model `name` (a LoadedModel's biLM) splits raw `text` as ELMoEmbedder(name)
+    does, with the tokenizer the model's table row or options.json records, and gives the same
+    vectors: each layer alone (Elmo's only_layer k, gamma 1, no dropout) equals the embedder's layer k
+    -> the embedder's layers, per sentence [n_layers + 1, n_tokens, 2P]."""
+    from paddle_elmo import Elmo
+    from paddle_elmo.tokenizers import as_token_lists
+    embedder = ELMoEmbedder(name)
+    bilm = resolve_model(name).load()
+    elmo = Elmo(bilm, dropout=0.0)
+    assert elmo.tokenizer == embedder.tokenizer
+    assert as_token_lists(text, elmo.tokenizer) == embedder.tokenize(text)  # the same tokens
+    expected = embedder.encode(text)
+    for k in range(bilm.n_layers + 1):
+        elmo = Elmo(bilm, dropout=0.0, only_layer=k)  # gamma (1) x layer k
+        out = elmo(**elmo.batch_to_inputs(text))
+        assert out['mask'].numpy().sum(axis=1).tolist() == [e.shape[1] for e in expected]
+        for row, layers in enumerate(expected):
+            np.testing.assert_allclose(out['elmo_representations'][0].numpy()[row, :layers.shape[1]], layers[k],
+                                       atol=1e-5, rtol=0)
+    return expected
 
 
 def reference_top(fixture_dir, group, i):

@@ -38,7 +38,7 @@ def adapt_here(corpus, save_dir, *extra, capfd):
 
 
 def test_the_run_starts_from_the_files_weights_and_softmax_and_records_them(corpus, export, tmp_path):
-    from paddle_elmo import load_bilm
+    from paddle_elmo import resolve_model
     # A learning rate far below float32's resolution: after one step the weights are still the file's.
     # --softmax_bias_init unigram is for a new softmax: the file's is taken whole, no prior counted.
     proc = adapt(corpus, tmp_path, '--init_from_weights', str(export), '--max_steps', '1', '--lr', '1e-30',
@@ -47,7 +47,7 @@ def test_the_run_starts_from_the_files_weights_and_softmax_and_records_them(corp
     assert f'biLM: from {export / "weights.hdf5"}; softmax: from' in proc.stderr  # the log
     assert 'softmax bias:' not in proc.stderr
     state = load(tmp_path / 'final.pdparams')
-    exported = load_bilm(options_file=str(export / 'options.json'), weight_file=str(export / 'weights.hdf5'))
+    exported = resolve_model(str(export / 'options.json'), str(export / 'weights.hdf5')).load()
     for name, value in exported.state_dict().items():
         np.testing.assert_array_equal(state[f'bilm.{name}'], value.numpy(), err_msg=name)
     import h5py
@@ -115,9 +115,9 @@ def test_freeze_bilm_trains_the_softmax_alone(corpus, export, tmp_path):
     proc = adapt(corpus, tmp_path / 'out', '--init_from_weights', str(export), '--max_steps', '3', '--freeze_bilm',
                  '--lr', '0.5', vocab=tmp_path / 'vocab.txt')
     assert proc.returncode == 0, proc.stderr[-2000:]
-    from paddle_elmo import load_bilm
+    from paddle_elmo import resolve_model
     state = load(tmp_path / 'out' / 'final.pdparams')
-    exported = load_bilm(options_file=str(export / 'options.json'), weight_file=str(export / 'weights.hdf5'))
+    exported = resolve_model(str(export / 'options.json'), str(export / 'weights.hdf5')).load()
     for name, value in exported.state_dict().items():
         np.testing.assert_array_equal(state[f'bilm.{name}'], value.numpy(), err_msg=name)
     assert json.loads((tmp_path / 'out' / 'recipe.json').read_text())['freeze_bilm'] is True

@@ -69,8 +69,8 @@ def test_from_pretrained_bundled_is_the_default_model_and_a_bad_name_is_one_clea
 
 
 def test_raw_chinese_split_on_spaces_warns_once_naming_jieba(caplog):
-    from paddle_elmo import tokenizers
-    tokenizers._warned_unsegmented = False
+    from paddle_elmo.logs import forget_warnings
+    forget_warnings()
     embedder = ELMoEmbedder(bilm=BiLM(tiny_config()))
     with caplog.at_level(logging.WARNING, logger='paddle_elmo'):
         embedder.encode(['这本书很好看，我很喜欢', 'The cat sat .'])
@@ -78,7 +78,7 @@ def test_raw_chinese_split_on_spaces_warns_once_naming_jieba(caplog):
     said = [r.getMessage() for r in caplog.records if 'unsegmented' in r.getMessage()]
     assert len(said) == 1 and "tokenizer='jieba'" in said[0]
     caplog.clear()
-    tokenizers._warned_unsegmented = False
+    forget_warnings()
     with caplog.at_level(logging.WARNING, logger='paddle_elmo'):
         embedder.encode(['这 本 书 很 好看', ['这本书很好看']])  # segmented text, and tokens the user chose
     assert not [r for r in caplog.records if 'unsegmented' in r.getMessage()]

@@ -150,12 +150,6 @@ def test_a_valid_but_odd_input_completes(name, tmp_path):
 ZH = ['这本书很好看，我很喜欢', '这个手机的电池很耐用']
 
 
-@pytest.fixture
-def unwarned(monkeypatch):
-    import paddle_elmo.languages as languages
-    monkeypatch.setattr(languages, '_warned_unknown', False)
-
-
 def warnings_of(caplog):
     return [r.getMessage() for r in caplog.records if r.name == 'paddle_elmo.languages']
 
@@ -178,6 +172,7 @@ def test_the_language_mismatch_points_at_the_table_s_models_of_the_text_s_langua
     import logging
     from paddle_elmo import model_names
     from paddle_elmo.languages import warn_if_mostly_unknown
+    from paddle_elmo.logs import forget_warnings
     from paddle_elmo.vocabulary import Vocabulary
     chinese = Vocabulary.from_tokens(['这', '本', '书', '很', '好看', '我', '喜欢', '手机'], name='zh/vocab.txt')
     english = Vocabulary.from_tokens(['the', 'cat', 'sat', 'on', 'mat'], name='en/vocab.txt')
@@ -194,7 +189,7 @@ def test_the_language_mismatch_points_at_the_table_s_models_of_the_text_s_langua
                          (set(), 'use a model trained on Chinese text (paddle-elmo pretrain makes one from a corpus')):
         monkeypatch.setattr(model_names, 'MODELS', {k: v for k, v in model_names.MODELS.items()
                                                     if v.tokenizer == 'moses' or k in rows})
-        monkeypatch.setattr('paddle_elmo.languages._warned_unknown', False)
+        forget_warnings()
         caplog.clear()
         with caplog.at_level(logging.WARNING, logger='paddle_elmo'):
             warn_if_mostly_unknown(english, [list('这本书很好看'), ['the']], 'moses')
@@ -223,7 +218,8 @@ def test_a_char_model_hears_of_the_language_its_tokenizer_is_for(unwarned, caplo
                                               ('Medium', ' (did you mean medium?)'), ('xyz', '')])
 def test_a_misspelt_model_name_gets_the_closest_names(name, suggestion, tmp_path):
     from paddle_elmo.fileio import InputError
-    from paddle_elmo.model_io import resolve_model, weights_files
+    from paddle_elmo.cli.pretrain import weights_model
+    from paddle_elmo.model_io import resolve_model
     from paddle_elmo.model_names import model_files
     with pytest.raises(InputError) as e:
         resolve_model(name)
@@ -232,7 +228,7 @@ def test_a_misspelt_model_name_gets_the_closest_names(name, suggestion, tmp_path
         model_files(name)
     assert str(e.value).startswith(f'{name}: not a model name{suggestion}; expected one of bundled, ')
     with pytest.raises(FileNotFoundError) as e:
-        weights_files(name)
+        weights_model(name, None, None)  # --init_from_weights NAME
     assert str(e.value).endswith(f'or a model name{suggestion})')
     (tmp_path / name).mkdir()  # a directory of the user's is no misspelt name
     with pytest.raises(InputError) as e:

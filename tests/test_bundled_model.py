@@ -50,7 +50,7 @@ def test_missing_bundle_is_an_error_naming_the_file(monkeypatch, tmp_path):
     monkeypatch.setattr(model_names, 'PACKAGE_DIR', str(tmp_path))
     (tmp_path / 'pretrained').mkdir()
     with pytest.raises(FileNotFoundError, match=str(tmp_path / 'pretrained' / 'options.json')):
-        model_io.load_bilm()
+        model_io.resolve_model().load()
 
 
 def test_run_embed_without_a_model_uses_the_bundled_one(tmp_path):
@@ -70,7 +70,8 @@ def test_run_finetune_without_a_model_uses_the_bundled_one(rt_slice, tmp_path): 
     assert proc.returncode == 0, proc.stderr
     assert 'bundled model' in proc.stderr
     features = check_result(out, 2)['features']
-    assert features['model'] == {'bundled': BUNDLED} and features['projection_dim'] == 128
+    assert features['model'] == {'name': 'bundled', 'options_file': OPTIONS, 'weight_file': WEIGHTS}
+    assert features['projection_dim'] == 128
 
 
 def test_predict_and_eval_without_a_model_use_the_bundled_softmax(tmp_path):

@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 
 from conftest import ROOT, one_line_error
-from helpers import readme_commands, run_here
+from helpers import assert_elmo_reads_raw_text_as_the_embedder, readme_commands, run_here
 
 ZH = os.path.join(ROOT, 'paddle_elmo', 'pretrained_zh')
 SAMPLE = os.path.join(ZH, 'heldout_sample.txt')
@@ -51,7 +51,7 @@ def test_raw_chinese_gives_one_vector_per_jieba_word_and_context_moves_the_upper
     assert layers.shape == (3, len(words), 256) and np.isfinite(layers).all()
     np.testing.assert_array_equal(layers, ELMoEmbedder.from_pretrained('bundled-zh').encode([REVIEW])[0])
     np.testing.assert_array_equal(layers, embedder.encode([words])[0])  # raw text = its jieba words
-    assert resolve_model('bundled-zh').recorded_tokenizer() == 'jieba'
+    assert resolve_model('bundled-zh').config.tokenizer == 'jieba'
     # 很 twice: the same token (layer 0), two contexts (the LSTM layers)
     first, second = [i for i, w in enumerate(words) if w == '很']
     np.testing.assert_array_equal(layers[0, first], layers[0, second])
@@ -110,9 +110,18 @@ def test_a_chinese_model_without_a_sample_of_its_own_needs_verify_file(tmp_path,
     assert not (tmp_path / 'out').exists()
 
 
+def test_raw_chinese_through_elmo_and_the_embedder_gives_the_same_jieba_tokens_and_vectors():
+    """bundled-zh records jieba in its options.json: Elmo of its resolved biLM splits raw text so too."""
+    import jieba
+    text = [REVIEW, '我很喜欢这本书']
+    expected = assert_elmo_reads_raw_text_as_the_embedder('bundled-zh', text)
+    assert [e.shape[1] for e in expected] == [len([w for w in jieba.lcut(t) if not w.isspace()]) for t in text]
+
+
 def test_pretrain_init_from_weights_takes_bundled_zh():
-    from paddle_elmo.model_io import weights_files
-    assert weights_files('bundled-zh') == (os.path.join(ZH, 'options.json'), os.path.join(ZH, 'weights.hdf5'))
+    from paddle_elmo.cli.pretrain import weights_model
+    model = weights_model('bundled-zh', None, None)
+    assert (model.options_file, model.weight_file) == (os.path.join(ZH, 'options.json'), os.path.join(ZH, 'weights.hdf5'))
 
 
 def test_readme_s_chinese_quick_start_runs_as_written():

@@ -31,10 +31,10 @@ def checkpoint(tmp_path):
 
 
 def test_every_loader_reads_the_same_weights(checkpoint):
-    from paddle_elmo import ELMoEmbedder, load_bilm
+    from paddle_elmo import ELMoEmbedder, resolve_model
     from paddle_elmo.lm_loading import load_language_model
     state = paddle.load(f'{checkpoint}.pdparams')
-    bilm = load_bilm(str(checkpoint))
+    bilm = resolve_model(str(checkpoint)).load()
     lm = load_language_model(len(VOCAB), str(checkpoint))
     embedder = ELMoEmbedder(str(checkpoint))
     for name, value in bilm.state_dict().items():
@@ -44,23 +44,23 @@ def test_every_loader_reads_the_same_weights(checkpoint):
 
 
 def test_a_truncated_checkpoint_fails_with_one_line_naming_it(checkpoint, tmp_path):
-    from paddle_elmo import load_bilm
+    from paddle_elmo import resolve_model
     params = f'{checkpoint}.pdparams'
     data = open(params, 'rb').read()
     with open(params, 'wb') as f:
         f.write(data[:len(data) // 2])
     with pytest.raises(InputError, match=r'7\.pdparams: cannot read this checkpoint \(truncated or corrupt'):
-        load_bilm(str(checkpoint))
+        resolve_model(str(checkpoint)).load()
     line = one_line_error(run('run_eval.py', ['--dev_data_path', str(tmp_path / 'dev.txt'), '--vocab_file',
                                               str(tmp_path / 'vocab.txt'), '--init_from_ckpt', str(checkpoint)]))
     assert '7.pdparams: cannot read this checkpoint' in line
 
 
 def test_a_checkpoint_directory_without_options_json_says_what_it_needs(checkpoint):
-    from paddle_elmo import load_bilm
+    from paddle_elmo import resolve_model
     os.remove(checkpoint.parent / 'options.json')
     with pytest.raises(FileNotFoundError, match=r'options\.json: not found; checkpoint .*7 needs the options\.json'):
-        load_bilm(str(checkpoint))
+        resolve_model(str(checkpoint)).load()
 
 
 def test_a_vocabulary_that_does_not_match_the_softmax_fails_at_eval_and_at_resume(checkpoint, tmp_path, capfd):
@@ -93,7 +93,7 @@ def test_model_flags_that_differ_from_the_resumed_checkpoint_are_named(checkpoin
 
 
 def test_missing_unexpected_and_misshapen_parameters_are_errors_not_skips(checkpoint):
-    from paddle_elmo import load_bilm
+    from paddle_elmo import resolve_model
     params = f'{checkpoint}.pdparams'
     state = paddle.load(params)
     name = 'bilm.forward_stack.layers.0.W_P'
@@ -102,21 +102,21 @@ def test_missing_unexpected_and_misshapen_parameters_are_errors_not_skips(checkp
                             ({**state, name: paddle.zeros([3, 3])}, r'W_P" has shape \(3, 3\)')):
         paddle.save(broken, params)
         with pytest.raises(InputError, match=message):
-            load_bilm(str(checkpoint))
+            resolve_model(str(checkpoint)).load()
 
 
 def test_an_hdf5_file_without_a_dataset_names_it(fixture_dir, tmp_path):
-    from paddle_elmo import load_bilm
+    from paddle_elmo import resolve_model
     broken = tmp_path / 'w.hdf5'
     with h5py.File(os.path.join(fixture_dir, 'lm_weights.hdf5'), 'r') as src, h5py.File(broken, 'w') as dst:
         for name in src:
             if name != 'CNN_proj':
                 src.copy(src[name], dst, name)
     with pytest.raises(InputError, match=r'w\.hdf5: dataset "CNN_proj/W_proj" is missing'):
-        load_bilm(options_file=os.path.join(fixture_dir, 'options.json'), weight_file=str(broken))
+        resolve_model(os.path.join(fixture_dir, 'options.json'), str(broken)).load()
     (tmp_path / 'junk.hdf5').write_bytes(b'not hdf5 at all')
     with pytest.raises(InputError, match=r'junk\.hdf5: cannot read as hdf5'):
-        load_bilm(options_file=os.path.join(fixture_dir, 'options.json'), weight_file=str(tmp_path / 'junk.hdf5'))
+        resolve_model(os.path.join(fixture_dir, 'options.json'), str(tmp_path / 'junk.hdf5')).load()
 
 
 def test_a_corrupt_optimizer_state_fails_resuming_with_one_line(checkpoint, tmp_path, capfd):

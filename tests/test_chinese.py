@@ -110,7 +110,7 @@ def _bilm(tokenizer='whitespace'):
 
 def test_the_recorded_tokenizer_round_trips_options_json_and_whitespace_leaves_no_key(tmp_path, fixture_dir):
     from paddle_elmo.config import ModelConfig
-    from paddle_elmo import export_weights, load_bilm
+    from paddle_elmo import export_weights, resolve_model
     options = tiny_config(tokenizer='jieba').to_options()
     assert options['tokenizer'] == 'jieba' and ModelConfig.from_options(options).tokenizer == 'jieba'
     assert 'tokenizer' not in tiny_config().to_options()  # a pure bilm-tf options file
@@ -118,11 +118,10 @@ def test_the_recorded_tokenizer_round_trips_options_json_and_whitespace_leaves_n
         export_weights(_bilm(tokenizer), str(tmp_path / tokenizer))
         written = json.loads((tmp_path / tokenizer / 'options.json').read_text())
         assert written.get('tokenizer', 'whitespace') == tokenizer
-        loaded = load_bilm(options_file=str(tmp_path / tokenizer / 'options.json'),
-                           weight_file=str(tmp_path / tokenizer / 'weights.hdf5'))
+        loaded = resolve_model(str(tmp_path / tokenizer)).load()
         assert loaded.config.tokenizer == tokenizer
-    bilm_tf = load_bilm(options_file=os.path.join(fixture_dir, 'options.json'),
-                        weight_file=os.path.join(fixture_dir, 'lm_weights.hdf5'))
+    bilm_tf = resolve_model(os.path.join(fixture_dir, 'options.json'),
+                            os.path.join(fixture_dir, 'lm_weights.hdf5')).load()
     assert bilm_tf.config.tokenizer == 'whitespace'  # no key: bilm-tf's files split on whitespace
     with pytest.raises(InputError, match=r"o\.json: tokenizer \(tokenizer\) must be one of whitespace, moses, "
                                          r"jieba, chars, got 'spaces'"):
@@ -130,9 +129,9 @@ def test_the_recorded_tokenizer_round_trips_options_json_and_whitespace_leaves_n
 
 
 def test_pretraining_records_the_tokenizer_resuming_keeps_it_and_adapting_may_change_it():
-    from paddle_elmo.cli import flags as args
+    from paddle_elmo.cli.config_flags import given_settings, pretrain_parser
     from paddle_elmo.config import for_resume, for_weights, from_preset
-    given = args.given_settings(args.pretrain_parser().parse_args(['--tokenizer', 'jieba', '--preset', 'budget']))
+    given = given_settings(pretrain_parser().parse_args(['--tokenizer', 'jieba', '--preset', 'budget']))
     model, recipe = from_preset('budget', {k: v for k, v in given.items() if k != 'preset'})
     assert model.tokenizer == 'jieba' and model.to_options()['tokenizer'] == 'jieba'  # what options.json gets
     with pytest.raises(InputError, match=r'--tokenizer chars \(checkpoint: jieba\)'):
@@ -276,7 +275,8 @@ def test_the_chinese_sense_demo_splits_its_raw_probes_and_names_a_sense_without_
                                                                                                     capsys):
     from paddle_elmo.cli import demo
     options_file, weight_file = jieba_model(tmp_path)
-    model = {'options_file': options_file, 'weight_file': weight_file}
+    from paddle_elmo import resolve_model
+    model = resolve_model(options_file, weight_file)
     corpus = tmp_path / 'corpus.txt'
     corpus.write_text('公园 里 花 盛开\n他 花 了 很多 钱\n隧道 长 3 公里\n河南省 长 出席 会议\n', encoding='utf-8')
     correct = demo.show_contexts(model, 'tiny', demo.PROBES_ZH, demo.CUES_ZH, str(corpus))

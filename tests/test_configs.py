@@ -162,9 +162,9 @@ def test_recipe_fields_and_presets_use_one_set_of_names():
     fields = {f.name for f in dataclasses.fields(ModelConfig)} | {f.name for f in dataclasses.fields(Recipe)}
     for preset in PRESETS.values():
         assert set(preset) <= fields
-    from paddle_elmo.cli import flags as cli
-    a = cli.pretrain_parser().parse_args(['--cell_dim', '7', '--lr', '0.1', '--no_use_skip_connections'])
-    assert cli.given_settings(a) == {'cell_dim': 7, 'use_skip_connections': False, 'lr': 0.1}
+    from paddle_elmo.cli.config_flags import given_settings, pretrain_parser
+    a = pretrain_parser().parse_args(['--cell_dim', '7', '--lr', '0.1', '--no_use_skip_connections'])
+    assert given_settings(a) == {'cell_dim': 7, 'use_skip_connections': False, 'lr': 0.1}
 
 
 def test_a_library_user_gets_the_new_resumed_and_from_weights_policy_from_for_run():

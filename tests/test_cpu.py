@@ -77,7 +77,7 @@ def test_threads_default_to_the_cores_unless_the_user_set_omp_num_threads(monkey
     assert cpu.default_threads() == expected
 
 
-@pytest.mark.parametrize('order', ['paddle_elmo.cli.flags, paddle', 'paddle, paddle_elmo.runtime'])
+@pytest.mark.parametrize('order', ['paddle_elmo.cli.runner, paddle', 'paddle, paddle_elmo.runtime'])
 @pytest.mark.parametrize('user_value', [None, '1', '3'])
 def test_the_users_omp_num_threads_is_read_whatever_was_imported_first(order, user_value):
     # Paddle's import sets an unset OMP_NUM_THREADS to 1: imported first, cpu reads the process's

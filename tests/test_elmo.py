@@ -12,7 +12,7 @@ import pytest
 from conftest import ROOT, tiny_config
 from helpers import TOL, fixture_embedder, reference_top, run_reference_protocol
 from paddle_elmo.token_ids import CharMapper, token_to_char_ids
-from paddle_elmo import ELMoEmbedder, export_weights, load_bilm
+from paddle_elmo import ELMoEmbedder, export_weights, resolve_model
 
 
 def test_stateful_run_matches_reference_top_layer(fixture_dir, fixture_sentences):
@@ -123,8 +123,8 @@ def test_stateful_smaller_batch_keeps_other_rows_and_reset_restarts(tiny_bilm):
 
 
 def test_export_then_load_reproduces_embeddings_and_datasets(fixture_dir, fixture_sentences, tmp_path):
-    bilm = load_bilm(options_file=os.path.join(fixture_dir, 'options.json'),
-                     weight_file=os.path.join(fixture_dir, 'lm_weights.hdf5'))
+    bilm = resolve_model(os.path.join(fixture_dir, 'options.json'),
+                         os.path.join(fixture_dir, 'lm_weights.hdf5')).load()
     export_weights(bilm, str(tmp_path))
     with h5py.File(os.path.join(fixture_dir, 'lm_weights.hdf5'), 'r') as orig, \
             h5py.File(tmp_path / 'weights.hdf5', 'r') as new:
@@ -168,7 +168,7 @@ def test_weights_that_do_not_match_options_fail_naming_dataset_and_shapes(fixtur
     bad.write_text(json.dumps(options))
     with pytest.raises(ValueError, match=r'dataset "CNN_proj/W_proj" has shape \(124, 16\), '
                                          r'options imply \(124, 32\)'):
-        load_bilm(options_file=str(bad), weight_file=os.path.join(fixture_dir, 'lm_weights.hdf5'))
+        resolve_model(str(bad), os.path.join(fixture_dir, 'lm_weights.hdf5')).load()
     (tmp_path / 'in.txt').write_text('a sentence\n')
     proc = subprocess.run([sys.executable, os.path.join(ROOT, 'run_embed.py'), str(tmp_path / 'in.txt'), str(tmp_path / 'o.h5'),
                            '--options_file', str(bad), '--weight_file',

@@ -30,9 +30,9 @@ WORD_SENTENCES = [WORDS[:7], ['the', 'unknownword', 'cat', 'xyzzy', 'sat'], ['bi
 
 
 def fixture_bilm():
-    from paddle_elmo import load_bilm
-    return load_bilm(options_file=os.path.join(FIXTURE, 'options.json'),
-                     weight_file=os.path.join(FIXTURE, 'lm_weights.hdf5'))
+    from paddle_elmo import resolve_model
+    return resolve_model(os.path.join(FIXTURE, 'options.json'),
+                         os.path.join(FIXTURE, 'lm_weights.hdf5')).load()
 
 
 def fixture_sentences():
@@ -449,12 +449,12 @@ def test_an_export_that_differs_from_the_embedder_is_not_written(fixture_dir, tm
 
 def large_valued_bilm():
     """A small char model (512 filters, LSTM 128 -> 32) with a trained model's magnitudes
-    (common.realistic_bilm: highway pre-activations past 100), its token representations 4x
+    (magnitudes.realistic_bilm: highway pre-activations past 100), its token representations 4x
     larger still (up to ~50, as the original size's): its float rounding fails the old
     per-element check np.allclose(atol=1e-5, rtol=1e-5) by 2-4x on both runtimes, with MKL's AVX2
     or generic path, 1 or 2 threads (measured), as the original size's did. Built and exported in
     ~3 s."""
-    from common import realistic_bilm
+    from paddle_elmo.magnitudes import realistic_bilm
     from paddle_elmo.config import ModelConfig
     bilm = realistic_bilm(ModelConfig(dropout=0.0, projection_dim=32, cell_dim=128,
                                       cnn_filters=[[1, 32], [2, 32], [3, 64], [4, 128], [5, 256]]), seed=1)
@@ -632,13 +632,13 @@ def test_int8_export_of_the_bundled_model_keeps_every_layer_within_cosine_099(tm
     # x @ W_x quantized one scale per token 0.9975; large-valued models are held below.
     from paddle_elmo.deploy import export_inference, token_cosines
     from paddle_elmo.inference import InferenceEmbedder
-    from paddle_elmo.model_io import bundled_model_files, load_bilm
+    from paddle_elmo.model_io import resolve_model
     from paddle_elmo.deploy import CHECK_SENTENCES
     from paddle_elmo import ELMoEmbedder
     require(FIXTURE)
-    options, weights = bundled_model_files()
-    bilm = load_bilm(options_file=options, weight_file=weights)
-    result = export_inference(bilm, str(tmp_path / 'e'), quantize='int8', options_file=options)
+    model = resolve_model('bundled')
+    bilm = model.load()
+    result = export_inference(model, str(tmp_path / 'e'), quantize='int8')  # its own held-out sample is beside it
     sentences = fixture_sentences() + ODD_SENTENCES + CHECK_SENTENCES
     expected = ELMoEmbedder(bilm=bilm, stateful=False).embed_batch(sentences)
     got = InferenceEmbedder(str(tmp_path / 'e'), backend='onnxruntime').embed_batch(sentences)
@@ -727,9 +727,9 @@ def test_the_default_int8_sentences_are_the_models_own_else_english_for_an_engli
     from paddle_elmo.fileio import InputError
     from paddle_elmo.model_io import resolve_model
     for name in ('bundled', 'bundled-zh'):  # each bundled model ships its own
-        options = resolve_model(name).options_path()
+        options = resolve_model(name).options_file
         assert default_verify_file(options, 'chars') == os.path.join(os.path.dirname(options), SAMPLE_FILE)
-    assert default_verify_file(resolve_model('bundled').options_path(), 'moses') == ENGLISH_SAMPLE
+    assert default_verify_file(resolve_model('bundled').options_file, 'moses') == ENGLISH_SAMPLE
     options = str(tmp_path / 'options.json')  # a model without one
     assert default_verify_file(options, 'moses') == default_verify_file(options, 'whitespace') == ENGLISH_SAMPLE
     for tokenizer in ('jieba', 'chars'):

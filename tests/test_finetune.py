@@ -23,10 +23,10 @@ TOL = 1e-5
 
 
 def fixture_bilm():
-    from paddle_elmo import load_bilm
+    from paddle_elmo import resolve_model
     require(FIXTURE)
-    return load_bilm(options_file=os.path.join(FIXTURE, 'options.json'),
-                     weight_file=os.path.join(FIXTURE, 'lm_weights.hdf5'))
+    return resolve_model(os.path.join(FIXTURE, 'options.json'),
+                         os.path.join(FIXTURE, 'lm_weights.hdf5')).load()
 
 
 def small_dataset(n_per_class=20):

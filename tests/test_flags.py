@@ -11,7 +11,11 @@ import pytest
 
 from conftest import ROOT
 from paddle_elmo.cli import COMMANDS, command_parsers
-from paddle_elmo.cli import flags as cli
+from paddle_elmo.cli.arguments import Switch, underscored
+from paddle_elmo.cli.config_flags import NOT_FLAGS
+from paddle_elmo.cli.flag_table import README_END, README_START, flag_uses, flags_markdown
+from paddle_elmo.cli.glossary import FLAGS, option_strings
+from paddle_elmo.fileio import InputError
 from paddle_elmo.config import ModelConfig, Recipe
 
 # Level-of-output flags, not on/off settings: `--quiet` has no `--no_quiet` (the protocol's, as before).
@@ -42,34 +46,34 @@ def test_every_command_has_a_parser_and_a_main_taking_argv():
 def test_every_option_is_a_table_name_with_exactly_its_declared_aliases(parsers):
     for command, action in options(parsers):
         name = action.option_strings[0][2:]
-        assert name in cli.FLAGS, f'{command}: --{name} is not in flags.FLAGS (add it, or use the name there)'
-        expected = cli.option_strings(name)
-        if isinstance(action, cli.Switch):
+        assert name in FLAGS, f'{command}: --{name} is not in glossary.FLAGS (add it, or use the name there)'
+        expected = option_strings(name)
+        if isinstance(action, Switch):
             expected = [s for n in expected for s in (n, f'--no_{n[2:]}')]
         assert action.option_strings == expected, f'{command}: {action.option_strings}, expected {expected}'
         assert action.dest == name, f'{command}: --{name} stores into {action.dest!r}'
 
 
 def test_every_table_name_is_some_command_s_flag(parsers):
-    uses, _ = cli.flag_uses(parsers)
-    assert set(cli.FLAGS) - set(uses) == set()
+    uses, _ = flag_uses(parsers)
+    assert set(FLAGS) - set(uses) == set()
 
 
 def test_one_concept_per_name_and_one_name_per_alias():
-    concepts = [concept for concept, _ in cli.FLAGS.values()]
+    concepts = [concept for concept, _ in FLAGS.values()]
     assert len(set(concepts)) == len(concepts), [c for c in concepts if concepts.count(c) > 1]
-    aliases = [alias for _, names in cli.FLAGS.values() for alias in names]
+    aliases = [alias for _, names in FLAGS.values() for alias in names]
     assert len(set(aliases)) == len(aliases)
-    assert not set(aliases) & set(cli.FLAGS)
-    switch_negations = {f'no_{name}' for name in cli.FLAGS}
-    assert not (set(aliases) | set(cli.FLAGS)) & switch_negations
+    assert not set(aliases) & set(FLAGS)
+    switch_negations = {f'no_{name}' for name in FLAGS}
+    assert not (set(aliases) | set(FLAGS)) & switch_negations
 
 
 def test_a_switch_is_x_and_no_x_everywhere(parsers):
     for command, action in options(parsers):
         name = action.option_strings[0][2:]
         if action.nargs == 0 and name not in NOT_SWITCHES:
-            assert isinstance(action, cli.Switch), f'{command}: --{name} is a switch without --no_{name}'
+            assert isinstance(action, Switch), f'{command}: --{name} is a switch without --no_{name}'
         assert not any(s.startswith('--no-') for s in action.option_strings), (command, action.option_strings)
     p = parsers['finetune']
     assert p.parse_args(['--data_dir', 'd']).cache is True
@@ -103,7 +107,7 @@ def test_every_option_s_help_shows_its_default_unless_it_is_none(parsers):
 def test_pretrain_s_config_flags_show_their_field_s_default_or_the_presets(parsers):
     actions = {a.dest: a for a in parsers['pretrain']._actions}
     for f in [*dataclasses.fields(ModelConfig), *dataclasses.fields(Recipe)]:
-        if f.name in actions and f.name not in cli.NOT_FLAGS and f.default is not None:
+        if f.name in actions and f.name not in NOT_FLAGS and f.default is not None:
             assert '(default' in actions[f.name].help, f'--{f.name}: {actions[f.name].help!r}'
     assert '(default: off)' in actions['freeze_bilm'].help
     assert 'original on, small on, budget on' in actions['use_skip_connections'].help
@@ -111,7 +115,7 @@ def test_pretrain_s_config_flags_show_their_field_s_default_or_the_presets(parse
 
 
 def test_the_paddlenlp_example_s_names_are_accepted_and_shown(parsers):
-    aliases = {alias: name for name, (_, names) in cli.FLAGS.items() for alias in names}
+    aliases = {alias: name for name, (_, names) in FLAGS.items() for alias in names}
     # the PaddleNLP example's names, and allennlp elmo's --cuda-device (as every name, spelt with _)
     assert aliases == {'pretrained_word2vec_file': 'word_vectors', 'logging_step': 'log_freq',
                        'sent_embedding_dim': 'hidden_dim', 'cuda_device': 'device'}
@@ -136,8 +140,8 @@ def test_every_flag_is_spelt_with_underscores_and_also_taken_with_hyphens_shown_
         for option in action.option_strings:
             assert '-' not in option[2:], f'{command}: {option} (a name is spelt with _; - is taken for every flag)'
             hyphens = '--' + option[2:].replace('_', '-')
-            assert cli.underscored([hyphens, '1'], parsers[command]._option_string_actions) == [option, '1']
-            assert cli.underscored([f'{hyphens}=1'], parsers[command]._option_string_actions) == [f'{option}=1']
+            assert underscored([hyphens, '1'], parsers[command]._option_string_actions) == [option, '1']
+            assert underscored([f'{hyphens}=1'], parsers[command]._option_string_actions) == [f'{option}=1']
     # allennlp elmo's spellings, as its users type them
     a = parsers['embed'].parse_args(['in.txt', 'out.hdf5', '--batch-size', '5', '--cuda-device', '-1', '--options-file',
                                      'o.json', '--weight-file', 'w.hdf5', '--use-sentence-keys', '--forget-sentences'])
@@ -145,9 +149,9 @@ def test_every_flag_is_spelt_with_underscores_and_also_taken_with_hyphens_shown_
         5, 'cpu', 'o.json', 'w.hdf5', True, True)
     assert parsers['finetune'].parse_args(['--data_dir', 'd', '--no-cache', '--log-freq=3']).cache is False
     # a value or anything after -- keeps its hyphens; an unknown flag is not made up
-    assert cli.underscored(['--prefix', 'a-b', '--', '--batch-size'], {'--prefix': None, '--batch_size': None}) == [
+    assert underscored(['--prefix', 'a-b', '--', '--batch-size'], {'--prefix': None, '--batch_size': None}) == [
         '--prefix', 'a-b', '--', '--batch-size']
-    assert cli.underscored(['--no-such-flag'], {'--batch_size': None}) == ['--no-such-flag']
+    assert underscored(['--no-such-flag'], {'--batch_size': None}) == ['--no-such-flag']
 
 
 @pytest.mark.parametrize('command, argv, error', [
@@ -170,9 +174,9 @@ def test_a_flag_is_named_in_full_and_an_error_names_it_as_its_help_does(parsers,
 def test_readme_s_flag_table_is_the_generated_one(parsers):
     with open(os.path.join(ROOT, 'README.md'), encoding='utf-8') as f:
         text = f.read()
-    assert text.index('\n## Flags\n') < text.index(cli.README_START) < text.index(cli.README_END)
-    table = text[text.index(cli.README_START) + len(cli.README_START):text.index(cli.README_END)]
-    assert table == '\n' + cli.flags_markdown(parsers), 'README.md is stale: run `make flags-table`'
+    assert text.index('\n## Flags\n') < text.index(README_START) < text.index(README_END)
+    table = text[text.index(README_START) + len(README_START):text.index(README_END)]
+    assert table == '\n' + flags_markdown(parsers), 'README.md is stale: run `make flags-table`'
 
 
 @pytest.mark.parametrize('argv', [['--nproc_per_node', '2', '--max_steps', '4'], ['--max_steps', '4', '--nproc_per_node=2'],
@@ -252,7 +256,7 @@ def test_max_characters_per_token_is_counted_in_utf8_bytes_everywhere(parsers):
         if action.dest in ('max_characters_per_token', 'cnn_filters'):
             text = ' '.join(action.help.split())
             assert 'UTF-8 bytes' in text and 'chars per token' not in text, (command, text)
-    assert 'UTF-8 bytes' in cli.FLAGS['max_characters_per_token'][0]
+    assert 'UTF-8 bytes' in FLAGS['max_characters_per_token'][0]
 
 
 SCRIPT_NAME = re.compile(r'\b(?:run_\w+|export_\w+|word2vec_base|build_vocab|demo|args|dataset|elmo)\.py\b|'
@@ -306,7 +310,7 @@ def test_embed_s_output_format_is_the_one_its_flags_name(parsers, flags, chosen)
                                    ['--average', '--output_format', 'top']])
 def test_embed_refuses_two_output_formats(parsers, flags):
     from paddle_elmo.cli.embed import output_format
-    with pytest.raises(cli.InputError, match='give one output format'):
+    with pytest.raises(InputError, match='give one output format'):
         output_format(parsers['embed'].parse_args(['in.txt', 'out.hdf5'] + flags))
 
 
@@ -408,7 +412,7 @@ def test_use_sentence_keys_and_forget_sentences_write_what_allennlp_elmo_wrote(t
 def test_a_sentence_that_cannot_be_a_key_is_an_error_naming_its_line(tmp_path, text, message):
     from paddle_elmo.sentence_embedder import embed_file
     (tmp_path / 'in.txt').write_text(text)
-    with pytest.raises(cli.InputError, match=re.escape(message)):
+    with pytest.raises(InputError, match=re.escape(message)):
         embed_file(_FakeEmbedder(), str(tmp_path / 'in.txt'), str(tmp_path / 'o.hdf5'), progress=False,
                    use_sentence_keys=True)
     assert not (tmp_path / 'o.hdf5').exists()

@@ -85,6 +85,16 @@ BAD_MODELS = {  # what a model flag may wrongly name, for every command that loa
     '--model with --init_from_ckpt': ['--model', CKPT, '--init_from_ckpt', CKPT],
 }
 
+
+def corpus_with_no_sentence(flag, out, *others):
+    """The cases of a corpus flag (`flag`, a glob) that names files without a sentence: an empty file,
+    and a glob of an empty and a blank file; `others`: the rest of the command's argv, `out` its output."""
+    return {f'{flag} an empty file': ([flag, '{d}/empty.txt', *others], out,
+                                      f'{flag} {{d}}/empty.txt: no sentence (an empty file'),
+            f'{flag} a glob of empty and blank files': ([flag, '{d}/empty-glob/*', *others], out,
+                                                        f'{flag} {{d}}/empty-glob/*: no sentence in its 2 files')}
+
+
 # command -> {case: (argv after the command, the output path that must not appear: {o}, or one relative to
 # the test's directory; eval, finetune, word2vec and predict get --output_json out.json, pretrain --save_dir out)
 # [, what the error line must say]}. {d}: the shared inputs (files), {t}: the test's own directory (which the
@@ -112,10 +122,7 @@ TABLE = {
                             "argument --max_minutes: expected a number > 0, got '0'"),
         'an abbreviated flag': (['--train_data_path', '{d}/good.txt', '--max_step', '2'], 'out',
                                 'unrecognized arguments: --max_step 2'),
-        'empty training file': (['--train_data_path', '{d}/empty.txt', '--vocab_file', '{d}/vocab.txt'], 'out',
-                                '--train_data_path {d}/empty.txt: no sentence (an empty file'),
-        'a glob of empty and blank files': (['--train_data_path', '{d}/empty-glob/*.txt', '--vocab_file',
-                                             '{d}/vocab.txt'], 'out', 'no sentence in its 2 files'),
+        **corpus_with_no_sentence('--train_data_path', 'out', '--vocab_file', '{d}/vocab.txt'),
         'empty held-out file': (['--train_data_path', '{d}/good.txt', '--vocab_file', '{d}/vocab.txt',
                                  '--dev_data_path', '{d}/blank.txt'], 'out',
                                 '--dev_data_path {d}/blank.txt: no sentence (its 3 lines are blank'),
@@ -279,10 +286,7 @@ TABLE = {
                                        '{o}', 'its directory {d}/a-file is a file'),
         '--max_characters_per_token 2': (['--train_data_path', '{d}/good.txt', '--output_file', '{o}',
                                           '--max_characters_per_token', '2'], '{o}'),
-        'an empty corpus': (['--train_data_path', '{d}/empty.txt', '--output_file', '{o}'], '{o}',
-                            '--train_data_path {d}/empty.txt: no sentence (an empty file'),
-        'a glob of empty and blank files': (['--train_data_path', '{d}/empty-glob/*', '--output_file', '{o}'], '{o}',
-                                            '--train_data_path {d}/empty-glob/*: no sentence in its 2 files'),
+        **corpus_with_no_sentence('--train_data_path', '{o}', '--output_file', '{o}'),
         '--output_file is a directory': (['--train_data_path', '{d}/good.txt', '--output_file', '{t}'], '{o}',
                                          'argument --output_file: {t}: is a directory'),
         '--output_corpus where nothing can be written': (['--train_data_path', '{d}/good.txt', '--output_file', '{o}',
@@ -386,19 +390,19 @@ def test_a_missing_package_names_the_extra_that_installs_it(tmp_path, package):
 
 def test_an_unexpected_error_keeps_its_traceback(monkeypatch, capsys):
     """A bug is not a user's mistake: the boundary lets it through, traceback and all."""
-    from paddle_elmo.cli import flags
+    from paddle_elmo.cli.runner import run
 
     def broken():
         raise ZeroDivisionError('a bug')
 
     with pytest.raises(ZeroDivisionError):
-        flags.run(broken)
+        run(broken)
 
     def missing_module_of_ours():
         raise ModuleNotFoundError("No module named 'paddle_elmo.nothing'", name='paddle_elmo.nothing')
 
     with pytest.raises(ModuleNotFoundError):
-        flags.run(missing_module_of_ours)
+        run(missing_module_of_ours)
 
 
 # ---- odd but fine: a byte-order mark, standard input and output, an empty file among others -----------

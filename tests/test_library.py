@@ -82,14 +82,14 @@ def test_importing_the_library_first_hides_paddles_ccache_notice():
 
 
 def test_run_reports_user_errors_in_one_line_and_keeps_a_bugs_traceback(capsys):
-    from paddle_elmo.cli import flags as cli
+    from paddle_elmo.cli.runner import run
     from paddle_elmo.fileio import InputError
 
     def bad_input():
         raise InputError('data.txt:3: something the user can fix')
 
     with pytest.raises(SystemExit) as stop:
-        cli.run(bad_input)
+        run(bad_input)
     assert stop.value.code == 2
     assert capsys.readouterr().err == 'error: data.txt:3: something the user can fix\n'
 
@@ -97,7 +97,7 @@ def test_run_reports_user_errors_in_one_line_and_keeps_a_bugs_traceback(capsys):
         return {}['missing']
 
     with pytest.raises(KeyError):  # not turned into a message: the traceback shows where
-        cli.run(bug)
+        run(bug)
 
 
 def test_without_a_working_compiler_the_kernels_fall_back_with_one_warning(tmp_path):
@@ -125,13 +125,20 @@ def test_without_a_working_compiler_the_kernels_fall_back_with_one_warning(tmp_p
     assert '\n' not in message and 'build-error.log' in message
 
 
-def test_a_model_source_is_one_value_resolved_in_one_place(tmp_path):
-    from paddle_elmo.model_io import BUNDLED_MODEL_DIR, ModelSource, resolve_model
+def test_a_model_is_one_value_resolved_in_one_place(tmp_path):
+    from paddle_elmo.model_io import BUNDLED_MODEL_DIR, resolve_model
     bundled = resolve_model('bundled')
-    assert bundled == ModelSource(options_file=os.path.join(BUNDLED_MODEL_DIR, 'options.json'),
-                                  weight_file=os.path.join(BUNDLED_MODEL_DIR, 'weights.hdf5'))
-    assert bundled.kwargs() == {'options_file': bundled.options_file, 'weight_file': bundled.weight_file}
-    assert bundled.options_path() == bundled.options_file
+    assert bundled.files() == {'options_file': os.path.join(BUNDLED_MODEL_DIR, 'options.json'),
+                               'weight_file': os.path.join(BUNDLED_MODEL_DIR, 'weights.hdf5')}
+    assert bundled == resolve_model() == resolve_model(bundled)
+    assert resolve_model(bundled.options_file, bundled.weight_file).files() == bundled.files()
+    assert bundled.config.tokenizer == 'moses' and bundled.card == os.path.join(BUNDLED_MODEL_DIR, 'README.md')
+    assert bundled.own_vocabulary_file == bundled.recorded_vocabulary()[0] == os.path.join(BUNDLED_MODEL_DIR,
+                                                                                         'vocab.txt')
+    (tmp_path / 'options.json').write_bytes(open(bundled.options_file, 'rb').read())
     (tmp_path / '7.pdparams').write_bytes(b'')
     for name in (str(tmp_path), str(tmp_path / '7'), str(tmp_path / '7.pdparams')):
-        assert resolve_model(name) == ModelSource(params_file=str(tmp_path / '7'))
+        resolved = resolve_model(name)
+        assert resolved.files() == {'options_file': str(tmp_path / 'options.json'), 'params_file': str(tmp_path / '7')}
+    with pytest.raises(FileNotFoundError, match=r'8\.pdparams: checkpoint not found'):
+        resolve_model(str(tmp_path / '8'))

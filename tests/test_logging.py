@@ -53,8 +53,8 @@ import logging, sys
 logging.basicConfig(format='%(levelname)s:%(name)s:%(message)s', stream=sys.stderr)
 if {level!r}:
     logging.getLogger('paddle_elmo').setLevel({level!r})
-from paddle_elmo import ELMoEmbedder, load_bilm
-load_bilm(options_file={fixture!r} + '/options.json', weight_file={fixture!r} + '/lm_weights.hdf5')
+from paddle_elmo import ELMoEmbedder, resolve_model
+resolve_model({fixture!r} + '/options.json', {fixture!r} + '/lm_weights.hdf5').load()
 ELMoEmbedder().embed_file({src!r}, {dst!r})
 '''
 
@@ -108,11 +108,11 @@ def test_progress_bars_follow_the_callers_switch_and_the_loggers_level():
 
 def command(log_flags):
     """A command's main(): parses log_flags, logs one line per level under paddle_elmo, prints its result."""
-    from paddle_elmo.cli import flags as cli
+    from paddle_elmo.cli.arguments import parser
     log = logging.getLogger('paddle_elmo.some_module')
 
     def main():
-        cli.parser('a command').parse_args(log_flags)
+        parser('a command').parse_args(log_flags)
         log.debug('what was loaded from where')
         log.info('step 1/2')
         log.warning('a note that matters')
@@ -130,14 +130,14 @@ def command(log_flags):
     ([], '0', ['step 1/2', 'warning: a note that matters', 'error: a problem']),
 ])
 def test_run_logs_on_stderr_by_the_flags_and_leaves_the_logger_as_it_was(capsys, monkeypatch, flags, rank, expected):
-    from paddle_elmo.cli import flags as cli
+    from paddle_elmo.cli.runner import run
     monkeypatch.delenv('PADDLE_TRAINER_ID', raising=False)
     if rank is not None:
         monkeypatch.setenv('PADDLE_TRAINER_ID', rank)
     logger = logging.getLogger('paddle_elmo')
     before = logger.level, logger.propagate, list(logger.handlers)
     with pytest.raises(SystemExit) as stop:
-        cli.run(command(flags))
+        run(command(flags))
     assert stop.value.code == 0
     out, err = capsys.readouterr()
     assert out == 'the result\n' and err.splitlines() == expected
@@ -145,11 +145,12 @@ def test_run_logs_on_stderr_by_the_flags_and_leaves_the_logger_as_it_was(capsys,
 
 
 def test_parsing_the_flags_outside_a_command_changes_no_logging_setting():
-    from paddle_elmo.cli import flags as cli
+    from paddle_elmo.cli.arguments import parser
+    from paddle_elmo.cli.config_flags import pretrain_parser
     logger = logging.getLogger('paddle_elmo')
     before = logger.level
-    assert cli.parser('x').parse_args(['--verbose']).verbose and logger.level == before
-    assert cli.pretrain_parser().parse_args(['--quiet']).quiet and logger.level == before
+    assert parser('x').parse_args(['--verbose']).verbose and logger.level == before
+    assert pretrain_parser().parse_args(['--quiet']).quiet and logger.level == before
 
 
 def test_quiet_and_verbose_together_are_a_one_line_error(tmp_path):

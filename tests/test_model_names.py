@@ -16,12 +16,12 @@ import paddle
 import pytest
 
 from conftest import ROOT, one_line_error, tiny_config
-from helpers import run_here
+from helpers import assert_elmo_reads_raw_text_as_the_embedder, run_here
 from paddle_elmo import BiLM, ELMoEmbedder, model_names
 from paddle_elmo.cache import cache_dir
 from paddle_elmo.fileio import InputError, NetworkError
 from paddle_elmo.hdf5_weights import export_weights
-from paddle_elmo.model_io import ModelSource, resolve_model, weights_files
+from paddle_elmo.model_io import resolve_model
 from paddle_elmo.tokenizers import TOKENIZERS
 
 SENTENCES = [['The', 'cat', 'sat', '.'], ['Hello'], ['A', 'longer', 'sentence', 'than', 'the', 'others', '.']]
@@ -161,12 +161,22 @@ def test_a_release_loads_by_name_as_its_files_by_path_then_offline(served, tiny_
 def test_a_release_s_raw_text_gets_the_tokenizer_of_its_row(served, monkeypatch, caplog):
     row = dataclasses.replace(model_names.MODELS['small'], tokenizer='chars')  # one this branch has
     monkeypatch.setitem(model_names.MODELS, 'small', row)
-    source = resolve_model('small')
-    assert source.tokenizer == 'chars' and source.recorded_tokenizer() == 'chars'
-    assert 'tokenizer' not in source.kwargs()  # load_bilm's arguments are files only
+    model = resolve_model('small')
+    assert model.config.tokenizer == 'chars' and 'tokenizer' not in model.options  # the file records none
+    assert model.load().config.tokenizer == 'chars'  # the biLM loaded carries it: Elmo splits so too
     embedder = ELMoEmbedder('small')
     assert embedder.tokenizer == 'chars' and not [r for r in caplog.records if 'differs' in r.getMessage()]
     assert embedder.encode(['ab很好'])[0].shape[1] == 3  # ab 很 好
+
+
+def test_raw_text_through_elmo_and_the_embedder_of_one_named_release_gives_the_same_tokens_and_vectors(served):
+    """The table's tokenizer (moses) is the release's however it is loaded: Elmo of its resolved biLM
+    splits raw text as ELMoEmbedder of its name does (the files record none: whitespace would give
+    4 + 4 tokens), and gives the same layers."""
+    from paddle_elmo.deploy import exported_options
+    expected = assert_elmo_reads_raw_text_as_the_embedder('small', ["It's raining, isn't it?", 'She paid the bank.'])
+    assert [e.shape[1] for e in expected] == [8, 5] and ELMoEmbedder('small').tokenizer == 'moses'
+    assert exported_options(resolve_model('small'))['tokenizer'] == 'moses'  # and an export of it records it
 
 
 @pytest.mark.skipif('moses' not in TOKENIZERS, reason='the moses tokenizer comes with issue 42 item 1 (branch tok42)')
@@ -253,7 +263,9 @@ def test_no_network_is_one_line_exit_1_naming_the_url_and_where_to_put_the_files
 
 
 def test_pretrain_init_from_weights_takes_a_release_s_name(served, tiny_release):
-    assert weights_files('small') == cached('small')
+    from paddle_elmo.cli.pretrain import weights_model
+    model = weights_model('small', None, None)
+    assert (model.options_file, model.weight_file) == cached('small') and model.config.tokenizer == 'moses'
     assert open(cached('small')[0], 'rb').read() == (tiny_release / 'options.json').read_bytes()
 
 
@@ -304,18 +316,23 @@ COMMANDS = {'embed': ['in.txt', 'out.hdf5'], 'eval': ['--dev_data_path', 'x'], '
 
 
 @pytest.mark.parametrize('command', sorted(COMMANDS))
-def test_every_model_loading_command_takes_model_and_keeps_its_older_flags(command, tiny_release):
-    from paddle_elmo.cli import COMMANDS as MODULES, flags
+def test_every_model_loading_command_takes_model_and_keeps_its_older_flags(command, tiny_release, tmp_path):
+    from paddle_elmo.cli import COMMANDS as MODULES
+    from paddle_elmo.cli.model_flags import model_source
     import importlib
     parser = importlib.import_module(f'paddle_elmo.cli.{MODULES[command][0]}').build_parser()
-    parse = lambda *argv: flags.model_source(parser.parse_args(COMMANDS[command] + list(argv)))  # noqa: E731
+    parse = lambda *argv: model_source(parser.parse_args(COMMANDS[command] + list(argv)))  # noqa: E731
     assert parse('--model', str(tiny_release)) == resolve_model(str(tiny_release))
     assert parse('--model', 'bundled') == resolve_model('bundled')
     assert parse('--model', 'bundled-zh') == resolve_model('bundled-zh')
+    assert parse() == resolve_model(None) == resolve_model('bundled')  # no model: the bundled one
     files = ['--options_file', str(tiny_release / 'options.json'),
              '--weight_file', str(tiny_release / 'weights.hdf5')]
-    assert parse(*files) == ModelSource(options_file=files[1], weight_file=files[3])
-    assert parse('--init_from_ckpt', 'ckpt/3') == ModelSource(params_file='ckpt/3')
+    assert parse(*files) == resolve_model(files[1], files[3]) and parse(*files).weight_file == files[3]
+    (tmp_path / 'ckpt').mkdir()
+    (tmp_path / 'ckpt' / 'options.json').write_bytes((tiny_release / 'options.json').read_bytes())
+    (tmp_path / 'ckpt' / '3.pdparams').write_bytes(b'')  # resolved, not read
+    assert parse('--init_from_ckpt', str(tmp_path / 'ckpt' / '3')).params_file == str(tmp_path / 'ckpt' / '3')
     with pytest.raises(InputError, match='give either --model or'):
         parse('--model', 'bundled', '--init_from_ckpt', 'ckpt/3')
 

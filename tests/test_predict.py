@@ -136,10 +136,10 @@ def paddle_log_softmax(predictor):
 def test_the_bundled_model_predicts_and_samples_as_with_paddle_s_log_softmax(monkeypatch):
     """The numpy normalisation changes no probability (float64: 1e-12) and no sample, over 35k words."""
     from paddle_elmo.lm_loading import load_language_model
-    from paddle_elmo.model_io import bundled_model_files
+    from paddle_elmo.model_io import resolve_model
     from paddle_elmo.predict import Predictor
     from paddle_elmo.vocabulary import Vocabulary
-    vocab = Vocabulary(os.path.join(os.path.dirname(bundled_model_files()[0]), 'vocab.txt'))
+    vocab = Vocabulary(resolve_model('bundled').own_vocabulary_file)
     bundled = Predictor(load_language_model(vocab.size), vocab)
     prefix = 'The stock market'
     got = {direction: bundled.log_probs(prefix, direction) for direction in ('forward', 'backward')}
@@ -167,8 +167,7 @@ def test_bad_arguments_of_the_api(predictor, files):
     with pytest.raises(InputError, match='the vocabulary has 8 tokens but the softmax has 7 rows'):
         Predictor(predictor.model, Vocabulary(str(files / 'other.txt')))
     with pytest.raises(InputError, match='no softmax/W and softmax/b'):
-        load_language_model(len(VOCAB), options_file=str(files / 'nosoftmax' / 'options.json'),
-                            weight_file=str(files / 'nosoftmax' / 'weights.hdf5'))
+        load_language_model(len(VOCAB), str(files / 'nosoftmax'))
 
 
 def test_run_predict_from_a_checkpoint_and_from_exported_weights(predictor, files, tmp_path):
@@ -305,10 +304,9 @@ def test_run_dump_writes_lm_1b_s_files_and_bilm_tf_s_hdf5(files, tmp_path):
 
 
 def test_char_cnn_dump_without_a_softmax_and_token_embeddings_of_specials(files, tmp_path):
-    from paddle_elmo import load_bilm, token_embeddings
+    from paddle_elmo import resolve_model, token_embeddings
     from paddle_elmo.predict import dump_embeddings
-    bilm = load_bilm(options_file=str(files / 'nosoftmax' / 'options.json'),
-                     weight_file=str(files / 'nosoftmax' / 'weights.hdf5'))
+    bilm = resolve_model(str(files / 'nosoftmax')).load()
     written = dump_embeddings(str(tmp_path / 'd'), VOCAB, bilm, batch_size=3)
     assert [os.path.basename(p) for p in written] == ['embeddings_char_cnn.npy', 'vocab.txt']
     np.testing.assert_allclose(np.load(tmp_path / 'd' / 'embeddings_char_cnn.npy'),
@@ -322,10 +320,10 @@ def test_char_cnn_dump_without_a_softmax_and_token_embeddings_of_specials(files,
 
 
 def test_dump_token_embeddings_of_the_fixture_vocabulary_matches_the_reference(fixture_dir, tmp_path):
-    from paddle_elmo import dump_token_embeddings
+    from paddle_elmo import dump_token_embeddings, resolve_model
     out = tmp_path / 'tokens.hdf5'
-    n = dump_token_embeddings(os.path.join(fixture_dir, 'vocab_test.txt'), os.path.join(fixture_dir, 'options.json'),
-                              os.path.join(fixture_dir, 'lm_weights.hdf5'), str(out), batch_size=100)
+    model = resolve_model(os.path.join(fixture_dir, 'options.json'), os.path.join(fixture_dir, 'lm_weights.hdf5'))
+    n = dump_token_embeddings(os.path.join(fixture_dir, 'vocab_test.txt'), model, str(out), batch_size=100)
     with h5py.File(os.path.join(fixture_dir, 'elmo_token_embeddings.hdf5'), 'r') as f:
         ref = f['embedding'][...]
     with h5py.File(out, 'r') as f:
@@ -335,5 +333,4 @@ def test_dump_token_embeddings_of_the_fixture_vocabulary_matches_the_reference(f
     np.testing.assert_allclose(got, ref, atol=1e-5, rtol=0)
     (tmp_path / 'a-file').write_text('not a directory')  # (a missing directory is made when the file is written)
     with pytest.raises(InputError, match='its directory .*a-file is a file'):
-        dump_token_embeddings(os.path.join(fixture_dir, 'vocab_test.txt'), os.path.join(fixture_dir, 'options.json'),
-                              os.path.join(fixture_dir, 'lm_weights.hdf5'), str(tmp_path / 'a-file' / 'o.hdf5'))
+        dump_token_embeddings(os.path.join(fixture_dir, 'vocab_test.txt'), model, str(tmp_path / 'a-file' / 'o.hdf5'))

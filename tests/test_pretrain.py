@@ -193,13 +193,14 @@ def test_a_unigram_softmax_bias_starts_a_new_run_and_a_resume_keeps_the_checkpoi
 
 
 def test_a_preset_reaches_the_model_and_an_explicit_flag_overrides_it(corpus, tmp_path):
-    from paddle_elmo.cli import flags as cli
+    from paddle_elmo.cli.config_flags import given_settings, pretrain_parser
+    from paddle_elmo.config import PRESETS
     base = ['--train_data_path', str(corpus / 'train.*.txt'), '--vocab_file', str(corpus / 'vocab.txt'),
             '--save_dir', str(tmp_path), '--max_steps', '1', '--log_freq', '1']
     proc = run('run_pretrain.py', base + ['--preset', 'budget', '--cell_dim', '64'])
     assert proc.returncode == 0, proc.stderr[-2000:]
     options = json.loads((tmp_path / 'options.json').read_text())
-    budget = cli.PRESETS['budget']
+    budget = PRESETS['budget']
     assert options['lstm']['dim'] == 64  # explicit
     assert options['lstm']['projection_dim'] == budget['projection_dim']  # the rest from the preset
     assert options['char_cnn']['filters'] == budget['cnn_filters']
@@ -213,12 +214,12 @@ def test_a_preset_reaches_the_model_and_an_explicit_flag_overrides_it(corpus, tm
     assert tuple(state['bilm.forward_stack.layers.0.W_P'].shape) == (64, budget['projection_dim'])
     from paddle_elmo.config import from_preset
     for name in ('original', 'small'):  # bilm-tf's recipe is the default of both
-        a = cli.pretrain_parser().parse_args(['--preset', name])
-        _, r = from_preset(a.preset, cli.given_settings(a))
+        a = pretrain_parser().parse_args(['--preset', name])
+        _, r = from_preset(a.preset, given_settings(a))
         assert (r.optimizer, r.lr, r.max_grad_norm, r.batch_size, r.unroll_steps, r.n_negative_samples,
                 r.softmax_bias_init) == ('adagrad', 0.2, 10.0, 128, 20, 8192, 'zero')
-    a = cli.pretrain_parser().parse_args(['--train_data_path', 'x', '--vocab_file', 'v'])
-    given = cli.given_settings(a)
+    a = pretrain_parser().parse_args(['--train_data_path', 'x', '--vocab_file', 'v'])
+    given = given_settings(a)
     m, r = from_preset('original', given)
     assert set(given) == {'train_data_path', 'vocab_file'} and r.preset == 'original' and m.cell_dim == 4096 and \
         m.projection_dim == 512

@@ -17,7 +17,7 @@ import pytest
 from paddle_elmo import kernels
 from conftest import tiny_config
 from paddle_elmo.token_ids import CharMapper
-from paddle_elmo.bilm import BiLM, CharEncoder, LstmStack
+from paddle_elmo.bilm import BiLM, CharEncoder, EagerOps, LstmStack
 from paddle_elmo.packing import length_chunks
 from paddle_elmo import ELMoEmbedder
 from paddle_elmo.kernels import add_bias, max_over_positions
@@ -29,17 +29,18 @@ NO_KERNELS = 'CPU kernels unavailable here (no C++ compiler or Paddle headers)'
 
 
 @pytest.fixture(params=['kernels', 'python'])
-def implementation(request, monkeypatch):
-    """Run with the CPU kernels (kernels.cc), then with the Python loops of Paddle ops."""
+def implementation(request):
+    """The CPU kernels (kernels.cc), then the Python loops of Paddle ops: the kernels.Kernels to run."""
     if request.param == 'python':
-        monkeypatch.setattr(kernels, '_ops', False)
-    elif kernels.kernel() is None:
+        return kernels.PADDLE_OPS
+    if kernels.kernel() is None:
         pytest.skip(NO_KERNELS)
-    return request.param
+    return kernels.CPU_KERNELS
 
 
-def full_window_char_encoder(enc, char_ids):
-    """The reference computation: every one of the max_chars positions, PAD windows included."""
+def full_window_char_encoder(enc, char_ids, ops=None):
+    """The reference computation: every one of the max_chars positions, PAD windows included (the
+    highway on `ops`, the char encoder's token ops)."""
     chars = enc.char_embed(char_ids)  # [tokens, max_chars, char_dim]
     pooled = []
     for width, weight, bias in zip(enc.widths, enc.conv_weights, enc.conv_biases):
@@ -48,7 +49,7 @@ def full_window_char_encoder(enc, char_ids):
         pooled.append(paddle.max(paddle.matmul(windows, weight), axis=1) + bias)
     x = enc.activation(paddle.concat(pooled, axis=-1))
     for highway in enc.highways:
-        x = highway(x)
+        x = highway(x, ops)
     return enc.projection(x)
 
 
@@ -57,13 +58,14 @@ def test_max_over_positions_splits_the_gradient_among_ties_like_reduce_max(imple
     x_np[1:4, 0, 0] = x_np[:, 0, 0].max() + 1.0  # three tied maxima
     x = paddle.to_tensor(x_np, stop_gradient=False)
     g = np.arange(12, dtype=np.float32).reshape(3, 4) + 1
-    y = max_over_positions(x)
+    y = max_over_positions(x, implementation)
     (y * paddle.to_tensor(g)).sum().backward()
     hits = x_np == x_np.max(axis=0)
     np.testing.assert_array_equal(y.numpy(), x_np.max(axis=0))
     np.testing.assert_allclose(x.grad.numpy(), hits * g / hits.sum(axis=0), rtol=1e-6)
     with paddle.no_grad():
-        np.testing.assert_array_equal(max_over_positions(paddle.to_tensor(x_np)).numpy(), x_np.max(axis=0))
+        np.testing.assert_array_equal(max_over_positions(paddle.to_tensor(x_np), implementation).numpy(),
+                                      x_np.max(axis=0))
 
 
 def test_add_bias_gradients_are_the_broadcast_add_gradients():
@@ -86,16 +88,17 @@ WORDS = ['a', 'of', 'the', 'movie', 'extraordinarily', 'x' * 60, 'é', '中文',
 
 @pytest.mark.parametrize('words', [WORDS, ['a', 'an', 'the'], ['y' * 48]], ids=['mixed', 'short', 'longest'])
 def test_char_encoder_skipping_pad_windows_matches_full_convolution(words, implementation):
-    enc = make_encoder(cnn_filters=[[1, 4], [2, 8], [3, 8], [7, 6]])
+    enc, ops = make_encoder(cnn_filters=[[1, 4], [2, 8], [3, 8], [7, 6]]), EagerOps(kernels=implementation)
     ids = paddle.to_tensor(CharMapper().tokens(words))
     with paddle.no_grad():
-        np.testing.assert_allclose(enc(ids).numpy(), full_window_char_encoder(enc, ids).numpy(), atol=TOL, rtol=0)
+        np.testing.assert_allclose(enc(ids, ops).numpy(), full_window_char_encoder(enc, ids, ops).numpy(), atol=TOL,
+                                   rtol=0)
 
 
 def test_char_encoder_gradients_match_full_convolution(implementation):
     ids = paddle.to_tensor(CharMapper().tokens(['a', 'movie', 'the', 'zz']))
-    grads = []
-    for forward in (lambda e: e(ids), lambda e: full_window_char_encoder(e, ids)):
+    grads, ops = [], EagerOps(kernels=implementation)
+    for forward in (lambda e: e(ids, ops), lambda e: full_window_char_encoder(e, ids, ops)):
         enc = make_encoder(seed=3, cnn_filters=[[1, 4], [2, 8], [5, 6]])
         (forward(enc) ** 2).sum().backward()
         grads.append({n: p.grad.numpy() for n, p in enc.named_parameters() if p.grad is not None})
@@ -145,17 +148,15 @@ def test_cpu_kernels_build_where_there_is_a_compiler():
     assert kernels.kernel() is not None
 
 
-def kernel_and_paddle_ops(monkeypatch, fn, arrays):
-    """Run fn(*tensors) with the CPU kernels, then with Paddle ops, and backpropagate the same random
-    linear loss on its outputs -> two lists [outputs..., input gradients...] (numpy)."""
+def kernel_and_paddle_ops(fn, arrays):
+    """Run fn(*tensors, kernels.CPU_KERNELS), then fn(*tensors, kernels.PADDLE_OPS), and backpropagate
+    the same random linear loss on its outputs -> two lists [outputs..., input gradients...] (numpy)."""
     if kernels.kernel() is None:
         pytest.skip(NO_KERNELS)
     results = []
-    for use_kernels in (True, False):
-        if not use_kernels:
-            monkeypatch.setattr(kernels, '_ops', False)
+    for implementation in (kernels.CPU_KERNELS, kernels.PADDLE_OPS):
         tensors = [paddle.to_tensor(np.asarray(a, dtype=np.float32), stop_gradient=False) for a in arrays]
-        outs = fn(*tensors)
+        outs = fn(*tensors, implementation)
         outs = outs if isinstance(outs, tuple) else (outs,)
         rng = np.random.RandomState(9)
         loss = sum((o * paddle.to_tensor(rng.normal(size=o.shape).astype(np.float32))).sum() for o in outs)
@@ -169,36 +170,40 @@ def assert_kernel_matches(results, names):
         np.testing.assert_allclose(got, ref, atol=1e-5, rtol=1e-5, err_msg=name)
 
 
-def test_recurrence_kernel_matches_the_loop_in_values_and_gradients(monkeypatch):
+def test_recurrence_kernel_matches_the_loop_in_values_and_gradients():
     """Rows that end early, rows that never run (B > batch_sizes[0]), clipping, and a loss on c."""
     rng = np.random.RandomState(3)
     D, P, B, sizes = 6, 4, 5, [4, 4, 3, 1]
     arrays = [rng.normal(0, 2, (sum(sizes), 4 * D)), rng.normal(0, 1, 4 * D), rng.normal(0, 0.5, (P, 4 * D)),
               rng.normal(0, 0.5, (D, P)), rng.normal(0, 1, (B, P)), rng.normal(0, 2, (B, D))]
 
-    def run(gates, bias, w_hidden, w_proj, h0, c0):
-        h, c = kernels.recurrence(gates, bias, sizes, h0, c0, w_hidden, w_proj, cell_clip=1.5, proj_clip=0.4)
+    def run(gates, bias, w_hidden, w_proj, h0, c0, implementation):
+        h, c = kernels.recurrence(gates, bias, sizes, h0, c0, w_hidden, w_proj, cell_clip=1.5, proj_clip=0.4,
+                                  kernels=implementation)
         with paddle.no_grad():  # the inference path keeps no activations, and gives the same values
-            h_inf, c_inf = kernels.recurrence(gates, bias, sizes, h0, c0, w_hidden, w_proj, 1.5, 0.4)
+            h_inf, c_inf = kernels.recurrence(gates, bias, sizes, h0, c0, w_hidden, w_proj, 1.5, 0.4, implementation)
         np.testing.assert_array_equal(h_inf.numpy(), h.numpy())
         np.testing.assert_array_equal(c_inf.numpy(), c.numpy())
         return h, c
 
-    results = kernel_and_paddle_ops(monkeypatch, run, arrays)
+    results = kernel_and_paddle_ops(run, arrays)
     assert np.abs(results[0][0]).max() == np.float32(0.4) and np.abs(results[0][1]).max() == np.float32(1.5)
     assert_kernel_matches(results, ['h', 'c', 'd gates', 'd bias', 'd w_hidden', 'd w_proj', 'd h0', 'd c0'])
     assert np.all(results[0][6][sizes[0]:] == 0) and np.all(results[0][7][sizes[0]:] == 0)
 
 
-def test_sampled_softmax_losses_kernel_matches_cross_entropy_with_accidental_hits(monkeypatch):
+def test_sampled_softmax_losses_kernel_matches_cross_entropy_with_accidental_hits():
     rng = np.random.RandomState(4)
     n, C = 7, 9
     true_np, cand_np, bias_np = rng.normal(0, 3, n), rng.normal(0, 3, (n, C)), rng.normal(0, 1, C)
     labels = np.array([0, 3, 0, 9, 1, 0, 0], dtype=np.int64)  # rows 1, 3, 4: the target is a candidate
     hits = labels > 0  # a hit's logit is the true logit
     cand_np[hits, labels[hits] - 1] = true_np[hits] - bias_np[labels[hits] - 1]
-    results = kernel_and_paddle_ops(monkeypatch, lambda t, c, b: kernels.sampled_softmax_losses(t, c, b, labels),
-                                    [true_np, cand_np, bias_np])
+
+    def losses(true_logits, cand_logits, cand_bias, implementation):
+        return kernels.sampled_softmax_losses(true_logits, cand_logits, cand_bias, labels, implementation)
+
+    results = kernel_and_paddle_ops(losses, [true_np, cand_np, bias_np])
     assert_kernel_matches(results, ['losses', 'd true', 'd candidates', 'd bias'])
     logits = np.concatenate([true_np[:, None], cand_np + bias_np], axis=1).astype(np.float32).astype(np.float64)
     logits[hits, 0] = -np.inf
@@ -208,12 +213,12 @@ def test_sampled_softmax_losses_kernel_matches_cross_entropy_with_accidental_hit
     assert np.all(results[0][1][hits] == 0)  # a left-out true column gets no gradient
 
 
-def test_highway_gate_kernel_matches_paddle_ops(monkeypatch):
+def test_highway_gate_kernel_matches_paddle_ops():
     rng = np.random.RandomState(5)
     tokens, dim = 6, 10
     arrays = [rng.normal(0, 2, (tokens, dim)), rng.normal(0, 1, dim), rng.normal(0, 2, (tokens, dim)),
               rng.normal(0, 1, dim), rng.normal(0, 1, (tokens, dim))]
-    results = kernel_and_paddle_ops(monkeypatch, kernels.highway_gate, arrays)
+    results = kernel_and_paddle_ops(kernels.highway_gate, arrays)
     assert_kernel_matches(results, ['y', 'd carry', 'd carry bias', 'd transform', 'd transform bias', 'd x'])
 
 
@@ -254,9 +259,9 @@ def random_case(stack, lengths, time, seed=0):
     return x, states
 
 
-def make_stack(seed=0, **overrides):
+def make_stack(seed=0, kernels=kernels.CPU_KERNELS, **overrides):
     paddle.seed(seed)
-    stack = LstmStack(tiny_config(**overrides))
+    stack = LstmStack(tiny_config(**overrides), kernels)
     stack.eval()
     with paddle.no_grad():  # a non-zero bias so that a misplaced gate block shows
         for layer in stack.layers:
@@ -267,7 +272,7 @@ def make_stack(seed=0, **overrides):
 @pytest.mark.parametrize('buffer_mb', [64, 0], ids=['one-group', 'step-groups'])
 @pytest.mark.parametrize('lengths', [[5, 5, 5], [7, 4, 4, 1, 0], [1]], ids=['full', 'shrinking', 'one'])
 def test_packed_stack_matches_per_row_reference(lengths, buffer_mb, implementation):
-    stack = make_stack(cell_clip=0.5, proj_clip=0.3)  # small clips so that clipping is exercised
+    stack = make_stack(cell_clip=0.5, proj_clip=0.3, kernels=implementation)  # small clips: clipping is exercised
     stack.GATE_BUFFER_MB = buffer_mb  # 0: input-to-gate products in groups of one or two steps
     time = max(lengths) + 2  # trailing padding columns too
     x, states = random_case(stack, lengths, time)
@@ -308,7 +313,7 @@ def test_packed_stack_gradients_match_naive_steps(buffer_mb, implementation):
     lengths = [4, 2, 1]
     grads = []
     for packed in (True, False):
-        stack = make_stack(seed=5, cell_clip=0.5, proj_clip=0.3)
+        stack = make_stack(seed=5, cell_clip=0.5, proj_clip=0.3, kernels=implementation)
         stack.GATE_BUFFER_MB = buffer_mb
         stack.train()  # dropout is 0 in tiny_config: training mode, same values
         x_np, states_np = random_case(stack, lengths, 4, seed=2)
@@ -431,7 +436,7 @@ def test_frozen_weights_pass_the_same_gradient_to_the_input(implementation):
     """Frozen weights are read as views (split_rows), not copies: the input's gradient is unchanged."""
     grads = []
     for frozen in (False, True):
-        stack = make_stack(seed=7, cell_clip=0.5, proj_clip=0.3)
+        stack = make_stack(seed=7, cell_clip=0.5, proj_clip=0.3, kernels=implementation)
         stack.GATE_BUFFER_MB = 0  # several step groups: the input is split too
         for p in stack.parameters():
             p.stop_gradient = frozen

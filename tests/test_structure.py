@@ -73,6 +73,13 @@ def test_the_import_graph_has_no_cycle_and_the_library_imports_no_command():
         visit(module, [])
 
 
+def test_the_library_raises_and_only_the_command_boundary_exits():
+    for name, path in package_modules().items():
+        if not is_command(name) and name != 'paddle_elmo.__main__':
+            assert 'sys.exit' not in open(path, encoding='utf-8').read(), \
+                f'{name} exits: raise InputError or RunFailure, and let cli/runner.py turn it into an exit code'
+
+
 def test_the_front_doors_at_the_top_are_thin_and_the_library_is_in_the_package():
     top = sorted(f for f in os.listdir(ROOT) if f.endswith('.py'))
     assert top == sorted(FRONT_DOORS)
@@ -104,9 +111,9 @@ def api_files(tmp_path):
     """README's file names, made real: the reference fixture, a checkpoint of ours, a text file."""
     require(FIXTURE)
     import paddle
-    from paddle_elmo import load_bilm
-    bilm = load_bilm(options_file=os.path.join(FIXTURE, 'options.json'),
-                     weight_file=os.path.join(FIXTURE, 'lm_weights.hdf5'))
+    from paddle_elmo import resolve_model
+    bilm = resolve_model(os.path.join(FIXTURE, 'options.json'),
+                         os.path.join(FIXTURE, 'lm_weights.hdf5')).load()
     (tmp_path / 'checkpoints').mkdir()
     (tmp_path / 'checkpoints' / 'options.json').write_text(open(os.path.join(FIXTURE, 'options.json')).read())
     paddle.save(bilm.state_dict(), str(tmp_path / 'checkpoints' / 'final.pdparams'))
@@ -185,7 +192,7 @@ def module_level_imports(path):
 # Serving an ONNX export needs numpy, h5py, onnxruntime and these modules (the [serve] extra): none
 # of them, nor anything they import, imports Paddle (or another optional package) when imported.
 SERVE_PATH = ('paddle_elmo', 'paddle_elmo.inference', 'paddle_elmo.sentence_embedder', 'paddle_elmo.export_format',
-              'paddle_elmo.cli', 'paddle_elmo.cli.flags', 'paddle_elmo.cli.embed', 'paddle_elmo.tokenizers',
+              'paddle_elmo.cli', 'paddle_elmo.cli.embed', 'paddle_elmo.tokenizers',
               'paddle_elmo.token_ids', 'paddle_elmo.run_configs')
 OPTIONAL_PACKAGES = ('paddle', 'paddle2onnx', 'onnx', 'onnxruntime', 'gensim', 'sklearn', 'scipy', 'jieba', 'matplotlib')
 
@@ -229,34 +236,37 @@ def test_optional_packages_are_imported_where_used_never_at_import_time():
 
 def test_help_and_build_vocab_import_no_paddle():
     # `paddle-elmo --help` and `build-vocab` answer in a fraction of a second: Paddle's import takes ~2 s.
-    modules = ['paddle_elmo.cli', 'paddle_elmo.cli.flags', 'paddle_elmo.cli.build_vocab', 'paddle_elmo.vocabulary',
+    modules = ['paddle_elmo.cli', 'paddle_elmo.cli.runner', 'paddle_elmo.cli.build_vocab', 'paddle_elmo.vocabulary',
                'paddle_elmo.tokenizers', 'paddle_elmo.config', 'paddle_elmo.runtime']
     proc = python_child(f'import sys, {", ".join(modules)}; print("paddle" in sys.modules)')
     assert proc.stdout.split() == ['False']
 
 
-# The commands' shared parts (README's `cli.` rows); cli.flags gathers their names as every command's `cli`.
+# The commands' shared parts (README's `cli.` rows), which each command imports from where they are.
 CLI_PARTS = ('paddle_elmo.cli.glossary', 'paddle_elmo.cli.arguments', 'paddle_elmo.cli.model_flags',
              'paddle_elmo.cli.config_flags', 'paddle_elmo.cli.runner', 'paddle_elmo.cli.flag_table')
 
 
-def test_every_cli_module_is_a_command_the_protocol_a_shared_part_or_the_gathering_of_them():
+def test_every_cli_module_is_a_command_the_protocol_or_a_shared_part():
     from paddle_elmo.cli import COMMANDS
     commands = {f'paddle_elmo.cli.{module}' for module, _, _ in COMMANDS.values()} | {'paddle_elmo.cli.protocol'}
     cli_modules = {name for name in package_modules() if name.startswith('paddle_elmo.cli.')}
-    assert cli_modules == commands | set(CLI_PARTS) | {'paddle_elmo.cli.flags'}
+    assert cli_modules == commands | set(CLI_PARTS)
     graph = our_imports()
-    for part in CLI_PARTS:  # a part serves the commands: it imports none of them, nor the gathering
-        assert not set(graph[part]) & (commands | {'paddle_elmo.cli.flags'}), f'{part} imports {graph[part]}'
-    with open(package_modules()['paddle_elmo.cli.flags'], encoding='utf-8') as f:
-        body = ast.parse(f.read()).body
-    defined = [ast.unparse(n)[:60] for n in body[1:] if not isinstance(n, ast.ImportFrom)]
-    assert not defined, f'cli/flags.py only gathers the parts\' names; it defines {defined}'
-    assert {n.module for n in body[1:]} >= set(CLI_PARTS)
+    for part in CLI_PARTS:  # a part serves the commands: it imports none of them
+        assert not set(graph[part]) & commands, f'{part} imports {graph[part]}'
+
+
+def test_the_design_card_s_args_py_gives_the_commands_shared_flags():
+    proc = python_child('import args; p = args.parser("x"); args.add_model_source(p, bundled_default=True); '
+                        'args.add_device(p); a = p.parse_args(["--model", "bundled"]); '
+                        'print(a.model, sorted(args.given_settings(args.pretrain_parser().parse_args(["--lr", "0.5"]))), '
+                        'callable(args.run))')
+    assert proc.stdout.split() == ['bundled', "['lr']", 'True']
 
 
 @pytest.mark.parametrize('first', ['paddle_elmo.kernels', 'paddle_elmo.static_bilm', 'paddle_elmo.lm',
-                                   'paddle_elmo.cli.flags'])
+                                   'paddle_elmo.cli.runner'])
 def test_whichever_module_is_imported_first_paddle_comes_quiet_and_with_glog_off(first):
     proc = python_child(f'import os, {first}, paddle; print(os.environ["GLOG_minloglevel"])')
     assert proc.stdout.split() == ['2'] and 'No ccache found' not in proc.stderr, proc.stderr

@@ -12,7 +12,7 @@ import pytest
 from conftest import ROOT, one_line_error, tiny_config
 from paddle_elmo.token_ids import InputMapper
 from paddle_elmo.vocabulary import Vocabulary
-from paddle_elmo import ELMoEmbedder, dump_token_embeddings, export_weights, load_bilm, token_embeddings
+from paddle_elmo import ELMoEmbedder, dump_token_embeddings, export_weights, resolve_model, token_embeddings
 from paddle_elmo.fileio import InputError
 from helpers import TOL, fixture_embedder, reference_top, run_reference_protocol
 from helpers import assert_same_weights, load, pretrain_args, run, run_here
@@ -47,7 +47,7 @@ def bilm_tf_word_model(fixture_dir, directory, with_embedding=True):
 
 def test_a_bilm_tf_word_model_gives_the_reference_layers(fixture_dir, fixture_sentences, tmp_path):
     options, weights, vocab = bilm_tf_word_model(fixture_dir, tmp_path)
-    embedder = ELMoEmbedder(options_file=str(options), weight_file=str(weights), vocab_file=vocab, stateful=True)
+    embedder = ELMoEmbedder(resolve_model(str(options), str(weights), vocab_file=vocab), stateful=True)
     assert embedder.bilm.config.token_input == 'word' and embedder.bilm.char_encoder is None
     for i, batch in enumerate(run_reference_protocol(embedder, fixture_sentences)):
         for g in range(3):
@@ -56,8 +56,9 @@ def test_a_bilm_tf_word_model_gives_the_reference_layers(fixture_dir, fixture_se
 
 def test_bilm_tf_inference_layout_reads_the_embedding_from_its_own_file(fixture_dir, fixture_sentences, tmp_path):
     options, weights, vocab = bilm_tf_word_model(fixture_dir, tmp_path, with_embedding=False)
-    embedder = ELMoEmbedder(options_file=str(options), weight_file=str(weights), vocab_file=vocab, stateful=True,
-                            embedding_weight_file=os.path.join(fixture_dir, 'elmo_token_embeddings.hdf5'))
+    model = resolve_model(str(options), str(weights), vocab_file=vocab,
+                          embedding_weight_file=os.path.join(fixture_dir, 'elmo_token_embeddings.hdf5'))
+    embedder = ELMoEmbedder(model, stateful=True)
     first = embedder.embed_batch([fixture_sentences[g][0] for g in range(3)])
     for g in range(3):
         np.testing.assert_allclose(first[g][2], reference_top(fixture_dir, g, 0), atol=TOL, rtol=0)
@@ -66,15 +67,15 @@ def test_bilm_tf_inference_layout_reads_the_embedding_from_its_own_file(fixture_
 def test_a_word_model_without_or_with_a_wrong_vocabulary_fails_naming_the_files(fixture_dir, tmp_path):
     options, weights, vocab = bilm_tf_word_model(fixture_dir, tmp_path)
     with pytest.raises(InputError, match='give its vocabulary'):
-        load_bilm(options_file=str(options), weight_file=str(weights))
+        resolve_model(str(options), str(weights)).load()
     short = tmp_path / 'short.txt'
     short.write_text('<S>\n</S>\n<UNK>\nthe\n')
     with pytest.raises(InputError, match=r'short.txt has 4 tokens but the word embedding of .*weights.hdf5 has 458'):
-        load_bilm(options_file=str(options), weight_file=str(weights), vocab_file=str(short))
+        resolve_model(str(options), str(weights), vocab_file=str(short)).load()
     plain = tmp_path / 'plain.txt'
     plain.write_text('the\ncat\n')
     with pytest.raises(InputError, match='must hold <S>, </S>, <UNK>'):
-        load_bilm(options_file=str(options), weight_file=str(weights), vocab_file=str(plain))
+        resolve_model(str(options), str(weights), vocab_file=str(plain)).load()
 
 
 # ---- the cached path and dump_token_embeddings ------------------------------------------------
@@ -82,8 +83,8 @@ def test_a_word_model_without_or_with_a_wrong_vocabulary_fails_naming_the_files(
 def test_the_cached_path_equals_the_char_path_and_skips_the_char_cnn(fixture_dir, fixture_sentences, tmp_path):
     vocab = os.path.join(fixture_dir, 'vocab_test.txt')
     dumped = tmp_path / 'token_embeddings.hdf5'
-    dump_token_embeddings(vocab, os.path.join(fixture_dir, 'options.json'),
-                          os.path.join(fixture_dir, 'lm_weights.hdf5'), str(dumped))
+    dump_token_embeddings(vocab, resolve_model(os.path.join(fixture_dir, 'options.json'),
+                                               os.path.join(fixture_dir, 'lm_weights.hdf5')), str(dumped))
     with h5py.File(dumped, 'r') as ours, h5py.File(os.path.join(fixture_dir, 'elmo_token_embeddings.hdf5')) as ref:
         np.testing.assert_allclose(ours['embedding'][...], ref['embedding'][...], atol=TOL, rtol=0)
     cached = fixture_embedder(fixture_dir, vocab_file=vocab, embedding_weight_file=str(dumped), token_cache_size=0)
@@ -102,17 +103,17 @@ def test_the_cached_path_equals_the_char_path_and_skips_the_char_cnn(fixture_dir
 def test_dump_and_cached_path_equal_the_model_for_word_input(token_input, tmp_path):
     bilm = tiny_bilm(token_input)
     export_weights(bilm, str(tmp_path / 'model'))
-    options, weights = str(tmp_path / 'model' / 'options.json'), str(tmp_path / 'model' / 'weights.hdf5')
     dumped = str(tmp_path / 'dump.hdf5')
     tokens = ['<S>', '</S>'] + WORDS[:6]
     (tmp_path / 'dump_vocab.txt').write_text('\n'.join(tokens) + '\n')
-    dump_token_embeddings(str(tmp_path / 'dump_vocab.txt'), options, weights, dumped)
+    dump_token_embeddings(str(tmp_path / 'dump_vocab.txt'), str(tmp_path / 'model'), dumped)
     with h5py.File(dumped, 'r') as f:
         np.testing.assert_allclose(f['embedding'][...], token_embeddings(bilm, tokens), atol=1e-6, rtol=0)
     sentences = [WORDS[:4], ['unknownword', 'cat', 'xyzzy'], []]
     direct = ELMoEmbedder(bilm=bilm).encode(sentences)
-    cached = ELMoEmbedder(options_file=options, weight_file=weights, vocab_file=str(tmp_path / 'dump_vocab.txt'),
-                          embedding_weight_file=dumped).encode(sentences) if token_input != 'word' else direct
+    model = resolve_model(str(tmp_path / 'model'), vocab_file=str(tmp_path / 'dump_vocab.txt'),
+                          embedding_weight_file=dumped)
+    cached = ELMoEmbedder(model).encode(sentences) if token_input != 'word' else direct
     for a, b in zip(cached, direct):
         np.testing.assert_allclose(a, b, atol=1e-6, rtol=0)
     # layer 0 is the token representation; an unknown word is <UNK>'s row (with its own chars for word+char)
@@ -154,7 +155,7 @@ def test_export_writes_bilm_tf_layout_with_the_vocabulary_and_loads_back(token_i
         np.testing.assert_array_equal(f[name][...], bilm.word_embedding.numpy())  # no padding row
         if token_input == 'word+char':
             assert f['CNN_proj/W_proj'].shape == (5 + bilm.config.n_filters, 8)
-    again = load_bilm(options_file=str(tmp_path / 'options.json'), weight_file=str(tmp_path / 'weights.hdf5'))
+    again = resolve_model(str(tmp_path)).load()
     sentences = [WORDS[:5], ['cat', 'unknownword']]
     for a, b in zip(ELMoEmbedder(bilm=again).encode(sentences), ELMoEmbedder(bilm=bilm).encode(sentences)):
         np.testing.assert_array_equal(a, b)
@@ -261,7 +262,7 @@ def test_elmo_reads_word_input_for_downstream_models():
 def test_a_word_models_embedding_file_and_vocabulary_are_read_and_checked(fixture_dir, tmp_path):
     from paddle_elmo.downstream import Elmo
     options, weights, vocab = bilm_tf_word_model(fixture_dir, tmp_path)
-    elmo = Elmo.from_files(options_file=str(options), weight_file=str(weights), vocab_file=vocab, dropout=0.0)
+    elmo = Elmo(resolve_model(str(options), str(weights), vocab_file=vocab), dropout=0.0)
     assert elmo.bilm.vocab.size == 458
     bilm = tiny_bilm('word')
     export_weights(bilm, str(tmp_path / 'model'))
@@ -269,13 +270,11 @@ def test_a_word_models_embedding_file_and_vocabulary_are_read_and_checked(fixtur
     with h5py.File(wrong, 'w') as f:
         f.create_dataset('embedding', data=np.zeros((5, 8), np.float32))
     with pytest.raises(InputError, match=r'wrong.hdf5 has 5 rows|wrong.hdf5: dataset "embedding" has shape \(5, 8\)'):
-        ELMoEmbedder(options_file=str(tmp_path / 'model' / 'options.json'),
-                     weight_file=str(tmp_path / 'model' / 'weights.hdf5'), embedding_weight_file=str(wrong))
+        ELMoEmbedder(resolve_model(str(tmp_path / 'model'), embedding_weight_file=str(wrong)))
     right = tmp_path / 'right.hdf5'
     with h5py.File(right, 'w') as f:
         f.create_dataset('embedding', data=np.ones((bilm.vocab.size, 8), np.float32))
-    loaded = ELMoEmbedder(options_file=str(tmp_path / 'model' / 'options.json'),
-                          weight_file=str(tmp_path / 'model' / 'weights.hdf5'), embedding_weight_file=str(right))
+    loaded = ELMoEmbedder(resolve_model(str(tmp_path / 'model'), embedding_weight_file=str(right)))
     np.testing.assert_array_equal(loaded.bilm.word_embedding.numpy(), 1.0)
 
 
@@ -360,8 +359,7 @@ def test_a_fourth_token_mode_registered_in_one_place_embeds_saves_reloads_and_ex
     assert options['token_input'] == summed_mode and 'char_cnn' in options
     with h5py.File(tmp_path / 'model' / 'weights.hdf5', 'r') as f:
         assert f['summed_word_embedding'].shape == (tiny_vocab().size, bilm.projection_dim) and 'CNN/W_cnn_0' in f
-    loaded = load_bilm(options_file=str(tmp_path / 'model' / 'options.json'),
-                       weight_file=str(tmp_path / 'model' / 'weights.hdf5'))
+    loaded = resolve_model(str(tmp_path / 'model')).load()
     assert loaded.config.token_input == summed_mode
     for a, b in zip(ELMoEmbedder(bilm=loaded, stateful=False).embed_batch(sentences), direct):
         np.testing.assert_array_equal(a, b)

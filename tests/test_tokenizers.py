@@ -150,14 +150,14 @@ def test_the_bundled_english_model_records_moses_and_finds_every_token_of_raw_te
 
 
 def test_encode_embed_sentences_and_elmo_split_raw_text_by_the_recorded_tokenizer(models):
-    from paddle_elmo import ELMoEmbedder, Elmo, load_bilm
+    from paddle_elmo import ELMoEmbedder, Elmo, resolve_model
     for name, n_tokens in (('moses', 8), ('whitespace', 4)):
         embedder = ELMoEmbedder(*models[name])
         assert embedder.tokenizer == name
         (layers,) = embedder.encode([RAINING])
         (streamed,) = list(embedder.embed_sentences([RAINING]))
         assert layers.shape[1] == streamed.shape[1] == n_tokens
-        elmo = Elmo(load_bilm(options_file=models[name][0], weight_file=models[name][1]))
+        elmo = Elmo(resolve_model(models[name][0], models[name][1]).load())
         assert elmo.batch_to_inputs([RAINING])['lengths'].tolist() == [n_tokens + 2]
     # the user's choice beats the record
     assert ELMoEmbedder(*models['whitespace'], tokenizer='moses').encode([RAINING])[0].shape[1] == 8
@@ -220,12 +220,6 @@ def test_finetune_splits_raw_reviews_by_the_recorded_tokenizer(models, tmp_path)
 
 
 # ---- the warning of a word model that sees mostly unknown words -----------------------------------
-
-@pytest.fixture
-def unwarned(monkeypatch):
-    import paddle_elmo.languages as languages
-    monkeypatch.setattr(languages, '_warned_unknown', False)
-
 
 def test_mostly_unknown_tokens_warn_once_naming_the_tokenizer_and_how_to_change_it(models, unwarned, caplog):
     from paddle_elmo import ELMoEmbedder

@@ -53,7 +53,7 @@ LAYERS = {
     'model': (2, "the biLM: its config and options.json codec, the training recipe and presets, token "
                  'input modes, each layer\'s math, the model, the index plans, the CPU kernels and their build'),
     'files': (3, "a model's files: options.json / recipe.json / vocab.txt, bilm-tf's hdf5, our checkpoints, "
-                 'models by name, ModelSource and load_bilm'),
+                 'models by name, resolve_model and its LoadedModel'),
     'train': (4, 'pretraining: the softmax and its sampled form, the optimizers, the language model, '
                  "a run's plan, the loop, loading a language model"),
     'use': (4, 'using a model: Elmo and ScalarMix, the embedders, features, the classifier, prediction'),
@@ -114,7 +114,7 @@ FOLDER_DOCSTRINGS = {
              "input modes, each layer's math, the model, the index plans that skip padding, the CPU kernels\n"
              '(kernels.cc) and their build. Imports text/ and the basics.',
     'files': "A model's files: options.json, recipe.json and vocab.txt, bilm-tf's hdf5 layout, our checkpoints,\n"
-             'models by name, ModelSource and load_bilm. Imports model/, text/ and the basics.',
+             'models by name, resolve_model and its LoadedModel. Imports model/, text/ and the basics.',
     'train': "Pretraining: the softmax and its sampled form, the optimizers, the language model and its\n"
              "loading, a run's plan (new, resumed, from weights) and the loop. Imports files/ and below.",
     'use': 'Using a model: Elmo and ScalarMix, the embedders (sentences, batches, files), features for the\n'
@@ -137,7 +137,8 @@ README_ROWS = {
              'Paddle ops (`layer_math`), shared by the GPU path and the export; the index plans that skip padding; '
              'the CPU kernels (`kernels.cc`, tested against `layer_math`) and their build',
     'files': 'model files (`options.json`, `recipe.json`, `vocab.txt`, bilm-tf\'s hdf5, our checkpoints); '
-             '`ModelSource` and `load_bilm` from any source; models by name (the one table, downloads into the cache)',
+             '`resolve_model`, the one place a model is resolved into a `LoadedModel`, which reads its files; models '
+             'by name (the one table, downloads into the cache)',
     'train': 'the softmax, its sampled form and the log-uniform sampler; bilm-tf\'s update (Adagrad, Adam) and the '
              'learning rate\'s warm-up and decay; the biLM under the softmax, a training step and perplexity; '
              '`for_run`: a new, resumed or from-weights run\'s configs; the pretraining loop; a language model '

@@ -13,33 +13,34 @@ bytes): the biLM sees only their beginning.
 """
 import contextlib
 
-from paddle_elmo.cli import flags as cli
+from paddle_elmo.cli.arguments import Switch, add_tokenizer, count_or_zero, output_file, parser, positive_int
+from paddle_elmo.cli.runner import run
 from paddle_elmo import vocabulary
 from paddle_elmo.corpus import check_corpus
-from paddle_elmo.fileio import atomic_path
+from paddle_elmo.fileio import InputError, atomic_path
 
 
 def build_parser():
-    p = cli.parser(__doc__.split('\n')[0])
+    p = parser(__doc__.split('\n')[0])
     p.add_argument('--train_data_path', required=True,
                    help="glob of UTF-8 corpus files, one sentence per line (quote it: 'dir/*'); empty lines "
                         'are skipped and reported')
-    p.add_argument('--output_file', required=True, type=cli.output_file,
+    p.add_argument('--output_file', required=True, type=output_file,
                    help='the vocabulary file to write (what the other commands read as --vocab_file)')
-    cli.add_tokenizer(p, default='whitespace', why=', for a corpus already tokenized')
-    p.add_argument('--output_corpus', type=cli.output_file,
+    add_tokenizer(p, default='whitespace', why=', for a corpus already tokenized')
+    p.add_argument('--output_corpus', type=output_file,
                    help='also write the corpus as counted here: one sentence per line, tokens separated by '
                         'spaces, empty lines left out: what paddle-elmo pretrain reads (give it --tokenizer too, '
                         'which the model then records)')
-    p.add_argument('--min_count', type=cli.positive_int, default=1,
+    p.add_argument('--min_count', type=positive_int, default=1,
                    help='drop words seen fewer than this many times (1, not word2vec\'s 5: a biLM reads a rare word '
                    'through its characters, and --max_vocab_size is the usual cap)')
-    p.add_argument('--max_vocab_size', type=cli.count_or_zero, default=0,
+    p.add_argument('--max_vocab_size', type=count_or_zero, default=0,
                    help='keep at most this many words (the most frequent) after --min_count; the three special '
                         'tokens come on top (0: no limit)')
-    p.add_argument('--special_tokens', action=cli.Switch, default=True,
+    p.add_argument('--special_tokens', action=Switch, default=True,
                    help='write <S>, </S>, <UNK> first (without them, Vocabulary adds them when loading)')
-    p.add_argument('--max_characters_per_token', type=cli.positive_int, default=50,
+    p.add_argument('--max_characters_per_token', type=positive_int, default=50,
                    help="the model's setting (characters counted in UTF-8 bytes, boundary marks included), for the "
                         'report of tokens its char CNN cuts (longer than this minus 2 bytes)')
     return p
@@ -48,7 +49,7 @@ def build_parser():
 def main(argv=None):
     a = build_parser().parse_args(argv)
     if a.max_characters_per_token < 3:
-        raise cli.InputError(f'--max_characters_per_token must be >= 3, got {a.max_characters_per_token}')
+        raise InputError(f'--max_characters_per_token must be >= 3, got {a.max_characters_per_token}')
     check_corpus(a.train_data_path, '--train_data_path')
     with contextlib.ExitStack() as files:
         segmented = None
@@ -70,4 +71,4 @@ def main(argv=None):
 
 
 if __name__ == '__main__':
-    cli.run(main)
+    run(main)

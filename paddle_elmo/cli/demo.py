@@ -28,7 +28,8 @@ import time
 
 import numpy as np
 
-from paddle_elmo.cli import flags as cli
+from paddle_elmo.cli import runner
+from paddle_elmo.cli.arguments import Switch, output_directory, parser
 from paddle_elmo.corpus import SAMPLE_HELDOUT as HELDOUT, SAMPLE_TRAIN as TRAIN
 from paddle_elmo.fileio import InputError, iter_lines, make_directory, require_package
 
@@ -128,15 +129,15 @@ def sentences_with(path, words):
 
 def show_contexts(model, model_name, probes=PROBES, cues=CUES, train_file=TRAIN, limit=CENTROID_SENTENCES):
     """Nearest sense centroid of each probe, per layer: context-free layer 0 can only guess.
-    model: ELMoEmbedder's keyword arguments ({}: the bundled model, pretrained/; a model_io.ModelSource
-    as options_file). Probes are raw sentences, split by the model's tokenizer; train_file is
+    model: what ELMoEmbedder takes as its model (None: the bundled model, pretrained/; a name, a
+    directory, a checkpoint prefix: model_io.resolve_model). Probes are raw sentences, split by the model's tokenizer; train_file is
     segmented (tokens split by spaces); limit: training sentences per sense centroid. -> senses right per layer [layers]."""
     from paddle_elmo.tokenizers import get_tokenizer
     from paddle_elmo import ELMoEmbedder
     print(f'\n== {model_name}: the same word, different vectors: which sense is each probe\'s use nearest to? '
           f'(an illustration on {len(probes)} sentences of our own without the senses\' cue words, not a measurement)',
           flush=True)
-    embedder = ELMoEmbedder(**model)
+    embedder = ELMoEmbedder(model)
     split = get_tokenizer(embedder.tokenizer)
     train = sentences_with(train_file, list(cues))
     n_layers = embedder.bilm.n_layers + 1
@@ -165,10 +166,10 @@ def show_contexts(model, model_name, probes=PROBES, cues=CUES, train_file=TRAIN,
 
 
 def build_parser():
-    p = cli.parser(__doc__.split('\n')[0])
-    p.add_argument('--output_dir', type=cli.output_directory,
+    p = parser(__doc__.split('\n')[0])
+    p.add_argument('--output_dir', type=output_directory,
                    help='where the vocabulary and checkpoints go (made if needed; default: a new temporary directory)')
-    p.add_argument('--zh', action=cli.Switch, default=False,
+    p.add_argument('--zh', action=Switch, default=False,
                    help='instead of pretraining: the sense demo for Chinese with the biLM --model names '
                    '(trained on zh-corpus), the senses\' centroids from --train_data_path')
     p.add_argument('--model', metavar='NAME_OR_PATH', help='with --zh: a Chinese biLM trained on zh-corpus, as a '
@@ -190,8 +191,7 @@ def main(argv=None):
                 '(segmented Chinese text with the senses\' cue words)')
     require_package('paddle', 'cpu')  # every step runs a model: say so before the first one
     if a.zh:
-        from paddle_elmo.model_io import resolve_model
-        show_contexts({'options_file': resolve_model(model)}, f'{model} (Chinese)', PROBES_ZH, CUES_ZH,
+        show_contexts(model, f'{model} (Chinese)', PROBES_ZH, CUES_ZH,
                       a.train_data_path, CENTROID_SENTENCES_ZH)
         return
     t0 = time.time()
@@ -207,12 +207,12 @@ def main(argv=None):
         log_flags)
     run('held-out perplexity (full softmax)', ['eval', '--dev_data_path', HELDOUT,
         '--init_from_ckpt', os.path.join(ckpt, 'final'), '--batch_size', '8'], log_flags)
-    show_contexts({'params_file': os.path.join(ckpt, 'final')}, 'the tiny model just trained')
-    show_contexts({}, 'the bundled model (paddle_elmo/pretrained/, trained on lm-corpus; no sentence of the demo)')
+    show_contexts(os.path.join(ckpt, 'final'), 'the tiny model just trained')
+    show_contexts(None, 'the bundled model (paddle_elmo/pretrained/, trained on lm-corpus; no sentence of the demo)')
     curve = os.path.join(ckpt, 'train_curve.png')  # drawn where matplotlib is installed (the [plot] extra)
     print(f'\nDone in {time.time() - t0:.0f} s. Checkpoint: {ckpt}/final, training curve: '
           f'{curve if os.path.exists(curve) else os.path.join(ckpt, "train_log.csv")}')
 
 
 if __name__ == '__main__':
-    cli.run(main)
+    runner.run(main)

@@ -14,20 +14,22 @@ highway, projection; no LSTM). --output_file writes bilm-tf's token-embedding hd
 AllenNLP can use in place of the char CNN. The vocabulary is --vocab_file, or the one the model
 records (a checkpoint's recipe.json, or the vocab.txt beside its options.json).
 """
-from paddle_elmo.cli import flags as cli
+from paddle_elmo.cli.arguments import add_device, output_directory, output_file, parser
+from paddle_elmo.cli.model_flags import add_model_source, model_source, model_vocabulary
+from paddle_elmo.cli.runner import run
 from paddle_elmo.fileio import InputError
 
 
 def build_parser():
-    p = cli.parser(__doc__.split('\n')[0])
-    cli.add_model_source(p, bundled_default=True, vocab_help='the rows to dump; default: the one the model records (a checkpoint\'s '
-                         'recipe.json, or the vocab.txt beside its options.json)')
-    cli.add_device(p)
-    p.add_argument('--output_dir', type=cli.output_directory, help='directory for the .npy dumps (made if needed)')
+    p = parser(__doc__.split('\n')[0])
+    add_model_source(p, bundled_default=True, vocab_help='the rows to dump; default: the one the model records (a checkpoint\'s '
+                     'recipe.json, or the vocab.txt beside its options.json)')
+    add_device(p)
+    p.add_argument('--output_dir', type=output_directory, help='directory for the .npy dumps (made if needed)')
     p.add_argument('--embeddings', nargs='+', default=['softmax', 'char_cnn'], choices=['softmax', 'char_cnn'],
                    help='which .npy dumps: softmax needs a model with its softmax (a checkpoint of ours, or '
                    'weights exported with it); char_cnn works with any model, official weights included')
-    p.add_argument('--output_file', type=cli.output_file, help='write bilm-tf\'s dump_token_embeddings hdf5 here '
+    p.add_argument('--output_file', type=output_file, help='write bilm-tf\'s dump_token_embeddings hdf5 here '
                    '(token representations, rows = the vocabulary file\'s lines)')
     return p
 
@@ -42,12 +44,12 @@ def main(argv=None):
     from paddle_elmo.predict import dump_embeddings
     from paddle_elmo.runtime import use_device
     use_device(a.device, cpu_threads=a.cpu_threads)
-    source = cli.model_source(a)
-    vocab_file = cli.model_vocabulary(a)
+    source = model_source(a)
+    vocab_file = model_vocabulary(a, source)
     if a.output_dir:
         vocab = Vocabulary(vocab_file)
         if 'softmax' in a.embeddings:  # checks the softmax is there and has the vocabulary's size
-            model = load_language_model(vocab.size, **source.kwargs())
+            model = load_language_model(vocab.size, source)
             bilm, softmax = model.bilm, model.softmax
         else:
             bilm, softmax = source.load(), None
@@ -56,10 +58,9 @@ def main(argv=None):
         for path in dump_embeddings(a.output_dir, vocab.tokens, bilm, softmax):
             print(f'wrote {path}')
     if a.output_file:
-        n = dump_token_embeddings(vocab_file, source.options_file, source.weight_file, a.output_file,
-                                  params_file=source.params_file)
+        n = dump_token_embeddings(vocab_file, source, a.output_file)
         print(f'wrote {a.output_file} ({n} token embeddings)')
 
 
 if __name__ == '__main__':
-    cli.run(main)
+    run(main)

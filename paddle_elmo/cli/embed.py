@@ -23,7 +23,10 @@ import logging
 import os
 import sys
 
-from paddle_elmo.cli import flags as cli
+from paddle_elmo.cli.arguments import Switch, add_device, add_tokenizer, output_file, parser, positive_int
+from paddle_elmo.cli.glossary import option_strings
+from paddle_elmo.cli.model_flags import add_inference_model, add_model_source, model_source
+from paddle_elmo.cli.runner import run
 from paddle_elmo.corpus import check_has_sentence
 from paddle_elmo.sentence_embedder import OUTPUT_FORMATS
 from paddle_elmo.fileio import STDIN_NAME, STDIO, InputError, input_path, output_path
@@ -33,31 +36,31 @@ log = logging.getLogger(__name__)
 
 
 def build_parser():
-    p = cli.parser(__doc__.split('\n')[0])
+    p = parser(__doc__.split('\n')[0])
     p.add_argument('input_file', help='one sentence per line, UTF-8, split into tokens by --tokenizer (an empty '
                    'line gives an empty embedding, so that the datasets keep the line numbers); - reads standard input')
     p.add_argument('output_file', type=output_target, help='hdf5 file to write; - writes it to standard output')
-    cli.add_model_source(p, bundled_default=True)
+    add_model_source(p, bundled_default=True)
     p.add_argument('--embedding_weight_file', help="hdf5 of dump_token_embeddings (dataset 'embedding', one row per "
                    'line of --vocab_file, or of the model\'s vocab.txt): those words skip the char CNN (bilm-tf\'s '
                    'use_character_inputs=False); for a word model, its embedding (bilm-tf\'s embedding_weight_file)')
-    cli.add_inference_model(p, 'or an exported model (paddle-elmo export-inference; stateless, CPU)',
-                            'directory written by paddle-elmo export-inference (a word model\'s holds its vocab.txt)')
-    cli.add_device(p)
+    add_inference_model(p, 'or an exported model (paddle-elmo export-inference; stateless, CPU)',
+                        'directory written by paddle-elmo export-inference (a word model\'s holds its vocab.txt)')
+    add_device(p)
     p.add_argument('--output_format', choices=OUTPUT_FORMATS,
                    help='all layers, the top layer, or the average of the layers (default: all)')
     for value in OUTPUT_FORMATS:  # allennlp elmo's --all / --top / --average
         p.add_argument(f'--{value}', action='store_true', help=f'the same as --output_format {value} (allennlp elmo\'s '
                        'flag)')
-    cli.add_tokenizer(p)
-    p.add_argument(*cli.option_strings('batch_size'), type=cli.positive_int, default=64, help='sentences per batch')
-    p.add_argument('--stateful', action=cli.Switch, default=False,
+    add_tokenizer(p)
+    p.add_argument(*option_strings('batch_size'), type=positive_int, default=64, help='sentences per batch')
+    p.add_argument('--stateful', action=Switch, default=False,
                    help='carry LSTM state across batches (as allennlp elmo did); off: each sentence from a zero state')
-    p.add_argument(*cli.option_strings('use_sentence_keys'), action='store_true',
+    p.add_argument(*option_strings('use_sentence_keys'), action='store_true',
                    help='key each dataset by its sentence (the stripped line) instead of its line number, and write no '
                    'sentence_to_index (allennlp elmo\'s flag); a repeated sentence, an empty one or one with "/" is '
                    'an error')
-    p.add_argument(*cli.option_strings('forget_sentences'), action='store_true',
+    p.add_argument(*option_strings('forget_sentences'), action='store_true',
                    help='write no sentence_to_index dataset, so that the file does not hold the text '
                    '(allennlp elmo\'s flag)')
     return p
@@ -76,7 +79,7 @@ def output_format(a):
 
 def output_target(text):
     """argparse type of output_file: - (standard output) or a file, checked as every output is."""
-    return text if text == STDIO else cli.output_file(text)
+    return text if text == STDIO else output_file(text)
 
 
 def check_input(path, name):
@@ -99,18 +102,17 @@ def main(argv=None):
             raise InputError('--stateful: an exported model is stateless (paddle-elmo export-inference writes one)')
         if a.device != 'cpu':
             raise InputError('--inference_model runs on the CPU here; use --device cpu')
-    source = None if a.inference_model else cli.model_source(a)  # a bad combination fails before the log starts
-    with output_path(a.output_file, 'output_file') as output_file, input_path(a.input_file) as input_file:
+    model = None if a.inference_model else model_source(a)  # a bad combination fails before the log starts
+    with output_path(a.output_file, 'output_file') as output, input_path(a.input_file) as input_file:
         check_input(input_file, STDIN_NAME if a.input_file == STDIO else a.input_file)  # before a model loads
         if a.inference_model:
             embedder = inference_embedder(a)
         else:
             from paddle_elmo import ELMoEmbedder, use_device
             use_device(a.device, cpu_threads=a.cpu_threads)
-            embedder = ELMoEmbedder(source, batch_size=a.batch_size, stateful=a.stateful,
-                                    embedding_weight_file=a.embedding_weight_file, tokenizer=a.tokenizer)
+            embedder = ELMoEmbedder(model, batch_size=a.batch_size, stateful=a.stateful, tokenizer=a.tokenizer)
         log.info(tokenizer_line(embedder.tokenizer, a.tokenizer))
-        n = embedder.embed_file(input_file, output_file, a.output_format, use_sentence_keys=a.use_sentence_keys,
+        n = embedder.embed_file(input_file, output, a.output_format, use_sentence_keys=a.use_sentence_keys,
                                 forget_sentences=a.forget_sentences)
     if a.output_file == STDIO:  # stdout holds the hdf5: the result line goes to the log (stderr)
         log.info('wrote %d sentences to standard output', n)
@@ -138,4 +140,4 @@ def inference_embedder(a):
 
 
 if __name__ == '__main__':
-    cli.run(main)
+    run(main)

@@ -16,21 +16,24 @@ not, with the share of targets that are <UNK>.
 """
 import math
 
-from paddle_elmo.cli import flags as cli
+from paddle_elmo.cli.arguments import add_device, count_or_zero, output_file, parser, positive_int
+from paddle_elmo.cli.glossary import option_strings
+from paddle_elmo.cli.model_flags import add_model_source, model_source, model_vocabulary
+from paddle_elmo.cli.runner import run
 from paddle_elmo.lm_batches import EVAL_BATCH_SIZE, EVAL_UNROLL_STEPS
 
 
 def build_parser():
-    p = cli.parser(__doc__.split('\n')[0])
+    p = parser(__doc__.split('\n')[0])
     p.add_argument('--dev_data_path', required=True, help='held-out files (glob), one sentence per line')
-    cli.add_model_source(p, bundled_default=True, vocab_help='default: the one the model records (a checkpoint\'s recipe.json, or the '
-                         'vocab.txt beside its options.json)')
-    cli.add_device(p)
-    p.add_argument(*cli.option_strings('batch_size'), type=cli.positive_int, default=EVAL_BATCH_SIZE, help='rows per batch (changes which targets '
+    add_model_source(p, bundled_default=True, vocab_help='default: the one the model records (a checkpoint\'s recipe.json, or the '
+                     'vocab.txt beside its options.json)')
+    add_device(p)
+    p.add_argument(*option_strings('batch_size'), type=positive_int, default=EVAL_BATCH_SIZE, help='rows per batch (changes which targets '
                    'come first, hence the figure of an --eval_max_tokens evaluation)')
-    p.add_argument('--unroll_steps', type=cli.positive_int, default=EVAL_UNROLL_STEPS, help='tokens per row per batch')
-    p.add_argument('--eval_max_tokens', type=cli.count_or_zero, default=0, help='stop after this many target tokens (0: all)')
-    p.add_argument('--output_json', type=cli.output_file, help='also write the figures here')
+    p.add_argument('--unroll_steps', type=positive_int, default=EVAL_UNROLL_STEPS, help='tokens per row per batch')
+    p.add_argument('--eval_max_tokens', type=count_or_zero, default=0, help='stop after this many target tokens (0: all)')
+    p.add_argument('--output_json', type=output_file, help='also write the figures here')
     return p
 
 
@@ -46,11 +49,11 @@ def main(argv=None):
     from paddle_elmo.logs import show_progress
     from paddle_elmo.runtime import use_device
     use_device(a.device, cpu_threads=a.cpu_threads)
-    source = cli.model_source(a)
+    source = model_source(a)
     check_corpus(a.dev_data_path, '--dev_data_path')  # the data first: a bad glob fails before a model loads
     counts = count_tokens(a.dev_data_path)
-    vocab = Vocabulary(cli.model_vocabulary(a))
-    model = load_language_model(vocab.size, **source.kwargs())
+    vocab = Vocabulary(model_vocabulary(a, source))
+    model = load_language_model(vocab.size, source)
     expected = counts['n_tokens'] + counts['n_sentences']  # every word and every sentence end
     with tqdm(total=min(expected, a.eval_max_tokens or expected), unit='tok', desc='evaluating',
               disable=not show_progress(logger=__name__)) as bar:
@@ -84,4 +87,4 @@ def bits_per_character(result, stats):
 
 
 if __name__ == '__main__':
-    cli.run(main)
+    run(main)

@@ -19,10 +19,11 @@ directory appears, both are run on a few sentences and compared with ELMoEmbedde
 README.md, "Deploying: Paddle Inference and ONNX", shows how to run them without this repository.
 """
 import argparse
-import os
-import sys
 
-from paddle_elmo.cli import flags as cli
+from paddle_elmo.cli.arguments import Switch, output_directory, parser
+from paddle_elmo.cli.model_flags import add_model_source, model_source
+from paddle_elmo.cli.runner import run
+from paddle_elmo.fileio import InputError
 
 FORMATS = ('paddle', 'onnx')
 
@@ -37,18 +38,18 @@ def formats(text):
 
 
 def build_parser():
-    p = cli.parser(__doc__.split('\n')[0])
-    p.add_argument('--output_dir', required=True, type=cli.output_directory,
+    p = parser(__doc__.split('\n')[0])
+    p.add_argument('--output_dir', required=True, type=output_directory,
                    help='directory to write (new: made, with its parents; empty; or a previous export, which is '
                    'replaced)')
-    cli.add_model_source(p, bundled_default=True)
+    add_model_source(p, bundled_default=True)
     p.add_argument('--formats', type=formats, default='paddle,onnx', metavar='paddle[,onnx]',
                    help='what to write, comma-separated: paddle (the Paddle Inference program, always written), '
                    'onnx (also model.onnx, converted from it)')
     p.add_argument('--quantize', choices=['int8'], default=None,
                    help='int8: model.onnx dynamically quantized (the LSTMs\' products in int8, for onnxruntime; '
                    'verified at an int8 tolerance); default: none (float32)')
-    p.add_argument('--verify', action=cli.Switch, default=True,
+    p.add_argument('--verify', action=Switch, default=True,
                    help='run the written models against ELMoEmbedder before the directory appears (off: a warning, '
                    'and export.json records "unverified", which embed reports)')
     p.add_argument('--verify_file', help='--quantize int8: the sentences the int8 model is checked on, one per line, '
@@ -60,36 +61,26 @@ def build_parser():
 
 def main(argv=None):
     a = build_parser().parse_args(argv)
-    source = cli.model_source(a)
+    source = model_source(a)
     from paddle_elmo.deploy import export_inference
     from paddle_elmo.export_checks import CHECK_SENTENCES, check_sentences, default_verify_file
     from paddle_elmo.export_dirs import check_output_dir
-    from paddle_elmo.export_format import ExportError
     from paddle_elmo.quantize import check_quantizable
-    from paddle_elmo.static_bilm import check_exportable
-    from paddle_elmo.run_configs import read_json
     import paddle
     # Everything that can be checked before loading what may be a large model.
     check_output_dir(a.output_dir)
     check_quantizable(a.quantize, a.formats)
     if a.verify_file and not (a.quantize and a.verify):
-        raise cli.InputError('--verify_file: the sentences an int8 model is checked on; give it with --quantize int8 '
-                             '(and without --no_verify)')
-    options_file = source.options_path()
+        raise InputError('--verify_file: the sentences an int8 model is checked on; give it with --quantize int8 '
+                         '(and without --no_verify)')
     verify_file = a.verify_file  # given only with --quantize int8 and verification (checked above)
-    if os.path.isfile(options_file):  # else load_bilm below says what the model needs
-        check_exportable(options=read_json(options_file, 'options file'), source=options_file)
-        if a.quantize and a.verify and not verify_file:  # the model's own sentences, or English for English
-            verify_file = default_verify_file(options_file, source.recorded_tokenizer())
+    if a.quantize and a.verify and not verify_file:  # the model's own sentences, or English for English
+        verify_file = default_verify_file(source.options_file, source.config.tokenizer)
     sentences = check_sentences(verify_file) if verify_file else None
     paddle.set_device('cpu')
-    bilm = source.load()
-    try:
-        result = export_inference(bilm, a.output_dir, formats=a.formats, options_file=options_file, verify=a.verify,
-                                  verify_sentences=sentences, quantize=a.quantize)
-    except ExportError as e:  # a conversion step failed: not the user's mistake, but one line says it
-        print(f'error: {e}', file=sys.stderr)
-        return 1
+    # A failed conversion or check (ExportError) is a runtime failure: runner.run's one line, exit 1.
+    result = export_inference(source, a.output_dir, formats=a.formats, verify=a.verify, verify_sentences=sentences,
+                              quantize=a.quantize)
     print(f'wrote {a.output_dir}: {", ".join(result["files"])}')
     if result['quantized']:
         print(f'  model.onnx is {result["quantized"]["description"]}')
@@ -106,4 +97,4 @@ def main(argv=None):
 
 
 if __name__ == '__main__':
-    cli.run(main)
+    run(main)

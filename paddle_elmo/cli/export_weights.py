@@ -10,19 +10,21 @@ models ship theirs so: it is read back as float32, and its rounding moves a perp
 """
 import os
 
-from paddle_elmo.cli import flags as cli
+from paddle_elmo.cli.arguments import Switch, output_directory, parser
+from paddle_elmo.cli.runner import run
+from paddle_elmo.fileio import InputError
 
 
 def build_parser():
-    p = cli.parser(__doc__.split('\n')[0])
+    p = parser(__doc__.split('\n')[0])
     p.add_argument('--model', metavar='DIR_OR_PREFIX', help='the checkpoint: a checkpoint directory (its final or '
                    'latest step) or a checkpoint prefix DIR/N')
     p.add_argument('--init_from_ckpt', help='the same as --model DIR/N (a checkpoint prefix without suffix, e.g. '
                    'checkpoints/10000; the directory holds options.json), kept because the PaddleNLP example '
                    'named its checkpoints so')
-    p.add_argument('--output_dir', required=True, type=cli.output_directory,
+    p.add_argument('--output_dir', required=True, type=output_directory,
                    help='directory for options.json and weights.hdf5 (made if needed)')
-    p.add_argument('--softmax', action=cli.Switch, default=True,
+    p.add_argument('--softmax', action=Switch, default=True,
                    help='write the checkpoint\'s softmax too (off: enough for embeddings and fine-tuning, not for '
                    'paddle-elmo eval or paddle-elmo predict)')
     p.add_argument('--softmax_dtype', choices=['float32', 'float16'], default='float32',
@@ -32,33 +34,30 @@ def build_parser():
 
 def main(argv=None):
     a = build_parser().parse_args(argv)
-    prefix = checkpoint_prefix(a)
-    from paddle_elmo.checkpoints import load_bilm_checkpoint, softmax_of
+    model = checkpoint_model(a)
     from paddle_elmo.hdf5_weights import export_weights
     import paddle
     paddle.set_device('cpu')
-    bilm, state = load_bilm_checkpoint(prefix)
-    softmax = softmax_of(state) if a.softmax else None
+    bilm, softmax = model.load_with_softmax() if a.softmax else (model.load(), None)
     if softmax is not None:
         softmax = tuple(array.astype(a.softmax_dtype) for array in softmax)
     export_weights(bilm, a.output_dir, softmax)
     print(f'wrote {os.path.join(a.output_dir, "options.json")} and {os.path.join(a.output_dir, "weights.hdf5")}')
 
 
-def checkpoint_prefix(a):
-    """The checkpoint --model or --init_from_ckpt names -> its prefix DIR/N; InputError for none, both,
-    or a model that is not a checkpoint (bilm-tf files are already this format)."""
+def checkpoint_model(a):
+    """The checkpoint --model or --init_from_ckpt names -> model_io.LoadedModel; InputError for none,
+    both, or a model that is not a checkpoint (bilm-tf files are already this format)."""
     if bool(a.model) == bool(a.init_from_ckpt):
-        raise cli.InputError('give the checkpoint to export: --model DIR_OR_PREFIX or --init_from_ckpt DIR/N (one)')
-    if a.init_from_ckpt:
-        return a.init_from_ckpt
+        raise InputError('give the checkpoint to export: --model DIR_OR_PREFIX or --init_from_ckpt DIR/N (one)')
     from paddle_elmo.model_io import resolve_model
-    source = resolve_model(a.model)
-    if source.params_file is None:
-        raise cli.InputError(f'--model {a.model}: options.json + weights.hdf5, already the bilm-tf format; '
-                             'export-weights writes a checkpoint of ours in it')
-    return source.params_file
+    model = resolve_model(a.model or a.init_from_ckpt)
+    if model.params_file is None:
+        flag = '--model' if a.model else '--init_from_ckpt'
+        raise InputError(f'{flag} {a.model or a.init_from_ckpt}: options.json + weights.hdf5, already the '
+                         'bilm-tf format; export-weights writes a checkpoint of ours in it')
+    return model
 
 
 if __name__ == '__main__':
-    cli.run(main)
+    run(main)

@@ -28,7 +28,10 @@ import os
 import time
 from collections import Counter
 
-from paddle_elmo.cli import flags as cli
+from paddle_elmo.cli.arguments import Switch, add_device, add_tokenizer, parser, positive_int
+from paddle_elmo.cli.glossary import option_strings
+from paddle_elmo.cli.model_flags import add_inference_model, add_model_source, model_source
+from paddle_elmo.cli.runner import run
 from paddle_elmo.cli.protocol import (add_protocol_args, check_protocol_args, data_flags, load_data, report,
                                       runs_on_this_rank, settings, train_config)
 from paddle_elmo.classifier import cross_validate, make_folds
@@ -36,8 +39,7 @@ from paddle_elmo.tokenizers import model_tokenizer
 from paddle_elmo.languages import warn_if_mostly_unknown
 from paddle_elmo.vocabulary import long_tokens_report
 from paddle_elmo.features import ActivationCache, model_builder
-from paddle_elmo.fileio import require_package
-from paddle_elmo.model_io import BUNDLED_MODEL_DIR
+from paddle_elmo.fileio import InputError, require_package
 from paddle_elmo.runtime import use_device
 from paddle_elmo.word_vectors import check_vectors_file, lookup_table, read_word_vectors
 
@@ -45,10 +47,10 @@ log = logging.getLogger(__name__)
 
 def add_elmo_args(p):
     e = p.add_argument_group('ELMo')
-    e.add_argument('--trainable', action=cli.Switch, default=False,
+    e.add_argument('--trainable', action=Switch, default=False,
                    help='fine-tune the biLM at --bilm_lr (recomputed every batch); off: frozen (and cached)')
     e.add_argument('--bilm_lr', type=float, default=2e-5, help='Adam learning rate of the biLM with --trainable')
-    e.add_argument('--layer_norm', action=cli.Switch, default=False,
+    e.add_argument('--layer_norm', action=Switch, default=False,
                    help='layer-normalise each biLM layer before mixing')
     e.add_argument('--elmo_layer', default='mix', type=_elmo_layer,
                    help='the feature: mix (a learned scalar mix of all layers), top (the top LSTM layer alone, '
@@ -56,12 +58,12 @@ def add_elmo_args(p):
                    '1, 2 the LSTM layers (lstm_outputs1, lstm_outputs2)')
     e.add_argument('--l2_coef', type=float, default=1e-3,
                    help='L2 penalty on the scalar-mix weights (pulls them toward equal weights)')
-    e.add_argument('--cache', action=cli.Switch, default=True,
+    e.add_argument('--cache', action=Switch, default=True,
                    help='frozen biLM: compute its layers once and cache them on disk (off: recompute them every batch)')
     e.add_argument('--cache_dir', help='directory for the layer cache (default: the system temp dir); '
                    'the cache is deleted at exit')
-    e.add_argument('--bilm_batch_size', type=cli.positive_int, default=64, help='sentences per biLM batch when caching')
-    e.add_argument(*cli.option_strings('word_vectors'),
+    e.add_argument('--bilm_batch_size', type=positive_int, default=64, help='sentences per biLM batch when caching')
+    e.add_argument(*option_strings('word_vectors'),
                    help='a word-vector file (word2vec .bin / .txt): concatenate each token\'s vector to its ELMo '
                    'features (the paper\'s use of ELMo); tokens without a vector share one learned vector')
 
@@ -81,19 +83,19 @@ def _elmo_layer(value):
 
 def check_elmo_args(a):
     if a.bilm_lr <= 0:
-        raise cli.InputError(f'--bilm_lr must be > 0, got {a.bilm_lr}')
+        raise InputError(f'--bilm_lr must be > 0, got {a.bilm_lr}')
     if a.l2_coef < 0:
-        raise cli.InputError(f'--l2_coef must be >= 0, got {a.l2_coef}')
+        raise InputError(f'--l2_coef must be >= 0, got {a.l2_coef}')
     if a.cache_dir and (a.trainable or not a.cache):
-        raise cli.InputError('--cache_dir is for the frozen biLM\'s cache; it has no use with '
-                             '--trainable or --no_cache')
+        raise InputError('--cache_dir is for the frozen biLM\'s cache; it has no use with '
+                         '--trainable or --no_cache')
     if a.word_vectors:
         check_vectors_file(a.word_vectors)
     if a.inference_model and (a.trainable or not a.cache):
-        raise cli.InputError('--inference_model fills the frozen biLM\'s cache; it has no use with --trainable or '
-                             '--no_cache')
+        raise InputError('--inference_model fills the frozen biLM\'s cache; it has no use with --trainable or '
+                         '--no_cache')
     if a.inference_model and a.device != 'cpu':
-        raise cli.InputError('--inference_model runs on the CPU here; use --device cpu')
+        raise InputError('--inference_model runs on the CPU here; use --device cpu')
     if a.cache_dir and not os.path.isdir(a.cache_dir):
         raise FileNotFoundError(f'{a.cache_dir}: --cache_dir is not a directory')
 
@@ -110,34 +112,34 @@ def exported_embedder(a, bilm, sentences, n_check=8):
     got = exported.embed_batch(check)
     expected = ELMoEmbedder(bilm=bilm, stateful=False).embed_batch(check)
     if any(g.shape != e.shape for g, e in zip(got, expected)):
-        raise cli.InputError(f'--inference_model {a.inference_model}: its layers have shape {got[0].shape}, the model\'s '
-                             f'{expected[0].shape}: not an export of this model')
+        raise InputError(f'--inference_model {a.inference_model}: its layers have shape {got[0].shape}, the model\'s '
+                         f'{expected[0].shape}: not an export of this model')
     worst = float(token_cosines(got, expected).min(initial=1.0))
     if worst < INT8_MIN_COSINE:
-        raise cli.InputError(f'--inference_model {a.inference_model}: a token\'s cosine with the model\'s layers is '
-                             f'{worst:.3f} (< {INT8_MIN_COSINE}) on the first {len(check)} sentences: not an export '
-                             f'of this model')
+        raise InputError(f'--inference_model {a.inference_model}: a token\'s cosine with the model\'s layers is '
+                         f'{worst:.3f} (< {INT8_MIN_COSINE}) on the first {len(check)} sentences: not an export '
+                         f'of this model')
     log.info('%s (%s, %s) agrees with the model: worst token cosine %.4f on %d sentences', a.inference_model,
              exported.backend, exported.precision, worst, len(check))
     return exported
 
 
 def build_parser():
-    p = cli.parser(__doc__.split('\n')[0])
-    cli.add_model_source(p, bundled_default=True)
-    cli.add_device(p)
-    cli.add_tokenizer(p, group=add_protocol_args(p))
+    p = parser(__doc__.split('\n')[0])
+    add_model_source(p, bundled_default=True)
+    add_device(p)
+    add_tokenizer(p, group=add_protocol_args(p))
     add_elmo_args(p)
-    cli.add_inference_model(p, 'frozen layers from an export of the same model (CPU)',
-                            'directory written by export-inference from the model above: its layers fill the '
-                            'frozen cache (an int8 export\'s features, for instance); checked against the model on '
-                            'the first sentences')
+    add_inference_model(p, 'frozen layers from an export of the same model (CPU)',
+                        'directory written by export-inference from the model above: its layers fill the '
+                        'frozen cache (an int8 export\'s features, for instance); checked against the model on '
+                        'the first sentences')
     return p
 
 
 def main(argv=None):
     a = build_parser().parse_args(argv)
-    source = cli.model_source(a)
+    source = model_source(a)
     check_protocol_args(a)
     check_elmo_args(a)
     require_package('sklearn', 'classify')  # the folds: before a model loads
@@ -146,7 +148,7 @@ def main(argv=None):
     use_device(a.device, cpu_threads=a.cpu_threads)
     # The text is split by the tokenizer the model records (unless --tokenizer): its options.json is
     # read first, the weights after the data, so that a bad data file fails before they load.
-    tokenizer = model_tokenizer(source.recorded_tokenizer(), a.tokenizer)
+    tokenizer = model_tokenizer(source.config.tokenizer, a.tokenizer)
     data = load_data(**data_flags(a), tokenizer=tokenizer)
     folds = make_folds(data.labels, a.folds, a.seed, a.dev_fraction)
     bilm = source.load()
@@ -154,9 +156,9 @@ def main(argv=None):
     log.info('%s', long_tokens_report(Counter(t for s in data.sentences for t in s),
                                       bilm.config.max_characters_per_token))
     if a.elmo_layer is not None and a.elmo_layer > bilm.n_layers:
-        raise cli.InputError(f'--elmo_layer {a.elmo_layer}: the model has layers 0..{bilm.n_layers} (0: the token '
-                             f'layer, 1..{bilm.n_layers}: the LSTM layers)')
-    info = {'model': {k: v for k, v in source.kwargs().items() if v} or {'bundled': BUNDLED_MODEL_DIR},
+        raise InputError(f'--elmo_layer {a.elmo_layer}: the model has layers 0..{bilm.n_layers} (0: the token '
+                         f'layer, 1..{bilm.n_layers}: the LSTM layers)')
+    info = {'model': {'name': source.name, **source.files()},
             'elmo_layer': 'mix' if a.elmo_layer is None else a.elmo_layer,
             'projection_dim': bilm.projection_dim, 'n_layers': bilm.n_layers + 1, 'trainable': a.trainable,
             'cached': a.cache and not a.trainable}
@@ -189,4 +191,4 @@ def main(argv=None):
 
 
 if __name__ == '__main__':
-    cli.run(main)
+    run(main)

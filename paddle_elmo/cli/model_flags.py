@@ -2,8 +2,6 @@
 --weight_file (add_model_source, read by model_source), the model's vocabulary (model_vocabulary),
 and an export as the model (add_inference_model).
 """
-import dataclasses
-
 from paddle_elmo.cli.arguments import Switch
 from paddle_elmo.cli.glossary import option_strings
 from paddle_elmo.fileio import InputError
@@ -40,34 +38,29 @@ def add_model_source(p, bundled_default=False, vocab_help=None):
 
 
 def model_source(args):
-    """The model the flags name -> model_io.ModelSource (params_file, options_file, weight_file,
-    vocab_file; tokenizer for a named release), after checking the combination. A named release
-    not yet in the cache is downloaded here."""
-    from paddle_elmo.model_io import ModelSource, resolve_model
+    """The model the flags name -> model_io.LoadedModel (its options.json read: resolve_model), after
+    checking the combination; none given: the bundled model, for commands with bundled_default. With
+    it, --vocab_file and a command's --embedding_weight_file. A named release not yet in the cache
+    is downloaded here."""
+    from paddle_elmo.model_io import resolve_model
     ckpt, opts, weights = args.init_from_ckpt, args.options_file, args.weight_file
-    vocab_file = getattr(args, 'vocab_file', None)
-    if args.model:
-        if ckpt or opts or weights:
-            raise InputError('give either --model or --init_from_ckpt / --options_file with --weight_file, not both')
-        return dataclasses.replace(resolve_model(args.model), vocab_file=vocab_file)
+    files = {name: getattr(args, name, None) for name in ('vocab_file', 'embedding_weight_file')}
+    if args.model and (ckpt or opts or weights):
+        raise InputError('give either --model or --init_from_ckpt / --options_file with --weight_file, not both')
     check_files_flags('init_from_ckpt', ckpt, opts, weights)
-    if not ckpt and not opts and args._model_source_required:
+    if not (args.model or ckpt or opts) and args._model_source_required:
         raise InputError('no model: give --model NAME_OR_PATH, --init_from_ckpt DIR/N or --options_file and '
                          '--weight_file')
-    return ModelSource(params_file=ckpt, options_file=opts, weight_file=weights, vocab_file=vocab_file)
+    return resolve_model(args.model or ckpt or opts, weights, **files)
 
 
-def model_vocabulary(args):
-    """The model's vocabulary file (model_source must have accepted `args`): --vocab_file, else the one
-    the model records (a checkpoint's recipe.json, or the vocab.txt beside its options.json) -> path;
+def model_vocabulary(args, model):
+    """The vocabulary file of `model` (model_source's of `args`): --vocab_file, else the one the model
+    records (a checkpoint's recipe.json, or the vocab.txt beside its options.json) -> path;
     InputError naming what is missing when there is none."""
     if args.vocab_file:
         return args.vocab_file
-    from paddle_elmo.model_io import recorded_vocabulary_file
-    source = model_source(args)
-    # No model given is the bundled one (commands with bundled_default): its vocab.txt beside its options.json.
-    options_file = source.options_file or (None if source.params_file else source.options_path())
-    path, checked = recorded_vocabulary_file(source.params_file, options_file)
+    path, checked = model.recorded_vocabulary()
     if path is None:
         raise InputError(f'no vocabulary: give --vocab_file (the one the model was trained with); {checked}')
     return path

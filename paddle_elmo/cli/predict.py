@@ -20,34 +20,36 @@ its options.json).
 import logging
 import os
 
-from paddle_elmo.cli import flags as cli
+from paddle_elmo.cli.arguments import Switch, add_device, add_tokenizer, count_or_zero, output_file, parser, positive_int
+from paddle_elmo.cli.model_flags import add_model_source, model_source, model_vocabulary
+from paddle_elmo.cli.runner import run
 from paddle_elmo.fileio import InputError, iter_lines
 
 log = logging.getLogger(__name__)
 
 
 def build_parser():
-    p = cli.parser(__doc__.split('\n')[0])
-    cli.add_model_source(p, bundled_default=True, vocab_help='default: the one the model records (a checkpoint\'s recipe.json, or the '
-                         'vocab.txt beside its options.json)')
-    cli.add_device(p)
+    p = parser(__doc__.split('\n')[0])
+    add_model_source(p, bundled_default=True, vocab_help='default: the one the model records (a checkpoint\'s recipe.json, or the '
+                     'vocab.txt beside its options.json)')
+    add_device(p)
     p.add_argument('--prefix', action='append',
                    help='text to continue (repeatable); with --direction backward, the text to precede')
     p.add_argument('--prefix_file', help='more prefixes, one per line (UTF-8; an empty line is the empty prefix)')
-    cli.add_tokenizer(p)
+    add_tokenizer(p)
     p.add_argument('--direction', default='forward', choices=['forward', 'backward'],
                    help='forward: the next word after the prefix; backward: the word before it')
-    p.add_argument('--top_k', type=cli.count_or_zero, default=10, help='most likely words shown per prefix (0: none)')
-    p.add_argument('--unk', action=cli.Switch, default=True,
+    p.add_argument('--top_k', type=count_or_zero, default=10, help='most likely words shown per prefix (0: none)')
+    p.add_argument('--unk', action=Switch, default=True,
                    help='predict and sample <UNK> like any other word: it stands for every word outside the '
                    'vocabulary, and a sampled one appears as "<UNK>" in the text (off: never)')
-    p.add_argument('--sample', type=cli.count_or_zero, default=0, metavar='N', help='also sample N continuations per prefix')
+    p.add_argument('--sample', type=count_or_zero, default=0, metavar='N', help='also sample N continuations per prefix')
     p.add_argument('--temperature', type=float, default=1.0,
                    help='sampling temperature: below 1 sharper (towards the most likely word), above 1 flatter')
-    p.add_argument('--sample_max_tokens', type=cli.positive_int, default=30,
+    p.add_argument('--sample_max_tokens', type=positive_int, default=30,
                    help='a sample stops after this many tokens unless the sentence boundary comes first')
     p.add_argument('--seed', type=int, default=0, help='the same seed gives the same samples')
-    p.add_argument('--output_json', type=cli.output_file,
+    p.add_argument('--output_json', type=output_file,
                    help='also write {"predictions": [...], "samples": [...]} here')
     return p
 
@@ -74,9 +76,9 @@ def main(argv=None):
     from paddle_elmo.runtime import use_device
     from paddle_elmo.predict import Predictor
     use_device(a.device, cpu_threads=a.cpu_threads)
-    source = cli.model_source(a)
-    vocab = Vocabulary(cli.model_vocabulary(a))
-    predictor = Predictor(load_language_model(vocab.size, **source.kwargs()), vocab, a.tokenizer)
+    source = model_source(a)
+    vocab = Vocabulary(model_vocabulary(a, source))
+    predictor = Predictor(load_language_model(vocab.size, source), vocab, a.tokenizer)
     result = {'predictions': [], 'samples': []}
     for prefix in prefixes:
         shown = f'{prefix} ___' if a.direction == 'forward' else f'___ {prefix}'
@@ -99,4 +101,4 @@ def main(argv=None):
 
 
 if __name__ == '__main__':
-    cli.run(main)
+    run(main)

@@ -18,49 +18,74 @@ import shutil
 import subprocess
 import sys
 
-from paddle_elmo.cli import flags as cli
+from paddle_elmo.cli import runner
+from paddle_elmo.cli.arguments import positive_int, underscored
+from paddle_elmo.cli.config_flags import given_settings, pretrain_parser
+from paddle_elmo.cli.model_flags import check_files_flags
+from paddle_elmo.fileio import InputError, check_output_directory
 from paddle_elmo.config import check_one_start, for_run
 from paddle_elmo.checkpoints import checkpoint_dir
 from paddle_elmo.corpus import check_corpus, warn_if_untokenized
-from paddle_elmo.fileio import check_output_directory
-from paddle_elmo.model_io import own_vocabulary_file, weights_files
-from paddle_elmo.run_configs import read_model_config, read_run_configs
+from paddle_elmo.model_io import resolve_model
+from paddle_elmo.model_names import did_you_mean, is_model_name
+from paddle_elmo.run_configs import OPTIONS_FILE, WEIGHTS_FILE, read_run_configs
 from paddle_elmo.word_vectors import check_vectors_file
 
 
 # ---- configuration ---------------------------------------------------------------------------
 
 def read_configs(a):
-    """-> (ModelConfig, Recipe, save_dir): the files the flags name, read, then config.for_run's
-    policy (a new run, a resumed one, or one from weights)."""
-    given = cli.given_settings(a)
+    """-> (ModelConfig, Recipe, save_dir, start): the files the flags name, read, then config.for_run's
+    policy (a new run, a resumed one, or one from weights: its recipe names them), and how the run
+    starts, which training.set_up follows (training.NewRun or training.Resume)."""
+    given = given_settings(a)
     if a.preset is not None:
         given['preset'] = a.preset
+    from paddle_elmo.training import NewRun, Resume
     resumed = weights = None
+    start = NewRun()
     save_dir = a.save_dir or 'checkpoints'
     from_weights = a.init_from_weights or a.options_file or a.weight_file
     check_one_start(a.init_from_ckpt, from_weights)  # before reading either's files
     if from_weights:
-        cli.check_files_flags('init_from_weights', a.init_from_weights, a.options_file, a.weight_file)
-        options_file, weight_file = weights_files(a.init_from_weights, a.options_file, a.weight_file)
-        weights = (read_model_config(options_file), options_file, weight_file,
-                   own_vocabulary_file(options_file=options_file))
+        check_files_flags('init_from_weights', a.init_from_weights, a.options_file, a.weight_file)
+        loaded = weights_model(a.init_from_weights, a.options_file, a.weight_file)
+        weights = (loaded.config, os.path.abspath(loaded.options_file), os.path.abspath(loaded.weight_file),
+                   loaded.own_vocabulary_file)
     if a.init_from_ckpt:
         if not os.path.exists(f'{a.init_from_ckpt}.pdparams'):
-            raise cli.InputError(f'--init_from_ckpt {a.init_from_ckpt}: {a.init_from_ckpt}.pdparams not found '
-                                 f'(give DIR/N without the suffix)')
+            raise InputError(f'--init_from_ckpt {a.init_from_ckpt}: {a.init_from_ckpt}.pdparams not found '
+                             f'(give DIR/N without the suffix)')
         directory = checkpoint_dir(a.init_from_ckpt)
         resumed = (*read_run_configs(directory), os.path.join(directory, 'options.json'))
         save_dir = a.save_dir or directory
+        start = Resume(a.init_from_ckpt)
     model, recipe = for_run(given, resumed, weights)
     if 'word_vectors' in given:  # before the corpus is counted; a resumed run's file may be gone
         check_vectors_file(recipe.word_vectors)
-    return model, recipe, save_dir
+    return model, recipe, save_dir, start
+
+
+def weights_model(init_from_weights, options_file, weight_file):
+    """The weights a new run starts from: --init_from_weights NAME_OR_DIR (a named model, downloaded on
+    first use, or DIR/options.json + DIR/weights.hdf5), or --options_file with --weight_file ->
+    model_io.LoadedModel of bilm-tf / AllenNLP files."""
+    if init_from_weights and is_model_name(init_from_weights):
+        return resolve_model(init_from_weights)
+    if init_from_weights:
+        options_file, weight_file = (os.path.join(init_from_weights, n) for n in (OPTIONS_FILE, WEIGHTS_FILE))
+    for path, what in ((options_file, 'options file'), (weight_file, 'weights file')):  # before the corpus is counted
+        if not os.path.isfile(path):
+            named = init_from_weights and not os.path.exists(init_from_weights)  # a misspelt name, not a path
+            close = did_you_mean(init_from_weights) if named else ''
+            raise FileNotFoundError(f'{path}: {what} not found' + (f' (--init_from_weights DIR needs DIR/{OPTIONS_FILE} '
+                                    f'and DIR/{WEIGHTS_FILE}, or a model name{close})' if init_from_weights else ''))
+    return resolve_model(options_file, weight_file)
 
 
 def build_parser():
-    p = cli.pretrain_parser()
-    p.add_argument('--nproc_per_node', type=cli.positive_int, help='run this many processes on this machine under '
+    p = pretrain_parser()
+    p.add_argument('--nproc_per_node', type=positive_int, help='run this many processes on this machine under '
                    'paddle.distributed.launch (one per GPU with --device gpu; on CPU the cores are divided among '
                    'them); the launch logs go to SAVE_DIR/launch_logs. Default: this one process (or, started by '
                    'paddle.distributed.launch, the ranks it launched)')
@@ -72,15 +97,15 @@ def main(argv=None):
     if a.nproc_per_node is not None:
         return launch(a.nproc_per_node, sys.argv[1:] if argv is None else list(argv), a.save_dir or
                       a.init_from_ckpt and checkpoint_dir(a.init_from_ckpt) or 'checkpoints')
-    model_config, recipe, save_dir = read_configs(a)
+    model_config, recipe, save_dir, start = read_configs(a)
     for flag, pattern in (('--train_data_path', recipe.train_data_path), ('--dev_data_path', recipe.dev_data_path)):
         if pattern:  # a missing --train_data_path is the configs' error (set_up)
             check_corpus(pattern, flag)
     check_output_directory(save_dir, '--save_dir')  # the default one too (checkpoints, or the resumed run's)
     warn_if_untokenized(recipe.train_data_path, model_config.tokenizer)
     from paddle_elmo.training import finish, set_up, train
-    run = set_up(model_config, recipe, save_dir, device=a.device, cpu_threads=a.cpu_threads,
-                 init_from_ckpt=a.init_from_ckpt, max_minutes=a.max_minutes)
+    run = set_up(model_config, recipe, save_dir, start, device=a.device, cpu_threads=a.cpu_threads,
+                 max_minutes=a.max_minutes)
     outcome = finish(run, train(run))
     if run.rank == 0:
         report(outcome)
@@ -107,13 +132,13 @@ def launch(nproc, argv, save_dir):
     command = shutil.which('paddle-elmo', path=os.pathsep.join([os.path.dirname(sys.executable),
                                                                 os.environ.get('PATH', '')]))
     if command is None:
-        raise cli.InputError('--nproc_per_node launches the installed paddle-elmo command, which is not on PATH '
-                             '(pip install the package, or run python -m paddle.distributed.launch yourself)')
+        raise InputError('--nproc_per_node launches the installed paddle-elmo command, which is not on PATH '
+                         '(pip install the package, or run python -m paddle.distributed.launch yourself)')
     # The same flags without --nproc_per_node (in any spelling the command accepts: `--nproc_per_node=2`,
     # `--nproc-per-node 2`), for each rank.
     own = argparse.ArgumentParser(add_help=False, allow_abbrev=False)
     own.add_argument('--nproc_per_node')
-    rest = own.parse_known_args(cli.underscored(argv, own._option_string_actions))[1]
+    rest = own.parse_known_args(underscored(argv, own._option_string_actions))[1]
     log_dir = os.path.join(save_dir, 'launch_logs')
     launcher = [sys.executable, '-m', 'paddle.distributed.launch', '--nproc_per_node', str(nproc),
                 '--log_dir', log_dir, command, 'pretrain', *rest]
@@ -122,4 +147,4 @@ def launch(nproc, argv, save_dir):
 
 
 if __name__ == '__main__':
-    cli.run(main)
+    runner.run(main)

@@ -16,21 +16,23 @@ import logging
 import os
 import sys
 
-from paddle_elmo.fileio import InputError, NetworkError, missing_package
+from paddle_elmo.fileio import InputError, RunFailure, missing_package
 
 
 def run(main):
     """Call main() with the command's log set up (command_logging): the one error boundary of every
-    command. A user mistake (InputError, a missing file, a package of an extra not installed, Paddle
-    among them) becomes one line on stderr and exit code 2; a download that failed (NetworkError, a
-    runtime failure) one line and exit code 1. Anything else is a bug and keeps its traceback."""
+    command, and the only place the library's errors become exit codes. A user mistake (InputError,
+    a missing file, a package of an extra not installed, Paddle among them) becomes one line on
+    stderr and exit code 2; a run that cannot go on (RunFailure: a failed save, a non-finite loss, a
+    download that failed, NetworkError) one line and exit code 1. Anything else is a bug and keeps
+    its traceback."""
     with command_logging():
         try:
             sys.exit(main() or 0)
         except (InputError, FileNotFoundError) as e:
             fail(e)
-        except NetworkError as e:
-            fail(e, code=1)
+        except RunFailure as e:  # NetworkError among them
+            fail(e, 1)
         except ModuleNotFoundError as e:
             missing = missing_package(e)
             if missing is None:

@@ -27,12 +27,14 @@ printed and written to the JSON. The word vectors stay frozen, as the frozen biL
 import logging
 import time
 
-from paddle_elmo.cli import flags as cli
+from paddle_elmo.cli.arguments import add_device, add_tokenizer, count_or_zero, output_file, parser, positive_int
+from paddle_elmo.cli.glossary import option_strings
+from paddle_elmo.cli.runner import run
 from paddle_elmo.cli.protocol import (add_protocol_args, check_protocol_args, data_flags, load_data, report,
                                       runs_on_this_rank, settings, train_config)
 from paddle_elmo.classifier import SentenceClassifier, cross_validate, make_folds
 from paddle_elmo.corpus import check_corpus
-from paddle_elmo.fileio import require_package
+from paddle_elmo.fileio import InputError, require_package
 from paddle_elmo.runtime import use_device
 from paddle_elmo.word_vectors import (OOV_MODES, Word2VecFeatures, check_vectors_file, corpus_paths, is_binary,
                                       lookup_table, read_word_vectors, save_vectors, train_word2vec)
@@ -46,42 +48,42 @@ log = logging.getLogger(__name__)
 def add_word2vec_args(p):
     w = p.add_argument_group('word2vec (give --word_vectors or --train_data_path)')
     src = w.add_mutually_exclusive_group(required=True)
-    src.add_argument(*cli.option_strings('word_vectors'),
+    src.add_argument(*option_strings('word_vectors'),
                      help='a word-vector file to classify with: word2vec binary .bin / .bin.gz (e.g. GoogleNews '
                      '300-d) or text .txt / .vec; --pretrained_word2vec_file is the PaddleNLP example\'s name for it')
     src.add_argument('--train_data_path', help="train skip-gram vectors on these files (a glob, one sentence per "
                      "line, tokens separated by spaces, e.g. the biLM's pretraining corpus; paddle-elmo build-vocab "
                      "--output_corpus segments raw text)")
-    w.add_argument('--max_vectors', type=cli.count_or_zero, default=0, help='read only the first (most frequent) N '
+    w.add_argument('--max_vectors', type=count_or_zero, default=0, help='read only the first (most frequent) N '
                    'vectors of --word_vectors to bound memory (GoogleNews: 3M x 300 floats = 3.6 GB; 0: all). Not '
                    'build-vocab\'s --max_vocab_size: this counts vectors read from a file')
-    w.add_argument('--output_word_vectors', type=cli.output_file,
+    w.add_argument('--output_word_vectors', type=output_file,
                    help='with --train_data_path: save the vectors here (.bin) for reuse as --word_vectors')
     w.add_argument('--oov', default='unk', choices=OOV_MODES,
                    help='tokens without a vector: unk = one learned vector; skip = left out of the mean')
-    w.add_argument('--w2v_dim', type=cli.positive_int, default=300, help='training: vector size (floats)')
-    w.add_argument('--w2v_window', type=cli.positive_int, default=5, help='training: max distance of context words (tokens)')
-    w.add_argument('--min_count', type=cli.positive_int, default=5,
+    w.add_argument('--w2v_dim', type=positive_int, default=300, help='training: vector size (floats)')
+    w.add_argument('--w2v_window', type=positive_int, default=5, help='training: max distance of context words (tokens)')
+    w.add_argument('--min_count', type=positive_int, default=5,
                    help='training: drop words seen fewer than this many times (5, not build-vocab\'s 1: word2vec\'s '
                    'own default, as a word seen once or twice gets a vector that is mostly noise)')
-    w.add_argument('--w2v_negative', type=cli.positive_int, default=5, help='training: negative samples per pair')
+    w.add_argument('--w2v_negative', type=positive_int, default=5, help='training: negative samples per pair')
     w.add_argument('--w2v_sample', type=float, default=1e-3, help='training: frequent-word downsampling threshold')
-    w.add_argument('--w2v_epochs', type=cli.positive_int, default=5, help='training: passes over the corpus')
-    w.add_argument('--train_max_tokens', type=cli.count_or_zero, default=0, help='training: only the first N tokens of the corpus '
+    w.add_argument('--w2v_epochs', type=positive_int, default=5, help='training: passes over the corpus')
+    w.add_argument('--train_max_tokens', type=count_or_zero, default=0, help='training: only the first N tokens of the corpus '
                    '(e.g. as many as a biLM checkpoint has seen; 0: all)')
 
 
 def check_word2vec_args(a):
     if a.output_word_vectors and not a.train_data_path:
-        raise cli.InputError('--output_word_vectors goes with --train_data_path')
+        raise InputError('--output_word_vectors goes with --train_data_path')
     if a.max_vectors and a.train_data_path:
-        raise cli.InputError('--max_vectors applies to --word_vectors (use --min_count when training)')
+        raise InputError('--max_vectors applies to --word_vectors (use --min_count when training)')
     if a.output_word_vectors:
         is_binary(a.output_word_vectors)
     if a.word_vectors:
         check_vectors_file(a.word_vectors)
     if a.train_max_tokens and not a.train_data_path:
-        raise cli.InputError('--train_max_tokens goes with --train_data_path')
+        raise InputError('--train_max_tokens goes with --train_data_path')
     if a.train_data_path:
         check_corpus(a.train_data_path, '--train_data_path')
 
@@ -108,12 +110,12 @@ def vectors_from_args(a, info):
 
 
 def build_parser():
-    p = cli.parser(__doc__.split('\n')[0])
-    cli.add_tokenizer(p, default='moses', group=add_protocol_args(p, data_required=False),
-                      why=', the tokens of English corpora such as lm-corpus and of the bundled model, so that its '
-                      'vectors and finetune\'s ELMo rows read the same tokens')
+    p = parser(__doc__.split('\n')[0])
+    add_tokenizer(p, default='moses', group=add_protocol_args(p, data_required=False),
+                  why=', the tokens of English corpora such as lm-corpus and of the bundled model, so that its '
+                  'vectors and finetune\'s ELMo rows read the same tokens')
     add_word2vec_args(p)
-    cli.add_device(p, threads_note='; word2vec training: 1, which is reproducible for a --seed')
+    add_device(p, threads_note='; word2vec training: 1, which is reproducible for a --seed')
     return p
 
 
@@ -127,8 +129,8 @@ def main(argv=None):
     use_device(a.device, cpu_threads=a.cpu_threads)
     if a.data_dir is None:  # the vectors are the job (a word-input biLM's --word_vectors)
         if not (a.train_data_path and a.output_word_vectors):
-            raise cli.InputError('--data_dir is required, unless the job is to train and save vectors only '
-                                 '(--train_data_path FILES --output_word_vectors FILE)')
+            raise InputError('--data_dir is required, unless the job is to train and save vectors only '
+                             '(--train_data_path FILES --output_word_vectors FILE)')
         vectors_from_args(a, {})
         return 0
     data = load_data(**data_flags(a), tokenizer=a.tokenizer)  # before the (long) training, so a bad --data_dir fails at once
@@ -151,4 +153,4 @@ def main(argv=None):
 
 
 if __name__ == '__main__':
-    cli.run(main)
+    run(main)

@@ -3,7 +3,7 @@ sys.path.insert(0, 'benchmarks')
 import common; common.set_threads(2)
 import profile_pretrain as pp
 from paddle_elmo.lm import train_step
-from paddle_elmo.runtime import paddle
+import paddle
 res = {}
 for name in ('small', 'bundled'):
     model, opt, batches, config, neg = pp.build(name, 2)
