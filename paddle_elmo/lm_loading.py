@@ -43,9 +43,4 @@ def load_language_model(vocab_size, params_file=None, options_file=None, weight_
     weight_file = weight_file or bundled_model_files()[1]  # none given: load_bilm took the bundled model
     W, b = read_hdf5_softmax(weight_file)
     check_softmax_rows(W.shape, vocab_size, weight_file)
-    model = LanguageModel(bilm.config, vocab_size, vocab=bilm.vocab)
-    model.bilm = bilm
-    with paddle.no_grad():
-        model.softmax.W.set_value(W)
-        model.softmax.b.set_value(b.reshape(-1, 1))
-    return model
+    return LanguageModel(bilm.config, vocab_size, bilm=bilm, softmax=(W, b))  # no throwaway random biLM or softmax
