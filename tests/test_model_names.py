@@ -22,7 +22,6 @@ from paddle_elmo.cache import cache_dir
 from paddle_elmo.fileio import InputError, NetworkError
 from paddle_elmo.hdf5_weights import export_weights
 from paddle_elmo.model_io import ModelSource, resolve_model, weights_files
-from paddle_elmo.tokenizers import TOKENIZERS
 
 SENTENCES = [['The', 'cat', 'sat', '.'], ['Hello'], ['A', 'longer', 'sentence', 'than', 'the', 'others', '.']]
 SMALL = '2x1024_128_2048cnn_1xhighway'
@@ -129,7 +128,6 @@ def test_the_table_holds_allennlp_s_urls_and_each_model_s_tokenizer(monkeypatch)
         f'http://mirror.example/elmo/{SMALL}/elmo_{SMALL}_weights.hdf5'
 
 
-@pytest.mark.skipif('moses' not in TOKENIZERS, reason='the moses tokenizer comes with issue 42 item 1 (branch tok42)')
 def test_each_packaged_model_records_the_tokenizer_its_row_names():
     from paddle_elmo.run_configs import read_model_config
     for name, model in model_names.MODELS.items():
@@ -169,7 +167,6 @@ def test_a_release_s_raw_text_gets_the_tokenizer_of_its_row(served, monkeypatch,
     assert embedder.encode(['ab很好'])[0].shape[1] == 3  # ab 很 好
 
 
-@pytest.mark.skipif('moses' not in TOKENIZERS, reason='the moses tokenizer comes with issue 42 item 1 (branch tok42)')
 def test_a_release_by_name_splits_raw_text_with_moses(served):
     assert ELMoEmbedder('small').tokenizer == 'moses'
 
