@@ -71,9 +71,13 @@ def points(x):
     return 100 * x
 
 
-def mb(*paths):
-    """Size in MB (10^6 bytes) of files of the package."""
-    return sum(os.path.getsize(os.path.join(ROOT, 'paddle_elmo', p)) for p in paths) / 1e6
+MODEL_FILES = 'paddle_elmo/{}/: options.json + weights.hdf5 + vocab.txt'
+
+
+def model_size(directory):
+    """{'mb': size in MB (10^6 bytes)} of a packaged model's files (MODEL_FILES)."""
+    return {'mb': sum(os.path.getsize(os.path.join(ROOT, 'paddle_elmo', directory, name))
+                      for name in ('options.json', 'weights.hdf5', 'vocab.txt')) / 1e6}
 
 
 def p_text(p):
@@ -238,18 +242,14 @@ FIGURES = [
            install_sizes),
     Figure('predict on the bundled model', 'the next word: {w0} {p0:.2f}, {w1} {p1:.2f}, {w2} {p2:.2f}, ...',
            'readme_2026-11-27/predict_bundled.json: predictions[0].top', predict_top),
-    Figure('the bundled model\'s size', '(`paddle_elmo/pretrained/`, {mb:.1f} MB,',
-           'paddle_elmo/pretrained/: options.json + weights.hdf5 + vocab.txt',
-           lambda: {'mb': mb('pretrained/options.json', 'pretrained/weights.hdf5', 'pretrained/vocab.txt')}),
+    Figure('the bundled model\'s size', '(`paddle_elmo/pretrained/`, {mb:.1f} MB,', MODEL_FILES.format('pretrained'),
+           lambda: model_size('pretrained')),
     Figure('the bundled model\'s size in the model table', 'ours, English word + char with its softmax, {mb:.1f} MB',
-           'paddle_elmo/pretrained/: options.json + weights.hdf5 + vocab.txt',
-           lambda: {'mb': mb('pretrained/options.json', 'pretrained/weights.hdf5', 'pretrained/vocab.txt')}),
+           MODEL_FILES.format('pretrained'), lambda: model_size('pretrained')),
     Figure('bundled-zh\'s size', '`bundled-zh` (`paddle_elmo/pretrained_zh/`, {mb:.1f} MB)',
-           'paddle_elmo/pretrained_zh/: options.json + weights.hdf5 + vocab.txt',
-           lambda: {'mb': mb('pretrained_zh/options.json', 'pretrained_zh/weights.hdf5', 'pretrained_zh/vocab.txt')}),
+           MODEL_FILES.format('pretrained_zh'), lambda: model_size('pretrained_zh')),
     Figure('bundled-zh\'s size in the model table', 'software documentation), {mb:.1f} MB',
-           'paddle_elmo/pretrained_zh/: options.json + weights.hdf5 + vocab.txt',
-           lambda: {'mb': mb('pretrained_zh/options.json', 'pretrained_zh/weights.hdf5', 'pretrained_zh/vocab.txt')}),
+           MODEL_FILES.format('pretrained_zh'), lambda: model_size('pretrained_zh')),
     Figure('the bundled model, frozen, on rt-polarity', 'on {tokens:.0f}M tokens of an English corpus on one CPU '
            'thread. It embeds any sentence without pretraining first, but it is far less trained than AllenNLP\'s '
            'models: frozen, on rt-polarity, it scores {elmo:.3f} where its own table\'s word2vec vectors score {w2v:.3f}',
