@@ -1,12 +1,13 @@
 # make setup: .venv with the package installed editable and the extras the tests need;
 # make demo: the main job on a small built-in default; make test: the test suite (what CI runs);
 # make bench: the embedding benchmark (prints a table); make flags-table: README's flag table from
-# paddle_elmo/cli/glossary.py's FLAGS.
+# paddle_elmo/cli/glossary.py's FLAGS; make check-docs: README's figures against their raw files,
+# its links and its commands.
 PYTHON ?= python3
 VENV := .venv
 PY := $(VENV)/bin/python
 
-.PHONY: setup demo test bench flags-table
+.PHONY: setup demo test bench flags-table check-docs
 setup: $(VENV)/.installed
 
 $(VENV)/.installed: pyproject.toml Makefile
@@ -25,6 +26,9 @@ test: setup
 
 bench: setup
 	$(PY) benchmarks/bench_embed.py
+
+check-docs: setup
+	$(PY) -m pytest -q tests/test_doc_figures.py tests/test_docs.py
 
 flags-table: setup
 	$(PY) -c 'from paddle_elmo.cli import update_readme; update_readme("README.md")'

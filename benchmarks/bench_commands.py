@@ -1,15 +1,18 @@
 """Small commands as a user runs them: wall seconds of `paddle-elmo --help`, `embed` of one sentence,
-`predict --top_k 5` and `predict --sample 3`, each a new process (the median of --repeats runs).
+`predict --top_k 5` and `predict --sample 20`, each a new process (the median of --repeats runs),
+with the machine's float32 matmul rate beside them (measured before and after: other work on the
+machine shows as a lower rate).
 
     python benchmarks/bench_commands.py                 # 5 runs each; run it on an idle machine
     python benchmarks/bench_commands.py --repeats 9 --output_json commands.json
 
 Every command runs on the bundled model with the same sentence, one warm-up run first (the CPU
-kernels' build, the file cache) not counted; "CPU s" is the process's user + system time. Beside the table: `predict --top_k 5` minus `embed`
-(the same imports and model load, then one softmax: issue 52's target <= 0.5 s), and the seconds
-per sampled word: `--sample 3` minus `--top_k 5`, divided by the sampling steps (each step samples
-one word for each of the 3 continuations at once; steps = the longest continuation, + 1 when it
-ended at the sentence boundary; target < 0.2 s).
+kernels' build, the file cache) not counted; "CPU s" is the process's user + system time. Beside
+the table: `predict --top_k 5` minus `embed` (the same imports and model load, then one softmax:
+issue 52's target <= 0.5 s), and the seconds per sampling step: `--sample 20` minus `--top_k 5`,
+divided by the sampling steps (each step samples one word for each of the 20 continuations at
+once; steps = the longest continuation, + 1 when it ended at the sentence boundary; target per
+sampled word < 0.2 s, met by a step when the step is under it), and per word (a step over 20).
 """
 import argparse
 import json
@@ -26,6 +29,7 @@ import common
 
 SENTENCE = 'The stock market'
 SAMPLE_SEED = 0
+SAMPLES = 20  # continuations of the --sample run, sampled together (a row each)
 
 
 def command_prefix():
@@ -45,8 +49,8 @@ def commands(work):
         '--help': ['--help'],
         'embed (one sentence)': ['embed', sentence_file, os.path.join(work, 'one.hdf5')],
         'predict --top_k 5': ['predict', '--prefix', SENTENCE, '--top_k', '5'],
-        'predict --sample 3': ['predict', '--prefix', SENTENCE, '--top_k', '0', '--sample', '3', '--seed',
-                               str(SAMPLE_SEED), '--output_json', os.path.join(work, 'samples.json')],
+        f'predict --sample {SAMPLES}': ['predict', '--prefix', SENTENCE, '--top_k', '0', '--sample', str(SAMPLES),
+                                      '--seed', str(SAMPLE_SEED), '--output_json', os.path.join(work, 'samples.json')],
     }
 
 
@@ -77,8 +81,12 @@ def main(argv=None):
     p.add_argument('--output_json', help='also write the times here')
     a = p.parse_args(argv)
     common.print_machine_info()
+    # The commands' threads (theirs: OMP_NUM_THREADS, else every core), at which the rate is measured.
+    threads = int(os.environ.get('OMP_NUM_THREADS') or 0) or len(os.sched_getaffinity(0))
+    print(common.set_threads(threads), flush=True)
+    gflops = [common.measure_matmul_gflops()]
     prefix = command_prefix()
-    print(f'command: {" ".join(prefix)}; OMP_NUM_THREADS={os.environ.get("OMP_NUM_THREADS", "unset")}', flush=True)
+    print(f'command: {" ".join(prefix)}; float32 matmul rate at the start: {gflops[0]:.1f} GFLOP/s', flush=True)
     with tempfile.TemporaryDirectory() as work:
         runs = commands(work)
         times, cpu = {}, {}
@@ -88,21 +96,34 @@ def main(argv=None):
             print(f'  {name}: wall {" ".join(f"{t:.2f}" for t in times[name])}, CPU '
                   f'{" ".join(f"{t:.2f}" for t in cpu[name])}', flush=True)
         steps = sampling_steps(os.path.join(work, 'samples.json'))
+    gflops.append(common.measure_matmul_gflops())
     median = {name: statistics.median(t) for name, t in times.items()}
-    print('\n| command (bundled model, a new process each) | median s | min s | max s | median CPU s |')
+    median_cpu = {name: statistics.median(t) for name, t in cpu.items()}
+    # The differences, of the wall medians and of the CPU medians (steadier when other work shares the cores)
+    over_embed, over_embed_cpu = (m['predict --top_k 5'] - m['embed (one sentence)'] for m in (median, median_cpu))
+    per_step, per_step_cpu = ((m[f'predict --sample {SAMPLES}'] - m['predict --top_k 5']) / steps
+                              for m in (median, median_cpu))
+    print(f'\n| command (bundled model, a new process each, {threads} thread{"s" * (threads > 1)}) '
+          '| median s | min s | max s | median CPU s |')
     print('| --- | --- | --- | --- | --- |')
     for name, t in times.items():
         print(f'| paddle-elmo {name} | {median[name]:.2f} | {min(t):.2f} | {max(t):.2f} | '
-              f'{statistics.median(cpu[name]):.2f} |')
-    over_embed = median['predict --top_k 5'] - median['embed (one sentence)']
-    per_word = (median['predict --sample 3'] - median['predict --top_k 5']) / steps
-    print(f'\npredict --top_k 5 - embed: {over_embed:+.2f} s (target <= 0.5 s)')
-    print(f'per sampled word: {per_word:.3f} s over {steps} steps of 3 continuations (target < 0.2 s)')
+              f'{median_cpu[name]:.2f} |')
+    print(f'| predict --top_k 5 - embed (target <= 0.5 s) | {over_embed:+.2f} | | | {over_embed_cpu:+.2f} |')
+    print(f'| a sampling step: {SAMPLES} words, one per continuation ({steps} steps; target < 0.2 s) | '
+          f'{per_step:.3f} | | | {per_step_cpu:.3f} |')
+    print(f'| a sampled word (a step / {SAMPLES}) | {per_step / SAMPLES:.4f} | | | {per_step_cpu / SAMPLES:.4f} |')
+    print(f'\nfloat32 matmul rate ({threads} thread{"s" * (threads > 1)}): {gflops[0]:.1f} GFLOP/s at the start, '
+          f'{gflops[1]:.1f} at the end')
     if a.output_json:
         with open(a.output_json, 'w', encoding='utf-8') as f:
-            json.dump({'machine': common.machine_info(), 'repeats': a.repeats, 'seconds': times, 'cpu_seconds': cpu,
-                       'median': median, 'predict_minus_embed': over_embed, 'sampling_steps': steps,
-                       'seconds_per_sampled_word': per_word}, f, indent=1)
+            json.dump({'machine': common.machine_info(), 'threads': threads, 'matmul_gflops': gflops,
+                       'repeats': a.repeats, 'seconds': times, 'cpu_seconds': cpu, 'median': median,
+                       'median_cpu': median_cpu, 'predict_minus_embed': over_embed,
+                       'predict_minus_embed_cpu': over_embed_cpu, 'samples': SAMPLES, 'sampling_steps': steps,
+                       'seconds_per_sampling_step': per_step, 'cpu_seconds_per_sampling_step': per_step_cpu,
+                       'seconds_per_sampled_word': per_step / SAMPLES},
+                      f, indent=1)
     return 0
 
 

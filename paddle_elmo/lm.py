@@ -41,12 +41,15 @@ class LanguageModel(nn.Layer):
     """
 
     def __init__(self, config, vocab_size, n_negative_samples=8192, seed=0, reset_state_at_sentence_start=False,
-                 vocab=None, bilm=None, kernels=kernels.CPU_KERNELS):
+                 vocab=None, bilm=None, softmax=None, kernels=kernels.CPU_KERNELS):
+        """bilm: a loaded BiLM (stateful) to use instead of a new one of `config` and `vocab`; softmax:
+        (W [vocab_size, P], b [vocab_size]) arrays to start from instead of a new softmax. A trained
+        model is thus built without drawing random weights it would overwrite (lm_loading)."""
         super().__init__()
         self.vocab_size = vocab_size
         self.kernels = kernels
         self.bilm = BiLM(config, stateful=True, vocab=vocab, kernels=kernels) if bilm is None else bilm
-        self.softmax = Softmax(vocab_size, config.projection_dim, kernels)
+        self.softmax = Softmax(vocab_size, config.projection_dim, kernels, weights=softmax)
         self.dropout = float(config.dropout or 0.0)
         self.sampler = LogUniformSampler(vocab_size, n_negative_samples, seed)
         # Not bilm-tf's: a row whose window begins a sentence starts it from a zero state, as an

@@ -34,9 +34,8 @@ def load_language_model(vocab_size, model=None):
     if W.shape[1] != bilm.projection_dim:
         raise InputError(f'{model.weight_file or model.params_file}: the softmax has {W.shape[1]} columns, the '
                          f'model\'s projection_dim is {bilm.projection_dim}')
-    language_model = LanguageModel(bilm.config, vocab_size, vocab=bilm.vocab, bilm=bilm)
-    set_softmax(language_model, W, b)
-    return language_model
+    # no throwaway random biLM or softmax: the loaded ones are the model's
+    return LanguageModel(bilm.config, vocab_size, vocab=bilm.vocab, bilm=bilm, softmax=(W, b), kernels=bilm.kernels)
 
 
 def set_softmax(model, W, b):

@@ -87,13 +87,19 @@ class Softmax(nn.Layer):
     all of them (`full_losses`).
     """
 
-    def __init__(self, vocab_size, dim, kernels=kernels.CPU_KERNELS):
+    def __init__(self, vocab_size, dim, kernels=kernels.CPU_KERNELS, weights=None):
+        """weights: None for a new softmax (W random, b zero), or (W [vocab, dim], b [vocab]) arrays it
+        starts from (a trained one: no random draw, ~0.1 s of a 35k-word table, that they would replace)."""
         super().__init__()
         self.vocab_size, self.kernels = vocab_size, kernels
-        self.W = self.create_parameter([vocab_size, dim],
-                                       default_initializer=nn.initializer.Normal(0.0, 1.0 / math.sqrt(dim)))
+        start = nn.initializer.Normal(0.0, 1.0 / math.sqrt(dim)) if weights is None else nn.initializer.Constant(0.0)
+        self.W = self.create_parameter([vocab_size, dim], default_initializer=start)
         self.b = self.create_parameter([vocab_size, 1], is_bias=True,
                                        default_initializer=nn.initializer.Constant(0.0))
+        if weights is not None:
+            with paddle.no_grad():
+                self.W.set_value(np.asarray(weights[0], dtype=np.float32))
+                self.b.set_value(np.asarray(weights[1], dtype=np.float32).reshape(-1, 1))
 
     def select_rows(self, ids):
         """ids: sorted unique int64 numpy array of the rows a step reads -> TableRows of W and b."""

@@ -14,14 +14,39 @@ RT = os.path.join(SHARED, 'data', 'rt-polarity')
 paddle.set_device('cpu')
 
 
+def skip_unless_ci(message):
+    """Skip the test for something this machine lacks, or fail it under CI=true, whose machine has
+    everything the suite needs (../shared, a C++ compiler, the package indexes): there a skip would
+    hide a test that never ran."""
+    if os.environ.get('CI') == 'true':
+        pytest.fail(f'{message}; CI=true requires it')
+    pytest.skip(message)
+
+
 def require(path):
     """`path` (in ../shared); absent, the test is skipped, or fails under CI=true (CI has ../shared)."""
     if not os.path.exists(path):
-        message = f'{path} is absent (../shared is not beside this checkout)'
-        if os.environ.get('CI') == 'true':
-            pytest.fail(f'{message}; CI=true requires it')
-        pytest.skip(message)
+        skip_unless_ci(f'{path} is absent (../shared is not beside this checkout)')
     return path
+
+
+def require_compiler():
+    """The CPU kernels need g++ ($CXX); without one (or with ELMO_CPU_KERNELS=0) the test is skipped,
+    or fails under CI=true (CI has one)."""
+    import shutil
+    if shutil.which(os.environ.get('CXX', 'g++')) is None or os.environ.get('ELMO_CPU_KERNELS', '1') == '0':
+        skip_unless_ci('no C++ compiler (or ELMO_CPU_KERNELS=0): the kernels are not built here')
+
+
+def require_kernels():
+    """The CPU kernels (kernels.cc, built with g++ on first use) -> their module: without a compiler,
+    as require_compiler; with one, a build that fails is the test's failure (it would silently leave
+    the slow Paddle ops in place)."""
+    from paddle_elmo import kernels
+    require_compiler()
+    ops = kernels.kernel()
+    assert ops is not None, 'the CPU kernels did not build although there is a compiler (the log says why)'
+    return ops
 
 
 @pytest.fixture

@@ -13,7 +13,7 @@ ON_AMD_AVX2 = cpu.needs_mkl_avx2_hint()
 CORES = len(os.sched_getaffinity(0))
 # What the user's shell would hold: none of the variables this module decides about.
 CLEAN_ENV = {k: v for k, v in os.environ.items()
-             if k not in ('OMP_NUM_THREADS', 'MKL_DEBUG_CPU_TYPE', 'PADDLE_LOCAL_SIZE')}
+             if k not in ('OMP_NUM_THREADS', 'MKL_DEBUG_CPU_TYPE', 'PADDLE_LOCAL_SIZE', 'GLOG_minloglevel')}
 # In a child process: the threads MKL will use and the code path it runs (asking fixes it, so last).
 MKL_STATE = ('import ctypes, os, paddle; from paddle_elmo import runtime as cpu; '
              'lib = ctypes.CDLL(os.path.join(os.path.dirname(paddle.__file__), "libs", "libmklml_intel.so")); '
@@ -118,6 +118,26 @@ def test_the_library_uses_the_cores_and_the_fast_path_unless_the_user_chose(make
 def test_importing_the_library_leaves_mkl_and_threads_alone():
     proc = python('from paddle_elmo import ELMoEmbedder; import os; print("ENV", os.environ.get("MKL_DEBUG_CPU_TYPE")); ' + MKL_STATE)
     assert 'ENV None' in proc.stdout and mkl_state(proc)[0] == 1  # Paddle's own default: one thread
+
+
+# What README ("What is set in your process, and when") and docs/PYPI.md say: the import sets
+# GLOG_minloglevel alone; creating an embedder sets MKL_DEBUG_CPU_TYPE (on AMD with AVX2), before any
+# encode; each only where the user left the variable unset.
+ENV_CHANGES = ('import json, os, sys; before = dict(os.environ); import paddle_elmo; imported = dict(os.environ); '
+               'assert "paddle" not in sys.modules; from paddle_elmo import BiLM, ELMoEmbedder; '
+               'from conftest import tiny_config; bilm = BiLM(tiny_config()); loaded = dict(os.environ); '
+               'ELMoEmbedder(bilm=bilm); created = dict(os.environ); '
+               'changes = lambda a, b: {k: v for k, v in b.items() if a.get(k) != v}; '
+               'print("CHANGES", json.dumps([changes(before, imported), changes(loaded, created)]))')
+
+
+@pytest.mark.parametrize('env', [{}, {'GLOG_minloglevel': '0', 'MKL_DEBUG_CPU_TYPE': '0'}], ids=['unset', 'user-set'])
+def test_the_import_sets_glog_alone_and_an_embedder_sets_mkl_s_path_when_created(env):
+    import json
+    proc = python(ENV_CHANGES, {**env, 'PYTHONPATH': f'{ROOT}:{ROOT}/tests'})
+    on_import, on_creation = json.loads(proc.stdout.split('CHANGES', 1)[1])
+    assert on_import == ({} if env else {'GLOG_minloglevel': '2'})
+    assert on_creation == ({'MKL_DEBUG_CPU_TYPE': cpu.AVX2_PATH} if ON_AMD_AVX2 and not env else {})
 
 
 @pytest.mark.skipif(not ON_AMD_AVX2, reason='MKL picks its AVX2 path by itself on this processor')

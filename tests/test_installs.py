@@ -30,7 +30,7 @@ import h5py
 import numpy as np
 import pytest
 
-from conftest import ROOT, one_line_error
+from conftest import ROOT, one_line_error, skip_unless_ci
 from helpers import BLOCK_PACKAGES, ENV, SENTENCES, TINY_MODEL, assert_served_without_paddle, run_child
 
 # Kept across sessions (outside the checkout); $PADDLE_ELMO_TEST_VENVS moves it.
@@ -65,10 +65,7 @@ def require_index(tmp_dir):
     """Skip (fail under CI=true, which has the registries) when pip cannot reach a package index."""
     probe = pip('download', '--no-deps', '--dest', str(tmp_dir), 'tqdm', timeout=300)
     if probe.returncode != 0:
-        message = f'pip cannot reach a package index: {probe.stderr.strip().splitlines()[-1:]}'
-        if os.environ.get('CI') == 'true':
-            pytest.fail(f'{message}; CI=true requires it')
-        pytest.skip(message)
+        skip_unless_ci(f'pip cannot reach a package index: {probe.stderr.strip().splitlines()[-1:]}')
 
 
 @contextlib.contextmanager

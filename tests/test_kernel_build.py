@@ -2,22 +2,13 @@
 (Paddle's `load` starts a second Python at every call, ~1.4 s), and a changed source, compiler or
 set of flags still goes through Paddle's build."""
 import os
-import shutil
 import subprocess
 import sys
 
 import pytest
 
+from conftest import require_compiler
 from paddle_elmo import kernel_build, kernels
-
-
-def require_compiler():
-    """The kernels need g++; without one the test skips, or fails under CI=true (CI has one)."""
-    if shutil.which(os.environ.get('CXX', 'g++')) is None or os.environ.get('ELMO_CPU_KERNELS', '1') == '0':
-        message = 'no C++ compiler (or ELMO_CPU_KERNELS=0): the kernels are not built here'
-        if os.environ.get('CI') == 'true':
-            pytest.fail(f'{message}; CI=true requires them')
-        pytest.skip(message)
 
 
 def test_built_kernels_load_in_a_new_process_with_no_subprocess():

@@ -129,7 +129,6 @@ def test_the_table_holds_allennlp_s_urls_and_each_model_s_tokenizer(monkeypatch)
         f'http://mirror.example/elmo/{SMALL}/elmo_{SMALL}_weights.hdf5'
 
 
-@pytest.mark.skipif('moses' not in TOKENIZERS, reason='the moses tokenizer comes with issue 42 item 1 (branch tok42)')
 def test_each_packaged_model_records_the_tokenizer_its_row_names():
     from paddle_elmo.run_configs import read_model_config
     for name, model in model_names.MODELS.items():
@@ -179,7 +178,6 @@ def test_raw_text_through_elmo_and_the_embedder_of_one_named_release_gives_the_s
     assert exported_options(resolve_model('small'))['tokenizer'] == 'moses'  # and an export of it records it
 
 
-@pytest.mark.skipif('moses' not in TOKENIZERS, reason='the moses tokenizer comes with issue 42 item 1 (branch tok42)')
 def test_a_release_by_name_splits_raw_text_with_moses(served):
     assert ELMoEmbedder('small').tokenizer == 'moses'
 

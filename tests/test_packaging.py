@@ -95,6 +95,23 @@ def test_the_cpu_extra_runs_the_default_export():
     assert extra_packages(extras, 'serve') == {'onnxruntime'}
 
 
+def test_no_test_skips_when_a_core_dependency_is_missing():
+    """Every install has the core's packages (sacremoses: the bundled model's tokenizer): a test that
+    importorskips one would pass, skipped, on an install that is broken."""
+    with open(os.path.join(ROOT, 'pyproject.toml'), 'rb') as f:
+        core = {requirement_name(r).replace('-', '_') for r in tomllib.load(f)['project']['dependencies']}
+    assert 'sacremoses' in core
+    tests = os.path.join(ROOT, 'tests')
+    found = []
+    for name in sorted(os.listdir(tests)):
+        if name.endswith('.py'):
+            with open(os.path.join(tests, name), encoding='utf-8') as f:
+                found += [f'tests/{name}: importorskip({m.group(1)!r})'
+                          for m in re.finditer(r"importorskip\(\s*['\"]([\w.]+)", f.read())
+                          if m.group(1).split('.')[0] in core]
+    assert not found, '; '.join(found)
+
+
 def test_a_missing_optional_package_is_one_line_naming_its_extra():
     from paddle_elmo.fileio import InputError, require_package
     assert require_package('json', 'serve').dumps([]) == '[]'

@@ -6,8 +6,6 @@ kernels (kernels.cc) or as Python loops of Paddle ops. Each is checked against a
 implementation written here (full 50-position convolution; a per-row float64 LSTM), values and
 gradients, once with the kernels and once with the loops.
 """
-import os
-import shutil
 
 import numpy as np
 import paddle
@@ -15,7 +13,7 @@ import paddle.nn.functional as F
 import pytest
 
 from paddle_elmo import kernels
-from conftest import tiny_config
+from conftest import require_kernels, tiny_config
 from paddle_elmo.token_ids import CharMapper
 from paddle_elmo.bilm import BiLM, CharEncoder, EagerOps, LstmStack
 from paddle_elmo.packing import length_chunks
@@ -25,16 +23,12 @@ from paddle_elmo.kernels import add_bias, max_over_positions
 # float32 against float64 / another summation order: ~1e-7 relative; a wrong window, gate or row
 # moves values by > 1e-3.
 TOL = 1e-5
-NO_KERNELS = 'CPU kernels unavailable here (no C++ compiler or Paddle headers)'
-
-
 @pytest.fixture(params=['kernels', 'python'])
 def implementation(request):
     """The CPU kernels (kernels.cc), then the Python loops of Paddle ops: the kernels.Kernels to run."""
     if request.param == 'python':
         return kernels.PADDLE_OPS
-    if kernels.kernel() is None:
-        pytest.skip(NO_KERNELS)
+    require_kernels()
     return kernels.CPU_KERNELS
 
 
@@ -140,19 +134,16 @@ def test_token_embedding_sorts_chunks_and_restores_positions_with_zero_padding()
 
 # ---- LSTM -----------------------------------------------------------------------------------
 
-@pytest.mark.skipif(shutil.which('g++') is None, reason='no g++: the Paddle-op versions are used')
 def test_cpu_kernels_build_where_there_is_a_compiler():
-    """A broken build would silently fall back to the slow Paddle ops: fail loudly instead."""
-    if os.environ.get('ELMO_CPU_KERNELS', '1') == '0':
-        pytest.skip('ELMO_CPU_KERNELS=0')
-    assert kernels.kernel() is not None
+    """A broken build would silently fall back to the slow Paddle ops: fail loudly instead (no
+    compiler: skipped, or failed under CI=true)."""
+    require_kernels()
 
 
 def kernel_and_paddle_ops(fn, arrays):
     """Run fn(*tensors, kernels.CPU_KERNELS), then fn(*tensors, kernels.PADDLE_OPS), and backpropagate
     the same random linear loss on its outputs -> two lists [outputs..., input gradients...] (numpy)."""
-    if kernels.kernel() is None:
-        pytest.skip(NO_KERNELS)
+    require_kernels()
     results = []
     for implementation in (kernels.CPU_KERNELS, kernels.PADDLE_OPS):
         tensors = [paddle.to_tensor(np.asarray(a, dtype=np.float32), stop_gradient=False) for a in arrays]
@@ -414,8 +405,7 @@ def test_dropout_kernel_keeps_one_minus_p_scales_them_and_drops_the_same_gradien
     """The kernel's dropout: each element kept with probability 1 - p and scaled by 1 / (1 - p), the
     backward through the very mask of the forward, a seed from Paddle's generator (paddle.seed
     repeats it), and fresh masks from call to call."""
-    if kernels.kernel() is None:
-        pytest.skip(NO_KERNELS)
+    require_kernels()
     x = paddle.to_tensor(np.random.RandomState(0).uniform(1, 2, (1280, 128)).astype(np.float32), stop_gradient=False)
     paddle.seed(5)
     y = kernels.dropout(x, 0.25)

@@ -20,7 +20,7 @@ import numpy as np
 import paddle
 import pytest
 
-from conftest import ROOT, tiny_config
+from conftest import ROOT, require_kernels, tiny_config
 
 VOCAB, NEGATIVES, BATCH, UNROLL, LR = 40, 9, 3, 5, 0.2
 CLIP = 1.0  # this tiny model's scaled gradient norm is ~2.4: bilm-tf's 10 would never act
@@ -240,8 +240,7 @@ def test_the_fused_cpu_update_is_the_paddle_ops_update(rule, clip, token_input):
     from paddle_elmo import kernels
     from paddle_elmo.lm import train_step
     from paddle_elmo.optimizers import make_optimizer
-    if kernels.kernel() is None:
-        pytest.skip('CPU kernels unavailable here')
+    require_kernels()
     cases = [make_case(rank) for rank in range(3)]
     results = []
     for updates in (kernels.CPU_KERNELS, kernels.PADDLE_OPS):  # the model's forward on the kernels both times
