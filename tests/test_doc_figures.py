@@ -390,11 +390,11 @@ def test_the_bundled_model_still_predicts_what_the_raw_file_holds():
     """The raw file is the shipped model's answer: the model gives it again (to 1e-4; the figures
     README rounds to 0.01)."""
     from paddle_elmo.lm_loading import load_language_model
-    from paddle_elmo.model_io import bundled_model_files
+    from paddle_elmo.model_io import resolve_model
     from paddle_elmo.predict import Predictor
     from paddle_elmo.vocabulary import Vocabulary
     recorded = json_file('readme_2026-11-27/predict_bundled.json')['predictions'][0]
-    vocab = Vocabulary(os.path.join(os.path.dirname(bundled_model_files()[0]), 'vocab.txt'))
+    vocab = Vocabulary(os.path.join(os.path.dirname(resolve_model().options_file), 'vocab.txt'))
     top = Predictor(load_language_model(vocab.size), vocab).top(recorded['prefix'], len(recorded['top']))
     assert [w for w, _ in top] == [t['word'] for t in recorded['top']]
     assert all(abs(p - t['prob']) < 1e-4 for (_, p), t in zip(top, recorded['top']))

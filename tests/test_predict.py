@@ -158,10 +158,11 @@ def test_the_bundled_model_loads_its_files_weights_into_the_one_bilm_it_builds(m
     from paddle_elmo import bilm as bilm_module
     from paddle_elmo.hdf5_weights import read_hdf5_softmax
     from paddle_elmo.lm_loading import load_language_model
-    from paddle_elmo.model_io import bundled_model_files, load_bilm
+    from paddle_elmo.model_io import resolve_model
     from paddle_elmo.vocabulary import Vocabulary
-    options_file, weight_file = bundled_model_files()
-    vocab = Vocabulary(os.path.join(os.path.dirname(options_file), 'vocab.txt'))
+    bundled = resolve_model()
+    weight_file = bundled.weight_file
+    vocab = Vocabulary(os.path.join(os.path.dirname(bundled.options_file), 'vocab.txt'))
     built, build = [], bilm_module.BiLM.__init__
     monkeypatch.setattr(bilm_module.BiLM, '__init__', lambda self, *a, **k: built.append(1) or build(self, *a, **k))
     model = load_language_model(vocab.size)
@@ -169,7 +170,7 @@ def test_the_bundled_model_loads_its_files_weights_into_the_one_bilm_it_builds(m
     W, b = read_hdf5_softmax(weight_file)
     np.testing.assert_array_equal(model.softmax.W.numpy(), W)
     np.testing.assert_array_equal(model.softmax.b.numpy().reshape(-1), b)
-    loaded = load_bilm(options_file=options_file, weight_file=weight_file).state_dict()
+    loaded = bundled.load().state_dict()
     assert model.bilm.state_dict().keys() == loaded.keys()
     for name, value in model.bilm.state_dict().items():
         np.testing.assert_array_equal(value.numpy(), loaded[name].numpy(), err_msg=name)
