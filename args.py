@@ -10,5 +10,5 @@ from paddle_elmo.cli.glossary import ARGPARSE_OPTIONS, FLAGS, option_strings  # 
 from paddle_elmo.cli.model_flags import (MODEL_HELP, VOCAB_HELP, add_inference_model, add_model_source,  # noqa: F401
                                          check_files_flags, model_source, model_vocabulary)
 from paddle_elmo.cli.runner import LOGGER, command_logging, fail, log_level, run, set_log_level  # noqa: F401
-from paddle_elmo.config import PRESETS  # noqa: F401
+from paddle_elmo.model.recipe import PRESETS  # noqa: F401
 from paddle_elmo.fileio import InputError  # noqa: F401

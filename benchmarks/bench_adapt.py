@@ -35,8 +35,8 @@ CONDITIONS = ('fold1', 'all')
 def write_texts(out_dir):
     """OUT/fold1.txt, OUT/all.txt (the adaptation texts), OUT/heldout.txt (fold 1's test sentences)
     and a vocabulary per text, tokenized as run_finetune.py tokenizes them for the bundled model (moses)."""
-    from paddle_elmo.classifier import make_folds, read_polarity
-    from paddle_elmo.vocabulary import build_vocabulary, write_vocabulary
+    from paddle_elmo.use.classifier import make_folds, read_polarity
+    from paddle_elmo.text.vocabulary import build_vocabulary, write_vocabulary
     import collections
     data = read_polarity(common.RT_POLARITY, tokenizer='moses')
     fold = make_folds(data.labels, 10, seed=1)[0]
@@ -68,7 +68,7 @@ def last_checkpoint(save_dir):
 def bundled_vocabulary(out_dir, condition):
     """The softmax's vocabulary: the text's words for a char model; a model that reads words keeps
     its own (its input table is tied to it: run_pretrain.py refuses another)."""
-    from paddle_elmo.model_io import resolve_model
+    from paddle_elmo.files.model_io import resolve_model
     bundled = resolve_model('bundled')
     if bundled.config.has_words:
         return bundled.own_vocabulary_file

@@ -54,7 +54,7 @@ def tokens_at(run_dir, step):
     """Training tokens seen at `step`: step x batch x unroll x ranks, as train_log.csv counts them."""
     if step == 0:
         return 0
-    from paddle_elmo.run_configs import read_run_configs
+    from paddle_elmo.files.run_configs import read_run_configs
     _, recipe = read_run_configs(run_dir)
     return step * recipe.batch_size * recipe.unroll_steps * recipe.world_size
 
@@ -81,7 +81,7 @@ def heldout_perplexities(run_dir):
 def checkpoint_at(run_dir, step):
     """RUN_DIR/STEP, or RUN_DIR/final when the run ended at STEP (run_pretrain.py saves the last step
     only as `final`, e.g. when --max_steps stopped it there)."""
-    from paddle_elmo.checkpoints import PARAMS_SUFFIX, saved_step
+    from paddle_elmo.files.checkpoints import PARAMS_SUFFIX, saved_step
     prefix = os.path.join(run_dir, str(step))
     if os.path.exists(prefix + PARAMS_SUFFIX):
         return prefix
@@ -95,12 +95,12 @@ def checkpoint_at(run_dir, step):
 def random_init_checkpoint(run_dir, out_dir, seed):
     """OUT/init/0: the run's options and the weights it starts from: its seed's, then its
     --weight_file's and --word_vectors' as paddle-elmo pretrain loads them."""
-    from paddle_elmo.vocabulary import Vocabulary
-    from paddle_elmo.lm import LanguageModel
-    from paddle_elmo.lm_loading import load_weights_into
-    from paddle_elmo.model_io import resolve_model
-    from paddle_elmo.run_configs import read_run_configs, write_run_configs
-    from paddle_elmo.training import init_word_embedding
+    from paddle_elmo.text.vocabulary import Vocabulary
+    from paddle_elmo.train.lm import LanguageModel
+    from paddle_elmo.train.lm_loading import load_weights_into
+    from paddle_elmo.files.model_io import resolve_model
+    from paddle_elmo.files.run_configs import read_run_configs, write_run_configs
+    from paddle_elmo.train.training import init_word_embedding
     import paddle
     config, recipe = read_run_configs(run_dir)
     directory = os.path.join(out_dir, 'init')

@@ -81,7 +81,7 @@ CONFIGS = {  # ModelConfig fields
 
 def config_options(name):
     """The ModelConfig of configuration `name`."""
-    from paddle_elmo.config import ModelConfig
+    from paddle_elmo.model.config import ModelConfig
     # Original filters, char embedding 16, clips 3, residual unless the config says otherwise.
     return ModelConfig(dropout=0.0, **CONFIGS[name])
 
@@ -104,7 +104,7 @@ def embedder_batches(sentences, batch_size, stateful):
     """The char ids of the batches ELMoEmbedder runs (SentenceEmbedder._batches: input order when
     stateful, else grouped by length), <S> and </S> added."""
     import numpy as np
-    from paddle_elmo.token_ids import CharMapper
+    from paddle_elmo.text.token_ids import CharMapper
     mapper = CharMapper()
     order = np.arange(len(sentences)) if stateful else np.argsort([len(s) for s in sentences], kind='stable')
     return [mapper.batch([sentences[i] for i in order[start:start + batch_size]])[0]
@@ -210,7 +210,7 @@ def export_worker(spec):
 def export_inference_worker(spec):
     """The configuration's random weights (the embed workers' seed) -> an export_inference directory."""
     import paddle
-    from paddle_elmo.deploy import export_inference
+    from paddle_elmo.export.deploy import export_inference
     from paddle_elmo import BiLM
     paddle.seed(spec['seed'])
     export_inference(BiLM(config_options(spec['config'])), spec['output_dir'])
@@ -220,7 +220,7 @@ def export_inference_worker(spec):
 def exported_worker(spec):
     """Time an exported model as embed_worker times ELMoEmbedder (same sentences, batches, warm-up)."""
     common.set_threads(spec['threads'])
-    from paddle_elmo.inference import InferenceEmbedder
+    from paddle_elmo.export.inference import InferenceEmbedder
     from paddle_elmo.runtime import keep_freed_memory
     keep_freed_memory()  # as the embedder's runs (reuse_memory=True)
     sentences, _ = read_sentences(spec['data_file'], spec['n_sentences'])

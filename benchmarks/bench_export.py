@@ -5,7 +5,7 @@
     python benchmarks/bench_export.py --json_out benchmarks/results/export_int8_DATE.json
 
 For each model: `original`, the paper's size (2048-filter char CNN, 2 highway, LSTM 4096 -> 512, 2
-layers) with random weights of a trained model's magnitudes (paddle_elmo.magnitudes.realistic_bilm), and `bundled`,
+layers) with random weights of a trained model's magnitudes (paddle_elmo.export.magnitudes.realistic_bilm), and `bundled`,
 the model in pretrained/ (char CNN 384 filters, LSTM 256 -> 128). Each is exported once in float32
 and once with --quantize int8 (export_inference, verified as the script does); then, each in its
 own process (its peak memory, ru_maxrss, is its own: Python and the runtime included), the same
@@ -35,9 +35,9 @@ RUNTIMES = ('library', 'onnx float32', 'onnx int8')
 def build_bilm(model, seed):
     """The BiLM of `model` (MODELS)."""
     if model == 'bundled':
-        from paddle_elmo.model_io import resolve_model
+        from paddle_elmo.files.model_io import resolve_model
         return resolve_model('bundled').load()
-    from paddle_elmo.magnitudes import realistic_bilm
+    from paddle_elmo.export.magnitudes import realistic_bilm
     return realistic_bilm(config_options(model), seed=seed)
 
 
@@ -48,7 +48,7 @@ def build_bilm(model, seed):
 def export_worker(spec):
     """Export the model in float32 and int8 -> the two directories and the verification figures."""
     common.set_threads(spec['threads'])
-    from paddle_elmo.deploy import export_inference
+    from paddle_elmo.export.deploy import export_inference
     bilm = build_bilm(spec['model'], spec['seed'])
     os.makedirs(spec['dir'], exist_ok=True)
     out = {}
@@ -67,11 +67,11 @@ def time_worker(spec):
     keep_freed_memory()  # as the embedder's runs (reuse_memory=True)
     sentences, _ = read_sentences(spec['data_file'], spec['n_sentences'])
     if spec['runtime'] == 'library':
-        from paddle_elmo.embedder import ELMoEmbedder
+        from paddle_elmo.use.embedder import ELMoEmbedder
         embedder = ELMoEmbedder(bilm=build_bilm(spec['model'], spec['seed']), batch_size=spec['batch_size'],
                                 stateful=False, reuse_memory=True)
     else:
-        from paddle_elmo.inference import InferenceEmbedder
+        from paddle_elmo.export.inference import InferenceEmbedder
         embedder = InferenceEmbedder(spec['dir'], backend='onnxruntime', batch_size=spec['batch_size'],
                                      threads=spec['threads'])
     embedder.encode([['A', 'warm-up', 'sentence', '.'], ['Another', 'one']])
@@ -82,9 +82,9 @@ def agreement_worker(spec):
     """int8 model.onnx against ELMoEmbedder(stateful=False) on the sentences -> per layer: min and mean
     per-token cosine, largest difference on the layer's scale."""
     common.set_threads(spec['threads'])
-    from paddle_elmo.deploy import relative_differences, token_cosines
-    from paddle_elmo.inference import InferenceEmbedder
-    from paddle_elmo.embedder import ELMoEmbedder
+    from paddle_elmo.export.deploy import relative_differences, token_cosines
+    from paddle_elmo.export.inference import InferenceEmbedder
+    from paddle_elmo.use.embedder import ELMoEmbedder
     sentences, _ = read_sentences(spec['data_file'], spec['n_sentences'])
     expected = ELMoEmbedder(bilm=build_bilm(spec['model'], spec['seed']), stateful=False).encode(
         sentences, batch_size=spec['batch_size'])

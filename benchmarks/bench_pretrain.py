@@ -38,7 +38,7 @@ import time
 import common
 import stream
 from paddle_elmo.cli.runner import run
-from paddle_elmo.config import ModelConfig
+from paddle_elmo.model.config import ModelConfig
 from paddle_elmo.fileio import InputError
 
 CONFIGS = {
@@ -47,7 +47,7 @@ CONFIGS = {
     # the paper's model; a few steps only
     'original': dict(model=dict(projection_dim=512, cell_dim=4096, num_highways=2)),
 }
-# Rows per step (each direction) measured by default: the presets' own (config.PRESETS: 128 for
+# Rows per step (each direction) measured by default: the presets' own (recipe.PRESETS: 128 for
 # both), and for small also the 32 this benchmark used until 2026-11-27.
 BATCH_SIZES = {'small': (128, 32), 'original': (128,)}
 VOCAB_SIZE, NEGATIVES, UNROLL = 150_000, 8192, 20
@@ -62,8 +62,8 @@ def batch_sizes(name, given):
 
 def step_batches(batch_size, steps, warmup):
     """The LMStream batches a worker trains on (the same stream, seed and order), warm-up first."""
-    from paddle_elmo.lm_batches import LMStream
-    from paddle_elmo.vocabulary import Vocabulary
+    from paddle_elmo.text.batches import LMStream
+    from paddle_elmo.text.vocabulary import Vocabulary
     vocab = Vocabulary(common.corpus_vocabulary(VOCAB_SIZE))
     batches = iter(LMStream(TRAIN, vocab, batch_size, UNROLL, seed=0))
     return [next(batches) for _ in range(warmup + steps)]
@@ -84,10 +84,10 @@ def required_per_token(name, batch_size, steps, warmup, config=None):
 def worker(name, batch_size, steps, warmup):
     """Train `steps` timed steps of configuration `name` at `batch_size` rows; print one JSON line."""
     import numpy as np
-    from paddle_elmo.lm_batches import LMStream
-    from paddle_elmo.vocabulary import Vocabulary
-    from paddle_elmo.lm import LanguageModel, train_step
-    from paddle_elmo.optimizers import Adagrad
+    from paddle_elmo.text.batches import LMStream
+    from paddle_elmo.text.vocabulary import Vocabulary
+    from paddle_elmo.train.lm import LanguageModel, train_step
+    from paddle_elmo.train.optimizers import Adagrad
     import paddle
     from paddle_elmo.runtime import use_device
     cfg = CONFIGS[name]

@@ -52,7 +52,7 @@ def round_trip(sentences, known):
     """Detokenize each token list, split it by whitespace and by moses -> dict of counts and the
     Counter of differences left by moses. `known`: the bundled vocabulary's tokens (a set)."""
     from sacremoses import MosesDetokenizer
-    from paddle_elmo.tokenizers import get_tokenizer
+    from paddle_elmo.text.tokenizers import get_tokenizer
     detokenize, moses = MosesDetokenizer('en').detokenize, get_tokenizer('moses')
     row = collections.Counter(sentences=len(sentences))
     left = collections.Counter()
@@ -73,7 +73,7 @@ def round_trip(sentences, known):
 def idempotence(tokenizer, path):
     """Every line of `path` (tokens separated by spaces) tokenized again by `tokenizer` -> (lines,
     lines whose tokens changed, Counter of the changes: (original tokens, tokens again))."""
-    from paddle_elmo.tokenizers import get_tokenizer
+    from paddle_elmo.text.tokenizers import get_tokenizer
     tokenize = get_tokenizer(tokenizer)
     sentences = read_token_lines(path)
     changes, changed = collections.Counter(), 0
@@ -115,7 +115,7 @@ def print_table(rows):
 def write_raw_polarity(out_dir):
     """rt-polarity's files detokenized (MosesDetokenizer), as UTF-8, into out_dir."""
     from sacremoses import MosesDetokenizer
-    from paddle_elmo.classifier import read_sentences
+    from paddle_elmo.use.classifier import read_sentences
     from paddle_elmo.fileio import write_text_atomic
     detokenize = MosesDetokenizer('en').detokenize
     os.makedirs(out_dir, exist_ok=True)
@@ -150,7 +150,7 @@ def main(argv=None):
         rows.append(row)
     print_table(rows)
     example = "It's raining, isn't it?"
-    from paddle_elmo.tokenizers import get_tokenizer
+    from paddle_elmo.text.tokenizers import get_tokenizer
     for name in ('whitespace', 'moses'):
         tokens = get_tokenizer(name)(example)
         print(f'{example!r} by {name}: {sum(t in known for t in tokens)} of {len(tokens)} tokens in the bundled '

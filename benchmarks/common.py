@@ -194,7 +194,7 @@ def used_chars(char_ids, pad_id=None):
     position after each token's last char that is not PAD (its bytes + the begin and end of word
     marks: a 5-byte word uses 7)."""
     import numpy as np
-    from paddle_elmo.token_ids import PAD_CHAR
+    from paddle_elmo.text.token_ids import PAD_CHAR
     pad_id = PAD_CHAR + 1 if pad_id is None else pad_id
     ids = np.asarray(char_ids)
     not_pad = (ids != pad_id) & (ids > 0)
@@ -239,7 +239,7 @@ def required_flops(config, batches, *, training=False, n_negative_samples=None, 
     classes = (n_negative_samples + 1) if n_negative_samples is not None else vocab_size
     skip = set()
     if precomputed is not None and has_chars:
-        from paddle_elmo.token_ids import tokens_to_char_ids
+        from paddle_elmo.text.token_ids import tokens_to_char_ids
         tokens = list(precomputed)
         if tokens:
             skip = {row.tobytes() for row in tokens_to_char_ids(tokens, max_chars)}
@@ -307,7 +307,7 @@ def corpus_vocabulary(size, corpus=LM_CORPUS):
     """The `size` most frequent words of CORPUS/train.txt (segmented: split on whitespace) + <S> </S>
     <UNK>, built once and cached as CACHE/NAME-vocab-SIZE.txt (paddle_elmo.cache) (NAME: the corpus's
     directory name, lm-corpus by default)."""
-    from paddle_elmo.vocabulary import build_vocabulary, count_words, write_vocabulary
+    from paddle_elmo.text.vocabulary import build_vocabulary, count_words, write_vocabulary
     name = os.path.basename(os.path.normpath(corpus))
     from paddle_elmo.cache import cache_dir
     path = cache_dir(f'{name}-vocab-{size}.txt')
@@ -413,7 +413,7 @@ def _mkl():
 
 def _cpu_kernels():
     """'on' when kernels.cc is built and used on CPU, else 'off' (ELMO_CPU_KERNELS=0, no compiler)."""
-    from paddle_elmo import kernels
+    from paddle_elmo.model import kernels
     return 'on' if kernels.kernel() is not None else 'off'
 
 

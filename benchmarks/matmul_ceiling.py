@@ -90,7 +90,7 @@ def worker(spec):
     common.set_threads(spec['threads'])
     if spec['kind'] == 'train':
         import profile_pretrain
-        from paddle_elmo.lm import train_step
+        from paddle_elmo.train.lm import train_step
         model, optimizer, batches, *_ = profile_pretrain.build(spec['config'], spec['batch_size'])
         train_step(model, optimizer, next(batches))  # warm-up
         calls = record_products(lambda: [train_step(model, optimizer, next(batches)) for _ in range(spec['steps'])])

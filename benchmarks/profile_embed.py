@@ -41,7 +41,7 @@ CONFIGS = bench_embed.CONFIGS
 
 def instrument(bilm, seconds):
     """Time the library's calls in place -> nothing (seconds accumulates per part)."""
-    from paddle_elmo import bilm as bilm_module, kernels
+    from paddle_elmo.model import bilm as bilm_module, kernels
 
     timed = lambda owner, method, part: common.time_calls(owner, method, seconds, part)
     timed(bilm, 'token_embedding', 'token layer')
@@ -91,7 +91,7 @@ def table(name, r):
     floor = lambda *parts: 1000 * sum(flops[p] for p in parts) / rate
     # The recurrence's share of the LSTM FLOPs: per layer and direction 2P x 4D (previous h) + 2D x P
     # (projection) of the 2P x 4D + 2P x 4D + 2D x P (common.required_flops' lstm).
-    from paddle_elmo.config import ModelConfig
+    from paddle_elmo.model.config import ModelConfig
     c = ModelConfig(**CONFIGS[name])
     recurrent = (2 * c.projection_dim * 4 * c.cell_dim + 2 * c.cell_dim * c.projection_dim) / (
         4 * c.projection_dim * 4 * c.cell_dim + 2 * c.cell_dim * c.projection_dim)

@@ -53,7 +53,8 @@ BUNDLED = 'bundled'  # the budget preset: the bundled model's configuration and 
 
 def model_and_recipe(name):
     """-> (ModelConfig, negatives, optimizer name, lr) of configuration `name`."""
-    from paddle_elmo.config import ModelConfig, PRESETS, split_fields
+    from paddle_elmo.model.config import ModelConfig
+    from paddle_elmo.model.recipe import PRESETS, split_fields
     if name == BUNDLED:
         model, recipe = split_fields(PRESETS['budget'])
         return ModelConfig(**model), recipe['n_negative_samples'], 'adam', recipe['lr']
@@ -62,7 +63,7 @@ def model_and_recipe(name):
 
 def batch_sizes(name, given):
     """--batch_sizes -> [int]: bench_pretrain's, and the budget preset's for `bundled`."""
-    from paddle_elmo.config import PRESETS
+    from paddle_elmo.model.recipe import PRESETS
     if given or name != BUNDLED:
         return bench_pretrain.batch_sizes(name, given)
     return [PRESETS['budget']['batch_size']]
@@ -89,12 +90,12 @@ class Timers:
 def build(name, batch_size):
     """The model, optimizer and batch stream of configuration `name` at `batch_size` rows (bench_pretrain's
     worker) -> (model, optimizer, batches, config, negatives, rule)."""
-    from paddle_elmo.lm import LanguageModel
-    from paddle_elmo.lm_batches import LMStream
-    from paddle_elmo.optimizers import make_optimizer
+    from paddle_elmo.train.lm import LanguageModel
+    from paddle_elmo.text.batches import LMStream
+    from paddle_elmo.train.optimizers import make_optimizer
     import paddle
     from paddle_elmo.runtime import use_device
-    from paddle_elmo.vocabulary import Vocabulary
+    from paddle_elmo.text.vocabulary import Vocabulary
     use_device('cpu')
     paddle.seed(0)
     config, negatives, rule, lr = model_and_recipe(name)
@@ -136,7 +137,7 @@ def instrument(model, timers):
 def timed_step(model, optimizer, batches, timers):
     """lm.train_step, timed part by part (its phases' ends, and where the backward reaches each part)
     -> (the loss, the rows of the softmax's W and b the step read)."""
-    from paddle_elmo.lm import train_step
+    from paddle_elmo.train.lm import train_step
     t0 = time.perf_counter()
     batch = next(batches)
     t1 = time.perf_counter()
@@ -157,7 +158,7 @@ def timed_step(model, optimizer, batches, timers):
 def worker(name, batch_size, steps, warmup, top, shape_seconds, threads):
     """Profile `steps` steps of configuration `name` at `batch_size` rows after `warmup`; print one JSON line."""
     model, optimizer, batches, config, negatives, rule = build(name, batch_size)
-    from paddle_elmo.lm import train_step
+    from paddle_elmo.train.lm import train_step
     for _ in range(warmup):
         train_step(model, optimizer, next(batches))
     rate_before = common.measure_matmul_gflops()

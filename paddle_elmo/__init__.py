@@ -4,7 +4,8 @@
 
 Computes exactly what allenai/bilm-tf and AllenNLP compute, and reads and writes their
 `options.json` + `weights.hdf5`. The names below are the public API; each lives in the module of
-its concept (`paddle_elmo.config`, `.bilm`, `.model_io`, `.hdf5_weights`, `.downstream`, `.embedder`, ...)
+its concept (`paddle_elmo.model.config`, `.model.bilm`, `.files.model_io`, `.use.downstream`,
+`.use.embedder`, ...: README's code map)
 and is imported from there on first use, so `import paddle_elmo` (and every `paddle-elmo --help`)
 does not import Paddle.
 
@@ -33,32 +34,37 @@ logging.getLogger(__name__).addHandler(logging.NullHandler())  # the application
 
 # public name -> the module that defines it
 _EXPORTS = {
-    'BiLM': 'bilm', 'remove_sentence_boundaries': 'bilm',
-    'ORIGINAL_FILTERS': 'config', 'PRESETS': 'config', 'ModelConfig': 'config', 'Recipe': 'config',
-    'Elmo': 'downstream', 'ScalarMix': 'downstream',
-    'ELMoEmbedder': 'embedder', 'dump_token_embeddings': 'embedder', 'token_embeddings': 'embedder',
-    'embed_file': 'sentence_embedder',
-    'LoadedModel': 'model_io', 'resolve_model': 'model_io',
-    'read_model_config': 'run_configs', 'load_language_model': 'lm_loading', 'TokenInput': 'token_ids',
-    'checkpoint_paths': 'checkpoints', 'read_checkpoint': 'checkpoints',
-    'export_weights': 'hdf5_weights', 'hdf5_layout': 'hdf5_weights', 'load_hdf5_weights': 'hdf5_weights',
-    'save_hdf5_weights': 'hdf5_weights',
+    'BiLM': 'model.bilm', 'remove_sentence_boundaries': 'model.bilm',
+    'ORIGINAL_FILTERS': 'model.config', 'ModelConfig': 'model.config',
+    'PRESETS': 'model.recipe', 'Recipe': 'model.recipe',
+    'Elmo': 'use.downstream', 'ScalarMix': 'use.downstream',
+    'ELMoEmbedder': 'use.embedder', 'dump_token_embeddings': 'use.embedder', 'token_embeddings': 'use.embedder',
+    'embed_file': 'use.sentence_embedder',
+    'LoadedModel': 'files.model_io', 'resolve_model': 'files.model_io',
+    'read_model_config': 'files.run_configs',
+    'load_language_model': 'train.lm_loading',
+    'TokenInput': 'text.token_ids',
+    'checkpoint_paths': 'files.checkpoints', 'read_checkpoint': 'files.checkpoints',
+    'export_weights': 'files.hdf5_weights', 'hdf5_layout': 'files.hdf5_weights',
+    'load_hdf5_weights': 'files.hdf5_weights', 'save_hdf5_weights': 'files.hdf5_weights',
     'keep_freed_memory': 'runtime', 'set_mode': 'runtime', 'use_device': 'runtime',
 }
 __all__ = ['__version__', *_EXPORTS]
 
 if typing.TYPE_CHECKING:  # what editors and type checkers read; at run time __getattr__ imports on demand
-    from paddle_elmo.bilm import BiLM, remove_sentence_boundaries  # noqa: F401
-    from paddle_elmo.config import ORIGINAL_FILTERS, PRESETS, ModelConfig, Recipe  # noqa: F401
-    from paddle_elmo.downstream import Elmo, ScalarMix  # noqa: F401
-    from paddle_elmo.embedder import ELMoEmbedder, dump_token_embeddings, token_embeddings  # noqa: F401
-    from paddle_elmo.sentence_embedder import embed_file  # noqa: F401
-    from paddle_elmo.checkpoints import checkpoint_paths, read_checkpoint  # noqa: F401
-    from paddle_elmo.hdf5_weights import export_weights, hdf5_layout, load_hdf5_weights, save_hdf5_weights  # noqa: F401
-    from paddle_elmo.lm_loading import load_language_model  # noqa: F401
-    from paddle_elmo.model_io import LoadedModel, resolve_model  # noqa: F401
-    from paddle_elmo.token_ids import TokenInput  # noqa: F401
-    from paddle_elmo.run_configs import read_model_config  # noqa: F401
+    from paddle_elmo.model.bilm import BiLM, remove_sentence_boundaries  # noqa: F401
+    from paddle_elmo.model.config import ORIGINAL_FILTERS, ModelConfig  # noqa: F401
+    from paddle_elmo.model.recipe import PRESETS, Recipe  # noqa: F401
+    from paddle_elmo.use.downstream import Elmo, ScalarMix  # noqa: F401
+    from paddle_elmo.use.embedder import ELMoEmbedder, dump_token_embeddings, token_embeddings  # noqa: F401
+    from paddle_elmo.use.sentence_embedder import embed_file  # noqa: F401
+    from paddle_elmo.files.checkpoints import checkpoint_paths, read_checkpoint  # noqa: F401
+    from paddle_elmo.files.hdf5_weights import (export_weights, hdf5_layout, load_hdf5_weights,  # noqa: F401
+                                                save_hdf5_weights)
+    from paddle_elmo.train.lm_loading import load_language_model  # noqa: F401
+    from paddle_elmo.files.model_io import LoadedModel, resolve_model  # noqa: F401
+    from paddle_elmo.text.token_ids import TokenInput  # noqa: F401
+    from paddle_elmo.files.run_configs import read_model_config  # noqa: F401
     from paddle_elmo.runtime import keep_freed_memory, set_mode, use_device  # noqa: F401
 
 

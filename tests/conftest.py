@@ -42,7 +42,7 @@ def require_kernels():
     """The CPU kernels (kernels.cc, built with g++ on first use) -> their module: without a compiler,
     as require_compiler; with one, a build that fails is the test's failure (it would silently leave
     the slow Paddle ops in place)."""
-    from paddle_elmo import kernels
+    from paddle_elmo.model import kernels
     require_compiler()
     ops = kernels.kernel()
     assert ops is not None, 'the CPU kernels did not build although there is a compiler (the log says why)'
@@ -90,7 +90,7 @@ def checkout_wheel(tmp_path_factory):
 def bundled_export(tmp_path_factory):
     """The bundled model exported (float32, Paddle + ONNX, as `paddle-elmo export-inference` writes it)
     by this environment's Paddle, once per session: test_serve and test_installs run it -> its directory."""
-    from paddle_elmo.deploy import export_inference
+    from paddle_elmo.export.deploy import export_inference
     out = str(tmp_path_factory.mktemp('serve') / 'elmo_inference')
     export_inference('bundled', out)
     return out
@@ -118,7 +118,7 @@ def fixture_sentences(fixture_dir):
 
 def tiny_config(**overrides):
     """A ModelConfig small enough for any test; overrides are ModelConfig fields."""
-    from paddle_elmo.config import ModelConfig
+    from paddle_elmo.model.config import ModelConfig
     kw = dict(projection_dim=8, cell_dim=16, num_layers=2, cnn_filters=[[1, 4], [2, 8], [3, 8]], num_highways=1,
               char_embed_dim=4, dropout=0.0)
     kw.update(overrides)

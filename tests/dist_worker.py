@@ -9,12 +9,12 @@ import sys
 
 import paddle
 
-from paddle_elmo import lm_batches
-from paddle_elmo import training
+from paddle_elmo.text import batches
+from paddle_elmo.train import training
 from paddle_elmo.cli import pretrain
 
 seen, models = [], []
-_next_sentence = lm_batches.SentenceSource.next_sentence
+_next_sentence = batches.SentenceSource.next_sentence
 _LanguageModel = training.LanguageModel
 
 
@@ -29,7 +29,7 @@ def recording_model(*args, **kwargs):
     return models[-1]
 
 
-lm_batches.SentenceSource.next_sentence = recording_next_sentence
+batches.SentenceSource.next_sentence = recording_next_sentence
 training.LanguageModel = recording_model
 if __name__ == '__main__':
     code = pretrain.main()

@@ -14,7 +14,7 @@ import pytest
 
 from conftest import ROOT, tiny_config
 from paddle_elmo import BiLM, ELMoEmbedder, resolve_model
-from paddle_elmo.vocabulary import Vocabulary
+from paddle_elmo.text.vocabulary import Vocabulary
 
 
 # ---- optional packages -------------------------------------------------------------------------------
@@ -42,7 +42,7 @@ SENTENCES = ['The bank of the river .', 'She paid the bank on friday .', 'x', 'a
 CHILD = BLOCK_PACKAGES + textwrap.dedent('''
     import json
     import numpy as np
-    from paddle_elmo.inference import InferenceEmbedder
+    from paddle_elmo.export.inference import InferenceEmbedder
     model_dir, out, sentences = sys.argv[1], sys.argv[2], json.loads(sys.argv[3])
     embedder = InferenceEmbedder(model_dir)
     np.savez(os.path.join(out, 'encode.npz'), *embedder.encode(sentences))
@@ -204,7 +204,7 @@ def tiny_bilm(token_input, seed=0):
 def save_checkpoint(bilm, directory):
     """`bilm` as a checkpoint of ours (options.json + final.pdparams) in `directory` -> the prefix
     --init_from_ckpt takes."""
-    from paddle_elmo.hdf5_weights import model_options
+    from paddle_elmo.files.hdf5_weights import model_options
     directory.mkdir(parents=True, exist_ok=True)
     (directory / 'options.json').write_text(json.dumps(model_options(bilm)))
     paddle.save(bilm.state_dict(), str(directory / 'final.pdparams'))
@@ -230,7 +230,7 @@ def assert_elmo_reads_raw_text_as_the_embedder(name, text):
     vectors: each layer alone (Elmo's only_layer k, gamma 1, no dropout) equals the embedder's layer k
     -> the embedder's layers, per sentence [n_layers + 1, n_tokens, 2P]."""
     from paddle_elmo import Elmo
-    from paddle_elmo.tokenizers import as_token_lists
+    from paddle_elmo.text.tokenizers import as_token_lists
     embedder = ELMoEmbedder(name)
     bilm = resolve_model(name).load()
     elmo = Elmo(bilm, dropout=0.0)

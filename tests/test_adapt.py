@@ -65,8 +65,8 @@ def test_a_vocabulary_that_does_not_fit_the_files_softmax_gets_a_new_one(corpus,
                  '--softmax_bias_init', 'unigram', vocab=tmp_path / 'vocab.txt')
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert 'softmax: new (' in proc.stderr and 'has one of 26 rows, the vocabulary 27 tokens)' in proc.stderr
-    from paddle_elmo.sampled_softmax import unigram_log_prior
-    from paddle_elmo.vocabulary import Vocabulary
+    from paddle_elmo.train.sampled_softmax import unigram_log_prior
+    from paddle_elmo.text.vocabulary import Vocabulary
     prior = unigram_log_prior(Vocabulary(str(tmp_path / 'vocab.txt')), str(corpus / 'train.*.txt'), progress=False)
     np.testing.assert_allclose(load(tmp_path / 'out' / 'final.pdparams')['softmax.b'][:, 0], prior, atol=1e-6)
 
@@ -139,7 +139,7 @@ CONTINUE = ['--batch_size', '4', '--unroll_steps', '5', '--n_negative_samples', 
 def demo_export(tmp_path_factory):
     """The tiny model pretrained 300 steps on the demo corpus (Adam, well along: held-out perplexity
     ~7 from ~180), exported with its softmax; its held-out perplexity."""
-    from paddle_elmo.vocabulary import build_vocabulary, write_vocabulary
+    from paddle_elmo.text.vocabulary import build_vocabulary, write_vocabulary
     import collections
     d = tmp_path_factory.mktemp('demo')
     with open(DEMO + '/sample_train.txt', encoding='utf-8') as f:
@@ -210,10 +210,10 @@ def test_a_run_from_weights_resumes_exactly_at_its_scaled_rate(corpus, export, t
 
 def test_a_run_written_before_the_scale_existed_resumes_at_the_full_rate(tmp_path):
     """Its recipe.json has no from_weights_lr_scale: it ran (and resumes) at the full rate."""
-    from paddle_elmo.config import for_weights
-    from paddle_elmo.run_configs import read_run_configs, write_run_configs
-    from paddle_elmo.training import lr_scale_from_weights
-    from paddle_elmo.vocabulary import Vocabulary
+    from paddle_elmo.train.run_plan import for_weights
+    from paddle_elmo.files.run_configs import read_run_configs, write_run_configs
+    from paddle_elmo.train.training import lr_scale_from_weights
+    from paddle_elmo.text.vocabulary import Vocabulary
     from conftest import tiny_config
     model, recipe = for_weights(tiny_config(), {'train_data_path': '/d/*', 'vocab_file': '/v.txt'}, 'w/options.json')
     recipe.init_weight_file = 'w/weights.hdf5'

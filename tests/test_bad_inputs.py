@@ -151,7 +151,7 @@ ZH = ['这本书很好看，我很喜欢', '这个手机的电池很耐用']
 
 
 def warnings_of(caplog):
-    return [r.getMessage() for r in caplog.records if r.name == 'paddle_elmo.languages']
+    return [r.getMessage() for r in caplog.records if r.name == 'paddle_elmo.use.languages']
 
 
 def test_chinese_into_the_english_model_is_named_a_language_mismatch_not_a_tokenizer_s(unwarned, caplog):
@@ -170,10 +170,10 @@ def test_the_language_mismatch_points_at_the_table_s_models_of_the_text_s_langua
     Chinese model of the table when it has one (its tokenizer: jieba or chars), else how to make one."""
     import dataclasses
     import logging
-    from paddle_elmo import model_names
-    from paddle_elmo.languages import warn_if_mostly_unknown
+    from paddle_elmo.files import model_names
+    from paddle_elmo.use.languages import warn_if_mostly_unknown
     from paddle_elmo.logs import forget_warnings
-    from paddle_elmo.vocabulary import Vocabulary
+    from paddle_elmo.text.vocabulary import Vocabulary
     chinese = Vocabulary.from_tokens(['这', '本', '书', '很', '好看', '我', '喜欢', '手机'], name='zh/vocab.txt')
     english = Vocabulary.from_tokens(['the', 'cat', 'sat', 'on', 'mat'], name='en/vocab.txt')
     with caplog.at_level(logging.WARNING, logger='paddle_elmo'):
@@ -202,7 +202,7 @@ def test_a_char_model_hears_of_the_language_its_tokenizer_is_for(unwarned, caplo
     """A char model (no vocabulary: AllenNLP's) reads any token; Chinese split by moses, the English
     tokenizer its files are used with, is still named; English is not, nor is text whitespace split."""
     import logging
-    from paddle_elmo.languages import warn_if_mostly_unknown
+    from paddle_elmo.use.languages import warn_if_mostly_unknown
     with caplog.at_level(logging.WARNING, logger='paddle_elmo'):
         warn_if_mostly_unknown(None, [['It', "'s", 'raining']], 'moses')
         warn_if_mostly_unknown(None, [list('这本书很好看')], 'whitespace')
@@ -219,8 +219,8 @@ def test_a_char_model_hears_of_the_language_its_tokenizer_is_for(unwarned, caplo
 def test_a_misspelt_model_name_gets_the_closest_names(name, suggestion, tmp_path):
     from paddle_elmo.fileio import InputError
     from paddle_elmo.cli.pretrain import weights_model
-    from paddle_elmo.model_io import resolve_model
-    from paddle_elmo.model_names import model_files
+    from paddle_elmo.files.model_io import resolve_model
+    from paddle_elmo.files.model_names import model_files
     with pytest.raises(InputError) as e:
         resolve_model(name)
     assert str(e.value).startswith(f'{name}: not a model{suggestion}; expected a model name (bundled, ')

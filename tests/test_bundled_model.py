@@ -7,7 +7,7 @@ import h5py
 import numpy as np
 import pytest
 
-from paddle_elmo import model_io
+from paddle_elmo.files import model_io
 from conftest import ROOT
 from helpers import check_result, run_script  # rt_slice: the fixture in conftest
 
@@ -38,7 +38,7 @@ def test_embedder_without_a_model_loads_the_bundled_one_and_says_so(caplog):
     with caplog.at_level(logging.WARNING, logger='paddle_elmo'):
         default = ELMoEmbedder().encode(SENTENCES)
     said = [r for r in caplog.records if 'bundled model' in r.getMessage()]  # a warning in the log (stderr)
-    assert [(r.name, r.levelno) for r in said] == [('paddle_elmo.model_io', logging.WARNING)]
+    assert [(r.name, r.levelno) for r in said] == [('paddle_elmo.files.model_io', logging.WARNING)]
     explicit = ELMoEmbedder(options_file=OPTIONS, weight_file=WEIGHTS).encode(SENTENCES)
     for a, b in zip(default, explicit):
         assert a.shape == (3, 6, 256)
@@ -46,7 +46,7 @@ def test_embedder_without_a_model_loads_the_bundled_one_and_says_so(caplog):
 
 
 def test_missing_bundle_is_an_error_naming_the_file(monkeypatch, tmp_path):
-    from paddle_elmo import model_names
+    from paddle_elmo.files import model_names
     monkeypatch.setattr(model_names, 'PACKAGE_DIR', str(tmp_path))
     (tmp_path / 'pretrained').mkdir()
     with pytest.raises(FileNotFoundError, match=str(tmp_path / 'pretrained' / 'options.json')):

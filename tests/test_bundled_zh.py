@@ -44,7 +44,7 @@ def test_the_files_are_a_float32_bilm_with_a_float16_softmax_within_30_mb():
 def test_raw_chinese_gives_one_vector_per_jieba_word_and_context_moves_the_upper_layers():
     import jieba
     from paddle_elmo import ELMoEmbedder
-    from paddle_elmo.model_io import resolve_model
+    from paddle_elmo.files.model_io import resolve_model
     embedder = ELMoEmbedder('bundled-zh')
     words = [w for w in jieba.lcut(REVIEW) if not w.isspace()]
     [layers] = embedder.encode([REVIEW])

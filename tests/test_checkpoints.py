@@ -18,7 +18,7 @@ VOCAB = ['<S>', '</S>', '<UNK>', 'a', 'b', 'c']
 @pytest.fixture
 def checkpoint(tmp_path):
     """DIR/7: a LanguageModel's state and options.json, plus a vocabulary and a held-out file."""
-    from paddle_elmo.lm import LanguageModel
+    from paddle_elmo.train.lm import LanguageModel
     paddle.seed(0)
     model = LanguageModel(tiny_config(), len(VOCAB), 4)
     ck = tmp_path / 'ck'
@@ -32,7 +32,7 @@ def checkpoint(tmp_path):
 
 def test_every_loader_reads_the_same_weights(checkpoint):
     from paddle_elmo import ELMoEmbedder, resolve_model
-    from paddle_elmo.lm_loading import load_language_model
+    from paddle_elmo.train.lm_loading import load_language_model
     state = paddle.load(f'{checkpoint}.pdparams')
     bilm = resolve_model(str(checkpoint)).load()
     lm = load_language_model(len(VOCAB), str(checkpoint))
@@ -68,8 +68,8 @@ def test_a_vocabulary_that_does_not_match_the_softmax_fails_at_eval_and_at_resum
     line = one_line_error(run('run_eval.py', ['--dev_data_path', str(tmp_path / 'dev.txt'), '--vocab_file',
                                               str(tmp_path / 'other.txt'), '--init_from_ckpt', str(checkpoint)]))
     assert 'the softmax has 6 rows but the vocabulary has 7 tokens' in line
-    from paddle_elmo.lm import LanguageModel
-    from paddle_elmo.optimizers import make_optimizer
+    from paddle_elmo.train.lm import LanguageModel
+    from paddle_elmo.train.optimizers import make_optimizer
     model = LanguageModel(tiny_config(), len(VOCAB), 4)  # a resumable checkpoint: .pdopt beside it
     paddle.save({**make_optimizer(model, 'adagrad', 0.2, 10.0, 0, 1).state_dict(), 'train_state': {}},
                 f'{checkpoint}.pdopt')

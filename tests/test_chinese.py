@@ -13,7 +13,7 @@ import pytest
 
 from conftest import ROOT, SHARED, require, tiny_config
 from helpers import readme_commands
-from paddle_elmo.tokenizers import TOKENIZERS, char_tokens, get_tokenizer
+from paddle_elmo.text.tokenizers import TOKENIZERS, char_tokens, get_tokenizer
 from paddle_elmo.fileio import InputError
 
 ZH_SENTIMENT = os.path.join(SHARED, 'data', 'zh-sentiment')
@@ -109,7 +109,7 @@ def _bilm(tokenizer='whitespace'):
 
 
 def test_the_recorded_tokenizer_round_trips_options_json_and_whitespace_leaves_no_key(tmp_path, fixture_dir):
-    from paddle_elmo.config import ModelConfig
+    from paddle_elmo.model.config import ModelConfig
     from paddle_elmo import export_weights, resolve_model
     options = tiny_config(tokenizer='jieba').to_options()
     assert options['tokenizer'] == 'jieba' and ModelConfig.from_options(options).tokenizer == 'jieba'
@@ -130,7 +130,7 @@ def test_the_recorded_tokenizer_round_trips_options_json_and_whitespace_leaves_n
 
 def test_pretraining_records_the_tokenizer_resuming_keeps_it_and_adapting_may_change_it():
     from paddle_elmo.cli.config_flags import given_settings, pretrain_parser
-    from paddle_elmo.config import for_resume, for_weights, from_preset
+    from paddle_elmo.train.run_plan import for_resume, for_weights, from_preset
     given = given_settings(pretrain_parser().parse_args(['--tokenizer', 'jieba', '--preset', 'budget']))
     model, recipe = from_preset('budget', {k: v for k, v in given.items() if k != 'preset'})
     assert model.tokenizer == 'jieba' and model.to_options()['tokenizer'] == 'jieba'  # what options.json gets
@@ -185,7 +185,7 @@ def test_run_embed_splits_raw_lines_with_the_tokenizer_the_model_records(tmp_pat
 # ---- build_vocab.py on raw lines -----------------------------------------------------------------
 
 def test_build_vocab_segments_raw_lines_writes_the_corpus_it_counted_and_reports_long_tokens(tmp_path):
-    from paddle_elmo.vocabulary import Vocabulary, count_words
+    from paddle_elmo.text.vocabulary import Vocabulary, count_words
     lines = reviews('pos', 3, max_chars=40) + ['', '全国人民代表大会常务委员会今天开会。']
     (tmp_path / 'raw.txt').write_text('\n'.join(lines) + '\n', encoding='utf-8')
     proc = run_script('build_vocab.py', '--train_data_path', tmp_path / 'raw.txt', '--tokenizer', 'jieba',
@@ -208,8 +208,8 @@ def test_build_vocab_segments_raw_lines_writes_the_corpus_it_counted_and_reports
 # ---- perplexity per character ----------------------------------------------------------------------
 
 def test_characters_per_target_do_not_depend_on_the_segmentation_but_targets_and_unknowns_do(tmp_path):
-    from paddle_elmo.lm_batches import target_statistics
-    from paddle_elmo.vocabulary import Vocabulary
+    from paddle_elmo.text.batches import target_statistics
+    from paddle_elmo.text.vocabulary import Vocabulary
     raw = ['他打篮球。', '她会花钱', '']
     (tmp_path / 'words.txt').write_text('他 打 篮球 。\n她 会 花钱\n\n', encoding='utf-8')
     (tmp_path / 'chars.txt').write_text(''.join(' '.join(char_tokens(r)) + '\n' for r in raw), encoding='utf-8')

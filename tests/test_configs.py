@@ -10,7 +10,9 @@ import numpy as np
 import pytest
 
 from conftest import ROOT, one_line_error, tiny_config
-from paddle_elmo.config import BILM_TF_TRAINING_KEYS, PRESETS, ModelConfig, Recipe, for_resume, for_run, from_preset
+from paddle_elmo.model.recipe import BILM_TF_TRAINING_KEYS, PRESETS, Recipe
+from paddle_elmo.model.config import ModelConfig
+from paddle_elmo.train.run_plan import for_resume, for_run, from_preset
 from paddle_elmo.fileio import InputError
 from helpers import ENV, assert_same_weights, load, pretrain_args, run, run_here
 
@@ -55,9 +57,9 @@ def test_resuming_keeps_the_checkpoints_configs_overrides_training_settings_and_
 
 
 def test_options_json_holds_bilm_tfs_keys_and_recipe_json_the_rest(tmp_path):
-    from paddle_elmo.run_configs import read_run_configs, write_run_configs
+    from paddle_elmo.files.run_configs import read_run_configs, write_run_configs
     model, recipe = from_preset('budget', {'train_data_path': '/data/*', 'vocab_file': '/v.txt', 'max_steps': 9})
-    from paddle_elmo.vocabulary import Vocabulary
+    from paddle_elmo.text.vocabulary import Vocabulary
     write_run_configs(str(tmp_path), model, recipe, Vocabulary.from_tokens([f'w{i}' for i in range(120)]))
     options = json.loads((tmp_path / 'options.json').read_text())
     stored = json.loads((tmp_path / 'recipe.json').read_text())
@@ -70,7 +72,7 @@ def test_options_json_holds_bilm_tfs_keys_and_recipe_json_the_rest(tmp_path):
 
 
 def test_a_checkpoint_written_before_recipe_json_reads_as_the_run_that_wrote_it():
-    from paddle_elmo.run_configs import read_run_configs
+    from paddle_elmo.files.run_configs import read_run_configs
     model, recipe = read_run_configs(LEGACY)
     assert (model.cell_dim, model.max_characters_per_token, model.cnn_filters) == (16, 20, [[1, 4], [2, 8], [3, 8]])
     assert (recipe.preset, recipe.optimizer, recipe.lr, recipe.warmup_steps, recipe.seed) == ('budget', 'adam', 0.004,
@@ -209,8 +211,8 @@ def test_a_run_records_how_it_draws_dropout_masks_and_a_resume_that_cannot_says_
 def test_a_recipe_written_before_dropout_masks_reads_as_the_code_of_its_day_drew_them(tmp_path):
     """recipe.json without dropout_masks: the kernel's if it records lr_decay (which came 19 minutes
     before the kernel), Paddle's dropout if older still."""
-    from paddle_elmo.run_configs import read_run_configs, write_run_configs
-    from paddle_elmo.vocabulary import Vocabulary
+    from paddle_elmo.files.run_configs import read_run_configs, write_run_configs
+    from paddle_elmo.text.vocabulary import Vocabulary
     (tmp_path / 'v.txt').write_text('<S>\n</S>\n<UNK>\nthe\n')
     write_run_configs(str(tmp_path), tiny_config(), Recipe(preset='budget', softmax_bias_init='unigram').checked(),
                       Vocabulary(str(tmp_path / 'v.txt')))

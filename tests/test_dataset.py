@@ -11,11 +11,11 @@ import numpy as np
 import pytest
 
 from conftest import FIXTURE, ROOT, SHARED, require
-from paddle_elmo import corpus as corpus_files, vocabulary
-from paddle_elmo.corpus import count_tokens
-from paddle_elmo.lm_batches import LMStream, SentenceSource, iter_eval_batches
-from paddle_elmo.token_ids import token_to_char_ids, tokens_to_char_ids
-from paddle_elmo.vocabulary import Vocabulary, build_vocabulary, count_words
+from paddle_elmo.text import corpus as corpus_files, vocabulary
+from paddle_elmo.text.corpus import count_tokens
+from paddle_elmo.text.batches import LMStream, SentenceSource, iter_eval_batches
+from paddle_elmo.text.token_ids import token_to_char_ids, tokens_to_char_ids
+from paddle_elmo.text.vocabulary import Vocabulary, build_vocabulary, count_words
 
 COMMON = 'the of and a to in is was it that'.split()
 

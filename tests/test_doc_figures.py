@@ -223,12 +223,12 @@ def install_sizes():
 
 
 def unknown_share():
-    from paddle_elmo.languages import UNKNOWN_WARNING_SHARE
+    from paddle_elmo.use.languages import UNKNOWN_WARNING_SHARE
     return {'share': 100 * UNKNOWN_WARNING_SHARE}
 
 
 def int8_threshold():
-    from paddle_elmo.export_checks import INT8_MIN_COSINE
+    from paddle_elmo.export.export_checks import INT8_MIN_COSINE
     return {'cosine': INT8_MIN_COSINE}
 
 
@@ -308,9 +308,9 @@ FIGURES = [
            'quality_budget_word_w2v_60min_curve.csv (the 30-minute row) and long_run_train_log.csv (the last row): '
            'dev_perplexity, tokens', word_per_token),
     Figure('the unknown-token warning\'s threshold (a setting)', 'A word model whose call sees {share:.0f}% or more '
-           'unknown tokens', 'paddle_elmo/languages.py: UNKNOWN_WARNING_SHARE', unknown_share),
+           'unknown tokens', 'paddle_elmo/use/languages.py: UNKNOWN_WARNING_SHARE', unknown_share),
     Figure('int8\'s cosine threshold (a setting)', 'the worst token of every layer at cosine >= {cosine}',
-           'paddle_elmo/export_checks.py: INT8_MIN_COSINE', int8_threshold),
+           'paddle_elmo/export/export_checks.py: INT8_MIN_COSINE', int8_threshold),
 ]
 
 
@@ -389,10 +389,10 @@ def test_the_checks_catch_a_changed_figure(monkeypatch):
 def test_the_bundled_model_still_predicts_what_the_raw_file_holds():
     """The raw file is the shipped model's answer: the model gives it again (to 1e-4; the figures
     README rounds to 0.01)."""
-    from paddle_elmo.lm_loading import load_language_model
-    from paddle_elmo.model_io import resolve_model
-    from paddle_elmo.predict import Predictor
-    from paddle_elmo.vocabulary import Vocabulary
+    from paddle_elmo.train.lm_loading import load_language_model
+    from paddle_elmo.files.model_io import resolve_model
+    from paddle_elmo.use.predict import Predictor
+    from paddle_elmo.text.vocabulary import Vocabulary
     recorded = json_file('readme_2026-11-27/predict_bundled.json')['predictions'][0]
     vocab = Vocabulary(os.path.join(os.path.dirname(resolve_model().options_file), 'vocab.txt'))
     top = Predictor(load_language_model(vocab.size), vocab).top(recorded['prefix'], len(recorded['top']))

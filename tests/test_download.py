@@ -12,7 +12,7 @@ import tarfile
 import pytest
 
 from conftest import ROOT
-from paddle_elmo.vocabulary import Vocabulary, build_vocabulary, count_words
+from paddle_elmo.text.vocabulary import Vocabulary, build_vocabulary, count_words
 
 SCRIPT = os.path.join(ROOT, 'download_data.sh')
 LM1B = '1-billion-word-language-modeling-benchmark-r13output.tar.gz'

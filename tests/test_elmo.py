@@ -11,7 +11,7 @@ import pytest
 
 from conftest import ROOT, tiny_config
 from helpers import TOL, fixture_embedder, reference_top, run_reference_protocol
-from paddle_elmo.token_ids import CharMapper, token_to_char_ids
+from paddle_elmo.text.token_ids import CharMapper, token_to_char_ids
 from paddle_elmo import ELMoEmbedder, export_weights, resolve_model
 
 

@@ -38,7 +38,7 @@ def test_embed_file_streams_in_chunks_and_keeps_line_order(embedder, tmp_path):
     lines = [' '.join(['w%d' % (i % 7)] * (1 + i % 5)) for i in range(37)]
     src = tmp_path / 'in.txt'
     src.write_text('\n'.join(lines) + '\n')
-    from paddle_elmo.sentence_embedder import embed_file
+    from paddle_elmo.use.sentence_embedder import embed_file
     embed_file(embedder, str(src), str(tmp_path / 'o.hdf5'), batch_size=3, progress=False, chunk_batches=2)
     with h5py.File(tmp_path / 'o.hdf5', 'r') as f:
         assert [f[str(i)].shape[1] for i in range(37)] == [len(l.split()) for l in lines]
@@ -107,7 +107,7 @@ def test_raw_strings_are_split_on_whitespace_as_tf_hub_s_default_signature(embed
 
 def test_raw_strings_in_elmo_and_the_tokenizer_choice(tiny_bilm):
     import paddle
-    from paddle_elmo.token_ids import CharMapper
+    from paddle_elmo.text.token_ids import CharMapper
     from paddle_elmo import Elmo
     elmo = Elmo(tiny_bilm, dropout=0.0)
     ids = elmo.batch_to_ids(['The cat', ['A', 'dog', 'barked'], ''])
@@ -139,7 +139,7 @@ def moses_embedder():
 
 def assert_rows_are_the_tokens(embedder, layers, tokens):
     """Layer 0 holds each token's context-free representation, twice ([x; x]): row j is tokens[j]'s."""
-    from paddle_elmo.embedder import token_embeddings
+    from paddle_elmo.use.embedder import token_embeddings
     assert layers.shape[-2] == len(tokens)
     if tokens:
         half = token_embeddings(embedder.bilm, tokens)

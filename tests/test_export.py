@@ -56,8 +56,8 @@ def fixture_export(tmp_path_factory):
 def original_export(tmp_path_factory):
     """A random model of the original size (char CNN 2048 filters, 2 highway, LSTM 4096 -> 512, 2
     layers) exported in-process -> (directory, its BiLM)."""
-    from paddle_elmo.config import ModelConfig
-    from paddle_elmo.deploy import export_inference
+    from paddle_elmo.model.config import ModelConfig
+    from paddle_elmo.export.deploy import export_inference
     from paddle_elmo import BiLM
     paddle.seed(1)
     bilm = BiLM(ModelConfig(dropout=0.0))  # the defaults are the original model
@@ -71,8 +71,8 @@ def word_export(request, tmp_path_factory):
     """A tiny word model (bilm-tf files, its vocabulary given by --vocab_file) or word+char model (a
     checkpoint of ours, vocab.txt beside its options.json) exported by the script -> (directory,
     its BiLM)."""
-    from paddle_elmo.hdf5_weights import export_weights, model_options
-    from paddle_elmo.run_configs import write_input_vocabulary
+    from paddle_elmo.files.hdf5_weights import export_weights, model_options
+    from paddle_elmo.files.run_configs import write_input_vocabulary
     bilm = tiny_bilm(request.param)
     d = tmp_path_factory.mktemp(request.param.replace('+', '_'))
     if request.param == 'word':
@@ -101,8 +101,8 @@ def run_script(script, *args, cwd=ROOT, timeout=600):
 def max_difference(model_dir, bilm, sentences, backend):
     """Largest |exported - ELMoEmbedder(stateful=False)| over one batch of `sentences`, after
     checking the exported outputs' layout (shapes, zeros at padding, mask)."""
-    from paddle_elmo.inference import InferenceEmbedder
-    from paddle_elmo.token_ids import InputMapper
+    from paddle_elmo.export.inference import InferenceEmbedder
+    from paddle_elmo.text.token_ids import InputMapper
     from paddle_elmo import ELMoEmbedder
     expected = ELMoEmbedder(bilm=bilm, stateful=False).embed_batch(sentences)
     char_ids, word_ids, lengths = InputMapper.of(bilm).batch(sentences)
@@ -138,15 +138,15 @@ def test_exported_original_size_model_matches_the_stateless_embedder(original_ex
 def test_original_size_outputs_are_not_trivially_equal(original_export):
     # Guards the test above: random weights whose outputs were all clipped or all zero would agree
     # with anything.
-    from paddle_elmo.inference import InferenceEmbedder
+    from paddle_elmo.export.inference import InferenceEmbedder
     layers = InferenceEmbedder(original_export[0], backend='onnxruntime').embed_batch(ODD_SENTENCES)[4]
     assert all(0.01 < layers[k].std() and np.abs(layers[k]).max() < 2.9 for k in range(1, 3))
 
 
 def test_static_bilm_matches_the_embedder_before_export(fixture_dir):
     # The eager run of what is exported: a slip here is ours, not the converter's.
-    from paddle_elmo.static_bilm import StaticBiLM
-    from paddle_elmo.token_ids import CharMapper
+    from paddle_elmo.export.static_bilm import StaticBiLM
+    from paddle_elmo.text.token_ids import CharMapper
     from paddle_elmo import ELMoEmbedder
     bilm = fixture_bilm()
     sentences = fixture_sentences()[:12] + ODD_SENTENCES
@@ -168,8 +168,8 @@ def test_exported_word_models_match_the_stateless_embedder(word_export, backend)
 
 @pytest.mark.parametrize('token_input', ['word', 'word+char'])
 def test_static_bilm_matches_the_embedder_before_export_for_word_input(token_input):
-    from paddle_elmo.token_ids import InputMapper
-    from paddle_elmo.static_bilm import StaticBiLM
+    from paddle_elmo.text.token_ids import InputMapper
+    from paddle_elmo.export.static_bilm import StaticBiLM
     from paddle_elmo import ELMoEmbedder
     bilm = tiny_bilm(token_input)
     expected = ELMoEmbedder(bilm=bilm).embed_batch(WORD_SENTENCES)
@@ -187,7 +187,7 @@ def test_static_bilm_matches_the_embedder_before_export_for_word_input(token_inp
 # --------------------------------------------------------------------------------------------
 
 def test_export_writes_the_listed_files_and_the_models_options(fixture_export):
-    from paddle_elmo.export_format import EXPORTED_FILES
+    from paddle_elmo.export.export_format import EXPORTED_FILES
     model_dir, _ = fixture_export
     assert sorted(os.listdir(model_dir)) == sorted(EXPORTED_FILES)
     with open(os.path.join(model_dir, 'options.json'), 'rb') as copied, \
@@ -198,8 +198,8 @@ def test_export_writes_the_listed_files_and_the_models_options(fixture_export):
 
 def test_a_word_export_holds_its_vocabulary_and_names_its_inputs(word_export):
     import onnx
-    from paddle_elmo.export_format import EXPORTED_FILES
-    from paddle_elmo.inference import InferenceEmbedder
+    from paddle_elmo.export.export_format import EXPORTED_FILES
+    from paddle_elmo.export.inference import InferenceEmbedder
     model_dir, bilm = word_export
     assert sorted(os.listdir(model_dir)) == sorted(EXPORTED_FILES + ('vocab.txt',))
     with open(os.path.join(model_dir, 'vocab.txt'), encoding='utf-8') as f:
@@ -214,7 +214,7 @@ def test_a_word_export_holds_its_vocabulary_and_names_its_inputs(word_export):
 
 
 def test_a_word_export_without_its_vocabulary_fails_with_one_line(word_export, tmp_path):
-    from paddle_elmo.inference import InferenceEmbedder
+    from paddle_elmo.export.inference import InferenceEmbedder
     copy = tmp_path / 'elmo_inference'
     shutil.copytree(word_export[0], copy)
     os.remove(copy / 'vocab.txt')
@@ -225,9 +225,9 @@ def test_a_word_export_without_its_vocabulary_fails_with_one_line(word_export, t
 
 
 def test_word_input_options_are_exportable_and_unknown_keys_still_refused_by_name():
-    from paddle_elmo.config import ModelConfig
+    from paddle_elmo.model.config import ModelConfig
     from paddle_elmo.fileio import InputError
-    from paddle_elmo.static_bilm import check_exportable
+    from paddle_elmo.export.static_bilm import check_exportable
     word = {**tiny_config(token_input='word').to_options(), 'n_tokens_vocab': len(WORDS) + 3}  # bilm-tf's
     both = tiny_config(token_input='word+char', word_dim=5).to_options()  # word_embedding.dim beside char_cnn
     for options in (word, both):
@@ -268,7 +268,7 @@ def test_readme_snippet_runs_without_the_repository(fixture_export, runtime, tmp
                           timeout=300)
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert proc.stdout.strip().splitlines()[-1] == f"['{runtime}']"  # the other runtime was never imported
-    from paddle_elmo.token_ids import CharMapper
+    from paddle_elmo.text.token_ids import CharMapper
     sentences = [['The', 'cat', 'sat', '.'], ['Hello', 'world', '!']]  # as in README
     from paddle_elmo import ELMoEmbedder
     expected = ELMoEmbedder(bilm=bilm).embed_batch(sentences)
@@ -385,8 +385,8 @@ def test_export_to_a_bad_directory_fails_with_one_line(where, tmp_path):
 
 def test_a_model_setting_the_export_does_not_implement_is_refused_by_name(monkeypatch):
     # A ModelConfig field added after the export was written: refused unless it keeps its default.
-    from paddle_elmo import static_bilm
-    from paddle_elmo.config import ModelConfig
+    from paddle_elmo.export import static_bilm
+    from paddle_elmo.model.config import ModelConfig
     from paddle_elmo.fileio import InputError
     monkeypatch.setattr(static_bilm, 'IMPLEMENTED_FIELDS', static_bilm.IMPLEMENTED_FIELDS - {'activation'})
     static_bilm.check_exportable(ModelConfig(activation='relu'))
@@ -408,7 +408,7 @@ def test_run_embed_inference_model_bad_input_fails_with_one_line(tmp_path, fixtu
 
 
 def test_a_failed_export_leaves_the_previous_one_and_no_temporary_files(fixture_dir, tmp_path, monkeypatch):
-    from paddle_elmo import deploy
+    from paddle_elmo.export import deploy
     bilm = fixture_bilm()
     out = tmp_path / 'elmo_inference'
     deploy.export_inference(bilm, str(out), formats=('paddle',))
@@ -429,7 +429,7 @@ def test_a_failed_export_leaves_the_previous_one_and_no_temporary_files(fixture_
 
 
 def test_an_export_that_differs_from_the_embedder_is_not_written(fixture_dir, tmp_path, monkeypatch):
-    from paddle_elmo import deploy
+    from paddle_elmo.export import deploy
     bilm = fixture_bilm()
     original = deploy.StaticBiLM.lstm_step
 
@@ -454,8 +454,8 @@ def large_valued_bilm():
     per-element check np.allclose(atol=1e-5, rtol=1e-5) by 2-4x on both runtimes, with MKL's AVX2
     or generic path, 1 or 2 threads (measured), as the original size's did. Built and exported in
     ~3 s."""
-    from paddle_elmo.magnitudes import realistic_bilm
-    from paddle_elmo.config import ModelConfig
+    from paddle_elmo.export.magnitudes import realistic_bilm
+    from paddle_elmo.model.config import ModelConfig
     bilm = realistic_bilm(ModelConfig(dropout=0.0, projection_dim=32, cell_dim=128,
                                       cnn_filters=[[1, 32], [2, 32], [3, 64], [4, 128], [5, 256]]), seed=1)
     projection = bilm.char_encoder.projection
@@ -468,8 +468,8 @@ def large_valued_bilm():
 def large_valued_export(tmp_path_factory):
     """large_valued_bilm exported and verified (export_inference raises if verification refuses it)
     -> (directory, its BiLM, export_inference's result)."""
-    from paddle_elmo.deploy import export_inference
-    from paddle_elmo.deploy import CHECK_SENTENCES
+    from paddle_elmo.export.deploy import export_inference
+    from paddle_elmo.export.deploy import CHECK_SENTENCES
     bilm = large_valued_bilm()
     out = tmp_path_factory.mktemp('large') / 'elmo_inference'
     return str(out), bilm, export_inference(bilm, str(out))
@@ -479,10 +479,10 @@ def test_a_model_with_large_activations_is_verified_on_each_layers_scale(large_v
     # The old per-element check (atol 1e-5 + rtol 1e-5) refuses this export's float rounding; on
     # each layer's scale it is <= 4.3e-6 (measured), far inside VERIFY_TOL (issue 37's measurement: <= 7e-6 on
     # the bundled, a trained and an original-size model).
-    from paddle_elmo.deploy import VERIFY_TOL
-    from paddle_elmo.inference import InferenceEmbedder
+    from paddle_elmo.export.deploy import VERIFY_TOL
+    from paddle_elmo.export.inference import InferenceEmbedder
     from paddle_elmo import ELMoEmbedder
-    from paddle_elmo.deploy import CHECK_SENTENCES
+    from paddle_elmo.export.deploy import CHECK_SENTENCES
     model_dir, bilm, result = large_valued_export
     expected = ELMoEmbedder(bilm=bilm, stateful=False).embed_batch(CHECK_SENTENCES)
     assert max(float(np.abs(e).max()) for e in expected) > 30  # large values, as a trained model's
@@ -493,7 +493,7 @@ def test_a_model_with_large_activations_is_verified_on_each_layers_scale(large_v
 
 
 def test_relative_differences_are_per_sentence_and_layer():
-    from paddle_elmo.deploy import relative_differences
+    from paddle_elmo.export.deploy import relative_differences
     expected = [np.array([[[100.0, 0.001]], [[1.0, 0.0]]], dtype=np.float32), np.zeros((2, 0, 2), np.float32)]
     got = [expected[0] + np.array([[[0.0, 0.01]], [[0.0, 0.0]]], dtype=np.float32), expected[1]]
     np.testing.assert_allclose(relative_differences(got, expected), [[1e-4, 0.0], [0.0, 0.0]], rtol=1e-3)
@@ -530,7 +530,7 @@ class _WithoutForgetBias:
 def no_forget_bias():
     """('lstm_step', StaticBiLM.lstm_step without TensorFlow's forget bias (a formula slip: bilm-tf adds it
     at run time, the weights do not hold it))."""
-    from paddle_elmo.static_bilm import StaticBiLM
+    from paddle_elmo.export.static_bilm import StaticBiLM
     original = StaticBiLM.lstm_step
 
     def step(self, layer, x_gates, h, c, w_hidden):
@@ -543,8 +543,8 @@ def test_a_slip_in_a_large_valued_model_is_still_refused(slip, tmp_path, monkeyp
     # The scale-relative tolerance is loose only by rounding's measure: a real slip in the same
     # large-valued model moves a layer by > 1e-2 of its largest value and is refused. (Without
     # verification this export would be written: the test fails.)
-    from paddle_elmo import deploy
-    from paddle_elmo.deploy import CHECK_SENTENCES
+    from paddle_elmo.export import deploy
+    from paddle_elmo.export.deploy import CHECK_SENTENCES
     bilm = large_valued_bilm()
     monkeypatch.setattr(deploy.StaticBiLM, *slip())
     with pytest.raises(deploy.ExportError, match=r"differs from ELMoEmbedder by up to .* of a layer's largest value"):
@@ -571,8 +571,8 @@ def fixture_int8_export(tmp_path_factory):
 def int8_agreement(model_dir, bilm, sentences):
     """(min per-token cosine, max difference on a layer's scale) of the export's onnxruntime run
     against ELMoEmbedder(stateful=False)."""
-    from paddle_elmo.deploy import relative_differences, token_cosines
-    from paddle_elmo.inference import InferenceEmbedder
+    from paddle_elmo.export.deploy import relative_differences, token_cosines
+    from paddle_elmo.export.inference import InferenceEmbedder
     from paddle_elmo import ELMoEmbedder
     expected = ELMoEmbedder(bilm=bilm, stateful=False).embed_batch(sentences)
     got = InferenceEmbedder(model_dir, backend='onnxruntime').embed_batch(sentences)
@@ -581,9 +581,9 @@ def int8_agreement(model_dir, bilm, sentences):
 
 def test_an_int8_export_runs_unchanged_says_it_is_int8_and_agrees_at_the_int8_tolerance(fixture_int8_export):
     import onnx
-    from paddle_elmo.deploy import INT8_MIN_COSINE, INT8_REL_TOL
-    from paddle_elmo.export_format import EXPORTED_FILES
-    from paddle_elmo.inference import InferenceEmbedder
+    from paddle_elmo.export.deploy import INT8_MIN_COSINE, INT8_REL_TOL
+    from paddle_elmo.export.export_format import EXPORTED_FILES
+    from paddle_elmo.export.inference import InferenceEmbedder
     model_dir, bilm, stdout = fixture_int8_export
     assert sorted(os.listdir(model_dir)) == sorted(EXPORTED_FILES)
     assert 'model.onnx is int8' in stdout and 'onnxruntime, int8: per-token cosine' in stdout
@@ -616,7 +616,7 @@ def test_run_embed_reads_an_int8_export_and_says_so(fixture_int8_export, tmp_pat
 def test_int8_export_of_a_large_valued_model(tmp_path):
     # The original size's code paths (realistic magnitudes, Loops with int8 products, the char CNN
     # float) at a size CI runs in seconds; the original size itself: benchmarks/bench_export.py.
-    from paddle_elmo.deploy import INT8_MIN_COSINE, export_inference
+    from paddle_elmo.export.deploy import INT8_MIN_COSINE, export_inference
     bilm = large_valued_bilm()
     result = export_inference(bilm, str(tmp_path / 'e'), quantize='int8')
     assert result['quantized']['quantized'] == 6 * bilm.n_layers  # x @ W_x before the Loop; h @ W_h, W_P in it
@@ -630,10 +630,10 @@ def test_int8_export_of_the_bundled_model_keeps_every_layer_within_cosine_099(tm
     # model, fed token representations up to ~24: with the LSTM's input [x_t; h] quantized at one
     # scale per call the worst token was 0.986 here (0.979 on 1,000 rt-polarity sentences), with
     # x @ W_x quantized one scale per token 0.9975; large-valued models are held below.
-    from paddle_elmo.deploy import export_inference, token_cosines
-    from paddle_elmo.inference import InferenceEmbedder
-    from paddle_elmo.model_io import resolve_model
-    from paddle_elmo.deploy import CHECK_SENTENCES
+    from paddle_elmo.export.deploy import export_inference, token_cosines
+    from paddle_elmo.export.inference import InferenceEmbedder
+    from paddle_elmo.files.model_io import resolve_model
+    from paddle_elmo.export.deploy import CHECK_SENTENCES
     from paddle_elmo import ELMoEmbedder
     require(FIXTURE)
     model = resolve_model('bundled')
@@ -653,8 +653,8 @@ def test_int8_export_of_the_bundled_model_keeps_every_layer_within_cosine_099(tm
 
 def test_an_int8_model_of_another_function_is_refused(fixture_int8_export):
     # verify_int8 is not vacuous: the same export checked against a different model fails.
-    from paddle_elmo import deploy
-    from paddle_elmo.deploy import CHECK_SENTENCES
+    from paddle_elmo.export import deploy
+    from paddle_elmo.export.deploy import CHECK_SENTENCES
     other = fixture_bilm()
     for param in other.forward_stack.parameters():
         param.set_value(param.numpy()[..., ::-1].copy() if param.ndim == 2 else param.numpy())
@@ -677,9 +677,9 @@ def test_what_cannot_be_quantized_is_refused_with_one_line(args, tmp_path, capfd
 def test_an_int8_export_is_checked_on_the_english_sample_and_records_it(fixture_int8_export):
     # The fixture model (whitespace tokens of English, no sample of its own) is checked on the English
     # model's held-out sample: real sentences, not the synthetic sample corpus.
-    from paddle_elmo.deploy import INT8_CHECK_MIN_SENTENCES, INT8_MIN_COSINE, check_sentences
-    from paddle_elmo.export_checks import ENGLISH_SAMPLE
-    from paddle_elmo.inference import InferenceEmbedder
+    from paddle_elmo.export.deploy import INT8_CHECK_MIN_SENTENCES, INT8_MIN_COSINE, check_sentences
+    from paddle_elmo.export.export_checks import ENGLISH_SAMPLE
+    from paddle_elmo.export.inference import InferenceEmbedder
     model_dir, _, stdout = fixture_int8_export
     assert INT8_MIN_COSINE == 0.99 and len(check_sentences(ENGLISH_SAMPLE)) >= INT8_CHECK_MIN_SENTENCES == 200
     with open(os.path.join(model_dir, 'export.json')) as f:
@@ -694,8 +694,8 @@ def test_an_int8_export_is_checked_on_the_english_sample_and_records_it(fixture_
 
 def test_the_api_verifies_by_default_and_unverified_exports_say_so(tmp_path, caplog):
     import logging
-    from paddle_elmo.deploy import export_inference
-    from paddle_elmo.inference import InferenceEmbedder
+    from paddle_elmo.export.deploy import export_inference
+    from paddle_elmo.export.inference import InferenceEmbedder
     bilm = tiny_bilm('char')
     checked = export_inference(bilm, str(tmp_path / 'checked'), formats=('paddle',))
     assert set(checked['verified']) == {'paddle'}
@@ -723,9 +723,9 @@ def test_no_verify_warns_and_embed_reports_the_unverified_export(tmp_path):
 
 
 def test_the_default_int8_sentences_are_the_models_own_else_english_for_an_english_tokenizer(tmp_path):
-    from paddle_elmo.export_checks import ENGLISH_SAMPLE, SAMPLE_FILE, check_sentences, default_verify_file
+    from paddle_elmo.export.export_checks import ENGLISH_SAMPLE, SAMPLE_FILE, check_sentences, default_verify_file
     from paddle_elmo.fileio import InputError
-    from paddle_elmo.model_io import resolve_model
+    from paddle_elmo.files.model_io import resolve_model
     for name in ('bundled', 'bundled-zh'):  # each bundled model ships its own
         options = resolve_model(name).options_file
         assert default_verify_file(options, 'chars') == os.path.join(os.path.dirname(options), SAMPLE_FILE)

@@ -12,9 +12,8 @@ from paddle_elmo.fileio import InputError
 from conftest import FIXTURE, ROOT, SHARED, one_line_error, require, tiny_config
 from helpers import (LEARN, RT, assert_learned, check_result, head_lines, run_here, run_script, save_checkpoint,
                      write_separable_polarity)
-from paddle_elmo.classifier import (BowHead, Dataset, make_folds, make_optimizer, predict, read_polarity,
-                                    train_epoch)
-from paddle_elmo.tokenizers import get_tokenizer
+from paddle_elmo.use.classifier import BowHead, Dataset, make_folds, make_optimizer, predict, read_polarity, train_epoch
+from paddle_elmo.text.tokenizers import get_tokenizer
 
 CORPUS = os.path.join(SHARED, 'data', 'lm-corpus', 'train.txt')
 # Cache and live paths do the same float32 arithmetic on differently padded batches; 1e-5 allows
@@ -105,7 +104,7 @@ def test_single_split_and_too_few_sentences():
 # ---- head ------------------------------------------------------------------------------------
 
 def test_pack_keeps_the_real_tokens_and_the_head_averages_each_sentence():
-    from paddle_elmo.classifier import pack, sentence_means
+    from paddle_elmo.use.classifier import pack, sentence_means
     x = np.random.RandomState(0).randn(3, 4, 6).astype(np.float32)
     mask = np.array([[True, True, False, False], [False] * 4, [True] * 4])
     x[0, 2:] = 1e3  # padding must not reach the features
@@ -124,7 +123,7 @@ def test_pack_keeps_the_real_tokens_and_the_head_averages_each_sentence():
 
 
 def test_dropout_and_gradients_reach_only_real_tokens():
-    from paddle_elmo.classifier import pack
+    from paddle_elmo.use.classifier import pack
     x = paddle.to_tensor(np.ones((2, 5, 400), np.float32), stop_gradient=False)
     mask = paddle.to_tensor(np.arange(5)[None] < np.array([[2], [5]]))
     head = BowHead(input_dim=400, hidden_dim=0, dropout=0.5, feature_norm='none')
@@ -139,7 +138,7 @@ def test_dropout_and_gradients_reach_only_real_tokens():
 
 
 def test_early_stopping_restores_the_best_epochs_batch_norm_statistics_too():
-    from paddle_elmo.classifier import _restore, _trainable_snapshot
+    from paddle_elmo.use.classifier import _restore, _trainable_snapshot
     paddle.seed(0)
     head = BowHead(input_dim=6, hidden_dim=5, dropout=0.0, feature_norm='batchnorm')
     x, lengths = paddle.randn([24, 6]), np.full(8, 3)
@@ -159,7 +158,7 @@ def test_early_stopping_restores_the_best_epochs_batch_norm_statistics_too():
 # ---- ELMo features ---------------------------------------------------------------------------
 
 def test_cache_gives_the_same_predictions_as_recomputing_the_bilm():
-    from paddle_elmo.features import ActivationCache, model_builder
+    from paddle_elmo.use.features import ActivationCache, model_builder
     bilm, data = fixture_bilm(), small_dataset(15)
     cache = ActivationCache(bilm, data.sentences, progress=False)
     try:
@@ -188,7 +187,7 @@ def _largest_change(before, bilm):
 
 def _train_steps(bilm, data, steps=2, **kw):
     """A few Adam steps on short sentences (backward through the biLM is slow) -> (build, model)."""
-    from paddle_elmo.features import model_builder
+    from paddle_elmo.use.features import model_builder
     build = model_builder(bilm, data.sentences, **kw)
     model = build(0)
     optimizer = make_optimizer(model, 1e-3)
@@ -208,8 +207,8 @@ def test_frozen_bilm_does_not_change_but_the_scalar_mix_does():
 
 
 def test_one_layer_alone_is_that_layer_times_gamma_and_only_gamma_trains():
-    from paddle_elmo.bilm import remove_sentence_boundaries
-    from paddle_elmo.downstream import Elmo
+    from paddle_elmo.model.bilm import remove_sentence_boundaries
+    from paddle_elmo.use.downstream import Elmo
     bilm, data = fixture_bilm(), small_dataset(20)
     inputs = Elmo(bilm).batch_to_inputs(data.sentences[:4])
     out = Elmo(bilm).bilm_layers(inputs['char_ids'], inputs['lengths'])
@@ -245,7 +244,7 @@ def test_trainable_bilm_changes_at_its_own_rate_and_each_fold_restarts_from_the_
 
 def test_frozen_bilm_has_no_dropout_when_the_classifier_is_in_train_mode():
     from paddle_elmo import BiLM
-    from paddle_elmo.features import model_builder
+    from paddle_elmo.use.features import model_builder
     paddle.seed(0)
     bilm = BiLM(tiny_config(dropout=0.5))
     sentences = [['a', 'good', 'film'], ['bad']]
@@ -265,7 +264,7 @@ def _toy_vectors():
 
 
 def test_word2vec_lookup_falls_back_on_case_and_handles_oov_as_documented():
-    from paddle_elmo.word_vectors import UNK, Word2VecFeatures, lookup_table
+    from paddle_elmo.text.word_vectors import UNK, Word2VecFeatures, lookup_table
     sentences = [['the', 'spielberg', 'film'], ['zzz', 'film'], ['zzz']]
     table, ids, stats = lookup_table(sentences, _toy_vectors(), oov='unk')
     assert stats['oov_tokens'] == 2 and stats['oov_types'] == 1 and stats['tokens'] == 6
@@ -289,7 +288,7 @@ def test_word2vec_lookup_falls_back_on_case_and_handles_oov_as_documented():
 
 @pytest.mark.parametrize('name', ['v.bin', 'v.bin.gz', 'v.txt'])
 def test_saved_vectors_load_back_unchanged(tmp_path, name):
-    from paddle_elmo.word_vectors import load_vectors, save_vectors
+    from paddle_elmo.text.word_vectors import load_vectors, save_vectors
     kv = _toy_vectors()
     save_vectors(kv, str(tmp_path / name))
     loaded = load_vectors(str(tmp_path / name))
@@ -302,7 +301,7 @@ def test_saved_vectors_load_back_unchanged(tmp_path, name):
 @pytest.mark.parametrize('name', ['v.bin', 'v.txt', 'v.npz', 'v.kv'])
 def test_every_command_reads_every_vector_format_alike(tmp_path, name, max_vocab):
     # pretrain, finetune and word2vec all read --word_vectors through read_word_vectors
-    from paddle_elmo.word_vectors import read_word_vectors, save_vectors
+    from paddle_elmo.text.word_vectors import read_word_vectors, save_vectors
     kv, path = _toy_vectors(), str(tmp_path / name)
     if name.endswith('.npz'):
         np.savez(path, words=np.array(kv.index_to_key), vectors=kv.vectors)
@@ -318,7 +317,7 @@ def test_every_command_reads_every_vector_format_alike(tmp_path, name, max_vocab
 
 def test_an_unknown_vector_file_ending_names_the_formats(tmp_path):
     from paddle_elmo.fileio import InputError
-    from paddle_elmo.word_vectors import read_word_vectors
+    from paddle_elmo.text.word_vectors import read_word_vectors
     with pytest.raises(InputError, match=r'v\.vectors: expected a word2vec file .*\.npz'):
         read_word_vectors(str(tmp_path / 'v.vectors'))
 
@@ -369,7 +368,7 @@ def test_word2vec_base_end_to_end_trains_saves_and_reuses_vectors(rt_slice, tmp_
     result = check_result(out, 1)
     assert result['layer_weights'] is None and result['features']['dim'] == 16
     assert 0 < result['features']['oov_rate'] < 1
-    from paddle_elmo.word_vectors import load_vectors
+    from paddle_elmo.text.word_vectors import load_vectors
     assert load_vectors(str(saved)).vector_size == 16
 
 
@@ -383,7 +382,7 @@ def test_bad_input_is_one_line_error_with_exit_code_2(tmp_path):
 
 
 def test_word2vec_can_train_on_a_matched_budget_of_tokens(tmp_path):
-    from paddle_elmo.word_vectors import CorpusSentences
+    from paddle_elmo.text.word_vectors import CorpusSentences
     (tmp_path / 'a.txt').write_text('one two three\nfour five\n')
     (tmp_path / 'b.txt').write_text('six seven eight nine\n')
     paths = [str(tmp_path / 'a.txt'), str(tmp_path / 'b.txt')]
@@ -394,7 +393,7 @@ def test_word2vec_can_train_on_a_matched_budget_of_tokens(tmp_path):
 
 def test_run_finetune_concatenates_word2vec_to_the_elmo_features(rt_slice, tmp_path):
     require(FIXTURE)
-    from paddle_elmo.word_vectors import save_vectors
+    from paddle_elmo.text.word_vectors import save_vectors
     vectors = tmp_path / 'v.txt'
     save_vectors(_toy_vectors(), str(vectors))
     out = tmp_path / 'concat.json'
@@ -464,7 +463,7 @@ def tiny_exports(tiny_checkpoint, tmp_path_factory):
     """Float32 exports of the tiny checkpoint's model (Paddle program and ONNX, ~2 s) and of another
     tiny model (seed 1, Paddle program only) -> {'same': directory, 'other': directory}."""
     from paddle_elmo import BiLM
-    from paddle_elmo.deploy import export_inference
+    from paddle_elmo.export.deploy import export_inference
     d = tmp_path_factory.mktemp('exports')
     export_inference(tiny_checkpoint[1], str(d / 'same'))
     paddle.seed(1)

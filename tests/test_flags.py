@@ -16,7 +16,8 @@ from paddle_elmo.cli.config_flags import NOT_FLAGS
 from paddle_elmo.cli.flag_table import README_END, README_START, flag_uses, flags_markdown
 from paddle_elmo.cli.glossary import FLAGS, option_strings
 from paddle_elmo.fileio import InputError
-from paddle_elmo.config import ModelConfig, Recipe
+from paddle_elmo.model.config import ModelConfig
+from paddle_elmo.model.recipe import Recipe
 
 # Level-of-output flags, not on/off settings: `--quiet` has no `--no_quiet` (the protocol's, as before).
 NOT_SWITCHES = ('quiet', 'verbose', 'all', 'top', 'average',  # these three pick one of --output_format's values
@@ -210,7 +211,7 @@ DIFFERENT_ON_PURPOSE = {
 def effective_default(command, action):
     """What a flag means when not given: pretrain's config flags default to None and take the field's
     default or the default preset's value."""
-    from paddle_elmo.config import PRESETS
+    from paddle_elmo.model.recipe import PRESETS
     fields = {f.name: f.default for cls in (ModelConfig, Recipe) for f in dataclasses.fields(cls)}
     if command == 'pretrain' and action.dest in fields:
         return PRESETS['original'].get(action.dest, fields[action.dest])
@@ -390,7 +391,7 @@ class _FakeEmbedder:
 
 def test_use_sentence_keys_and_forget_sentences_write_what_allennlp_elmo_wrote(tmp_path):
     import h5py
-    from paddle_elmo.sentence_embedder import embed_file
+    from paddle_elmo.use.sentence_embedder import embed_file
     (tmp_path / 'in.txt').write_text('the cat sat\na dog\n')
     embed_file(_FakeEmbedder(), str(tmp_path / 'in.txt'), str(tmp_path / 'keys.hdf5'), 'top', progress=False,
                use_sentence_keys=True)
@@ -410,7 +411,7 @@ def test_use_sentence_keys_and_forget_sentences_write_what_allennlp_elmo_wrote(t
                                            ('a dog\n\n', 'in.txt:2: --use_sentence_keys: an empty sentence'),
                                            ('either/or\n', 'in.txt:1: --use_sentence_keys')])
 def test_a_sentence_that_cannot_be_a_key_is_an_error_naming_its_line(tmp_path, text, message):
-    from paddle_elmo.sentence_embedder import embed_file
+    from paddle_elmo.use.sentence_embedder import embed_file
     (tmp_path / 'in.txt').write_text(text)
     with pytest.raises(InputError, match=re.escape(message)):
         embed_file(_FakeEmbedder(), str(tmp_path / 'in.txt'), str(tmp_path / 'o.hdf5'), progress=False,

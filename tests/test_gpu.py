@@ -36,8 +36,8 @@ def test_the_fixture_embeds_the_same_on_gpu_as_on_cpu(fixture_dir, fixture_sente
 
 
 def test_two_training_steps_on_gpu_match_the_cpu():
-    from paddle_elmo.lm import LanguageModel, train_step
-    from paddle_elmo.optimizers import make_optimizer
+    from paddle_elmo.train.lm import LanguageModel, train_step
+    from paddle_elmo.train.optimizers import make_optimizer
     rng = np.random.RandomState(0)
     vocab_size, batch, unroll = 50, 3, 4
 

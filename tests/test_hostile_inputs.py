@@ -413,12 +413,12 @@ BOM = '\ufeff'
 def test_a_byte_order_mark_is_no_text_in_any_file_a_command_reads(tmp_path):
     """Notepad's and Excel's UTF-8 files begin with U+FEFF: every reader drops it, so that the first
     token is `the`, not `\\ufeffthe` (another word, another sentence key)."""
-    from paddle_elmo.classifier import read_sentences
-    from paddle_elmo.corpus import check_has_sentence
+    from paddle_elmo.use.classifier import read_sentences
+    from paddle_elmo.text.corpus import check_has_sentence
     from paddle_elmo.fileio import iter_lines, read_text
-    from paddle_elmo.run_configs import read_json
-    from paddle_elmo.tokenizers import as_token_lists
-    from paddle_elmo.vocabulary import Vocabulary, count_words
+    from paddle_elmo.files.run_configs import read_json
+    from paddle_elmo.text.tokenizers import as_token_lists
+    from paddle_elmo.text.vocabulary import Vocabulary, count_words
     for name, text in (('corpus.txt', GOOD), ('vocab.txt', '\n'.join(WORDS) + '\n'), ('options.json', '{"a": 1}\n')):
         (tmp_path / name).write_text(text, encoding='utf-8')
         (tmp_path / f'bom-{name}').write_text(BOM + text, encoding='utf-8')
@@ -507,7 +507,7 @@ def test_standard_output_that_is_a_terminal_gets_no_hdf5(files, tmp_path, monkey
 
 
 def test_an_empty_file_among_a_glob_s_files_is_a_warning_naming_it(tmp_path, caplog):
-    from paddle_elmo.vocabulary import count_words
+    from paddle_elmo.text.vocabulary import count_words
     (tmp_path / 'a.txt').write_text(GOOD)
     (tmp_path / 'b.txt').write_text('')
     (tmp_path / 'c.txt').write_text('\n\n')
@@ -522,7 +522,7 @@ def test_an_empty_file_among_a_glob_s_files_is_a_warning_naming_it(tmp_path, cap
 def test_an_output_s_missing_directories_are_made_when_it_is_written_and_not_before(files, tmp_path):
     """The one rule: an output's missing directories are made when it is written, and not at all when
     the command fails; the check before any work makes nothing."""
-    from paddle_elmo.export_dirs import check_output_dir, temp_dir_beside
+    from paddle_elmo.export.export_dirs import check_output_dir, temp_dir_beside
     from paddle_elmo.fileio import check_output_directory, check_output_file
     deep = tmp_path / 'a' / 'b' / 'c'
     assert check_output_directory(str(deep), '--output_dir') == str(deep)

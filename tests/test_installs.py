@@ -194,7 +194,7 @@ def test_pretrain_without_matplotlib_skips_the_curve_in_one_line(tmp_path):
 CORE_PYTHON = textwrap.dedent('''
     import json, sys
     import paddle_elmo
-    from paddle_elmo.inference import InferenceEmbedder
+    from paddle_elmo.export.inference import InferenceEmbedder
 
     def error(call):
         try:
@@ -302,7 +302,7 @@ def test_the_serve_install_embeds_an_export_without_a_backend_named(serve_venv, 
     python = os.path.join(serve_venv, 'bin', 'python')
     env = {k: v for k, v in os.environ.items() if k != 'PYTHONPATH'}
     child = run_child(python, bundled_export, tmp_path / 'api', env)  # InferenceEmbedder and cli.main, as installed
-    from paddle_elmo.inference import InferenceEmbedder
+    from paddle_elmo.export.inference import InferenceEmbedder
     expected = InferenceEmbedder(bundled_export, backend='onnxruntime').encode(SENTENCES)
     assert_served_without_paddle(tmp_path / 'api', bundled_export, child, expected)
     # the installed command itself, as README shows it
@@ -330,8 +330,8 @@ def test_the_serve_install_embeds_an_export_without_a_backend_named(serve_venv, 
 CPU_JOURNEY = textwrap.dedent('''
     OUT=$1; shift; TINY=("$@")
     step() { name=$1; shift; "$@" > "$OUT/$name.out" 2> "$OUT/$name.err"; echo "$name $?" >> "$OUT/codes"; }
-    TRAIN=$(python -c 'from paddle_elmo.corpus import SAMPLE_TRAIN; print(SAMPLE_TRAIN)')
-    HELDOUT=$(python -c 'from paddle_elmo.corpus import SAMPLE_HELDOUT; print(SAMPLE_HELDOUT)')
+    TRAIN=$(python -c 'from paddle_elmo.text.corpus import SAMPLE_TRAIN; print(SAMPLE_TRAIN)')
+    HELDOUT=$(python -c 'from paddle_elmo.text.corpus import SAMPLE_HELDOUT; print(SAMPLE_HELDOUT)')
     printf "It's raining, isn't it?\\nShe paid the bank.\\n" > "$OUT/sentences.txt"
     step demo paddle-elmo demo --output_dir "$OUT/demo"
     step pretrain paddle-elmo pretrain --train_data_path "$TRAIN" --vocab_file "$OUT/demo/vocab.txt" \\

@@ -8,7 +8,7 @@ import sys
 import pytest
 
 from conftest import require_compiler
-from paddle_elmo import kernel_build, kernels
+from paddle_elmo.model import kernel_build, kernels
 
 
 def test_built_kernels_load_in_a_new_process_with_no_subprocess():
@@ -19,7 +19,7 @@ def test_built_kernels_load_in_a_new_process_with_no_subprocess():
         'started = []',
         'spawn = subprocess.Popen.__init__',
         'subprocess.Popen.__init__ = lambda self, *a, **k: started.append(a or k) or spawn(self, *a, **k)',
-        'from paddle_elmo import kernels',
+        'from paddle_elmo.model import kernels',
         'ops = kernels.kernel()',
         'print(ops is not None and hasattr(ops, "elmo_lstm_forward"), started)',
     ])

@@ -23,7 +23,7 @@ def bilm():
 
 
 def test_embedder_leaves_the_device_malloc_and_the_global_mode_alone(bilm, monkeypatch):
-    from paddle_elmo import embedder as embedder_module
+    from paddle_elmo.use import embedder as embedder_module
     from paddle_elmo import ELMoEmbedder
     calls = []
     monkeypatch.setattr(paddle, 'set_device', lambda *a: calls.append(('set_device', a)))
@@ -48,9 +48,9 @@ def test_embedder_gives_back_a_callers_bilm_as_it_was(bilm):
 
 
 def test_lm_evaluation_restores_the_mode_without_flipping_the_tracer(tmp_path):
-    from paddle_elmo.lm_batches import iter_eval_batches
-    from paddle_elmo.vocabulary import Vocabulary
-    from paddle_elmo.lm import LanguageModel, evaluate
+    from paddle_elmo.text.batches import iter_eval_batches
+    from paddle_elmo.text.vocabulary import Vocabulary
+    from paddle_elmo.train.lm import LanguageModel, evaluate
     (tmp_path / 'v.txt').write_text('<S>\n</S>\n<UNK>\na\nb\n')
     (tmp_path / 'd.txt').write_text('a b a\nb a\n')
     vocab = Vocabulary(str(tmp_path / 'v.txt'))
@@ -65,7 +65,7 @@ def test_importing_the_library_sets_no_environment_variables_or_warning_filters(
     # but GLOG_minloglevel, and that only where the user left it unset (here: they set it).
     code = ('import os, warnings; os.environ["GLOG_minloglevel"] = "0"; import paddle; env = dict(os.environ); '
             'filters = list(warnings.filters); '
-            'from paddle_elmo import lm, classifier, corpus, lm_batches, fileio, ELMoEmbedder, Elmo; '
+            'from paddle_elmo.train import lm; from paddle_elmo.use import classifier; from paddle_elmo.text import corpus, batches; from paddle_elmo import fileio, ELMoEmbedder, Elmo; '
             'changed = sorted(k for k in set(env) | set(os.environ) if env.get(k) != os.environ.get(k)); '
             'print(changed, len(warnings.filters) - len(filters))')
     proc = subprocess.run([sys.executable, '-c', code], capture_output=True, text=True, cwd=ROOT,
@@ -106,8 +106,8 @@ def test_without_a_working_compiler_the_kernels_fall_back_with_one_warning(tmp_p
     for name in ('g++', 'gcc', 'c++', 'cc', 'x86_64-linux-gnu-g++', 'x86_64-linux-gnu-gcc'):
         (bin_dir / name).write_text('#!/bin/sh\necho "error: this compiler is too old" >&2\nexit 1\n')
         (bin_dir / name).chmod(0o755)
-    # A warning in the log (paddle_elmo.kernels): nothing the calling code could change.
-    code = ('import logging\nfrom paddle_elmo import kernels\n'
+    # A warning in the log (paddle_elmo.model.kernels): nothing the calling code could change.
+    code = ('import logging\nfrom paddle_elmo.model import kernels\n'
             'class Keep(logging.Handler):\n'
             '    records = []\n'
             '    def emit(self, record): self.records.append(record)\n'
@@ -126,7 +126,7 @@ def test_without_a_working_compiler_the_kernels_fall_back_with_one_warning(tmp_p
 
 
 def test_a_model_is_one_value_resolved_in_one_place(tmp_path):
-    from paddle_elmo.model_io import BUNDLED_MODEL_DIR, resolve_model
+    from paddle_elmo.files.model_io import BUNDLED_MODEL_DIR, resolve_model
     bundled = resolve_model('bundled')
     assert bundled.files() == {'options_file': os.path.join(BUNDLED_MODEL_DIR, 'options.json'),
                                'weight_file': os.path.join(BUNDLED_MODEL_DIR, 'weights.hdf5')}

@@ -7,9 +7,9 @@ import pytest
 
 from conftest import tiny_config
 from paddle_elmo.fileio import InputError
-from paddle_elmo.lm import LanguageModel
-from paddle_elmo.optimizers import Adagrad
-from paddle_elmo.sampled_softmax import LogUniformSampler, Softmax
+from paddle_elmo.train.lm import LanguageModel
+from paddle_elmo.train.optimizers import Adagrad
+from paddle_elmo.train.sampled_softmax import LogUniformSampler, Softmax
 
 
 def test_sampler_draws_follow_the_log_uniform_distribution():
@@ -136,7 +136,7 @@ def test_language_model_trains_and_carries_state():
 
 
 def test_candidate_labels_point_each_accidental_hit_at_its_candidate_column():
-    from paddle_elmo.sampled_softmax import candidate_labels
+    from paddle_elmo.train.sampled_softmax import candidate_labels
     candidates = np.array([7, 3, 11, 0])  # distinct, in draw order (not sorted)
     targets = np.array([3, 5, 0, 11, 12, 7, 3])
     np.testing.assert_array_equal(candidate_labels(targets, candidates), [2, 0, 4, 3, 0, 1, 2])
@@ -169,7 +169,7 @@ def test_reset_state_at_sentence_start_runs_those_rows_from_zeros_and_keeps_the_
 def test_sampler_and_labels_match_their_sorting_definitions():
     """The O(n) lookups give exactly np.unique's and argsort's answers: the candidates drawn (and so
     every loss) are the same as with sorting."""
-    from paddle_elmo.sampled_softmax import candidate_labels, first_occurrences, sorted_union
+    from paddle_elmo.train.sampled_softmax import candidate_labels, first_occurrences, sorted_union
     rng = np.random.default_rng(7)
     for size, n in ((50, 400), (150_000, 17_408), (3, 10)):
         ids = rng.integers(0, size, n)
@@ -188,7 +188,7 @@ def test_sampler_and_labels_match_their_sorting_definitions():
 def test_the_learning_rate_decays_after_warm_up_to_its_final_share(kind):
     """Adam's rate rises over the warm-up, then falls from lr to lr x final over the decay's steps
     (a line, or a half cosine: half-way at the midpoint either way) and stays there."""
-    from paddle_elmo.optimizers import Adam, Decay
+    from paddle_elmo.train.optimizers import Adam, Decay
     paddle.seed(0)
     opt = Adam(LanguageModel(tiny_config(), 40, n_negative_samples=10), lr=0.01, max_grad_norm=10.0,
                warmup_steps=10, decay=Decay(kind, 100, 0.1))
@@ -204,8 +204,8 @@ def test_the_learning_rate_decays_after_warm_up_to_its_final_share(kind):
 
 
 def test_a_run_decays_over_its_own_steps_unless_told_otherwise():
-    from paddle_elmo.config import Recipe
-    from paddle_elmo.training import lr_decay
+    from paddle_elmo.model.recipe import Recipe
+    from paddle_elmo.train.training import lr_decay
     recipe = Recipe(max_steps=1500, warmup_steps=100, lr_decay='cosine').checked()
     assert (lr_decay(recipe).kind, lr_decay(recipe).steps, lr_decay(recipe).final) == ('cosine', 1500, 0.1)
     adam = Recipe(max_steps=1500, optimizer='adam', warmup_steps=100, lr_decay='cosine').checked()
@@ -218,8 +218,8 @@ def test_a_run_decays_over_its_own_steps_unless_told_otherwise():
 
 def test_the_recipes_adam_beta2_reaches_the_optimizer_and_its_second_moments():
     """--adam_beta2 is the decay of v: after one update from zero, v = (1 - beta2) g^2."""
-    from paddle_elmo.config import Recipe
-    from paddle_elmo.training import optimizer_for
+    from paddle_elmo.model.recipe import Recipe
+    from paddle_elmo.train.training import optimizer_for
     paddle.seed(0)
     model = LanguageModel(tiny_config(), 40, n_negative_samples=10)
     optimizer = optimizer_for(model, Recipe(optimizer='adam', lr=0.01, adam_beta2=0.9, max_steps=10).checked(), 1)
@@ -234,8 +234,8 @@ def test_the_recipes_adam_beta2_reaches_the_optimizer_and_its_second_moments():
 def test_the_unigram_prior_counts_every_target_as_the_stream_makes_them(tmp_path):
     """Words once per direction, </S> and <S> once per sentence, unknown words as <UNK>, add-one
     smoothed; the count stops after max_tokens tokens."""
-    from paddle_elmo.sampled_softmax import unigram_log_prior
-    from paddle_elmo.vocabulary import Vocabulary
+    from paddle_elmo.train.sampled_softmax import unigram_log_prior
+    from paddle_elmo.text.vocabulary import Vocabulary
     (tmp_path / 'v.txt').write_text('<S>\n</S>\n<UNK>\na\nb\nc\nd\n')
     (tmp_path / 'train.txt').write_text('a b a\n\nb c zzz\n')
     vocab = Vocabulary(str(tmp_path / 'v.txt'))
@@ -245,6 +245,6 @@ def test_the_unigram_prior_counts_every_target_as_the_stream_makes_them(tmp_path
     first = np.array([1, 1, 0, 4, 2, 0, 0]) + 1.0  # the first sentence's 3 tokens reach max_tokens
     np.testing.assert_allclose(unigram_log_prior(vocab, str(tmp_path / 'train.txt'), max_tokens=3, progress=False),
                                np.log(first / first.sum()), rtol=1e-6)
-    from paddle_elmo.config import Recipe
+    from paddle_elmo.model.recipe import Recipe
     with pytest.raises(InputError, match="--softmax_bias_init must be one of zero, unigram, got 'log'"):
         Recipe(softmax_bias_init='log').checked()

@@ -74,31 +74,31 @@ def test_a_library_call_with_the_logger_at_warning_writes_nothing_but_its_warnin
     proc = library_run(tmp_path, 'WARNING')
     assert proc.stdout == ''
     lines = proc.stderr.splitlines()
-    assert len(lines) == 1 and lines[0].startswith(f'WARNING:paddle_elmo.model_io:{BUNDLED_NOTE}'), proc.stderr
+    assert len(lines) == 1 and lines[0].startswith(f'WARNING:paddle_elmo.files.model_io:{BUNDLED_NOTE}'), proc.stderr
     assert (tmp_path / 'out.hdf5').exists()
 
 
 def test_a_library_call_with_the_logger_unset_shows_its_progress_bar_on_stderr(tmp_path):
     proc = library_run(tmp_path, None)
     assert proc.stdout == ''
-    assert f'WARNING:paddle_elmo.model_io:{BUNDLED_NOTE}' in proc.stderr
+    assert f'WARNING:paddle_elmo.files.model_io:{BUNDLED_NOTE}' in proc.stderr
     assert 'embedding: 100%' in proc.stderr  # embed_file's tqdm bar: the switch above is the logger's level
 
 
 def test_progress_bars_follow_the_callers_switch_and_the_loggers_level():
     from paddle_elmo.logs import show_progress
-    top, module = logging.getLogger('paddle_elmo'), logging.getLogger('paddle_elmo.embedder')
+    top, module = logging.getLogger('paddle_elmo'), logging.getLogger('paddle_elmo.use.embedder')
     saved = top.level, module.level
     try:
         top.setLevel(logging.NOTSET)
         module.setLevel(logging.NOTSET)
         assert show_progress(True, module) and not show_progress(False, module)  # unset: as before
         top.setLevel(logging.WARNING)
-        assert not show_progress(True, module) and not show_progress(True, 'paddle_elmo.corpus')
+        assert not show_progress(True, module) and not show_progress(True, 'paddle_elmo.text.corpus')
         module.setLevel(logging.INFO)  # the nearest level decides
-        assert show_progress(True, module) and not show_progress(True, 'paddle_elmo.corpus')
+        assert show_progress(True, module) and not show_progress(True, 'paddle_elmo.text.corpus')
         top.setLevel(logging.DEBUG)
-        assert show_progress(True, 'paddle_elmo.corpus')
+        assert show_progress(True, 'paddle_elmo.text.corpus')
     finally:
         top.setLevel(saved[0])
         module.setLevel(saved[1])

@@ -17,12 +17,13 @@ import pytest
 
 from conftest import ROOT, one_line_error, tiny_config
 from helpers import assert_elmo_reads_raw_text_as_the_embedder, run_here
-from paddle_elmo import BiLM, ELMoEmbedder, model_names
+from paddle_elmo import BiLM, ELMoEmbedder
+from paddle_elmo.files import model_names
 from paddle_elmo.cache import cache_dir
 from paddle_elmo.fileio import InputError, NetworkError
-from paddle_elmo.hdf5_weights import export_weights
-from paddle_elmo.model_io import resolve_model
-from paddle_elmo.tokenizers import TOKENIZERS
+from paddle_elmo.files.hdf5_weights import export_weights
+from paddle_elmo.files.model_io import resolve_model
+from paddle_elmo.text.tokenizers import TOKENIZERS
 
 SENTENCES = [['The', 'cat', 'sat', '.'], ['Hello'], ['A', 'longer', 'sentence', 'than', 'the', 'others', '.']]
 SMALL = '2x1024_128_2048cnn_1xhighway'
@@ -130,7 +131,7 @@ def test_the_table_holds_allennlp_s_urls_and_each_model_s_tokenizer(monkeypatch)
 
 
 def test_each_packaged_model_records_the_tokenizer_its_row_names():
-    from paddle_elmo.run_configs import read_model_config
+    from paddle_elmo.files.run_configs import read_model_config
     for name, model in model_names.MODELS.items():
         directory = os.path.join(model_names.PACKAGE_DIR, model.package_dir or '')
         if model.package_dir and os.path.isdir(directory):
@@ -172,7 +173,7 @@ def test_raw_text_through_elmo_and_the_embedder_of_one_named_release_gives_the_s
     """The table's tokenizer (moses) is the release's however it is loaded: Elmo of its resolved biLM
     splits raw text as ELMoEmbedder of its name does (the files record none: whitespace would give
     4 + 4 tokens), and gives the same layers."""
-    from paddle_elmo.deploy import exported_options
+    from paddle_elmo.export.deploy import exported_options
     expected = assert_elmo_reads_raw_text_as_the_embedder('small', ["It's raining, isn't it?", 'She paid the bank.'])
     assert [e.shape[1] for e in expected] == [8, 5] and ELMoEmbedder('small').tokenizer == 'moses'
     assert exported_options(resolve_model('small'))['tokenizer'] == 'moses'  # and an export of it records it
@@ -203,7 +204,7 @@ def test_a_failed_download_leaves_no_file_under_the_model_s_name(served, mode):
 def test_a_killed_download_leaves_no_file_under_the_model_s_name(served):
     served.modes[WEIGHTS_PATH] = 'stall'
     env = dict(os.environ, PYTHONPATH=ROOT)
-    proc = subprocess.Popen([sys.executable, '-c', 'from paddle_elmo.model_names import model_files; '
+    proc = subprocess.Popen([sys.executable, '-c', 'from paddle_elmo.files.model_names import model_files; '
                              'model_files("small")'], env=env, cwd=ROOT, stderr=subprocess.DEVNULL)
     options, weights = cached('small')
     directory = os.path.dirname(weights)

@@ -31,7 +31,7 @@ def test_the_wheel_installs_one_import_package_and_its_metadata(wheel):
 
 def test_the_wheel_carries_the_kernels_source_the_bundled_model_and_the_demo_corpus(wheel):
     _, files, _ = wheel
-    for path in ('paddle_elmo/kernels.cc', 'paddle_elmo/pretrained/options.json', 'paddle_elmo/pretrained/weights.hdf5',
+    for path in ('paddle_elmo/model/kernels.cc', 'paddle_elmo/pretrained/options.json', 'paddle_elmo/pretrained/weights.hdf5',
                  'paddle_elmo/pretrained/README.md', 'paddle_elmo/pretrained/vocab.txt', 'paddle_elmo/demo_data/sample_train.txt',
                  'paddle_elmo/demo_data/sample_heldout.txt', 'paddle_elmo/cli/pretrain.py'):
         assert path in files

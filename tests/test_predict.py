@@ -22,8 +22,8 @@ def files(tmp_path_factory):
     """A tiny LanguageModel (random, with a softmax far from uniform) as a checkpoint of ours (ck/final),
     exported with its softmax (hdf5/) and without it (nosoftmax/); its vocabulary; a one-sentence
     held-out file."""
-    from paddle_elmo.lm import LanguageModel
-    from paddle_elmo.hdf5_weights import export_weights
+    from paddle_elmo.train.lm import LanguageModel
+    from paddle_elmo.files.hdf5_weights import export_weights
     d = tmp_path_factory.mktemp('predict')
     paddle.seed(1)
     model = LanguageModel(tiny_config(), len(VOCAB))
@@ -42,17 +42,17 @@ def files(tmp_path_factory):
 
 @pytest.fixture(scope='module')
 def predictor(files):
-    from paddle_elmo.vocabulary import Vocabulary
-    from paddle_elmo.lm_loading import load_language_model
-    from paddle_elmo.predict import Predictor
+    from paddle_elmo.text.vocabulary import Vocabulary
+    from paddle_elmo.train.lm_loading import load_language_model
+    from paddle_elmo.use.predict import Predictor
     return Predictor(load_language_model(len(VOCAB), str(files / 'ck' / 'final')), Vocabulary(str(files / 'vocab.txt')))
 
 
 def eval_losses(predictor, files):
     """run_eval.py's machinery on the one-sentence file, one row with room for the whole sentence:
     per-token (forward, backward) losses of its n + 1 targets, and lm.evaluate's figures."""
-    from paddle_elmo.lm_batches import iter_eval_batches
-    from paddle_elmo.lm import evaluate
+    from paddle_elmo.text.batches import iter_eval_batches
+    from paddle_elmo.train.lm import evaluate
     batches = lambda: iter_eval_batches(str(files / 'dev.txt'), predictor.vocab, 1, 20)
     batch = next(batches())
     n = int(batch['weights'].sum())
@@ -135,10 +135,10 @@ def paddle_log_softmax(predictor):
 
 def test_the_bundled_model_predicts_and_samples_as_with_paddle_s_log_softmax(monkeypatch):
     """The numpy normalisation changes no probability (float64: 1e-12) and no sample, over 35k words."""
-    from paddle_elmo.lm_loading import load_language_model
-    from paddle_elmo.model_io import resolve_model
-    from paddle_elmo.predict import Predictor
-    from paddle_elmo.vocabulary import Vocabulary
+    from paddle_elmo.train.lm_loading import load_language_model
+    from paddle_elmo.files.model_io import resolve_model
+    from paddle_elmo.use.predict import Predictor
+    from paddle_elmo.text.vocabulary import Vocabulary
     vocab = Vocabulary(resolve_model('bundled').own_vocabulary_file)
     bundled = Predictor(load_language_model(vocab.size), vocab)
     prefix = 'The stock market'
@@ -155,11 +155,11 @@ def test_the_bundled_model_loads_its_files_weights_into_the_one_bilm_it_builds(m
     """load_language_model from weights builds one biLM, the one the file fills, and starts the softmax
     from the file's arrays: no throwaway biLM or random softmax (predict's start is embed's, plus
     the softmax's read), and nothing of them left in the model."""
-    from paddle_elmo import bilm as bilm_module
-    from paddle_elmo.hdf5_weights import read_hdf5_softmax
-    from paddle_elmo.lm_loading import load_language_model
-    from paddle_elmo.model_io import resolve_model
-    from paddle_elmo.vocabulary import Vocabulary
+    from paddle_elmo.model import bilm as bilm_module
+    from paddle_elmo.files.hdf5_weights import read_hdf5_softmax
+    from paddle_elmo.train.lm_loading import load_language_model
+    from paddle_elmo.files.model_io import resolve_model
+    from paddle_elmo.text.vocabulary import Vocabulary
     bundled = resolve_model()
     weight_file = bundled.weight_file
     vocab = Vocabulary(os.path.join(os.path.dirname(bundled.options_file), 'vocab.txt'))
@@ -177,9 +177,9 @@ def test_the_bundled_model_loads_its_files_weights_into_the_one_bilm_it_builds(m
 
 
 def test_bad_arguments_of_the_api(predictor, files):
-    from paddle_elmo.vocabulary import Vocabulary
-    from paddle_elmo.lm_loading import load_language_model
-    from paddle_elmo.predict import Predictor
+    from paddle_elmo.text.vocabulary import Vocabulary
+    from paddle_elmo.train.lm_loading import load_language_model
+    from paddle_elmo.use.predict import Predictor
     with pytest.raises(InputError, match='direction must be "forward" or "backward", got \'sideways\''):
         predictor.top('a', 3, direction='sideways')
     with pytest.raises(InputError, match='temperature must be > 0'):
@@ -330,14 +330,14 @@ def test_run_dump_writes_lm_1b_s_files_and_bilm_tf_s_hdf5(files, tmp_path):
 
 def test_char_cnn_dump_without_a_softmax_and_token_embeddings_of_specials(files, tmp_path):
     from paddle_elmo import resolve_model, token_embeddings
-    from paddle_elmo.predict import dump_embeddings
+    from paddle_elmo.use.predict import dump_embeddings
     bilm = resolve_model(str(files / 'nosoftmax')).load()
     written = dump_embeddings(str(tmp_path / 'd'), VOCAB, bilm, batch_size=3)
     assert [os.path.basename(p) for p in written] == ['embeddings_char_cnn.npy', 'vocab.txt']
     np.testing.assert_allclose(np.load(tmp_path / 'd' / 'embeddings_char_cnn.npy'),
                                token_embeddings(bilm, VOCAB), atol=1e-6, rtol=0)
     # <S> and </S> are the sentence boundaries: layer 0 of the positions the biLM adds around a sentence.
-    from paddle_elmo.token_ids import CharMapper
+    from paddle_elmo.text.token_ids import CharMapper
     ids, _ = CharMapper().batch([['a']])
     with paddle.no_grad():
         x = bilm(paddle.to_tensor(ids))['activations'][0].numpy()[0, :, :8]

@@ -79,10 +79,10 @@ def test_sigterm_to_the_launcher_stops_both_ranks_at_one_step_and_resumes_exactl
 
 
 def test_a_failed_save_leaves_the_previous_checkpoint_intact(tmp_path, monkeypatch):
-    from paddle_elmo import checkpoints
+    from paddle_elmo.files import checkpoints
     from conftest import tiny_config
-    from paddle_elmo.lm import LanguageModel
-    from paddle_elmo.optimizers import make_optimizer
+    from paddle_elmo.train.lm import LanguageModel
+    from paddle_elmo.train.optimizers import make_optimizer
     model = LanguageModel(tiny_config(), 10, 4)
     optimizer = make_optimizer(model, 'adagrad', 0.2, 10.0, 0, 1)
     prefix = str(tmp_path / '5')

@@ -91,7 +91,7 @@ def test_bad_arguments_fail_with_one_line(corpus, tmp_path):
 
 
 def test_eval_perplexity_of_a_uniform_model_is_the_vocabulary_size(corpus, tmp_path):
-    from paddle_elmo.lm import LanguageModel
+    from paddle_elmo.train.lm import LanguageModel
     vocab_size = len((corpus / 'vocab.txt').read_text().split())
     model = LanguageModel(tiny_config(), vocab_size)
     with paddle.no_grad():  # zero softmax: every word has probability 1 / V whatever the LSTM says
@@ -173,8 +173,8 @@ def test_a_unigram_softmax_bias_starts_a_new_run_and_a_resume_keeps_the_checkpoi
     """--softmax_bias_init unigram: the bias starts at the training targets' log prior (so after two
     Adagrad steps of at most lr each, every row is within 2 x lr of it), and a resume that names the
     flag again does not start over from the prior: it ends as the uninterrupted run."""
-    from paddle_elmo.sampled_softmax import unigram_log_prior
-    from paddle_elmo.vocabulary import Vocabulary
+    from paddle_elmo.train.sampled_softmax import unigram_log_prior
+    from paddle_elmo.text.vocabulary import Vocabulary
     flags = ('--max_steps', '2', '--save_freq', '1', '--softmax_bias_init', 'unigram')
     whole = run('run_pretrain.py', pretrain_args(corpus, tmp_path / 'whole', *flags))
     assert whole.returncode == 0, whole.stderr[-2000:]
@@ -194,7 +194,7 @@ def test_a_unigram_softmax_bias_starts_a_new_run_and_a_resume_keeps_the_checkpoi
 
 def test_a_preset_reaches_the_model_and_an_explicit_flag_overrides_it(corpus, tmp_path):
     from paddle_elmo.cli.config_flags import given_settings, pretrain_parser
-    from paddle_elmo.config import PRESETS
+    from paddle_elmo.model.recipe import PRESETS
     base = ['--train_data_path', str(corpus / 'train.*.txt'), '--vocab_file', str(corpus / 'vocab.txt'),
             '--save_dir', str(tmp_path), '--max_steps', '1', '--log_freq', '1']
     proc = run('run_pretrain.py', base + ['--preset', 'budget', '--cell_dim', '64'])
@@ -212,7 +212,7 @@ def test_a_preset_reaches_the_model_and_an_explicit_flag_overrides_it(corpus, tm
     assert 'softmax bias: log unigram shares of the training targets' in proc.stderr
     state = paddle.load(str(tmp_path / 'final.pdparams'))
     assert tuple(state['bilm.forward_stack.layers.0.W_P'].shape) == (64, budget['projection_dim'])
-    from paddle_elmo.config import from_preset
+    from paddle_elmo.train.run_plan import from_preset
     for name in ('original', 'small'):  # bilm-tf's recipe is the default of both
         a = pretrain_parser().parse_args(['--preset', name])
         _, r = from_preset(a.preset, given_settings(a))

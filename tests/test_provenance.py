@@ -54,7 +54,7 @@ def test_the_shipped_files_have_the_hashes_their_card_states(card):
 
 
 def test_there_is_a_card_for_each_packaged_model():
-    from paddle_elmo.model_names import MODELS
+    from paddle_elmo.files.model_names import MODELS
     packaged = {os.path.join(ROOT, 'paddle_elmo', m.package_dir, 'README.md')
                 for m in MODELS.values() if m.package_dir}
     assert packaged == set(CARDS) and len(packaged) == 2

@@ -10,7 +10,7 @@ import pytest
 
 from conftest import ROOT
 from paddle_elmo import ModelConfig
-from paddle_elmo.token_ids import CharMapper
+from paddle_elmo.text.token_ids import CharMapper
 
 
 def benchmark_module(name):

@@ -17,7 +17,7 @@ from helpers import SENTENCES, assert_served_without_paddle, run_child
 @pytest.fixture(scope='module')
 def expected(bundled_export):
     """What this (full) install's onnxruntime run of the bundled export gives for SENTENCES."""
-    from paddle_elmo.inference import InferenceEmbedder
+    from paddle_elmo.export.inference import InferenceEmbedder
     return InferenceEmbedder(bundled_export, backend='onnxruntime').encode(SENTENCES)
 
 
@@ -29,7 +29,7 @@ def test_an_export_serves_with_paddle_unimportable(bundled_export, expected, tmp
 
 
 def test_with_paddle_the_default_backend_is_paddle_and_says_so(bundled_export, caplog):
-    from paddle_elmo.inference import InferenceEmbedder
+    from paddle_elmo.export.inference import InferenceEmbedder
     with caplog.at_level(logging.INFO, logger='paddle_elmo'):
         assert InferenceEmbedder(bundled_export).backend == 'paddle'
     assert [r.getMessage() for r in caplog.records if 'run by' in r.getMessage()] == [
@@ -42,7 +42,7 @@ def test_with_paddle_the_default_backend_is_paddle_and_says_so(bundled_export, c
 
 
 def test_an_onnx_only_export_runs_on_onnxruntime_by_default(bundled_export, expected, tmp_path, caplog):
-    from paddle_elmo.inference import InferenceEmbedder
+    from paddle_elmo.export.inference import InferenceEmbedder
     onnx_only = tmp_path / 'onnx_only'
     onnx_only.mkdir()
     for name in os.listdir(bundled_export):

@@ -12,13 +12,13 @@ import paddle
 import paddle.nn.functional as F
 import pytest
 
-from paddle_elmo import kernels
+from paddle_elmo.model import kernels
 from conftest import require_kernels, tiny_config
-from paddle_elmo.token_ids import CharMapper
-from paddle_elmo.bilm import BiLM, CharEncoder, EagerOps, LstmStack
-from paddle_elmo.packing import length_chunks
+from paddle_elmo.text.token_ids import CharMapper
+from paddle_elmo.model.bilm import BiLM, CharEncoder, EagerOps, LstmStack
+from paddle_elmo.model.packing import length_chunks
 from paddle_elmo import ELMoEmbedder
-from paddle_elmo.kernels import add_bias, max_over_positions
+from paddle_elmo.model.kernels import add_bias, max_over_positions
 
 # float32 against float64 / another summation order: ~1e-7 relative; a wrong window, gate or row
 # moves values by > 1e-3.
@@ -369,7 +369,7 @@ def test_required_flops_counts_the_windows_tokens_and_positions_by_hand():
     per distinct token of a batch, LSTMs per position, sampled softmax per training position."""
     from benchmarks.common import required_flops, used_chars
     from paddle_elmo import ModelConfig
-    from paddle_elmo.packing import distinct_tokens
+    from paddle_elmo.model.packing import distinct_tokens
     # F = 3 filters (width 1 x 2, width 3 x 1), C = 4, M = 8 chars, 1 highway, P = 3, D = 5, 1 layer
     options = ModelConfig(projection_dim=3, cell_dim=5, num_layers=1, cnn_filters=[[1, 2], [3, 1]],
                           num_highways=1, char_embed_dim=4, max_characters_per_token=8)

@@ -142,9 +142,9 @@ def closure(graph, module):
     return seen
 
 
-INFERENCE_PATH = ('paddle_elmo.embedder', 'paddle_elmo.inference', 'paddle_elmo.model_io', 'paddle_elmo.downstream',
-                  'paddle_elmo.static_bilm', 'paddle_elmo.bilm')
-TRAINING_MODULES = {'paddle_elmo.lm', 'paddle_elmo.sampled_softmax', 'paddle_elmo.optimizers', 'paddle_elmo.training', 'paddle_elmo.lm_loading', 'paddle_elmo.lm_batches'}
+INFERENCE_PATH = ('paddle_elmo.use.embedder', 'paddle_elmo.export.inference', 'paddle_elmo.files.model_io', 'paddle_elmo.use.downstream',
+                  'paddle_elmo.export.static_bilm', 'paddle_elmo.model.bilm')
+TRAINING_MODULES = {'paddle_elmo.train.lm', 'paddle_elmo.train.sampled_softmax', 'paddle_elmo.train.optimizers', 'paddle_elmo.train.training', 'paddle_elmo.train.lm_loading', 'paddle_elmo.text.batches'}
 
 
 @pytest.mark.parametrize('module', INFERENCE_PATH)
@@ -191,9 +191,9 @@ def module_level_imports(path):
 
 # Serving an ONNX export needs numpy, h5py, onnxruntime and these modules (the [serve] extra): none
 # of them, nor anything they import, imports Paddle (or another optional package) when imported.
-SERVE_PATH = ('paddle_elmo', 'paddle_elmo.inference', 'paddle_elmo.sentence_embedder', 'paddle_elmo.export_format',
-              'paddle_elmo.cli', 'paddle_elmo.cli.embed', 'paddle_elmo.tokenizers',
-              'paddle_elmo.token_ids', 'paddle_elmo.run_configs')
+SERVE_PATH = ('paddle_elmo', 'paddle_elmo.export.inference', 'paddle_elmo.use.sentence_embedder', 'paddle_elmo.export.export_format',
+              'paddle_elmo.cli', 'paddle_elmo.cli.embed', 'paddle_elmo.text.tokenizers',
+              'paddle_elmo.text.token_ids', 'paddle_elmo.files.run_configs')
 OPTIONAL_PACKAGES = ('paddle', 'paddle2onnx', 'onnx', 'onnxruntime', 'gensim', 'sklearn', 'scipy', 'jieba', 'matplotlib')
 
 
@@ -218,8 +218,8 @@ def test_the_serving_path_imports_no_paddle_nor_other_optional_package(module):
 # An export's parts but its writer (deploy: Paddle's program): graph edits, int8, the directory and the
 # checks load without Paddle or onnx (imported on use), so that a command using one (finetune's
 # token_cosines) pays for neither.
-EXPORT_PARTS = ('paddle_elmo.onnx_graph', 'paddle_elmo.quantize', 'paddle_elmo.export_dirs',
-                'paddle_elmo.export_checks')
+EXPORT_PARTS = ('paddle_elmo.export.onnx_graph', 'paddle_elmo.export.quantize', 'paddle_elmo.export.export_dirs',
+                'paddle_elmo.export.export_checks')
 
 
 @pytest.mark.parametrize('module', EXPORT_PARTS)
@@ -236,8 +236,8 @@ def test_optional_packages_are_imported_where_used_never_at_import_time():
 
 def test_help_and_build_vocab_import_no_paddle():
     # `paddle-elmo --help` and `build-vocab` answer in a fraction of a second: Paddle's import takes ~2 s.
-    modules = ['paddle_elmo.cli', 'paddle_elmo.cli.runner', 'paddle_elmo.cli.build_vocab', 'paddle_elmo.vocabulary',
-               'paddle_elmo.tokenizers', 'paddle_elmo.config', 'paddle_elmo.runtime']
+    modules = ['paddle_elmo.cli', 'paddle_elmo.cli.runner', 'paddle_elmo.cli.build_vocab', 'paddle_elmo.text.vocabulary',
+               'paddle_elmo.text.tokenizers', 'paddle_elmo.model.config', 'paddle_elmo.runtime']
     proc = python_child(f'import sys, {", ".join(modules)}; print("paddle" in sys.modules)')
     assert proc.stdout.split() == ['False']
 
@@ -265,7 +265,7 @@ def test_the_design_card_s_args_py_gives_the_commands_shared_flags():
     assert proc.stdout.split() == ['bundled', "['lr']", 'True']
 
 
-@pytest.mark.parametrize('first', ['paddle_elmo.kernels', 'paddle_elmo.static_bilm', 'paddle_elmo.lm',
+@pytest.mark.parametrize('first', ['paddle_elmo.model.kernels', 'paddle_elmo.export.static_bilm', 'paddle_elmo.train.lm',
                                    'paddle_elmo.cli.runner'])
 def test_whichever_module_is_imported_first_paddle_comes_quiet_and_with_glog_off(first):
     proc = python_child(f'import os, {first}, paddle; print(os.environ["GLOG_minloglevel"])')
@@ -277,3 +277,46 @@ def test_modules_import_no_private_name_of_another_module():
         private = sorted(n for n in imported_names(path) if n.startswith('paddle_elmo.') and
                          n.rsplit('.', 1)[1].startswith('_') and not n.endswith('__'))
         assert not private, f'{name} imports {private}: give them public names'
+
+
+# ---- the layers ----------------------------------------------------------------------------------
+# paddle_elmo/'s folders, bottom up (README's "How the code is organised"). A module imports modules of
+# its own folder or of a lower rank: no import climbs back up, and the two folders of rank 4 (train,
+# use) import nothing of each other. '' is the package's top: the process-wide basics.
+LAYERS = {'': 0, 'demo_data': 0, 'text': 1, 'model': 2, 'files': 3, 'train': 4, 'use': 4, 'export': 5, 'cli': 6}
+ENTRY_POINTS = ('paddle_elmo', 'paddle_elmo.__main__')  # the public API (imports on use) and `python -m`
+
+
+def layer_of(module):
+    """paddle_elmo.FOLDER.module and the folder's package paddle_elmo.FOLDER -> FOLDER; a module at the top -> ''."""
+    parts = module.split('.')
+    return parts[1] if len(parts) > 2 or parts[1] in LAYERS else ''
+
+
+def public_name_module(name):
+    """`paddle_elmo.ELMoEmbedder` (a public name imported from the package) -> the module defining it."""
+    import paddle_elmo
+    short = name[len('paddle_elmo.'):]
+    return f'paddle_elmo.{paddle_elmo._EXPORTS[short]}' if short in paddle_elmo._EXPORTS else None
+
+
+def test_every_module_lives_in_a_layer():
+    for name in package_modules():
+        if name not in ENTRY_POINTS:
+            assert layer_of(name) in LAYERS, f'{name} is in no layer: add its folder to LAYERS'
+
+
+def test_no_import_climbs_back_up():
+    modules = package_modules()
+    for name, path in modules.items():
+        if name in ENTRY_POINTS:
+            continue
+        here = layer_of(name)
+        for imported in imported_names(path):
+            target = imported if imported in modules else public_name_module(imported)
+            if target is None or target == 'paddle_elmo':
+                continue
+            there = layer_of(target)
+            assert there == here or LAYERS[there] < LAYERS[here], (
+                f'{name} ({here or "top"}, rank {LAYERS[here]}) imports {imported} ({there or "top"}, rank '
+                f'{LAYERS[there]}): an import goes to its own folder or a lower rank')

@@ -10,8 +10,8 @@ import paddle
 import pytest
 
 from conftest import ROOT, one_line_error, tiny_config
-from paddle_elmo.token_ids import InputMapper
-from paddle_elmo.vocabulary import Vocabulary
+from paddle_elmo.text.token_ids import InputMapper
+from paddle_elmo.text.vocabulary import Vocabulary
 from paddle_elmo import ELMoEmbedder, dump_token_embeddings, export_weights, resolve_model, token_embeddings
 from paddle_elmo.fileio import InputError
 from helpers import TOL, fixture_embedder, reference_top, run_reference_protocol
@@ -164,7 +164,7 @@ def test_export_writes_bilm_tf_layout_with_the_vocabulary_and_loads_back(token_i
 def test_char_options_stay_pure_bilm_tf():
     options = tiny_config().to_options()
     assert 'word_embedding' not in options and 'char_cnn' in options
-    from paddle_elmo.config import ModelConfig
+    from paddle_elmo.model.config import ModelConfig
     assert ModelConfig.from_options(tiny_config(token_input='word').to_options()).token_input == 'word'
     with pytest.raises(InputError, match='--word_dim must be >= 1 with token_input word\\+char'):
         tiny_config(token_input='word+char').checked()
@@ -249,7 +249,7 @@ def test_word_vectors_initialise_covered_rows_and_freeze_keeps_them(corpus, tmp_
 
 
 def test_elmo_reads_word_input_for_downstream_models():
-    from paddle_elmo.downstream import Elmo
+    from paddle_elmo.use.downstream import Elmo
     bilm = tiny_bilm('word')
     elmo = Elmo(bilm, dropout=0.0)
     out = elmo(**elmo.batch_to_inputs(['the cat sat', 'a dog']))
@@ -260,7 +260,7 @@ def test_elmo_reads_word_input_for_downstream_models():
 
 
 def test_a_word_models_embedding_file_and_vocabulary_are_read_and_checked(fixture_dir, tmp_path):
-    from paddle_elmo.downstream import Elmo
+    from paddle_elmo.use.downstream import Elmo
     options, weights, vocab = bilm_tf_word_model(fixture_dir, tmp_path)
     elmo = Elmo(resolve_model(str(options), str(weights), vocab_file=vocab), dropout=0.0)
     assert elmo.bilm.vocab.size == 458
@@ -282,9 +282,9 @@ def test_a_word_models_embedding_file_and_vocabulary_are_read_and_checked(fixtur
 
 @pytest.mark.parametrize('token_input', ['char', 'word', 'word+char'])
 def test_the_mode_table_says_what_each_part_reads_and_writes(token_input):
-    from paddle_elmo.config import TOKEN_INPUT_MODES
-    from paddle_elmo.export_format import input_names
-    from paddle_elmo.hdf5_weights import hdf5_layout
+    from paddle_elmo.model.config import TOKEN_INPUT_MODES
+    from paddle_elmo.export.export_format import input_names
+    from paddle_elmo.files.hdf5_weights import hdf5_layout
     bilm = tiny_bilm(token_input)
     mode = TOKEN_INPUT_MODES[token_input]
     assert bilm.config.input_mode is mode and input_names(bilm.config) == mode.reads
@@ -322,8 +322,8 @@ def summed_mode():
     name: a word row [vocab, projection_dim] plus the char encoder's representation of the token (a
     sum, not word+char's projection of the two side by side). Everything the toolkit does with it
     comes from this class and the one `register` call."""
-    from paddle_elmo.token_modes import (CHAR_ENCODER, CHAR_IDS, TOKEN_INPUT_MODES, WORD_EMBEDDING, WORD_IDS,
-                                         TokenMode, register)
+    from paddle_elmo.model.token_modes import (CHAR_ENCODER, CHAR_IDS, TOKEN_INPUT_MODES, WORD_EMBEDDING, WORD_IDS,
+                                               TokenMode, register)
 
     class Summed(TokenMode):
         name, reads, parts, layer0 = 'word+char-sum', (WORD_IDS, CHAR_IDS), (CHAR_ENCODER, WORD_EMBEDDING), 'sum'
@@ -338,9 +338,9 @@ def summed_mode():
 
 
 def test_a_fourth_token_mode_registered_in_one_place_embeds_saves_reloads_and_exports(summed_mode, tmp_path):
-    from paddle_elmo import deploy
-    from paddle_elmo.bilm import BiLM
-    from paddle_elmo.inference import InferenceEmbedder
+    from paddle_elmo.export import deploy
+    from paddle_elmo.model.bilm import BiLM
+    from paddle_elmo.export.inference import InferenceEmbedder
     from helpers import tiny_vocab
     paddle.seed(0)
     bilm = BiLM(tiny_config(token_input=summed_mode), vocab=tiny_vocab())

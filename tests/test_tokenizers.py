@@ -15,7 +15,7 @@ from sacremoses import MosesDetokenizer  # the core install's (moses, the bundle
 from conftest import ROOT, SHARED, require, tiny_config
 from helpers import assert_same_weights, load, pretrain_args, run
 from paddle_elmo.fileio import InputError
-from paddle_elmo.tokenizers import get_tokenizer
+from paddle_elmo.text.tokenizers import get_tokenizer
 
 HELDOUT = os.path.join(SHARED, 'data', 'lm-corpus', 'heldout.txt')
 RAINING = "It's raining, isn't it?"
@@ -125,7 +125,7 @@ def word_model(directory, tokenizer, token_input='word'):
     """A tiny word model recording `tokenizer`, exported (options.json, weights.hdf5, vocab.txt) ->
     (options_file, weight_file)."""
     from paddle_elmo import BiLM, export_weights
-    from paddle_elmo.vocabulary import Vocabulary
+    from paddle_elmo.text.vocabulary import Vocabulary
     paddle.seed(0)
     config = tiny_config(token_input=token_input, tokenizer=tokenizer,
                          word_dim=5 if token_input == 'word+char' else 0)
@@ -177,9 +177,9 @@ def test_run_embed_splits_raw_lines_by_the_recorded_tokenizer_unless_told(models
 
 
 def test_predict_splits_the_prefix_by_the_recorded_tokenizer(tmp_path):
-    from paddle_elmo.lm import LanguageModel
-    from paddle_elmo.predict import Predictor
-    from paddle_elmo.vocabulary import Vocabulary
+    from paddle_elmo.train.lm import LanguageModel
+    from paddle_elmo.use.predict import Predictor
+    from paddle_elmo.text.vocabulary import Vocabulary
     paddle.seed(2)
     model = LanguageModel(tiny_config(tokenizer='moses'), len(VOCAB))
     vocab = Vocabulary.from_tokens(VOCAB)
@@ -225,21 +225,21 @@ def test_mostly_unknown_tokens_warn_once_naming_the_tokenizer_and_how_to_change_
     from paddle_elmo import ELMoEmbedder
     embedder = ELMoEmbedder(*models['moses'], tokenizer='whitespace')  # `It's` `raining,` ... are unknown
     known = ELMoEmbedder(*models['moses'])
-    with caplog.at_level(logging.WARNING, logger='paddle_elmo.languages'):
+    with caplog.at_level(logging.WARNING, logger='paddle_elmo.use.languages'):
         # 3 of 10 tokens unknown is 30%: the threshold
         known.encode([RAINING_TOKENS[:7] + ['x', 'y', 'z']])
-        messages = [r.getMessage() for r in caplog.records if r.name == 'paddle_elmo.languages']
+        messages = [r.getMessage() for r in caplog.records if r.name == 'paddle_elmo.use.languages']
         assert messages and messages[0].startswith("3 of 10 tokens (30%) are not in the model's vocabulary")
         assert "by the 'moses' tokenizer; name another with tokenizer= (Python) or --tokenizer" in messages[0]
         embedder.encode([RAINING])  # once per process: no second warning
-        assert len([r for r in caplog.records if r.name == 'paddle_elmo.languages']) == 1
+        assert len([r for r in caplog.records if r.name == 'paddle_elmo.use.languages']) == 1
 
 
 def test_fewer_than_30_percent_unknown_tokens_do_not_warn_and_char_models_never(unwarned, caplog):
-    from paddle_elmo.languages import warn_if_mostly_unknown
-    from paddle_elmo.vocabulary import Vocabulary
+    from paddle_elmo.use.languages import warn_if_mostly_unknown
+    from paddle_elmo.text.vocabulary import Vocabulary
     vocab = Vocabulary.from_tokens(VOCAB)
-    with caplog.at_level(logging.WARNING, logger='paddle_elmo.languages'):
+    with caplog.at_level(logging.WARNING, logger='paddle_elmo.use.languages'):
         warn_if_mostly_unknown(vocab, [RAINING_TOKENS[:5] + ['x', 'y']], 'moses')  # 2 of 7: 29%
         warn_if_mostly_unknown(None, [['x', 'y']], 'whitespace')  # a char model reads any token
         warn_if_mostly_unknown(vocab, [[]], 'moses')
@@ -251,7 +251,7 @@ def test_fewer_than_30_percent_unknown_tokens_do_not_warn_and_char_models_never(
 # ---- pretraining: the corpus in the tokens of the tokenizer it records ---------------------------
 
 def test_pretraining_on_a_tokenized_corpus_records_its_tokenizer_and_reads_it_split_on_spaces(corpus, tmp_path):
-    from paddle_elmo.corpus import count_tokens
+    from paddle_elmo.text.corpus import count_tokens
     proc = run('run_pretrain.py', pretrain_args(corpus, tmp_path / 'ck', '--max_steps', '4', '--tokenizer', 'moses'))
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert json.loads((tmp_path / 'ck' / 'options.json').read_text())['tokenizer'] == 'moses'
@@ -261,7 +261,7 @@ def test_pretraining_on_a_tokenized_corpus_records_its_tokenizer_and_reads_it_sp
 
 
 def test_a_raw_corpus_given_to_pretraining_is_named_with_the_way_to_tokenize_it(tmp_path):
-    from paddle_elmo.corpus import warn_if_untokenized
+    from paddle_elmo.text.corpus import warn_if_untokenized
     with open(require(HELDOUT), encoding='utf-8') as f:
         lines = [line for line in itertools.islice(f, 200)]
     (tmp_path / 'tokenized.txt').write_text(''.join(lines), encoding='utf-8')
@@ -278,17 +278,17 @@ def test_a_raw_corpus_given_to_pretraining_is_named_with_the_way_to_tokenize_it(
 
 
 class _log_capture:
-    """The messages paddle_elmo.corpus logs inside the block (a list)."""
+    """The messages paddle_elmo.text.corpus logs inside the block (a list)."""
 
     def __enter__(self):
         self.records = []
         self.handler = logging.Handler()
         self.handler.emit = lambda record: self.records.append(record.getMessage())
-        logging.getLogger('paddle_elmo.corpus').addHandler(self.handler)
+        logging.getLogger('paddle_elmo.text.corpus').addHandler(self.handler)
         return self.records
 
     def __exit__(self, *exc):
-        logging.getLogger('paddle_elmo.corpus').removeHandler(self.handler)
+        logging.getLogger('paddle_elmo.text.corpus').removeHandler(self.handler)
 
 
 def test_a_checkpoint_written_before_issue_42_resumes_reading_its_corpus_as_before(corpus, tmp_path):

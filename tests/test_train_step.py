@@ -30,8 +30,8 @@ TOKEN_INPUTS = ('char', 'word', 'word+char')
 
 
 def make_model(token_input='char'):
-    from paddle_elmo.vocabulary import Vocabulary
-    from paddle_elmo.lm import LanguageModel
+    from paddle_elmo.text.vocabulary import Vocabulary
+    from paddle_elmo.train.lm import LanguageModel
     paddle.seed(7)
     vocab = Vocabulary.from_tokens(['<S>', '</S>', '<UNK>'] + [f'w{i}' for i in range(3, VOCAB)])
     config = tiny_config(dropout=0.0, token_input=token_input, word_dim=6 if token_input == 'word+char' else 0)
@@ -140,14 +140,14 @@ def reference_update(ranks, clip, token_input='char'):
 # ---- ours -------------------------------------------------------------------------------------
 
 def our_update(rank, world_size, clip, token_input='char'):
-    from paddle_elmo.lm import train_step
-    from paddle_elmo.optimizers import Adagrad
+    from paddle_elmo.train.lm import train_step
+    from paddle_elmo.train.optimizers import Adagrad
     model = make_model(token_input)
     batch, samples = make_case(rank)
     fix_candidates(model, samples)
     agree_rows = None
     if world_size > 1:
-        from paddle_elmo.training import union_over_ranks
+        from paddle_elmo.train.training import union_over_ranks
         agree_rows = union_over_ranks
     optimizer = Adagrad(model, LR, clip, initial_accumulator=1.0, world_size=world_size)
     _, norm = train_step(model, optimizer, batch, agree_rows)
@@ -237,9 +237,9 @@ def test_the_fused_cpu_update_is_the_paddle_ops_update(rule, clip, token_input):
     processors), so ~1.5% of the elements of one update are an ulp apart, and three steps stay
     within 1e-5 however those ulps travel. A wrong slot, row, learning rate or clip factor moves
     values by 1e-3 or more."""
-    from paddle_elmo import kernels
-    from paddle_elmo.lm import train_step
-    from paddle_elmo.optimizers import make_optimizer
+    from paddle_elmo.model import kernels
+    from paddle_elmo.train.lm import train_step
+    from paddle_elmo.train.optimizers import make_optimizer
     require_kernels()
     cases = [make_case(rank) for rank in range(3)]
     results = []

@@ -11,7 +11,7 @@ from paddle_elmo import runtime
 from paddle_elmo.cli.glossary import option_strings
 from paddle_elmo.cli.runner import in_command, set_log_level
 from paddle_elmo.fileio import InputError, check_output_directory, check_output_file
-from paddle_elmo.tokenizers import TOKENIZERS
+from paddle_elmo.text.tokenizers import TOKENIZERS
 
 
 # argparse names a flag of several option strings by all of them ("argument --word_vectors/

@@ -15,8 +15,8 @@ import contextlib
 
 from paddle_elmo.cli.arguments import Switch, add_tokenizer, count_or_zero, output_file, parser, positive_int
 from paddle_elmo.cli.runner import run
-from paddle_elmo import vocabulary
-from paddle_elmo.corpus import check_corpus
+from paddle_elmo.text import vocabulary
+from paddle_elmo.text.corpus import check_corpus
 from paddle_elmo.fileio import InputError, atomic_path
 
 

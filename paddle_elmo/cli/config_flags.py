@@ -1,4 +1,4 @@
-"""Pretraining's flags: one per field of config.ModelConfig and config.Recipe, named as the field,
+"""Pretraining's flags: one per field of config.ModelConfig and recipe.Recipe, named as the field,
 with its help and type from the field (add_config_flags); the ones given (given_settings); and
 pretrain's parser (pretrain_parser).
 """
@@ -10,8 +10,9 @@ import typing
 from paddle_elmo.cli.arguments import (Switch, add_device, count_or_zero, float_or_zero, output_directory, parser,
                                        positive_float, positive_int)
 from paddle_elmo.cli.glossary import option_strings
-from paddle_elmo.config import MODEL_FIELDS, OPTIMIZERS, PRESETS, SOFTMAX_BIAS_INITS, TOKEN_INPUTS, ModelConfig, Recipe
-from paddle_elmo.tokenizers import TOKENIZERS
+from paddle_elmo.model.config import MODEL_FIELDS, TOKEN_INPUTS, ModelConfig
+from paddle_elmo.model.recipe import OPTIMIZERS, PRESETS, SOFTMAX_BIAS_INITS, Recipe
+from paddle_elmo.text.tokenizers import TOKENIZERS
 
 
 DATA_FIELDS = ('train_data_path', 'vocab_file', 'dev_data_path', 'n_train_tokens', 'word_vectors')
@@ -90,7 +91,7 @@ def given_settings(a):
 
 def pretrain_parser():
     """run_pretrain.py's options: the original PaddleNLP example's flags plus bilm-tf's knobs, one
-    per field of config.ModelConfig and config.Recipe, all defaulting to the preset (or, resuming,
+    per field of config.ModelConfig and recipe.Recipe, all defaulting to the preset (or, resuming,
     to the checkpoint's configs)."""
     p = parser('Pretrain the ELMo biLM with sampled softmax (one process, or many under python -m '
                'paddle.distributed.launch). Resuming (--init_from_ckpt DIR/N), every setting not given '

@@ -30,7 +30,7 @@ import numpy as np
 
 from paddle_elmo.cli import runner
 from paddle_elmo.cli.arguments import Switch, output_directory, parser
-from paddle_elmo.corpus import SAMPLE_HELDOUT as HELDOUT, SAMPLE_TRAIN as TRAIN
+from paddle_elmo.text.corpus import SAMPLE_HELDOUT as HELDOUT, SAMPLE_TRAIN as TRAIN
 from paddle_elmo.fileio import InputError, iter_lines, make_directory, require_package
 
 # A small model that learns the sample corpus in about a minute on 2 CPU cores.
@@ -132,7 +132,7 @@ def show_contexts(model, model_name, probes=PROBES, cues=CUES, train_file=TRAIN,
     model: what ELMoEmbedder takes as its model (None: the bundled model, pretrained/; a name, a
     directory, a checkpoint prefix: model_io.resolve_model). Probes are raw sentences, split by the model's tokenizer; train_file is
     segmented (tokens split by spaces); limit: training sentences per sense centroid. -> senses right per layer [layers]."""
-    from paddle_elmo.tokenizers import get_tokenizer
+    from paddle_elmo.text.tokenizers import get_tokenizer
     from paddle_elmo import ELMoEmbedder
     print(f'\n== {model_name}: the same word, different vectors: which sense is each probe\'s use nearest to? '
           f'(an illustration on {len(probes)} sentences of our own without the senses\' cue words, not a measurement)',

@@ -38,10 +38,10 @@ def main(argv=None):
     a = build_parser().parse_args(argv)
     if not a.output_dir and not a.output_file:
         raise InputError('nothing to write: give --output_dir (the .npy dumps) and/or --output_file FILE (the hdf5)')
-    from paddle_elmo.vocabulary import Vocabulary
-    from paddle_elmo.embedder import dump_token_embeddings
-    from paddle_elmo.lm_loading import load_language_model
-    from paddle_elmo.predict import dump_embeddings
+    from paddle_elmo.text.vocabulary import Vocabulary
+    from paddle_elmo.use.embedder import dump_token_embeddings
+    from paddle_elmo.train.lm_loading import load_language_model
+    from paddle_elmo.use.predict import dump_embeddings
     from paddle_elmo.runtime import use_device
     use_device(a.device, cpu_threads=a.cpu_threads)
     source = model_source(a)

@@ -27,10 +27,10 @@ from paddle_elmo.cli.arguments import Switch, add_device, add_tokenizer, output_
 from paddle_elmo.cli.glossary import option_strings
 from paddle_elmo.cli.model_flags import add_inference_model, add_model_source, model_source
 from paddle_elmo.cli.runner import run
-from paddle_elmo.corpus import check_has_sentence
-from paddle_elmo.sentence_embedder import OUTPUT_FORMATS
+from paddle_elmo.text.corpus import check_has_sentence
+from paddle_elmo.use.sentence_embedder import OUTPUT_FORMATS
 from paddle_elmo.fileio import STDIN_NAME, STDIO, InputError, input_path, output_path
-from paddle_elmo.tokenizers import tokenizer_line
+from paddle_elmo.text.tokenizers import tokenizer_line
 
 log = logging.getLogger(__name__)
 
@@ -125,7 +125,7 @@ def inference_embedder(a):
     onnxruntime nothing on the way imports Paddle, so an export serves where only the [serve] extra is
     installed (tests/test_structure.py)."""
     from paddle_elmo import runtime
-    from paddle_elmo.inference import InferenceEmbedder, choose_backend
+    from paddle_elmo.export.inference import InferenceEmbedder, choose_backend
     backend = choose_backend(a.inference_model, a.inference_backend)
     if backend == 'paddle':
         # as for ELMoEmbedder: threads, MKL's AVX2 path (the predictor without oneDNN multiplies with MKL), malloc

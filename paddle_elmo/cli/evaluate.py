@@ -20,7 +20,7 @@ from paddle_elmo.cli.arguments import add_device, count_or_zero, output_file, pa
 from paddle_elmo.cli.glossary import option_strings
 from paddle_elmo.cli.model_flags import add_model_source, model_source, model_vocabulary
 from paddle_elmo.cli.runner import run
-from paddle_elmo.lm_batches import EVAL_BATCH_SIZE, EVAL_UNROLL_STEPS
+from paddle_elmo.text.batches import EVAL_BATCH_SIZE, EVAL_UNROLL_STEPS
 
 
 def build_parser():
@@ -40,12 +40,12 @@ def build_parser():
 def main(argv=None):
     a = build_parser().parse_args(argv)
     from tqdm import tqdm
-    from paddle_elmo.corpus import check_corpus, count_tokens
-    from paddle_elmo.lm_batches import iter_eval_batches, target_statistics
-    from paddle_elmo.vocabulary import Vocabulary
+    from paddle_elmo.text.corpus import check_corpus, count_tokens
+    from paddle_elmo.text.batches import iter_eval_batches, target_statistics
+    from paddle_elmo.text.vocabulary import Vocabulary
     from paddle_elmo.fileio import write_json_atomic
-    from paddle_elmo.lm import evaluate
-    from paddle_elmo.lm_loading import load_language_model
+    from paddle_elmo.train.lm import evaluate
+    from paddle_elmo.train.lm_loading import load_language_model
     from paddle_elmo.logs import show_progress
     from paddle_elmo.runtime import use_device
     use_device(a.device, cpu_threads=a.cpu_threads)

@@ -62,10 +62,10 @@ def build_parser():
 def main(argv=None):
     a = build_parser().parse_args(argv)
     source = model_source(a)
-    from paddle_elmo.deploy import export_inference
-    from paddle_elmo.export_checks import CHECK_SENTENCES, check_sentences, default_verify_file
-    from paddle_elmo.export_dirs import check_output_dir
-    from paddle_elmo.quantize import check_quantizable
+    from paddle_elmo.export.deploy import export_inference
+    from paddle_elmo.export.export_checks import CHECK_SENTENCES, check_sentences, default_verify_file
+    from paddle_elmo.export.export_dirs import check_output_dir
+    from paddle_elmo.export.quantize import check_quantizable
     import paddle
     # Everything that can be checked before loading what may be a large model.
     check_output_dir(a.output_dir)

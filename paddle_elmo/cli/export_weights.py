@@ -35,7 +35,7 @@ def build_parser():
 def main(argv=None):
     a = build_parser().parse_args(argv)
     model = checkpoint_model(a)
-    from paddle_elmo.hdf5_weights import export_weights
+    from paddle_elmo.files.hdf5_weights import export_weights
     import paddle
     paddle.set_device('cpu')
     bilm, softmax = model.load_with_softmax() if a.softmax else (model.load(), None)
@@ -50,7 +50,7 @@ def checkpoint_model(a):
     both, or a model that is not a checkpoint (bilm-tf files are already this format)."""
     if bool(a.model) == bool(a.init_from_ckpt):
         raise InputError('give the checkpoint to export: --model DIR_OR_PREFIX or --init_from_ckpt DIR/N (one)')
-    from paddle_elmo.model_io import resolve_model
+    from paddle_elmo.files.model_io import resolve_model
     model = resolve_model(a.model or a.init_from_ckpt)
     if model.params_file is None:
         flag = '--model' if a.model else '--init_from_ckpt'

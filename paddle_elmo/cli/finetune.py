@@ -34,14 +34,14 @@ from paddle_elmo.cli.model_flags import add_inference_model, add_model_source, m
 from paddle_elmo.cli.runner import run
 from paddle_elmo.cli.protocol import (add_protocol_args, check_protocol_args, data_flags, load_data, report,
                                       runs_on_this_rank, settings, train_config)
-from paddle_elmo.classifier import cross_validate, make_folds
-from paddle_elmo.tokenizers import model_tokenizer
-from paddle_elmo.languages import warn_if_mostly_unknown
-from paddle_elmo.vocabulary import long_tokens_report
-from paddle_elmo.features import ActivationCache, model_builder
+from paddle_elmo.use.classifier import cross_validate, make_folds
+from paddle_elmo.text.tokenizers import model_tokenizer
+from paddle_elmo.use.languages import warn_if_mostly_unknown
+from paddle_elmo.text.vocabulary import long_tokens_report
+from paddle_elmo.use.features import ActivationCache, model_builder
 from paddle_elmo.fileio import InputError, require_package
 from paddle_elmo.runtime import use_device
-from paddle_elmo.word_vectors import check_vectors_file, lookup_table, read_word_vectors
+from paddle_elmo.text.word_vectors import check_vectors_file, lookup_table, read_word_vectors
 
 log = logging.getLogger(__name__)
 
@@ -103,9 +103,9 @@ def check_elmo_args(a):
 def exported_embedder(a, bilm, sentences, n_check=8):
     """--inference_model's InferenceEmbedder, after checking on the first sentences that it is an
     export of `bilm`: every token's cosine within the int8 tolerance (a float export agrees far closer)."""
-    from paddle_elmo.export_checks import INT8_MIN_COSINE, token_cosines
-    from paddle_elmo.embedder import ELMoEmbedder
-    from paddle_elmo.inference import InferenceEmbedder
+    from paddle_elmo.export.export_checks import INT8_MIN_COSINE, token_cosines
+    from paddle_elmo.use.embedder import ELMoEmbedder
+    from paddle_elmo.export.inference import InferenceEmbedder
     exported = InferenceEmbedder(a.inference_model, backend=a.inference_backend, batch_size=a.bilm_batch_size,
                                  onednn=a.onednn, threads=a.cpu_threads, tokenizer=a.tokenizer)
     check = [s for s in sentences[:n_check] if s]

@@ -42,7 +42,7 @@ def model_source(args):
     checking the combination; none given: the bundled model, for commands with bundled_default. With
     it, --vocab_file and a command's --embedding_weight_file. A named release not yet in the cache
     is downloaded here."""
-    from paddle_elmo.model_io import resolve_model
+    from paddle_elmo.files.model_io import resolve_model
     ckpt, opts, weights = args.init_from_ckpt, args.options_file, args.weight_file
     files = {name: getattr(args, name, None) for name in ('vocab_file', 'embedding_weight_file')}
     if args.model and (ckpt or opts or weights):

@@ -70,11 +70,11 @@ def main(argv=None):
         prefixes += from_file
     if not prefixes:
         raise InputError('no prefix: give --prefix TEXT (repeatable) or --prefix_file FILE')
-    from paddle_elmo.vocabulary import Vocabulary
+    from paddle_elmo.text.vocabulary import Vocabulary
     from paddle_elmo.fileio import write_json_atomic
-    from paddle_elmo.lm_loading import load_language_model
+    from paddle_elmo.train.lm_loading import load_language_model
     from paddle_elmo.runtime import use_device
-    from paddle_elmo.predict import Predictor
+    from paddle_elmo.use.predict import Predictor
     use_device(a.device, cpu_threads=a.cpu_threads)
     source = model_source(a)
     vocab = Vocabulary(model_vocabulary(a, source))

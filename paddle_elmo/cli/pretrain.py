@@ -10,7 +10,7 @@ and final.* at the end (atomically), train_log.csv and train_curve.png. The corp
 tokens split by spaces; --tokenizer records the tokenizer that made them from raw text, which every
 command then applies to the model's raw inputs (build-vocab --tokenizer X --output_corpus makes
 them). The flags become the two
-configs here (`read_configs`); the loop is paddle_elmo/training.py's.
+configs here (`read_configs`); the loop is paddle_elmo/train/training.py's.
 """
 import argparse
 import os
@@ -23,25 +23,25 @@ from paddle_elmo.cli.arguments import positive_int, underscored
 from paddle_elmo.cli.config_flags import given_settings, pretrain_parser
 from paddle_elmo.cli.model_flags import check_files_flags
 from paddle_elmo.fileio import InputError, check_output_directory
-from paddle_elmo.config import check_one_start, for_run
-from paddle_elmo.checkpoints import checkpoint_dir
-from paddle_elmo.corpus import check_corpus, warn_if_untokenized
-from paddle_elmo.model_io import resolve_model
-from paddle_elmo.model_names import did_you_mean, is_model_name
-from paddle_elmo.run_configs import OPTIONS_FILE, WEIGHTS_FILE, read_run_configs
-from paddle_elmo.word_vectors import check_vectors_file
+from paddle_elmo.train.run_plan import check_one_start, for_run
+from paddle_elmo.files.checkpoints import checkpoint_dir
+from paddle_elmo.text.corpus import check_corpus, warn_if_untokenized
+from paddle_elmo.files.model_io import resolve_model
+from paddle_elmo.files.model_names import did_you_mean, is_model_name
+from paddle_elmo.files.run_configs import OPTIONS_FILE, WEIGHTS_FILE, read_run_configs
+from paddle_elmo.text.word_vectors import check_vectors_file
 
 
 # ---- configuration ---------------------------------------------------------------------------
 
 def read_configs(a):
-    """-> (ModelConfig, Recipe, save_dir, start): the files the flags name, read, then config.for_run's
+    """-> (ModelConfig, Recipe, save_dir, start): the files the flags name, read, then run_plan.for_run's
     policy (a new run, a resumed one, or one from weights: its recipe names them), and how the run
     starts, which training.set_up follows (training.NewRun or training.Resume)."""
     given = given_settings(a)
     if a.preset is not None:
         given['preset'] = a.preset
-    from paddle_elmo.training import NewRun, Resume
+    from paddle_elmo.train.training import NewRun, Resume
     resumed = weights = None
     start = NewRun()
     save_dir = a.save_dir or 'checkpoints'
@@ -103,7 +103,7 @@ def main(argv=None):
             check_corpus(pattern, flag)
     check_output_directory(save_dir, '--save_dir')  # the default one too (checkpoints, or the resumed run's)
     warn_if_untokenized(recipe.train_data_path, model_config.tokenizer)
-    from paddle_elmo.training import finish, set_up, train
+    from paddle_elmo.train.training import finish, set_up, train
     run = set_up(model_config, recipe, save_dir, start, device=a.device, cpu_threads=a.cpu_threads,
                  max_minutes=a.max_minutes)
     outcome = finish(run, train(run))

@@ -1,10 +1,10 @@
 """The classification protocol's flags and their use, shared by `paddle-elmo finetune` and
-`paddle-elmo word2vec` (the protocol itself is paddle_elmo/classifier.py's). Their --quiet is every
+`paddle-elmo word2vec` (the protocol itself is paddle_elmo/use/classifier.py's). Their --quiet is every
 command's (flags.parser): no progress bars and no per-epoch lines (those are the log's INFO)."""
 import logging
 
-from paddle_elmo.classifier import (BOUNDARY_TOKENS, FEATURE_NORMS, TrainConfig, format_table,
-                                    read_polarity, summarize)
+from paddle_elmo.use.classifier import (BOUNDARY_TOKENS, FEATURE_NORMS, TrainConfig, format_table, read_polarity,
+                                        summarize)
 from paddle_elmo.cli.arguments import count_or_zero, output_file, positive_int
 from paddle_elmo.cli.glossary import option_strings
 from paddle_elmo.fileio import InputError, write_json_atomic

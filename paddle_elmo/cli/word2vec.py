@@ -32,12 +32,12 @@ from paddle_elmo.cli.glossary import option_strings
 from paddle_elmo.cli.runner import run
 from paddle_elmo.cli.protocol import (add_protocol_args, check_protocol_args, data_flags, load_data, report,
                                       runs_on_this_rank, settings, train_config)
-from paddle_elmo.classifier import SentenceClassifier, cross_validate, make_folds
-from paddle_elmo.corpus import check_corpus
+from paddle_elmo.use.classifier import SentenceClassifier, cross_validate, make_folds
+from paddle_elmo.text.corpus import check_corpus
 from paddle_elmo.fileio import InputError, require_package
 from paddle_elmo.runtime import use_device
-from paddle_elmo.word_vectors import (OOV_MODES, Word2VecFeatures, check_vectors_file, corpus_paths, is_binary,
-                                      lookup_table, read_word_vectors, save_vectors, train_word2vec)
+from paddle_elmo.text.word_vectors import (OOV_MODES, Word2VecFeatures, check_vectors_file, corpus_paths, is_binary,
+                                           lookup_table, read_word_vectors, save_vectors, train_word2vec)
 
 log = logging.getLogger(__name__)
 

@@ -27,27 +27,27 @@ import shutil
 
 import paddle
 
-from paddle_elmo.export_checks import (CHECK_SENTENCES, INT8_CHECK_MIN_SENTENCES, check_sentences,
-                                       default_verify_file, verify_export, verify_int8)
-from paddle_elmo.export_dirs import check_output_dir, replace_dir, temp_dir_beside
-from paddle_elmo.export_format import (CHAR_INPUT, MANIFEST_FILE, ONNX_FILE, ONNX_OPSET, OPTIONS_FILE, OUTPUT_NAMES,
-                                       PROGRAM_PREFIX, UNVERIFIED, WORD_INPUT, ExportError, input_names,
-                                       quiet_native_output)
+from paddle_elmo.export.export_checks import (CHECK_SENTENCES, INT8_CHECK_MIN_SENTENCES, check_sentences,
+                                              default_verify_file, verify_export, verify_int8)
+from paddle_elmo.export.export_dirs import check_output_dir, replace_dir, temp_dir_beside
+from paddle_elmo.export.export_format import (CHAR_INPUT, MANIFEST_FILE, ONNX_FILE, ONNX_OPSET, OPTIONS_FILE,
+                                              OUTPUT_NAMES, PROGRAM_PREFIX, UNVERIFIED, WORD_INPUT, ExportError,
+                                              input_names, quiet_native_output)
 from paddle_elmo.fileio import InputError, require_package, write_json_atomic
-from paddle_elmo.bilm import BiLM
-from paddle_elmo.config import ModelConfig
-from paddle_elmo.hdf5_weights import model_options
-from paddle_elmo.model_io import resolve_model
-from paddle_elmo.onnx_graph import drop_unused_constants
-from paddle_elmo.quantize import INT8_SETTINGS, check_quantizable, quantize_onnx
-from paddle_elmo.run_configs import VOCAB_FILE, write_input_vocabulary
-from paddle_elmo.static_bilm import StaticBiLM, check_exportable
+from paddle_elmo.model.bilm import BiLM
+from paddle_elmo.model.config import ModelConfig
+from paddle_elmo.files.hdf5_weights import model_options
+from paddle_elmo.files.model_io import resolve_model
+from paddle_elmo.export.onnx_graph import drop_unused_constants
+from paddle_elmo.export.quantize import INT8_SETTINGS, check_quantizable, quantize_onnx
+from paddle_elmo.files.run_configs import VOCAB_FILE, write_input_vocabulary
+from paddle_elmo.export.static_bilm import StaticBiLM, check_exportable
 
 # Kept importable from here, where they were before the checks, the directory and int8 had modules
-# of their own (tests, benchmarks and users import them from paddle_elmo.deploy).
-from paddle_elmo.export_checks import (INT8_MIN_COSINE, INT8_REL_TOL, VERIFY_TOL,  # noqa: F401
-                                       relative_differences, token_cosines)
-from paddle_elmo.export_format import EXPORTED_FILES  # noqa: F401
+# of their own (tests, benchmarks and users import them from paddle_elmo.export.deploy).
+from paddle_elmo.export.export_checks import (INT8_MIN_COSINE, INT8_REL_TOL, VERIFY_TOL,  # noqa: F401
+                                              relative_differences, token_cosines)
+from paddle_elmo.export.export_format import EXPORTED_FILES  # noqa: F401
 
 log = logging.getLogger(__name__)
 

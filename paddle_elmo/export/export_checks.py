@@ -8,12 +8,12 @@ import os
 
 import numpy as np
 
-from paddle_elmo.corpus import is_blank
-from paddle_elmo.export_format import BACKENDS, ONNX_FILE, ExportError
+from paddle_elmo.text.corpus import is_blank
+from paddle_elmo.export.export_format import BACKENDS, ONNX_FILE, ExportError
 from paddle_elmo.fileio import InputError, iter_lines
-from paddle_elmo.inference import InferenceEmbedder
-from paddle_elmo.model_names import MODELS, PACKAGE_DIR
-from paddle_elmo.languages import unknown_words_expected
+from paddle_elmo.export.inference import InferenceEmbedder
+from paddle_elmo.files.model_names import MODELS, PACKAGE_DIR
+from paddle_elmo.use.languages import unknown_words_expected
 
 
 # The float check's sentences: short and long, a long word, non-ASCII bytes, one token (a word
@@ -102,7 +102,7 @@ def verify_export(bilm, model_dir, sentences):
     -> {backend: {'max_abs_diff': d, 'max_rel_diff': r}} for 'paddle' and 'onnxruntime' (when
     model.onnx is there), r as relative_differences; ExportError beyond VERIFY_TOL.
     """
-    from paddle_elmo.embedder import ELMoEmbedder
+    from paddle_elmo.use.embedder import ELMoEmbedder
     with unknown_words_expected():  # CHECK_SENTENCES are English whatever the model's language
         expected = ELMoEmbedder(bilm=bilm, stateful=False).embed_batch(sentences)
     diffs = {}
@@ -154,7 +154,7 @@ def verify_int8(bilm, model_dir, sentences):
     -> {'sentences': n, 'min_cosine', 'min_cosine_per_layer': [n_layers + 1], 'mean_cosine',
     'max_rel_diff', 'max_abs_diff'}; ExportError when a layer's worst token is below
     INT8_MIN_COSINE or a layer differs by more than INT8_REL_TOL of its largest value."""
-    from paddle_elmo.embedder import ELMoEmbedder
+    from paddle_elmo.use.embedder import ELMoEmbedder
     expected = ELMoEmbedder(bilm=bilm, stateful=False).encode(sentences)
     got = InferenceEmbedder(model_dir, backend='onnxruntime').encode(sentences)
     cosines = token_cosines(got, expected)

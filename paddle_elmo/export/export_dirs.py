@@ -7,9 +7,9 @@ import os
 import shutil
 import tempfile
 
-from paddle_elmo.export_format import EXPORTED_FILES
+from paddle_elmo.export.export_format import EXPORTED_FILES
 from paddle_elmo.fileio import InputError, check_output_directory, make_directory
-from paddle_elmo.run_configs import VOCAB_FILE
+from paddle_elmo.files.run_configs import VOCAB_FILE
 
 
 def check_output_dir(output_dir):

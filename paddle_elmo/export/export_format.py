@@ -8,9 +8,9 @@ import os
 import sys
 import tempfile
 
-from paddle_elmo.config import CHAR_IDS, WORD_IDS
+from paddle_elmo.model.config import CHAR_IDS, WORD_IDS
 from paddle_elmo.fileio import RunFailure
-from paddle_elmo.run_configs import read_json
+from paddle_elmo.files.run_configs import read_json
 
 log = logging.getLogger(__name__)
 

@@ -10,13 +10,15 @@ import os
 
 import numpy as np
 
-from paddle_elmo.export_format import BACKENDS, EXPORTED_FILES, MANIFEST_FILE, ONNX_FILE, OPTIONS_FILE, OUTPUT_NAMES, PRECISION_KEY, PROGRAM_PREFIX, UNVERIFIED, input_names, read_manifest
+from paddle_elmo.export.export_format import (BACKENDS, EXPORTED_FILES, MANIFEST_FILE, ONNX_FILE, OPTIONS_FILE,
+                                              OUTPUT_NAMES, PRECISION_KEY, PROGRAM_PREFIX, UNVERIFIED, input_names,
+                                              read_manifest)
 from paddle_elmo.fileio import InputError, require_package
-from paddle_elmo.run_configs import VOCAB_FILE, read_input_vocabulary, read_model_config
-from paddle_elmo.sentence_embedder import SentenceEmbedder
+from paddle_elmo.files.run_configs import VOCAB_FILE, read_input_vocabulary, read_model_config
+from paddle_elmo.use.sentence_embedder import SentenceEmbedder
 from paddle_elmo.runtime import ask_mkl_for_avx2, default_threads
-from paddle_elmo.token_ids import InputMapper, TokenInput
-from paddle_elmo.tokenizers import model_tokenizer
+from paddle_elmo.text.token_ids import InputMapper, TokenInput
+from paddle_elmo.text.tokenizers import model_tokenizer
 
 log = logging.getLogger(__name__)
 
@@ -133,7 +135,7 @@ class InferenceEmbedder(SentenceEmbedder):
         for name, ids in zip(input_names(self.config), inputs.ids(input_names(self.config))):
             if ids is None:
                 raise ValueError(f'{self.model_dir}: this export ({self.config.token_input} input) reads {name}: '
-                                 f'make them with paddle_elmo.token_ids.InputMapper')
+                                 f'make them with paddle_elmo.text.token_ids.InputMapper')
             feed[name] = np.ascontiguousarray(ids, dtype=np.int64)
         if self.backend == 'onnxruntime':
             return tuple(self._session.run(list(OUTPUT_NAMES), feed))

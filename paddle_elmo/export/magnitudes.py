@@ -37,9 +37,9 @@ def preactivation_stds(bilm, sentences=CALIBRATION_SENTENCES):
     through their hooks; the char encoder's on every token of the sentences, repeats included."""
     import numpy as np
     import paddle
-    from paddle_elmo import layer_math
-    from paddle_elmo.static_bilm import StaticBiLM
-    from paddle_elmo.token_ids import CharMapper
+    from paddle_elmo.model import layer_math
+    from paddle_elmo.export.static_bilm import StaticBiLM
+    from paddle_elmo.text.token_ids import CharMapper
     stds, products = {}, {}
     names = {id(layer): f'{stack}.layers.{k}' for stack in ('forward_stack', 'backward_stack')
              for k, layer in enumerate(getattr(bilm, stack).layers)}
@@ -118,7 +118,7 @@ def realistic_bilm(config, seed=0, reference=None, rounds=4):
     import numpy as np
     import paddle
     from paddle_elmo.runtime import ask_mkl_for_avx2
-    from paddle_elmo.bilm import BiLM
+    from paddle_elmo.model.bilm import BiLM
     ask_mkl_for_avx2()  # before our first matmul fixes MKL's code path (embedders made later warn)
     stats, target = char_model_magnitudes(reference)
     rng = np.random.default_rng(seed)

@@ -4,10 +4,10 @@ the graph edits it needs (onnx_graph).
 """
 import os
 
-from paddle_elmo.export_format import ONNX_FILE, PRECISION_KEY, ExportError, quiet_native_output
+from paddle_elmo.export.export_format import ONNX_FILE, PRECISION_KEY, ExportError, quiet_native_output
 from paddle_elmo.fileio import InputError, require_package
-from paddle_elmo.onnx_graph import (MATMUL_KINDS, constants_to_initializers, fold_weight_parts, matmuls_of,
-                                    nested_graphs, normalize_per_token)
+from paddle_elmo.export.onnx_graph import (MATMUL_KINDS, constants_to_initializers, fold_weight_parts, matmuls_of,
+                                           nested_graphs, normalize_per_token)
 
 
 QUANTIZE_CHOICES = ('int8',)

@@ -13,8 +13,8 @@ not implement.
 import paddle
 import paddle.nn as nn
 
-from paddle_elmo import layer_math
-from paddle_elmo.config import MODEL_FIELDS, OPTION_PATHS, ModelConfig
+from paddle_elmo.model import layer_math
+from paddle_elmo.model.config import MODEL_FIELDS, OPTION_PATHS, ModelConfig
 from paddle_elmo.fileio import InputError
 
 

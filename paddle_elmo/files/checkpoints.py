@@ -14,7 +14,7 @@ import os
 import paddle
 
 from paddle_elmo.fileio import InputError, atomic_path
-from paddle_elmo.run_configs import OPTIONS_FILE, read_model_config
+from paddle_elmo.files.run_configs import OPTIONS_FILE, read_model_config
 
 
 PARAMS_SUFFIX, OPTIMIZER_SUFFIX = '.pdparams', '.pdopt'

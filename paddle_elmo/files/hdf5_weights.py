@@ -12,8 +12,8 @@ import numpy as np
 import paddle
 
 from paddle_elmo.fileio import InputError, atomic_path, make_directory, write_json_atomic
-from paddle_elmo.run_configs import OPTIONS_FILE, WEIGHTS_FILE, write_input_vocabulary
-from paddle_elmo.token_modes import CHAR_ENCODER, HDF5_EMBEDDING, HDF5_WORD_EMBEDDING, WORD_EMBEDDING
+from paddle_elmo.files.run_configs import OPTIONS_FILE, WEIGHTS_FILE, write_input_vocabulary
+from paddle_elmo.model.token_modes import CHAR_ENCODER, HDF5_EMBEDDING, HDF5_WORD_EMBEDDING, WORD_EMBEDDING
 
 
 HDF5_SOFTMAX_W, HDF5_SOFTMAX_B = 'softmax/W', 'softmax/b'

@@ -17,18 +17,18 @@ import os
 from dataclasses import dataclass, field
 from typing import Optional
 
-from paddle_elmo.bilm import BiLM
-from paddle_elmo.checkpoints import (PARAMS_SUFFIX, bilm_state, check_softmax_rows, checkpoint_dir,
-                                     checkpoint_options_file, load_state_checked, read_state, softmax_of,
-                                     state_embedding_rows)
-from paddle_elmo.config import ModelConfig
+from paddle_elmo.model.bilm import BiLM
+from paddle_elmo.files.checkpoints import (PARAMS_SUFFIX, bilm_state, check_softmax_rows, checkpoint_dir,
+                                           checkpoint_options_file, load_state_checked, read_state, softmax_of,
+                                           state_embedding_rows)
+from paddle_elmo.model.config import ModelConfig
 from paddle_elmo.fileio import InputError
-from paddle_elmo.hdf5_weights import (hdf5_rows, load_embedding_weight_file, load_hdf5_weights, read_hdf5_softmax,
-                                      read_token_embeddings)
-from paddle_elmo.model_names import MODELS, PACKAGE_DIR, did_you_mean, is_model_name, model_files
-from paddle_elmo.run_configs import (OPTIONS_FILE, RECIPE_FILE, VOCAB_FILE, WEIGHTS_FILE, read_input_vocabulary,
-                                     read_json)
-from paddle_elmo.vocabulary import read_vocabulary_file
+from paddle_elmo.files.hdf5_weights import (hdf5_rows, load_embedding_weight_file, load_hdf5_weights, read_hdf5_softmax,
+                                            read_token_embeddings)
+from paddle_elmo.files.model_names import MODELS, PACKAGE_DIR, did_you_mean, is_model_name, model_files
+from paddle_elmo.files.run_configs import (OPTIONS_FILE, RECIPE_FILE, VOCAB_FILE, WEIGHTS_FILE, read_input_vocabulary,
+                                           read_json)
+from paddle_elmo.text.vocabulary import read_vocabulary_file
 
 log = logging.getLogger(__name__)
 

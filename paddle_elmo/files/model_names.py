@@ -22,11 +22,11 @@ from typing import Optional, Tuple
 from paddle_elmo.cache import cache_dir, no_empty_directories_on_failure
 from paddle_elmo.fileio import InputError, NetworkError
 from paddle_elmo.logs import show_progress
-from paddle_elmo.run_configs import OPTIONS_FILE, WEIGHTS_FILE
+from paddle_elmo.files.run_configs import OPTIONS_FILE, WEIGHTS_FILE
 
 log = logging.getLogger(__name__)
 
-PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__))
+PACKAGE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 # AllenNLP's bucket. The paths below are the ones AllenNLP gives; its website lists them under the
 # path-style host https://s3-us-west-2.amazonaws.com/allennlp/models/elmo/, its later code and
 # configs under this virtual-hosted one: the same bucket, the same keys.
@@ -100,7 +100,7 @@ def did_you_mean(name):
 def models_of_language(language):
     """The names of the table's models of `language` ('English', 'Chinese': their tokenizer's,
     tokenizers.TOKENIZER_LANGUAGES), in table order."""
-    from paddle_elmo.tokenizers import TOKENIZER_LANGUAGES
+    from paddle_elmo.text.tokenizers import TOKENIZER_LANGUAGES
     return [m.name for m in MODELS.values() if TOKENIZER_LANGUAGES.get(m.tokenizer) == language]
 
 

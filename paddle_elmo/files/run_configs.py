@@ -1,7 +1,7 @@
 """A run's two config files and a word model's vocabulary, beside its weights:
 
 - `options.json`: the model in bilm-tf's options format (ModelConfig.to_options) plus the training
-  keys bilm-tf's `bin/train_elmo.py` writes there (config.BILM_TF_TRAINING_KEYS and `n_tokens_vocab`);
+  keys bilm-tf's `bin/train_elmo.py` writes there (recipe.BILM_TF_TRAINING_KEYS and `n_tokens_vocab`);
 - `recipe.json`: the rest of our Recipe. Checkpoints written before recipe.json existed kept our
   recipe keys in options.json (`lr`, `preset`, `optimizer`, ...): `read_run_configs` reads both;
 - `vocab.txt` (word and word+char input): line i is row i of the word embedding, `<S>`, `</S>`,
@@ -11,9 +11,10 @@ import dataclasses
 import json
 import os
 
-from paddle_elmo.config import BILM_TF_TRAINING_KEYS, PRESETS, RECIPE_FIELDS, ModelConfig, Recipe, split_fields
+from paddle_elmo.model.recipe import BILM_TF_TRAINING_KEYS, PRESETS, RECIPE_FIELDS, Recipe, split_fields
+from paddle_elmo.model.config import ModelConfig
 from paddle_elmo.fileio import InputError, read_text, write_json_atomic
-from paddle_elmo.vocabulary import SPECIAL_TOKENS, Vocabulary, read_vocabulary_file, write_vocabulary
+from paddle_elmo.text.vocabulary import SPECIAL_TOKENS, Vocabulary, read_vocabulary_file, write_vocabulary
 
 
 OPTIONS_FILE, RECIPE_FILE, WEIGHTS_FILE, VOCAB_FILE = 'options.json', 'recipe.json', 'weights.hdf5', 'vocab.txt'

@@ -20,11 +20,12 @@ import paddle
 import paddle.nn as nn
 import paddle.nn.functional as F
 
-from paddle_elmo import kernels, layer_math
-from paddle_elmo.config import N_CHARACTERS
-from paddle_elmo.token_ids import PAD_CHAR, TokenInput
-from paddle_elmo.token_modes import CHAR_ENCODER, CHAR_IDS, WORD_EMBEDDING, WORD_IDS
-from paddle_elmo.packing import distinct_tokens, last_states, length_chunks, packing_indices, row_order, step_groups
+from paddle_elmo.model import kernels, layer_math
+from paddle_elmo.model.config import N_CHARACTERS
+from paddle_elmo.text.token_ids import PAD_CHAR, TokenInput
+from paddle_elmo.model.token_modes import CHAR_ENCODER, CHAR_IDS, WORD_EMBEDDING, WORD_IDS
+from paddle_elmo.model.packing import (distinct_tokens, last_states, length_chunks, packing_indices, row_order,
+                                       step_groups)
 
 # --------------------------------------------------------------------------------------------
 # The model
@@ -426,7 +427,7 @@ class BiLM(nn.Layer):
         for name in mode.reads:
             if given[name] is None:
                 raise ValueError(f'this biLM ({mode.name} input) reads {name}: make them with '
-                                 f'paddle_elmo.token_ids.InputMapper.of(bilm)')
+                                 f'paddle_elmo.text.token_ids.InputMapper.of(bilm)')
         ids = {name: _numpy(given[name]) for name in mode.reads}
         first = ids[mode.reads[0]]
         batch, time = first.shape[:2]

@@ -48,9 +48,9 @@ import paddle
 import paddle.nn.functional as F
 from paddle.autograd import PyLayer
 
-from paddle_elmo import layer_math
-from paddle_elmo.config import DROPOUT_MASKS
-from paddle_elmo.kernel_build import build
+from paddle_elmo.model import layer_math
+from paddle_elmo.model.recipe import DROPOUT_MASKS
+from paddle_elmo.model.kernel_build import build
 
 log = logging.getLogger(__name__)
 

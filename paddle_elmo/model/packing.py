@@ -13,7 +13,7 @@ import numpy as np
 
 import paddle
 
-from paddle_elmo.layer_math import reversed_steps
+from paddle_elmo.model.layer_math import reversed_steps
 
 
 def row_order(lengths, time):

@@ -7,10 +7,10 @@ import os
 
 import numpy as np
 
-from paddle_elmo.corpus import is_blank, iter_file_sentences, warn_skipped
+from paddle_elmo.text.corpus import is_blank, iter_file_sentences, warn_skipped
 from paddle_elmo.fileio import InputError, iter_lines, list_files
-from paddle_elmo.token_ids import tokens_to_char_ids
-from paddle_elmo.tokenizers import whitespace_tokens
+from paddle_elmo.text.token_ids import tokens_to_char_ids
+from paddle_elmo.text.tokenizers import whitespace_tokens
 
 
 class SentenceSource:

@@ -11,14 +11,14 @@ import os
 from paddle_elmo.cache import cache_dir as default_cache_dir
 from paddle_elmo.fileio import InputError, iter_lines, list_files, write_text_atomic
 from paddle_elmo.logs import show_progress
-from paddle_elmo.tokenizers import get_tokenizer, whitespace_tokens
+from paddle_elmo.text.tokenizers import get_tokenizer, whitespace_tokens
 
 log = logging.getLogger(__name__)
 
 
 # The sample corpus installed with the package (our own sentences, demo_data/make_corpus.py): the
 # demo trains on it, and export-inference checks an int8 model on it.
-DEMO_DATA_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), 'demo_data')
+DEMO_DATA_DIR = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), 'demo_data')
 SAMPLE_TRAIN, SAMPLE_HELDOUT = (os.path.join(DEMO_DATA_DIR, name) for name in ('sample_train.txt', 'sample_heldout.txt'))
 
 

@@ -12,7 +12,7 @@ from typing import Any
 
 import numpy as np
 
-from paddle_elmo.tokenizers import as_token_lists
+from paddle_elmo.text.tokenizers import as_token_lists
 
 
 BOS_CHAR = 256  # <S>

@@ -9,10 +9,10 @@ import os
 
 import numpy as np
 
-from paddle_elmo.corpus import iter_corpus_sentences
+from paddle_elmo.text.corpus import iter_corpus_sentences
 from paddle_elmo.fileio import InputError, read_text, write_text_atomic
-from paddle_elmo.token_ids import BOS_TOKEN, EOS_TOKEN, tokens_to_char_ids
-from paddle_elmo.tokenizers import get_tokenizer
+from paddle_elmo.text.token_ids import BOS_TOKEN, EOS_TOKEN, tokens_to_char_ids
+from paddle_elmo.text.tokenizers import get_tokenizer
 
 log = logging.getLogger(__name__)
 

@@ -12,12 +12,12 @@ import numpy as np
 import paddle
 import paddle.nn as nn
 
-from paddle_elmo import kernels
+from paddle_elmo.model import kernels
 from paddle_elmo.runtime import set_mode
-from paddle_elmo.bilm import BiLM
+from paddle_elmo.model.bilm import BiLM
 from paddle_elmo.fileio import InputError
-from paddle_elmo.sampled_softmax import LogUniformSampler, Softmax, TableRows, sorted_union
-from paddle_elmo.token_ids import TokenInput
+from paddle_elmo.train.sampled_softmax import LogUniformSampler, Softmax, TableRows, sorted_union
+from paddle_elmo.text.token_ids import TokenInput
 
 
 
@@ -30,7 +30,7 @@ WORD_IDS = INPUT_KEYS['word_ids']
 class LanguageModel(nn.Layer):
     """BiLM + a softmax shared by both directions, with dropout before it.
 
-    Batches are the dicts made by lm_batches.LMStream (numpy arrays): 'char_ids', 'word_ids',
+    Batches are the dicts made by batches.LMStream (numpy arrays): 'char_ids', 'word_ids',
     'next_token_ids' and their '_reverse' twins, each [batch, unroll(, max_chars)]. In training mode
     the loss is the sampled softmax; in eval mode it is the full softmax (`token_losses` gives it
     per token). The biLM is stateful: each row's state carries over to the next batch, with
@@ -143,7 +143,7 @@ def train_step(model, optimizer, batch, agree_rows=None, mark=None):
 
 
 def evaluate(model, batches, max_tokens=None, progress=None):
-    """Full-softmax perplexity of `model` over eval batches (lm_batches.iter_eval_batches).
+    """Full-softmax perplexity of `model` over eval batches (batches.iter_eval_batches).
 
     Every target is weighted by batch['weights'] so each data token counts once. Forward and
     backward perplexities are exp of each direction's mean loss; 'perplexity' is exp of the mean

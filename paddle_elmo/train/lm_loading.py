@@ -5,8 +5,8 @@ run's model.
 import paddle
 
 from paddle_elmo.fileio import InputError
-from paddle_elmo.lm import LanguageModel
-from paddle_elmo.model_io import resolve_model
+from paddle_elmo.train.lm import LanguageModel
+from paddle_elmo.files.model_io import resolve_model
 
 
 def load_weights_into(model, weights):

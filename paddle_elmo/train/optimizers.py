@@ -7,7 +7,7 @@ import math
 import paddle
 from paddle import _C_ops
 
-from paddle_elmo import kernels
+from paddle_elmo.model import kernels
 from paddle_elmo.fileio import InputError
 
 

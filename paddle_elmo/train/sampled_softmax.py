@@ -11,8 +11,8 @@ import numpy as np
 import paddle
 import paddle.nn as nn
 
-from paddle_elmo import kernels
-from paddle_elmo.corpus import iter_corpus_sentences
+from paddle_elmo.model import kernels
+from paddle_elmo.text.corpus import iter_corpus_sentences
 
 
 class LogUniformSampler:

@@ -27,20 +27,21 @@ import numpy as np
 import paddle
 import paddle.distributed as dist
 
-from paddle_elmo import kernels
+from paddle_elmo.model import kernels
 from paddle_elmo.runtime import set_device, use_device
-from paddle_elmo.corpus import count_tokens
-from paddle_elmo.lm_batches import EVAL_BATCH_SIZE, EVAL_UNROLL_STEPS, LMStream, iter_eval_batches
-from paddle_elmo.vocabulary import Vocabulary
+from paddle_elmo.text.corpus import count_tokens
+from paddle_elmo.text.batches import EVAL_BATCH_SIZE, EVAL_UNROLL_STEPS, LMStream, iter_eval_batches
+from paddle_elmo.text.vocabulary import Vocabulary
 from paddle_elmo.fileio import InputError, RunFailure, atomic_path, install_error, make_directory, write_csv_atomic
-from paddle_elmo.lm import LanguageModel, evaluate, train_step
-from paddle_elmo.optimizers import Decay, make_optimizer
-from paddle_elmo.checkpoints import load_training_checkpoint, rank_state, restore_rank_state, save_training_checkpoint, train_state
-from paddle_elmo.lm_loading import load_weights_into
-from paddle_elmo.model_io import resolve_model
-from paddle_elmo.sampled_softmax import PRIOR_MAX_TOKENS, unigram_log_prior
-from paddle_elmo.run_configs import write_run_configs
-from paddle_elmo.word_vectors import embedding_rows, read_word_vectors
+from paddle_elmo.train.lm import LanguageModel, evaluate, train_step
+from paddle_elmo.train.optimizers import Decay, make_optimizer
+from paddle_elmo.files.checkpoints import (load_training_checkpoint, rank_state, restore_rank_state,
+                                           save_training_checkpoint, train_state)
+from paddle_elmo.train.lm_loading import load_weights_into
+from paddle_elmo.files.model_io import resolve_model
+from paddle_elmo.train.sampled_softmax import PRIOR_MAX_TOKENS, unigram_log_prior
+from paddle_elmo.files.run_configs import write_run_configs
+from paddle_elmo.text.word_vectors import embedding_rows, read_word_vectors
 
 
 log = logging.getLogger(__name__)
@@ -277,7 +278,7 @@ def set_up(model_config, recipe, save_dir, start, *, device='cpu', cpu_threads=N
     """Device, data, model, optimizer and, resuming, the checkpoint's state -> Run.
 
     # Parameters
-    model_config, recipe: the run's `ModelConfig` and `Recipe` (config.for_run's; a resumed run's
+    model_config, recipe: the run's `ModelConfig` and `Recipe` (run_plan.for_run's; a resumed run's
         from its checkpoint).
     save_dir: where checkpoints, the configs and the training log go.
     start: how the run starts, as the command read it: `NewRun()` (a new model: bilm-tf's
@@ -336,7 +337,7 @@ def set_up(model_config, recipe, save_dir, start, *, device='cpu', cpu_threads=N
 class NewRun:
     """A run that starts a model (set_up follows it): its recipe records how this process trains
     (the number of processes, how dropout draws its masks, the decay's length); its weights are
-    bilm-tf's initialisation, or the file recipe.init_weight_file names (config.for_run records it
+    bilm-tf's initialisation, or the file recipe.init_weight_file names (run_plan.for_run records it
     for a run from weights: the biLM and, when it fits, the softmax), then the recipe's word vectors
     and, for a new softmax, the unigram prior."""
     checkpoint = None  # what it resumes: nothing

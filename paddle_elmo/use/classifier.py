@@ -39,7 +39,7 @@ import paddle.nn as nn
 import paddle.nn.functional as F
 
 from paddle_elmo.runtime import set_mode
-from paddle_elmo.tokenizers import get_tokenizer
+from paddle_elmo.text.tokenizers import get_tokenizer
 from paddle_elmo.fileio import InputError, decode_utf8, require_package
 from paddle_elmo.logs import show_progress
 

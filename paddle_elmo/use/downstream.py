@@ -8,13 +8,13 @@ import paddle.nn as nn
 import paddle.nn.functional as F
 
 from paddle_elmo.runtime import configure_if_on_cpu, set_mode
-from paddle_elmo.bilm import BiLM, remove_sentence_boundaries
-from paddle_elmo.token_ids import CharMapper, InputMapper
-from paddle_elmo.token_modes import CHAR_IDS
-from paddle_elmo.tokenizers import as_token_lists, model_tokenizer
+from paddle_elmo.model.bilm import BiLM, remove_sentence_boundaries
+from paddle_elmo.text.token_ids import CharMapper, InputMapper
+from paddle_elmo.model.token_modes import CHAR_IDS
+from paddle_elmo.text.tokenizers import as_token_lists, model_tokenizer
 from paddle_elmo.fileio import InputError
-from paddle_elmo.model_io import resolve_model
-from paddle_elmo.languages import warn_if_mostly_unknown
+from paddle_elmo.files.model_io import resolve_model
+from paddle_elmo.use.languages import warn_if_mostly_unknown
 
 
 class ScalarMix(nn.Layer):

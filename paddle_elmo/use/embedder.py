@@ -11,13 +11,13 @@ import numpy as np
 import paddle
 
 from paddle_elmo.runtime import configure_if_on_cpu, inference_mode, keep_freed_memory, set_device
-from paddle_elmo.token_ids import BOS_TOKEN, EOS_TOKEN, InputMapper
-from paddle_elmo.tokenizers import model_tokenizer
-from paddle_elmo.vocabulary import read_vocabulary_file
-from paddle_elmo.downstream import ScalarMix
+from paddle_elmo.text.token_ids import BOS_TOKEN, EOS_TOKEN, InputMapper
+from paddle_elmo.text.tokenizers import model_tokenizer
+from paddle_elmo.text.vocabulary import read_vocabulary_file
+from paddle_elmo.use.downstream import ScalarMix
 from paddle_elmo.fileio import InputError, atomic_path, check_output_file
-from paddle_elmo.model_io import resolve_model
-from paddle_elmo.sentence_embedder import SentenceEmbedder
+from paddle_elmo.files.model_io import resolve_model
+from paddle_elmo.use.sentence_embedder import SentenceEmbedder
 
 log = logging.getLogger(__name__)
 

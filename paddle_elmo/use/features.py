@@ -14,11 +14,11 @@ import numpy as np
 import paddle
 import paddle.nn as nn
 
-from paddle_elmo.classifier import SentenceClassifier, pack, show_bars
-from paddle_elmo.token_ids import InputMapper
-from paddle_elmo.downstream import Elmo
-from paddle_elmo.embedder import ELMoEmbedder
-from paddle_elmo.word_vectors import Word2VecFeatures
+from paddle_elmo.use.classifier import SentenceClassifier, pack, show_bars
+from paddle_elmo.text.token_ids import InputMapper
+from paddle_elmo.use.downstream import Elmo
+from paddle_elmo.use.embedder import ELMoEmbedder
+from paddle_elmo.text.word_vectors import Word2VecFeatures
 
 
 class ActivationCache:

@@ -10,8 +10,8 @@ import re
 import unicodedata
 
 from paddle_elmo.logs import warn_once, warned, warning_held
-from paddle_elmo.model_names import models_of_language, packaged_model_of
-from paddle_elmo.tokenizers import IDEOGRAPHS, TOKENIZER_LANGUAGES
+from paddle_elmo.files.model_names import models_of_language, packaged_model_of
+from paddle_elmo.text.tokenizers import IDEOGRAPHS, TOKENIZER_LANGUAGES
 
 log = logging.getLogger(__name__)
 

@@ -20,11 +20,11 @@ import numpy as np
 import paddle
 
 from paddle_elmo.runtime import inference_mode
-from paddle_elmo.token_ids import BOS_TOKEN, EOS_TOKEN, InputMapper
-from paddle_elmo.tokenizers import as_token_lists, model_tokenizer
-from paddle_elmo.embedder import token_embeddings
+from paddle_elmo.text.token_ids import BOS_TOKEN, EOS_TOKEN, InputMapper
+from paddle_elmo.text.tokenizers import as_token_lists, model_tokenizer
+from paddle_elmo.use.embedder import token_embeddings
 from paddle_elmo.fileio import InputError, atomic_path, make_directory, write_text_atomic
-from paddle_elmo.languages import warn_if_mostly_unknown
+from paddle_elmo.use.languages import warn_if_mostly_unknown
 
 DIRECTIONS = ('forward', 'backward')
 # Logits computed at once, at most (rows x vocabulary floats): 64 MB, whatever the vocabulary.

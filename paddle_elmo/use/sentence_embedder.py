@@ -12,8 +12,8 @@ import numpy as np
 
 from paddle_elmo.fileio import InputError, atomic_path, check_output_file, iter_lines
 from paddle_elmo.logs import show_progress
-from paddle_elmo.tokenizers import as_token_lists
-from paddle_elmo.languages import warn_if_mostly_unknown
+from paddle_elmo.text.tokenizers import as_token_lists
+from paddle_elmo.use.languages import warn_if_mostly_unknown
 
 log = logging.getLogger(__name__)
 

@@ -140,7 +140,7 @@ def embedding():
 
 
 def memory():
-    from paddle_elmo.bilm import BiLM
+    from paddle_elmo.model.bilm import BiLM
     from paddle_elmo import ModelConfig
     import bench_pretrain
     print('\n## Memory traffic (by hand; no bandwidth was measured on 2026-11-26)')

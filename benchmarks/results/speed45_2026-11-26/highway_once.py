@@ -2,7 +2,7 @@ import sys, time, numpy as np
 sys.path.insert(0, 'benchmarks')
 import common; common.set_threads(2)
 import profile_pretrain as pp
-from paddle_elmo.lm import train_step
+from paddle_elmo.train.lm import train_step
 import paddle
 res = {}
 for name in ('small', 'bundled'):
@@ -11,7 +11,7 @@ for name in ('small', 'bundled'):
     bs = [next(batches) for _ in range(6)]
     chars = [np.concatenate([b['char_ids'], b['char_ids_reverse']]) for b in bs]
     B, T = bs[0]['char_ids'].shape[:2]
-    from paddle_elmo.packing import distinct_tokens
+    from paddle_elmo.model.packing import distinct_tokens
     def once(c, chunk):
         x = bilm.token_embedding(c, chunk=chunk)
         (x * 0.001).sum().backward()
