@@ -81,26 +81,34 @@ class Swap:
         self.saved = []
 
 
-def swap_module(swap, revision, path):
-    """Add to `swap` what makes module `path` (paddle_elmo/NAME.py) run as at `revision`: its
-    functions and classes, wherever a loaded paddle_elmo module holds the working tree's. Objects
-    built while the swap is on are the base's classes (and keep the base's methods after it)."""
+def base_module(revision, path):
+    """Module `path` (paddle_elmo/NAME.py) as at `revision`, loaded beside the working tree's ->
+    (the working tree's module, the base's)."""
     name = path[:-3].replace('/', '.')
     current = importlib.import_module(name)
     spec = importlib.util.spec_from_loader(f'{name}_at_{re.sub(r"[^0-9A-Za-z_]", "_", revision)}', loader=None)
     base = importlib.util.module_from_spec(spec)
     sys.modules[spec.name] = base  # dataclasses and pickling look their module up
     exec(compile(git_show(revision, path), f'{revision}:{path}', 'exec'), base.__dict__)
+    return current, base
+
+
+def swap_modules(swap, pairs):
+    """Add to `swap` what makes each (current, base) module pair run as the base: the base's functions
+    and classes wherever a loaded paddle_elmo module (the base modules too, which imported the
+    working tree's) holds the working tree's. Objects built while the swap is on are the base's
+    classes (and keep the base's methods after it)."""
     holders = [m for n, m in list(sys.modules.items()) if n.startswith('paddle_elmo') and m is not None]
-    for attr, value in base.__dict__.items():
-        mine = getattr(current, attr, None)
-        if getattr(value, '__module__', None) != base.__name__ or mine is None:
-            continue
-        if (inspect.isclass(value) and inspect.isclass(mine)) or (inspect.isfunction(value) and inspect.isfunction(mine)):
-            for module in holders:
-                for held, obj in list(vars(module).items()):
-                    if obj is mine:
-                        swap.add(module, held, value)
+    for current, base in pairs:
+        for attr, value in base.__dict__.items():
+            mine = getattr(current, attr, None)
+            if getattr(value, '__module__', None) != base.__name__ or mine is None:
+                continue
+            if inspect.isclass(value) and inspect.isclass(mine) or inspect.isfunction(value) and inspect.isfunction(mine):
+                for module in holders:
+                    for held, obj in list(vars(module).items()):
+                        if obj is mine:
+                            swap.add(module, held, value)
 
 
 def base_kernels(revision, cflags):
@@ -126,16 +134,17 @@ def base_kernels(revision, cflags):
 
 
 def make_swap(revision, paths, cflags):
-    swap = Swap()
+    swap, modules = Swap(), []
     for path in paths:
         if path == KERNELS_SOURCE:
             from paddle_elmo import kernels
             kernels.kernel()  # the working tree's first, so that the swap has something to restore
             swap.add(kernels, '_ops', base_kernels(revision, cflags))
         elif path.startswith('paddle_elmo/') and path.endswith('.py'):
-            swap_module(swap, revision, path)
+            modules.append(base_module(revision, path))
         else:
             raise InputError(f'--swap {path}: expected {KERNELS_SOURCE} or paddle_elmo/NAME.py')
+    swap_modules(swap, modules)
     return swap
 
 
@@ -143,14 +152,14 @@ class Version:
     """One version's model, optimizer, batches, generator state and timings."""
 
     def __init__(self, name, swap, config_name, batch_size, max_grad_norm):
-        from paddle_elmo.lm import LanguageModel
-        from paddle_elmo.lm_batches import LMStream
-        from paddle_elmo.optimizers import make_optimizer  # the swapped one, inside the swap
-        from paddle_elmo.runtime import paddle, use_device
-        from paddle_elmo.vocabulary import Vocabulary
         import bench_pretrain
         self.name, self.swap = name, swap
-        with self.active():
+        with self.active():  # the imports too: inside the swap they are the base's
+            from paddle_elmo.lm import LanguageModel
+            from paddle_elmo.lm_batches import LMStream
+            from paddle_elmo.optimizers import make_optimizer
+            from paddle_elmo.runtime import paddle, use_device
+            from paddle_elmo.vocabulary import Vocabulary
             use_device('cpu')
             paddle.seed(0)
             config, negatives, rule, lr = profile_pretrain.model_and_recipe(config_name)
@@ -176,10 +185,10 @@ class Version:
         return Active()
 
     def step(self, timed):
-        from paddle_elmo.lm import train_step
-        from paddle_elmo.runtime import paddle
         batch = next(self.batches)
         with self.active():
+            from paddle_elmo.lm import train_step
+            from paddle_elmo.runtime import paddle
             paddle.set_rng_state(self.rng)
             ends = {}
             start = time.perf_counter()
