@@ -155,8 +155,8 @@ def _runtime_flags(cflags):
     than the products. It changes no result: nothing here reads floating-point exception flags.
     -fno-math-errno: with errno semantics std::sqrt of a negative must call libm's sqrtf to set
     errno, so gcc kept the optimizer's update loops scalar (a sqrtss, a division and a branch per
-    element: 3-5x their memory time). IEEE's vector sqrt and division give the same floats, and
-    nothing here reads errno.
+    element: the optimizer took 2.4x as long, BENCHMARKS.md). IEEE's vector sqrt and division give
+    the same floats (tests/test_speed_paths.py checks them bit for bit), and nothing here reads errno.
 
     MKL's threads stay spinning between products; kernels on the same libiomp5 pool reuse them,
     while GNU OpenMP threads would compete with them for the cores (measured: slower than serial).
