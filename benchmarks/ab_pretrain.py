@@ -16,8 +16,9 @@ its own state of Paddle's generator (the dropout kernel draws its seeds from it)
 the same numbers. --swap names what the base version takes from --base: Python modules
 (paddle_elmo/NAME.py: that revision's functions and classes replace the working tree's while the
 base version is built and while it steps) and paddle_elmo/kernels.cc (that revision's
-kernels, built once as a second library with its operators renamed). Everything else is the
-working tree's in both.
+kernels, built once as a second library with its operators renamed, with --base_cflags). A file
+that had another path at --base is given as BASE_PATH:PATH. Everything else is the working tree's
+in both.
 
 Printed: the median ms per step and per phase (forward, backward, optimizer: lm.train_step's marks)
 of each version, new / base; then whether the losses of every step and, at the end, every
@@ -41,7 +42,6 @@ from paddle_elmo.cli.runner import run
 from paddle_elmo.fileio import InputError
 
 PHASES = ('forward', 'backward', 'optimizer')
-KERNELS_SOURCE = 'paddle_elmo/kernels.cc'
 # kernel_build's compiler flags up to 1aeb1e1 (since then kernel_build.CFLAGS, with -fno-math-errno)
 BASE_CFLAGS = ('-O3', '-march=native', '-fno-trapping-math')
 BASE_PREFIX = 'base_'  # the base kernels' operators: base_elmo_... (two libraries cannot share op names)
@@ -81,15 +81,21 @@ class Swap:
         self.saved = []
 
 
-def base_module(revision, path):
-    """Module `path` (paddle_elmo/NAME.py) as at `revision`, loaded beside the working tree's ->
-    (the working tree's module, the base's)."""
+def kernels_source():
+    """The working tree's kernels.cc, relative to the checkout."""
+    from paddle_elmo import kernels
+    return os.path.relpath(kernels.SOURCE, common.ROOT)
+
+
+def base_module(revision, base_path, path):
+    """Module `path` (paddle_elmo/.../NAME.py) as `base_path` was at `revision`, loaded beside the
+    working tree's -> (the working tree's module, the base's)."""
     name = path[:-3].replace('/', '.')
     current = importlib.import_module(name)
     spec = importlib.util.spec_from_loader(f'{name}_at_{re.sub(r"[^0-9A-Za-z_]", "_", revision)}', loader=None)
     base = importlib.util.module_from_spec(spec)
     sys.modules[spec.name] = base  # dataclasses and pickling look their module up
-    exec(compile(git_show(revision, path), f'{revision}:{path}', 'exec'), base.__dict__)
+    exec(compile(git_show(revision, base_path), f'{revision}:{base_path}', 'exec'), base.__dict__)
     return current, base
 
 
@@ -111,13 +117,13 @@ def swap_modules(swap, pairs):
                             swap.add(module, held, value)
 
 
-def base_kernels(revision, cflags):
+def base_kernels(revision, base_path, cflags):
     """kernels.cc at `revision`, its operators renamed base_elmo_..., built with `cflags` (and
     kernel_build's OpenMP and MKL flags) and loaded beside the working tree's -> an object whose
     elmo_X is the base's base_elmo_X."""
     from paddle.utils.cpp_extension import load
     from paddle_elmo import kernel_build
-    source = re.sub(r'PD_BUILD_OP\((\w+)\)', rf'PD_BUILD_OP({BASE_PREFIX}\1)', git_show(revision, KERNELS_SOURCE))
+    source = re.sub(r'PD_BUILD_OP\((\w+)\)', rf'PD_BUILD_OP({BASE_PREFIX}\1)', git_show(revision, base_path))
     build_dir = os.path.join(tempfile.gettempdir(), f'elmo_ab_kernels_{os.getuid()}',
                              re.sub(r'[^0-9A-Za-z_]', '_', revision))
     os.makedirs(build_dir, exist_ok=True)
@@ -133,17 +139,21 @@ def base_kernels(revision, cflags):
     return Renamed()
 
 
-def make_swap(revision, paths, cflags):
+def make_swap(revision, items, cflags):
+    """--swap's items (PATH, or BASE_PATH:PATH when the file had another path at the revision) -> Swap."""
     swap, modules = Swap(), []
-    for path in paths:
-        if path == KERNELS_SOURCE:
+    for item in items:
+        base_path, _, path = item.rpartition(':')
+        base_path = base_path or path
+        if path == kernels_source():
             from paddle_elmo import kernels
             kernels.kernel()  # the working tree's first, so that the swap has something to restore
-            swap.add(kernels, '_ops', base_kernels(revision, cflags))
+            swap.add(kernels, '_ops', base_kernels(revision, base_path, cflags))
         elif path.startswith('paddle_elmo/') and path.endswith('.py'):
-            modules.append(base_module(revision, path))
+            modules.append(base_module(revision, base_path, path))
         else:
-            raise InputError(f'--swap {path}: expected {KERNELS_SOURCE} or paddle_elmo/NAME.py')
+            raise InputError(f'--swap {item}: expected {kernels_source()} or paddle_elmo/.../NAME.py, each '
+                             f'optionally after its path at --base and a colon')
     swap_modules(swap, modules)
     return swap
 
@@ -158,7 +168,8 @@ class Version:
             from paddle_elmo.lm import LanguageModel
             from paddle_elmo.lm_batches import LMStream
             from paddle_elmo.optimizers import make_optimizer
-            from paddle_elmo.runtime import paddle, use_device
+            import paddle
+            from paddle_elmo.runtime import use_device
             from paddle_elmo.vocabulary import Vocabulary
             use_device('cpu')
             paddle.seed(0)
@@ -188,7 +199,7 @@ class Version:
         batch = next(self.batches)
         with self.active():
             from paddle_elmo.lm import train_step
-            from paddle_elmo.runtime import paddle
+            import paddle
             paddle.set_rng_state(self.rng)
             ends = {}
             start = time.perf_counter()
@@ -235,7 +246,8 @@ def main():
     p = argparse.ArgumentParser(description=__doc__.split('\n')[0])
     p.add_argument('--base', default='main', help='git revision of the base version')
     p.add_argument('--swap', required=True,
-                   help=f'comma-separated files the base version takes from --base: paddle_elmo/NAME.py, {KERNELS_SOURCE}')
+                   help='comma-separated files the base version takes from --base: paddle_elmo/.../NAME.py or the '
+                        'kernels.cc, each as BASE_PATH:PATH when its path at --base was another')
     p.add_argument('--base_cflags', default=' '.join(BASE_CFLAGS),
                    help='compiler flags of the base kernels (default: kernel_build\'s before CFLAGS existed)')
     p.add_argument('--config', default='small', choices=sorted(profile_pretrain.CONFIGS) + [profile_pretrain.BUNDLED])
