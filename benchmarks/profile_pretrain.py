@@ -31,7 +31,8 @@ after the timed steps the worker measures the stream bandwidth (stream.py's tria
 of the step's product shapes alone; "at shape ms" is the part's products at those rates, "memory
 ms" its bytes (GFLOP and MB per step beside them) at the bandwidth, "roofline ms" the larger, and
 "of roofline" = roofline ms / ms. The optimizer has a roofline floor (its memory traffic); the step's
-is the sum of its parts'. --shape_seconds sets how long each shape is timed (0: no roofline).
+is the sum of its parts'; a line gives the optimizer's bandwidth (its MB over its ms) beside the
+triad's. --shape_seconds sets how long each shape is timed (0: no roofline).
 --ops N adds Paddle's profiler: the N operators with the most CPU time per step (a second pass
 over as many steps, profiled; the profiler adds its own overhead; ms and calls are per step).
 """
@@ -191,6 +192,14 @@ def worker(name, batch_size, steps, warmup, top, shape_seconds, threads):
                       'rates': [rate_before, rate_after], 'stream': bandwidth, 'roofline': roof, 'ops': ops}))
 
 
+def optimizer_bandwidth(r):
+    """The optimizer's memory traffic over its time, beside the stream triad of the same worker: one line."""
+    moved, ms, triad = r['roofline']['optimizer']['MB'], r['ms']['optimizer'], r['stream']['triad']
+    rate = moved / ms  # MB per ms = GB/s
+    return (f'optimizer {moved:.0f} MB a step (roofline.py\'s count) in {ms:.1f} ms = {rate:.1f} GB/s, '
+            f'{rate / triad:.0%} of the triad\'s {triad:.1f} GB/s')
+
+
 def table(name, r):
     """The breakdown rows of one worker's result."""
     ms, flops, roof = r['ms'], r['flops'], r['roofline']
@@ -253,6 +262,8 @@ def main():
             print(f'{name}, {batch_size} rows: matmul rate {r["rates"][0]:.1f} GFLOP/s before the timed steps, '
                   f'{r["rates"][1]:.1f} after; {r["distinct/step"]:.0f} distinct tokens per step'
                   + (f'; {stream.describe(r["stream"])}' if r['stream'] else ''))
+            if r['roofline']:
+                print(f'{name}, {batch_size} rows: {optimizer_bandwidth(r)}')
     common.print_table(rows)
     common.report_profiles(results, a.out, threads=a.threads, steps=a.steps)
 

@@ -100,6 +100,30 @@ def test_adagrad_updates_only_the_selected_softmax_rows_with_the_tf_rule():
                                dense_before - 0.2 * g_dense / np.sqrt(1 + g_dense ** 2), rtol=1e-5, atol=1e-7)
 
 
+def test_after_clear_grad_a_backward_gives_its_own_step_s_gradients():
+    """clear_grad drops the gradients (no zeroing pass): the next backward's must be that step's
+    alone, not added to the last step's."""
+    paddle.seed(0)
+    model = LanguageModel(tiny_config(), 40, n_negative_samples=10)
+    opt = Adagrad(model, lr=0.2, max_grad_norm=10.0)
+    model.train()
+    out = model(random_batch(np.random.RandomState(0), 40))
+    out['loss'].backward()
+    opt.step(out['table_rows'])
+    opt.clear_grad()
+    fresh = LanguageModel(tiny_config(), 40, n_negative_samples=10)  # the same weights, no gradient yet
+    fresh.set_state_dict(model.state_dict())
+    fresh.train()
+    fresh.sampler.set_state(model.sampler.state())  # the same candidates
+    batch = random_batch(np.random.RandomState(1), 40)
+    for m in (model, fresh):
+        m.bilm.reset_states()
+        m(batch)['loss'].backward()
+    mine = dict(fresh.named_parameters())
+    for name, p in opt.dense:
+        np.testing.assert_array_equal(p.grad.numpy(), mine[name].grad.numpy(), err_msg=name)
+
+
 def test_gradients_are_clipped_by_their_global_norm():
     paddle.seed(0)
     model = LanguageModel(tiny_config(), 40, n_negative_samples=10)

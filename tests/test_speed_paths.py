@@ -401,6 +401,61 @@ def test_required_flops_counts_the_windows_tokens_and_positions_by_hand():
     assert required_flops(word, [one])['total'] == 7 * 2 * lstm
 
 
+def _rule_in_float32(rule, param, slots, grad, lr, scale):
+    """The optimizer kernels' formula in NumPy float32, one IEEE operation at a time (kernels.cc:
+    AdagradSpan, AdamSpan) -> the new (param, slots)."""
+    f = np.float32
+    g = grad * f(scale)
+    if rule == 'adagrad':
+        acc = slots[0] + g * g
+        return param - f(lr) * g / (np.sqrt(acc) + f(0)), [acc]
+    b1, b2, eps = f(0.9), f(0.999), f(1e-8)
+    m = slots[0] * b1 + g * f(1 - 0.9)
+    v = slots[1] * b2 + (g * f(1 - 0.999)) * g
+    return param - (f(lr) * m) / (np.sqrt(v) + eps), [m, v]
+
+
+@pytest.mark.parametrize('rule', ['adagrad', 'adam'])
+def test_optimizer_kernels_are_the_rule_s_float32_operations_bit_for_bit(rule):
+    """The update kernels, dense (several tensors, one of more than a thread's block) and a table's
+    rows (scattered ids), against the rule in NumPy float32: the same bits. A build that
+    approximates sqrt or the division (fast math, rsqrt) or contracts into FMAs, or a wrong slot,
+    row, block or clip factor, changes them."""
+    ops = kernels.kernel()
+    if ops is None:
+        pytest.skip(NO_KERNELS)
+    rng = np.random.RandomState(11)
+    f32 = lambda *shape: rng.normal(0, 1, shape).astype(np.float32)
+    n_slots = 1 if rule == 'adagrad' else 2
+    slot = lambda shape: (rng.uniform(0.5, 2, shape) if rule == 'adagrad' else rng.normal(0, 0.1, shape) ** 2).astype(
+        np.float32)
+    lr, scale = 0.2, 0.37
+    constants = () if rule == 'adagrad' else (0.9, np.float32(1 - 0.9), 0.999, np.float32(1 - 0.999), 1e-8)
+    dense = [(f32(9000), [slot(9000) for _ in range(n_slots)], f32(9000)),
+             (f32(3, 7), [slot((3, 7)) for _ in range(n_slots)], f32(3, 7))]
+    params = [paddle.to_tensor(p) for p, _, _ in dense]
+    slots = [[paddle.to_tensor(s[k]) for _, s, _ in dense] for k in range(n_slots)]
+    getattr(ops, f'elmo_{rule}_dense')(params, *slots, [paddle.to_tensor(g) for _, _, g in dense], lr, scale,
+                                       *constants)
+    for i, (p, s, g) in enumerate(dense):
+        want_p, want_s = _rule_in_float32(rule, p, s, g, lr, scale)
+        np.testing.assert_array_equal(params[i].numpy(), want_p)
+        for k in range(n_slots):
+            np.testing.assert_array_equal(slots[k][i].numpy(), want_s[k])
+    table, table_slots = f32(40, 5), [slot((40, 5)) for _ in range(n_slots)]
+    ids, grad = np.array([0, 3, 4, 17, 39], dtype=np.int64), f32(5, 5)
+    t, ts = paddle.to_tensor(table), [paddle.to_tensor(s) for s in table_slots]
+    getattr(ops, f'elmo_{rule}_rows')(t, *ts, paddle.to_tensor(ids), paddle.to_tensor(grad), lr, scale, *constants)
+    want_rows, want_slot_rows = _rule_in_float32(rule, table[ids], [s[ids] for s in table_slots], grad, lr, scale)
+    want, want_slots = table.copy(), [s.copy() for s in table_slots]
+    want[ids] = want_rows
+    for k in range(n_slots):
+        want_slots[k][ids] = want_slot_rows[k]
+    np.testing.assert_array_equal(t.numpy(), want)  # the other rows untouched
+    for k in range(n_slots):
+        np.testing.assert_array_equal(ts[k].numpy(), want_slots[k])
+
+
 def test_dropout_kernel_keeps_one_minus_p_scales_them_and_drops_the_same_gradient():
     """The kernel's dropout: each element kept with probability 1 - p and scaled by 1 / (1 - p), the
     backward through the very mask of the forward, a seed from Paddle's generator (paddle.seed

@@ -30,6 +30,8 @@ from paddle_elmo.fileio import write_json_atomic
 log = logging.getLogger(__name__)
 
 
+# The compiler flags of every build (_runtime_flags explains them and adds OpenMP and MKL's).
+CFLAGS = ('-O3', '-march=native', '-fno-trapping-math', '-fno-math-errno')
 NAME = 'elmo_kernels'  # the library's name: CACHE/ops/<tag>/elmo_kernels/elmo_kernels.so
 STAMP = 'loaded.json'  # beside the library: what the build that loaded was made from (_stamp)
 
@@ -83,7 +85,7 @@ def build(source):
     naming the log of the compiler's output when the build fails."""
     build_dir = _build_dir(source)
     os.makedirs(build_dir, exist_ok=True)
-    flags = _runtime_flags(['-O3', '-march=native', '-fno-trapping-math'])
+    flags = _runtime_flags(list(CFLAGS))
     stamp = _stamp(source, flags)
     # Distributed ranks start together: one builds, the others wait and load the result.
     with _exclusive(os.path.join(build_dir, 'build.lock')):
@@ -151,6 +153,10 @@ def _runtime_flags(cflags):
     -fno-trapping-math lets gcc turn the clamps and selects of exp, sigmoid and tanh into vector
     blends: without it no gate loop vectorises ("control flow in loop"), and the gates cost more
     than the products. It changes no result: nothing here reads floating-point exception flags.
+    -fno-math-errno: with errno semantics std::sqrt of a negative must call libm's sqrtf to set
+    errno, so gcc kept the optimizer's update loops scalar (a sqrtss, a division and a branch per
+    element: the optimizer took 2.4x as long, BENCHMARKS.md). IEEE's vector sqrt and division give
+    the same floats (tests/test_speed_paths.py checks them bit for bit), and nothing here reads errno.
 
     MKL's threads stay spinning between products; kernels on the same libiomp5 pool reuse them,
     while GNU OpenMP threads would compete with them for the cores (measured: slower than serial).

@@ -103,7 +103,10 @@ class Optimizer:
         return self.lr * self.decay.factor(self.n_updates)
 
     def clear_grad(self):
-        self.model.clear_gradients()
+        """Drop the gradients (not zeroed: zeroing writes every one, and the next backward then adds
+        into the zeros, a read and a write more per value; a dropped one is the backward's own
+        result, the same floats)."""
+        self.model.clear_gradients(set_to_zero=False)
 
     def _state_items(self):
         """(checkpoint key, slot tensor) pairs; Adagrad's accumulators keep the bare parameter name
