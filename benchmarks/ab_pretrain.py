@@ -1,8 +1,8 @@
 """Two versions of the pretraining step interleaved in one process: the code of a git revision
 (--base) against the working tree, step by step, on the same batches and seed.
 
-    python benchmarks/ab_pretrain.py --base main --swap paddle_elmo/optimizers.py,paddle_elmo/kernels.cc
-    taskset -c 1 python benchmarks/ab_pretrain.py --base main --swap paddle_elmo/kernels.cc --threads 1 \\
+    python benchmarks/ab_pretrain.py --base main --swap paddle_elmo/train/optimizers.py,paddle_elmo/model/kernels.cc
+    taskset -c 1 python benchmarks/ab_pretrain.py --base main --swap paddle_elmo/model/kernels.cc --threads 1 \\
         --batch_size 32 --steps 12 --max_grad_norm 1e9      # a shared machine: one pinned core; no clipping
 
 Separate runs minutes apart measure the machine as much as the change (a shared VM's matmul rate
@@ -83,7 +83,7 @@ class Swap:
 
 def kernels_source():
     """The working tree's kernels.cc, relative to the checkout."""
-    from paddle_elmo import kernels
+    from paddle_elmo.model import kernels
     return os.path.relpath(kernels.SOURCE, common.ROOT)
 
 
@@ -146,7 +146,7 @@ def make_swap(revision, items, cflags):
         base_path, _, path = item.rpartition(':')
         base_path = base_path or path
         if path == kernels_source():
-            from paddle_elmo import kernels
+            from paddle_elmo.model import kernels
             kernels.kernel()  # the working tree's first, so that the swap has something to restore
             swap.add(kernels, '_ops', base_kernels(revision, base_path, cflags))
         elif path.startswith('paddle_elmo/') and path.endswith('.py'):
@@ -165,12 +165,12 @@ class Version:
         import bench_pretrain
         self.name, self.swap = name, swap
         with self.active():  # the imports too: inside the swap they are the base's
-            from paddle_elmo.lm import LanguageModel
-            from paddle_elmo.lm_batches import LMStream
-            from paddle_elmo.optimizers import make_optimizer
+            from paddle_elmo.train.lm import LanguageModel
+            from paddle_elmo.text.batches import LMStream
+            from paddle_elmo.train.optimizers import make_optimizer
             import paddle
             from paddle_elmo.runtime import use_device
-            from paddle_elmo.vocabulary import Vocabulary
+            from paddle_elmo.text.vocabulary import Vocabulary
             use_device('cpu')
             paddle.seed(0)
             config, negatives, rule, lr = profile_pretrain.model_and_recipe(config_name)
@@ -198,7 +198,7 @@ class Version:
     def step(self, timed):
         batch = next(self.batches)
         with self.active():
-            from paddle_elmo.lm import train_step
+            from paddle_elmo.train.lm import train_step
             import paddle
             paddle.set_rng_state(self.rng)
             ends = {}
