@@ -267,7 +267,7 @@ def sampled_softmax_losses(true_logits, cand_logits, cand_bias, labels, kernels=
         hit = (labels > 0).astype('float32')
         true_column = true_logits + paddle.to_tensor(hit * np.float32(NEG_INF))
         logits = paddle.concat([true_column.unsqueeze(1), add_bias(cand_logits, cand_bias)], axis=1)
-        return F.cross_entropy(logits, labels_t, reduction='none').squeeze(-1)
+        return F.cross_entropy(logits, labels_t, reduction='none').reshape([-1])  # [n], a block of one row too
     inputs = (true_logits, cand_logits, cand_bias)
     if tracks_grad(inputs):
         return _KernelSampledSoftmaxLoss.apply(*inputs, labels_t)
