@@ -41,14 +41,14 @@ CONFIGS = bench_embed.CONFIGS
 
 def instrument(bilm, seconds):
     """Time the library's calls in place -> nothing (seconds accumulates per part)."""
-    from paddle_elmo.model import bilm as bilm_module, kernels
+    from paddle_elmo.model import kernels, lstm
 
     timed = lambda owner, method, part: common.time_calls(owner, method, seconds, part)
     timed(bilm, 'token_embedding', 'token layer')
     timed(bilm.char_encoder, 'cnn', 'token layer: char CNN')
     timed(bilm, 'contextual', 'LSTMs')
-    timed(bilm_module.kernels, 'recurrence', 'LSTMs: recurrence')
-    assert bilm_module.kernels is kernels
+    timed(lstm.kernels, 'recurrence', 'LSTMs: recurrence')
+    assert lstm.kernels is kernels
 
 
 def batch_sizes(given):

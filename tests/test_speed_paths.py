@@ -15,7 +15,9 @@ import pytest
 from paddle_elmo.model import kernels
 from conftest import require_kernels, tiny_config
 from paddle_elmo.text.token_ids import CharMapper
-from paddle_elmo.model.bilm import BiLM, CharEncoder, EagerOps, LstmStack
+from paddle_elmo.model.bilm import BiLM
+from paddle_elmo.model.lstm import LstmStack
+from paddle_elmo.model.token_layer import CharEncoder, EagerOps
 from paddle_elmo.model.packing import length_chunks
 from paddle_elmo import ELMoEmbedder
 from paddle_elmo.model.kernels import add_bias, max_over_positions

@@ -6,7 +6,7 @@
     y = highway_gate(carry, carry_bias, transform, transform_bias, x)   # [tokens, dim]
     y = add_bias(x, bias)          # [rows, k] + [k]
 
-recurrence: one LSTM layer in one direction on the packed time-major rows of bilm.LstmStack.
+recurrence: one LSTM layer in one direction on the packed time-major rows of lstm.LstmStack.
 Step t runs the first batch_sizes[t] rows; gates_x [tokens, 4D] + bias [4D] is x @ W_input + b for
 every step (gate blocks i, j, f, o); the results are h [tokens, P] and c [tokens, D] for every packed row.
 As a Python loop it costs ~30 Paddle ops per step (forward and backward), each with tens of

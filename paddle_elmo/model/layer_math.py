@@ -15,7 +15,7 @@ the export). The C++ kernels (kernels.cc) are the one other implementation, test
 remove_sentence_boundaries (BiLM's outputs, Elmo) and StaticBiLM share drop_boundaries.
 
 `TokenOps` is the token layer's steps in Paddle ops only, as a static program runs them
-(StaticBiLM); bilm.EagerOps replaces the ones BiLM runs otherwise (NumPy plans that skip
+(StaticBiLM); token_layer.EagerOps replaces the ones BiLM runs otherwise (NumPy plans that skip
 padding and repeated tokens, the C++ kernels). A token mode (token_modes.py) and CharEncoder are
 written once against them.
 
@@ -117,7 +117,7 @@ def char_cnn(windows, weights, bias, activation, max_over, add_bias=None):
 
 class TokenOps:
     """The token layer's steps in Paddle ops only, on dynamic shapes: what a static program (the
-    export) runs. bilm.EagerOps replaces the ones whose eager form is faster."""
+    export) runs. token_layer.EagerOps replaces the ones whose eager form is faster."""
 
     add_bias = staticmethod(_plus)
     highway_gate = staticmethod(highway_gate)

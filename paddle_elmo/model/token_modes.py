@@ -2,12 +2,12 @@
 
 A mode (a `TokenMode` subclass, in TOKEN_INPUT_MODES through `register`) says
 - which ids the biLM reads (`reads`: TokenInput's fields, in the export's input order);
-- which token layers it holds (`parts`: bilm.TOKEN_PARTS builds them, hdf5_weights.PART_LAYOUTS
+- which token layers it holds (`parts`: token_layer.TOKEN_PARTS builds them, hdf5_weights.PART_LAYOUTS
   names their datasets), its word embedding's hdf5 dataset and size, and what bilm-tf's
   `embedding_weight_file` is to it;
 - how an options.json says it is this mode (`recognises`, and `mark` for to_options);
 - its token representation (`embed`), written once for BiLM's eager forward and StaticBiLM's
-  static one: the `ops` it is given (bilm.EagerOps, layer_math.TokenOps) hold the steps whose ops
+  static one: the `ops` it is given (token_layer.EagerOps, layer_math.TokenOps) hold the steps whose ops
   differ between the two (the char CNN's windows and max, the de-duplication, the word rows).
 A new mode built from today's ids is one subclass and one `register` call; one needing a new kind
 of id also needs its mapper (token_ids.InputMapper), its ops and its export input (deploy).
@@ -74,7 +74,7 @@ class TokenMode:
 
         bilm: the BiLM whose `parts` to read; ids: {name in `reads`: int64 ids flattened to
         [tokens] (word ids: vocabulary id + 1, 0 = padding) or [tokens, max_chars] (char ids)};
-        ops: the forward's ops (layer_math.TokenOps: a static program; bilm.EagerOps: BiLM's).
+        ops: the forward's ops (layer_math.TokenOps: a static program; token_layer.EagerOps: BiLM's).
         """
         raise NotImplementedError
 

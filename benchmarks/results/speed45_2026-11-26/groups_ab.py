@@ -16,7 +16,7 @@ n, rounds, threads = (int(v) for v in (sys.argv[1:] + ['128', '3', '2'][len(sys.
 spec = dict(threads=threads, device='cpu', seed=0, config='original', batch_size=64, cache='on')
 sentences, _ = bench_embed.read_sentences(common.LM_CORPUS + '/heldout.txt', n)
 bilm, embedder, _ = bench_embed.build_embedder(spec)
-from paddle_elmo.model import bilm as bilm_module  # noqa: E402
+from paddle_elmo.model import lstm as bilm_module  # noqa: E402  (bilm.py then; lstm.py since the split)
 groups = bilm_module.step_groups
 # 1x: the groups the training's budget gives (a third of inference's tokens per group)
 modes = {'1x (training grouping)': lambda sizes, rows: groups(sizes, max(int(sizes[0]), rows // 3)),

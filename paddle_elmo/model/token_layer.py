@@ -1,0 +1,224 @@
+"""The token layer of the biLM: a token's representation before the LSTMs.
+
+bilm-tf's char input (a char CNN over each token's characters, max-pooled, then highway layers and
+a projection: `CharEncoder`, `Highway`), its word input (an embedding table) or both
+(ELMoForManyLangs). `TOKEN_PARTS` builds the layers a token mode names (token_modes.py), and
+`EagerOps` holds the token layer's steps as BiLM runs them eagerly (NumPy index plans that skip
+padding and repeated tokens, the CPU kernels), beside layer_math.TokenOps, the export's static ones.
+"""
+import math
+
+import numpy as np
+
+import paddle
+import paddle.nn as nn
+import paddle.nn.functional as F
+
+from paddle_elmo.model import kernels, layer_math
+from paddle_elmo.model.config import N_CHARACTERS
+from paddle_elmo.text.token_ids import PAD_CHAR
+from paddle_elmo.model.token_modes import CHAR_ENCODER, WORD_EMBEDDING
+from paddle_elmo.model.packing import distinct_tokens, length_chunks
+
+
+def ids_numpy(ids):
+    """Ids as a tensor or array-like -> numpy (the index plans are made in numpy)."""
+    return ids.numpy() if isinstance(ids, paddle.Tensor) else np.asarray(ids)
+
+
+def _normal(std):
+    return nn.initializer.Normal(mean=0.0, std=std)
+
+
+
+class Highway(nn.Layer):
+    """y = t * relu(x W_transform + b) + (1 - t) * x with t = sigmoid(x W_carry + b_carry).
+
+    bilm-tf's "carry" gate multiplies the transform branch; the nonlinearity is always relu.
+    """
+
+    def __init__(self, dim):
+        super().__init__()
+        # bilm-tf init: carry bias -2 so that layers start close to the identity.
+        self.carry = nn.Linear(dim, dim, weight_attr=paddle.ParamAttr(initializer=_normal(math.sqrt(1.0 / dim))),
+                               bias_attr=paddle.ParamAttr(initializer=nn.initializer.Constant(-2.0)))
+        self.transform = nn.Linear(dim, dim, weight_attr=paddle.ParamAttr(initializer=_normal(math.sqrt(1.0 / dim))),
+                                   bias_attr=paddle.ParamAttr(initializer=nn.initializer.Constant(0.0)))
+
+    def forward(self, x, ops=None):
+        """x: [tokens, dim] -> [tokens, dim]; ops: the forward's (EagerOps when None, layer_math.TokenOps)."""
+        return (ops or EAGER).highway_gate(paddle.matmul(x, self.carry.weight), self.carry.bias,
+                                           paddle.matmul(x, self.transform.weight), self.transform.bias, x)
+
+
+class CharEncoder(nn.Layer):
+    """Char ids [tokens, max_chars] -> token representations [tokens, projection_dim].
+
+    Each convolution runs as one matrix multiply over the windows of the token; this is several
+    times faster than Conv2D on CPU. The reference convolves all 50 positions, PAD included, but
+    every window made only of PAD chars gives the same output whatever the token: it is computed
+    once, and only windows that start before the chunk's last non-PAD char are multiplied (a
+    5-letter word needs 7 windows, not 44). Same max, a fraction of the work.
+    """
+
+    def __init__(self, config, word_columns=0):
+        super().__init__()
+        # word_columns: a word row's, which come first in the projection's input (word+char, as in
+        # ELMoForManyLangs' token embedder); the projection keeps bilm-tf's init, std sqrt(1 / n_filters).
+        self.word_dim = word_columns
+        self.max_chars = config.max_characters_per_token
+        self.char_dim = config.char_embed_dim
+        self.widths = [w for w, _ in config.cnn_filters]
+        self.activation = F.relu if config.activation == 'relu' else F.tanh
+        n_filters = config.n_filters
+        # Row 0 is the padding char: it stays zero (padding_idx) and gets no gradient.
+        self.char_embed = nn.Embedding(N_CHARACTERS, self.char_dim, padding_idx=0,
+                                       weight_attr=paddle.ParamAttr(initializer=nn.initializer.Uniform(-1.0, 1.0)))
+        self.conv_weights = nn.ParameterList()
+        self.conv_biases = nn.ParameterList()
+        for width, n in config.cnn_filters:
+            # bilm-tf: uniform +-0.05 (Kim et al. 2015) for relu, normal(sqrt(1 / fan_in)) for tanh
+            if self.activation is F.relu:
+                init = nn.initializer.Uniform(-0.05, 0.05)
+            else:
+                init = _normal(math.sqrt(1.0 / (width * self.char_dim)))
+            self.conv_weights.append(self.create_parameter([width * self.char_dim, n], default_initializer=init))
+            self.conv_biases.append(self.create_parameter([n], is_bias=True,
+                                                          default_initializer=nn.initializer.Constant(0.0)))
+        self.pad_id = PAD_CHAR + 1  # char ids are shifted by one so that 0 means "no token"
+        self.highways = nn.LayerList([Highway(n_filters) for _ in range(config.num_highways)])
+        proj_dim = config.projection_dim
+        self.projection = nn.Linear(self.word_dim + n_filters, proj_dim,
+                                    weight_attr=paddle.ParamAttr(initializer=_normal(math.sqrt(1.0 / n_filters))),
+                                    bias_attr=paddle.ParamAttr(initializer=nn.initializer.Constant(0.0)))
+
+    def forward(self, char_ids, ops=None):
+        """char_ids: int64 [tokens, max_chars] -> float32 [tokens, projection_dim] (char input only);
+        ops: the forward's (EagerOps when None; layer_math.TokenOps in a static program)."""
+        ops = ops or EAGER
+        return ops.project(self.features(char_ids, ops), self.projection)
+
+    def features(self, char_ids, ops=None):
+        """char_ids: int64 [tokens, max_chars] -> the highway output, float32 [tokens, n_filters]."""
+        ops = ops or EAGER
+        return self.highway(self.cnn(char_ids, ops), ops)
+
+    def cnn(self, char_ids, ops=None):
+        """char_ids: int64 [tokens, max_chars] -> the char CNN's output, float32 [tokens, n_filters]:
+        the part whose windows depend on the call's longest token (EagerOps runs it per chunk)."""
+        ops = ops or EAGER
+        used = ops.used_chars(char_ids, self.pad_id, self.max_chars)
+        windows = ops.char_windows(char_ids, used, self.widths, self.max_chars, self.char_embed)
+        return layer_math.char_cnn(windows, self.conv_weights, paddle.concat(list(self.conv_biases)), self.activation,
+                                   ops.max_over, ops.add_bias)
+
+    def highway(self, x, ops=None):
+        """The highway layers on the char CNN's output x [tokens, n_filters] -> [tokens, n_filters]."""
+        for highway in self.highways:
+            x = highway(x, ops)
+        return x
+
+    def project_highway(self, x, ops=None):
+        """The highway layers, then the projection: the char CNN's output [tokens, n_filters] ->
+        [tokens, projection_dim] (char input)."""
+        return (ops or EAGER).project(self.highway(x, ops), self.projection)
+
+
+class EagerOps(layer_math.TokenOps):
+    """The token layer's steps as BiLM runs them: planned in NumPy (windows up to the chunk's
+    longest token, each distinct token once, in chunks of similar lengths) and on the C++ kernels
+    (kernels.py), with their fast backward on CPU.
+
+    chunk: at most this many distinct tokens per char-CNN call; table_rows: in training, the
+    TableRows of the word embedding the step reads (sampled_softmax.py), so the update touches
+    those rows only; None reads the whole embedding. kernels: the model's (kernels.Kernels).
+    """
+
+    def __init__(self, chunk=1024, table_rows=None, kernels=kernels.CPU_KERNELS):
+        self.chunk, self.table_rows, self.kernels = chunk, table_rows, kernels
+
+    add_bias = staticmethod(kernels.add_bias)
+
+    def highway_gate(self, carry, carry_bias, transform, transform_bias, x):
+        return kernels.highway_gate(carry, carry_bias, transform, transform_bias, x, self.kernels)
+
+    def max_over(self, x):
+        """[windows, tokens, n] -> [tokens, n] (the kernel's max, TensorFlow's gradient for ties)."""
+        return kernels.max_over_positions(x, self.kernels)
+
+    @staticmethod
+    def used_chars(char_ids, pad_id, max_chars):
+        """As TokenOps.used_chars, a Python int (the windows are planned in NumPy), over all of
+        char_ids' columns (a legacy checkpoint's batches may hold more than max_chars)."""
+        return int(layer_math.last_char_position(char_ids, pad_id, char_ids.shape[1])) if char_ids.shape[0] else 1
+
+    @staticmethod
+    def char_windows(char_ids, used, widths, max_chars, char_embed):
+        """As TokenOps.char_windows, position-major: [windows, tokens, width * char_dim] each."""
+        # Windows starting at or after `used` are all PAD for every token of this call and all give
+        # the same value: one of them (starting at `used`) stands for the rest.
+        n_chars = min(max_chars, used + max(widths))
+        # Position-major, so that each window position is a contiguous [tokens, n] slab.
+        ids = char_ids[:, :n_chars].transpose([1, 0])  # [n_chars, tokens]
+        tokens = ids.shape[1]
+        for width in widths:
+            n_windows = min(max_chars - width + 1, used + 1)
+            # One gather builds all windows (slicing per offset is far slower in backward on CPU),
+            # on the char ids: the embedding lookup then writes the windows in place, faster than
+            # gathering and transposing embedded chars (BENCHMARKS.md, "Measured choices").
+            index = (np.arange(n_windows)[:, None] + np.arange(width)[None, :]).reshape(-1)
+            window_ids = paddle.gather(ids, paddle.to_tensor(index), axis=0).reshape(
+                [n_windows, width, tokens]).transpose([0, 2, 1])  # [windows, tokens, width]
+            yield char_embed(window_ids).reshape([n_windows, tokens, width * char_embed.weight.shape[1]])
+
+    def per_distinct_token(self, char_ids, per_chunk, after, dim, pad_id):
+        """As TokenOps.per_distinct_token, with zeros at padding tokens: each distinct real token is
+        encoded once (gradients add up through the gather). `per_chunk` runs on chunks of similar
+        lengths (length_chunks) of at most `chunk` tokens: a chunk of short words skips most all-PAD
+        windows (see CharEncoder), and the peak memory stays bounded however long the input;
+        `after` runs once on their concatenation when the call is one chunk's worth (a training
+        step: one product per highway instead of one per chunk, and no gradient summed over
+        chunks), else chunk by chunk."""
+        ids = ids_numpy(char_ids)
+        distinct, used, slot = distinct_tokens(ids, pad_id)
+        if len(distinct) == 0:
+            return paddle.zeros([ids.shape[0], dim])
+        chunks = length_chunks(used, self.chunk)
+        if len(distinct) <= self.chunk:
+            parts = [per_chunk(paddle.to_tensor(distinct[a:b])) for a, b in chunks]
+            encoded = after(parts[0] if len(parts) == 1 else paddle.concat(parts))
+        else:
+            parts = [after(per_chunk(paddle.to_tensor(distinct[a:b]))) for a, b in chunks]
+            encoded = parts[0] if len(parts) == 1 else paddle.concat(parts)  # [distinct real tokens, dim]
+        # Row 0 of the table is the zero vector that padding positions pick.
+        table = paddle.concat([paddle.zeros([1, dim], dtype=encoded.dtype), encoded])
+        return paddle.gather(table, paddle.to_tensor(slot))
+
+    def word_rows(self, table, word_ids):
+        """As TokenOps.word_rows; from `table_rows` (holding every id) when given."""
+        index = ids_numpy(word_ids) - 1
+        if self.table_rows is None:
+            index = index.clip(0)
+        else:
+            table, index = self.table_rows.values[0], np.searchsorted(self.table_rows.ids, index.clip(0))
+        return paddle.gather(table, paddle.to_tensor(index))
+
+
+EAGER = EagerOps()
+
+
+def _add_char_encoder(bilm, config, vocab):
+    bilm.char_encoder = CharEncoder(config, config.input_mode.projection_word_columns(config))
+
+
+def _add_word_embedding(bilm, config, vocab):
+    if vocab is None:
+        raise ValueError(f'a {config.token_input} model needs its input vocabulary (vocab=)')
+    bilm.vocab = vocab
+    # bilm-tf: a variable without an initializer, so TF1's glorot uniform
+    bilm.word_embedding = bilm.create_parameter([vocab.size, config.word_embedding_dim],
+                                                default_initializer=nn.initializer.XavierUniform())
+
+
+# How BiLM builds each token layer a mode names in its `parts` (token_modes.py).
+TOKEN_PARTS = {CHAR_ENCODER: _add_char_encoder, WORD_EMBEDDING: _add_word_embedding}
