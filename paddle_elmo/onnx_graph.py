@@ -144,14 +144,14 @@ def normalize_per_token(model, names, rescale_in_loops=False):
             continue
         p, x, y = f'{node.name}.per_token', node.input[0], node.output[0]
         model.graph.initializer.append(numpy_helper.from_array(np.array(1e-30, np.float32), f'{p}.tiny'))
-        out += [helper.make_node('Abs', [x], [f'{p}.abs']),
-                helper.make_node('ReduceMax', [f'{p}.abs'], [f'{p}.max'], axes=[-1], keepdims=1),
-                helper.make_node('Max', [f'{p}.max', f'{p}.tiny'], [f'{p}.r']),
-                helper.make_node('Div', [x, f'{p}.r'], [f'{p}.x'])]
+        out += [helper.make_node('Abs', [x], [f'{p}.abs'], name=f'{p}.abs'),
+                helper.make_node('ReduceMax', [f'{p}.abs'], [f'{p}.max'], name=f'{p}.max', axes=[-1], keepdims=1),
+                helper.make_node('Max', [f'{p}.max', f'{p}.tiny'], [f'{p}.r'], name=f'{p}.r'),
+                helper.make_node('Div', [x, f'{p}.r'], [f'{p}.x'], name=f'{p}.x')]
         node.input[0], node.output[0] = f'{p}.x', f'{p}.y'
         out.append(node)
         if not (rescale_in_loops and _rescale_in_loop_gathers(model.graph, y, f'{p}.y', f'{p}.r')):
-            out.append(helper.make_node('Mul', [f'{p}.y', f'{p}.r'], [y]))
+            out.append(helper.make_node('Mul', [f'{p}.y', f'{p}.r'], [y], name=f'{p}.rescale'))
         wrapped += 1
     del model.graph.node[:]
     model.graph.node.extend(out)
@@ -171,8 +171,8 @@ def _rescale_in_loop_gathers(graph, y, y_normalized, r):
         nodes, k = list(body.node), list(body.node).index(gather)
         rows, scale, out = f'{gather.output[0]}.normalized', f'{gather.output[0]}.r', gather.output[0]
         gather.input[0], gather.output[0] = y_normalized, rows
-        nodes[k + 1:k + 1] = [helper.make_node('Gather', [r, gather.input[1]], [scale], axis=0),
-                              helper.make_node('Mul', [rows, scale], [out])]
+        nodes[k + 1:k + 1] = [helper.make_node('Gather', [r, gather.input[1]], [scale], name=scale, axis=0),
+                              helper.make_node('Mul', [rows, scale], [out], name=f'{out}.rescale')]
         del body.node[:]
         body.node.extend(nodes)
     return True
