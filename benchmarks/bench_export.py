@@ -136,15 +136,20 @@ def model_rows(a, model, tmp):
     return rows, agreement
 
 
-def parse_args(argv=None):
-    p = parser(__doc__.split('\n')[0])
-    p.add_argument('--configs', default=','.join(MODELS), help=f'comma-separated, from {", ".join(MODELS)}')
+def add_run_flags(p):
+    """The flags of what is embedded and how (this script's and bench_int8_variants.py's)."""
     p.add_argument('--data_file', default=DEFAULT_DATA, help='sentences to embed, one per line, whitespace tokens')
     p.add_argument('--n_sentences', type=int, default=1000, help='embed the first N lines')
     p.add_argument('--batch_size', type=int, default=64, help='sentences per batch')
     p.add_argument('--threads', type=int, default=2, help='CPU threads of every runtime')
     p.add_argument('--seed', type=int, default=1, help='seed of the original-size model\'s random weights')
     p.add_argument('--json_out', help='also write the results to this JSON file')
+
+
+def parse_args(argv=None):
+    p = parser(__doc__.split('\n')[0])
+    p.add_argument('--configs', default=','.join(MODELS), help=f'comma-separated, from {", ".join(MODELS)}')
+    add_run_flags(p)
     p.add_argument('--worker', help=argparse.SUPPRESS)  # internal: one measurement, JSON spec
     a = p.parse_args(argv)
     if a.worker:

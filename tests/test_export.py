@@ -587,7 +587,10 @@ def test_an_int8_export_runs_unchanged_says_it_is_int8_and_agrees_at_the_int8_to
     model_dir, bilm, stdout = fixture_int8_export
     assert sorted(os.listdir(model_dir)) == sorted(EXPORTED_FILES)
     assert 'model.onnx is int8' in stdout and 'onnxruntime, int8: per-token cosine' in stdout
-    assert InferenceEmbedder(model_dir, backend='onnxruntime').precision.startswith('int8: ')
+    embedder = InferenceEmbedder(model_dir, backend='onnxruntime')
+    assert embedder.precision.startswith('int8: ')
+    # its threads sleep between ops rather than spin (issue 55)
+    assert embedder._session.get_session_options().get_session_config_entry('session.intra_op.allow_spinning') == '0'
     assert InferenceEmbedder(model_dir, backend='paddle').precision == 'float32'  # the program stays float
     main = onnx.load(os.path.join(model_dir, 'model.onnx')).graph
     loops = [a.g for n in main.node if n.op_type == 'Loop' for a in n.attribute if a.name == 'body']
@@ -597,9 +600,37 @@ def test_an_int8_export_runs_unchanged_says_it_is_int8_and_agrees_at_the_int8_to
     # layer; the token representation (char CNN, highway, projection) stays float.
     integer = [n.input[1] for n in main.node if n.op_type == 'MatMulInteger']
     assert len(integer) == 2 * bilm.n_layers and all(w.startswith('lstm_layer') for w in integer)
+    # ... multiplied back by the token's scale on each step's rows, inside the Loops (rescale_in_loops)
+    assert [sum(n.op_type == 'Gather' and n.input[0].endswith('.per_token.r') for n in g.node)
+            for g in loops] == [2] * bilm.n_layers
     assert not any(w.startswith('lstm_layer') for n in main.node if n.op_type == 'MatMul' for w in n.input)
     cosine, relative = int8_agreement(model_dir, bilm, fixture_sentences() + ODD_SENTENCES)
     assert INT8_MIN_COSINE <= cosine < 1 - 1e-6 and 0 < relative <= INT8_REL_TOL  # quantized, and close
+
+
+@pytest.mark.parametrize('rescale_in_loops', [False, True])
+def test_the_per_token_wrap_leaves_the_float_model_unchanged_wherever_it_multiplies_back(
+        fixture_export, rescale_in_loops, tmp_path):
+    # normalize_per_token rewrites each LSTM input product x @ W_x as ((x / r) @ W_x) * r: in float the
+    # same function, whether r multiplies back over the whole product before the Loops or on each
+    # step's rows inside them (int8's default). A wrong row, step or axis of r moves the LSTM layers
+    # by far more than rounding; without quantization nothing else does.
+    import onnx
+    from paddle_elmo.onnx_graph import (constants_to_initializers, fold_weight_parts, matmuls_of, nested_graphs,
+                                        normalize_per_token)
+    model_dir, bilm = fixture_export
+    shutil.copytree(model_dir, tmp_path / 'e')
+    model = onnx.load(os.path.join(model_dir, 'model.onnx'))
+    constants_to_initializers(model.graph)
+    fold_weight_parts(model)
+    names = matmuls_of(model, ('lstm_input',))
+    assert normalize_per_token(model, names, rescale_in_loops) == len(names) == 2 * bilm.n_layers
+    loops = [g for g in nested_graphs(model.graph) if g is not model.graph]
+    before = [n for n in model.graph.node if n.op_type == 'Mul' and n.input[0].endswith('.per_token.y')]
+    inside = [n for g in loops for n in g.node if n.op_type == 'Gather' and n.input[0].endswith('.per_token.r')]
+    assert (len(before), len(inside)) == ((0, len(names)) if rescale_in_loops else (len(names), 0))
+    onnx.save(model, str(tmp_path / 'e' / 'model.onnx'))
+    assert max_difference(str(tmp_path / 'e'), bilm, fixture_sentences() + ODD_SENTENCES, 'onnxruntime') <= TOL
 
 
 def test_run_embed_reads_an_int8_export_and_says_so(fixture_int8_export, tmp_path):

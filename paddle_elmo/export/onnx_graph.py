@@ -95,34 +95,48 @@ def fold_weight_parts(model):
 
 # The kinds of MatMuls matmuls_of knows, in words (for the model's description).
 MATMUL_KINDS = {'char_cnn': 'the char CNN', 'token': 'the token representation',
-                'lstm_input': "the LSTMs' input products"}
+                'highway_projection': 'the highway and projection', 'lstm_input': "the LSTMs' input products",
+                'recurrence': "the LSTMs' recurrent products"}
 
 
 def matmuls_of(model, kinds):
-    """Names of the main graph's MatMul nodes of the given kinds, any of: 'char_cnn' (the
-    convolutions: their weights are char_encoder.conv_weights, which jit.save names char_encoder_*),
-    'token' (the token representation: char CNN, highway, projection), 'lstm_input' (each LSTM
-    layer's input products x @ W_x for all steps, made before its Loop: weights lstm_layer_*, split
-    by fold_weight_parts). Every MatMul outside the Loops is one of these; inside them are h @ W_h
-    and the projection W_P."""
+    """Names of the MatMul nodes of the given kinds, any of: 'char_cnn' (the convolutions: their
+    weights are char_encoder.conv_weights, which jit.save names char_encoder_*), 'token' (the token
+    representation: char CNN, highway, projection), 'highway_projection' (the token representation
+    but the char CNN), 'lstm_input' (each LSTM layer's input products x @ W_x for all steps, made
+    before its Loop: weights lstm_layer_*, split by fold_weight_parts), 'recurrence' (inside the
+    Loops: h @ W_h and the projection W_P). Every MatMul outside the Loops is of the first four."""
     main = [n for n in model.graph.node if n.op_type == 'MatMul']
     lstm = [n for n in main if any(name.startswith('lstm_layer') for name in n.input[1:])]
+    cnn = [n for n in main if any(name.startswith('char_encoder') for name in n.input[1:])]
     kept = set(n.name for n in lstm) if 'lstm_input' in kinds else set()
     if 'token' in kinds:
         kept |= {n.name for n in main if n not in lstm}
+    if 'highway_projection' in kinds:
+        kept |= {n.name for n in main if n not in lstm and n not in cnn}
     if 'char_cnn' in kinds:
-        kept |= {n.name for n in main if any(name.startswith('char_encoder') for name in n.input[1:])}
-    return [n.name for n in main if n.name in kept]
+        kept |= {n.name for n in cnn}
+    names = [n.name for n in main if n.name in kept]
+    if 'recurrence' in kinds:
+        names += [n.name for g in nested_graphs(model.graph) if g is not model.graph
+                  for n in g.node if n.op_type == 'MatMul']
+    return names
 
 
-def normalize_per_token(model, names):
+def normalize_per_token(model, names, rescale_in_loops=False):
     """Wrap each named MatMul of the main graph, y = x @ W, as y = ((x / r) @ W) * r with r each
     row's largest |value| (per token; a zero row stays zero): quantize_dynamic then quantizes
     x / r, whose rows all reach 1, with its one scale per call -- in effect one scale per token,
     which onnxruntime's DynamicQuantizeLinear cannot give (one scale per tensor, set by its
     largest value), while the product stays onnxruntime's fused DynamicQuantizeMatMul (float out;
     a MatMulInteger with per-row scales needs a Cast and a Mul over its whole output: the whole
-    int8 model ran ~1.3x slower at the original size). -> the number wrapped."""
+    int8 model ran ~1.3x slower at the original size).
+
+    rescale_in_loops: where y is read only by Gathers of Loop bodies (the LSTM input products, one
+    step's rows each), multiply back there, on the step's rows, instead of over the whole
+    [time, batch, 4 * dim] product before the Loop (at the original size a pass over ~90 MB per batch
+    of 64, layer and direction).
+    -> the number wrapped."""
     from onnx import helper, numpy_helper
     targets, out, wrapped = set(names), [], 0
     for node in model.graph.node:
@@ -131,16 +145,38 @@ def normalize_per_token(model, names):
             continue
         p, x, y = f'{node.name}.per_token', node.input[0], node.output[0]
         model.graph.initializer.append(numpy_helper.from_array(np.array(1e-30, np.float32), f'{p}.tiny'))
-        out += [helper.make_node('Abs', [x], [f'{p}.abs']),
-                helper.make_node('ReduceMax', [f'{p}.abs'], [f'{p}.max'], axes=[-1], keepdims=1),
-                helper.make_node('Max', [f'{p}.max', f'{p}.tiny'], [f'{p}.r']),
-                helper.make_node('Div', [x, f'{p}.r'], [f'{p}.x'])]
+        out += [helper.make_node('Abs', [x], [f'{p}.abs'], name=f'{p}.abs'),
+                helper.make_node('ReduceMax', [f'{p}.abs'], [f'{p}.max'], name=f'{p}.max', axes=[-1], keepdims=1),
+                helper.make_node('Max', [f'{p}.max', f'{p}.tiny'], [f'{p}.r'], name=f'{p}.r'),
+                helper.make_node('Div', [x, f'{p}.r'], [f'{p}.x'], name=f'{p}.x')]
         node.input[0], node.output[0] = f'{p}.x', f'{p}.y'
-        out += [node, helper.make_node('Mul', [f'{p}.y', f'{p}.r'], [y])]
+        out.append(node)
+        if not (rescale_in_loops and _rescale_in_loop_gathers(model.graph, y, f'{p}.y', f'{p}.r')):
+            out.append(helper.make_node('Mul', [f'{p}.y', f'{p}.r'], [y], name=f'{p}.rescale'))
         wrapped += 1
     del model.graph.node[:]
     model.graph.node.extend(out)
     return wrapped
+
+
+def _rescale_in_loop_gathers(graph, y, y_normalized, r):
+    """If every reader of `y` is a Gather (axis 0) inside a Loop body, make each read y_normalized
+    and r's same rows and multiply them there -> True; else change nothing -> False."""
+    from onnx import helper
+    readers = [(g, n) for g in nested_graphs(graph) for n in g.node if y in n.input]
+    gathers = [(g, n) for g, n in readers if g is not graph and n.op_type == 'Gather' and n.input[0] == y
+               and all(a.i == 0 for a in n.attribute if a.name == 'axis')]
+    if not readers or len(gathers) != len(readers) or any(y == v.name for v in graph.output):
+        return False
+    for body, gather in gathers:
+        nodes, k = list(body.node), list(body.node).index(gather)
+        rows, scale, out = f'{gather.output[0]}.normalized', f'{gather.output[0]}.r', gather.output[0]
+        gather.input[0], gather.output[0] = y_normalized, rows
+        nodes[k + 1:k + 1] = [helper.make_node('Gather', [r, gather.input[1]], [scale], name=scale, axis=0),
+                              helper.make_node('Mul', [rows, scale], [out], name=f'{out}.rescale')]
+        del body.node[:]
+        body.node.extend(nodes)
+    return True
 
 
 def nested_graphs(graph):

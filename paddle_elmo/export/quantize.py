@@ -27,8 +27,15 @@ QUANTIZE_CHOICES = ('int8',)
 # 0.9998 at the original size). Giving h a scale of its own was not the fix (emulated: 0.971).
 # Inside the Loops, h @ W_h and the projection W_P go through quantize_dynamic as they are (h is
 # within the projection clip). Cost: ~0.9x the first int8 export's CPU time (measured on a loaded
-# machine, same process, both sizes).
-INT8_SETTINGS = dict(weight_type='QInt8', keep_float=('token',), per_channel=False, per_token=('lstm_input',))
+# machine, same process, both sizes). The per-token scale is multiplied back inside the Loops, on
+# each step's rows (rescale_in_loops; issue 55): over the whole product before the Loops it was a
+# memory-bound pass over [time, batch, 16384] floats, ~7% of int8's time at the original size on
+# the AVX-512 AMD VM; moved, the whole model ran 1.04x as fast (one thread, interleaved, loaded
+# machine), the same numbers. Re-measured there (issue 55, BENCHMARKS): per-column weight scales
+# 0.99x with the same agreement; QUInt8 weights ~0.6x; the highway and projection in int8 with
+# per-token inputs 1.16x but worst token cosine 0.982 (< 0.99); MatMulNBits 8-bit 0.5-0.9x.
+INT8_SETTINGS = dict(weight_type='QInt8', keep_float=('token',), per_channel=False, per_token=('lstm_input',),
+                     rescale_in_loops=True)
 
 
 def check_quantizable(quantize, formats):
@@ -47,18 +54,20 @@ def check_quantizable(quantize, formats):
     require_package('onnxruntime.quantization', 'onnx')
 
 
-def quantize_onnx(directory, weight_type='QInt8', keep_float=(), per_channel=False, per_token=()):
+def quantize_onnx(directory, weight_type='QInt8', keep_float=(), per_channel=False, per_token=(),
+                  rescale_in_loops=False):
     """directory/model.onnx (float32, as save_onnx writes it) -> the same file dynamically quantized
     to int8 by onnxruntime.quantization.quantize_dynamic: each MatMul's weight stored as int8 (one
     scale per matrix), its input quantized to uint8 at every call (DynamicQuantizeLinear), products
     in integers (MatMulInteger); the MatMuls inside the LSTM Loops too. The weights StaticBiLM
     splits are folded into weights of their own first (fold_weight_parts), and the MatMuls named
-    by `per_token` have their input quantized per token (normalize_per_token).
+    by `per_token` have their input quantized per token (normalize_per_token; rescale_in_loops:
+    multiplied back on each step's rows inside the Loops that read them).
 
     # Parameters
     weight_type: 'QInt8' or 'QUInt8' (onnxruntime's QuantType names), quantize_dynamic's.
     keep_float, per_token: kinds of MatMuls (matmuls_of). per_channel: quantize_dynamic's weights
-    with one scale per column, not per matrix.
+    with one scale per column, not per matrix. rescale_in_loops: normalize_per_token's.
     -> {'quantized': n MatMuls, 'kept_float': [node names], 'description'}. The model's metadata
     records the description (PRECISION_KEY). ExportError if a MatMul inside the Loops stayed float.
     """
@@ -70,7 +79,7 @@ def quantize_onnx(directory, weight_type='QInt8', keep_float=(), per_channel=Fal
     constants_to_initializers(model.graph)
     fold_weight_parts(model)
     per_token_names = matmuls_of(model, per_token)
-    normalize_per_token(model, per_token_names)
+    normalize_per_token(model, per_token_names, rescale_in_loops)
     excluded = matmuls_of(model, keep_float)
     float_path = os.path.join(directory, 'model.float.onnx')
     onnx.save(model, float_path)
@@ -83,14 +92,15 @@ def quantize_onnx(directory, weight_type='QInt8', keep_float=(), per_channel=Fal
         os.remove(float_path)
     model = onnx.load(path)
     loops = [g for g in nested_graphs(model.graph) if g is not model.graph]
-    left = [n.name for g in loops for n in g.node if n.op_type == 'MatMul']
+    left = [n.name for g in loops for n in g.node if n.op_type == 'MatMul' and n.name not in excluded]
     if left:  # a weight reached through an op fold_weight_parts does not know (another paddle2onnx?)
         raise ExportError(f'quantize_dynamic left {len(left)} MatMuls inside the LSTM Loops float ({left[0]}, ...): '
                           f'their weights are not initializers of model.onnx')
     quantized = sum(n.op_type == 'MatMulInteger' for g in nested_graphs(model.graph) for n in g.node)
     description = (f'int8: onnxruntime {_onnxruntime_version()} quantize_dynamic, weights {weight_type} '
                    f'{"per column" if per_channel else "per matrix"}, activations uint8 per call'
-                   f'{_kinds_in_words(" (", per_token, " per token)")}; {quantized} MatMuls quantized, '
+                   f'{_kinds_in_words(" (", per_token, " per token)")}'
+                   f'{", rescaled in the Loops" if per_token and rescale_in_loops else ""}; {quantized} MatMuls quantized, '
                    f'{len(excluded)} kept float32{_kinds_in_words(" (", keep_float, ")")}')
     onnx.helper.set_model_props(model, {PRECISION_KEY: description})
     model.doc_string += f' [{description}]'
