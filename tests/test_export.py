@@ -616,7 +616,7 @@ def test_the_per_token_wrap_leaves_the_float_model_unchanged_wherever_it_multipl
     # step's rows inside them (int8's default). A wrong row, step or axis of r moves the LSTM layers
     # by far more than rounding; without quantization nothing else does.
     import onnx
-    from paddle_elmo.onnx_graph import (constants_to_initializers, fold_weight_parts, matmuls_of, nested_graphs,
+    from paddle_elmo.export.onnx_graph import (constants_to_initializers, fold_weight_parts, matmuls_of, nested_graphs,
                                         normalize_per_token)
     model_dir, bilm = fixture_export
     shutil.copytree(model_dir, tmp_path / 'e')
