@@ -212,7 +212,7 @@ def test_a_run_written_before_the_scale_existed_resumes_at_the_full_rate(tmp_pat
     """Its recipe.json has no from_weights_lr_scale: it ran (and resumes) at the full rate."""
     from paddle_elmo.train.run_plan import for_weights
     from paddle_elmo.files.run_configs import read_run_configs, write_run_configs
-    from paddle_elmo.train.training import lr_scale_from_weights
+    from paddle_elmo.train.schedules import lr_scale_from_weights
     from paddle_elmo.text.vocabulary import Vocabulary
     from conftest import tiny_config
     model, recipe = for_weights(tiny_config(), {'train_data_path': '/d/*', 'vocab_file': '/v.txt'}, 'w/options.json')
