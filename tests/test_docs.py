@@ -226,6 +226,9 @@ def test_command_extraction_joins_continuations_and_stops_at_shell_operators(tmp
         ('DOC.md:2', 'embed', ['in.txt', 'out.hdf5', '--batch_size', '8']),
         ('DOC.md:4', 'eval', ['--dev_data_path', 'd']),
         ('DOC.md:5', 'pretrain', ['--device', 'gpu'])]
+    (tmp_path / 'DOC.md').write_text('```\npython run_embed.py in.txt out.hdf5\n```\n')  # a script that went
+    with pytest.raises(AssertionError, match='DOC.md:2: a checkout has no run_embed.py'):
+        documented_commands('DOC.md')
 
 
 @pytest.mark.parametrize('pattern', [r'\.\./shared\b', r'\.\./runs\b', r'elmo-paddle'])
