@@ -4,7 +4,7 @@
 #   DATA_DIR/1-billion-word/training-tokenized-shuffled/    1B Word training shards
 #   DATA_DIR/1-billion-word/heldout-tokenized-shuffled/     1B Word held-out shards
 #   DATA_DIR/1-billion-word/vocab-15w.txt                   <S> </S> <UNK> + the 150,000 most
-#                                                           frequent training words (build_vocab.py)
+#                                                           frequent training words (paddle-elmo build-vocab)
 #   DATA_DIR/sentence-polarity-dataset-v1/rt-polarity.pos, rt-polarity.neg   (Latin-1, as published)
 #   DATA_DIR/sentence-polarity-dataset-v1/GoogleNews-vectors-negative300.bin (word2vec baseline)
 #
@@ -23,7 +23,7 @@
 # - Offline: fetch the archives elsewhere, put them in one directory and pass --from DIR.
 # - Mirrors and tests: LM1B_URL, POLARITY_URL, WORD2VEC_URL override the URLs (file:// works);
 #   LM1B_SUM, POLARITY_SUM, WORD2VEC_SUM override the checksums as sha256:HEX or md5:HEX
-#   ("record" = record on first download). PYTHON picks the interpreter for build_vocab.py.
+#   ("record" = record on first download). PYTHON picks the interpreter for build-vocab.
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
@@ -186,8 +186,9 @@ step_1b() {
     note "skip vocabulary: $vocab is there"
   else
     note "building $vocab from $train (a few minutes for 1B Word)"
-    "$PYTHON" "$ROOT/build_vocab.py" --train_data_path "$train/*" --output_file "$vocab" \
-      --max_vocab_size "$VOCAB_SIZE" || fail "build_vocab.py failed (see above)"
+    # the checkout's package, with or without an install
+    PYTHONPATH="$ROOT" "$PYTHON" -m paddle_elmo build-vocab --train_data_path "$train/*" --output_file "$vocab" \
+      --max_vocab_size "$VOCAB_SIZE" || fail "paddle-elmo build-vocab failed (see above)"
   fi
 }
 

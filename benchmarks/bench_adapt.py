@@ -51,13 +51,14 @@ def write_texts(out_dir):
     return {name: len(indices) for name, indices in texts.items()}
 
 
-def run(script, argv, log):
-    cmd = [sys.executable, os.path.join(common.ROOT, script)] + [str(a) for a in argv]
+def run(command, argv, log):
+    """`paddle-elmo COMMAND ARGV` (the checkout's package: `python -m` in its directory), its output appended to log."""
+    cmd = [sys.executable, '-m', 'paddle_elmo', command] + [str(a) for a in argv]
     print(' '.join(cmd), flush=True)
     with open(log, 'a') as f:
         proc = subprocess.run(cmd, stdout=f, stderr=subprocess.STDOUT, cwd=common.ROOT)
     if proc.returncode != 0:
-        sys.exit(f'error: {script} failed (exit {proc.returncode}); see {log}')
+        sys.exit(f'error: paddle-elmo {command} failed (exit {proc.returncode}); see {log}')
 
 
 def last_checkpoint(save_dir):
@@ -77,14 +78,14 @@ def bundled_vocabulary(out_dir, condition):
 
 def perplexity(ckpt, vocab, out_dir, log):
     out = os.path.join(out_dir, 'eval.json')
-    run('run_eval.py', ['--dev_data_path', os.path.join(out_dir, '..', 'heldout.txt'), '--vocab_file', vocab,
+    run('eval', ['--dev_data_path', os.path.join(out_dir, '..', 'heldout.txt'), '--vocab_file', vocab,
                         '--init_from_ckpt', ckpt, '--output_json', out], log)
     with open(out) as f:
         return json.load(f)['perplexity']
 
 
 def accuracy(model_flags, out_json, log):
-    run('run_finetune.py', ['--data_dir', common.RT_POLARITY, '--folds', '10', '--run_folds', '1', '--seed', '1',
+    run('finetune', ['--data_dir', common.RT_POLARITY, '--folds', '10', '--run_folds', '1', '--seed', '1',
                             '--output_json', out_json, '--quiet'] + model_flags, log)
     with open(out_json) as f:
         return json.load(f)['fold_accuracies'][0]
@@ -129,7 +130,7 @@ def main():
         text, vocab = os.path.join(a.out_dir, f'{condition}.txt'), bundled_vocabulary(a.out_dir, condition)
         data_flags = ['--train_data_path', text, '--vocab_file', vocab]
         softmax_dir, export_dir, adapt_dir = (os.path.join(d, n) for n in ('softmax', 'softmax_export', 'adapted'))
-        run('run_pretrain.py', ['--init_from_weights', 'bundled', '--freeze_bilm', '--save_dir', softmax_dir,
+        run('pretrain', ['--init_from_weights', 'bundled', '--freeze_bilm', '--save_dir', softmax_dir,
                                 '--max_minutes', a.softmax_minutes] + data_flags + common_flags, log)
         ckpt = last_checkpoint(softmax_dir)
         os.makedirs(d, exist_ok=True)
@@ -138,12 +139,12 @@ def main():
         record({'condition': condition, 'stage': 'softmax only (biLM as shipped)', 'minutes': 0,
                 'tokens': train_minutes(softmax_dir)[1], 'heldout_ppl': perplexity(ckpt, vocab, d, log),
                 'fold1_accuracy': before, 'fold1_accuracy_copied': True})
-        run('export_weights.py', ['--init_from_ckpt', ckpt, '--output_dir', export_dir], log)
+        run('export-weights', ['--init_from_ckpt', ckpt, '--output_dir', export_dir], log)
         done = 0.0
         for budget in a.minutes:
             flags = (['--init_from_weights', export_dir, '--save_dir', adapt_dir] + data_flags + common_flags +
                      shlex.split(a.adapt_flags) if done == 0 else ['--init_from_ckpt', last_checkpoint(adapt_dir)])
-            run('run_pretrain.py', flags + ['--max_minutes', budget - done], log)
+            run('pretrain', flags + ['--max_minutes', budget - done], log)
             done = budget
             ckpt = last_checkpoint(adapt_dir)
             minutes, tokens = train_minutes(adapt_dir)

@@ -100,7 +100,7 @@ def random_init_checkpoint(run_dir, out_dir, seed):
     from paddle_elmo.train.lm_loading import load_weights_into
     from paddle_elmo.files.model_io import resolve_model
     from paddle_elmo.files.run_configs import read_run_configs, write_run_configs
-    from paddle_elmo.train.training import init_word_embedding
+    from paddle_elmo.train.initial_weights import init_word_embedding
     import paddle
     config, recipe = read_run_configs(run_dir)
     directory = os.path.join(out_dir, 'init')

@@ -38,7 +38,7 @@ for the table's words; the LSTMs over every position, <S> and </S> included): "r
 stays below 1 unless the arithmetic itself is beaten. --floor_only prints both counts for the
 sentences without timing anything (--gflops RATE: their floors at a recorded matmul rate).
 
-Exported models (export_inference.py, deploy.py) beside ELMoEmbedder: for each configuration the
+Exported models (export-inference, deploy.py) beside ELMoEmbedder: for each configuration the
 same random weights are exported once (Paddle Inference program + ONNX), then each runtime of
 --exported embeds the same sentences and batches in its own process, stateless (the exports are):
 Paddle Inference's predictor with oneDNN (`paddle`) and without (`paddle-no-onednn`: Paddle's CPU
@@ -512,7 +512,7 @@ def run_benchmark(a):
         if a.exported and a.device != 'cpu':
             print('exported models not timed: they run on the CPU here (--device cpu)')
         elif a.exported:
-            print('exported models (export_inference.py), stateless, same sentences and batches:')
+            print('exported models (export-inference), stateless, same sentences and batches:')
             results['exported'] = exported_rows(a, results['encode'])
             common.print_table(results['exported'])
         if a.allennlp_python != 'none' and os.path.exists(a.allennlp_python) and 'on' in a.cache:

@@ -10,12 +10,12 @@ import sys
 import paddle
 
 from paddle_elmo.text import batches
-from paddle_elmo.train import training
+from paddle_elmo.train import start
 from paddle_elmo.cli import pretrain
 
 seen, models = [], []
 _next_sentence = batches.SentenceSource.next_sentence
-_LanguageModel = training.LanguageModel
+_LanguageModel = start.LanguageModel
 
 
 def recording_next_sentence(self):
@@ -30,7 +30,7 @@ def recording_model(*args, **kwargs):
 
 
 batches.SentenceSource.next_sentence = recording_next_sentence
-training.LanguageModel = recording_model
+start.LanguageModel = recording_model
 if __name__ == '__main__':
     code = pretrain.main()
     rank, out = paddle.distributed.get_rank(), os.environ['ELMO_TEST_OUT']

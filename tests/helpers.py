@@ -109,9 +109,17 @@ def pretrain_args(corpus, save_dir, *extra):
             '--save_dir', str(save_dir), '--log_freq', '5', '--seed', '3', '--dropout', '0.1'] + TINY_MODEL + list(extra)
 
 
-def run(script, args, cwd=ROOT, env=None, **kw):
-    return subprocess.run([sys.executable, os.path.join(ROOT, script)] + args, capture_output=True, text=True,
-                          env=env or ENV, cwd=cwd, **kw)
+def command_line(command, *args):
+    """A child's argv for `command` on `args`: a front-door script of the checkout ('run_pretrain.py', as
+    the PaddleNLP example runs it) or a subcommand ('embed': `python -m paddle_elmo embed`, what the
+    installed `paddle-elmo embed` runs)."""
+    start = [os.path.join(ROOT, command)] if command.endswith('.py') else ['-m', 'paddle_elmo', command]
+    return [sys.executable, *start, *map(str, args)]
+
+
+def run(command, args, cwd=ROOT, env=None, **kw):
+    """`command` (command_line's) on `args` in a process of its own -> its CompletedProcess."""
+    return subprocess.run(command_line(command, *args), capture_output=True, text=True, env=env or ENV, cwd=cwd, **kw)
 
 
 # ---- a command in this process ---------------------------------------------------------------------
@@ -129,23 +137,24 @@ def main_exit(argv):
         sys.argv = saved
 
 
-def run_here(script, args, capfd, cwd=ROOT):
-    """The checkout's `script` on `args` in this process: its command's main() inside the error boundary
-    the script runs it in (cli.run_command), without a new interpreter's start (importing Paddle, ~1.5 s)
-    -> a CompletedProcess as run() gives, stdout and stderr captured at the file descriptors as a
-    child's are. For tests of what a command does, not of its process: every command keeps tests that
-    run its script in a process of its own (test_bad_inputs: each one's bad input, one process each)."""
+def run_here(command, args, capfd, cwd=ROOT):
+    """`command` (command_line's: a front-door script or a subcommand) on `args` in this process: its
+    subcommand's main() inside the error boundary the process runs it in (cli.run_command), without a
+    new interpreter's start (importing Paddle, ~1.5 s) -> a CompletedProcess as run() gives, stdout
+    and stderr captured at the file descriptors as a child's are. For tests of what a command does,
+    not of its process: every command keeps tests that run it in a process of its own
+    (test_bad_inputs: each one's bad input, one process each)."""
     from paddle_elmo.cli import COMMANDS
-    [command] = [name for name, (_, path, _) in COMMANDS.items() if path == script]
+    [name] = [name for name, (_, script, _) in COMMANDS.items() if command in (name, script)]
     capfd.readouterr()
     here = os.getcwd()
     os.chdir(cwd)
     try:
-        code = main_exit([command, *args])
+        code = main_exit([name, *args])
     finally:
         os.chdir(here)
     out, err = capfd.readouterr()
-    return subprocess.CompletedProcess([script, *args], code, out, err)
+    return subprocess.CompletedProcess([command, *args], code, out, err)
 
 
 def load(path):
@@ -169,10 +178,10 @@ def head_lines(path, n):
         return [next(f) for _ in range(n)]
 
 
-def run_script(script, *argv):
-    env = dict(os.environ, OMP_NUM_THREADS='1')
-    return subprocess.run([sys.executable, os.path.join(ROOT, script), *argv], capture_output=True, text=True,
-                          env=env, cwd=ROOT)
+def run_script(command, *argv, cwd=ROOT, timeout=600):
+    """`command` (command_line's) on `argv` in a process of its own, on one thread -> its CompletedProcess."""
+    return subprocess.run(command_line(command, *argv), capture_output=True, text=True, cwd=cwd, timeout=timeout,
+                          env=dict(os.environ, OMP_NUM_THREADS='1'))
 
 
 def check_result(path, n_folds):
@@ -294,12 +303,10 @@ def assert_learned(result):
 
 
 def readme_commands(heading):
-    """The bash block under `heading` in README.md -> its commands, continuation lines joined."""
-    from paddle_elmo.cli import COMMANDS
+    """The bash block under `heading` in README.md -> its commands as written (lists of words), continuation
+    lines joined. command_line runs a `paddle-elmo SUBCOMMAND ...` one: command_line(*words[1:])."""
     with open(os.path.join(ROOT, 'README.md'), encoding='utf-8') as f:
         text = f.read()
     block = re.search(r'```bash\n(.*?)```', text[text.index(heading):], re.S).group(1)
     lines = [line for line in block.replace('\\\n', ' ').splitlines() if line.strip() and not line.startswith('#')]
-    commands = [shlex.split(line, comments=True) for line in lines]  # a comment after a command is the shell's
-    # `paddle-elmo SUBCOMMAND` runs as the checkout's script for it (the same main())
-    return [['python', COMMANDS[c[1]][1], *c[2:]] if c[0] == 'paddle-elmo' else c for c in commands]
+    return [shlex.split(line, comments=True) for line in lines]  # a comment after a command is the shell's

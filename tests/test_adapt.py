@@ -18,7 +18,7 @@ def export(corpus, tmp_path_factory):
     d = tmp_path_factory.mktemp('adapt')
     trained = run('run_pretrain.py', pretrain_args(corpus, d / 'ck', '--max_steps', '3'))
     assert trained.returncode == 0, trained.stderr[-2000:]
-    exported = run('export_weights.py', ['--init_from_ckpt', str(d / 'ck' / 'final'), '--output_dir', str(d / 'exp')])
+    exported = run('export-weights', ['--init_from_ckpt', str(d / 'ck' / 'final'), '--output_dir', str(d / 'exp')])
     assert exported.returncode == 0, exported.stderr
     return d / 'exp'
 
@@ -149,7 +149,7 @@ def demo_export(tmp_path_factory):
                                       '--batch_size', '32', '--unroll_steps', '10', '--lr', '0.03', '--dropout', '0',
                                       '--max_steps', '300', '--log_freq', '1000', '--seed', '3'] + TINY_MODEL[:-4])
     assert trained.returncode == 0, trained.stderr[-2000:]
-    exported = run('export_weights.py', ['--init_from_ckpt', str(d / 'ck' / 'final'), '--output_dir', str(d / 'exp')])
+    exported = run('export-weights', ['--init_from_ckpt', str(d / 'ck' / 'final'), '--output_dir', str(d / 'exp')])
     assert exported.returncode == 0, exported.stderr
     evaluated = run('run_eval.py', ['--dev_data_path', DEMO + '/sample_heldout.txt', '--vocab_file', str(d / 'vocab.txt'),
                                     '--options_file', str(d / 'exp' / 'options.json'), '--weight_file',
@@ -212,7 +212,7 @@ def test_a_run_written_before_the_scale_existed_resumes_at_the_full_rate(tmp_pat
     """Its recipe.json has no from_weights_lr_scale: it ran (and resumes) at the full rate."""
     from paddle_elmo.train.run_plan import for_weights
     from paddle_elmo.files.run_configs import read_run_configs, write_run_configs
-    from paddle_elmo.train.training import lr_scale_from_weights
+    from paddle_elmo.train.schedules import lr_scale_from_weights
     from paddle_elmo.text.vocabulary import Vocabulary
     from conftest import tiny_config
     model, recipe = for_weights(tiny_config(), {'train_data_path': '/d/*', 'vocab_file': '/v.txt'}, 'w/options.json')

@@ -86,13 +86,12 @@ def test_raw_chinese_split_on_spaces_warns_once_naming_jieba(caplog):
 
 def test_the_embed_command_takes_allennlp_elmos_flags(fixture_files, tmp_path):
     import subprocess
-    import sys
 
     import h5py
-    from conftest import ROOT
+    from helpers import command_line
     (tmp_path / 'in.txt').write_text('The cat sat .\nHello\n')
     options_file, weight_file = fixture_files
-    command = [sys.executable, os.path.join(ROOT, 'run_embed.py'), str(tmp_path / 'in.txt')]
+    command = command_line('embed', tmp_path / 'in.txt')  # `allennlp elmo IN OUT --top ...`'s counterpart
     model = ['--options-file', options_file, '--weight-file', weight_file]
     proc = subprocess.run(command + [str(tmp_path / 'top.hdf5'), '--top', '--batch-size', '1', *model],
                           capture_output=True, text=True, timeout=300)

@@ -1,6 +1,7 @@
-"""Hostile input through the checkout's scripts, one process each: a bad input fails with one line
-(exit 2) that names the file, line or flag, and leaves no output behind; a valid but odd one
-completes. tests/test_hostile_inputs.py holds the table of every subcommand (in one process)."""
+"""Hostile input through the commands (a front-door script or `python -m paddle_elmo SUBCOMMAND`), one
+process each: a bad input fails with one line (exit 2) that names the file, line or flag, and leaves
+no output behind; a valid but odd one completes. tests/test_hostile_inputs.py holds the table of every
+subcommand (in one process)."""
 import os
 
 import numpy as np
@@ -60,7 +61,7 @@ def raw_corpus(tmp_path, data):
             str(tmp_path / 'out' / 'vocab.txt'), '--output_corpus', str(tmp_path / 'out' / 'train.txt')]
 
 
-BAD = {  # name: (script, args(tmp_path), the message's expected part)
+BAD = {  # name: (command: helpers.command_line's, args(tmp_path), the message's expected part)
     'empty training file': ('run_pretrain.py', lambda t: pretrain(t, ''), 'train.txt: no sentence (an empty file; '
                             'expected one sentence per line)'),
     'training file of blank lines': ('run_pretrain.py', lambda t: pretrain(t, '\n \n'), 'train.txt: no sentence (its 2 '
@@ -106,8 +107,8 @@ BAD = {  # name: (script, args(tmp_path), the message's expected part)
     'reviews not in UTF-8 with --tokenizer jieba': ('word2vec_base.py', gbk_reviews,
                                                     'rt-polarity.pos:2: not valid UTF-8 (invalid continuation byte at '
                                                     'byte 0 of the line); --tokenizer jieba reads UTF-8 only'),
-    'raw corpus not in UTF-8': ('build_vocab.py', lambda t: raw_corpus(t, GBK), 'raw.txt:2: not valid UTF-8'),
-    'hdf5 output where its directory cannot be made': ('run_embed.py',
+    'raw corpus not in UTF-8': ('build-vocab', lambda t: raw_corpus(t, GBK), 'raw.txt:2: not valid UTF-8'),
+    'hdf5 output where its directory cannot be made': ('embed',
                                                        lambda t: [write(t / 'in.txt', GOOD),
                                                                   os.path.join(write(t / 'a-file', 'x'), 'sub', 'o.hdf5'),
                                                                   '--options_file', str(t / 'o')],
@@ -117,14 +118,14 @@ BAD = {  # name: (script, args(tmp_path), the message's expected part)
 
 @pytest.mark.parametrize('name', list(BAD))
 def test_a_bad_input_fails_with_one_line_and_leaves_no_output(name, tmp_path, fixture_dir):
-    script, make_args, message = BAD[name]
+    command, make_args, message = BAD[name]
     args = make_args(tmp_path)
-    if script == 'run_embed.py':  # a real model, so that only the output path is wrong
+    if command == 'embed':  # a real model, so that only the output path is wrong
         args += ['--weight_file', os.path.join(fixture_dir, 'lm_weights.hdf5')]
         args[args.index('--options_file') + 1] = os.path.join(fixture_dir, 'options.json')
-    if script == 'run_finetune.py':  # a real options.json (read before the data, for its tokenizer)
+    if command == 'run_finetune.py':  # a real options.json (read before the data, for its tokenizer)
         args[args.index('--options_file') + 1] = os.path.join(fixture_dir, 'options.json')
-    assert message in one_line_error(run(script, args, cwd=tmp_path, timeout=300))
+    assert message in one_line_error(run(command, args, cwd=tmp_path, timeout=300))
     out = tmp_path / 'out'
     assert not out.exists() or not any(out.rglob('*')), sorted(out.rglob('*'))
 

@@ -1,4 +1,4 @@
-"""The model bundled in pretrained/: the default of ELMoEmbedder(), run_embed.py and run_finetune.py."""
+"""The model bundled in pretrained/: the default of ELMoEmbedder(), `paddle-elmo embed` and run_finetune.py."""
 import json
 import logging
 import os
@@ -56,7 +56,7 @@ def test_missing_bundle_is_an_error_naming_the_file(monkeypatch, tmp_path):
 def test_run_embed_without_a_model_uses_the_bundled_one(tmp_path):
     src = tmp_path / 'sentences.txt'
     src.write_text('\n'.join(' '.join(s) for s in SENTENCES) + '\n', encoding='utf-8')
-    proc = run_script('run_embed.py', str(src), str(tmp_path / 'out.hdf5'), '--output_format', 'top')
+    proc = run_script('embed', str(src), str(tmp_path / 'out.hdf5'), '--output_format', 'top')
     assert proc.returncode == 0, proc.stderr
     assert 'bundled model' in proc.stderr
     with h5py.File(tmp_path / 'out.hdf5', 'r') as f:
@@ -76,7 +76,7 @@ def test_run_finetune_without_a_model_uses_the_bundled_one(rt_slice, tmp_path): 
 
 def test_predict_and_eval_without_a_model_use_the_bundled_softmax(tmp_path):
     out = tmp_path / 'p.json'
-    proc = run_script('run_predict.py', '--prefix', 'the stock market', '--top_k', '5', '--output_json', str(out))
+    proc = run_script('predict', '--prefix', 'the stock market', '--top_k', '5', '--output_json', str(out))
     assert proc.returncode == 0, proc.stderr
     assert 'bundled model' in proc.stderr
     top = json.loads(out.read_text())['predictions'][0]['top']

@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 
 from conftest import ROOT, one_line_error
-from helpers import assert_elmo_reads_raw_text_as_the_embedder, readme_commands, run_here
+from helpers import assert_elmo_reads_raw_text_as_the_embedder, readme_commands, run_here, run_script
 
 ZH = os.path.join(ROOT, 'paddle_elmo', 'pretrained_zh')
 SAMPLE = os.path.join(ZH, 'heldout_sample.txt')
@@ -60,7 +60,7 @@ def test_raw_chinese_gives_one_vector_per_jieba_word_and_context_moves_the_upper
 
 def test_predict_gives_chinese_next_words_from_the_shipped_softmax(tmp_path, capfd):
     out = tmp_path / 'p.json'
-    proc = run_here('run_predict.py', ['--model', 'bundled-zh', '--prefix', '根据本法规定，', '--top_k', '5',
+    proc = run_here('predict', ['--model', 'bundled-zh', '--prefix', '根据本法规定，', '--top_k', '5',
                                        '--output_json', str(out)], capfd)
     assert proc.returncode == 0, proc.stderr[-3000:]
     top = json.loads(out.read_text(encoding='utf-8'))['predictions'][0]['top']
@@ -90,7 +90,7 @@ def test_the_sample_is_real_held_out_chinese_the_model_knows():
 
 def test_int8_export_is_checked_on_the_models_own_chinese_sample(tmp_path, capfd):
     out = tmp_path / 'int8'
-    proc = run_here('export_inference.py', ['--model', 'bundled-zh', '--quantize', 'int8', '--output_dir', str(out)],
+    proc = run_here('export-inference', ['--model', 'bundled-zh', '--quantize', 'int8', '--output_dir', str(out)],
                     capfd)
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert f'on 250 sentences of {SAMPLE}' in proc.stdout
@@ -103,7 +103,7 @@ def test_int8_export_is_checked_on_the_models_own_chinese_sample(tmp_path, capfd
 def test_a_chinese_model_without_a_sample_of_its_own_needs_verify_file(tmp_path, capfd):
     for name in ('options.json', 'weights.hdf5', 'vocab.txt'):  # bundled-zh's files without its sample
         os.symlink(os.path.join(ZH, name), tmp_path / name)
-    proc = run_here('export_inference.py', ['--model', str(tmp_path), '--quantize', 'int8', '--output_dir',
+    proc = run_here('export-inference', ['--model', str(tmp_path), '--quantize', 'int8', '--output_dir',
                                             str(tmp_path / 'out')], capfd)
     line = one_line_error(proc)
     assert '--verify_file' in line and 'heldout_sample.txt' in line and 'jieba' in line
@@ -139,21 +139,19 @@ def test_readme_s_bundled_zh_commands_run_as_written(tmp_path):
     """README's block on bundled-zh, each command as written (a checkout's paths made absolute, the
     sample standing in for the user's text, pretraining shortened to 2 steps), in a fresh directory."""
     commands = readme_commands('## Chinese')
-    assert [c[1] if c[0] == 'python' else c[0] for c in commands] == [
-        'pip', 'printf', 'run_embed.py', 'run_predict.py', 'run_eval.py', 'export_inference.py', 'run_pretrain.py']
+    assert [c[1] if c[0] == 'paddle-elmo' else c[0] for c in commands] == [
+        'pip', 'printf', 'embed', 'predict', 'eval', 'export-inference', 'pretrain']
     shutil.copy(SAMPLE, tmp_path / 'my_zh_train.txt')
-    env = dict(os.environ, OMP_NUM_THREADS='1')
     for words in commands[1:]:  # the install is this checkout's
         if words[0] == 'printf':  # its redirection: the shell's
             proc = subprocess.run(shlex.join(words[:-2]) + ' > ' + words[-1], shell=True, cwd=tmp_path)
             assert proc.returncode == 0
             continue
-        words = [os.path.join(ROOT, w) if w.startswith('paddle_elmo/') else w for w in words]
-        words = [sys.executable, os.path.join(ROOT, words[1]), *words[2:]]
-        words += ['--max_steps', '2'] if words[1].endswith('run_pretrain.py') else []
-        proc = subprocess.run(words, cwd=tmp_path, capture_output=True, text=True, timeout=600, env=env)
+        command, *args = [os.path.join(ROOT, w) if w.startswith('paddle_elmo/') else w for w in words[1:]]
+        args += ['--max_steps', '2'] if command == 'pretrain' else []
+        proc = run_script(command, *args, cwd=tmp_path)
         assert proc.returncode == 0, (words, proc.stderr[-3000:])
-        if words[1].endswith('run_predict.py'):
+        if command == 'predict':
             assert IDEOGRAPH.search(proc.stdout.split('\n', 1)[1].split()[1]), proc.stdout  # the top word
     with h5py.File(tmp_path / 'zh.hdf5', 'r') as f:
         assert f['0'].shape == (3, 12, 256)  # 这家 酒店 的 服务 很 好 ， 房间 也 很 干净 。

@@ -1,6 +1,6 @@
 """Raw Chinese text wherever users bring text: the three tokenizers on real reviews and news, the
 tokenizer a model records (options.json) and the warning when another is used, the embedders on
-raw strings, build_vocab.py on raw lines, and both classifiers on a slice of zh-sentiment."""
+raw strings, build-vocab on raw lines, and both classifiers on a slice of zh-sentiment."""
 import json
 import logging
 import os
@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 from conftest import ROOT, SHARED, require, tiny_config
-from helpers import readme_commands
+from helpers import readme_commands, run_script
 from paddle_elmo.text.tokenizers import TOKENIZERS, char_tokens, get_tokenizer
 from paddle_elmo.fileio import InputError
 
@@ -40,11 +40,6 @@ def jieba_model(directory):
         if os.path.exists(os.path.join(BUNDLED, name)):
             os.symlink(os.path.join(BUNDLED, name), directory / name)
     return str(options_file), str(weight_file)
-
-
-def run_script(script, *argv, cwd=ROOT):
-    return subprocess.run([sys.executable, os.path.join(ROOT, script), *map(str, argv)], capture_output=True,
-                          text=True, cwd=cwd, env=dict(os.environ, OMP_NUM_THREADS='1'), timeout=600)
 
 
 # ---- the tokenizers --------------------------------------------------------------------------
@@ -96,7 +91,7 @@ def test_an_unknown_tokenizer_is_a_one_line_error_listing_the_choices(tmp_path):
     from paddle_elmo import ELMoEmbedder
     with pytest.raises(InputError, match="unknown tokenizer 'spaces'"):
         ELMoEmbedder(bilm=_bilm(), tokenizer='spaces')
-    proc = run_script('build_vocab.py', '--train_data_path', tmp_path / 'x', '--output_file', tmp_path / 'v',
+    proc = run_script('build-vocab', '--train_data_path', tmp_path / 'x', '--output_file', tmp_path / 'v',
                       '--tokenizer', 'spaces')
     assert proc.returncode == 2 and "argument --tokenizer: invalid choice: 'spaces'" in proc.stderr
 
@@ -154,7 +149,7 @@ def test_the_default_is_the_models_tokenizer_and_another_one_warns_naming_both(c
     assert 'the tokenizer the model was trained with' in caplog.records[0].getMessage()
 
 
-# ---- raw Chinese through the API and run_embed.py ----------------------------------------------
+# ---- raw Chinese through the API and `paddle-elmo embed` ---------------------------------------
 
 def test_encode_gives_one_vector_per_jieba_token_of_raw_reviews_with_the_bundled_model():
     from paddle_elmo import ELMoEmbedder
@@ -174,7 +169,7 @@ def test_run_embed_splits_raw_lines_with_the_tokenizer_the_model_records(tmp_pat
     options_file, weight_file = jieba_model(tmp_path)
     texts = reviews('neg', 3, max_chars=40)
     (tmp_path / 'in.txt').write_text('\n'.join(texts) + '\n', encoding='utf-8')
-    proc = run_script('run_embed.py', tmp_path / 'in.txt', tmp_path / 'out.hdf5', '--options_file', options_file,
+    proc = run_script('embed', tmp_path / 'in.txt', tmp_path / 'out.hdf5', '--options_file', options_file,
                       '--weight_file', weight_file, '--output_format', 'top')
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert 'differs' not in proc.stderr
@@ -182,13 +177,13 @@ def test_run_embed_splits_raw_lines_with_the_tokenizer_the_model_records(tmp_pat
         assert [f[str(i)].shape for i in range(3)] == [(len(get_tokenizer('jieba')(t)), 256) for t in texts]
 
 
-# ---- build_vocab.py on raw lines -----------------------------------------------------------------
+# ---- build-vocab on raw lines --------------------------------------------------------------------
 
 def test_build_vocab_segments_raw_lines_writes_the_corpus_it_counted_and_reports_long_tokens(tmp_path):
     from paddle_elmo.text.vocabulary import Vocabulary, count_words
     lines = reviews('pos', 3, max_chars=40) + ['', '全国人民代表大会常务委员会今天开会。']
     (tmp_path / 'raw.txt').write_text('\n'.join(lines) + '\n', encoding='utf-8')
-    proc = run_script('build_vocab.py', '--train_data_path', tmp_path / 'raw.txt', '--tokenizer', 'jieba',
+    proc = run_script('build-vocab', '--train_data_path', tmp_path / 'raw.txt', '--tokenizer', 'jieba',
                       '--output_file', tmp_path / 'vocab.txt', '--output_corpus', tmp_path / 'train.txt',
                       '--max_characters_per_token', '20')
     assert proc.returncode == 0, proc.stderr
@@ -307,14 +302,12 @@ def test_the_readme_chinese_commands_run_as_written_on_a_slice(tmp_path):
     (tmp_path / 'raw.txt').write_text('\n'.join(reviews('pos', 20)) + '\n', encoding='utf-8')
     stand_ins = {'data/zh-corpus/train.txt': 'corpus.txt', 'data/zh-corpus/heldout.txt': 'corpus.txt',
                  'data/zh-sentiment': 'sentiment'}
-    shrink = {'run_pretrain.py': TINY_MODEL + ['--max_steps', '2'], 'build_vocab.py': [], 'run_eval.py': [],
-              'demo.py': [],
-              'run_finetune.py': ['--folds', '2', '--epochs', '1', '--quiet'],
-              'word2vec_base.py': ['--folds', '2', '--epochs', '1', '--quiet', '--w2v_dim', '8', '--min_count', '1']}
+    shrink = {'pretrain': TINY_MODEL + ['--max_steps', '2'], 'build-vocab': [], 'eval': [], 'demo': [],
+              'finetune': ['--folds', '2', '--epochs', '1', '--quiet'],
+              'word2vec': ['--folds', '2', '--epochs', '1', '--quiet', '--w2v_dim', '8', '--min_count', '1']}
     commands = readme_commands('### A Chinese model of your own')
-    assert [c[1] if c[0] == 'python' else c[0] for c in commands] == [
-        'mkdir', 'build_vocab.py', 'word2vec_base.py', 'run_pretrain.py', 'run_eval.py', 'demo.py', 'run_finetune.py',
-        'word2vec_base.py', 'build_vocab.py']
+    assert [c[1] if c[0] == 'paddle-elmo' else c[0] for c in commands] == [
+        'mkdir', 'build-vocab', 'word2vec', 'pretrain', 'eval', 'demo', 'finetune', 'word2vec', 'build-vocab']
     # The senses' cues need the whole corpus, not the slice: its lines that hold a probed word (the
     # demo keeps those whose tokens do), as the demo reads them from the whole 118 MB file.
     from paddle_elmo.cli.demo import CUES_ZH
@@ -323,12 +316,12 @@ def test_the_readme_chinese_commands_run_as_written_on_a_slice(tmp_path):
                                              encoding='utf-8')
     for words in commands:
         words = [stand_ins.get(w, w) for w in words]
-        if words[:2] == ['python', 'demo.py']:
+        if words[:2] == ['paddle-elmo', 'demo']:
             words[words.index('--train_data_path') + 1] = 'senses.txt'
-        if words[0] == 'python':
-            words = [sys.executable, os.path.join(ROOT, words[1]), *words[2:], *shrink[words[1]]]
-        proc = subprocess.run(words, cwd=tmp_path, capture_output=True, text=True, timeout=600,
-                              env=dict(os.environ, OMP_NUM_THREADS='1'))
+        if words[0] == 'paddle-elmo':
+            proc = run_script(words[1], *words[2:], *shrink[words[1]], cwd=tmp_path)
+        else:
+            proc = subprocess.run(words, cwd=tmp_path, capture_output=True, text=True, timeout=600)
         assert proc.returncode == 0, (words, proc.stderr[-3000:])
         assert 'differs' not in proc.stderr, proc.stderr
     options = json.loads((tmp_path / 'zh' / 'options.json').read_text())

@@ -113,7 +113,7 @@ def test_a_legacy_checkpoint_resumes_exactly_evaluates_and_exports(legacy, tmp_p
     evaluation = run('run_eval.py', ['--dev_data_path', str(corpus / 'heldout.txt'), '--vocab_file',
                                      str(corpus / 'vocab.txt'), '--init_from_ckpt', f'{LEGACY}/4'])
     assert evaluation.returncode == 0 and 'perplexity (exp of the mean' in evaluation.stdout, evaluation.stderr
-    export = run('export_weights.py', ['--init_from_ckpt', f'{LEGACY}/4', '--output_dir', str(tmp_path / 'exp')])
+    export = run('export-weights', ['--init_from_ckpt', f'{LEGACY}/4', '--output_dir', str(tmp_path / 'exp')])
     assert export.returncode == 0, export.stderr
     from paddle_elmo import ELMoEmbedder
     sentence = ['the', 'cat', 'sat']

@@ -8,6 +8,7 @@ import pytest
 
 from paddle_elmo import runtime as cpu
 from conftest import FIXTURE, ROOT, require
+from helpers import command_line
 
 ON_AMD_AVX2 = cpu.needs_mkl_avx2_hint()
 CORES = len(os.sched_getaffinity(0))
@@ -89,8 +90,8 @@ def test_the_users_omp_num_threads_is_read_whatever_was_imported_first(order, us
 
 def test_a_script_started_without_settings_runs_on_the_cores_and_the_fast_path_and_says_so(tmp_path):
     (tmp_path / 'in.txt').write_text('Hello world .\n')
-    proc = subprocess.run([sys.executable, os.path.join(ROOT, 'run_embed.py'), str(tmp_path / 'in.txt'),
-                           str(tmp_path / 'out.hdf5')], capture_output=True, text=True, env=CLEAN_ENV, timeout=300)
+    proc = subprocess.run(command_line('embed', tmp_path / 'in.txt', tmp_path / 'out.hdf5'), capture_output=True,
+                          text=True, env=CLEAN_ENV, timeout=300)
     assert proc.returncode == 0, proc.stderr[-3000:]
     said = [line for line in proc.stderr.splitlines() if line.startswith('CPU: ')]  # the log
     threads = f'CPU: {CORES} thread{"s" * (CORES > 1)} (the available cores); MKL: '

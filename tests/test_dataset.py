@@ -5,12 +5,12 @@ import logging
 import os
 import random
 import subprocess
-import sys
 
 import numpy as np
 import pytest
 
 from conftest import FIXTURE, ROOT, SHARED, require
+from helpers import command_line
 from paddle_elmo.text import corpus as corpus_files, vocabulary
 from paddle_elmo.text.corpus import count_tokens
 from paddle_elmo.text.batches import LMStream, SentenceSource, iter_eval_batches
@@ -426,8 +426,7 @@ def test_build_vocabulary_order_min_count_and_size(tmp_path):
 
 
 def run_build_vocab(*args):
-    return subprocess.run([sys.executable, os.path.join(ROOT, 'build_vocab.py'), *args],
-                          capture_output=True, text=True, cwd=ROOT)
+    return subprocess.run(command_line('build-vocab', *args), capture_output=True, text=True, cwd=ROOT)
 
 
 def test_build_vocab_script_on_chinese(tmp_path):

@@ -142,7 +142,7 @@ def documented_commands(doc):
     operator (|, &&, ;, >) or a comment."""
     import shlex
     from paddle_elmo.cli import COMMANDS
-    scripts = {script: name for name, (_, script, _) in COMMANDS.items()}
+    scripts = {script: name for name, (_, script, _) in COMMANDS.items() if script}
     commands = []
     for number, line in code_blocks(read(doc)):
         m = COMMAND_START.match(line)
@@ -161,7 +161,9 @@ def documented_commands(doc):
             assert script, f'{doc}:{number}: a launch of no script of ours: {line}'
             name, words = scripts[os.path.basename(script)], words[words.index(script) + 1:]
         elif command.endswith('.py'):
-            name = scripts[os.path.basename(command.split()[-1])]
+            script = os.path.basename(command.split()[-1])
+            assert script in scripts, f'{doc}:{number}: a checkout has no {script} (paddle-elmo SUBCOMMAND): {line}'
+            name = scripts[script]
         elif not words or words[0].startswith('-'):  # paddle-elmo --help, --version
             continue
         else:
@@ -224,6 +226,9 @@ def test_command_extraction_joins_continuations_and_stops_at_shell_operators(tmp
         ('DOC.md:2', 'embed', ['in.txt', 'out.hdf5', '--batch_size', '8']),
         ('DOC.md:4', 'eval', ['--dev_data_path', 'd']),
         ('DOC.md:5', 'pretrain', ['--device', 'gpu'])]
+    (tmp_path / 'DOC.md').write_text('```\npython run_embed.py in.txt out.hdf5\n```\n')  # a script that went
+    with pytest.raises(AssertionError, match='DOC.md:2: a checkout has no run_embed.py'):
+        documented_commands('DOC.md')
 
 
 @pytest.mark.parametrize('pattern', [r'\.\./shared\b', r'\.\./runs\b', r'elmo-paddle'])

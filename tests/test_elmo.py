@@ -2,15 +2,14 @@
 import json
 import os
 import subprocess
-import sys
 
 import h5py
 import numpy as np
 import paddle
 import pytest
 
-from conftest import ROOT, tiny_config
-from helpers import TOL, fixture_embedder, reference_top, run_reference_protocol
+from conftest import tiny_config
+from helpers import TOL, command_line, fixture_embedder, reference_top, run_reference_protocol
 from paddle_elmo.text.token_ids import CharMapper, token_to_char_ids
 from paddle_elmo import ELMoEmbedder, export_weights, resolve_model
 
@@ -154,8 +153,8 @@ def test_checkpoint_prefix_loads_and_export_cli_writes_loadable_files(tiny_bilm,
     expected = ELMoEmbedder(bilm=tiny_bilm).embed_sentence(sentence)
     np.testing.assert_array_equal(ELMoEmbedder(str(ckpt / '7')).embed_sentence(sentence), expected)
     out = tmp_path / 'export'
-    subprocess.run([sys.executable, os.path.join(ROOT, 'export_weights.py'), '--init_from_ckpt',
-                    str(ckpt / '7'), '--output_dir', str(out)], check=True, capture_output=True)
+    subprocess.run(command_line('export-weights', '--init_from_ckpt', ckpt / '7', '--output_dir', out), check=True,
+                   capture_output=True)
     exported = ELMoEmbedder(options_file=str(out / 'options.json'), weight_file=str(out / 'weights.hdf5'))
     np.testing.assert_array_equal(exported.embed_sentence(sentence), expected)
 
@@ -170,9 +169,9 @@ def test_weights_that_do_not_match_options_fail_naming_dataset_and_shapes(fixtur
                                          r'options imply \(124, 32\)'):
         resolve_model(str(bad), os.path.join(fixture_dir, 'lm_weights.hdf5')).load()
     (tmp_path / 'in.txt').write_text('a sentence\n')
-    proc = subprocess.run([sys.executable, os.path.join(ROOT, 'run_embed.py'), str(tmp_path / 'in.txt'), str(tmp_path / 'o.h5'),
-                           '--options_file', str(bad), '--weight_file',
-                           os.path.join(fixture_dir, 'lm_weights.hdf5')], capture_output=True, text=True)
+    proc = subprocess.run(command_line('embed', tmp_path / 'in.txt', tmp_path / 'o.h5', '--options_file', bad,
+                                       '--weight_file', os.path.join(fixture_dir, 'lm_weights.hdf5')),
+                          capture_output=True, text=True)
     assert proc.returncode == 2
     assert proc.stderr.strip().splitlines()[-1].startswith('error: ') and 'CNN_proj/W_proj' in proc.stderr
     assert 'Traceback' not in proc.stderr

@@ -1,14 +1,12 @@
 """Embedding a file into hdf5 (as `allennlp elmo`) and the TF-Hub-style outputs."""
 import json
 import os
-import subprocess
-import sys
 
 import h5py
 import numpy as np
 import pytest
 
-from conftest import ROOT
+from helpers import run_script
 from paddle_elmo import ELMoEmbedder
 
 
@@ -54,21 +52,19 @@ def test_invalid_utf8_names_the_line_and_leaves_no_output(embedder, tmp_path):
         embedder.embed_file(str(src), str(tmp_path / 'o.hdf5'), output_format='mean')
 
 
-def test_run_embed_cli_on_the_fixture(fixture_dir, tmp_path):
+def test_the_embed_command_on_the_fixture(fixture_dir, tmp_path):
     src = tmp_path / 'in.txt'
     src.write_text('Hello world .\nSecond sentence\n')
-    cmd = [sys.executable, os.path.join(ROOT, 'run_embed.py'), str(src), str(tmp_path / 'o.hdf5'),
-           '--options_file', os.path.join(fixture_dir, 'options.json'),
-           '--weight_file', os.path.join(fixture_dir, 'lm_weights.hdf5'), '--output_format', 'top']
-    env = dict(os.environ, OMP_NUM_THREADS='1')  # Paddle's import warns on stderr when it is > 1
-    proc = subprocess.run(cmd, capture_output=True, text=True, env=env)
+    options = [src, tmp_path / 'o.hdf5', '--options_file', os.path.join(fixture_dir, 'options.json')]
+    proc = run_script('embed', *options, '--weight_file', os.path.join(fixture_dir, 'lm_weights.hdf5'),
+                      '--output_format', 'top')
     assert proc.returncode == 0, proc.stderr[-2000:]
     with h5py.File(tmp_path / 'o.hdf5', 'r') as f:
         assert f['0'].shape == (3, 32) and f['1'].shape == (2, 32)
         assert json.loads(f['1'].attrs['tokens']) == ['Second', 'sentence']
     # one line says how lines become tokens, and how to keep tokens as given
     assert "tokenizer: whitespace (the model's): each line is its tokens separated by spaces" in proc.stderr
-    proc = subprocess.run(cmd[:6], capture_output=True, text=True, env=env)  # options without weights
+    proc = run_script('embed', *options)  # options without weights
     assert proc.returncode == 2 and proc.stderr.strip().splitlines() == [
         'error: --options_file and --weight_file go together']
 

@@ -1,6 +1,6 @@
-"""export_inference.py and deploy.py: the exported Paddle Inference program and ONNX model give
+"""export-inference and deploy.py: the exported Paddle Inference program and ONNX model give
 ELMoEmbedder(stateful=False)'s numbers (char, word and word+char input), run without this
-repository as README shows, back run_embed.py --inference_model, and bad input fails with one line."""
+repository as README shows, back `paddle-elmo embed --inference_model`, and bad input fails with one line."""
 import json
 import os
 import re
@@ -14,7 +14,7 @@ import paddle
 import pytest
 
 from conftest import FIXTURE, ROOT, one_line_error, require, tiny_config
-from helpers import WORDS, run_here, tiny_bilm
+from helpers import WORDS, run_here, run_script, tiny_bilm
 
 # The reference's own tolerance for the fixture; the exports differ from the embedder by BLAS
 # summation order only (measured <= 1e-6), a formula slip by > 1e-3.
@@ -45,7 +45,7 @@ def fixture_export(tmp_path_factory):
     """The fixture model exported (by the script, as a user would) -> (directory, its BiLM)."""
     require(FIXTURE)
     out = tmp_path_factory.mktemp('fixture') / 'elmo_inference'
-    proc = run_script('export_inference.py', '--options_file', os.path.join(FIXTURE, 'options.json'),
+    proc = run_script('export-inference', '--options_file', os.path.join(FIXTURE, 'options.json'),
                       '--weight_file', os.path.join(FIXTURE, 'lm_weights.hdf5'), '--output_dir', str(out))
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert 'max |difference| from ELMoEmbedder' in proc.stdout
@@ -87,15 +87,10 @@ def word_export(request, tmp_path_factory):
         paddle.save(bilm.state_dict(), str(d / 'ckpt' / 'final.pdparams'))
         source = ['--init_from_ckpt', str(d / 'ckpt' / 'final')]
     out = d / 'elmo_inference'
-    proc = run_script('export_inference.py', *source, '--output_dir', str(out))
+    proc = run_script('export-inference', *source, '--output_dir', str(out))
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert proc.stdout.count('max |difference| from ELMoEmbedder') == 2  # both runtimes verified
     return str(out), bilm
-
-
-def run_script(script, *args, cwd=ROOT, timeout=600):
-    return subprocess.run([sys.executable, os.path.join(ROOT, script), *args], capture_output=True, text=True,
-                          env=ENV, cwd=cwd, timeout=timeout)
 
 
 def max_difference(model_dir, bilm, sentences, backend):
@@ -288,7 +283,7 @@ def test_run_embed_with_the_inference_model_writes_the_embedders_hdf5(fixture_ex
     model_dir, bilm = fixture_export
     src = tmp_path / 'in.txt'
     src.write_text('Hello world .\n\nA second , longer sentence here\n中文 也 行\n', encoding='utf-8')
-    proc = run_script('run_embed.py', str(src), str(tmp_path / 'o.hdf5'), '--inference_model', model_dir,
+    proc = run_script('embed', str(src), str(tmp_path / 'o.hdf5'), '--inference_model', model_dir,
                       '--inference_backend', backend, '--batch_size', '2')
     assert proc.returncode == 0, proc.stderr[-3000:]
     from paddle_elmo import ELMoEmbedder
@@ -305,7 +300,7 @@ def test_run_embed_with_a_word_export_writes_the_embedders_hdf5(word_export, tmp
     model_dir, bilm = word_export
     src = tmp_path / 'in.txt'
     src.write_text('the cat sat on a mat\n\nbirds sang unknownword songs\n中文 xyzzy\n', encoding='utf-8')
-    proc = run_script('run_embed.py', str(src), str(tmp_path / 'o.hdf5'), '--inference_model', model_dir,
+    proc = run_script('embed', str(src), str(tmp_path / 'o.hdf5'), '--inference_model', model_dir,
                       '--output_format', 'top')
     assert proc.returncode == 0, proc.stderr[-3000:]
     from paddle_elmo import ELMoEmbedder
@@ -335,7 +330,7 @@ def unwritable_dir(tmp_path):
 
 def options_with(tmp_path, section, key, value):
     """The fixture's options with options[section][key] = value (options[section] = value when key
-    is None; the section removed when value is None) -> export_inference.py's model arguments."""
+    is None; the section removed when value is None) -> export-inference's model arguments."""
     options = json.load(open(os.path.join(FIXTURE, 'options.json')))
     if value is None:
         del options[section]
@@ -365,7 +360,7 @@ BAD = {  # name: (args(tmp_path) without --output_dir, the message's expected pa
 @pytest.mark.parametrize('name', list(BAD))
 def test_export_of_a_bad_model_fails_with_one_line_and_writes_nothing(name, tmp_path, fixture_dir, capfd):
     make_args, message = BAD[name]
-    proc = run_here('export_inference.py', [*make_args(tmp_path), '--output_dir', str(tmp_path / 'out')], capfd)
+    proc = run_here('export-inference', [*make_args(tmp_path), '--output_dir', str(tmp_path / 'out')], capfd)
     assert message in one_line_error(proc)
     assert not (tmp_path / 'out').exists() and not [p for p in os.listdir(tmp_path) if p.startswith('.')]
 
@@ -379,7 +374,7 @@ def test_export_to_a_bad_directory_fails_with_one_line(where, tmp_path):
     (tmp_path / 'notes.txt').write_text('mine')
     message = {'unwritable': 'cannot write in', 'a parent that is a file': 'cannot be made: ',
                'holds other files': 'holds files that are not an export (notes.txt)'}[where]
-    assert message in one_line_error(run_script('export_inference.py', '--output_dir', out))
+    assert message in one_line_error(run_script('export-inference', '--output_dir', out))
     assert (tmp_path / 'notes.txt').read_text() == 'mine'
 
 
@@ -403,7 +398,7 @@ def test_run_embed_inference_model_bad_input_fails_with_one_line(tmp_path, fixtu
              (['--inference_model', fixture_export[0], '--stateful'], 'an exported model is stateless'),
              (['--inference_model', fixture_export[0], '--options_file', 'o.json'], 'not both')]
     for args, message in cases:
-        assert message in one_line_error(run_here('run_embed.py', [str(src), out, *args], capfd))
+        assert message in one_line_error(run_here('embed', [str(src), out, *args], capfd))
     assert not os.path.exists(out)
 
 
@@ -561,7 +556,7 @@ def fixture_int8_export(tmp_path_factory):
     """The fixture model exported by the script with --quantize int8 -> (directory, its BiLM, stdout)."""
     require(FIXTURE)
     out = tmp_path_factory.mktemp('fixture_int8') / 'elmo_int8'
-    proc = run_script('export_inference.py', '--options_file', os.path.join(FIXTURE, 'options.json'),
+    proc = run_script('export-inference', '--options_file', os.path.join(FIXTURE, 'options.json'),
                       '--weight_file', os.path.join(FIXTURE, 'lm_weights.hdf5'), '--quantize', 'int8',
                       '--output_dir', str(out))
     assert proc.returncode == 0, proc.stderr[-3000:]
@@ -636,7 +631,7 @@ def test_the_per_token_wrap_leaves_the_float_model_unchanged_wherever_it_multipl
 def test_run_embed_reads_an_int8_export_and_says_so(fixture_int8_export, tmp_path):
     src = tmp_path / 'in.txt'
     src.write_text('Hello world .\nA second sentence\n', encoding='utf-8')
-    proc = run_script('run_embed.py', str(src), str(tmp_path / 'o.hdf5'), '--inference_model',
+    proc = run_script('embed', str(src), str(tmp_path / 'o.hdf5'), '--inference_model',
                       fixture_int8_export[0], '--inference_backend', 'onnxruntime')
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert 'model.onnx is int8: ' in proc.stderr
@@ -695,7 +690,7 @@ def test_an_int8_model_of_another_function_is_refused(fixture_int8_export):
 
 @pytest.mark.parametrize('args', [['--formats', 'paddle'], ['--quantize', 'int4']])
 def test_what_cannot_be_quantized_is_refused_with_one_line(args, tmp_path, capfd):
-    proc = run_here('export_inference.py', ['--output_dir', str(tmp_path / 'out'), '--quantize', 'int8', *args], capfd)
+    proc = run_here('export-inference', ['--output_dir', str(tmp_path / 'out'), '--quantize', 'int8', *args], capfd)
     message = 'the paddle format alone cannot be quantized' if '--formats' in args else "invalid choice: 'int4'"
     assert message in one_line_error(proc)
     assert not (tmp_path / 'out').exists()
@@ -744,11 +739,11 @@ def test_the_api_verifies_by_default_and_unverified_exports_say_so(tmp_path, cap
 
 def test_no_verify_warns_and_embed_reports_the_unverified_export(tmp_path):
     out = tmp_path / 'e'
-    proc = run_script('export_inference.py', '--output_dir', str(out), '--no_verify', '--formats', 'paddle')
+    proc = run_script('export-inference', '--output_dir', str(out), '--no_verify', '--formats', 'paddle')
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert 'warning: ' in proc.stderr and 'written unverified' in proc.stderr
     (tmp_path / 's.txt').write_text('a b\n')
-    proc = run_script('run_embed.py', str(tmp_path / 's.txt'), str(tmp_path / 'o.hdf5'), '--inference_model', str(out))
+    proc = run_script('embed', str(tmp_path / 's.txt'), str(tmp_path / 'o.hdf5'), '--inference_model', str(out))
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert [line for line in proc.stderr.splitlines() if line.startswith('warning: ') and 'written unverified' in line]
 
@@ -776,7 +771,7 @@ def test_the_default_int8_sentences_are_the_models_own_else_english_for_an_engli
     (300, ['--quantize', 'int8', '--no_verify'], 'give it with --quantize int8')])
 def test_a_verify_file_that_cannot_serve_fails_with_one_line(lines, args, message, tmp_path, capfd):
     (tmp_path / 'v.txt').write_text(''.join(f'sentence {i} .\n\n' for i in range(lines)))  # blank lines do not count
-    proc = run_here('export_inference.py', ['--output_dir', str(tmp_path / 'out'), '--verify_file',
+    proc = run_here('export-inference', ['--output_dir', str(tmp_path / 'out'), '--verify_file',
                                             str(tmp_path / 'v.txt'), *args], capfd)
     assert message in one_line_error(proc)
     assert not (tmp_path / 'out').exists()

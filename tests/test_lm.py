@@ -232,7 +232,7 @@ def test_the_learning_rate_decays_after_warm_up_to_its_final_share(kind):
 
 def test_a_run_decays_over_its_own_steps_unless_told_otherwise():
     from paddle_elmo.model.recipe import Recipe
-    from paddle_elmo.train.training import lr_decay
+    from paddle_elmo.train.schedules import lr_decay
     recipe = Recipe(max_steps=1500, warmup_steps=100, lr_decay='cosine').checked()
     assert (lr_decay(recipe).kind, lr_decay(recipe).steps, lr_decay(recipe).final) == ('cosine', 1500, 0.1)
     adam = Recipe(max_steps=1500, optimizer='adam', warmup_steps=100, lr_decay='cosine').checked()
@@ -246,7 +246,7 @@ def test_a_run_decays_over_its_own_steps_unless_told_otherwise():
 def test_the_recipes_adam_beta2_reaches_the_optimizer_and_its_second_moments():
     """--adam_beta2 is the decay of v: after one update from zero, v = (1 - beta2) g^2."""
     from paddle_elmo.model.recipe import Recipe
-    from paddle_elmo.train.training import optimizer_for
+    from paddle_elmo.train.start import optimizer_for
     paddle.seed(0)
     model = LanguageModel(tiny_config(), 40, n_negative_samples=10)
     optimizer = optimizer_for(model, Recipe(optimizer='adam', lr=0.01, adam_beta2=0.9, max_steps=10).checked(), 1)

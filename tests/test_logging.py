@@ -155,7 +155,7 @@ def test_parsing_the_flags_outside_a_command_changes_no_logging_setting():
 
 def test_quiet_and_verbose_together_are_a_one_line_error(tmp_path):
     from conftest import one_line_error
-    line = one_line_error(run('run_embed.py', [str(tmp_path / 'in.txt'), str(tmp_path / 'out.hdf5'), '--quiet',
+    line = one_line_error(run('embed', [str(tmp_path / 'in.txt'), str(tmp_path / 'out.hdf5'), '--quiet',
                                                '--verbose']))
     assert 'argument --verbose: not allowed with argument --quiet' in line
 
@@ -165,12 +165,12 @@ def test_embed_prints_its_result_the_log_is_on_stderr_and_quiet_leaves_the_warni
     src.write_text('Hello world .\n\nSecond one .\n', encoding='utf-8')
     out = tmp_path / 'out.hdf5'
     result = f'wrote 3 sentences to {out}\n'
-    talkative = run('run_embed.py', [str(src), str(out)])
+    talkative = run('embed', [str(src), str(out)])
     assert talkative.returncode == 0, talkative.stderr[-3000:]
     assert talkative.stdout == result
     assert 'CPU: 1 thread (OMP_NUM_THREADS)' in talkative.stderr and 'embedding: 100%' in talkative.stderr
     assert f'warning: {BUNDLED_NOTE}' in talkative.stderr
-    quiet = run('run_embed.py', [str(src), str(out), '--quiet'])
+    quiet = run('embed', [str(src), str(out), '--quiet'])
     assert quiet.returncode == 0, quiet.stderr[-3000:]
     assert quiet.stdout == result
     lines = quiet.stderr.splitlines()
@@ -182,7 +182,7 @@ def test_verbose_shows_debug_lines(tmp_path):
     src = tmp_path / 'in.txt'
     src.write_text('Hello world .\n', encoding='utf-8')
     options, weights = os.path.join(FIXTURE, 'options.json'), os.path.join(FIXTURE, 'lm_weights.hdf5')
-    proc = run('run_embed.py', [str(src), str(tmp_path / 'out.hdf5'), '--options_file', options, '--weight_file',
+    proc = run('embed', [str(src), str(tmp_path / 'out.hdf5'), '--options_file', options, '--weight_file',
                                 weights, '--verbose'])
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert proc.stdout == f'wrote 1 sentences to {tmp_path / "out.hdf5"}\n'

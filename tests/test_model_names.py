@@ -287,10 +287,10 @@ def test_a_packaged_model_s_missing_directory_is_one_clear_line(tmp_path, monkey
 
 def test_embed_model_small_served_locally_writes_what_the_files_by_path_write(served, tiny_release, tmp_path, capfd):
     (tmp_path / 'in.txt').write_text('The cat sat .\nHello\n')
-    by_name = run_here('run_embed.py', [str(tmp_path / 'in.txt'), str(tmp_path / 'name.hdf5'), '--model', 'small',
+    by_name = run_here('embed', [str(tmp_path / 'in.txt'), str(tmp_path / 'name.hdf5'), '--model', 'small',
                                         '--tokenizer', 'whitespace'], capfd)
     assert by_name.returncode == 0, by_name.stderr
-    by_path = run_here('run_embed.py', [str(tmp_path / 'in.txt'), str(tmp_path / 'path.hdf5'), '--options_file',
+    by_path = run_here('embed', [str(tmp_path / 'in.txt'), str(tmp_path / 'path.hdf5'), '--options_file',
                                         str(tiny_release / 'options.json'), '--weight_file',
                                         str(tiny_release / 'weights.hdf5')], capfd)
     assert by_path.returncode == 0, by_path.stderr
@@ -301,10 +301,10 @@ def test_embed_model_small_served_locally_writes_what_the_files_by_path_write(se
 
 def test_embed_model_bundled_is_the_default_model(tmp_path, capfd):
     (tmp_path / 'in.txt').write_text('The cat sat .\n')
-    named = run_here('run_embed.py', [str(tmp_path / 'in.txt'), str(tmp_path / 'named.hdf5'), '--model', 'bundled'],
+    named = run_here('embed', [str(tmp_path / 'in.txt'), str(tmp_path / 'named.hdf5'), '--model', 'bundled'],
                      capfd)
     assert named.returncode == 0, named.stderr
-    default = run_here('run_embed.py', [str(tmp_path / 'in.txt'), str(tmp_path / 'default.hdf5')], capfd)
+    default = run_here('embed', [str(tmp_path / 'in.txt'), str(tmp_path / 'default.hdf5')], capfd)
     assert default.returncode == 0, default.stderr
     with h5py.File(tmp_path / 'named.hdf5', 'r') as a, h5py.File(tmp_path / 'default.hdf5', 'r') as b:
         np.testing.assert_array_equal(a['0'][...], b['0'][...])

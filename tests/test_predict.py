@@ -1,5 +1,5 @@
-"""lm_1b's other modes: next/previous-word prediction and sampling (run_predict.py, predict.Predictor),
-and the vocabulary dumps (run_dump.py, dump_embeddings, dump_token_embeddings)."""
+"""lm_1b's other modes: next/previous-word prediction and sampling (`paddle-elmo predict`, predict.Predictor),
+and the vocabulary dumps (`paddle-elmo dump`, dump_embeddings, dump_token_embeddings)."""
 import json
 import math
 import os
@@ -197,7 +197,7 @@ def test_bad_arguments_of_the_api(predictor, files):
 
 def test_run_predict_from_a_checkpoint_and_from_exported_weights(predictor, files, tmp_path):
     out = tmp_path / 'p.json'
-    proc = run('run_predict.py', ['--vocab_file', str(files / 'vocab.txt'), '--init_from_ckpt',
+    proc = run('predict', ['--vocab_file', str(files / 'vocab.txt'), '--init_from_ckpt',
                                   str(files / 'ck' / 'final'), '--prefix', 'a b', '--prefix', '', '--top_k', '3',
                                   '--sample', '2', '--sample_max_tokens', '5', '--seed', '4',
                                   '--output_json', str(out)])
@@ -215,7 +215,7 @@ def test_run_predict_from_a_checkpoint_and_from_exported_weights(predictor, file
     assert [s['prefix'] for s in result['samples']] == ['a b', 'a b', '', '']
     # The exported hdf5 (softmax/W, softmax/b), backward, prefixes from a file: -log(prob) is the eval loss.
     (tmp_path / 'prefixes.txt').write_text('b zz c\n')
-    proc = run('run_predict.py', ['--vocab_file', str(files / 'vocab.txt'), '--options_file',
+    proc = run('predict', ['--vocab_file', str(files / 'vocab.txt'), '--options_file',
                                   str(files / 'hdf5' / 'options.json'), '--weight_file', str(files / 'hdf5' / 'weights.hdf5'),
                                   '--prefix_file', str(tmp_path / 'prefixes.txt'), '--direction', 'backward',
                                   '--top_k', '10', '--output_json', str(out)])
@@ -237,14 +237,14 @@ def test_predict_eval_and_dump_read_the_vocabulary_the_model_records(predictor, 
     shutil.copytree(files / 'ck', ck)
     (ck / 'recipe.json').write_text(json.dumps({'version': 1, 'vocab_file': str(files / 'vocab.txt')}))
     model = ['--init_from_ckpt', str(ck / 'final')]
-    proc = run_here('run_predict.py', model + ['--prefix', 'a b', '--top_k', '3', '--output_json',
+    proc = run_here('predict', model + ['--prefix', 'a b', '--top_k', '3', '--output_json',
                                                str(tmp_path / 'p.json')], capfd)
     assert proc.returncode == 0, proc.stderr[-2000:]
     top = json.loads((tmp_path / 'p.json').read_text())['predictions'][0]['top']
     assert [t['word'] for t in top] == [w for w, _ in predictor.top('a b', 3)]
     proc = run_here('run_eval.py', model + ['--dev_data_path', str(files / 'dev.txt')], capfd)
     assert proc.returncode == 0 and 'tokens: 5' in proc.stdout, proc.stderr[-2000:]
-    proc = run_here('run_dump.py', model + ['--output_dir', str(tmp_path / 'dump'), '--embeddings', 'softmax'], capfd)
+    proc = run_here('dump', model + ['--output_dir', str(tmp_path / 'dump'), '--embeddings', 'softmax'], capfd)
     assert proc.returncode == 0 and (tmp_path / 'dump' / 'vocab.txt').read_text().split() == VOCAB, proc.stderr
     # An export with a vocab.txt beside its options.json: that one.
     shutil.copytree(files / 'hdf5', tmp_path / 'export')
@@ -255,7 +255,7 @@ def test_predict_eval_and_dump_read_the_vocabulary_the_model_records(predictor, 
     assert proc.returncode == 0 and 'tokens: 5' in proc.stdout, proc.stderr[-2000:]
     # Nothing recorded: one line naming the flag and what was looked at.
     (ck / 'recipe.json').write_text(json.dumps({'version': 1}))
-    line = one_line_error(run_here('run_predict.py', model + ['--prefix', 'a'], capfd))
+    line = one_line_error(run_here('predict', model + ['--prefix', 'a'], capfd))
     assert line == (f'error: no vocabulary: give --vocab_file (the one the model was trained with); '
                     f'{ck / "recipe.json"} records none; no vocab.txt beside {ck / "options.json"}')
     (ck / 'recipe.json').unlink()
@@ -291,7 +291,7 @@ def test_run_predict_bad_input_is_one_line(case, files, tmp_path):
     if case == 'a vocabulary that does not match':
         vocab = str(tmp_path / 'other.txt')
         (tmp_path / 'other.txt').write_text('\n'.join(VOCAB + ['e']) + '\n')
-    line = one_line_error(run('run_predict.py', ['--vocab_file', vocab, '--output_json', str(tmp_path / 'o.json')]
+    line = one_line_error(run('predict', ['--vocab_file', vocab, '--output_json', str(tmp_path / 'o.json')]
                               + args, cwd=tmp_path, timeout=300))
     assert message in line
     assert not (tmp_path / 'o.json').exists()
@@ -302,7 +302,7 @@ def test_run_dump_writes_lm_1b_s_files_and_bilm_tf_s_hdf5(files, tmp_path):
     from paddle_elmo import ELMoEmbedder
     plain = tmp_path / 'plain.txt'  # no specials: the softmax rows are <S> </S> <UNK> + the file
     plain.write_text('\n'.join(VOCAB[3:]) + '\n')
-    proc = run('run_dump.py', ['--vocab_file', str(plain), '--init_from_ckpt', str(files / 'ck' / 'final'),
+    proc = run('dump', ['--vocab_file', str(plain), '--init_from_ckpt', str(files / 'ck' / 'final'),
                                '--output_dir', str(tmp_path / 'dump'), '--output_file', str(tmp_path / 'tokens.hdf5')])
     assert proc.returncode == 0, proc.stderr[-2000:]
     dump = tmp_path / 'dump'
@@ -323,7 +323,7 @@ def test_run_dump_writes_lm_1b_s_files_and_bilm_tf_s_hdf5(files, tmp_path):
     # Without a softmax: the softmax dump is a one-line error; the char-CNN dump alone works.
     nosoftmax = ['--options_file', str(files / 'nosoftmax' / 'options.json'), '--weight_file',
                  str(files / 'nosoftmax' / 'weights.hdf5')]
-    line = one_line_error(run('run_dump.py', ['--vocab_file', str(plain), '--output_dir', str(tmp_path / 'x')]
+    line = one_line_error(run('dump', ['--vocab_file', str(plain), '--output_dir', str(tmp_path / 'x')]
                               + nosoftmax))
     assert 'no softmax/W and softmax/b datasets' in line and not (tmp_path / 'x').exists()
 

@@ -120,7 +120,7 @@ def test_eval_of_a_trained_model_is_deterministic_and_export_keeps_the_softmax(c
         if source in ('float32', 'float16'):
             out = tmp_path / source
             # the export in this process (helpers.run_here: files, no arithmetic); each eval a process
-            exp = run_here('export_weights.py', ['--init_from_ckpt', str(tmp_path / 'ck' / 'final'), '--output_dir',
+            exp = run_here('export-weights', ['--init_from_ckpt', str(tmp_path / 'ck' / 'final'), '--output_dir',
                                                  str(out), '--softmax_dtype', source], capfd)
             assert exp.returncode == 0, exp.stderr
             with h5py.File(out / 'weights.hdf5', 'r') as f:

@@ -206,7 +206,7 @@ def test_word_input_trains_and_resumes_exactly(token_input, corpus, tmp_path, ca
                   capfd)
     assert ev.returncode == 0 and 'perplexity' in ev.stdout, ev.stderr[-2000:]
     (tmp_path / 'in.txt').write_text('the cat sat\nunknownword on a mat\n')
-    emb = run_here('run_embed.py', [str(tmp_path / 'in.txt'), str(tmp_path / 'out.hdf5'),
+    emb = run_here('embed', [str(tmp_path / 'in.txt'), str(tmp_path / 'out.hdf5'),
                                     '--init_from_ckpt', str(tmp_path / 'whole' / 'final')], capfd)
     assert emb.returncode == 0, emb.stderr[-2000:]
     with h5py.File(tmp_path / 'out.hdf5', 'r') as f:

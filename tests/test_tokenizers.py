@@ -167,7 +167,7 @@ def test_run_embed_splits_raw_lines_by_the_recorded_tokenizer_unless_told(models
     import h5py
     (tmp_path / 'in.txt').write_text(f'{RAINING}\nShe paid the bank.\n', encoding='utf-8')
     for extra, lengths in (([], [8, 5]), (['--tokenizer', 'whitespace'], [4, 4])):
-        proc = run('run_embed.py', [str(tmp_path / 'in.txt'), str(tmp_path / 'out.hdf5'), '--options_file',
+        proc = run('embed', [str(tmp_path / 'in.txt'), str(tmp_path / 'out.hdf5'), '--options_file',
                                     models['moses'][0], '--weight_file', models['moses'][1], '--output_format',
                                     'top', *extra])
         assert proc.returncode == 0, proc.stderr[-3000:]
@@ -192,7 +192,7 @@ def test_predict_splits_the_prefix_by_the_recorded_tokenizer(tmp_path):
     (tmp_path / 'ck' / 'options.json').write_text(json.dumps(model.bilm.config.to_options()))
     paddle.save(model.state_dict(), str(tmp_path / 'ck' / 'final.pdparams'))
     (tmp_path / 'vocab.txt').write_text('\n'.join(VOCAB) + '\n')
-    proc = run('run_predict.py', ['--vocab_file', str(tmp_path / 'vocab.txt'), '--init_from_ckpt',
+    proc = run('predict', ['--vocab_file', str(tmp_path / 'vocab.txt'), '--init_from_ckpt',
                                   str(tmp_path / 'ck' / 'final'), '--prefix', RAINING, '--top_k', '3',
                                   '--output_json', str(tmp_path / 'p.json')])
     assert proc.returncode == 0, proc.stderr[-2000:]

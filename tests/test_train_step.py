@@ -147,7 +147,7 @@ def our_update(rank, world_size, clip, token_input='char'):
     fix_candidates(model, samples)
     agree_rows = None
     if world_size > 1:
-        from paddle_elmo.train.training import union_over_ranks
+        from paddle_elmo.train.ranks import union_over_ranks
         agree_rows = union_over_ranks
     optimizer = Adagrad(model, LR, clip, initial_accumulator=1.0, world_size=world_size)
     _, norm = train_step(model, optimizer, batch, agree_rows)

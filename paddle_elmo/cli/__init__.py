@@ -1,27 +1,29 @@
 """`paddle-elmo SUBCOMMAND [flags]` (also `python -m paddle_elmo SUBCOMMAND`): one command for every job.
 
 Each subcommand is a module of this package with a `build_parser()` (its flags) and a
-`main(argv=None)` that parses them; the top-level scripts of a checkout (`run_pretrain.py`, ...)
-call the same `main()`. Only the chosen module is imported, so `paddle-elmo --help` does not import
-Paddle. Every flag's name is one of glossary.FLAGS (README's "Flags" table: `update_readme`).
+`main(argv=None)` that parses them; the PaddleNLP example's scripts at the top of a checkout
+(`run_pretrain.py`, `run_eval.py`, `run_finetune.py`, `word2vec_base.py`) call the same `main()`.
+Only the chosen module is imported, so `paddle-elmo --help` does not import Paddle. Every flag's
+name is one of glossary.FLAGS (README's "Flags" table: `update_readme`).
 """
 import importlib
 import sys
 
-# subcommand -> (module in paddle_elmo.cli, the checkout's script, one line of help)
+# subcommand -> (module in paddle_elmo.cli, the checkout's script for it: the PaddleNLP example's four,
+# None for the rest (`python -m paddle_elmo SUBCOMMAND` in a checkout), one line of help)
 COMMANDS = {
     'pretrain': ('pretrain', 'run_pretrain.py', 'pretrain the biLM with sampled softmax (one device or, with '
                  '--nproc_per_node, several processes under paddle.distributed.launch)'),
     'eval': ('evaluate', 'run_eval.py', 'held-out perplexity with the full softmax'),
     'finetune': ('finetune', 'run_finetune.py', 'ELMo + bag-of-words polarity classifier, frozen or fine-tuned'),
     'word2vec': ('word2vec', 'word2vec_base.py', 'the word2vec + bag-of-words baseline'),
-    'embed': ('embed', 'run_embed.py', 'embed a text file into hdf5 (as `allennlp elmo`)'),
-    'predict': ('predict', 'run_predict.py', 'the next (or previous) word, sampled continuations'),
-    'dump': ('dump', 'run_dump.py', "the vocabulary's softmax / char-CNN embeddings, bilm-tf's token hdf5"),
-    'export-weights': ('export_weights', 'export_weights.py', 'a checkpoint to bilm-tf / AllenNLP files'),
-    'export-inference': ('export_inference', 'export_inference.py', 'a Paddle Inference program and model.onnx'),
-    'build-vocab': ('build_vocab', 'build_vocab.py', 'the vocabulary of a corpus, most frequent first'),
-    'demo': ('demo', 'demo.py', 'pretrain a tiny model on the bundled sample corpus, then embed with it'),
+    'embed': ('embed', None, 'embed a text file into hdf5 (as `allennlp elmo`)'),
+    'predict': ('predict', None, 'the next (or previous) word, sampled continuations'),
+    'dump': ('dump', None, "the vocabulary's softmax / char-CNN embeddings, bilm-tf's token hdf5"),
+    'export-weights': ('export_weights', None, 'a checkpoint to bilm-tf / AllenNLP files'),
+    'export-inference': ('export_inference', None, 'a Paddle Inference program and model.onnx'),
+    'build-vocab': ('build_vocab', None, 'the vocabulary of a corpus, most frequent first'),
+    'demo': ('demo', None, 'pretrain a tiny model on the bundled sample corpus, then embed with it'),
 }
 
 

@@ -1,9 +1,9 @@
 """Dump the vocabulary's embeddings: lm_1b's `dump_emb` mode, and bilm-tf's `dump_token_embeddings`.
 
-    python run_dump.py --init_from_ckpt checkpoints/final --output_dir dump    # the vocabulary it records
-    python run_dump.py --vocab_file vocab.txt --options_file options.json --weight_file weights.hdf5 \\
+    paddle-elmo dump --init_from_ckpt checkpoints/final --output_dir dump    # the vocabulary it records
+    paddle-elmo dump --vocab_file vocab.txt --options_file options.json --weight_file weights.hdf5 \\
         --output_dir dump --embeddings char_cnn
-    python run_dump.py --init_from_ckpt checkpoints/final --output_file token_embeddings.hdf5
+    paddle-elmo dump --init_from_ckpt checkpoints/final --output_file token_embeddings.hdf5
 
 --output_dir gets .npy files with one row per softmax row (the vocabulary as loaded: a file without
 `<S> </S> <UNK>` gets them first, as in training; `vocab.txt` there lists the rows):

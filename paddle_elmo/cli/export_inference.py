@@ -1,11 +1,11 @@
 """Export the biLM as a model that runs without this code: Paddle Inference and ONNX.
 
-    python export_inference.py --output_dir elmo_inference                     # the bundled model
-    python export_inference.py --options_file options.json --weight_file weights.hdf5 --output_dir elmo_inference
-    python export_inference.py --init_from_ckpt checkpoints/final --output_dir elmo_inference
-    python export_inference.py --options_file options.json --weight_file weights.hdf5 --quantize int8 \
+    paddle-elmo export-inference --output_dir elmo_inference                   # the bundled model
+    paddle-elmo export-inference --options_file options.json --weight_file weights.hdf5 --output_dir elmo_inference
+    paddle-elmo export-inference --init_from_ckpt checkpoints/final --output_dir elmo_inference
+    paddle-elmo export-inference --options_file options.json --weight_file weights.hdf5 --quantize int8 \
         --output_dir elmo_int8                                                 # model.onnx in int8 (onnxruntime)
-    python export_inference.py --options_file options.json --weight_file weights.hdf5 --vocab_file vocab.txt \
+    paddle-elmo export-inference --options_file options.json --weight_file weights.hdf5 --vocab_file vocab.txt \
         --output_dir elmo_inference                                            # a bilm-tf word model
 
 Writes OUTPUT_DIR/inference.json + inference.pdiparams (paddle.jit.save's program, for

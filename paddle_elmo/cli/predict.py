@@ -2,9 +2,9 @@
 
 As lm_1b's `sample` mode: the forward LM predicts the next word, the backward LM the previous one.
 
-    python run_predict.py --init_from_ckpt checkpoints/final --prefix 'the cat'   # the vocabulary it records
-    python run_predict.py ... --prefix 'on the mat .' --direction backward --top_k 5
-    python run_predict.py ... --prefix_file prefixes.txt --sample 3 --temperature 0.8 --output_json out.json
+    paddle-elmo predict --init_from_ckpt checkpoints/final --prefix 'the cat'   # the vocabulary it records
+    paddle-elmo predict ... --prefix 'on the mat .' --direction backward --top_k 5
+    paddle-elmo predict ... --prefix_file prefixes.txt --sample 3 --temperature 0.8 --output_json out.json
 
 A prefix is split into tokens (--tokenizer; by default the one the model records: moses for
 English text such as the bundled model's, whitespace when it records none) and read after `<S>`:
@@ -12,8 +12,8 @@ the forward LM has read `<S> w1 .. wn` and predicts the next word
 (`</S>`: the sentence ends). Backward, the text is a suffix: the LM has read `</S> wn .. w1` and
 predicts the word before w1 (`<S>`: the sentence starts). An empty prefix is the sentence boundary
 alone. Probabilities are the full softmax's, so -log(prob) is the loss
-run_eval.py counts for that word in that context. The model needs its softmax: a checkpoint of
-ours, or hdf5 weights exported with it (export_weights.py without --no_softmax). The vocabulary is
+`paddle-elmo eval` counts for that word in that context. The model needs its softmax: a checkpoint of
+ours, or hdf5 weights exported with it (`paddle-elmo export-weights` without --no_softmax). The vocabulary is
 --vocab_file, or the one the model records (a checkpoint's recipe.json, or the vocab.txt beside
 its options.json).
 """

@@ -10,7 +10,7 @@ and final.* at the end (atomically), train_log.csv and train_curve.png. The corp
 tokens split by spaces; --tokenizer records the tokenizer that made them from raw text, which every
 command then applies to the model's raw inputs (build-vocab --tokenizer X --output_corpus makes
 them). The flags become the two
-configs here (`read_configs`); the loop is paddle_elmo/train/training.py's.
+configs here (`read_configs`); the run's set-up is paddle_elmo/train/start.py's, the loop training.py's.
 """
 import argparse
 import os
@@ -37,11 +37,11 @@ from paddle_elmo.text.word_vectors import check_vectors_file
 def read_configs(a):
     """-> (ModelConfig, Recipe, save_dir, start): the files the flags name, read, then run_plan.for_run's
     policy (a new run, a resumed one, or one from weights: its recipe names them), and how the run
-    starts, which training.set_up follows (training.NewRun or training.Resume)."""
+    starts, which start.set_up follows (start.NewRun or start.Resume)."""
     given = given_settings(a)
     if a.preset is not None:
         given['preset'] = a.preset
-    from paddle_elmo.train.training import NewRun, Resume
+    from paddle_elmo.train.start import NewRun, Resume
     resumed = weights = None
     start = NewRun()
     save_dir = a.save_dir or 'checkpoints'
@@ -103,7 +103,8 @@ def main(argv=None):
             check_corpus(pattern, flag)
     check_output_directory(save_dir, '--save_dir')  # the default one too (checkpoints, or the resumed run's)
     warn_if_untokenized(recipe.train_data_path, model_config.tokenizer)
-    from paddle_elmo.train.training import finish, set_up, train
+    from paddle_elmo.train.start import set_up
+    from paddle_elmo.train.training import finish, train
     run = set_up(model_config, recipe, save_dir, start, device=a.device, cpu_threads=a.cpu_threads,
                  max_minutes=a.max_minutes)
     outcome = finish(run, train(run))

@@ -72,7 +72,7 @@ class InferenceEmbedder(SentenceEmbedder):
     ELMoEmbedder, the user's OMP_NUM_THREADS or the available cores). tokenizer: as ELMoEmbedder's
     (None: the one the export's options.json records). A word or word+char export maps tokens to
     word ids with its vocab.txt (`mapper`, a token_ids.InputMapper). `precision`: 'float32', or how
-    model.onnx was quantized ('int8: ...', export_inference.py --quantize int8) for onnxruntime.
+    model.onnx was quantized ('int8: ...', export-inference --quantize int8) for onnxruntime.
     `verified`: the checks export.json records (the comparisons with ELMoEmbedder before the export
     was written), 'unverified' (export-inference --no_verify: logged as a warning), or None for an
     export written before export.json existed.

@@ -22,7 +22,7 @@ def _reference_name(name, known):
 
 
 # Sentences on which realistic_bilm matches the reference's pre-activations: short and long, a
-# long word, non-ASCII bytes (export_inference.py's check sentences and a few more).
+# long word, non-ASCII bytes (export-inference's check sentences and a few more).
 CALIBRATION_SENTENCES = [['The', 'first', 'sentence', '.'], ['Second', 'one', ',', 'a', 'little', 'longer', 'than',
                          'the', 'first', ',', 'with', 'antidisestablishmentarianism', '.'], ['中文', 'ünïcode'],
                          ['x'], 'It was a dark and stormy night ; the rain fell in torrents .'.split(),

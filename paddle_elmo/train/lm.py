@@ -37,7 +37,7 @@ class LanguageModel(nn.Layer):
     gradients cut at the boundary. vocab: the Vocabulary of word input (word and word+char models
     read the training vocabulary, as bilm-tf's token mode). bilm: a loaded stateful BiLM of `config`
     to use (lm_loading.load_language_model's) instead of a new one. kernels: the model's
-    (kernels.Kernels: the run's dropout masks, training.run_kernels), its new BiLM's too.
+    (kernels.Kernels: the run's dropout masks, start.run_kernels), its new BiLM's too.
     """
 
     def __init__(self, config, vocab_size, n_negative_samples=8192, seed=0, reset_state_at_sentence_start=False,
