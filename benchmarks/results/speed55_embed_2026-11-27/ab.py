@@ -10,6 +10,11 @@ outputs are identical (np.array_equal over every sentence's layers).
 CHANGE names what is switched (CHANGES below):
   packs   LstmLayer.keep_packed False (the kernel packs W_hidden and W_P at every call) / True
           (packed once per weight version, LstmLayer.packed_weights)
+  gates   the recurrence kernel's inference gates storing each row's activations to scratch (old)
+          or not (new); needs kernels.cc with measure_gates.diff applied (a switch read from the
+          environment, ELMO_AB_OLD_GATES, not in the committed kernel)
+Besides the ratio of the medians, the median of each round's new / old (the two passes of a round
+ran back to back, so a load that changes slowly affects both alike).
 """
 import statistics
 import sys
@@ -26,7 +31,15 @@ def switch_packs(new):
     LstmLayer.keep_packed = new
 
 
-CHANGES = {'packs': switch_packs}
+def switch_gates(new):
+    import os
+    if new:
+        os.environ.pop('ELMO_AB_OLD_GATES', None)
+    else:
+        os.environ['ELMO_AB_OLD_GATES'] = '1'
+
+
+CHANGES = {'packs': switch_packs, 'gates': switch_gates}
 
 change = sys.argv[1]
 n, rounds, threads = (int(v) for v in (sys.argv[2:] + ['128', '5', '1'][len(sys.argv) - 2:])[:3])
@@ -55,5 +68,7 @@ for r in range(rounds):
         print(f'round {r} | {"new" if new else "old"} | {s:7.3f} s | matmul {rate:5.1f} GFLOP/s | '
               f'same as its first pass: {same}', flush=True)
 old, new = statistics.median(seconds[False]), statistics.median(seconds[True])
-print(f'median old {old:.3f} s, new {new:.3f} s: new / old = {new / old:.3f} ({old / new:.3f}x)')
+paired = statistics.median(b / a for a, b in zip(seconds[False], seconds[True]))
+print(f'median old {old:.3f} s, new {new:.3f} s: new / old = {new / old:.3f} ({old / new:.3f}x); '
+      f'median of the rounds\' new / old {paired:.3f}')
 print('identical outputs (old and new):', all(np.array_equal(a, b) for a, b in zip(outputs[False], outputs[True])))
