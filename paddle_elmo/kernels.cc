@@ -18,8 +18,11 @@
 // as Paddle's clip (the input equals the output there).
 #include "paddle/extension.h"
 
+#include <sys/mman.h>
+
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
 #include <cstdint>
 #include <cstring>
 #include <vector>
@@ -139,11 +142,15 @@ void CheckInputs(const Tensor& gates_x, const Tensor& w_hidden, const Tensor& w_
 }
 
 // A packed right-hand matrix kept across calls (elmo_pack_weight: bilm.LstmLayer caches one per
-// weight version): a float32 tensor whose first kPackHeader floats say what was packed (the
-// products' max rows, n, k and the transpose flag: a pack made for other products is refused, as
-// MKL's packed layout, and with it the results, depend on max rows), then MKL's packed layout.
-// Paddle allocates CPU tensors 64-byte aligned, so the layout starts aligned, as cblas_sgemm_alloc's.
+// weight version): a float32 tensor holding MKL's packed layout, then kPackHeader floats that say
+// what was packed (the products' max rows, n, k and the transpose flag: a pack made for other
+// products is refused, as MKL's packed layout, and with it the results, depend on max rows). Its
+// memory is asked for in huge pages (Linux's transparent huge pages, where madvise allows them):
+// every step streams the whole pack (48 MB for an original-size W_hidden), and on 4 KB pages the
+// products ran ~3% slower than on MKL's own allocation, on huge pages ~5% faster (measured in C,
+// AMD EPYC, one thread, under load: benchmarks/results/speed55_embed_2026-11-27/packmem.c).
 constexpr int64_t kPackHeader = 16;  // 64 bytes
+constexpr size_t kHugePage = size_t{2} << 20;
 constexpr int64_t kPackWhat = 4;     // of them used: max rows, n, k, transpose
 
 // C [m, n] = A [m, k] x B for one right-hand matrix B and many A of at most max_rows rows: the
@@ -193,19 +200,26 @@ class RightMatrix {
   }
 
   // b packed for products of up to max_rows rows -> a tensor for the constructor's `packed`
-  // (kPackHeader floats, then the layout); an empty tensor without MKL (nothing to pack).
+  // (the layout, then kPackHeader floats); an empty tensor without MKL (nothing to pack).
   static Tensor PackedTensor(const Tensor& b, bool transpose, int64_t max_rows) {
     const RightMatrix shape(b, transpose);
 #ifdef ELMO_MKL
     const size_t bytes = cblas_sgemm_pack_get_size(CblasBMatrix, max_rows, shape.n_, shape.k_);
-    Tensor packed = Empty({kPackHeader + static_cast<int64_t>((bytes + sizeof(float) - 1) / sizeof(float))});
+    const int64_t layout = static_cast<int64_t>((bytes + 63) / 64 * 16);  // floats, a multiple of 64 bytes
+    const size_t total = (sizeof(float) * (layout + kPackHeader) + kHugePage - 1) / kHugePage * kHugePage;
+    void* memory = nullptr;
+    PD_CHECK(posix_memalign(&memory, kHugePage, total) == 0, "lstm kernel: no memory for a packed weight");
+#ifdef MADV_HUGEPAGE
+    madvise(memory, total, MADV_HUGEPAGE);  // a request: without huge pages it works all the same
+#endif
+    Tensor packed = paddle::from_blob(memory, {layout + kPackHeader}, paddle::DataType::FLOAT32,
+                                      phi::DataLayout::NCHW, paddle::CPUPlace(), [](void* p) { std::free(p); });
     float* at = packed.data<float>();
-    PD_CHECK(reinterpret_cast<uintptr_t>(at) % 64 == 0, "lstm kernel: a packed weight must be 64-byte aligned");
     const int32_t what[kPackWhat] = {static_cast<int32_t>(max_rows), static_cast<int32_t>(shape.n_),
                                      static_cast<int32_t>(shape.k_), transpose ? 1 : 0};
-    std::fill(at, at + kPackHeader, 0.f);
-    std::memcpy(at, what, sizeof what);
-    shape.Pack(shape.b_.data<float>(), max_rows, at + kPackHeader);
+    std::fill(at + layout, at + layout + kPackHeader, 0.f);
+    std::memcpy(at + layout, what, sizeof what);
+    shape.Pack(shape.b_.data<float>(), max_rows, at);
     return packed;
 #else
     return Empty({0});
@@ -233,11 +247,11 @@ class RightMatrix {
              "lstm kernel: a packed weight is a float32 CPU tensor (elmo_pack_weight's)");
     const float* at = packed.data<float>();
     int32_t what[kPackWhat];
-    std::memcpy(what, at, sizeof what);
+    std::memcpy(what, at + packed.numel() - kPackHeader, sizeof what);
     PD_CHECK(what[0] == max_rows && what[1] == n_ && what[2] == k_ && what[3] == (transpose_ ? 1 : 0),
              "lstm kernel: a packed weight made for other products (max rows, shape or transpose differ)");
     PD_CHECK(reinterpret_cast<uintptr_t>(at) % 64 == 0, "lstm kernel: a packed weight must be 64-byte aligned");
-    return at + kPackHeader;
+    return at;
   }
 #endif
 

@@ -55,7 +55,7 @@ with paddle.no_grad():
             pooled = []
             for k, (w, weight) in enumerate(zip(ws, enc.conv_weights)):
                 product = paddle.matmul(w, weight)
-                add(f'filter {k} product {list(w.shape)}x{weight.shape[1]}', timed(lambda: paddle.matmul(w, weight)))
+                add(f'filter {k} product (K {w.shape[2]}, n {weight.shape[1]})', timed(lambda: paddle.matmul(w, weight)))
                 add(f'filter {k} max', timed(lambda: kernels.max_over_positions(product)))
                 pooled.append(kernels.max_over_positions(product))
             bias = paddle.concat(list(enc.conv_biases))

@@ -70,5 +70,6 @@ for r in range(rounds):
 old, new = statistics.median(seconds[False]), statistics.median(seconds[True])
 paired = statistics.median(b / a for a, b in zip(seconds[False], seconds[True]))
 print(f'median old {1000 * old:.1f} ms, new {1000 * new:.1f} ms: new / old = {new / old:.3f}; median of the '
-      f'rounds\' new / old {paired:.3f}')
+      f'rounds\' new / old {paired:.3f}; fastest old {1000 * min(seconds[False]):.1f} ms, new '
+      f'{1000 * min(seconds[True]):.1f} ms: {min(seconds[True]) / min(seconds[False]):.3f} (a load only adds time)')
 print('identical outputs (old and new):', all(np.array_equal(a, b) for a, b in zip(first[False], first[True])))
