@@ -264,30 +264,6 @@ class RightMatrix {
 #endif
 };
 
-// One row of a step's gates: gates_x's row g [4D], the bias b [4D], h_prev x W_hidden's row rr [4D]
-// and the previous cell state cp [D].
-struct GateRow {
-  const float *g, *b, *rr, *cp;
-};
-
-// The cell state c [D], the projection's input m [D] and, with kSave, the activations a [4D]
-// (sigmoid i, tanh j, sigmoid f, sigmoid o: the backward's) of one row. Without kSave nothing else
-// is written: inference's activations were 4D floats a row stored for nothing.
-template <bool kSave>
-inline void Gates(const GateRow& in, int64_t D, float cell_clip, float* c, float* m, float* a) {
-  const float *g = in.g, *b = in.b, *rr = in.rr, *cp = in.cp;
-#pragma omp simd
-  for (int64_t k = 0; k < D; ++k) {
-    const float i = Sigmoid(g[k] + b[k] + rr[k]), j = Tanh(g[D + k] + b[D + k] + rr[D + k]);
-    const float f = Sigmoid(g[2 * D + k] + b[2 * D + k] + rr[2 * D + k]);
-    const float o = Sigmoid(g[3 * D + k] + b[3 * D + k] + rr[3 * D + k]);
-    const float cell = Clip(i * j + f * cp[k], cell_clip);
-    c[k] = cell;
-    m[k] = o * Tanh(cell);
-    if (kSave) a[k] = i, a[D + k] = j, a[2 * D + k] = f, a[3 * D + k] = o;
-  }
-}
-
 }  // namespace
 
 // -> h [tokens, P], c [tokens, D], acts [tokens, 4D] (sigmoid i, tanh j, sigmoid f, sigmoid o),
@@ -309,6 +285,8 @@ std::vector<Tensor> LstmForward(const Tensor& gates_x_in, const Tensor& bias_in,
   const int64_t D = w_proj.shape()[0], P = w_proj.shape()[1], tokens = offset.back();
   Tensor h = Empty({tokens, P}), c = Empty({tokens, D});
   Tensor acts = Empty({save ? tokens : 0, 4 * D}), m = Empty({save ? tokens : batch_sizes[0], D});
+  // Activations of the current step's rows, when none are kept (one row each: threads share it).
+  std::vector<float> scratch(save ? 0 : batch_sizes[0] * 4 * D);
   // Scratch as Paddle tensors, not std::vector: MKL's results depend on its operands' alignment,
   // and Paddle's allocations are aligned alike from call to call (malloc's are not).
   Tensor rec_t = Empty({batch_sizes[0], 4 * D});  // h_prev x W_hidden of a step
@@ -326,12 +304,21 @@ std::vector<Tensor> LstmForward(const Tensor& gates_x_in, const Tensor& bias_in,
     float* m_rows = m.data<float>() + (save ? at : 0) * D;
 #pragma omp parallel for if (n * D >= kParallelMin)
     for (int64_t row = 0; row < n; ++row) {
-      const GateRow in{gx + (at + row) * 4 * D, b, r + row * 4 * D, c_prev + row * D};
-      float *c_row = c_out + (at + row) * D, *m_row = m_rows + row * D;
-      if (save) {
-        Gates<true>(in, D, cell_clip, c_row, m_row, acts.data<float>() + (at + row) * 4 * D);
-      } else {
-        Gates<false>(in, D, cell_clip, c_row, m_row, nullptr);
+      const float* g = gx + (at + row) * 4 * D;
+      const float* rr = r + row * 4 * D;
+      float* a = save ? acts.data<float>() + (at + row) * 4 * D : scratch.data() + row * 4 * D;
+      const float* cp = c_prev + row * D;
+      float* c_row = c_out + (at + row) * D;
+      float* m_row = m_rows + row * D;
+#pragma omp simd
+      for (int64_t k = 0; k < D; ++k) {
+        const float i = Sigmoid(g[k] + b[k] + rr[k]), j = Tanh(g[D + k] + b[D + k] + rr[D + k]);
+        const float f = Sigmoid(g[2 * D + k] + b[2 * D + k] + rr[2 * D + k]);
+        const float o = Sigmoid(g[3 * D + k] + b[3 * D + k] + rr[3 * D + k]);
+        const float cell = Clip(i * j + f * cp[k], cell_clip);
+        c_row[k] = cell;
+        m_row[k] = o * Tanh(cell);
+        a[k] = i, a[D + k] = j, a[2 * D + k] = f, a[3 * D + k] = o;
       }
     }
     float* h_rows = h_out + at * P;

@@ -10,7 +10,7 @@ outputs are identical (np.array_equal over every sentence's layers).
 CHANGE names what is switched (CHANGES below):
   packs   LstmLayer.keep_packed False (the kernel packs W_hidden and W_P at every call) / True
           (packed once per weight version, LstmLayer.packed_weights)
-  gates   the recurrence kernel's inference gates storing each row's activations to scratch (old)
+  gates   (a change measured and reverted: bc75d9a) the recurrence kernel's inference gates storing each row's activations to scratch (old)
           or not (new); needs kernels.cc with measure_gates.diff applied (a switch read from the
           environment, ELMO_AB_OLD_GATES, not in the committed kernel)
 Besides the ratio of the medians, the median of each round's new / old (the two passes of a round
