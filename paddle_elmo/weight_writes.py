@@ -37,8 +37,9 @@ def watch(param):
     """From now on param's set_value and copy_ count as writes (once per parameter; a deep copy of
     it is a new parameter, watched when it is used). Through a weak reference: no cycle keeps the
     parameter's memory beyond its owner."""
-    if COUNTED[0] in vars(param):
-        return
+    current = vars(param).get(COUNTED[0])
+    if current is not None and getattr(current, 'watched', lambda: None)() is param:
+        return  # watched already (a copy of another parameter's dict would name that one: rewatched)
     ref = weakref.ref(param)
     for name in COUNTED:
         setattr(param, name, _counted(ref, getattr(type(param), name)))
@@ -49,6 +50,7 @@ def _counted(ref, method):
         result = method(ref(), *args, **kwargs)
         written()
         return result
+    write.watched = ref
     return write
 
 

@@ -193,3 +193,15 @@ def test_a_pack_for_other_products_is_refused():
     with paddle.no_grad(), pytest.raises(Exception, match='packed weight made for other products'):
         kernels.recurrence(gates, bias, [3], h0, c0, w, w_proj,
                            packed=lambda rows: (packed, kernels.pack_weight(w_proj, rows)))
+
+
+def test_a_deep_copy_counts_its_own_writes():
+    """A deep copy of a model whose weights were watched: its writes count, and reach only it."""
+    import copy
+    bilm = new_bilm()
+    before = embed(bilm)
+    twin = copy.deepcopy(bilm)
+    assert_same(embed(twin), before)
+    set_value(twin)
+    assert_same(embed(twin), embed(fresh_copy(twin)))
+    assert_same(embed(bilm), before)
