@@ -310,3 +310,45 @@ def readme_commands(heading):
     block = re.search(r'```bash\n(.*?)```', text[text.index(heading):], re.S).group(1)
     lines = [line for line in block.replace('\\\n', ' ').splitlines() if line.strip() and not line.startswith('#')]
     return [shlex.split(line, comments=True) for line in lines]  # a comment after a command is the shell's
+
+
+# ---- a tiny training case (test_train_step's, reused by test_packed_weights) ---------------------
+
+VOCAB, NEGATIVES, BATCH, UNROLL = 40, 9, 3, 5
+
+
+def make_model(token_input='char'):
+    from paddle_elmo.text.vocabulary import Vocabulary
+    from paddle_elmo.train.lm import LanguageModel
+    paddle.seed(7)
+    vocab = Vocabulary.from_tokens(['<S>', '</S>', '<UNK>'] + [f'w{i}' for i in range(3, VOCAB)])
+    config = tiny_config(dropout=0.0, token_input=token_input, word_dim=6 if token_input == 'word+char' else 0)
+    model = LanguageModel(config, VOCAB, NEGATIVES, vocab=vocab if config.has_words else None)
+    model.train()
+    return model
+
+
+def make_case(rank):
+    """-> (batch, [(forward candidates, n_draws), (backward candidates, n_draws)]) of one rank.
+
+    Each direction's candidates include one accidental hit (a target of that direction); the word
+    ids repeat some words, so a touched embedding row gathers several gradients."""
+    rng = np.random.RandomState(100 + rank)
+    chars = rng.randint(1, 262, (BATCH, UNROLL, 50)).astype(np.int32)
+    targets = rng.randint(0, VOCAB, (BATCH, UNROLL)).astype(np.int64)
+    batch = {'char_ids': chars, 'next_token_ids': targets,
+             'char_ids_reverse': chars[:, ::-1].copy(), 'next_token_ids_reverse': rng.randint(0, VOCAB, (BATCH, UNROLL))}
+    samples = []
+    for key in ('next_token_ids', 'next_token_ids_reverse'):
+        hit = int(batch[key][0, 0])
+        others = rng.choice([i for i in range(VOCAB) if i != hit], NEGATIVES - 1, replace=False)
+        samples.append((np.concatenate([others, [hit]]).astype(np.int64), 15 + rank))
+    batch['word_ids'] = rng.randint(1, VOCAB // 3, (BATCH, UNROLL)).astype(np.int64)
+    batch['word_ids_reverse'] = batch['word_ids'][:, ::-1].copy()
+    return batch, samples
+
+
+def fix_candidates(model, samples):
+    """Make the model's sampler return the given candidate sets, forward then backward."""
+    queue = list(samples)
+    model.sampler.sample = lambda: queue.pop(0)

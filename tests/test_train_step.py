@@ -20,50 +20,14 @@ import numpy as np
 import paddle
 import pytest
 
-from conftest import ROOT, require_kernels, tiny_config
+from conftest import ROOT, require_kernels
+from helpers import UNROLL, VOCAB, fix_candidates, make_case, make_model
 
-VOCAB, NEGATIVES, BATCH, UNROLL, LR = 40, 9, 3, 5, 0.2
+LR = 0.2
 CLIP = 1.0  # this tiny model's scaled gradient norm is ~2.4: bilm-tf's 10 would never act
 
 
 TOKEN_INPUTS = ('char', 'word', 'word+char')
-
-
-def make_model(token_input='char'):
-    from paddle_elmo.text.vocabulary import Vocabulary
-    from paddle_elmo.train.lm import LanguageModel
-    paddle.seed(7)
-    vocab = Vocabulary.from_tokens(['<S>', '</S>', '<UNK>'] + [f'w{i}' for i in range(3, VOCAB)])
-    config = tiny_config(dropout=0.0, token_input=token_input, word_dim=6 if token_input == 'word+char' else 0)
-    model = LanguageModel(config, VOCAB, NEGATIVES, vocab=vocab if config.has_words else None)
-    model.train()
-    return model
-
-
-def make_case(rank):
-    """-> (batch, [(forward candidates, n_draws), (backward candidates, n_draws)]) of one rank.
-
-    Each direction's candidates include one accidental hit (a target of that direction); the word
-    ids repeat some words, so a touched embedding row gathers several gradients."""
-    rng = np.random.RandomState(100 + rank)
-    chars = rng.randint(1, 262, (BATCH, UNROLL, 50)).astype(np.int32)
-    targets = rng.randint(0, VOCAB, (BATCH, UNROLL)).astype(np.int64)
-    batch = {'char_ids': chars, 'next_token_ids': targets,
-             'char_ids_reverse': chars[:, ::-1].copy(), 'next_token_ids_reverse': rng.randint(0, VOCAB, (BATCH, UNROLL))}
-    samples = []
-    for key in ('next_token_ids', 'next_token_ids_reverse'):
-        hit = int(batch[key][0, 0])
-        others = rng.choice([i for i in range(VOCAB) if i != hit], NEGATIVES - 1, replace=False)
-        samples.append((np.concatenate([others, [hit]]).astype(np.int64), 15 + rank))
-    batch['word_ids'] = rng.randint(1, VOCAB // 3, (BATCH, UNROLL)).astype(np.int64)
-    batch['word_ids_reverse'] = batch['word_ids'][:, ::-1].copy()
-    return batch, samples
-
-
-def fix_candidates(model, samples):
-    """Make the model's sampler return the given candidate sets, forward then backward."""
-    queue = list(samples)
-    model.sampler.sample = lambda: queue.pop(0)
 
 
 # ---- the reference, in NumPy --------------------------------------------------------------------

@@ -7,7 +7,7 @@ import numpy as np
 import paddle
 import paddle.nn as nn
 
-from paddle_elmo.model import kernels
+from paddle_elmo.model import kernels, weight_writes
 from paddle_elmo.model.packing import last_states, packing_indices, step_groups
 
 
@@ -18,7 +18,14 @@ class LstmLayer(nn.Layer):
     B: [4 * dim] as stored; TensorFlow's forget bias of 1.0 is added to the f block at run time
        (kept out of B so that weights round-trip bit for bit).
     W_P: [dim, projection_dim], no bias.
+
+    The recurrence kernel multiplies by W_hidden (W's last projection_dim rows) and W_P in MKL's
+    packed layout; packing them costs 16-20 ms per original-size layer (more than a tenth of an
+    embedding batch's time when done per call), so `packed_weights` keeps the packs until the
+    weights change (weight_writes).
     """
+
+    keep_packed = True  # False: the kernel packs the weights at every call (as before; for comparisons)
 
     def __init__(self, input_dim, dim, projection_dim):
         super().__init__()
@@ -30,9 +37,32 @@ class LstmLayer(nn.Layer):
         forget = np.zeros(4 * dim, dtype=np.float32)
         forget[2 * dim:3 * dim] = 1.0
         self.register_buffer('forget_bias', paddle.to_tensor(forget), persistable=False)
+        self._packs = None  # (key, packed W_hidden, packed W_P): packed_weights'
 
     def bias(self):
         return self.B + self.forget_bias
+
+    def packed_weights(self, max_rows):
+        """W_hidden and W_P packed for the kernel's products of up to max_rows rows
+        (kernels.pack_weight), kept for the next calls -> (W_hidden, W_P) packed, or None (then
+        the kernel packs them per call).
+
+        Kept for one key: the weights' (weight_writes.key: no write to them since) and max_rows
+        (MKL's layout, and its results, depend on it); another key packs anew, so at most one pair
+        is held (~60 MB for the original size), freed with the layer. Nothing is kept while the
+        weights have a gradient: any optimizer may then update them unseen.
+        """
+        if not self.keep_packed or self.W.grad is not None or self.W_P.grad is not None:
+            self._packs = None
+            return None
+        weight_writes.watch(self.W)
+        weight_writes.watch(self.W_P)
+        key = (weight_writes.key([self.W, self.W_P]), int(max_rows))
+        if self._packs is None or self._packs[0] != key:
+            self._packs = None  # the old pair is freed before the new one is made
+            w_hidden = split_rows(self.W, [self.input_dim, self.projection_dim])[1]
+            self._packs = (key, kernels.pack_weight(w_hidden, max_rows), kernels.pack_weight(self.W_P, max_rows))
+        return self._packs[1:]
 
 
 class LstmStack(nn.Layer):
@@ -95,8 +125,9 @@ class LstmStack(nn.Layer):
         # Groups of steps whose [tokens, 4D] gate buffer fits GATE_BUFFER_MB: training keeps three
         # such buffers (the gates, their activations and their gradient; a whole batch of 64
         # rt-polarity sentences would need 780 MB at once), inference only the gates, so its groups
-        # take 3x the tokens in the same memory. Each group is a kernel call, and each call packs
-        # W_hidden and W_P anew (16-20 ms for an original-size layer).
+        # take 3x the tokens in the same memory. Each group is a kernel call; in inference the calls
+        # reuse the layer's packed W_hidden and W_P (LstmLayer.packed_weights) while their first
+        # step's rows are the same.
         tokens = (self.GATE_BUFFER_MB << 20) // (16 * self.dim)
         if not kernels.tracks_grad([x, layer.W, layer.W_P, layer.B, h, c]):
             tokens *= 3
@@ -107,7 +138,7 @@ class LstmStack(nn.Layer):
             sizes = batch_sizes[first:last]
             gates = paddle.matmul(x_group, w_input)  # [group tokens, 4D], bias added by recurrence
             h_all, c_all = kernels.recurrence(gates, bias, sizes, h, c, w_hidden, layer.W_P,
-                                              self.cell_clip, self.proj_clip, self.kernels)
+                                              self.cell_clip, self.proj_clip, self.kernels, packed=layer.packed_weights)
             h, c = last_states(h_all, c_all, h, c, sizes)
             outputs.append(h_all)
         return (outputs[0] if len(outputs) == 1 else paddle.concat(outputs)), (h, c)
