@@ -5,7 +5,7 @@ path, then the new (or the reverse in odd rounds), each pass timed whole, with t
 before it; prints the seconds per pass, the median of each path, their ratio, and whether the
 outputs are identical (np.array_equal over every sentence's layers).
 
-    taskset -c 1 python benchmarks/results/speed55_embed_2026-11-27/ab.py CHANGE [N] [ROUNDS] [THREADS]
+    taskset -c 1 python benchmarks/results/speed55_embed_2026-11-27/ab.py CHANGE [N] [ROUNDS] [THREADS] [BATCH]
 
 CHANGE names what is switched (CHANGES below):
   packs   LstmLayer.keep_packed False (the kernel packs W_hidden and W_P at every call) / True
@@ -42,8 +42,8 @@ def switch_gates(new):
 CHANGES = {'packs': switch_packs, 'gates': switch_gates}
 
 change = sys.argv[1]
-n, rounds, threads = (int(v) for v in (sys.argv[2:] + ['128', '5', '1'][len(sys.argv) - 2:])[:3])
-spec = dict(threads=threads, device='cpu', seed=0, config='original', batch_size=64, cache='off')
+n, rounds, threads, batch = (int(v) for v in (sys.argv[2:] + ['128', '5', '1', '64'][len(sys.argv) - 2:])[:4])
+spec = dict(threads=threads, device='cpu', seed=0, config='original', batch_size=batch, cache='off')
 sentences, _ = bench_embed.read_sentences(bench_embed.DEFAULT_DATA, n)
 bilm, embedder, _ = bench_embed.build_embedder(spec)
 
@@ -55,7 +55,7 @@ def run(new):
     return time.perf_counter() - start, out
 
 
-print(f'{change}: {n} sentences, {sum(map(len, sentences))} tokens, batches of 64, {threads} threads, '
+print(f'{change}: {n} sentences, {sum(map(len, sentences))} tokens, batches of {batch}, {threads} threads, '
       f'{rounds} rounds')
 outputs = {old_new: run(old_new)[1] for old_new in (False, True)}  # warm-up
 seconds = {False: [], True: []}
