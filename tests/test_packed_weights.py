@@ -3,6 +3,7 @@ never used after the weights change, by whatever path they change (weight_writes
 write the model's outputs are exactly those of a fresh model holding the written weights. Kept
 packs give exactly the outputs of packing at every call, at most one pair is held per layer, and
 it goes with the model. Training does not use them: its losses are those of packing per call."""
+import dataclasses
 import gc
 import weakref
 
@@ -13,7 +14,6 @@ import pytest
 from conftest import tiny_config
 from paddle_elmo.model import kernels
 from paddle_elmo.model.bilm import BiLM
-from paddle_elmo.model.lstm import LstmLayer
 from paddle_elmo.runtime import inference_mode
 from paddle_elmo.text.token_ids import CharMapper
 
@@ -52,27 +52,33 @@ def new_bilm(seed=0):
     return BiLM(tiny_config())
 
 
+def keep_packs(bilm, keep):
+    """The biLM's LSTMs keep their packs (the default) or pack per call: their Kernels' keep_packs."""
+    for stack in (bilm.forward_stack, bilm.backward_stack):
+        stack.kernels = dataclasses.replace(stack.kernels, keep_packs=keep)
+
+
 def packs(bilm):
     return [layer._packs for stack in (bilm.forward_stack, bilm.backward_stack) for layer in stack.layers]
 
 
-def test_kept_packs_give_the_outputs_of_packing_per_call(monkeypatch):
+def test_kept_packs_give_the_outputs_of_packing_per_call():
     bilm = new_bilm()
     batches = [SENTENCES, SENTENCES[:1], SENTENCES, SENTENCES[1:]]  # first rows 3, 1, 3, 2: repacks
     kept = [embed(bilm, s) for s in batches]
     assert all(p is not None for p in packs(bilm))
-    monkeypatch.setattr(LstmLayer, 'keep_packed', False)
+    keep_packs(bilm, False)
     assert_same(sum(kept, []), sum((embed(bilm, s) for s in batches), []))
     assert all(p is None for p in packs(bilm))
 
 
-def test_kept_packs_in_step_groups_give_the_outputs_of_packing_per_call(monkeypatch):
+def test_kept_packs_in_step_groups_give_the_outputs_of_packing_per_call():
     """GATE_BUFFER_MB 0: a kernel call per step or two, each group's first rows fewer."""
     bilm = new_bilm()
     for stack in (bilm.forward_stack, bilm.backward_stack):
         stack.GATE_BUFFER_MB = 0
     kept = embed(bilm) + embed(bilm)
-    monkeypatch.setattr(LstmLayer, 'keep_packed', False)
+    keep_packs(bilm, False)
     assert_same(kept, embed(bilm) + embed(bilm))
 
 
@@ -146,7 +152,7 @@ def test_a_paddle_optimizer_step_after_an_embedding_is_not_missed(embed_after):
     assert_same(embed(bilm), embed(fresh_copy(bilm)))
 
 
-def test_the_library_optimizer_step_repacks_and_training_losses_are_unchanged(monkeypatch):
+def test_the_library_optimizer_step_repacks_and_training_losses_are_unchanged():
     """Three steps of the language model with an embedding after each: the losses are those of
     packing per call, and each embedding is the fresh model's."""
     from helpers import fix_candidates, make_case, make_model
@@ -154,8 +160,8 @@ def test_the_library_optimizer_step_repacks_and_training_losses_are_unchanged(mo
     from paddle_elmo.train.optimizers import Adagrad
     runs = []
     for keep in (True, False):
-        monkeypatch.setattr(LstmLayer, 'keep_packed', keep)
         model = make_model()
+        keep_packs(model.bilm, keep)
         optimizer = Adagrad(model, 0.2, 1.0)
         losses, embeddings = [], []
         for rank in range(3):

@@ -141,7 +141,7 @@ void CheckInputs(const Tensor& gates_x, const Tensor& w_hidden, const Tensor& w_
   }
 }
 
-// A packed right-hand matrix kept across calls (elmo_pack_weight: bilm.LstmLayer caches one per
+// A packed right-hand matrix kept across calls (elmo_pack_weight: lstm.LstmLayer caches one per
 // weight version): a float32 tensor holding MKL's packed layout, then kPackHeader floats that say
 // what was packed (the products' max rows, n, k and the transpose flag: a pack made for other
 // products is refused, as MKL's packed layout, and with it the results, depend on max rows). Its

@@ -85,9 +85,13 @@ class Kernels:
         the kernel drew them). Both are the same distribution but different draws, so a run records
         which it used (Recipe.dropout_masks) and a resume builds its model with it again: its masks
         go on as they began.
+    keep_packs: whether the recurrence keeps each LSTM layer's MKL-packed weights across inference
+        calls until the weights change (lstm.LstmLayer.packed_weights; False: the kernel packs them
+        at every call, as before, for comparisons).
     """
     cpu: bool = True
     dropout_masks: str = 'kernel'
+    keep_packs: bool = True
 
     def __post_init__(self):
         if self.dropout_masks not in DROPOUT_MASKS:

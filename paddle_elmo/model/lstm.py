@@ -2,6 +2,8 @@
 direction's stack of them (`LstmStack`) on a packed, time-major layout whose recurrence runs in the
 CPU kernels (kernels.recurrence) or Paddle's ops.
 """
+import functools
+
 import numpy as np
 
 import paddle
@@ -25,8 +27,6 @@ class LstmLayer(nn.Layer):
     weights change (weight_writes).
     """
 
-    keep_packed = True  # False: the kernel packs the weights at every call (as before; for comparisons)
-
     def __init__(self, input_dim, dim, projection_dim):
         super().__init__()
         self.input_dim, self.dim, self.projection_dim = input_dim, dim, projection_dim
@@ -42,17 +42,17 @@ class LstmLayer(nn.Layer):
     def bias(self):
         return self.B + self.forget_bias
 
-    def packed_weights(self, max_rows):
+    def packed_weights(self, max_rows, keep=True):
         """W_hidden and W_P packed for the kernel's products of up to max_rows rows
         (kernels.pack_weight), kept for the next calls -> (W_hidden, W_P) packed, or None (then
-        the kernel packs them per call).
+        the kernel packs them per call; always when not `keep`, the model's Kernels.keep_packs).
 
         Kept for one key: the weights' (weight_writes.key: no write to them since) and max_rows
         (MKL's layout, and its results, depend on it); another key packs anew, so at most one pair
         is held (~60 MB for the original size), freed with the layer. Nothing is kept while the
         weights have a gradient: any optimizer may then update them unseen.
         """
-        if not self.keep_packed or self.W.grad is not None or self.W_P.grad is not None:
+        if not keep or self.W.grad is not None or self.W_P.grad is not None:
             self._packs = None
             return None
         weight_writes.watch(self.W)
@@ -133,12 +133,13 @@ class LstmStack(nn.Layer):
             tokens *= 3
         groups = step_groups(batch_sizes, max(int(batch_sizes[0]), tokens))
         xs = split_rows(x, [int(batch_sizes[a:b].sum()) for a, b in groups]) if len(groups) > 1 else [x]
+        packed = functools.partial(layer.packed_weights, keep=self.kernels.keep_packs)
         outputs = []
         for (first, last), x_group in zip(groups, xs):
             sizes = batch_sizes[first:last]
             gates = paddle.matmul(x_group, w_input)  # [group tokens, 4D], bias added by recurrence
             h_all, c_all = kernels.recurrence(gates, bias, sizes, h, c, w_hidden, layer.W_P,
-                                              self.cell_clip, self.proj_clip, self.kernels, packed=layer.packed_weights)
+                                              self.cell_clip, self.proj_clip, self.kernels, packed=packed)
             h, c = last_states(h_all, c_all, h, c, sizes)
             outputs.append(h_all)
         return (outputs[0] if len(outputs) == 1 else paddle.concat(outputs)), (h, c)

@@ -8,7 +8,7 @@ outputs are identical (np.array_equal over every sentence's layers).
     taskset -c 1 python benchmarks/results/speed55_embed_2026-11-27/ab.py CHANGE [N] [ROUNDS] [THREADS] [BATCH]
 
 CHANGE names what is switched (CHANGES below):
-  packs   LstmLayer.keep_packed False (the kernel packs W_hidden and W_P at every call) / True
+  packs   the biLM's Kernels.keep_packs False (the kernel packs W_hidden and W_P at every call) / True
           (packed once per weight version, LstmLayer.packed_weights)
   gates   (a change measured and reverted: bc75d9a) the recurrence kernel's inference gates storing each row's activations to scratch (old)
           or not (new); needs kernels.cc with measure_gates.diff applied (a switch read from the
@@ -27,8 +27,9 @@ import bench_embed, common  # noqa: E402
 
 
 def switch_packs(new):
-    from paddle_elmo.model.lstm import LstmLayer
-    LstmLayer.keep_packed = new
+    import dataclasses
+    for stack in (bilm.forward_stack, bilm.backward_stack):
+        stack.kernels = dataclasses.replace(stack.kernels, keep_packs=new)
 
 
 def switch_gates(new):
