@@ -1,5 +1,5 @@
 """The library's own count of writes to model weights, so that what it derives from weights and
-keeps (the recurrence kernel's MKL-packed W_hidden and W_P: bilm.LstmLayer.packed_weights) is
+keeps (the recurrence kernel's MKL-packed W_hidden and W_P: lstm.LstmLayer.packed_weights) is
 never used after the weights change.
 
     weight_writes.watch(param)   # param.set_value and param.copy_ counted from now on
