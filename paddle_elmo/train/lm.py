@@ -20,7 +20,6 @@ from paddle_elmo.train.sampled_softmax import LogUniformSampler, Softmax, TableR
 from paddle_elmo.text.token_ids import TokenInput
 
 
-
 DIRECTIONS = (('char_ids', 'next_token_ids'), ('char_ids_reverse', 'next_token_ids_reverse'))
 # Each TokenInput field's keys in LMStream's batches: (forward, backward).
 INPUT_KEYS = {'char_ids': ('char_ids', 'char_ids_reverse'), 'word_ids': ('word_ids', 'word_ids_reverse')}
@@ -36,15 +35,14 @@ class LanguageModel(nn.Layer):
     per token). The biLM is stateful: each row's state carries over to the next batch, with
     gradients cut at the boundary. vocab: the Vocabulary of word input (word and word+char models
     read the training vocabulary, as bilm-tf's token mode). bilm: a loaded stateful BiLM of `config`
-    to use (lm_loading.load_language_model's) instead of a new one. kernels: the model's
-    (kernels.Kernels: the run's dropout masks, start.run_kernels), its new BiLM's too.
+    to use instead of a new one; softmax: (W [vocab_size, P], b [vocab_size]) arrays to start from
+    instead of a new softmax (lm_loading.load_language_model gives both: a trained model is built
+    without drawing random weights it would overwrite). kernels: the model's (kernels.Kernels: the
+    run's dropout masks, start.run_kernels), its new BiLM's too.
     """
 
     def __init__(self, config, vocab_size, n_negative_samples=8192, seed=0, reset_state_at_sentence_start=False,
                  vocab=None, bilm=None, softmax=None, kernels=kernels.CPU_KERNELS):
-        """bilm: a loaded BiLM (stateful) to use instead of a new one of `config` and `vocab`; softmax:
-        (W [vocab_size, P], b [vocab_size]) arrays to start from instead of a new softmax. A trained
-        model is thus built without drawing random weights it would overwrite (lm_loading)."""
         super().__init__()
         self.vocab_size = vocab_size
         self.kernels = kernels
