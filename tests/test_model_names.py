@@ -16,14 +16,13 @@ import paddle
 import pytest
 
 from conftest import ROOT, one_line_error, tiny_config
-from helpers import assert_elmo_reads_raw_text_as_the_embedder, run_here
+from helpers import assert_elmo_reads_raw_text_as_the_embedder, run_here, run_script
 from paddle_elmo import BiLM, ELMoEmbedder
 from paddle_elmo.files import model_names
 from paddle_elmo.cache import cache_dir
 from paddle_elmo.fileio import InputError, NetworkError
 from paddle_elmo.files.hdf5_weights import export_weights
 from paddle_elmo.files.model_io import resolve_model
-from paddle_elmo.text.tokenizers import TOKENIZERS
 
 SENTENCES = [['The', 'cat', 'sat', '.'], ['Hello'], ['A', 'longer', 'sentence', 'than', 'the', 'others', '.']]
 SMALL = '2x1024_128_2048cnn_1xhighway'
@@ -100,11 +99,6 @@ def served(tiny_release, tmp_path, monkeypatch):
 
 def cached(name):
     return model_names.cached_files(model_names.MODELS[name])
-
-
-def run_cli(command, *argv):
-    return subprocess.run([sys.executable, '-m', 'paddle_elmo', command, *argv], capture_output=True, text=True,
-                          env=dict(os.environ, OMP_NUM_THREADS='1', PYTHONPATH=ROOT), cwd=ROOT, timeout=600)
 
 
 # ---- the table --------------------------------------------------------------------------------------------
@@ -253,7 +247,7 @@ def test_no_network_is_a_runtime_failure_and_leaves_the_cache_as_it_was(refused)
 def test_no_network_is_one_line_exit_1_naming_the_url_and_where_to_put_the_files(refused, tmp_path):
     url, cache = refused
     (tmp_path / 'in.txt').write_text('The cat sat .\n')
-    proc = run_cli('embed', str(tmp_path / 'in.txt'), str(tmp_path / 'out.hdf5'), '--model', 'original')
+    proc = run_script('embed', str(tmp_path / 'in.txt'), str(tmp_path / 'out.hdf5'), '--model', 'original')
     line = one_line_error(proc, code=1)  # README: a runtime failure exits 1, a user's mistake 2
     remote = model_names.MODELS['original'].files
     assert f'could not download {url}{remote[0]} (no connection)' in line
@@ -337,5 +331,5 @@ def test_every_model_loading_command_takes_model_and_keeps_its_older_flags(comma
 
 
 def test_export_weights_takes_model_as_a_checkpoint_and_says_when_it_is_not_one(tiny_release, tmp_path):
-    proc = run_cli('export-weights', '--model', 'bundled', '--output_dir', str(tmp_path / 'out'))
+    proc = run_script('export-weights', '--model', 'bundled', '--output_dir', str(tmp_path / 'out'))
     assert 'already the bilm-tf format' in one_line_error(proc)
