@@ -11,7 +11,7 @@ import numpy as np
 import paddle
 import pytest
 
-from conftest import tiny_config
+from conftest import require_kernels, tiny_config
 from paddle_elmo.model import kernels
 from paddle_elmo.model.bilm import BiLM
 from paddle_elmo.runtime import inference_mode
@@ -22,8 +22,7 @@ SENTENCES = [['The', 'cat', 'sat', '.'], ['A', 'dog', 'barked', 'twice', 'at', '
 
 @pytest.fixture(autouse=True)
 def needs_kernels():
-    if kernels.kernel() is None:
-        pytest.skip('CPU kernels unavailable here: nothing is packed')
+    require_kernels()  # nothing is packed without them
 
 
 def char_ids(sentences=SENTENCES):

@@ -423,9 +423,7 @@ def test_optimizer_kernels_are_the_rule_s_float32_operations_bit_for_bit(rule):
     rows (scattered ids), against the rule in NumPy float32: the same bits. A build that
     approximates sqrt or the division (fast math, rsqrt) or contracts into FMAs, or a wrong slot,
     row, block or clip factor, changes them."""
-    ops = kernels.kernel()
-    if ops is None:
-        pytest.skip(NO_KERNELS)
+    ops = require_kernels()
     rng = np.random.RandomState(11)
     f32 = lambda *shape: rng.normal(0, 1, shape).astype(np.float32)
     n_slots = 1 if rule == 'adagrad' else 2
