@@ -120,8 +120,8 @@ class InferenceEmbedder(SentenceEmbedder):
             session_options.intra_op_num_threads = threads
             # Its worker threads wait for work asleep, not spinning (issue 55): a Loop step is ~30
             # small ops, and on a busy machine spinning threads take the cores from the ones doing
-            # the work (the int8 original size 1.6-1.8x as fast at 2 threads beside other jobs, the
-            # same in the one quiet round measured: BENCHMARKS, "int8 on the AVX-512 AMD VM").
+            # the work (the int8 original size 1.6-1.8x as fast at 2 threads beside other jobs; idle,
+            # 1.71x the library against 1.62x spinning: BENCHMARKS, "int8 on the AVX-512 AMD VM").
             session_options.add_session_config_entry('session.intra_op.allow_spinning', '0')
             self._session = onnxruntime.InferenceSession(os.path.join(model_dir, ONNX_FILE), session_options,
                                                          providers=['CPUExecutionProvider'])
