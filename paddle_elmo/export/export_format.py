@@ -8,7 +8,7 @@ import os
 import sys
 import tempfile
 
-from paddle_elmo.model.config import CHAR_IDS, WORD_IDS
+from paddle_elmo.model.token_modes import CHAR_IDS, WORD_IDS
 from paddle_elmo.fileio import RunFailure
 from paddle_elmo.files.run_configs import read_json
 

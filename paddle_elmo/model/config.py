@@ -17,9 +17,7 @@ from dataclasses import dataclass, field
 from typing import List, Optional
 
 from paddle_elmo.text.token_ids import N_CHARACTERS
-# the ids a biLM reads and its word embedding's hdf5 datasets are the modes' (importers find them here too)
-from paddle_elmo.model.token_modes import (CHAR_IDS, HDF5_EMBEDDING, HDF5_WORD_EMBEDDING,  # noqa: F401
-                                           TOKEN_INPUT_MODES, WORD_IDS, recognised_mode)
+from paddle_elmo.model.token_modes import TOKEN_INPUT_MODES, recognised_mode
 from paddle_elmo.text.tokenizers import TOKENIZERS
 from paddle_elmo.fileio import InputError
 
