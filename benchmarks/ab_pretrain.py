@@ -15,7 +15,7 @@ configuration, sampled softmax with 8,192 negatives, Adagrad at lr 0.2; the same
 its own state of Paddle's generator (the dropout kernel draws its seeds from it), so both train on
 the same numbers. --swap names what the base version takes from --base: Python modules
 (paddle_elmo/NAME.py: that revision's functions and classes replace the working tree's while the
-base version is built and while it steps) and paddle_elmo/kernels.cc (that revision's
+base version is built and while it steps) and paddle_elmo/model/kernels.cc (that revision's
 kernels, built once as a second library with its operators renamed, with --base_cflags). A file
 that had another path at --base is given as BASE_PATH:PATH. Everything else is the working tree's
 in both.
@@ -122,7 +122,7 @@ def base_kernels(revision, base_path, cflags):
     kernel_build's OpenMP and MKL flags) and loaded beside the working tree's -> an object whose
     elmo_X is the base's base_elmo_X."""
     from paddle.utils.cpp_extension import load
-    from paddle_elmo import kernel_build
+    from paddle_elmo.model import kernel_build
     source = re.sub(r'PD_BUILD_OP\((\w+)\)', rf'PD_BUILD_OP({BASE_PREFIX}\1)', git_show(revision, base_path))
     build_dir = os.path.join(tempfile.gettempdir(), f'elmo_ab_kernels_{os.getuid()}',
                              re.sub(r'[^0-9A-Za-z_]', '_', revision))

@@ -33,7 +33,7 @@ def thread_env(threads):
 
 def set_threads(threads):
     """Use `threads` CPU threads in this process and MKL's fast path, as the scripts do (runtime.configure:
-    MKL_DEBUG_CPU_TYPE=5 on AMD unless set; MKL_DEBUG_CPU_TYPE=0 in the environment measures the
+    MKL_DEBUG_CPU_TYPE=7 or 5 on AMD unless set; MKL_DEBUG_CPU_TYPE=0 in the environment measures the
     slow path); the environment too, for BLAS libraries that read it at load time and for child
     processes. -> runtime.configure's one-line summary."""
     os.environ.update(thread_env(threads))

@@ -20,16 +20,18 @@ This module itself imports no Paddle at import: `paddle-elmo --help` and build-v
 Two of Paddle's CPU defaults cost most of the speed on the machines our users have:
 - Paddle's CPU wheels link an old MKL (`paddle/libs/libmklml_intel.so`) that chooses its code path
   by processor vendor: on AMD it runs a generic path, ~3x slower matmuls than its AVX2 path on the
-  same processor (BENCHMARKS.md, "CPU speed"). This MKL honours `MKL_DEBUG_CPU_TYPE=5`
-  (use AVX2), which it reads once, at its first product: setting it before the first Paddle
-  operation is enough, importing Paddle earlier is not a problem -- so it is configure()'s, not
-  the import's, and no import order matters.
+  same processor (BENCHMARKS.md, "CPU speed"). This MKL honours `MKL_DEBUG_CPU_TYPE`: 5 runs its
+  AVX2 path, 7 its AVX-512 path (Skylake server's, ~6-9% faster than AVX2 on an AMD EPYC with
+  AVX-512: BENCHMARKS.md, "MKL's AVX-512 path on AMD"). It reads the variable once, at its first
+  product: setting it before the first Paddle operation is enough, importing Paddle earlier is not
+  a problem -- so it is configure()'s, not the import's, and no import order matters.
 - Paddle runs its CPU kernels on one thread unless told otherwise (its import sets an unset
   OMP_NUM_THREADS to 1).
 
 configure() changes, process-wide and only where the user has not chosen:
-- `MKL_DEBUG_CPU_TYPE=5`, when the processor is AMD with AVX2 and FMA and the variable is unset
-  (set it yourself, to any value, and it is left alone);
+- `MKL_DEBUG_CPU_TYPE`, when the processor is AMD and the variable is unset (set it yourself, to
+  any value, and it is left alone): 7 with AVX-512 (F, CD, BW, DQ and VL: the instructions MKL's
+  AVX-512 path runs), else 5 with AVX2 and FMA;
 - Paddle's CPU threads: `threads`, else the user's OMP_NUM_THREADS, else the cores this process
   may use, divided among the ranks `paddle.distributed.launch` started on this machine.
 If MKL had already chosen its slow path (a Paddle product ran before configure()), it warns once
@@ -50,7 +52,11 @@ import warnings
 
 log = logging.getLogger(__name__)
 
-AVX2_PATH = '5'  # MKL_DEBUG_CPU_TYPE's value for the AVX2 code path; also the path MKL reports then
+# MKL_DEBUG_CPU_TYPE's values for the code paths asked for on AMD; also the paths MKL reports then.
+AVX2_PATH = '5'
+AVX512_PATH = '7'  # the AVX-512 path of Intel's Skylake server processors
+AVX512_FLAGS = frozenset({'avx512f', 'avx512cd', 'avx512bw', 'avx512dq', 'avx512vl'})  # what it runs
+MKL_PATHS = {None: 'no bundled MKL', '0': 'generic path', AVX2_PATH: 'AVX2 path', AVX512_PATH: 'AVX-512 path'}
 
 
 def _startup_environment(name):
@@ -77,7 +83,7 @@ if 'paddle' not in sys.modules:  # the notice comes with Paddle's first import o
 
 
 _warned_slow_mkl = False
-_mkl_asked_here = False  # MKL_DEBUG_CPU_TYPE was set by ask_mkl_for_avx2, not the user
+_mkl_asked_here = False  # MKL_DEBUG_CPU_TYPE was set by ask_mkl_for_fast_path, not the user
 
 
 def user_threads():
@@ -115,14 +121,20 @@ def processor(cpuinfo='/proc/cpuinfo'):
     return vendor, flags
 
 
-def needs_mkl_avx2_hint(cpu=None):
-    """Whether MKL would run its generic path although the processor has AVX2: AMD with AVX2 + FMA."""
+def mkl_path_to_ask(cpu=None):
+    """The MKL_DEBUG_CPU_TYPE of MKL's fastest path this processor runs, where MKL would run its
+    generic path: on AMD, AVX512_PATH with AVX512_FLAGS, else AVX2_PATH with AVX2 and FMA; None
+    elsewhere (on Intel MKL picks its path itself). cpu: processor()'s (vendor, flags)."""
     vendor, flags = cpu or processor()
-    return vendor == 'AuthenticAMD' and {'avx2', 'fma'} <= flags
+    if vendor != 'AuthenticAMD':
+        return None
+    if AVX512_FLAGS <= flags:
+        return AVX512_PATH
+    return AVX2_PATH if {'avx2', 'fma'} <= flags else None
 
 
 def mkl_code_path():
-    """The code path Paddle's bundled MKL runs ('5': AVX2; '0': generic), or None without that MKL.
+    """The code path Paddle's bundled MKL runs (MKL_PATHS' keys), or None without that MKL.
 
     Asking fixes MKL's choice, as its first product would: call it after MKL_DEBUG_CPU_TYPE is set.
     """
@@ -137,17 +149,18 @@ def mkl_code_path():
         return None
 
 
-def ask_mkl_for_avx2():
-    """Set MKL_DEBUG_CPU_TYPE=5 on an AMD processor with AVX2 unless the user set the variable.
-    -> how MKL was asked, for the log ('' where MKL needs no asking)."""
+def ask_mkl_for_fast_path():
+    """Set MKL_DEBUG_CPU_TYPE to mkl_path_to_ask() on an AMD processor unless the user set the
+    variable. -> how MKL was asked, for the log ('' where MKL needs no asking)."""
     global _mkl_asked_here
-    if not needs_mkl_avx2_hint():
+    path = mkl_path_to_ask()
+    if path is None:
         return ''
     if 'MKL_DEBUG_CPU_TYPE' not in os.environ:
-        os.environ['MKL_DEBUG_CPU_TYPE'] = AVX2_PATH
+        os.environ['MKL_DEBUG_CPU_TYPE'] = path
         _mkl_asked_here = True
     if _mkl_asked_here:
-        return ' (MKL_DEBUG_CPU_TYPE=5 set for this AMD processor)'
+        return f' (MKL_DEBUG_CPU_TYPE={path} set for this AMD processor)'
     return f' (MKL_DEBUG_CPU_TYPE={os.environ["MKL_DEBUG_CPU_TYPE"]!r} from the environment)'
 
 
@@ -159,18 +172,19 @@ def configure(threads=None):
     """
     import paddle
     global _warned_slow_mkl
-    asked = ask_mkl_for_avx2()
+    asked = ask_mkl_for_fast_path()
     n = threads or default_threads()
     paddle.base.core.set_num_threads(n)
     path = mkl_code_path()
-    if _mkl_asked_here and path not in (None, AVX2_PATH) and not _warned_slow_mkl:
+    wanted = os.environ.get('MKL_DEBUG_CPU_TYPE')
+    if _mkl_asked_here and path not in (None, wanted) and not _warned_slow_mkl:
         _warned_slow_mkl = True
-        warnings.warn("Paddle's MKL chose its generic code path before ELMo could ask for AVX2 (a Paddle "
-                      "matmul ran first): matmuls run ~3x slower on this AMD processor. Set "
-                      "MKL_DEBUG_CPU_TYPE=5 in the environment, or create the embedder before other Paddle work.",
-                      stacklevel=3)
+        warnings.warn(f"Paddle's MKL chose its {MKL_PATHS.get(path, f'code path {path}')} before ELMo could ask "
+                      f"for its {MKL_PATHS[wanted]} (a Paddle matmul ran first): matmuls run up to ~3x slower on "
+                      f"this AMD processor. Set MKL_DEBUG_CPU_TYPE={wanted} in the environment, or create the "
+                      "embedder before other Paddle work.", stacklevel=3)
     source = 'cpu_threads' if threads else 'OMP_NUM_THREADS' if user_threads() else 'the available cores'
-    mkl = {None: 'no bundled MKL', AVX2_PATH: 'AVX2 path', '0': 'generic path'}.get(path, f'code path {path}')
+    mkl = MKL_PATHS.get(path, f'code path {path}')
     return f'CPU: {n} thread{"s" * (n > 1)} ({source}); MKL: {mkl}{asked}'
 
 

@@ -14,6 +14,15 @@ RT = os.path.join(SHARED, 'data', 'rt-polarity')
 paddle.set_device('cpu')
 
 
+def pytest_configure(config):
+    """MKL's fast path for every test, as the commands ask for it at their start: MKL fixes its path
+    at its first product, and a test whose first product comes before any embedder would otherwise
+    put the rest of its worker on the generic path. (A hook, not the import: child processes import
+    this module for its configs, and test_cpu.py's check what the library asks for, and when.)"""
+    from paddle_elmo.runtime import ask_mkl_for_fast_path
+    ask_mkl_for_fast_path()
+
+
 def skip_unless_ci(message):
     """Skip the test for something this machine lacks, or fail it under CI=true, whose machine has
     everything the suite needs (../shared, a C++ compiler, the package indexes): there a skip would

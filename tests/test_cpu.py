@@ -1,4 +1,4 @@
-"""Fast CPU defaults (runtime.py): MKL's AVX2 path on AMD processors and the available cores, for the
+"""Fast CPU defaults (runtime.py): MKL's AVX2 or AVX-512 path on AMD processors and the available cores, for the
 scripts and for the library, unless the user chose; and results that do not depend on the path."""
 import os
 import subprocess
@@ -10,7 +10,7 @@ from paddle_elmo import runtime as cpu
 from conftest import FIXTURE, ROOT, require
 from helpers import command_line
 
-ON_AMD_AVX2 = cpu.needs_mkl_avx2_hint()
+ASKED_PATH = cpu.mkl_path_to_ask()  # what this processor's MKL is asked for: None where MKL picks itself
 CORES = len(os.sched_getaffinity(0))
 # What the user's shell would hold: none of the variables this module decides about.
 CLEAN_ENV = {k: v for k, v in os.environ.items()
@@ -35,8 +35,6 @@ def mkl_state(proc):
     return int(threads), path
 
 
-def expected_path():
-    return cpu.AVX2_PATH if ON_AMD_AVX2 else None  # elsewhere MKL picks its own path: not ours to assert
 
 
 @pytest.fixture(autouse=True)
@@ -46,24 +44,31 @@ def no_bundled_mkl_means_skip():
         pytest.skip('this Paddle wheel ships no libmklml_intel.so (cpu.mkl_code_path is None there)')
 
 
-@pytest.mark.parametrize('text, amd', [
-    ('vendor_id\t: AuthenticAMD\nflags\t\t: fpu sse2 avx avx2 fma\n', True),
-    ('vendor_id\t: AuthenticAMD\nflags\t\t: fpu sse2 avx\n', False),             # no AVX2: nothing to gain
-    ('vendor_id\t: GenuineIntel\nflags\t\t: fpu sse2 avx avx2 fma avx512f\n', False),  # MKL knows Intel
-    ('', False),
+AVX512 = 'avx512f avx512cd avx512bw avx512dq avx512vl'
+
+
+@pytest.mark.parametrize('text, path', [
+    ('vendor_id\t: AuthenticAMD\nflags\t\t: fpu sse2 avx avx2 fma\n', '5'),
+    (f'vendor_id\t: AuthenticAMD\nflags\t\t: fpu sse2 avx avx2 fma {AVX512} avx512_vnni\n', '7'),
+    # AVX-512 without BW (as Intel's Knights Landing): not what MKL's path 7 runs
+    ('vendor_id\t: AuthenticAMD\nflags\t\t: fpu sse2 avx avx2 fma avx512f avx512cd avx512dq avx512vl\n', '5'),
+    ('vendor_id\t: AuthenticAMD\nflags\t\t: fpu sse2 avx\n', None),             # no AVX2: nothing to gain
+    (f'vendor_id\t: GenuineIntel\nflags\t\t: fpu sse2 avx avx2 fma {AVX512}\n', None),  # MKL knows Intel
+    ('', None),
 ])
-def test_the_avx2_hint_is_for_amd_processors_with_avx2_and_fma(tmp_path, text, amd):
+def test_mkl_is_asked_for_the_widest_path_an_amd_processor_runs(tmp_path, text, path):
     (tmp_path / 'cpuinfo').write_text(text + 'vendor_id\t: Other\n')
-    assert cpu.needs_mkl_avx2_hint(cpu.processor(str(tmp_path / 'cpuinfo'))) is amd
+    assert cpu.mkl_path_to_ask(cpu.processor(str(tmp_path / 'cpuinfo'))) == path
 
 
 def test_a_users_mkl_debug_cpu_type_is_left_alone(monkeypatch):
-    monkeypatch.setattr(cpu, 'needs_mkl_avx2_hint', lambda: True)
+    monkeypatch.setattr(cpu, 'mkl_path_to_ask', lambda: '7')
     monkeypatch.setattr(cpu, '_mkl_asked_here', False)
     monkeypatch.setenv('MKL_DEBUG_CPU_TYPE', '0')
-    assert 'from the environment' in cpu.ask_mkl_for_avx2() and os.environ['MKL_DEBUG_CPU_TYPE'] == '0'
+    assert 'from the environment' in cpu.ask_mkl_for_fast_path() and os.environ['MKL_DEBUG_CPU_TYPE'] == '0'
     monkeypatch.delenv('MKL_DEBUG_CPU_TYPE')
-    assert 'set for this AMD processor' in cpu.ask_mkl_for_avx2() and os.environ['MKL_DEBUG_CPU_TYPE'] == '5'
+    assert 'MKL_DEBUG_CPU_TYPE=7 set for this AMD processor' in cpu.ask_mkl_for_fast_path()
+    assert os.environ['MKL_DEBUG_CPU_TYPE'] == '7'
 
 
 @pytest.mark.parametrize('user_value, local_size, expected', [('', None, 2), ('1', None, 1), ('x', None, 2),
@@ -95,7 +100,7 @@ def test_a_script_started_without_settings_runs_on_the_cores_and_the_fast_path_a
     assert proc.returncode == 0, proc.stderr[-3000:]
     said = [line for line in proc.stderr.splitlines() if line.startswith('CPU: ')]  # the log
     threads = f'CPU: {CORES} thread{"s" * (CORES > 1)} (the available cores); MKL: '
-    mkl = 'AVX2 path (MKL_DEBUG_CPU_TYPE=5 set for this AMD processor)' if ON_AMD_AVX2 else ''
+    mkl = f'{cpu.MKL_PATHS[ASKED_PATH]} (MKL_DEBUG_CPU_TYPE={ASKED_PATH} set for this AMD processor)' if ASKED_PATH else ''
     assert len(said) == 1 and said[0].startswith(threads + mkl), proc.stderr
 
 
@@ -112,8 +117,8 @@ def test_the_library_uses_the_cores_and_the_fast_path_unless_the_user_chose(make
     proc = python(code, {**env, 'PYTHONPATH': f'{ROOT}:{ROOT}/tests'})
     got_threads, path = mkl_state(proc)
     assert got_threads == threads
-    if expected_path():
-        assert path == expected_path()
+    if ASKED_PATH:  # elsewhere MKL picks its own path: not ours to assert
+        assert path == ASKED_PATH
 
 
 def test_importing_the_library_leaves_mkl_and_threads_alone():
@@ -122,7 +127,7 @@ def test_importing_the_library_leaves_mkl_and_threads_alone():
 
 
 # What README ("What is set in your process, and when") and docs/PYPI.md say: the import sets
-# GLOG_minloglevel alone; creating an embedder sets MKL_DEBUG_CPU_TYPE (on AMD with AVX2), before any
+# GLOG_minloglevel alone; creating an embedder sets MKL_DEBUG_CPU_TYPE (on AMD), before any
 # encode; each only where the user left the variable unset.
 ENV_CHANGES = ('import json, os, sys; before = dict(os.environ); import paddle_elmo; imported = dict(os.environ); '
                'assert "paddle" not in sys.modules; from paddle_elmo import BiLM, ELMoEmbedder; '
@@ -138,25 +143,28 @@ def test_the_import_sets_glog_alone_and_an_embedder_sets_mkl_s_path_when_created
     proc = python(ENV_CHANGES, {**env, 'PYTHONPATH': f'{ROOT}:{ROOT}/tests'})
     on_import, on_creation = json.loads(proc.stdout.split('CHANGES', 1)[1])
     assert on_import == ({} if env else {'GLOG_minloglevel': '2'})
-    assert on_creation == ({'MKL_DEBUG_CPU_TYPE': cpu.AVX2_PATH} if ON_AMD_AVX2 and not env else {})
+    assert on_creation == ({'MKL_DEBUG_CPU_TYPE': ASKED_PATH} if ASKED_PATH and not env else {})
 
 
-@pytest.mark.skipif(not ON_AMD_AVX2, reason='MKL picks its AVX2 path by itself on this processor')
+@pytest.mark.skipif(not ASKED_PATH, reason='MKL picks its path by itself on this processor')
 def test_when_a_paddle_product_ran_first_the_embedder_warns_once_naming_the_fix():
     code = ('import warnings; warnings.simplefilter("always"); import paddle; x = paddle.ones([4, 4]); '
             'paddle.matmul(x, x); from paddle_elmo import BiLM, ELMoEmbedder; from conftest import tiny_config; '
             'bilm = BiLM(tiny_config()); ELMoEmbedder(bilm=bilm); ELMoEmbedder(bilm=bilm); ' + MKL_STATE)
     proc = python(code, {'PYTHONPATH': f'{ROOT}:{ROOT}/tests'})
-    warned = [line for line in proc.stderr.splitlines() if 'generic code path' in line]
-    assert len(warned) == 1 and 'Set MKL_DEBUG_CPU_TYPE=5 in the environment' in warned[0]
+    warned = [line for line in proc.stderr.splitlines() if 'chose its generic path' in line]
+    assert len(warned) == 1 and f'Set MKL_DEBUG_CPU_TYPE={ASKED_PATH} in the environment' in warned[0]
     assert mkl_state(proc)[1] == '0'
 
 
-@pytest.mark.parametrize('setting', ['0', '5'])
-def test_parity_and_the_training_update_hold_on_either_mkl_path(setting):
-    # MKL's generic path ('0') and its AVX2 path ('5'); the tests compare with AllenNLP's reference
-    # embeddings and with an independent NumPy evaluation of bilm-tf's step.
+@pytest.mark.parametrize('setting', ['0', '5', '7'])
+def test_parity_and_the_training_update_hold_on_each_mkl_path(setting):
+    # MKL's generic path ('0'), its AVX2 path ('5') and its AVX-512 path ('7', where the processor
+    # runs it); the tests compare with AllenNLP's reference embeddings and with an independent
+    # NumPy evaluation of bilm-tf's step.
     require(FIXTURE)
+    if setting == cpu.AVX512_PATH and not cpu.AVX512_FLAGS <= cpu.processor()[1]:
+        pytest.skip('this processor lacks the AVX-512 instructions of MKL\'s path 7')
     tests = ['tests/test_elmo.py::test_stateful_run_matches_reference_top_layer',
              'tests/test_elmo.py::test_token_representations_match_reference',
              'tests/test_train_step.py::test_one_step_equals_bilm_tf_update_with_the_clip_active',
@@ -166,5 +174,5 @@ def test_parity_and_the_training_update_hold_on_either_mkl_path(setting):
                           capture_output=True, text=True, env=env, timeout=600)
     assert proc.returncode == 0 and '8 passed' in proc.stdout, proc.stdout[-3000:]  # the step: 3 token inputs x 2
     path = mkl_state(python('from paddle_elmo import runtime as cpu; cpu.configure(); ' + MKL_STATE, env))[1]
-    if ON_AMD_AVX2:
+    if ASKED_PATH:
         assert path == setting

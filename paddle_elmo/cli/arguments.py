@@ -203,4 +203,5 @@ def add_device(p, threads_note=''):
                    help=f'threads per process on CPU (default: {runtime.default_threads()} here: $OMP_NUM_THREADS if '
                    f'set, else the available cores divided by the ranks launched on this machine{threads_note}). On '
                    'AMD processors '
-                   'MKL_DEBUG_CPU_TYPE=5 is set unless you set it (Paddle\'s MKL then runs its AVX2 path, ~3x faster)')
+                   'MKL_DEBUG_CPU_TYPE is set unless you set it: 7 with AVX-512, else 5 (Paddle\'s MKL then runs '
+                   'its AVX-512 or AVX2 path, ~3x faster than its generic one)')

@@ -128,7 +128,7 @@ def inference_embedder(a):
     from paddle_elmo.export.inference import InferenceEmbedder, choose_backend
     backend = choose_backend(a.inference_model, a.inference_backend)
     if backend == 'paddle':
-        # as for ELMoEmbedder: threads, MKL's AVX2 path (the predictor without oneDNN multiplies with MKL), malloc
+        # as for ELMoEmbedder: threads, MKL's fast path (the predictor without oneDNN multiplies with MKL), malloc
         runtime.use_device(a.device, cpu_threads=a.cpu_threads)
     else:
         runtime.keep_freed_memory()  # onnxruntime's threads: InferenceEmbedder's

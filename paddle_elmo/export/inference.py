@@ -16,7 +16,7 @@ from paddle_elmo.export.export_format import (BACKENDS, EXPORTED_FILES, MANIFEST
 from paddle_elmo.fileio import InputError, require_package
 from paddle_elmo.files.run_configs import VOCAB_FILE, read_input_vocabulary, read_model_config
 from paddle_elmo.use.sentence_embedder import SentenceEmbedder
-from paddle_elmo.runtime import ask_mkl_for_avx2, default_threads
+from paddle_elmo.runtime import ask_mkl_for_fast_path, default_threads
 from paddle_elmo.text.token_ids import InputMapper, TokenInput
 from paddle_elmo.text.tokenizers import model_tokenizer
 
@@ -104,7 +104,7 @@ class InferenceEmbedder(SentenceEmbedder):
         self.mapper = InputMapper(self.config, read_input_vocabulary(self.config, model_dir, source=model_dir))
         threads = threads or default_threads()
         if backend == 'paddle':
-            ask_mkl_for_avx2()  # before the predictor's first product (without oneDNN, MKL runs them)
+            ask_mkl_for_fast_path()  # before the predictor's first product (without oneDNN, MKL runs them)
             inference = require_package('paddle.inference', 'cpu')
             config = inference.Config(*(os.path.join(model_dir, n) for n in needed))
             config.disable_glog_info()

@@ -117,9 +117,9 @@ def realistic_bilm(config, seed=0, reference=None, rounds=4):
     """
     import numpy as np
     import paddle
-    from paddle_elmo.runtime import ask_mkl_for_avx2
+    from paddle_elmo.runtime import ask_mkl_for_fast_path
     from paddle_elmo.model.bilm import BiLM
-    ask_mkl_for_avx2()  # before our first matmul fixes MKL's code path (embedders made later warn)
+    ask_mkl_for_fast_path()  # before our first matmul fixes MKL's code path (embedders made later warn)
     stats, target = char_model_magnitudes(reference)
     rng = np.random.default_rng(seed)
     paddle.seed(seed)

@@ -89,7 +89,7 @@ class Elmo(nn.Layer):
     for any token input (char, word, word+char), `elmo(**elmo.batch_to_inputs(sentences))`.
 
     cpu_threads: on CPU, Paddle's threads, as in `ELMoEmbedder` (None: $OMP_NUM_THREADS if set,
-    else the available cores; on AMD processors also MKL's AVX2 path unless MKL_DEBUG_CPU_TYPE is set).
+    else the available cores; on AMD processors also MKL's AVX-512 or AVX2 path unless MKL_DEBUG_CPU_TYPE is set).
     tokenizer: how `batch_to_ids` splits raw strings, as in `ELMoEmbedder` (None: the model's).
     only_layer: None (a scalar mix of all layers), or k: layer k alone, times gamma (ScalarMix's;
     -1 is the top layer, bilm-tf's `use_top_only`).

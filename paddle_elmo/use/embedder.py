@@ -57,7 +57,8 @@ class ELMoEmbedder(SentenceEmbedder):
         embedding 20-35% faster (see there); off by default because it changes the whole process.
     cpu_threads: on CPU, Paddle's threads (process-wide, as torch's default): None for
         $OMP_NUM_THREADS if you set it, else the available cores. On an AMD processor the embedder
-        also sets MKL_DEBUG_CPU_TYPE=5 unless you set it (MKL's AVX2 path, ~3x faster products);
+        also sets MKL_DEBUG_CPU_TYPE unless you set it (7 with AVX-512, else 5: MKL's AVX-512 or AVX2
+        path, ~3x faster products than its generic one);
         see `runtime.py`.
     tokenizer: how raw strings become tokens, 'whitespace', 'moses', 'jieba' or 'chars'
         (tokenizers.get_tokenizer); None: the one the model records (its config's tokenizer: moses
