@@ -180,7 +180,7 @@ def int8_speed():
     d = json_file('export_int8_2026-11-25.json')  # the AMD EPYC VM with AVX2
     row = {r['runtime']: r for r in d['speed'] if r['model'] == 'original'}
     agreement = next(a for a in d['agreement'] if a['model'] == 'original')
-    avx512 = json_file('speed55_2026-11-27/after/export_int8.json')  # the AMD EPYC VM with AVX-512
+    avx512 = json_file('speed55_paths_2026-11-27/export_int8.json')  # the AMD EPYC VM with AVX-512, MKL's AVX-512 path
     row512 = {r['runtime']: r for r in avx512['speed'] if r['model'] == 'original'}
     return {'speedup': row['onnx int8']['x library'], 'speedup512': row512['onnx int8']['x library'],
             'cosine': min(agreement[f'layer {k} cos min'] for k in range(3)),
@@ -292,9 +292,10 @@ FIGURES = [
            '{own2:.4f} per LSTM layer; {rt1:.4f} / {rt2:.4f} on 1,000 rt-polarity sentences)',
            'readme_2026-11-27/int8_bundled_{heldout_sample,rt_polarity_1000}.json: verified["onnxruntime int8"]',
            int8_checks),
-    Figure('int8 speed on the original size', '{speedup:.2f}x (AVX2) and {speedup512:.2f}x (AVX-512) as fast as '
+    Figure('int8 speed on the original size', '{speedup:.2f}x (AVX2) and {speedup512:.2f}x (AVX-512, where `ELMoEmbedder` runs MKL\'s AVX-512 path) '
+           'as fast as '
            '`ELMoEmbedder` on CPU, worst-token cosine {cosine:.4f}, {int8_mb:.0f} MB instead of {float_mb:.0f} MB',
-           'export_int8_2026-11-25.json and speed55_2026-11-27/after/export_int8.json: speed (model original: x '
+           'export_int8_2026-11-25.json and speed55_paths_2026-11-27/export_int8.json: speed (model original: x '
            'library, model.onnx MB), agreement (layer k cos min)',
            int8_speed),
     Figure('int8 downstream', 'frozen ELMo + BoW: {int8:.4f} against {float32:.4f} with float32 on the same 10 folds, '
