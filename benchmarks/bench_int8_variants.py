@@ -103,13 +103,9 @@ def session_options(settings, threads, profile_prefix=None):
 
 def onnx_embedder(directory, settings, threads, batch_size, profile_prefix=None):
     """InferenceEmbedder on directory/model.onnx with the variant's session settings."""
-    import onnxruntime as ort
     from paddle_elmo.export.inference import InferenceEmbedder
-    embedder = InferenceEmbedder(directory, backend='onnxruntime', batch_size=batch_size, threads=threads)
-    embedder._session = ort.InferenceSession(os.path.join(directory, 'model.onnx'),
-                                             session_options(settings, threads, profile_prefix),
-                                             providers=['CPUExecutionProvider'])
-    return embedder
+    return InferenceEmbedder(directory, backend='onnxruntime', batch_size=batch_size, threads=threads,
+                             session_options=session_options(settings, threads, profile_prefix))
 
 
 def build_variants(bilm, names, work_dir):

@@ -12,7 +12,6 @@ import sys
 
 import h5py
 import numpy as np
-import pytest
 
 from conftest import ROOT, one_line_error
 from helpers import assert_elmo_reads_raw_text_as_the_embedder, readme_commands, run_here, run_script

@@ -130,6 +130,26 @@ def test_exported_original_size_model_matches_the_stateless_embedder(original_ex
     assert max_difference(model_dir, bilm, [['One', 'short', 'one', '.']], backend) <= TOL
 
 
+def test_an_onnxruntime_embedder_runs_with_the_session_options_it_is_given(fixture_export):
+    import onnxruntime
+    from paddle_elmo.export.inference import InferenceEmbedder
+    from paddle_elmo.fileio import InputError
+    model_dir, bilm = fixture_export
+    options = onnxruntime.SessionOptions()
+    options.intra_op_num_threads = 1
+    options.add_session_config_entry('session.intra_op.allow_spinning', '1')
+    embedder = InferenceEmbedder(model_dir, backend='onnxruntime', threads=2, session_options=options)
+    used = embedder._session.get_session_options()
+    assert used.intra_op_num_threads == 1 and used.get_session_config_entry('session.intra_op.allow_spinning') == '1'
+    default = InferenceEmbedder(model_dir, backend='onnxruntime', threads=2)._session.get_session_options()
+    assert default.intra_op_num_threads == 2
+    got = embedder.embed_batch(ODD_SENTENCES)
+    want = InferenceEmbedder(model_dir, backend='onnxruntime').embed_batch(ODD_SENTENCES)
+    assert all(np.array_equal(g, w) for g, w in zip(got, want))
+    with pytest.raises(InputError, match="session_options are onnxruntime's"):
+        InferenceEmbedder(model_dir, backend='paddle', session_options=options)
+
+
 def test_original_size_outputs_are_not_trivially_equal(original_export):
     # Guards the test above: random weights whose outputs were all clipped or all zero would agree
     # with anything.
@@ -464,7 +484,6 @@ def large_valued_export(tmp_path_factory):
     """large_valued_bilm exported and verified (export_inference raises if verification refuses it)
     -> (directory, its BiLM, export_inference's result)."""
     from paddle_elmo.export.deploy import export_inference
-    from paddle_elmo.export.deploy import CHECK_SENTENCES
     bilm = large_valued_bilm()
     out = tmp_path_factory.mktemp('large') / 'elmo_inference'
     return str(out), bilm, export_inference(bilm, str(out))
@@ -539,7 +558,6 @@ def test_a_slip_in_a_large_valued_model_is_still_refused(slip, tmp_path, monkeyp
     # large-valued model moves a layer by > 1e-2 of its largest value and is refused. (Without
     # verification this export would be written: the test fails.)
     from paddle_elmo.export import deploy
-    from paddle_elmo.export.deploy import CHECK_SENTENCES
     bilm = large_valued_bilm()
     monkeypatch.setattr(deploy.StaticBiLM, *slip())
     with pytest.raises(deploy.ExportError, match=r"differs from ELMoEmbedder by up to .* of a layer's largest value"):

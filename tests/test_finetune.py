@@ -1,15 +1,13 @@
 """Downstream classification: data, folds, the shared head, the ELMo layer cache, both scripts end to end."""
 import json
 import os
-import subprocess
-import sys
 
 import numpy as np
 import paddle
 import pytest
 
 from paddle_elmo.fileio import InputError
-from conftest import FIXTURE, ROOT, SHARED, one_line_error, require, tiny_config
+from conftest import FIXTURE, SHARED, one_line_error, require, tiny_config
 from helpers import (LEARN, RT, assert_learned, check_result, head_lines, run_here, run_script, save_checkpoint,
                      write_separable_polarity)
 from paddle_elmo.use.classifier import BowHead, Dataset, make_folds, make_optimizer, predict, read_polarity, train_epoch

@@ -260,7 +260,7 @@ def test_predict_eval_and_dump_read_the_vocabulary_the_model_records(predictor, 
                     f'{ck / "recipe.json"} records none; no vocab.txt beside {ck / "options.json"}')
     (ck / 'recipe.json').unlink()
     line = one_line_error(run_here('run_eval.py', model + ['--dev_data_path', str(files / 'dev.txt')], capfd))
-    assert f'error: no vocabulary: give --vocab_file' in line and f'{ck / "recipe.json"} is absent' in line
+    assert 'error: no vocabulary: give --vocab_file' in line and f'{ck / "recipe.json"} is absent' in line
     line = one_line_error(run_here('run_eval.py', ['--options_file', str(files / 'hdf5' / 'options.json'),
                                                    '--weight_file', str(files / 'hdf5' / 'weights.hdf5'),
                                                    '--dev_data_path', str(files / 'dev.txt')], capfd))

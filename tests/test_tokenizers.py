@@ -12,7 +12,7 @@ import paddle
 import pytest
 from sacremoses import MosesDetokenizer  # the core install's (moses, the bundled model's tokenizer)
 
-from conftest import ROOT, SHARED, require, tiny_config
+from conftest import SHARED, require, tiny_config
 from helpers import assert_same_weights, load, pretrain_args, run
 from paddle_elmo.fileio import InputError
 from paddle_elmo.text.tokenizers import get_tokenizer

@@ -75,15 +75,21 @@ class InferenceEmbedder(SentenceEmbedder):
     model.onnx was quantized ('int8: ...', export-inference --quantize int8) for onnxruntime.
     `verified`: the checks export.json records (the comparisons with ELMoEmbedder before the export
     was written), 'unverified' (export-inference --no_verify: logged as a warning), or None for an
-    export written before export.json existed.
+    export written before export.json existed. session_options: onnxruntime only, an
+    onnxruntime.SessionOptions to run the session with (profiling, graph optimisation levels, other
+    threads) instead of the default: `threads` intra-op threads whose workers do not spin.
     """
 
     stateful = False
 
-    def __init__(self, model_dir, backend=None, batch_size=64, onednn=True, threads=None, tokenizer=None):
+    def __init__(self, model_dir, backend=None, batch_size=64, onednn=True, threads=None, tokenizer=None,
+                 session_options=None):
         if backend not in (None, *BACKENDS):
             raise InputError(f'backend must be one of {BACKENDS} (or None: choose_backend), got {backend!r}')
         backend = choose_backend(model_dir, backend)
+        if session_options is not None and backend != 'onnxruntime':
+            raise InputError(f'session_options are onnxruntime\'s; this embedder runs {model_dir} on {backend} '
+                             f'(pass backend=\'onnxruntime\')')
         self.model_dir, self.backend, self.batch_size = model_dir, backend, batch_size
         self.precision = 'float32'  # model.onnx's PRECISION_KEY when it is quantized: 'int8: ...'
         needed = list(PROGRAM_FILES) if backend == 'paddle' else [ONNX_FILE]
@@ -116,13 +122,14 @@ class InferenceEmbedder(SentenceEmbedder):
             self._predictor = inference.create_predictor(config)
         else:
             onnxruntime = require_package('onnxruntime', 'serve')
-            session_options = onnxruntime.SessionOptions()
-            session_options.intra_op_num_threads = threads
-            # Its worker threads wait for work asleep, not spinning (issue 55): a Loop step is ~30
-            # small ops, and on a busy machine spinning threads take the cores from the ones doing
-            # the work (the int8 original size 1.6-1.8x as fast at 2 threads beside other jobs; idle,
-            # 1.71x the library against 1.62x spinning: BENCHMARKS, "int8 on the AVX-512 AMD VM").
-            session_options.add_session_config_entry('session.intra_op.allow_spinning', '0')
+            if session_options is None:
+                session_options = onnxruntime.SessionOptions()
+                session_options.intra_op_num_threads = threads
+                # Its worker threads wait for work asleep, not spinning (issue 55): a Loop step is ~30
+                # small ops, and on a busy machine spinning threads take the cores from the ones doing
+                # the work (the int8 original size 1.6-1.8x as fast at 2 threads beside other jobs;
+                # idle, 1.71x the library against 1.62x spinning: BENCHMARKS, "int8 on the AVX-512 AMD VM").
+                session_options.add_session_config_entry('session.intra_op.allow_spinning', '0')
             self._session = onnxruntime.InferenceSession(os.path.join(model_dir, ONNX_FILE), session_options,
                                                          providers=['CPUExecutionProvider'])
             self.precision = self._session.get_modelmeta().custom_metadata_map.get(PRECISION_KEY, 'float32')

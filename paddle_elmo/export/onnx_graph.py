@@ -55,7 +55,6 @@ def fold_weight_parts(model):
     drop the initializers nothing reads any more: quantize_dynamic quantizes a MatMul only when
     its weight is an initializer, and gives each such matrix its own scale. Every graph (the Loop
     bodies read the main graph's names) is renamed. -> {new initializer name: source weight}."""
-    import onnx
     from onnx import numpy_helper
     from onnx.reference import ReferenceEvaluator
     graph = model.graph
