@@ -104,7 +104,7 @@ def session_options(settings, threads, profile_prefix=None):
 def onnx_embedder(directory, settings, threads, batch_size, profile_prefix=None):
     """InferenceEmbedder on directory/model.onnx with the variant's session settings."""
     from paddle_elmo.export.inference import InferenceEmbedder
-    return InferenceEmbedder(directory, backend='onnxruntime', batch_size=batch_size, threads=threads,
+    return InferenceEmbedder(directory, backend='onnxruntime', batch_size=batch_size,
                              session_options=session_options(settings, threads, profile_prefix))
 
 

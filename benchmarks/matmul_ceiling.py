@@ -3,6 +3,7 @@ timed by itself at its shapes, beside the rate of the [4096]^2 product the floor
 
     python benchmarks/matmul_ceiling.py                      # small pretraining step and original embedding
     python benchmarks/matmul_ceiling.py --configs small --steps 3 --batch_sizes 32
+    python benchmarks/matmul_ceiling.py --mkl_paths 5,7       # the same products on MKL's AVX2 and AVX-512 paths
 
 What it answers: how fast can the step be if nothing but its products took time? One step of
 profile_pretrain.py's configuration (or one batch of profile_embed.py's), at each of --batch_sizes
@@ -15,7 +16,13 @@ dW = X^T dY when W does), is timed alone on random operands of its shapes, repea
 per step, in C++ through MKL) are not paddle.matmul calls and are not in this table: their share is
 profile_*.py's "recurrence" row.
 
-"of rate" = the product's GFLOP/s over the [4096]^2 rate measured in the same run. "ms alone" summed
+"of rate" = the product's GFLOP/s over the [4096]^2 rate measured in the same run.
+
+--mkl_paths runs each worker once per MKL_DEBUG_CPU_TYPE value (MKL fixes its path at its first
+product, so one process each; a path this processor cannot run, runtime.runs_mkl_path, is
+skipped) and prints each product's time alone on each path side by side, with each path's
+[4096]^2 rate: whether a path moves the step's products more than the rate the floors are
+counted at (then it moves the share of the floor too, not only tokens/s). "ms alone" summed
 over a step is a lower bound on the step's product time: in the step the operands are colder.
 """
 import argparse
@@ -135,6 +142,31 @@ def table(name, result, top):
     return out
 
 
+def path_table(name, by_path, top):
+    """Each product's ms alone per step on each MKL path (by_path: {path: worker result}; the
+    largest `top` on the first path, then the sum), the speed against the first path, and a last
+    row with each path's [4096]^2 rate in GFLOP/s (in the ms columns)."""
+    paths = list(by_path)
+    first = by_path[paths[0]]['rows']
+
+    def ms(path, product):  # product None: all of them
+        rows = by_path[path]['rows']
+        return 1000 * (sum(v[2] for v in rows.values()) if product is None else rows[product][2])
+
+    out = []
+    for product in sorted(first, key=lambda k: -first[k][2])[:top] + [None]:
+        row = {'config': name, 'product': product or '**all products**'}
+        row.update({f'path {path} ms': round(ms(path, product), 2) for path in paths})
+        row.update({f'{path} / {paths[0]} speed': f'{ms(paths[0], product) / ms(path, product):.3f}'
+                    for path in paths[1:]})
+        out.append(row)
+    rates = {path: sum(by_path[path]['rates']) / 2 for path in paths}
+    row = {'config': name, 'product': "[4096]^2 rate, GFLOP/s (the floors')"}
+    row.update({f'path {path} ms': round(rate, 1) for path, rate in rates.items()})
+    row.update({f'{path} / {paths[0]} speed': f'{rates[path] / rates[paths[0]]:.3f}' for path in paths[1:]})
+    return out + [row]
+
+
 def main():
     p = argparse.ArgumentParser(description=__doc__.split('\n')[0])
     p.add_argument('--configs', default='small,original', help='small: a pretraining step (profile_pretrain); '
@@ -146,13 +178,21 @@ def main():
     p.add_argument('--seconds', type=float, default=0.3, help='time each distinct product for at least this long')
     p.add_argument('--threads', type=int, default=2, help='CPU threads')
     p.add_argument('--top', type=int, default=15, help='rows printed per configuration (the sum counts all)')
+    p.add_argument('--mkl_paths', default='', help='comma-separated MKL_DEBUG_CPU_TYPE values to compare (e.g. '
+                   '5,7); default: the path the library asks for here, alone')
     p.add_argument('--worker', help=argparse.SUPPRESS)
     a = p.parse_args()
     if a.worker:
         return common.answer_worker(a.worker, {'train': worker, 'embed': worker})
     import profile_embed  # (they import this module's timing: not at the top)
     import profile_pretrain
+    from paddle_elmo import runtime
+    runtime.ask_mkl_for_fast_path()  # the header's MKL path: the one the library runs here
     common.print_machine_info()
+    paths = [x for x in a.mkl_paths.split(',') if x]
+    for path in [x for x in paths if not runtime.runs_mkl_path(x)]:
+        print(f'MKL path {path} skipped: this processor lacks its instructions')
+    paths = [x for x in paths if runtime.runs_mkl_path(x)]
     for name in a.configs.split(','):
         kind = 'embed' if name == 'original' else 'train'
         sizes = (profile_embed.batch_sizes(a.batch_sizes) if kind == 'embed'
@@ -160,10 +200,15 @@ def main():
         for batch_size in sizes:
             spec = dict(config=name, kind=kind, steps=a.steps, n_sentences=a.n_sentences, seconds=a.seconds,
                         threads=a.threads, batch_size=batch_size)
+            what = 'pretraining step' if kind == 'train' else 'embedding batch'
+            if paths:
+                by_path = {path: common.run_worker([__file__, '--worker', json.dumps(spec)],
+                                                   env={'MKL_DEBUG_CPU_TYPE': path}) for path in paths}
+                common.print_table(path_table(f'{name} ({what} of {batch_size})', by_path, a.top))
+                continue
             result = common.run_worker([__file__, '--worker', json.dumps(spec)])
             print(f'{name}, batch {batch_size}: matmul rate {result["rates"][0]:.1f} GFLOP/s before the products '
                   f'were timed, {result["rates"][1]:.1f} after')
-            what = 'pretraining step' if kind == 'train' else 'embedding batch'
             common.print_table(table(f'{name} ({what} of {batch_size})', result, a.top))
 
 

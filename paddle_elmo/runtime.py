@@ -1,5 +1,5 @@
 """Process-wide setup, in one place: what importing the package sets, the device, Paddle at full
-speed on the CPU it runs on (MKL's AVX2 code path on AMD processors, every core), glibc's malloc,
+speed on the CPU it runs on (MKL's AVX-512 or AVX2 path on AMD processors, every core), glibc's malloc,
 and train/eval mode without Paddle's global switch.
 
     import paddle                       # every module of ours imports Paddle plainly, in any order
@@ -21,8 +21,9 @@ Two of Paddle's CPU defaults cost most of the speed on the machines our users ha
 - Paddle's CPU wheels link an old MKL (`paddle/libs/libmklml_intel.so`) that chooses its code path
   by processor vendor: on AMD it runs a generic path, ~3x slower matmuls than its AVX2 path on the
   same processor (BENCHMARKS.md, "CPU speed"). This MKL honours `MKL_DEBUG_CPU_TYPE`: 5 runs its
-  AVX2 path, 7 its AVX-512 path (Skylake server's, ~6-9% faster than AVX2 on an AMD EPYC with
-  AVX-512: BENCHMARKS.md, "MKL's AVX-512 path on AMD"). It reads the variable once, at its first
+  AVX2 path, 7 its AVX-512 path (Skylake server's: on an AMD EPYC with AVX-512 the [4096]^2
+  product 7% faster than on AVX2, pretraining and embedding 3-17% more tokens/s: BENCHMARKS.md,
+  "MKL's AVX-512 path on AMD"). It reads the variable once, at its first
   product: setting it before the first Paddle operation is enough, importing Paddle earlier is not
   a problem -- so it is configure()'s, not the import's, and no import order matters.
 - Paddle runs its CPU kernels on one thread unless told otherwise (its import sets an unset
@@ -83,7 +84,7 @@ if 'paddle' not in sys.modules:  # the notice comes with Paddle's first import o
 
 
 _warned_slow_mkl = False
-_mkl_asked_here = False  # MKL_DEBUG_CPU_TYPE was set by ask_mkl_for_fast_path, not the user
+_mkl_asked = None  # the MKL_DEBUG_CPU_TYPE ask_mkl_for_fast_path set (None: it set none, the user may have)
 
 
 def user_threads():
@@ -121,16 +122,23 @@ def processor(cpuinfo='/proc/cpuinfo'):
     return vendor, flags
 
 
+def runs_mkl_path(path, cpu=None):
+    """Whether this processor runs MKL's code `path` (an MKL_DEBUG_CPU_TYPE value we ask for or
+    measure): AVX2_PATH needs AVX2 and FMA, AVX512_PATH those and AVX512_FLAGS; the generic '0'
+    runs anywhere. cpu: processor()'s (vendor, flags)."""
+    flags = (cpu or processor())[1]
+    needs = {'0': set(), AVX2_PATH: {'avx2', 'fma'}, AVX512_PATH: {'avx2', 'fma'} | AVX512_FLAGS}
+    return path in needs and needs[path] <= flags
+
+
 def mkl_path_to_ask(cpu=None):
     """The MKL_DEBUG_CPU_TYPE of MKL's fastest path this processor runs, where MKL would run its
-    generic path: on AMD, AVX512_PATH with AVX512_FLAGS, else AVX2_PATH with AVX2 and FMA; None
-    elsewhere (on Intel MKL picks its path itself). cpu: processor()'s (vendor, flags)."""
-    vendor, flags = cpu or processor()
-    if vendor != 'AuthenticAMD':
+    generic path: on AMD, AVX512_PATH, else AVX2_PATH (runs_mkl_path); None elsewhere (on Intel
+    MKL picks its path itself). cpu: processor()'s (vendor, flags)."""
+    cpu = cpu or processor()
+    if cpu[0] != 'AuthenticAMD':
         return None
-    if AVX512_FLAGS <= flags:
-        return AVX512_PATH
-    return AVX2_PATH if {'avx2', 'fma'} <= flags else None
+    return next((path for path in (AVX512_PATH, AVX2_PATH) if runs_mkl_path(path, cpu)), None)
 
 
 def mkl_code_path():
@@ -152,15 +160,14 @@ def mkl_code_path():
 def ask_mkl_for_fast_path():
     """Set MKL_DEBUG_CPU_TYPE to mkl_path_to_ask() on an AMD processor unless the user set the
     variable. -> how MKL was asked, for the log ('' where MKL needs no asking)."""
-    global _mkl_asked_here
+    global _mkl_asked
     path = mkl_path_to_ask()
     if path is None:
         return ''
     if 'MKL_DEBUG_CPU_TYPE' not in os.environ:
-        os.environ['MKL_DEBUG_CPU_TYPE'] = path
-        _mkl_asked_here = True
-    if _mkl_asked_here:
-        return f' (MKL_DEBUG_CPU_TYPE={path} set for this AMD processor)'
+        os.environ['MKL_DEBUG_CPU_TYPE'] = _mkl_asked = path
+    if _mkl_asked is not None:
+        return f' (MKL_DEBUG_CPU_TYPE={_mkl_asked} set for this AMD processor)'
     return f' (MKL_DEBUG_CPU_TYPE={os.environ["MKL_DEBUG_CPU_TYPE"]!r} from the environment)'
 
 
@@ -176,13 +183,12 @@ def configure(threads=None):
     n = threads or default_threads()
     paddle.base.core.set_num_threads(n)
     path = mkl_code_path()
-    wanted = os.environ.get('MKL_DEBUG_CPU_TYPE')
-    if _mkl_asked_here and path not in (None, wanted) and not _warned_slow_mkl:
+    if _mkl_asked is not None and path not in (None, _mkl_asked) and not _warned_slow_mkl:
         _warned_slow_mkl = True
         warnings.warn(f"Paddle's MKL chose its {MKL_PATHS.get(path, f'code path {path}')} before ELMo could ask "
-                      f"for its {MKL_PATHS[wanted]} (a Paddle matmul ran first): matmuls run up to ~3x slower on "
-                      f"this AMD processor. Set MKL_DEBUG_CPU_TYPE={wanted} in the environment, or create the "
-                      "embedder before other Paddle work.", stacklevel=3)
+                      f"for its {MKL_PATHS[_mkl_asked]} (a Paddle matmul ran first): matmuls run up to ~3x slower "
+                      f"on this AMD processor. Set MKL_DEBUG_CPU_TYPE={_mkl_asked} in the environment, or create "
+                      "the embedder before other Paddle work.", stacklevel=3)
     source = 'cpu_threads' if threads else 'OMP_NUM_THREADS' if user_threads() else 'the available cores'
     mkl = MKL_PATHS.get(path, f'code path {path}')
     return f'CPU: {n} thread{"s" * (n > 1)} ({source}); MKL: {mkl}{asked}'

@@ -35,8 +35,6 @@ def mkl_state(proc):
     return int(threads), path
 
 
-
-
 @pytest.fixture(autouse=True)
 def no_bundled_mkl_means_skip():
     import paddle
@@ -61,9 +59,17 @@ def test_mkl_is_asked_for_the_widest_path_an_amd_processor_runs(tmp_path, text, 
     assert cpu.mkl_path_to_ask(cpu.processor(str(tmp_path / 'cpuinfo'))) == path
 
 
+@pytest.mark.parametrize('flags, runs', [('fpu sse2 avx', {'0'}), ('avx avx2 fma', {'0', '5'}),
+                                         (f'avx avx2 fma {AVX512}', {'0', '5', '7'}),
+                                         (f'avx {AVX512}', {'0'})])  # AVX-512 flags without AVX2: not path 7
+def test_a_path_runs_where_the_processor_has_its_instructions(flags, runs):
+    info = ('AuthenticAMD', set(flags.split()))
+    assert {path for path in ('0', '4', '5', '7') if cpu.runs_mkl_path(path, info)} == runs  # 4: not ours to run
+
+
 def test_a_users_mkl_debug_cpu_type_is_left_alone(monkeypatch):
     monkeypatch.setattr(cpu, 'mkl_path_to_ask', lambda: '7')
-    monkeypatch.setattr(cpu, '_mkl_asked_here', False)
+    monkeypatch.setattr(cpu, '_mkl_asked', None)
     monkeypatch.setenv('MKL_DEBUG_CPU_TYPE', '0')
     assert 'from the environment' in cpu.ask_mkl_for_fast_path() and os.environ['MKL_DEBUG_CPU_TYPE'] == '0'
     monkeypatch.delenv('MKL_DEBUG_CPU_TYPE')
@@ -100,8 +106,10 @@ def test_a_script_started_without_settings_runs_on_the_cores_and_the_fast_path_a
     assert proc.returncode == 0, proc.stderr[-3000:]
     said = [line for line in proc.stderr.splitlines() if line.startswith('CPU: ')]  # the log
     threads = f'CPU: {CORES} thread{"s" * (CORES > 1)} (the available cores); MKL: '
-    mkl = f'{cpu.MKL_PATHS[ASKED_PATH]} (MKL_DEBUG_CPU_TYPE={ASKED_PATH} set for this AMD processor)' if ASKED_PATH else ''
+    mkl = (f'{cpu.MKL_PATHS[ASKED_PATH]} (MKL_DEBUG_CPU_TYPE={ASKED_PATH} set for this AMD processor)'
+           if ASKED_PATH else '')
     assert len(said) == 1 and said[0].startswith(threads + mkl), proc.stderr
+    assert 'chose its' not in proc.stderr  # no warning that MKL was asked too late
 
 
 @pytest.mark.parametrize('make, env, threads', [
@@ -116,7 +124,7 @@ def test_the_library_uses_the_cores_and_the_fast_path_unless_the_user_chose(make
             f'bilm = BiLM(tiny_config()); {make}; ' + MKL_STATE)
     proc = python(code, {**env, 'PYTHONPATH': f'{ROOT}:{ROOT}/tests'})
     got_threads, path = mkl_state(proc)
-    assert got_threads == threads
+    assert got_threads == threads and 'chose its' not in proc.stderr  # asked in time: no warning
     if ASKED_PATH:  # elsewhere MKL picks its own path: not ours to assert
         assert path == ASKED_PATH
 
@@ -163,8 +171,8 @@ def test_parity_and_the_training_update_hold_on_each_mkl_path(setting):
     # runs it); the tests compare with AllenNLP's reference embeddings and with an independent
     # NumPy evaluation of bilm-tf's step.
     require(FIXTURE)
-    if setting == cpu.AVX512_PATH and not cpu.AVX512_FLAGS <= cpu.processor()[1]:
-        pytest.skip('this processor lacks the AVX-512 instructions of MKL\'s path 7')
+    if not cpu.runs_mkl_path(setting):
+        pytest.skip(f'this processor lacks the instructions of MKL\'s path {setting}')
     tests = ['tests/test_elmo.py::test_stateful_run_matches_reference_top_layer',
              'tests/test_elmo.py::test_token_representations_match_reference',
              'tests/test_train_step.py::test_one_step_equals_bilm_tf_update_with_the_clip_active',

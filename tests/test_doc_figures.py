@@ -292,9 +292,8 @@ FIGURES = [
            '{own2:.4f} per LSTM layer; {rt1:.4f} / {rt2:.4f} on 1,000 rt-polarity sentences)',
            'readme_2026-11-27/int8_bundled_{heldout_sample,rt_polarity_1000}.json: verified["onnxruntime int8"]',
            int8_checks),
-    Figure('int8 speed on the original size', '{speedup:.2f}x (AVX2) and {speedup512:.2f}x (AVX-512, where `ELMoEmbedder` runs MKL\'s AVX-512 path) '
-           'as fast as '
-           '`ELMoEmbedder` on CPU, worst-token cosine {cosine:.4f}, {int8_mb:.0f} MB instead of {float_mb:.0f} MB',
+    Figure('int8 speed on the original size', '{speedup:.2f}x (AVX2) and {speedup512:.2f}x (AVX-512, where '
+           '`ELMoEmbedder` runs MKL\'s AVX-512 path) as fast as `ELMoEmbedder` on CPU, worst-token cosine {cosine:.4f}, {int8_mb:.0f} MB instead of {float_mb:.0f} MB',
            'export_int8_2026-11-25.json and speed55_paths_2026-11-27/export_int8.json: speed (model original: x '
            'library, model.onnx MB), agreement (layer k cos min)',
            int8_speed),

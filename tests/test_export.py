@@ -138,7 +138,7 @@ def test_an_onnxruntime_embedder_runs_with_the_session_options_it_is_given(fixtu
     options = onnxruntime.SessionOptions()
     options.intra_op_num_threads = 1
     options.add_session_config_entry('session.intra_op.allow_spinning', '1')
-    embedder = InferenceEmbedder(model_dir, backend='onnxruntime', threads=2, session_options=options)
+    embedder = InferenceEmbedder(model_dir, backend='onnxruntime', session_options=options)
     used = embedder._session.get_session_options()
     assert used.intra_op_num_threads == 1 and used.get_session_config_entry('session.intra_op.allow_spinning') == '1'
     default = InferenceEmbedder(model_dir, backend='onnxruntime', threads=2)._session.get_session_options()
@@ -148,6 +148,8 @@ def test_an_onnxruntime_embedder_runs_with_the_session_options_it_is_given(fixtu
     assert all(np.array_equal(g, w) for g, w in zip(got, want))
     with pytest.raises(InputError, match="session_options are onnxruntime's"):
         InferenceEmbedder(model_dir, backend='paddle', session_options=options)
+    with pytest.raises(InputError, match='threads and session_options: set the threads in the SessionOptions'):
+        InferenceEmbedder(model_dir, backend='onnxruntime', threads=2, session_options=options)
 
 
 def test_original_size_outputs_are_not_trivially_equal(original_export):

@@ -112,3 +112,17 @@ def test_stream_kernels_compute_their_formulas_on_every_slice(monkeypatch):
     np.testing.assert_array_equal(a, b)
     result = stream.measure_stream_gbs(threads=2, array_mb=1, seconds=0)
     assert result['copy'] > 0 and result['triad'] > 0 and result['array_mb'] == 1
+
+
+def test_matmul_ceiling_compares_mkl_paths_product_by_product_and_by_the_floors_rate():
+    # Two fake workers' results (matmul_ceiling.worker's: per product [calls, flops, seconds] a
+    # step, and the [4096]^2 rate before and after): path 7 twice as fast on one product, the same
+    # on the other, its rate 10% higher.
+    ceiling = benchmark_module('matmul_ceiling')
+    by_path = {'5': {'rows': {'a': [1, 1e9, 0.004], 'b': [2, 1e9, 0.001]}, 'rates': [200.0, 200.0]},
+               '7': {'rows': {'a': [1, 1e9, 0.002], 'b': [2, 1e9, 0.001]}, 'rates': [215.0, 225.0]}}
+    rows = ceiling.path_table('small', by_path, top=5)
+    assert [r['product'] for r in rows] == ['a', 'b', '**all products**', "[4096]^2 rate, GFLOP/s (the floors')"]
+    assert [r['path 5 ms'] for r in rows] == [4.0, 1.0, 5.0, 200.0]
+    assert [r['path 7 ms'] for r in rows] == [2.0, 1.0, 3.0, 220.0]
+    assert [r['7 / 5 speed'] for r in rows] == ['2.000', '1.000', '1.667', '1.100']

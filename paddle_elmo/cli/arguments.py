@@ -202,6 +202,5 @@ def add_device(p, threads_note=''):
     p.add_argument('--cpu_threads', type=positive_int,
                    help=f'threads per process on CPU (default: {runtime.default_threads()} here: $OMP_NUM_THREADS if '
                    f'set, else the available cores divided by the ranks launched on this machine{threads_note}). On '
-                   'AMD processors '
-                   'MKL_DEBUG_CPU_TYPE is set unless you set it: 7 with AVX-512, else 5 (Paddle\'s MKL then runs '
-                   'its AVX-512 or AVX2 path, ~3x faster than its generic one)')
+                   'AMD processors MKL_DEBUG_CPU_TYPE is set unless you set it: 7 with AVX-512, else 5 with AVX2 '
+                   'and FMA (Paddle\'s MKL then runs its AVX-512 or AVX2 path, ~3x faster than its generic one)')

@@ -77,7 +77,8 @@ class InferenceEmbedder(SentenceEmbedder):
     was written), 'unverified' (export-inference --no_verify: logged as a warning), or None for an
     export written before export.json existed. session_options: onnxruntime only, an
     onnxruntime.SessionOptions to run the session with (profiling, graph optimisation levels, other
-    threads) instead of the default: `threads` intra-op threads whose workers do not spin.
+    threads) instead of the default: `threads` intra-op threads whose workers do not spin (with
+    session_options, threads stays None: the options hold the threads).
     """
 
     stateful = False
@@ -90,6 +91,9 @@ class InferenceEmbedder(SentenceEmbedder):
         if session_options is not None and backend != 'onnxruntime':
             raise InputError(f'session_options are onnxruntime\'s; this embedder runs {model_dir} on {backend} '
                              f'(pass backend=\'onnxruntime\')')
+        if session_options is not None and threads is not None:
+            raise InputError('threads and session_options: set the threads in the SessionOptions '
+                             '(intra_op_num_threads), not both')
         self.model_dir, self.backend, self.batch_size = model_dir, backend, batch_size
         self.precision = 'float32'  # model.onnx's PRECISION_KEY when it is quantized: 'int8: ...'
         needed = list(PROGRAM_FILES) if backend == 'paddle' else [ONNX_FILE]
