@@ -125,18 +125,27 @@ def worker(spec):
     return {'rows': dict(rows), 'rates': [rate, common.measure_matmul_gflops()]}
 
 
+def mean_rate(result):
+    """A worker's [4096]^2 rate, GFLOP/s: the mean of its readings before and after the products."""
+    return sum(result['rates']) / 2
+
+
+def total(result, column):
+    """A worker's rows summed over the products: column 0 calls, 1 FLOPs, 2 seconds (per step)."""
+    return sum(v[column] for v in result['rows'].values())
+
+
 def table(name, result, top):
     """Rows by time, the largest `top` and the sum."""
-    rate = sum(result['rates']) / 2 * 1e9
+    rate = mean_rate(result) * 1e9
     rows = sorted(result['rows'].items(), key=lambda kv: -kv[1][2])
     out = []
     for product, (calls, flops, seconds) in rows[:top]:
         out.append({'config': name, 'product': product, 'calls': round(calls, 2), 'MFLOP': round(flops / 1e6, 1),
                     'ms alone': round(1000 * seconds, 2), 'floor ms': round(1000 * flops / rate, 2),
                     'of rate': f'{flops / seconds / rate:.0%}' if seconds else ''})
-    flops = sum(v[1] for v in result['rows'].values())
-    seconds = sum(v[2] for v in result['rows'].values())
-    out.append({'config': name, 'product': f'**all {len(rows)} products**', 'calls': round(sum(v[0] for v in result['rows'].values()), 1),
+    flops, seconds = total(result, 1), total(result, 2)
+    out.append({'config': name, 'product': f'**all {len(rows)} products**', 'calls': round(total(result, 0), 1),
                 'MFLOP': round(flops / 1e6, 1), 'ms alone': round(1000 * seconds, 1),
                 'floor ms': round(1000 * flops / rate, 1), 'of rate': f'{flops / seconds / rate:.0%}'})
     return out
@@ -149,22 +158,19 @@ def path_table(name, by_path, top):
     paths = list(by_path)
     first = by_path[paths[0]]['rows']
 
-    def ms(path, product):  # product None: all of them
-        rows = by_path[path]['rows']
-        return 1000 * (sum(v[2] for v in rows.values()) if product is None else rows[product][2])
-
-    out = []
-    for product in sorted(first, key=lambda k: -first[k][2])[:top] + [None]:
-        row = {'config': name, 'product': product or '**all products**'}
-        row.update({f'path {path} ms': round(ms(path, product), 2) for path in paths})
-        row.update({f'{path} / {paths[0]} speed': f'{ms(paths[0], product) / ms(path, product):.3f}'
+    def row(product, values, digits, speed):  # values {path: ms or GFLOP/s}; speed(first's, this path's)
+        out = {'config': name, 'product': product}
+        out.update({f'path {path} ms': round(value, digits) for path, value in values.items()})
+        out.update({f'{path} / {paths[0]} speed': f'{speed(values[paths[0]], values[path]):.3f}'
                     for path in paths[1:]})
-        out.append(row)
-    rates = {path: sum(by_path[path]['rates']) / 2 for path in paths}
-    row = {'config': name, 'product': "[4096]^2 rate, GFLOP/s (the floors')"}
-    row.update({f'path {path} ms': round(rate, 1) for path, rate in rates.items()})
-    row.update({f'{path} / {paths[0]} speed': f'{rates[path] / rates[paths[0]]:.3f}' for path in paths[1:]})
-    return out + [row]
+        return out
+
+    by_time = lambda first_ms, ms: first_ms / ms  # noqa: E731
+    rows = [row(p, {path: 1000 * by_path[path]['rows'][p][2] for path in paths}, 2, by_time)
+            for p in sorted(first, key=lambda k: -first[k][2])[:top]]
+    rows.append(row('**all products**', {path: 1000 * total(by_path[path], 2) for path in paths}, 2, by_time))
+    rates = {path: mean_rate(by_path[path]) for path in paths}
+    return rows + [row("[4096]^2 rate, GFLOP/s (the floors')", rates, 1, lambda first_rate, rate: rate / first_rate)]
 
 
 def main():

@@ -22,7 +22,7 @@ Two of Paddle's CPU defaults cost most of the speed on the machines our users ha
   by processor vendor: on AMD it runs a generic path, ~3x slower matmuls than its AVX2 path on the
   same processor (BENCHMARKS.md, "CPU speed"). This MKL honours `MKL_DEBUG_CPU_TYPE`: 5 runs its
   AVX2 path, 7 its AVX-512 path (Skylake server's: on an AMD EPYC with AVX-512 the [4096]^2
-  product 7% faster than on AVX2, pretraining and embedding 3-17% more tokens/s: BENCHMARKS.md,
+  product 7-10% faster than on AVX2, pretraining and embedding 3-8% more tokens/s: BENCHMARKS.md,
   "MKL's AVX-512 path on AMD"). It reads the variable once, at its first
   product: setting it before the first Paddle operation is enough, importing Paddle earlier is not
   a problem -- so it is configure()'s, not the import's, and no import order matters.
@@ -58,6 +58,9 @@ AVX2_PATH = '5'
 AVX512_PATH = '7'  # the AVX-512 path of Intel's Skylake server processors
 AVX512_FLAGS = frozenset({'avx512f', 'avx512cd', 'avx512bw', 'avx512dq', 'avx512vl'})  # what it runs
 MKL_PATHS = {None: 'no bundled MKL', '0': 'generic path', AVX2_PATH: 'AVX2 path', AVX512_PATH: 'AVX-512 path'}
+# The instruction-set flags each path executes (the generic one runs anywhere).
+MKL_PATH_NEEDS = {'0': frozenset(), AVX2_PATH: frozenset({'avx2', 'fma'}),
+                  AVX512_PATH: frozenset({'avx2', 'fma'}) | AVX512_FLAGS}
 
 
 def _startup_environment(name):
@@ -124,11 +127,13 @@ def processor(cpuinfo='/proc/cpuinfo'):
 
 def runs_mkl_path(path, cpu=None):
     """Whether this processor runs MKL's code `path` (an MKL_DEBUG_CPU_TYPE value we ask for or
-    measure): AVX2_PATH needs AVX2 and FMA, AVX512_PATH those and AVX512_FLAGS; the generic '0'
-    runs anywhere. cpu: processor()'s (vendor, flags)."""
-    flags = (cpu or processor())[1]
-    needs = {'0': set(), AVX2_PATH: {'avx2', 'fma'}, AVX512_PATH: {'avx2', 'fma'} | AVX512_FLAGS}
-    return path in needs and needs[path] <= flags
+    measure): it has the flags MKL_PATH_NEEDS lists. cpu: processor()'s (vendor, flags)."""
+    return path in MKL_PATH_NEEDS and MKL_PATH_NEEDS[path] <= (cpu or processor())[1]
+
+
+def mkl_path_name(path):
+    """A code path mkl_code_path reports, in words (for the log and the warnings)."""
+    return MKL_PATHS.get(path, f'code path {path}')
 
 
 def mkl_path_to_ask(cpu=None):
@@ -185,13 +190,12 @@ def configure(threads=None):
     path = mkl_code_path()
     if _mkl_asked is not None and path not in (None, _mkl_asked) and not _warned_slow_mkl:
         _warned_slow_mkl = True
-        warnings.warn(f"Paddle's MKL chose its {MKL_PATHS.get(path, f'code path {path}')} before ELMo could ask "
-                      f"for its {MKL_PATHS[_mkl_asked]} (a Paddle matmul ran first): matmuls run up to ~3x slower "
-                      f"on this AMD processor. Set MKL_DEBUG_CPU_TYPE={_mkl_asked} in the environment, or create "
-                      "the embedder before other Paddle work.", stacklevel=3)
+        warnings.warn(f"Paddle's MKL chose its {mkl_path_name(path)} before ELMo could ask for its "
+                      f"{mkl_path_name(_mkl_asked)} (a Paddle matmul ran first): matmuls run up to ~3x slower on "
+                      f"this AMD processor. Set MKL_DEBUG_CPU_TYPE={_mkl_asked} in the environment, or create the "
+                      "embedder before other Paddle work.", stacklevel=3)
     source = 'cpu_threads' if threads else 'OMP_NUM_THREADS' if user_threads() else 'the available cores'
-    mkl = MKL_PATHS.get(path, f'code path {path}')
-    return f'CPU: {n} thread{"s" * (n > 1)} ({source}); MKL: {mkl}{asked}'
+    return f'CPU: {n} thread{"s" * (n > 1)} ({source}); MKL: {mkl_path_name(path)}{asked}'
 
 
 def configure_if_on_cpu(threads=None):
