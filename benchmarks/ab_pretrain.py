@@ -42,6 +42,9 @@ from paddle_elmo.cli.runner import run
 from paddle_elmo.fileio import InputError
 
 PHASES = ('forward', 'backward', 'optimizer')
+# What Version imports, directly or not: loaded before the swap is made (make_swap).
+VERSION_MODULES = ('paddle_elmo.train.lm', 'paddle_elmo.train.optimizers', 'paddle_elmo.text.batches',
+                   'paddle_elmo.text.vocabulary', 'paddle_elmo.runtime', 'paddle_elmo.model.recipe')
 # kernel_build's compiler flags up to 1aeb1e1 (since then kernel_build.CFLAGS, with -fno-math-errno)
 BASE_CFLAGS = ('-O3', '-march=native', '-fno-trapping-math')
 BASE_PREFIX = 'base_'  # the base kernels' operators: base_elmo_... (two libraries cannot share op names)
@@ -87,12 +90,17 @@ def kernels_source():
     return os.path.relpath(kernels.SOURCE, common.ROOT)
 
 
+def base_suffix(revision):
+    """What the name of a module loaded from `revision` ends with."""
+    return '_at_' + re.sub(r'[^0-9A-Za-z_]', '_', revision)
+
+
 def base_module(revision, base_path, path):
     """Module `path` (paddle_elmo/.../NAME.py) as `base_path` was at `revision`, loaded beside the
     working tree's -> (the working tree's module, the base's)."""
     name = path[:-3].replace('/', '.')
     current = importlib.import_module(name)
-    spec = importlib.util.spec_from_loader(f'{name}_at_{re.sub(r"[^0-9A-Za-z_]", "_", revision)}', loader=None)
+    spec = importlib.util.spec_from_loader(name + base_suffix(revision), loader=None)
     base = importlib.util.module_from_spec(spec)
     sys.modules[spec.name] = base  # dataclasses and pickling look their module up
     exec(compile(git_show(revision, base_path), f'{revision}:{base_path}', 'exec'), base.__dict__)
@@ -140,7 +148,13 @@ def base_kernels(revision, base_path, cflags):
 
 
 def make_swap(revision, items, cflags):
-    """--swap's items (PATH, or BASE_PATH:PATH when the file had another path at the revision) -> Swap."""
+    """--swap's items (PATH, or BASE_PATH:PATH when the file had another path at the revision) -> Swap.
+
+    The modules a Version uses are imported first: a module imported for the first time while the
+    swap is on binds the base's classes and functions with its `from ... import` for good, and the
+    new version would run them too (as it did before 2026-11-27: bilm's EagerOps, lm's Softmax)."""
+    for name in VERSION_MODULES:
+        importlib.import_module(name)
     swap, modules = Swap(), []
     for item in items:
         base_path, _, path = item.rpartition(':')
@@ -220,6 +234,25 @@ class Version:
         return state
 
 
+def base_objects_held(revision):
+    """The working tree's module attributes that hold an object of a module loaded from `revision`
+    -> ['module.attr', ...]; with the swap off there must be none, or the new version runs base code."""
+    suffix = base_suffix(revision)
+    return [f'{name}.{attr}' for name, module in list(sys.modules.items())
+            if name.startswith('paddle_elmo') and module is not None and not name.endswith(suffix)
+            for attr, value in list(vars(module).items())
+            if str(getattr(value, '__module__', None) or '').endswith(suffix)]
+
+
+def check_versions_apart(revision, when):
+    """Raise when the working tree's modules hold base objects with the swap off (base_objects_held)."""
+    held = base_objects_held(revision)
+    if held:
+        raise RuntimeError(f'{when}, the working tree\'s modules hold the base\'s objects, so the new version '
+                           f'would run base code: {", ".join(held[:8])}{" ..." if len(held) > 8 else ""} '
+                           f'(a module first imported while the swap was on: add it to VERSION_MODULES)')
+
+
 def compare(base, new):
     """-> lines saying whether the two versions' losses and final state are the same bits."""
     lines = []
@@ -263,10 +296,12 @@ def main():
     swap = make_swap(a.base, [s for s in a.swap.split(',') if s], a.base_cflags.split())
     base = Version(f'base ({a.base})', swap, a.config, a.batch_size, a.max_grad_norm)
     new = Version('new (working tree)', None, a.config, a.batch_size, a.max_grad_norm)
+    check_versions_apart(a.base, 'after building both versions')
     for i in range(a.warmup + a.steps):
         pair = (base, new) if i % 2 == 0 else (new, base)
         for version in pair:
             version.step(timed=i >= a.warmup)
+    check_versions_apart(a.base, 'after the steps')
     print(f'{a.config}, {a.batch_size} rows, {a.steps} step pairs after {a.warmup}, base takes {a.swap} '
           f'from {a.base}, max_grad_norm {a.max_grad_norm:g}; ms per step (median):')
     rows = []

@@ -12,7 +12,7 @@ import paddle
 import paddle.nn.functional as F
 import pytest
 
-from paddle_elmo.model import kernels
+from paddle_elmo.model import kernels, layer_math
 from conftest import require_kernels, tiny_config
 from paddle_elmo.text.token_ids import CharMapper
 from paddle_elmo.model.bilm import BiLM
@@ -72,6 +72,49 @@ def test_add_bias_gradients_are_the_broadcast_add_gradients():
     (add_bias(x, b) * g).sum().backward()
     np.testing.assert_allclose(x.grad.numpy(), g.numpy())
     np.testing.assert_allclose(b.grad.numpy(), g.numpy().sum(axis=0), rtol=1e-6, atol=1e-6)
+
+
+def test_pooling_all_widths_in_one_kernel_gives_the_per_width_bits():
+    """kernels.pool_widths_relu against the path it replaces in training (the max kernel per width,
+    concat, add_bias, relu): the same bits forward and backward, ties, a NaN and relu's zeros included."""
+    require_kernels()
+    rng = np.random.default_rng(0)
+    xs_np = [rng.normal(size=(positions, 7, n)).astype(np.float32) for positions, n in [(4, 3), (6, 5), (1, 8)]]
+    xs_np[0][1:3, 2, :] = xs_np[0][0, 2, :]  # three positions tie for every filter of row 2
+    xs_np[1][:, 0, 0] = -5.0  # all positions tie, and relu cuts the result to 0
+    xs_np[2][0, 4, 7] = np.nan  # relu makes it 0, as Paddle's does
+    bias_np = rng.normal(size=16).astype(np.float32)
+    g = paddle.to_tensor(rng.normal(size=(7, 16)).astype(np.float32))
+    results = []
+    for fused in (False, True):
+        xs = [paddle.to_tensor(x, stop_gradient=False) for x in xs_np]
+        bias = paddle.to_tensor(bias_np, stop_gradient=False)
+        if fused:
+            y = kernels.pool_widths_relu(xs, bias)
+        else:
+            y = layer_math.TokenOps.pool_widths(EagerOps(), iter(xs), bias, F.relu)
+        (y * g).sum().backward()
+        results.append([y.numpy(), bias.grad.numpy()] + [x.grad.numpy() for x in xs])
+    assert results[1][0][4, 8 + 7] == 0 and results[1][0][0, 3] == 0
+    for per_width, fused in zip(*results):
+        np.testing.assert_array_equal(fused, per_width)
+
+
+def test_training_pools_the_char_cnn_in_one_kernel_and_inference_per_width(monkeypatch):
+    """The fused pooling runs where gradients flow (a training step holds every width's products
+    anyway); without gradients each width is pooled as it is made, so only one is held."""
+    require_kernels()
+    calls = []
+    fused = kernels.pool_widths_relu
+    monkeypatch.setattr(kernels, 'pool_widths_relu', lambda products, bias: calls.append(len(products)) or
+                        fused(products, bias))
+    enc = make_encoder(cnn_filters=[[1, 4], [2, 8], [3, 8]])
+    ids = paddle.to_tensor(CharMapper().tokens(['a', 'movie']))
+    enc(ids, EagerOps()).sum().backward()
+    assert calls == [3]
+    with paddle.no_grad():
+        enc(ids, EagerOps())
+    assert calls == [3]
 
 
 def make_encoder(seed=0, **overrides):

@@ -493,6 +493,122 @@ PD_BUILD_OP(elmo_max_over_positions_backward)
     .Outputs({"GradX"})
     .SetKernelFn(PD_KERNEL(MaxOverPositionsBackward));
 
+// The char CNN's pooling for all its filter widths in one call, in training with relu (bilm-tf's
+// default activation): width i's products x_i [positions_i, rows, n_i] -> y = relu(max over
+// positions + bias) [rows, sum n_i], the widths side by side, with best (the max) and ties as
+// MaxOverPositions gives them, in the same layout. The same numbers as MaxOverPositions per width,
+// a concat, a broadcast add and Paddle's relu (v > 0 ? v : 0, which makes NaN and -0 a +0), without
+// the concat's copies and four ops per width and call.
+std::vector<Tensor> PoolWidthsRelu(const std::vector<Tensor>& xs_in, const Tensor& bias_in) {
+  const Tensor bias = bias_in.contiguous();
+  std::vector<Tensor> xs;
+  for (const Tensor& x : xs_in) xs.push_back(x.contiguous());
+  PD_CHECK(!xs.empty(), "pool_widths_relu: at least one width");
+  const int64_t rows = xs[0].shape()[1];
+  int64_t width_sum = 0, work = 0;
+  for (const Tensor& x : xs) {
+    PD_CHECK(x.is_cpu() && x.dtype() == paddle::DataType::FLOAT32 && x.shape().size() == 3 && x.shape()[0] > 0 &&
+                 x.shape()[1] == rows,
+             "pool_widths_relu: float32 CPU products [positions, rows, n], the same rows for every width");
+    width_sum += x.shape()[2];
+    work += x.numel();
+  }
+  PD_CHECK(bias.numel() == width_sum, "pool_widths_relu: bias [sum of the widths' n]");
+  const int64_t N = width_sum;
+  Tensor y = Empty({rows, N}), best = Empty({rows, N}), ties = Empty({rows, N});
+  float *yv = y.data<float>(), *bv = best.data<float>(), *cv = ties.data<float>();
+  const float* biasv = bias.data<float>();
+#pragma omp parallel if (work >= kParallelMin)
+  {
+    int64_t offset = 0;
+    for (const Tensor& x : xs) {
+      const int64_t positions = x.shape()[0], n = x.shape()[2];
+      const float* xv = x.data<float>();
+#pragma omp for nowait
+      for (int64_t r = 0; r < rows; ++r) {
+        float *b = bv + r * N + offset, *c = cv + r * N + offset, *out = yv + r * N + offset;
+        const float* bias_r = biasv + offset;
+        std::memcpy(b, xv + r * n, sizeof(float) * n);
+        std::fill(c, c + n, 1.f);
+        for (int64_t k = 1; k < positions; ++k) {
+          const float* xk = xv + (k * rows + r) * n;
+#pragma omp simd
+          for (int64_t j = 0; j < n; ++j) {
+            const bool above = xk[j] > b[j] || xk[j] != xk[j];
+            c[j] = above ? 1.f : c[j] + (xk[j] == b[j] ? 1.f : 0.f);
+            b[j] = above ? xk[j] : b[j];
+          }
+        }
+#pragma omp simd
+        for (int64_t j = 0; j < n; ++j) {
+          const float v = b[j] + bias_r[j];
+          out[j] = v > 0.f ? v : 0.f;
+        }
+      }
+      offset += n;
+    }
+  }
+  return {y, best, ties};
+}
+
+// Its gradient, written into the caller's tensors (an op's list of outputs must be in place):
+// relu's (grad * (y > 0), as Paddle's relu_grad) into masked [rows, N], the gradient before the
+// bias, whose column sums kernels.py takes as add_bias does; each width's, split among ties as
+// MaxOverPositionsBackward, into grads[i] (x_i's shape).
+void PoolWidthsReluBackward(const std::vector<Tensor>& xs_in, const Tensor& best, const Tensor& ties, const Tensor& y,
+                            const Tensor& grad_in, Tensor& masked, std::vector<Tensor>& grads) {
+  const Tensor grad = grad_in.contiguous();  // best, ties, y: the forward's own
+  std::vector<Tensor> xs;
+  for (const Tensor& x : xs_in) xs.push_back(x.contiguous());
+  const int64_t rows = best.shape()[0], N = best.shape()[1];
+  PD_CHECK(masked.is_contiguous() && masked.numel() == rows * N && grads.size() == xs.size(),
+           "pool_widths_relu_backward: GradPre [rows, N] and one GradX per width, written in place");
+  int64_t work = 0;
+  for (size_t i = 0; i < xs.size(); ++i) {
+    PD_CHECK(grads[i].is_contiguous() && grads[i].numel() == xs[i].numel(),
+             "pool_widths_relu_backward: each GradX contiguous, of its width's size");
+    work += xs[i].numel();
+  }
+  const float *bv = best.data<float>(), *cv = ties.data<float>(), *yv = y.data<float>(), *gv = grad.data<float>();
+  float* mv = masked.data<float>();
+#pragma omp parallel if (work >= kParallelMin)
+  {
+#pragma omp for
+    for (int64_t r = 0; r < rows; ++r) {
+#pragma omp simd
+      for (int64_t j = 0; j < N; ++j) mv[r * N + j] = gv[r * N + j] * (yv[r * N + j] > 0.f ? 1.f : 0.f);
+    }
+    int64_t offset = 0;
+    for (size_t i = 0; i < xs.size(); ++i) {
+      const int64_t positions = xs[i].shape()[0], n = xs[i].shape()[2];
+      const float* xv = xs[i].data<float>();
+      float* gx = grads[i].data<float>();
+#pragma omp for nowait
+      for (int64_t r = 0; r < rows; ++r) {
+        const float *b = bv + r * N + offset, *c = cv + r * N + offset, *g = mv + r * N + offset;
+        for (int64_t k = 0; k < positions; ++k) {
+          const float* xk = xv + (k * rows + r) * n;
+          float* gk = gx + (k * rows + r) * n;
+#pragma omp simd
+          for (int64_t j = 0; j < n; ++j) gk[j] = xk[j] == b[j] ? g[j] / c[j] : 0.f;
+        }
+      }
+      offset += n;
+    }
+  }
+}
+
+PD_BUILD_OP(elmo_pool_widths_relu)
+    .Inputs({paddle::Vec("Xs"), "Bias"})
+    .Outputs({"Out", "Best", "Ties"})
+    .SetKernelFn(PD_KERNEL(PoolWidthsRelu));
+
+PD_BUILD_OP(elmo_pool_widths_relu_backward)
+    .Inputs({paddle::Vec("Xs"), "Best", "Ties", "Out", "GradOut", "GradPre", paddle::Vec("GradXs")})
+    .Outputs({"GradPreOut", paddle::Vec("GradXsOut")})
+    .SetInplaceMap({{"GradPre", "GradPreOut"}, {paddle::Vec("GradXs"), paddle::Vec("GradXsOut")}})
+    .SetKernelFn(PD_KERNEL(PoolWidthsReluBackward));
+
 // Sampled-softmax cross-entropy per row (lm.Softmax.sampled_loss). Row i's logits are its true
 // logit followed by the C candidate logits cand[i] + cand_bias (the bias added here: Paddle's
 // broadcast add costs 8.6 ms for [640, 8192]); labels[i] = 0 means the true column is the label,

@@ -2,6 +2,7 @@
 
     h_all, c_all = recurrence(gates_x, bias, batch_sizes, h0, c0, w_hidden, w_proj, cell_clip, proj_clip)
     best = max_over_positions(x)   # [positions, rows, n] -> [rows, n]
+    y = pool_widths_relu(products, bias)   # relu(max + bias) of each width's products, side by side
     losses = sampled_softmax_losses(true_logits, cand_logits, cand_bias, labels)   # [n]
     y = highway_gate(carry, carry_bias, transform, transform_bias, x)   # [tokens, dim]
     y = add_bias(x, bias)          # [rows, k] + [k]
@@ -128,17 +129,19 @@ def add_bias(x, bias):
 class _AddBias(PyLayer):
     @staticmethod
     def forward(ctx, x, bias):
-        ctx.rows, ctx.needs = x.shape[0], (not x.stop_gradient, not bias.stop_gradient)
+        ctx.needs = (not x.stop_gradient, not bias.stop_gradient)
         return x + bias
 
     @staticmethod
     def backward(ctx, grad):
-        # The bias gradient as a [1, rows] x [rows, k] product: Paddle's CPU column sum (the
-        # backward of a broadcast add) is far slower (BENCHMARKS.md, "Measured choices").
-        grad_bias = None
-        if ctx.needs[1]:
-            grad_bias = paddle.matmul(paddle.ones([1, ctx.rows], dtype=grad.dtype), grad).reshape([grad.shape[1]])
-        return _needed_grads(ctx, (grad, grad_bias))
+        return _needed_grads(ctx, (grad, bias_grad(grad) if ctx.needs[1] else None))
+
+
+def bias_grad(grad):
+    """The gradient of a bias added to every row, from the sum's gradient [rows, k] -> [k]: a
+    [1, rows] x [rows, k] product (Paddle's CPU column sum, the backward of a broadcast add, is far
+    slower: BENCHMARKS.md, "Measured choices")."""
+    return paddle.matmul(paddle.ones([1, grad.shape[0]], dtype=grad.dtype), grad).reshape([grad.shape[1]])
 
 
 # --------------------------------------------------------------------------------------------
@@ -245,6 +248,30 @@ class _KernelMaxOverPositions(PyLayer):
     @staticmethod
     def backward(ctx, grad):
         return kernel().elmo_max_over_positions_backward(*ctx.saved_tensor(), grad)
+
+
+def pool_widths_relu(products, bias):
+    """The char CNN's pooling in training: relu(max over positions + bias) of every filter width's
+    products [positions_i, rows, n_i] -> [rows, sum n_i], the widths side by side, in one kernel
+    (layer_math.TokenOps.pool_widths' numbers: max_over_positions per width, concat, add_bias and
+    relu, exactly). CPU float32 tensors, kernels on (token_layer.EagerOps checks)."""
+    return _KernelPoolWidthsRelu.apply(bias, *products)
+
+
+class _KernelPoolWidthsRelu(PyLayer):
+    @staticmethod
+    def forward(ctx, bias, *products):
+        y, best, ties = kernel().elmo_pool_widths_relu(list(products), bias)
+        ctx.save_for_backward(y, best, ties, *products)
+        ctx.needs = [not t.stop_gradient for t in (bias, *products)]
+        return y
+
+    @staticmethod
+    def backward(ctx, grad):
+        y, best, ties, *products = ctx.saved_tensor()
+        masked, grads = paddle.empty_like(y), [paddle.empty_like(p) for p in products]
+        kernel().elmo_pool_widths_relu_backward(products, best, ties, y, grad, masked, grads)
+        return _needed_grads(ctx, (bias_grad(masked) if ctx.needs[0] else None, *grads))
 
 
 class _LoopMaxOverPositions(PyLayer):

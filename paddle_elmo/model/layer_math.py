@@ -4,7 +4,7 @@ CNN, the word + char composition, the reversal of each row within its length and
 
     h, c = lstm_step(x_gates, h, c, w_hidden, w_proj, cell_clip, proj_clip, hidden_bias=None)
     y = highway_gate(carry, carry_bias, transform, transform_bias, x, add_bias=None)
-    x = char_cnn(windows, weights, bias, activation, max_over, add_bias=None)
+    x = char_cnn(windows, weights, bias, activation, pool_widths)
     steps = reversed_steps(steps, lengths, where)
     inner, mask = drop_boundaries(x, lengths, time, axis=1)
 
@@ -102,17 +102,15 @@ def last_char_position(char_ids, pad_id, max_chars):
     return paddle.maximum(last, paddle.ones([], dtype='int64'))
 
 
-def char_cnn(windows, weights, bias, activation, max_over, add_bias=None):
+def char_cnn(windows, weights, bias, activation, pool_widths):
     """bilm-tf's char CNN on windows of embedded chars -> [tokens, n_filters]: for each filter the max
     over window positions of windows @ W, then activation(max + bias) (the max of the pre-activation,
     as the reference: the activation is monotonic and the bias the same at every position).
 
     windows: one tensor per filter, in weights' order (an iterable, so that only one is held at a
     time), [.., width * char_dim] with the positions on the axis max_over reduces; weights: one
-    [width * char_dim, n] per filter; bias [n_filters]; add_bias: None for `+` (see highway_gate)."""
-    add = _plus if add_bias is None else add_bias
-    pooled = [max_over(paddle.matmul(window, weight)) for window, weight in zip(windows, weights)]  # [tokens, n]
-    return activation(add(paddle.concat(pooled, axis=-1), bias))
+    [width * char_dim, n] per filter; bias [n_filters]; pool_widths: TokenOps.pool_widths or an override."""
+    return pool_widths((paddle.matmul(window, weight) for window, weight in zip(windows, weights)), bias, activation)
 
 
 class TokenOps:
@@ -126,6 +124,13 @@ class TokenOps:
     def max_over(x):
         """[tokens, windows, n] -> the max over windows [tokens, n]."""
         return paddle.max(x, axis=1)
+
+    def pool_widths(self, products, bias, activation):
+        """The char CNN's pooling: each filter width's products (an iterable of [.., n_i], positions
+        on the axis max_over reduces) -> activation(max + bias), the widths side by side [tokens,
+        sum n_i]."""
+        pooled = [self.max_over(product) for product in products]
+        return activation(self.add_bias(paddle.concat(pooled, axis=-1), bias))
 
     @staticmethod
     def used_chars(char_ids, pad_id, max_chars):

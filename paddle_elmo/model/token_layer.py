@@ -6,6 +6,7 @@ a projection: `CharEncoder`, `Highway`), its word input (an embedding table) or 
 `EagerOps` holds the token layer's steps as BiLM runs them eagerly (NumPy index plans that skip
 padding and repeated tokens, the CPU kernels), beside layer_math.TokenOps, the export's static ones.
 """
+import itertools
 import math
 
 import numpy as np
@@ -110,7 +111,7 @@ class CharEncoder(nn.Layer):
         used = ops.used_chars(char_ids, self.pad_id, self.max_chars)
         windows = ops.char_windows(char_ids, used, self.widths, self.max_chars, self.char_embed)
         return layer_math.char_cnn(windows, self.conv_weights, paddle.concat(list(self.conv_biases)), self.activation,
-                                   ops.max_over, ops.add_bias)
+                                   ops.pool_widths)
 
     def highway(self, x, ops=None):
         """The highway layers on the char CNN's output x [tokens, n_filters] -> [tokens, n_filters]."""
@@ -145,6 +146,17 @@ class EagerOps(layer_math.TokenOps):
     def max_over(self, x):
         """[windows, tokens, n] -> [tokens, n] (the kernel's max, TensorFlow's gradient for ties)."""
         return kernels.max_over_positions(x, self.kernels)
+
+    def pool_widths(self, products, bias, activation):
+        """As TokenOps.pool_widths; in training with relu, one kernel for all the widths
+        (kernels.pool_widths_relu: the same numbers without a concat and four ops per width). Not
+        without gradients, where the widths' products are pooled one at a time so that only one
+        is held."""
+        products = iter(products)
+        first = next(products)
+        if activation is F.relu and kernels.tracks_grad([first, bias]) and self.kernels.for_tensor(first) is not None:
+            return kernels.pool_widths_relu([first, *products], bias)
+        return super().pool_widths(itertools.chain([first], products), bias, activation)
 
     @staticmethod
     def used_chars(char_ids, pad_id, max_chars):

@@ -1,0 +1,39 @@
+"""benchmarks/ab_pretrain.py keeps its two versions apart: with the swap off, no module of the
+working tree may hold the base revision's code (the new version would run it, and the comparison
+would be of the base against itself, as it was until 2026-11-27)."""
+import sys
+import types
+
+import pytest
+
+import ab_pretrain
+from paddle_elmo.model import token_layer
+
+
+def base_function_module(revision):
+    """A stand-in for a module ab_pretrain loaded from `revision`, with one function."""
+    module = types.ModuleType('paddle_elmo.model.token_layer' + ab_pretrain.base_suffix(revision))
+    exec('def pool():\n    return "base"\n', module.__dict__)
+    module.pool.__module__ = module.__name__
+    return module
+
+
+def test_a_base_object_held_by_the_working_tree_is_found_and_refused(monkeypatch):
+    base = base_function_module('HEAD~1')
+    monkeypatch.setitem(sys.modules, base.__name__, base)
+    assert ab_pretrain.base_objects_held('HEAD~1') == []
+    # what `from paddle_elmo.model.token_layer import ...` binds in a module first imported while
+    # the swap is on
+    monkeypatch.setattr(token_layer, 'leaked_pool', base.pool, raising=False)
+    assert ab_pretrain.base_objects_held('HEAD~1') == ['paddle_elmo.model.token_layer.leaked_pool']
+    assert ab_pretrain.base_objects_held('other') == []
+    with pytest.raises(RuntimeError, match=r'after the steps.*token_layer\.leaked_pool.*VERSION_MODULES'):
+        ab_pretrain.check_versions_apart('HEAD~1', 'after the steps')
+
+
+def test_the_modules_a_version_imports_load_before_the_swap():
+    for name in ab_pretrain.VERSION_MODULES:
+        assert name in sys.modules or __import__(name)
+    # Version's own imports, which its construction runs inside the swap
+    assert {'paddle_elmo.train.lm', 'paddle_elmo.train.optimizers', 'paddle_elmo.text.batches'} <= set(
+        ab_pretrain.VERSION_MODULES)
