@@ -160,9 +160,11 @@ class EagerOps(layer_math.TokenOps):
 
     @staticmethod
     def used_chars(char_ids, pad_id, max_chars):
-        """As TokenOps.used_chars, a Python int (the windows are planned in NumPy), over all of
-        char_ids' columns (a legacy checkpoint's batches may hold more than max_chars)."""
-        return int(layer_math.last_char_position(char_ids, pad_id, char_ids.shape[1])) if char_ids.shape[0] else 1
+        """As TokenOps.used_chars, a Python int, in NumPy (the windows are planned there), over all
+        of char_ids' columns (a legacy checkpoint's batches may hold more than max_chars)."""
+        ids = ids_numpy(char_ids)
+        real = (ids != pad_id) & (ids > 0)
+        return max(1, int((real * np.arange(1, ids.shape[1] + 1)).max(initial=0)))
 
     @staticmethod
     def char_windows(char_ids, used, widths, max_chars, char_embed):
@@ -171,17 +173,18 @@ class EagerOps(layer_math.TokenOps):
         # the same value: one of them (starting at `used`) stands for the rest.
         n_chars = min(max_chars, used + max(widths))
         # Position-major, so that each window position is a contiguous [tokens, n] slab.
-        ids = char_ids[:, :n_chars].transpose([1, 0])  # [n_chars, tokens]
+        ids = ids_numpy(char_ids)[:, :n_chars].T  # [n_chars, tokens]
         tokens = ids.shape[1]
         for width in widths:
             n_windows = min(max_chars - width + 1, used + 1)
-            # One gather builds all windows (slicing per offset is far slower in backward on CPU),
-            # on the char ids: the embedding lookup then writes the windows in place, faster than
-            # gathering and transposing embedded chars (BENCHMARKS.md, "Measured choices").
+            # The windows' char ids in NumPy (a few thousand ints; as Paddle ops a gather, a
+            # transpose and a copy per width and chunk), then one embedding lookup writes the windows
+            # in place, faster than gathering and transposing embedded chars (BENCHMARKS.md,
+            # "Measured choices").
             index = (np.arange(n_windows)[:, None] + np.arange(width)[None, :]).reshape(-1)
-            window_ids = paddle.gather(ids, paddle.to_tensor(index), axis=0).reshape(
-                [n_windows, width, tokens]).transpose([0, 2, 1])  # [windows, tokens, width]
-            yield char_embed(window_ids).reshape([n_windows, tokens, width * char_embed.weight.shape[1]])
+            window_ids = ids[index].reshape(n_windows, width, tokens).transpose(0, 2, 1)  # [windows, tokens, width]
+            yield char_embed(paddle.to_tensor(np.ascontiguousarray(window_ids))).reshape(
+                [n_windows, tokens, width * char_embed.weight.shape[1]])
 
     def per_distinct_token(self, char_ids, per_chunk, after, dim, pad_id):
         """As TokenOps.per_distinct_token, with zeros at padding tokens: each distinct real token is
@@ -197,10 +200,10 @@ class EagerOps(layer_math.TokenOps):
             return paddle.zeros([ids.shape[0], dim])
         chunks = length_chunks(used, self.chunk)
         if len(distinct) <= self.chunk:
-            parts = [per_chunk(paddle.to_tensor(distinct[a:b])) for a, b in chunks]
+            parts = [per_chunk(distinct[a:b]) for a, b in chunks]
             encoded = after(parts[0] if len(parts) == 1 else paddle.concat(parts))
         else:
-            parts = [after(per_chunk(paddle.to_tensor(distinct[a:b]))) for a, b in chunks]
+            parts = [after(per_chunk(distinct[a:b])) for a, b in chunks]
             encoded = parts[0] if len(parts) == 1 else paddle.concat(parts)  # [distinct real tokens, dim]
         # Row 0 of the table is the zero vector that padding positions pick.
         table = paddle.concat([paddle.zeros([1, dim], dtype=encoded.dtype), encoded])
