@@ -117,6 +117,28 @@ def test_training_pools_the_char_cnn_in_one_kernel_and_inference_per_width(monke
     assert calls == [3]
 
 
+def test_take_rows_gives_the_gathers_bits_with_repeated_rows():
+    """The softmax's row copies (kernels.take_rows) against paddle.gather: the same rows, and the
+    same gradient bits when a row is taken several times (a step's repeated targets)."""
+    require_kernels()
+    rng = np.random.default_rng(0)
+    x_np = rng.normal(size=(9, 40)).astype(np.float32)  # 40 columns: more than one thread's block
+    index = paddle.to_tensor(np.array([3, 1, 3, 8, 0, 3, 3], dtype=np.int64))
+    g = paddle.to_tensor((rng.normal(size=(7, 40)) * 10.0 ** rng.integers(-3, 4, size=(7, 40))).astype(np.float32))
+    results = []
+    for take in (paddle.gather, kernels.take_rows):
+        x = paddle.to_tensor(x_np, stop_gradient=False)
+        y = take(x, index)
+        (y * g).sum().backward()
+        results.append((y.numpy(), x.grad.numpy()))
+    for gathered, taken in zip(*results):
+        np.testing.assert_array_equal(taken, gathered)
+    with paddle.no_grad():
+        np.testing.assert_array_equal(kernels.take_rows(paddle.to_tensor(x_np), [8, 2]).numpy(), x_np[[8, 2]])
+    with pytest.raises(Exception, match='index out of range'):
+        kernels.take_rows(paddle.to_tensor(x_np), [9])
+
+
 def make_encoder(seed=0, **overrides):
     paddle.seed(seed)
     return CharEncoder(tiny_config(**overrides))

@@ -757,6 +757,59 @@ PD_BUILD_OP(elmo_highway_gate_backward)
     .Outputs({"GradCarry", "GradCarryBias", "GradTransform", "GradTransformBias", "GradX"})
     .SetKernelFn(PD_KERNEL(HighwayGateBackward));
 
+// ---- Rows of a table ----------------------------------------------------------------------------
+// out[i] = x[index[i]] for x [R, d] (Paddle's gather on axis 0, which copies the rows on one
+// thread), and its gradient: zeros [R, d], then grad[i] added to row index[i] for i in order, as
+// Paddle's gather_grad adds them (ScatterAssignAdd). The threads take blocks of columns, so every
+// element's sum runs in the same order: the same bits with repeated indices (a step's targets).
+std::vector<Tensor> TakeRows(const Tensor& x_in, const Tensor& index_in) {
+  const Tensor x = x_in.contiguous(), index = index_in.contiguous();
+  PD_CHECK(x.is_cpu() && x.dtype() == paddle::DataType::FLOAT32 && x.shape().size() == 2 &&
+               index.dtype() == paddle::DataType::INT64,
+           "take_rows: float32 CPU x [R, d] and int64 indices");
+  const int64_t R = x.shape()[0], d = x.shape()[1], n = index.numel();
+  const int64_t* iv = index.data<int64_t>();
+  for (int64_t i = 0; i < n; ++i) PD_CHECK(iv[i] >= 0 && iv[i] < R, "take_rows: index out of range");
+  Tensor out = Empty({n, d});
+  const float* xv = x.data<float>();
+  float* ov = out.data<float>();
+#pragma omp parallel for if (n * d >= kParallelMin)
+  for (int64_t i = 0; i < n; ++i) std::memcpy(ov + i * d, xv + iv[i] * d, sizeof(float) * d);
+  return {out};
+}
+
+std::vector<Tensor> TakeRowsBackward(const Tensor& index_in, const Tensor& grad_in, int64_t rows) {
+  const Tensor index = index_in.contiguous(), grad = grad_in.contiguous();
+  const int64_t n = index.numel(), d = grad.shape()[1];
+  Tensor grad_x = Zeros({rows, d});
+  const int64_t* iv = index.data<int64_t>();
+  const float* gv = grad.data<float>();
+  float* gx = grad_x.data<float>();
+  constexpr int64_t kColumns = 16;  // a thread's columns: one AVX-512 register of each row
+#pragma omp parallel for if (n * d >= kParallelMin)
+  for (int64_t start = 0; start < d; start += kColumns) {
+    const int64_t end = std::min(d, start + kColumns);
+    for (int64_t i = 0; i < n; ++i) {
+      float* row = gx + iv[i] * d;
+      const float* g = gv + i * d;
+#pragma omp simd
+      for (int64_t j = start; j < end; ++j) row[j] += g[j];
+    }
+  }
+  return {grad_x};
+}
+
+PD_BUILD_OP(elmo_take_rows)
+    .Inputs({"X", "Index"})
+    .Outputs({"Out"})
+    .SetKernelFn(PD_KERNEL(TakeRows));
+
+PD_BUILD_OP(elmo_take_rows_backward)
+    .Inputs({"Index", "GradOut"})
+    .Outputs({"GradX"})
+    .Attrs({"rows: int64_t"})
+    .SetKernelFn(PD_KERNEL(TakeRowsBackward));
+
 // ---- Optimizer updates, in place --------------------------------------------------------------
 // bilm-tf's Adagrad and the budget recipe's Adam over every parameter in one call, the global-norm
 // clip's factor `scale` applied on the way (as Paddle ops: a scale, then the update, per tensor;

@@ -373,6 +373,37 @@ class _KernelHighwayGate(PyLayer):
 
 
 # --------------------------------------------------------------------------------------------
+# Rows of a table
+# --------------------------------------------------------------------------------------------
+
+def take_rows(x, index, kernels=CPU_KERNELS):
+    """x [R, d] -> x[index] [len(index), d] (paddle.gather on axis 0, the same bits forward and
+    backward) with the rows copied, and their gradients added, on every thread. index: int64 [n],
+    a tensor or numpy."""
+    ops = kernels.for_tensor(x)
+    if not isinstance(index, paddle.Tensor):
+        index = paddle.to_tensor(np.asarray(index, dtype=np.int64))
+    if ops is None:
+        return paddle.gather(x, index)
+    if tracks_grad([x]):
+        return _KernelTakeRows.apply(x, index)
+    return ops.elmo_take_rows(x, index)
+
+
+class _KernelTakeRows(PyLayer):
+    @staticmethod
+    def forward(ctx, x, index):
+        ctx.rows = x.shape[0]
+        ctx.save_for_backward(index)
+        return kernel().elmo_take_rows(x, index)
+
+    @staticmethod
+    def backward(ctx, grad):
+        index, = ctx.saved_tensor()
+        return kernel().elmo_take_rows_backward(index, grad, ctx.rows), None
+
+
+# --------------------------------------------------------------------------------------------
 # Optimizer updates
 # --------------------------------------------------------------------------------------------
 

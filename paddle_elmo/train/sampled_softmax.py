@@ -12,6 +12,7 @@ import paddle
 import paddle.nn as nn
 
 from paddle_elmo.model import kernels
+from paddle_elmo.model.kernels import take_rows
 from paddle_elmo.text.corpus import iter_corpus_sentences
 
 
@@ -64,20 +65,21 @@ class TableRows:
     leaf tensors of their own, so their gradients are dense [n, ...] and can be all-reduced across
     ranks (Paddle's sparse SelectedRows gradients cannot). The step hands them to the optimizer,
     which updates those rows of the tables only, as bilm-tf's sparse IndexedSlices updates do (the
-    softmax's W and b; the word embedding of word input)."""
+    softmax's W and b; the word embedding of word input). Rows are copied with kernels.take_rows
+    (`kernels`: the model's)."""
 
-    def __init__(self, tables, ids):
+    def __init__(self, tables, ids, kernels=kernels.CPU_KERNELS):
         index = paddle.to_tensor(ids)
         with paddle.no_grad():
-            self.values = [paddle.gather(table, index) for table in tables]
+            self.values = [take_rows(table, index, kernels) for table in tables]
         for value in self.values:
             value.stop_gradient = False
-        self.tables, self.ids = tables, ids
+        self.tables, self.ids, self.kernels = tables, ids, kernels
 
     def take(self, ids):
         """ids (numpy, all among self.ids) -> the rows of each table, [len(ids), ...] each."""
         pos = paddle.to_tensor(np.searchsorted(self.ids, ids))
-        return [paddle.gather(value, pos) for value in self.values]
+        return [take_rows(value, pos, self.kernels) for value in self.values]
 
 
 class Softmax(nn.Layer):
@@ -103,7 +105,7 @@ class Softmax(nn.Layer):
 
     def select_rows(self, ids):
         """ids: sorted unique int64 numpy array of the rows a step reads -> TableRows of W and b."""
-        return TableRows([self.W, self.b], ids)
+        return TableRows([self.W, self.b], ids, self.kernels)
 
     def sampled_loss(self, rows, h, targets, candidates, log_q_true, log_q_cand):
         """Mean sampled-softmax loss over tokens.
