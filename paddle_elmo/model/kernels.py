@@ -6,6 +6,7 @@
     losses = sampled_softmax_losses(true_logits, cand_logits, cand_bias, labels)   # [n]
     y = highway_gate(carry, carry_bias, transform, transform_bias, x)   # [tokens, dim]
     y = add_bias(x, bias)          # [rows, k] + [k]
+    rows = take_rows(x, index)     # x[index], x [R, d] (paddle.gather on axis 0)
 
 recurrence: one LSTM layer in one direction on the packed time-major rows of lstm.LstmStack.
 Step t runs the first batch_sizes[t] rows; gates_x [tokens, 4D] + bias [4D] is x @ W_input + b for
@@ -15,7 +16,12 @@ microseconds of single-threaded overhead on CPU; the kernel does a step in two m
 over the gates.
 
 max_over_positions: the char CNN's max-pool, with the gradient split equally among tied maxima
-as TensorFlow's reduce_max. As Paddle ops it is one maximum per window position.
+as TensorFlow's reduce_max. As Paddle ops it is one maximum per window position. In training (relu)
+pool_widths_relu pools every filter width of a call at once, with the bias and relu: the same bits
+as the max-pool per width, a concat, add_bias and relu, in one op instead of four per width.
+
+take_rows: the softmax's rows of a step (sampled_softmax.TableRows), copied on every thread, and
+their gradient added in paddle.gather's order (its CPU kernels run on one thread).
 
 sampled_softmax_losses: cross-entropy over [true logit, candidate logits] per row. As Paddle ops
 it is a concat into [n, C + 1] and cross_entropy, whose CPU kernel evaluates exp one element at
