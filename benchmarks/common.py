@@ -194,11 +194,9 @@ def used_chars(char_ids, pad_id=None):
     position after each token's last char that is not PAD (its bytes + the begin and end of word
     marks: a 5-byte word uses 7)."""
     import numpy as np
+    from paddle_elmo.model import packing
     from paddle_elmo.text.token_ids import PAD_CHAR
-    pad_id = PAD_CHAR + 1 if pad_id is None else pad_id
-    ids = np.asarray(char_ids)
-    not_pad = (ids != pad_id) & (ids > 0)
-    return np.where(not_pad.any(axis=1), ids.shape[1] - np.argmax(not_pad[:, ::-1], axis=1), 0)
+    return packing.used_chars(np.asarray(char_ids), PAD_CHAR + 1 if pad_id is None else pad_id)
 
 
 def required_flops(config, batches, *, training=False, n_negative_samples=None, vocab_size=None,

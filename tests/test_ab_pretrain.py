@@ -31,9 +31,23 @@ def test_a_base_object_held_by_the_working_tree_is_found_and_refused(monkeypatch
         ab_pretrain.check_versions_apart('HEAD~1', 'after the steps')
 
 
-def test_the_modules_a_version_imports_load_before_the_swap():
-    for name in ab_pretrain.VERSION_MODULES:
-        assert name in sys.modules or __import__(name)
-    # Version's own imports, which its construction runs inside the swap
-    assert {'paddle_elmo.train.lm', 'paddle_elmo.train.optimizers', 'paddle_elmo.text.batches'} <= set(
-        ab_pretrain.VERSION_MODULES)
+def test_make_swap_loads_what_a_version_imports_before_the_swap(monkeypatch):
+    """bilm, imported again by make_swap (as in a fresh process), holds the working tree's EagerOps
+    once the swap is off: it was not first imported inside the swap."""
+    for name in ('paddle_elmo.train.lm', 'paddle_elmo.model.bilm'):
+        package, _, attr = name.rpartition('.')
+        if name in sys.modules:  # the package attribute too, so that later tests get these modules back
+            monkeypatch.setattr(sys.modules[package], attr, sys.modules[name])
+        monkeypatch.delitem(sys.modules, name, raising=False)
+    base_name = 'paddle_elmo.model.token_layer' + ab_pretrain.base_suffix('HEAD')
+    monkeypatch.setitem(sys.modules, base_name, None)  # removed again after the test
+    swap = ab_pretrain.make_swap('HEAD', ['paddle_elmo/model/token_layer.py'], [])
+    bilm = sys.modules['paddle_elmo.model.bilm']
+    assert 'paddle_elmo.train.lm' in sys.modules and bilm.EagerOps is token_layer.EagerOps
+    swap.on()
+    try:
+        assert bilm.EagerOps is sys.modules[base_name].EagerOps
+    finally:
+        swap.off()
+    assert bilm.EagerOps.__module__ == 'paddle_elmo.model.token_layer'
+    assert ab_pretrain.base_objects_held('HEAD') == []

@@ -74,17 +74,19 @@ def test_add_bias_gradients_are_the_broadcast_add_gradients():
     np.testing.assert_allclose(b.grad.numpy(), g.numpy().sum(axis=0), rtol=1e-6, atol=1e-6)
 
 
-def test_pooling_all_widths_in_one_kernel_gives_the_per_width_bits():
+@pytest.mark.parametrize('rows', [7, 400], ids=['one thread', 'threads'])  # 400: above kParallelMin
+def test_pooling_all_widths_in_one_kernel_gives_the_per_width_bits(rows):
     """kernels.pool_widths_relu against the path it replaces in training (the max kernel per width,
     concat, add_bias, relu): the same bits forward and backward, ties, a NaN and relu's zeros included."""
     require_kernels()
     rng = np.random.default_rng(0)
-    xs_np = [rng.normal(size=(positions, 7, n)).astype(np.float32) for positions, n in [(4, 3), (6, 5), (1, 8)]]
+    xs_np = [rng.normal(size=(positions, rows, n)).astype(np.float32) for positions, n in [(4, 3), (6, 5), (1, 8)]]
     xs_np[0][1:3, 2, :] = xs_np[0][0, 2, :]  # three positions tie for every filter of row 2
     xs_np[1][:, 0, 0] = -5.0  # all positions tie, and relu cuts the result to 0
     xs_np[2][0, 4, 7] = np.nan  # relu makes it 0, as Paddle's does
+    xs_np[1][4, 1, 1] = np.nan  # a NaN after larger values wins the max
     bias_np = rng.normal(size=16).astype(np.float32)
-    g = paddle.to_tensor(rng.normal(size=(7, 16)).astype(np.float32))
+    g = paddle.to_tensor(rng.normal(size=(rows, 16)).astype(np.float32))
     results = []
     for fused in (False, True):
         xs = [paddle.to_tensor(x, stop_gradient=False) for x in xs_np]
@@ -117,14 +119,16 @@ def test_training_pools_the_char_cnn_in_one_kernel_and_inference_per_width(monke
     assert calls == [3]
 
 
-def test_take_rows_gives_the_gathers_bits_with_repeated_rows():
+@pytest.mark.parametrize('columns', [40, 600], ids=['one thread', 'threads'])  # 600: above kParallelMin
+def test_take_rows_gives_the_gathers_bits_with_repeated_rows(columns):
     """The softmax's row copies (kernels.take_rows) against paddle.gather: the same rows, and the
     same gradient bits when a row is taken several times (a step's repeated targets)."""
     require_kernels()
     rng = np.random.default_rng(0)
-    x_np = rng.normal(size=(9, 40)).astype(np.float32)  # 40 columns: more than one thread's block
-    index = paddle.to_tensor(np.array([3, 1, 3, 8, 0, 3, 3], dtype=np.int64))
-    g = paddle.to_tensor((rng.normal(size=(7, 40)) * 10.0 ** rng.integers(-3, 4, size=(7, 40))).astype(np.float32))
+    x_np = rng.normal(size=(9, columns)).astype(np.float32)  # more columns than one thread's block
+    index = paddle.to_tensor(np.array([3, 1, 3, 8, 0, 3, 3] * 6, dtype=np.int64))
+    g = paddle.to_tensor((rng.normal(size=(42, columns)) * 10.0 ** rng.integers(-3, 4, size=(42, columns)))
+                         .astype(np.float32))
     results = []
     for take in (paddle.gather, kernels.take_rows):
         x = paddle.to_tensor(x_np, stop_gradient=False)
@@ -135,7 +139,7 @@ def test_take_rows_gives_the_gathers_bits_with_repeated_rows():
         np.testing.assert_array_equal(taken, gathered)
     with paddle.no_grad():
         np.testing.assert_array_equal(kernels.take_rows(paddle.to_tensor(x_np), [8, 2]).numpy(), x_np[[8, 2]])
-    with pytest.raises(Exception, match='index out of range'):
+    with pytest.raises(Exception, match=r'index 9 at position 0 is not in \[0, 9\)'):
         kernels.take_rows(paddle.to_tensor(x_np), [9])
 
 

@@ -432,6 +432,23 @@ PD_BUILD_OP(elmo_lstm_backward)
     .Attrs({"batch_sizes: std::vector<int64_t>", "cell_clip: float", "proj_clip: float"})
     .SetKernelFn(PD_KERNEL(LstmBackward));
 
+// One position's values xk [n] into the running max b [n] and the count c [n] of positions that
+// reach it (the first position is copied in, with c = 1). NaN wins, as a diverging run must show.
+inline void MaxStep(const float* xk, float* b, float* c, int64_t n) {
+#pragma omp simd
+  for (int64_t e = 0; e < n; ++e) {
+    const bool above = xk[e] > b[e] || xk[e] != xk[e];
+    c[e] = above ? 1.f : c[e] + (xk[e] == b[e] ? 1.f : 0.f);
+    b[e] = above ? xk[e] : b[e];
+  }
+}
+
+// A position's share gk [n] of the max's gradient g: g / c where its value xk reached the max b, else 0.
+inline void TieShare(const float* xk, const float* b, const float* c, const float* g, float* gk, int64_t n) {
+#pragma omp simd
+  for (int64_t e = 0; e < n; ++e) gk[e] = xk[e] == b[e] ? g[e] / c[e] : 0.f;
+}
+
 // Max over the leading axis of x [positions, rows, n] -> best [rows, n] and ties [rows, n], the
 // number of positions that reach it (the char CNN's max-pool; Paddle runs it as one maximum op per
 // position). Counting here saves the backward a pass over x. NaN wins, as a diverging run must show.
@@ -449,15 +466,7 @@ std::vector<Tensor> MaxOverPositions(const Tensor& x_in) {
     const int64_t end = std::min(inner, start + kBlock);
     std::memcpy(b + start, xv + start, sizeof(float) * (end - start));
     std::fill(c + start, c + end, 1.f);
-    for (int64_t k = 1; k < positions; ++k) {
-      const float* xk = xv + k * inner;
-#pragma omp simd
-      for (int64_t e = start; e < end; ++e) {
-        const bool above = xk[e] > b[e] || xk[e] != xk[e];
-        c[e] = above ? 1.f : c[e] + (xk[e] == b[e] ? 1.f : 0.f);
-        b[e] = above ? xk[e] : b[e];
-      }
-    }
+    for (int64_t k = 1; k < positions; ++k) MaxStep(xv + k * inner + start, b + start, c + start, end - start);
   }
   return {best, ties};
 }
@@ -475,10 +484,7 @@ std::vector<Tensor> MaxOverPositionsBackward(const Tensor& x_in, const Tensor& b
   for (int64_t start = 0; start < inner; start += kBlock) {
     const int64_t end = std::min(inner, start + kBlock);
     for (int64_t k = 0; k < positions; ++k) {
-      const float* xk = xv + k * inner;
-      float* gk = gx + k * inner;
-#pragma omp simd
-      for (int64_t e = start; e < end; ++e) gk[e] = xk[e] == b[e] ? g[e] / c[e] : 0.f;
+      TieShare(xv + k * inner + start, b + start, c + start, g + start, gx + k * inner + start, end - start);
     }
   }
   return {grad_x};
@@ -531,15 +537,7 @@ std::vector<Tensor> PoolWidthsRelu(const std::vector<Tensor>& xs_in, const Tenso
         const float* bias_r = biasv + offset;
         std::memcpy(b, xv + r * n, sizeof(float) * n);
         std::fill(c, c + n, 1.f);
-        for (int64_t k = 1; k < positions; ++k) {
-          const float* xk = xv + (k * rows + r) * n;
-#pragma omp simd
-          for (int64_t j = 0; j < n; ++j) {
-            const bool above = xk[j] > b[j] || xk[j] != xk[j];
-            c[j] = above ? 1.f : c[j] + (xk[j] == b[j] ? 1.f : 0.f);
-            b[j] = above ? xk[j] : b[j];
-          }
-        }
+        for (int64_t k = 1; k < positions; ++k) MaxStep(xv + (k * rows + r) * n, b, c, n);
 #pragma omp simd
         for (int64_t j = 0; j < n; ++j) {
           const float v = b[j] + bias_r[j];
@@ -587,12 +585,7 @@ void PoolWidthsReluBackward(const std::vector<Tensor>& xs_in, const Tensor& best
 #pragma omp for nowait
       for (int64_t r = 0; r < rows; ++r) {
         const float *b = bv + r * N + offset, *c = cv + r * N + offset, *g = mv + r * N + offset;
-        for (int64_t k = 0; k < positions; ++k) {
-          const float* xk = xv + (k * rows + r) * n;
-          float* gk = gx + (k * rows + r) * n;
-#pragma omp simd
-          for (int64_t j = 0; j < n; ++j) gk[j] = xk[j] == b[j] ? g[j] / c[j] : 0.f;
-        }
+        for (int64_t k = 0; k < positions; ++k) TieShare(xv + (k * rows + r) * n, b, c, g, gx + (k * rows + r) * n, n);
       }
       offset += n;
     }
@@ -770,7 +763,9 @@ std::vector<Tensor> TakeRows(const Tensor& x_in, const Tensor& index_in) {
            "take_rows: float32 CPU x [R, d] and int64 indices");
   const int64_t R = x.shape()[0], d = x.shape()[1], n = index.numel();
   const int64_t* iv = index.data<int64_t>();
-  for (int64_t i = 0; i < n; ++i) PD_CHECK(iv[i] >= 0 && iv[i] < R, "take_rows: index out of range");
+  for (int64_t i = 0; i < n; ++i) {
+    PD_CHECK(iv[i] >= 0 && iv[i] < R, "take_rows: index ", iv[i], " at position ", i, " is not in [0, ", R, ")");
+  }
   Tensor out = Empty({n, d});
   const float* xv = x.data<float>();
   float* ov = out.data<float>();

@@ -260,7 +260,8 @@ def pool_widths_relu(products, bias):
     """The char CNN's pooling in training: relu(max over positions + bias) of every filter width's
     products [positions_i, rows, n_i] -> [rows, sum n_i], the widths side by side, in one kernel
     (layer_math.TokenOps.pool_widths' numbers: max_over_positions per width, concat, add_bias and
-    relu, exactly). CPU float32 tensors, kernels on (token_layer.EagerOps checks)."""
+    relu, exactly). Float32 CPU tensors with the kernels on: token_layer.EagerOps calls it only
+    there."""
     return _KernelPoolWidthsRelu.apply(bias, *products)
 
 
@@ -384,8 +385,8 @@ class _KernelHighwayGate(PyLayer):
 
 def take_rows(x, index, kernels=CPU_KERNELS):
     """x [R, d] -> x[index] [len(index), d] (paddle.gather on axis 0, the same bits forward and
-    backward) with the rows copied, and their gradients added, on every thread. index: int64 [n],
-    a tensor or numpy."""
+    backward) with the rows copied, and their gradients added, on every thread. index: int64 [n]
+    in [0, R) (a tensor or numpy; no negative indices counted from the end), else an error."""
     ops = kernels.for_tensor(x)
     if not isinstance(index, paddle.Tensor):
         index = paddle.to_tensor(np.asarray(index, dtype=np.int64))

@@ -107,9 +107,10 @@ def char_cnn(windows, weights, bias, activation, pool_widths):
     over window positions of windows @ W, then activation(max + bias) (the max of the pre-activation,
     as the reference: the activation is monotonic and the bias the same at every position).
 
-    windows: one tensor per filter, in weights' order (an iterable, so that only one is held at a
-    time), [.., width * char_dim] with the positions on the axis max_over reduces; weights: one
-    [width * char_dim, n] per filter; bias [n_filters]; pool_widths: TokenOps.pool_widths or an override."""
+    windows: one tensor per filter, in weights' order, [.., width * char_dim] with the positions on
+    the axis max_over reduces; weights: one [width * char_dim, n] per filter; bias [n_filters];
+    pool_widths: TokenOps.pool_widths or an override, given the products as an iterable, so that it
+    decides how many it holds at once."""
     return pool_widths((paddle.matmul(window, weight) for window, weight in zip(windows, weights)), bias, activation)
 
 

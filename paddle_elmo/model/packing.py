@@ -75,6 +75,14 @@ def last_states(h_all, c_all, h0, c0, batch_sizes):
             paddle.gather(paddle.concat([c_all, c0]), index))
 
 
+def used_chars(ids, pad_id):
+    """ids [tokens, max_chars] (0-rows are padding) -> int [tokens]: the position after each token's
+    last char that is neither `pad_id` nor 0 (its bytes and the begin and end of word marks: a
+    5-byte word uses 7), 0 for a padding token."""
+    real = (ids != pad_id) & (ids > 0)
+    return np.where(real.any(axis=1), ids.shape[1] - np.argmax(real[:, ::-1], axis=1), 0)
+
+
 def distinct_tokens(ids, pad_id):
     """ids [tokens, max_chars] (0-rows are padding) -> (distinct real tokens sorted by used chars,
     stably; their used chars (position of the last char that is not `pad_id`); slot [tokens]: 1 +
@@ -84,8 +92,7 @@ def distinct_tokens(ids, pad_id):
                                   return_index=True, return_inverse=True)
     distinct = ids[first]
     real = np.nonzero((distinct > 0).any(axis=1))[0]
-    not_pad = distinct[real] != pad_id
-    used = np.where(not_pad.any(axis=1), ids.shape[1] - np.argmax(not_pad[:, ::-1], axis=1), 0)
+    used = used_chars(distinct[real], pad_id)
     by_length = np.argsort(used, kind='stable')
     order = real[by_length]
     rank = np.zeros(len(distinct), dtype=np.int64)

@@ -19,7 +19,7 @@ from paddle_elmo.model import kernels, layer_math
 from paddle_elmo.model.config import N_CHARACTERS
 from paddle_elmo.text.token_ids import PAD_CHAR
 from paddle_elmo.model.token_modes import CHAR_ENCODER, WORD_EMBEDDING
-from paddle_elmo.model.packing import distinct_tokens, length_chunks
+from paddle_elmo.model.packing import distinct_tokens, length_chunks, used_chars
 
 
 def ids_numpy(ids):
@@ -152,9 +152,11 @@ class EagerOps(layer_math.TokenOps):
         (kernels.pool_widths_relu: the same numbers without a concat and four ops per width). Not
         without gradients, where the widths' products are pooled one at a time so that only one
         is held."""
+        if activation is not F.relu or not paddle.is_grad_enabled():
+            return super().pool_widths(products, bias, activation)
         products = iter(products)
         first = next(products)
-        if activation is F.relu and kernels.tracks_grad([first, bias]) and self.kernels.for_tensor(first) is not None:
+        if kernels.tracks_grad([first, bias]) and self.kernels.for_tensor(first) is not None:
             return kernels.pool_widths_relu([first, *products], bias)
         return super().pool_widths(itertools.chain([first], products), bias, activation)
 
@@ -162,9 +164,7 @@ class EagerOps(layer_math.TokenOps):
     def used_chars(char_ids, pad_id, max_chars):
         """As TokenOps.used_chars, a Python int, in NumPy (the windows are planned there), over all
         of char_ids' columns (a legacy checkpoint's batches may hold more than max_chars)."""
-        ids = ids_numpy(char_ids)
-        real = (ids != pad_id) & (ids > 0)
-        return max(1, int((real * np.arange(1, ids.shape[1] + 1)).max(initial=0)))
+        return max(1, int(used_chars(ids_numpy(char_ids), pad_id).max(initial=0)))
 
     @staticmethod
     def char_windows(char_ids, used, widths, max_chars, char_embed):

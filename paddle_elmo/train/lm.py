@@ -80,7 +80,7 @@ class LanguageModel(nn.Layer):
         word_rows = None
         if self.trained_word_embedding() is not None:
             used = np.unique(np.concatenate([batch[key].reshape(-1) for key in WORD_IDS]))
-            word_rows = TableRows([self.bilm.word_embedding], agree_rows(used[used > 0] - 1))
+            word_rows = TableRows([self.bilm.word_embedding], agree_rows(used[used > 0] - 1), self.kernels)
         tops = self.bilm.lm_outputs(*self._inputs(batch), word_rows=word_rows)
         hs = [top.reshape([-1, top.shape[-1]]) for top in tops]
         targets = [batch[key].reshape(-1) for _, key in DIRECTIONS]

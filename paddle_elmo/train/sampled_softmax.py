@@ -68,7 +68,7 @@ class TableRows:
     softmax's W and b; the word embedding of word input). Rows are copied with kernels.take_rows
     (`kernels`: the model's)."""
 
-    def __init__(self, tables, ids, kernels=kernels.CPU_KERNELS):
+    def __init__(self, tables, ids, kernels):
         index = paddle.to_tensor(ids)
         with paddle.no_grad():
             self.values = [take_rows(table, index, kernels) for table in tables]
