@@ -90,9 +90,15 @@ def kernels_source():
     return os.path.relpath(kernels.SOURCE, common.ROOT)
 
 
+def revision_tag(revision):
+    """`revision` as a name part (module names, build directories): anything else than letters,
+    digits and _ as _."""
+    return re.sub(r'[^0-9A-Za-z_]', '_', revision)
+
+
 def base_suffix(revision):
     """What the name of a module loaded from `revision` ends with."""
-    return '_at_' + re.sub(r'[^0-9A-Za-z_]', '_', revision)
+    return '_at_' + revision_tag(revision)
 
 
 def base_module(revision, base_path, path):
@@ -133,7 +139,7 @@ def base_kernels(revision, base_path, cflags):
     from paddle_elmo.model import kernel_build
     source = re.sub(r'PD_BUILD_OP\((\w+)\)', rf'PD_BUILD_OP({BASE_PREFIX}\1)', git_show(revision, base_path))
     build_dir = os.path.join(tempfile.gettempdir(), f'elmo_ab_kernels_{os.getuid()}',
-                             re.sub(r'[^0-9A-Za-z_]', '_', revision))
+                             revision_tag(revision))
     os.makedirs(build_dir, exist_ok=True)
     path = os.path.join(build_dir, 'kernels_base.cc')
     with open(path, 'w') as f:

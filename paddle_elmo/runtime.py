@@ -56,11 +56,11 @@ log = logging.getLogger(__name__)
 # MKL_DEBUG_CPU_TYPE's values for the code paths asked for on AMD; also the paths MKL reports then.
 AVX2_PATH = '5'
 AVX512_PATH = '7'  # the AVX-512 path of Intel's Skylake server processors
-AVX512_FLAGS = frozenset({'avx512f', 'avx512cd', 'avx512bw', 'avx512dq', 'avx512vl'})  # what it runs
+AVX2_FLAGS = frozenset({'avx2', 'fma'})  # what the AVX2 path runs
+AVX512_FLAGS = frozenset({'avx512f', 'avx512cd', 'avx512bw', 'avx512dq', 'avx512vl'})  # and the AVX-512 one
 MKL_PATHS = {None: 'no bundled MKL', '0': 'generic path', AVX2_PATH: 'AVX2 path', AVX512_PATH: 'AVX-512 path'}
 # The instruction-set flags each path executes (the generic one runs anywhere).
-MKL_PATH_NEEDS = {'0': frozenset(), AVX2_PATH: frozenset({'avx2', 'fma'}),
-                  AVX512_PATH: frozenset({'avx2', 'fma'}) | AVX512_FLAGS}
+MKL_PATH_NEEDS = {'0': frozenset(), AVX2_PATH: AVX2_FLAGS, AVX512_PATH: AVX2_FLAGS | AVX512_FLAGS}
 
 
 def _startup_environment(name):

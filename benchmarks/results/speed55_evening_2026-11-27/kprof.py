@@ -1,24 +1,8 @@
 """Time per step of each custom kernel op and of Paddle matmul, at a given row count."""
 import sys, time, collections
-sys.path.insert(0, '/work/main/benchmarks'); sys.path.insert(0, '/work/main')
-import common
-from bench_pretrain import CONFIGS, VOCAB_SIZE, NEGATIVES, TRAIN, UNROLL
-from paddle_elmo.model.config import ModelConfig
-from paddle_elmo.text.batches import LMStream
-from paddle_elmo.text.vocabulary import Vocabulary
-from paddle_elmo.train.lm import LanguageModel, train_step
-from paddle_elmo.train.optimizers import Adagrad
+from steps import warmed_up, train_step
 from paddle_elmo.model import kernels
-import paddle
-from paddle_elmo.runtime import use_device
-rows = int(sys.argv[1])
-use_device('cpu'); paddle.seed(0)
-vocab = Vocabulary(common.corpus_vocabulary(VOCAB_SIZE))
-model = LanguageModel(ModelConfig(**CONFIGS['small']['model'], dropout=0.1), vocab.size, NEGATIVES)
-opt = Adagrad(model, lr=0.2, max_grad_norm=10.0)
-batches = iter(LMStream(TRAIN, vocab, rows, UNROLL, seed=0))
-model.train()
-for _ in range(3): train_step(model, opt, next(batches))
+model, opt, batches = warmed_up(int(sys.argv[1]))
 ops = kernels.kernel()
 acc = collections.defaultdict(float); cnt = collections.Counter()
 class Wrapped:

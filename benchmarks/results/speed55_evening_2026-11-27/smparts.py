@@ -1,17 +1,11 @@
 """Softmax forward's pieces, in situ: timers around each call of the sampled-softmax path. smparts.py ROWS STEPS"""
 import sys, time, collections, functools
-sys.path.insert(0, '/work/main/benchmarks'); sys.path.insert(0, '/work/main')
-import common
-from bench_pretrain import CONFIGS, VOCAB_SIZE, NEGATIVES, TRAIN, UNROLL
-from paddle_elmo.model.config import ModelConfig
-from paddle_elmo.text.batches import LMStream
-from paddle_elmo.text.vocabulary import Vocabulary
+from steps import warmed_up
+from bench_pretrain import NEGATIVES
 from paddle_elmo.train import lm, sampled_softmax as ss
 from paddle_elmo.model import kernels
 import paddle
-from paddle_elmo.runtime import use_device
 rows, n = int(sys.argv[1]), int(sys.argv[2])
-use_device('cpu'); paddle.seed(0)
 acc = collections.defaultdict(float); on = [False]
 def timed(name, f):
     @functools.wraps(f)
@@ -35,13 +29,7 @@ def mm(x, y, transpose_x=False, transpose_y=False, name=None):
     if on[0] and transpose_y and y.shape[0] == NEGATIVES: acc['candidate logits matmul'] += time.perf_counter() - t
     return r
 ss.paddle.matmul = mm
-vocab = Vocabulary(common.corpus_vocabulary(VOCAB_SIZE))
-model = lm.LanguageModel(ModelConfig(**CONFIGS['small']['model'], dropout=0.1), vocab.size, NEGATIVES)
-from paddle_elmo.train.optimizers import Adagrad
-opt = Adagrad(model, lr=0.2, max_grad_norm=10.0)
-batches = iter(LMStream(TRAIN, vocab, rows, UNROLL, seed=0))
-model.train()
-for _ in range(3): lm.train_step(model, opt, next(batches))
+model, opt, batches = warmed_up(rows)
 on[0] = True
 t0 = time.perf_counter()
 for _ in range(n): lm.train_step(model, opt, next(batches))
