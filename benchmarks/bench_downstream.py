@@ -81,7 +81,8 @@ def heldout_perplexities(run_dir):
 def checkpoint_at(run_dir, step):
     """RUN_DIR/STEP, or RUN_DIR/final when the run ended at STEP (run_pretrain.py saves the last step
     only as `final`, e.g. when --max_steps stopped it there)."""
-    from paddle_elmo.files.checkpoints import PARAMS_SUFFIX, saved_step
+    from paddle_elmo.files.checkpoint_names import PARAMS_SUFFIX
+    from paddle_elmo.files.checkpoints import saved_step
     prefix = os.path.join(run_dir, str(step))
     if os.path.exists(prefix + PARAMS_SUFFIX):
         return prefix

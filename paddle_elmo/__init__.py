@@ -44,7 +44,7 @@ _EXPORTS = {
     'read_model_config': 'files.run_configs',
     'load_language_model': 'train.lm_loading',
     'TokenInput': 'text.token_ids',
-    'checkpoint_paths': 'files.checkpoints', 'read_checkpoint': 'files.checkpoints',
+    'checkpoint_paths': 'files.checkpoint_names', 'read_checkpoint': 'files.checkpoints',
     'export_weights': 'files.hdf5_weights', 'hdf5_layout': 'files.hdf5_weights',
     'load_hdf5_weights': 'files.hdf5_weights', 'save_hdf5_weights': 'files.hdf5_weights',
     'keep_freed_memory': 'runtime', 'set_mode': 'runtime', 'use_device': 'runtime',
@@ -58,7 +58,8 @@ if typing.TYPE_CHECKING:  # what editors and type checkers read; at run time __g
     from paddle_elmo.use.downstream import Elmo, ScalarMix  # noqa: F401
     from paddle_elmo.use.embedder import ELMoEmbedder, dump_token_embeddings, token_embeddings  # noqa: F401
     from paddle_elmo.use.sentence_embedder import embed_file  # noqa: F401
-    from paddle_elmo.files.checkpoints import checkpoint_paths, read_checkpoint  # noqa: F401
+    from paddle_elmo.files.checkpoint_names import checkpoint_paths  # noqa: F401
+    from paddle_elmo.files.checkpoints import read_checkpoint  # noqa: F401
     from paddle_elmo.files.hdf5_weights import (export_weights, hdf5_layout, load_hdf5_weights,  # noqa: F401
                                                 save_hdf5_weights)
     from paddle_elmo.train.lm_loading import load_language_model  # noqa: F401

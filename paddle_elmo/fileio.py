@@ -193,6 +193,50 @@ def make_directory(path, what):
     return path
 
 
+# ---- temporary files beside an output ----------------------------------------------------------------
+# A writer's temporary file or directory is named `.NAME.PID.RANDOM.tmpEXT` (hidden, and its writer's process
+# id in it): a writer that died without cleaning up (SIGKILL, a power cut) leaves one, which the next write
+# of the same output removes once no process of that id runs. A live writer's is never touched.
+
+
+def temp_beside(directory, name, suffix, make=tempfile.mkstemp):
+    """A new temporary file (make=tempfile.mkstemp: its open descriptor is closed) or directory
+    (tempfile.mkdtemp) for output `name` in `directory`, after removing those of dead writers -> its path."""
+    remove_stale_temps(directory, name, suffix)
+    made = make(prefix=f'.{name}.{os.getpid()}.', suffix=suffix, dir=directory)
+    if make is tempfile.mkstemp:
+        os.close(made[0])
+        return made[1]
+    return made
+
+
+def remove_stale_temps(directory, name, suffix):
+    """Remove the temporary files and directories of output `name` in `directory` whose writer is dead."""
+    import shutil
+    start = f'.{name}.'
+    try:
+        entries = os.listdir(directory)
+    except OSError:
+        return
+    for entry in entries:
+        pid = entry[len(start):].split('.', 1)[0]
+        if entry.startswith(start) and entry.endswith(suffix) and pid.isdigit() and not process_runs(int(pid)):
+            path = os.path.join(directory, entry)
+            with contextlib.suppress(OSError):
+                shutil.rmtree(path) if os.path.isdir(path) else os.remove(path)
+
+
+def process_runs(pid):
+    """Whether a process of id `pid` runs on this machine."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # another user's
+        return True
+    return True
+
+
 @contextlib.contextmanager
 def atomic_path(path):
     """Yield a temporary path beside `path`; rename it to `path` when the block ends normally.
@@ -209,8 +253,7 @@ def atomic_path(path):
         on_the_way = os.path.dirname(on_the_way)
     make_directory(directory, f'{path}: its directory')
     base, ext = os.path.splitext(os.path.basename(path))
-    fd, tmp = tempfile.mkstemp(prefix=f'.{base}.', suffix=f'.tmp{ext}', dir=directory)
-    os.close(fd)
+    tmp = temp_beside(directory, base, f'.tmp{ext}')
     try:
         yield tmp
         os.chmod(tmp, 0o644)  # mkstemp's 0600 would make outputs private
@@ -240,9 +283,9 @@ def input_path(path):
         return
     import shutil
     import sys
-    fd, tmp = tempfile.mkstemp(prefix='paddle-elmo-stdin.', suffix='.txt')
+    tmp = temp_beside(tempfile.gettempdir(), 'paddle-elmo-stdin', '.txt')
     try:
-        with os.fdopen(fd, 'wb') as f:
+        with open(tmp, 'wb') as f:
             shutil.copyfileobj(sys.stdin.buffer, f)
         try:
             yield tmp
@@ -265,8 +308,7 @@ def output_path(path, what, suffix='.hdf5'):
     import sys
     if sys.stdout.isatty():
         raise InputError(f'{what} -: standard output is a terminal; redirect it (> out.hdf5, | ...) or give a file')
-    fd, tmp = tempfile.mkstemp(prefix='paddle-elmo-stdout.', suffix=suffix)
-    os.close(fd)
+    tmp = temp_beside(tempfile.gettempdir(), 'paddle-elmo-stdout', suffix)
     try:
         yield tmp
         sys.stdout.flush()

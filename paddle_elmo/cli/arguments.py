@@ -9,6 +9,7 @@ import sys
 
 from paddle_elmo import runtime
 from paddle_elmo.cli.glossary import option_strings
+from paddle_elmo.cli.outputs_apart import check_outputs_apart
 from paddle_elmo.cli.runner import in_command, set_log_level
 from paddle_elmo.fileio import InputError, check_output_directory, check_output_file
 from paddle_elmo.text.tokenizers import TOKENIZERS
@@ -39,8 +40,8 @@ def underscored(args, options):
 class _OneLineErrors(argparse.ArgumentParser):
     """argparse, with a bad flag reported as one line naming it as --help does (argparse prints the
     whole usage first), no prefix matching (`--top 2` is not `--top_k 2`: a flag is named in full),
-    every flag also spelt with hyphens (underscored), and the log's level set from --quiet / --verbose
-    once they are parsed (set_log_level)."""
+    every flag also spelt with hyphens (underscored), the log's level set from --quiet / --verbose
+    once they are parsed (set_log_level), and, in a command, its outputs checked apart from its inputs."""
 
     def __init__(self, **kwargs):
         super().__init__(allow_abbrev=False, **kwargs)
@@ -53,6 +54,8 @@ class _OneLineErrors(argparse.ArgumentParser):
         args = underscored(sys.argv[1:] if args is None else args, self._option_string_actions)
         parsed, rest = super().parse_known_args(args, namespace)
         set_log_level(getattr(parsed, 'quiet', False), getattr(parsed, 'verbose', False))
+        if in_command():  # before any work: no output is one of the inputs (a parser asked elsewhere reads nothing)
+            check_outputs_apart(parsed, self)
         return parsed, rest
 
 

@@ -109,10 +109,14 @@ def pretrain_parser():
     t.add_argument('--max_minutes', type=positive_float, help='stop this run after this many minutes of training '
                    '(evaluation and saving not counted), save a checkpoint DIR/STEP that resumes exactly, evaluate, '
                    'exit 0 (a budget for this run: resuming does not inherit it)')
-    t.add_argument('--save_dir', type=output_directory, help='where options.json, recipe.json and checkpoints go '
-                   '(made if needed; default: checkpoints, or the resumed checkpoint\'s directory)')
-    t.add_argument('--init_from_ckpt', help='resume from checkpoint DIR/N, a prefix without suffix (model, optimizer, '
-                   'step, data position, and every setting not given)')
+    t.add_argument('--save_dir', type=output_directory, help='the run\'s directory: options.json, recipe.json, '
+                   'checkpoints and log (made if needed; default: a new checkpoints/DATE_TIME, or the resumed run\'s). '
+                   'A run owns it: one holding another run is refused, and a running one is locked')
+    t.add_argument('--overwrite_save_dir', action='store_true', help='a new run may take a --save_dir that holds '
+                   'another run: that run\'s files (configs, checkpoints, log) are removed first, so none is mixed '
+                   'with the new run\'s')
+    t.add_argument('--init_from_ckpt', help='resume from checkpoint DIR/N (also DIR/N.pdparams, or a run directory: '
+                   'its latest checkpoint): model, optimizer, step, data position, and every setting not given')
     w = p.add_argument_group('start from pretrained weights (domain adaptation: a new run, a fresh optimizer)')
     w.add_argument('--init_from_weights', help='a directory with options.json + weights.hdf5 (an export of ours, '
                    'the official ELMo files renamed so) or a model name: bundled (pretrained/), bundled-zh '

@@ -14,8 +14,8 @@ FLAGS = {
     'model': ('the model, in one value: a model name (bundled, bundled-zh, small, medium, original, '
               'original-5.5b; AllenNLP\'s downloaded once into the cache), a directory with options.json + '
               'weights.hdf5, a checkpoint directory or a checkpoint prefix DIR/N', ()),
-    'init_from_ckpt': ('a checkpoint of ours: DIR/N without the .pdparams suffix (DIR holds options.json); '
-                       'pretrain resumes from it, the other commands load it', ()),
+    'init_from_ckpt': ('a checkpoint of ours: DIR/N (DIR holds options.json), DIR/N.pdparams, or a run directory '
+                       '(its latest checkpoint); pretrain resumes from it, the other commands load it', ()),
     'options_file': ('the model as bilm-tf / AllenNLP files: its options.json (with --weight_file); pretrain '
                      'starts a new run from it', ()),
     'weight_file': ('the model as bilm-tf / AllenNLP files: its weights.hdf5 (with --options_file)', ()),
@@ -42,7 +42,10 @@ FLAGS = {
     'tokenizer': ('the tokenizer that turns raw text into the model\'s tokens: whitespace, moses, jieba or chars',
                   ()),
     # what a command writes
-    'save_dir': ('pretrain\'s run directory: options.json, recipe.json, the checkpoints, the training log', ()),
+    'save_dir': ('pretrain\'s run directory: options.json, recipe.json, the checkpoints, the training log (a run '
+                 'owns it: default a new checkpoints/DATE_TIME)', ()),
+    'overwrite_save_dir': ('pretrain: a new run may take a --save_dir holding another run, whose files are removed '
+                           'first', ()),
     'output_dir': ('the directory the command writes its files to', ()),
     'output_file': ('the file the command writes (build-vocab: the vocabulary; dump: the token-embedding hdf5; '
                     'embed: its second argument, the embeddings hdf5)', ()),

@@ -13,6 +13,9 @@ them). The flags become the two
 configs here (`read_configs`); the run's set-up is paddle_elmo/train/start.py's, the loop training.py's.
 """
 import argparse
+import contextlib
+import glob
+import logging
 import os
 import shutil
 import subprocess
@@ -24,12 +27,17 @@ from paddle_elmo.cli.config_flags import given_settings, pretrain_parser
 from paddle_elmo.cli.model_flags import check_files_flags
 from paddle_elmo.fileio import InputError, check_output_directory
 from paddle_elmo.train.run_plan import check_one_start, for_run
-from paddle_elmo.files.checkpoints import checkpoint_dir
+from paddle_elmo.cli.runner import rank
+from paddle_elmo.files.checkpoint_names import checkpoint_dir, checkpoint_prefix
+from paddle_elmo.files.run_directory import (RunLock, check_not_running, check_run_directory, new_run_directory, remove_run_files,
+                                             resumes_here)
 from paddle_elmo.text.corpus import check_corpus, warn_if_untokenized
 from paddle_elmo.files.model_io import resolve_model
 from paddle_elmo.files.model_names import did_you_mean, is_model_name
 from paddle_elmo.files.run_configs import OPTIONS_FILE, WEIGHTS_FILE, read_run_configs
 from paddle_elmo.text.word_vectors import check_vectors_file
+
+log = logging.getLogger(__name__)
 
 
 # ---- configuration ---------------------------------------------------------------------------
@@ -44,7 +52,7 @@ def read_configs(a):
     from paddle_elmo.train.start import NewRun, Resume
     resumed = weights = None
     start = NewRun()
-    save_dir = a.save_dir or 'checkpoints'
+    save_dir = a.save_dir
     from_weights = a.init_from_weights or a.options_file or a.weight_file
     check_one_start(a.init_from_ckpt, from_weights)  # before reading either's files
     if from_weights:
@@ -53,17 +61,15 @@ def read_configs(a):
         weights = (loaded.config, os.path.abspath(loaded.options_file), os.path.abspath(loaded.weight_file),
                    loaded.own_vocabulary_file)
     if a.init_from_ckpt:
-        if not os.path.exists(f'{a.init_from_ckpt}.pdparams'):
-            raise InputError(f'--init_from_ckpt {a.init_from_ckpt}: {a.init_from_ckpt}.pdparams not found '
-                             f'(give DIR/N without the suffix)')
-        directory = checkpoint_dir(a.init_from_ckpt)
+        prefix = checkpoint_prefix(a.init_from_ckpt)
+        directory = checkpoint_dir(prefix)
         resumed = (*read_run_configs(directory), os.path.join(directory, 'options.json'))
         save_dir = a.save_dir or directory
-        start = Resume(a.init_from_ckpt)
+        start = Resume(prefix)
     model, recipe = for_run(given, resumed, weights)
     if 'word_vectors' in given:  # before the corpus is counted; a resumed run's file may be gone
         check_vectors_file(recipe.word_vectors)
-    return model, recipe, save_dir, start
+    return model, recipe, save_dir or new_run_directory(), start
 
 
 def weights_model(init_from_weights, options_file, weight_file):
@@ -95,22 +101,51 @@ def build_parser():
 def main(argv=None):
     a = build_parser().parse_args(argv)
     if a.nproc_per_node is not None:
-        return launch(a.nproc_per_node, sys.argv[1:] if argv is None else list(argv), a.save_dir or
-                      a.init_from_ckpt and checkpoint_dir(a.init_from_ckpt) or 'checkpoints')
+        return launch(a, sys.argv[1:] if argv is None else list(argv))
     model_config, recipe, save_dir, start = read_configs(a)
     for flag, pattern in (('--train_data_path', recipe.train_data_path), ('--dev_data_path', recipe.dev_data_path)):
         if pattern:  # a missing --train_data_path is the configs' error (set_up)
             check_corpus(pattern, flag)
-    check_output_directory(save_dir, '--save_dir')  # the default one too (checkpoints, or the resumed run's)
+    check_output_directory(save_dir, '--save_dir')  # the default one too (a new one, or the resumed run's)
     warn_if_untokenized(recipe.train_data_path, model_config.tokenizer)
-    from paddle_elmo.train.start import set_up
-    from paddle_elmo.train.training import finish, train
-    run = set_up(model_config, recipe, save_dir, start, device=a.device, cpu_threads=a.cpu_threads,
-                 max_minutes=a.max_minutes)
-    outcome = finish(run, train(run))
+    with owned_directory(a, save_dir, start.checkpoint, run_inputs(a, recipe)):
+        from paddle_elmo.train.start import set_up
+        from paddle_elmo.train.training import finish, train
+        run = set_up(model_config, recipe, save_dir, start, device=a.device, cpu_threads=a.cpu_threads,
+                     max_minutes=a.max_minutes)
+        outcome = finish(run, train(run))
     if run.rank == 0:
         report(outcome)
     return 0
+
+
+def run_inputs(a, recipe):
+    """The files a run reads, [(flag, path)]: none may be one it writes in its directory."""
+    inputs = [('--vocab_file', recipe.vocab_file), ('--word_vectors', recipe.word_vectors),
+              ('--options_file', recipe.init_options_file), ('--weight_file', recipe.init_weight_file)]
+    for flag, pattern in (('--train_data_path', recipe.train_data_path), ('--dev_data_path', recipe.dev_data_path)):
+        inputs += [(flag, path) for path in glob.glob(pattern or '')]
+    return inputs
+
+
+@contextlib.contextmanager
+def owned_directory(a, save_dir, resumed, inputs):
+    """The run's hold on `save_dir` for the block (rank 0's; the other ranks write nothing there): refused at
+    once, nothing changed, when it holds another run (run_directory.check_run_directory) or another process
+    runs in it; then locked (RunLock), checked again under the lock, and with --overwrite_save_dir the other
+    run's files removed."""
+    if rank() != 0:
+        yield
+        return
+    new = not os.path.exists(save_dir)
+    check_not_running(save_dir)  # first: a running run's directory is that run's, whatever it holds
+    check_run_directory(save_dir, resumed, a.overwrite_save_dir, inputs)
+    with RunLock(save_dir):
+        check_run_directory(save_dir, resumed, a.overwrite_save_dir, inputs)  # another run may have ended since
+        if a.overwrite_save_dir and not resumes_here(save_dir, resumed):
+            remove_run_files(save_dir)
+        log.info('run directory: %s%s', save_dir, ' (new)' if new else '')
+        yield
 
 
 def report(outcome):
@@ -127,9 +162,19 @@ def report(outcome):
         print(f'saved {outcome.saved}.pdparams after {outcome.step} steps', flush=True)
 
 
-def launch(nproc, argv, save_dir):
+def launch(a, argv):
     """`paddle-elmo pretrain --nproc_per_node N ...`: the same command (without the option) under
-    paddle.distributed.launch, from the installed `paddle-elmo` (no checkout needed) -> its exit code."""
+    paddle.distributed.launch, from the installed `paddle-elmo` (no checkout needed) -> its exit code.
+    The run's directory is decided and checked here, before the launcher writes its logs in it: the ranks
+    get it as --save_dir, and rank 0 locks it (an --overwrite_save_dir removal is done here, once)."""
+    nproc = a.nproc_per_node
+    resumed = a.init_from_ckpt and checkpoint_prefix(a.init_from_ckpt)
+    save_dir = a.save_dir or (checkpoint_dir(resumed) if resumed else new_run_directory())
+    check_not_running(save_dir)
+    check_run_directory(save_dir, resumed or None, a.overwrite_save_dir)
+    with RunLock(save_dir):  # a run already in it refuses here; released before the ranks take it
+        if a.overwrite_save_dir and not resumes_here(save_dir, resumed or None):
+            remove_run_files(save_dir)
     command = shutil.which('paddle-elmo', path=os.pathsep.join([os.path.dirname(sys.executable),
                                                                 os.environ.get('PATH', '')]))
     if command is None:
@@ -139,7 +184,9 @@ def launch(nproc, argv, save_dir):
     # `--nproc-per-node 2`), for each rank.
     own = argparse.ArgumentParser(add_help=False, allow_abbrev=False)
     own.add_argument('--nproc_per_node')
-    rest = own.parse_known_args(underscored(argv, own._option_string_actions))[1]
+    own.add_argument('--save_dir')
+    own.add_argument('--overwrite_save_dir', action='store_true')
+    rest = own.parse_known_args(underscored(argv, own._option_string_actions))[1] + ['--save_dir', save_dir]
     log_dir = os.path.join(save_dir, 'launch_logs')
     launcher = [sys.executable, '-m', 'paddle.distributed.launch', '--nproc_per_node', str(nproc),
                 '--log_dir', log_dir, command, 'pretrain', *rest]

@@ -64,7 +64,7 @@ class _LogFormat(logging.Formatter):
         return text if record.levelno == logging.INFO else f'{record.levelname.lower()}: {text}'
 
 
-def _rank():
+def rank():
     """This process's global rank under paddle.distributed.launch (0 otherwise)."""
     rank = os.environ.get('PADDLE_TRAINER_ID', '0').strip()
     return int(rank) if rank.isdigit() else 0
@@ -74,7 +74,7 @@ def log_level(quiet=False, verbose=False):
     """--verbose: DEBUG; --quiet, or a rank other than 0 (rank 0 alone logs its progress): WARNING; else INFO."""
     if verbose:
         return logging.DEBUG
-    return logging.WARNING if quiet or _rank() > 0 else logging.INFO
+    return logging.WARNING if quiet or rank() > 0 else logging.INFO
 
 
 @contextlib.contextmanager

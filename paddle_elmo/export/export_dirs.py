@@ -8,7 +8,7 @@ import shutil
 import tempfile
 
 from paddle_elmo.export.export_format import EXPORTED_FILES
-from paddle_elmo.fileio import InputError, check_output_directory, make_directory
+from paddle_elmo.fileio import InputError, check_output_directory, make_directory, temp_beside
 from paddle_elmo.files.run_configs import VOCAB_FILE
 
 
@@ -29,8 +29,7 @@ def temp_dir_beside(output_dir, parent, suffix):
     """A new hidden directory in `parent` (made, with its parents, if missing) -> its path."""
     make_directory(parent, 'output directory')
     try:
-        path = tempfile.mkdtemp(prefix=f'.{os.path.basename(os.path.abspath(output_dir))}.', suffix=suffix,
-                                dir=parent)
+        path = temp_beside(parent, os.path.basename(os.path.abspath(output_dir)), suffix, make=tempfile.mkdtemp)
     except OSError as e:
         raise InputError(f'{output_dir}: cannot write in {parent} ({e.strerror})') from None
     # mkdtemp makes it private (0700); an export is as readable as any file the user writes

@@ -14,10 +14,8 @@ import os
 import paddle
 
 from paddle_elmo.fileio import InputError, atomic_path
-from paddle_elmo.files.run_configs import OPTIONS_FILE, read_model_config
-
-
-PARAMS_SUFFIX, OPTIMIZER_SUFFIX = '.pdparams', '.pdopt'
+from paddle_elmo.files.checkpoint_names import OPTIMIZER_SUFFIX, PARAMS_SUFFIX, checkpoint_paths
+from paddle_elmo.files.run_configs import read_model_config
 
 
 BILM_PREFIX = 'bilm.'  # LanguageModel.bilm's entries of a checkpoint's state
@@ -34,15 +32,6 @@ def softmax_of(state):
     if SOFTMAX_W not in state:
         return None
     return state[SOFTMAX_W].numpy(), state[SOFTMAX_B].numpy().reshape(-1)
-
-
-def checkpoint_paths(prefix):
-    """'DIR/N' -> (DIR/options.json, DIR/N.pdparams)."""
-    return os.path.join(os.path.dirname(prefix) or '.', OPTIONS_FILE), f'{prefix}{PARAMS_SUFFIX}'
-
-
-def checkpoint_dir(prefix):
-    return os.path.dirname(prefix) or '.'
 
 
 def checkpoint_options_file(prefix):

@@ -18,9 +18,9 @@ from dataclasses import dataclass, field
 from typing import Optional
 
 from paddle_elmo.model.bilm import BiLM
-from paddle_elmo.files.checkpoints import (PARAMS_SUFFIX, bilm_state, check_softmax_rows, checkpoint_dir,
-                                           checkpoint_options_file, load_state_checked, read_state, softmax_of,
-                                           state_embedding_rows)
+from paddle_elmo.files.checkpoint_names import PARAMS_SUFFIX, checkpoint_dir, latest_checkpoint
+from paddle_elmo.files.checkpoints import (bilm_state, check_softmax_rows, checkpoint_options_file, load_state_checked,
+                                           read_state, softmax_of, state_embedding_rows)
 from paddle_elmo.model.config import ModelConfig
 from paddle_elmo.fileio import InputError
 from paddle_elmo.files.hdf5_weights import (hdf5_rows, load_embedding_weight_file, load_hdf5_weights, read_hdf5_softmax,
@@ -242,10 +242,9 @@ def _from_path(path):
         files = [os.path.join(path, n) for n in (OPTIONS_FILE, WEIGHTS_FILE)]
         if all(os.path.isfile(f) for f in files):
             return _from_files(*files, name=path)
-        steps = [f[:-len(PARAMS_SUFFIX)] for f in os.listdir(path) if f.endswith(PARAMS_SUFFIX)]
-        if 'final' in steps or any(s.isdigit() for s in steps):
-            step = 'final' if 'final' in steps else max((s for s in steps if s.isdigit()), key=int)
-            return _checkpoint(os.path.join(path, step))
+        latest = latest_checkpoint(path)
+        if latest is not None:
+            return _checkpoint(latest)
     elif os.path.isfile(path) and path.endswith('.json'):
         raise InputError(f'{path}: an options file goes with its weights file (bilm-tf / AllenNLP files: '
                          f'options_file, weight_file)')
