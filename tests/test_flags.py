@@ -182,13 +182,16 @@ def test_readme_s_flag_table_is_the_generated_one(parsers):
 
 @pytest.mark.parametrize('argv', [['--nproc_per_node', '2', '--max_steps', '4'], ['--max_steps', '4', '--nproc_per_node=2'],
                                   ['--nproc-per-node', '2', '--max_steps', '4']])
-def test_pretrain_launch_passes_every_flag_but_nproc_per_node_to_the_ranks(monkeypatch, argv):
+def test_pretrain_launch_passes_every_flag_but_nproc_per_node_to_the_ranks(monkeypatch, argv, tmp_path):
     from paddle_elmo.cli import pretrain
     ran = []
     monkeypatch.setattr(pretrain.shutil, 'which', lambda *a, **k: '/bin/paddle-elmo')
     monkeypatch.setattr(pretrain.subprocess, 'run', lambda cmd: ran.append(cmd) or argparse.Namespace(returncode=0))
-    assert pretrain.launch(2, argv, 'ckpt') == 0
-    assert ran[0][ran[0].index('/bin/paddle-elmo'):] == ['/bin/paddle-elmo', 'pretrain', '--max_steps', '4']
+    save_dir = str(tmp_path / 'ckpt')
+    argv = [*argv, '--save_dir', save_dir, '--overwrite_save_dir']  # the run's directory: said once, decided here
+    assert pretrain.launch(pretrain.build_parser().parse_args(argv), argv) == 0
+    assert ran[0][ran[0].index('/bin/paddle-elmo'):] == ['/bin/paddle-elmo', 'pretrain', '--max_steps', '4',
+                                                         '--save_dir', save_dir]
 
 
 # ---- one meaning per flag, one name per concept (issue: flags that meant two things) ------------------

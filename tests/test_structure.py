@@ -250,7 +250,8 @@ def test_help_and_build_vocab_import_no_paddle():
 
 # The commands' shared parts (README's `cli.` rows), which each command imports from where they are.
 CLI_PARTS = ('paddle_elmo.cli.glossary', 'paddle_elmo.cli.arguments', 'paddle_elmo.cli.model_flags',
-             'paddle_elmo.cli.config_flags', 'paddle_elmo.cli.runner', 'paddle_elmo.cli.flag_table')
+             'paddle_elmo.cli.config_flags', 'paddle_elmo.cli.runner', 'paddle_elmo.cli.flag_table',
+             'paddle_elmo.cli.outputs_apart')
 
 
 def test_every_cli_module_is_a_command_the_protocol_or_a_shared_part():

@@ -112,7 +112,7 @@ def pretrain_parser():
     t.add_argument('--save_dir', type=output_directory, help='the run\'s directory: options.json, recipe.json, '
                    'checkpoints and log (made if needed; default: a new checkpoints/DATE_TIME, or the resumed run\'s). '
                    'A run owns it: one holding another run is refused, and a running one is locked')
-    t.add_argument('--overwrite_save_dir', action='store_true', help='a new run may take a --save_dir that holds '
+    t.add_argument('--overwrite_save_dir', action=Switch, default=False, help='a new run may take a --save_dir that holds '
                    'another run: that run\'s files (configs, checkpoints, log) are removed first, so none is mixed '
                    'with the new run\'s')
     t.add_argument('--init_from_ckpt', help='resume from checkpoint DIR/N (also DIR/N.pdparams, or a run directory: '

@@ -17,7 +17,7 @@ from paddle_elmo.files.run_configs import OPTIONS_FILE, RECIPE_FILE, VOCAB_FILE,
 
 # a file (or `-`), a glob of files, a directory whose files are read, a model as --model takes it
 INPUT_FILES = ('input_file', 'vocab_file', 'options_file', 'weight_file', 'embedding_weight_file', 'word_vectors',
-               'prefix_file')
+               'prefix_file', 'verify_file')
 INPUT_GLOBS = ('train_data_path', 'dev_data_path')
 INPUT_DIRS = ('data_dir',)  # its --pos_file and --neg_file
 INPUT_MODELS = ('model', 'init_from_ckpt', 'init_from_weights', 'inference_model')

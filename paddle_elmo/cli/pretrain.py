@@ -22,7 +22,7 @@ import subprocess
 import sys
 
 from paddle_elmo.cli import runner
-from paddle_elmo.cli.arguments import positive_int, underscored
+from paddle_elmo.cli.arguments import Switch, positive_int, underscored
 from paddle_elmo.cli.config_flags import given_settings, pretrain_parser
 from paddle_elmo.cli.model_flags import check_files_flags
 from paddle_elmo.fileio import InputError, check_output_directory
@@ -185,7 +185,7 @@ def launch(a, argv):
     own = argparse.ArgumentParser(add_help=False, allow_abbrev=False)
     own.add_argument('--nproc_per_node')
     own.add_argument('--save_dir')
-    own.add_argument('--overwrite_save_dir', action='store_true')
+    own.add_argument('--overwrite_save_dir', action=Switch)
     rest = own.parse_known_args(underscored(argv, own._option_string_actions))[1] + ['--save_dir', save_dir]
     log_dir = os.path.join(save_dir, 'launch_logs')
     launcher = [sys.executable, '-m', 'paddle.distributed.launch', '--nproc_per_node', str(nproc),

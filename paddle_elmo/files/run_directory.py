@@ -4,7 +4,7 @@ first), the lock a run holds on it while it runs (`RunLock`), and the directory 
 --save_dir gets (`new_run_directory`).
 
 A run's files are the ones pretrain writes: options.json, recipe.json, vocab.txt (word input),
-N.pdparams / N.pdopt and final.*, train_log.csv, train_curve.png, launch_logs/ and the lock file.
+N.pdparams / N.pdopt and final.*, train_log.csv, train_curve.png and launch_logs/, beside the hidden lock file.
 """
 import datetime
 import fcntl
@@ -192,6 +192,7 @@ def describe_holder(text):
     """The lock file's record -> 'pid 123 on HOST since 2026-11-28 10:00:00: paddle-elmo pretrain ...'."""
     try:
         holder = json.loads(text)
-        return f'pid {holder["pid"]} on {holder["host"]} since {holder["started"]}: {holder["command"]}'
+        command = holder['command'] if len(holder['command']) <= 100 else holder['command'][:97] + '...'
+        return f'pid {holder["pid"]} on {holder["host"]} since {holder["started"]}: {command}'
     except (ValueError, KeyError, TypeError):
         return 'a process that left no record'
