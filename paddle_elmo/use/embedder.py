@@ -1,6 +1,7 @@
 """`ELMoEmbedder`, the Python API: sentences (raw strings or lists of tokens) in, numpy arrays
 `[n_layers + 1, n_tokens, 2 * projection_dim]` out, with the batching and the files of
-sentence_embedder.SentenceEmbedder (`embed_file` into hdf5 as `allennlp elmo`); and `token_embeddings` /
+sentence_embedder.SentenceEmbedder (`embed_file` into hdf5 as `allennlp elmo`); `ElmoEmbedder`, the same with
+AllenNLP's arguments and defaults, for code ported from it; and `token_embeddings` /
 `dump_token_embeddings`, the context-free token representation of a vocabulary (bilm-tf's
 `dump_token_embeddings`, for char, word and word+char models), which an embedder of a model with
 that `embedding_weight_file` (model_io.resolve_model) reads back so that known words skip the char CNN."""
