@@ -1,6 +1,7 @@
 """ELMo (Peters et al. 2018) in PaddlePaddle.
 
     from paddle_elmo import ELMoEmbedder, Elmo, ScalarMix, BiLM
+    from paddle_elmo import ElmoEmbedder, dump_token_embeddings   # AllenNLP's and bilm-tf's calls, unchanged
 
 Computes exactly what allenai/bilm-tf and AllenNLP compute, and reads and writes their
 `options.json` + `weights.hdf5`. The names below are the public API; each lives in the module of
@@ -39,6 +40,8 @@ _EXPORTS = {
     'PRESETS': 'model.recipe', 'Recipe': 'model.recipe',
     'Elmo': 'use.downstream', 'ScalarMix': 'use.downstream',
     'ELMoEmbedder': 'use.embedder', 'dump_token_embeddings': 'use.embedder', 'token_embeddings': 'use.embedder',
+    'ElmoEmbedder': 'use.embedder',  # AllenNLP's name and arguments (allennlp.commands.elmo)
+    'InferenceEmbedder': 'export.inference',  # an export, run without Paddle where onnxruntime is installed
     'embed_file': 'use.sentence_embedder',
     'LoadedModel': 'files.model_io', 'resolve_model': 'files.model_io',
     'read_model_config': 'files.run_configs',
@@ -56,7 +59,9 @@ if typing.TYPE_CHECKING:  # what editors and type checkers read; at run time __g
     from paddle_elmo.model.config import ORIGINAL_FILTERS, ModelConfig  # noqa: F401
     from paddle_elmo.model.recipe import PRESETS, Recipe  # noqa: F401
     from paddle_elmo.use.downstream import Elmo, ScalarMix  # noqa: F401
-    from paddle_elmo.use.embedder import ELMoEmbedder, dump_token_embeddings, token_embeddings  # noqa: F401
+    from paddle_elmo.use.embedder import (ELMoEmbedder, ElmoEmbedder, dump_token_embeddings,  # noqa: F401
+                                          token_embeddings)
+    from paddle_elmo.export.inference import InferenceEmbedder  # noqa: F401
     from paddle_elmo.use.sentence_embedder import embed_file  # noqa: F401
     from paddle_elmo.files.checkpoint_names import checkpoint_paths  # noqa: F401
     from paddle_elmo.files.checkpoints import read_checkpoint  # noqa: F401

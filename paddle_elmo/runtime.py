@@ -244,6 +244,15 @@ def set_device(device):
     paddle.set_device(device)
 
 
+def cuda_device_name(number):
+    """AllenNLP's CUDA device number (ElmoEmbedder's `cuda_device`, allennlp elmo's --cuda-device)
+    -> Paddle's device: -1 'cpu', N >= 0 'gpu:N'; anything else an InputError naming it."""
+    from paddle_elmo.fileio import InputError
+    if isinstance(number, bool) or not hasattr(number, '__index__') or number < -1:
+        raise InputError(f'cuda_device {number!r}: expected a CUDA device number, -1 for the CPU or N >= 0 for gpu:N')
+    return 'cpu' if number == -1 else f'gpu:{int(number)}'
+
+
 def use_device(device, reuse_memory=True, cpu_threads=None):
     """For the scripts: paddle.set_device(device); on CPU, also `configure(cpu_threads)` (MKL's fast
     path, the available cores unless the user chose; logs which at INFO) and, with reuse_memory,

@@ -188,13 +188,10 @@ def device_name(text):
     if text in ('cpu', 'gpu') or text.startswith('gpu:') and text[4:].isdigit():
         return text
     try:
-        number = int(text)
-    except ValueError:
+        return runtime.cuda_device_name(int(text))
+    except ValueError:  # not a number, or one below -1 (InputError is a ValueError)
         raise argparse.ArgumentTypeError(f'expected cpu, gpu, gpu:N or a CUDA device number (-1: cpu), '
                                          f'got {text!r}') from None
-    if number < -1:
-        raise argparse.ArgumentTypeError(f'expected a CUDA device number >= -1 (-1: cpu), got {text!r}')
-    return 'cpu' if number == -1 else f'gpu:{number}'
 
 
 def add_device(p, threads_note=''):

@@ -118,6 +118,17 @@ def is_model_name(name):
     return name in MODELS
 
 
+def release_urls_as_name(options_file, weight_file):
+    """AllenNLP's habit of naming a release by its two URLs (its ElmoEmbedder's defaults, its
+    tutorials: either S3 host, or a mirror, the paths unchanged) -> (the release's name, None), which
+    loads it from the cache; any other pair is returned as given."""
+    for model in MODELS.values():
+        if model.files and all(isinstance(f, str) and f.startswith(('https://', 'http://')) and f.endswith('/' + path)
+                               for f, path in zip((options_file, weight_file), model.files)):
+            return model.name, None
+    return options_file, weight_file
+
+
 def models_url():
     """The base URL of the releases: $PADDLE_ELMO_MODELS_URL (with a final '/'), else AllenNLP's."""
     base = os.environ.get(MODELS_URL_VAR) or MODELS_URL

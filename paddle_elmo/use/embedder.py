@@ -1,22 +1,26 @@
 """`ELMoEmbedder`, the Python API: sentences (raw strings or lists of tokens) in, numpy arrays
 `[n_layers + 1, n_tokens, 2 * projection_dim]` out, with the batching and the files of
-sentence_embedder.SentenceEmbedder (`embed_file` into hdf5 as `allennlp elmo`); and `token_embeddings` /
+sentence_embedder.SentenceEmbedder (`embed_file` into hdf5 as `allennlp elmo`); `ElmoEmbedder`, the same with
+AllenNLP's arguments and defaults, for code ported from it; and `token_embeddings` /
 `dump_token_embeddings`, the context-free token representation of a vocabulary (bilm-tf's
 `dump_token_embeddings`, for char, word and word+char models), which an embedder of a model with
 that `embedding_weight_file` (model_io.resolve_model) reads back so that known words skip the char CNN."""
 import logging
+import os
 
 import numpy as np
 
 import paddle
 
-from paddle_elmo.runtime import configure_if_on_cpu, inference_mode, keep_freed_memory, set_device
+from paddle_elmo.runtime import (configure_if_on_cpu, cuda_device_name, inference_mode, keep_freed_memory,
+                                 set_device)
 from paddle_elmo.text.token_ids import BOS_TOKEN, EOS_TOKEN, InputMapper
 from paddle_elmo.text.tokenizers import model_tokenizer
 from paddle_elmo.text.vocabulary import read_vocabulary_file
 from paddle_elmo.use.downstream import ScalarMix
 from paddle_elmo.fileio import InputError, atomic_path, check_output_file
 from paddle_elmo.files.model_io import resolve_model
+from paddle_elmo.files.model_names import release_urls_as_name
 from paddle_elmo.use.sentence_embedder import SentenceEmbedder
 
 log = logging.getLogger(__name__)
@@ -32,14 +36,17 @@ class ELMoEmbedder(SentenceEmbedder):
     [(3, 3, 256), (3, 2, 256)]
     >>> ELMoEmbedder('options.json', 'weights.hdf5')  # AllenNLP's files, as AllenNLP's ElmoEmbedder takes them
     >>> ELMoEmbedder('original')                      # a model name: downloaded once into the cache
+    >>> ELMoEmbedder(model='bundled-zh')              # the same by keyword
     >>> ELMoEmbedder('checkpoints')                   # a directory or a checkpoint prefix
     >>> ELMoEmbedder(resolve_model('options.json', 'weights.hdf5', vocab_file='vocab.txt'))  # a bilm-tf word model
 
-    options_file, weight_file: a model in the bilm-tf / AllenNLP format (positional, as in AllenNLP).
+    options_file, weight_file: a model in the bilm-tf / AllenNLP format (positional, as in AllenNLP;
+        AllenNLP's URLs of a release name it: model_names.release_urls_as_name).
         Without weight_file, the first argument is any model model_io.resolve_model takes: a name of
         model_names.MODELS, a directory, a checkpoint prefix, or a LoadedModel (with its vocab_file
         and embedding_weight_file: a word model's vocabulary, bilm-tf's token-embedding file); none
         of them: the bundled model (its card: paddle_elmo/pretrained/README.md), which is logged.
+    model: the first argument by name (`ELMoEmbedder(model='bundled-zh')`); giving both is an InputError.
     bilm: instead, an in-memory BiLM (e.g. one being trained), whose mode and stateful flag are
         left as they were.
     batch_size: sentences per batch in `encode` / `embed_file`.
@@ -68,8 +75,14 @@ class ELMoEmbedder(SentenceEmbedder):
         (one row each); text already in the model's tokens comes back unchanged.
     """
 
-    def __init__(self, options_file=None, weight_file=None, *, batch_size=64, device=None, stateful=False,
-                 token_cache_size=50000, bilm=None, reuse_memory=False, cpu_threads=None, tokenizer=None):
+    def __init__(self, options_file=None, weight_file=None, *, model=None, batch_size=64, device=None,
+                 stateful=False, token_cache_size=50000, bilm=None, reuse_memory=False, cpu_threads=None,
+                 tokenizer=None):
+        if model is not None:
+            if options_file is not None:
+                raise InputError(f'{type(self).__name__}: a model given twice, as the first argument and as model=; '
+                                 'give it once')
+            options_file = model
         if bilm is not None and (options_file is not None or weight_file is not None):
             raise InputError('give a model (options_file, weight_file or a model as resolve_model takes it) or '
                              'bilm=, not both')
@@ -80,7 +93,7 @@ class ELMoEmbedder(SentenceEmbedder):
             keep_freed_memory()
         model = None
         if bilm is None:
-            model = resolve_model(options_file, weight_file)
+            model = resolve_model(*release_urls_as_name(options_file, weight_file))
             bilm = model.load(stateful=stateful)
         self.bilm = bilm
         self.tokenizer = model_tokenizer(bilm.config.tokenizer, tokenizer)
@@ -154,12 +167,8 @@ class ELMoEmbedder(SentenceEmbedder):
         = gamma * sum softmax(mix_weights)_k layer_k (equal weights by default), default
         [batch, 2P] = mean of elmo over real tokens only, sequence_len [batch].
         """
-        embs = self.encode(sentences)
+        padded, lengths = self._padded(self.encode(sentences))
         n_layers = self.bilm.n_layers + 1
-        lengths = np.array([e.shape[1] for e in embs], dtype=np.int64)
-        padded = np.zeros((n_layers, len(embs), int(lengths.max(initial=0)), self.dim), np.float32)
-        for row, e in enumerate(embs):
-            padded[:, row, :e.shape[1]] = e
         mix = ScalarMix(n_layers, initial_weights=mix_weights, initial_gamma=gamma, trainable=False)
         with paddle.no_grad():
             elmo = mix([paddle.to_tensor(layer) for layer in padded]).numpy()
@@ -169,6 +178,66 @@ class ELMoEmbedder(SentenceEmbedder):
         for k in range(1, n_layers):
             out[f'lstm_outputs{k}'] = padded[k]
         return out
+
+    def _padded(self, embs):
+        """Sentences' layers (float32 [n_layers + 1, n_tokens, 2P] each) -> (float32 [n_layers + 1,
+        batch, longest, 2P], zero past each sentence's end; int64 lengths [batch])."""
+        lengths = np.array([e.shape[1] for e in embs], dtype=np.int64)
+        padded = np.zeros((self.bilm.n_layers + 1, len(embs), int(lengths.max(initial=0)), self.dim), np.float32)
+        for row, e in enumerate(embs):
+            padded[:, row, :e.shape[1]] = e
+        return padded, lengths
+
+
+# AllenNLP's ElmoEmbedder() loads the paper's model (its DEFAULT_OPTIONS_FILE / DEFAULT_WEIGHT_FILE).
+ALLENNLP_DEFAULT_MODEL = 'original'
+
+
+class ElmoEmbedder(ELMoEmbedder):
+    """AllenNLP's `ElmoEmbedder` (allennlp.commands.elmo), so that code written for it runs
+    unchanged: ELMoEmbedder with AllenNLP's arguments and defaults.
+
+    >>> ElmoEmbedder('options.json', 'weights.hdf5', cuda_device=-1).embed_sentence(['Hello', '.'])  # [3, 2, dim]
+
+    # Parameters
+    options_file, weight_file: as ELMoEmbedder's (bilm-tf / AllenNLP files, or one model value);
+        neither (nor model= or bilm=): 'original', the paper's model, as AllenNLP's defaults
+        (downloaded once into the cache).
+    cuda_device: AllenNLP's device number, -1 the CPU (the default, as AllenNLP's), N >= 0 'gpu:N'
+        (runtime.cuda_device_name); it sets Paddle's device for the process, as ELMoEmbedder's device=.
+    stateful: True, as AllenNLP's ElmoEmbedder carries each batch row's LSTM state to the next batch
+        (its caveat: the same sentence embedded twice gives different vectors; `reset_states()`
+        zeroes it); False gives ELMoEmbedder's stateless embeddings.
+    kwargs: ELMoEmbedder's other keywords (batch_size, model, tokenizer, ...), device excepted.
+
+    Its methods are AllenNLP's: embed_sentence, embed_batch and embed_sentences return numpy float32
+    [n_layers + 1, n_tokens, dim] per sentence ([3, n_tokens, 1024] for the original model),
+    embed_file takes AllenNLP's argument order, batch_to_embeddings gives Paddle tensors where
+    AllenNLP's gives torch's.
+    """
+
+    def __init__(self, options_file=None, weight_file=None, cuda_device=-1, *, stateful=True, **kwargs):
+        if 'device' in kwargs:
+            raise InputError("ElmoEmbedder takes AllenNLP's cuda_device (-1: cpu, N: gpu:N), not device=; "
+                             "ELMoEmbedder takes device=")
+        if options_file is None and kwargs.get('model') is None and kwargs.get('bilm') is None:
+            options_file = ALLENNLP_DEFAULT_MODEL
+        super().__init__(options_file, weight_file, device=cuda_device_name(cuda_device), stateful=stateful, **kwargs)
+        self.cuda_device = cuda_device
+
+    def embed_file(self, input_file, output_file_path, output_format='all', batch_size=None, forget_sentences=False,
+                   use_sentence_keys=False, *, progress=True):
+        """AllenNLP's embed_file, its arguments in its order: a one-sentence-per-line file (a path or
+        the file opened, as AllenNLP takes it) into hdf5 (sentence_embedder.embed_file); -> number of lines."""
+        return super().embed_file(input_file, output_file_path, output_format, batch_size, progress,
+                                  use_sentence_keys=use_sentence_keys, forget_sentences=forget_sentences)
+
+    def batch_to_embeddings(self, batch):
+        """AllenNLP's batch_to_embeddings: one batch of sentences -> (float32 Tensor [batch, n_layers
+        + 1, longest, dim], zero past each sentence's end; bool Tensor mask [batch, longest])."""
+        padded, lengths = self._padded(self.embed_batch(batch))
+        mask = np.arange(padded.shape[2])[None, :] < lengths[:, None]
+        return paddle.to_tensor(padded.transpose(1, 0, 2, 3)), paddle.to_tensor(mask)
 
 def token_embeddings(bilm, tokens, out=None, batch_size=8192, mapper=None):
     """The context-free representation of each token alone, no LSTM (the first half of layer 0)
@@ -193,25 +262,48 @@ def token_embeddings(bilm, tokens, out=None, batch_size=8192, mapper=None):
     return out
 
 
-def dump_token_embeddings(vocab_file, model, outfile, batch_size=8192):
-    """bilm-tf's `dump_token_embeddings(vocab_file, options_file, weight_file, outfile)`, the model
-    given as one value: the token_embeddings of every line of `vocab_file`, in file order, into hdf5
-    dataset `embedding` float32 [n_lines, projection_dim] (`<S>` / `</S>` lines are the BOS / EOS
-    embeddings).
+def dump_token_embeddings(vocab_file, options_file=None, weight_file=None, outfile=None, *, model=None,
+                          batch_size=8192):
+    """bilm-tf's `dump_token_embeddings(vocab_file, options_file, weight_file, outfile)`: the
+    token_embeddings of every line of `vocab_file`, in file order, into hdf5 dataset `embedding`
+    float32 [n_lines, projection_dim] (`<S>` / `</S>` lines are the BOS / EOS embeddings).
 
-    model: what model_io.resolve_model takes (a LoadedModel, a name, a directory, a checkpoint
-    prefix; None: the bundled model). A word model whose files have no vocab.txt (bilm-tf's) and
-    no vocab_file reads `vocab_file` as its vocabulary. The file appears atomically. -> the number of rows.
+    Two forms, told apart by how many arguments follow vocab_file:
+        dump_token_embeddings(vocab_file, options_file, weight_file, outfile)  # bilm-tf's, unchanged
+        dump_token_embeddings(vocab_file, model, outfile)                      # the model as one value
+    model (the second argument of three, or model=): what model_io.resolve_model takes (a
+    LoadedModel, a name, a directory, a checkpoint prefix; None: the bundled model). An options file
+    as the second of three is an InputError (bilm-tf's form has four: the weights file is missing),
+    so that the weights file is never taken for the output.
+    A word model whose files have no vocab.txt (bilm-tf's) and no vocab_file reads `vocab_file` as
+    its vocabulary. The file appears atomically. -> the number of rows.
     """
     import h5py
+    source, outfile = _dump_source_and_outfile(options_file, weight_file, outfile, model)
     if outfile is None:
         raise InputError('dump_token_embeddings needs outfile, the hdf5 file to write')
     check_output_file(outfile, None)  # before any work (its missing directories are made when written)
     tokens = read_vocabulary_file(vocab_file)
-    model = resolve_model(model)
+    model = resolve_model(*source)
     own = model.own_vocabulary_file or model.vocab_file
     bilm = (model if own else resolve_model(model, vocab_file=vocab_file)).load()
     with atomic_path(outfile) as tmp, h5py.File(tmp, 'w') as fout:
         table = fout.create_dataset('embedding', (len(tokens), bilm.projection_dim), dtype='float32')
         token_embeddings(bilm, tokens, out=table, batch_size=batch_size)
     return len(tokens)
+
+
+def _dump_source_and_outfile(options_file, weight_file, outfile, model):
+    """dump_token_embeddings' arguments after vocab_file, in either form -> (the model as
+    resolve_model's arguments, outfile)."""
+    if model is not None:
+        if options_file is not None or weight_file is not None:
+            raise InputError('dump_token_embeddings: model= or options_file, weight_file, not both')
+        return (model,), outfile
+    if outfile is not None:  # bilm-tf's four: (vocab_file, options_file, weight_file, outfile)
+        return release_urls_as_name(options_file, weight_file), outfile
+    if isinstance(options_file, (str, os.PathLike)) and os.fspath(options_file).endswith('.json'):
+        raise InputError(f'dump_token_embeddings: {os.fspath(options_file)} is an options file, which takes '
+                         "bilm-tf's four arguments (vocab_file, options_file, weight_file, outfile); three are "
+                         '(vocab_file, model, outfile)')
+    return (options_file,), weight_file  # (vocab_file, model, outfile): the third is outfile

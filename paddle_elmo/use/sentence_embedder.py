@@ -7,10 +7,11 @@ Paddle: serving an ONNX export needs numpy, h5py, onnxruntime and this package's
 import json
 import logging
 import os
+import sys
 
 import numpy as np
 
-from paddle_elmo.fileio import InputError, atomic_path, check_output_file, iter_lines
+from paddle_elmo.fileio import STDIO, InputError, atomic_path, check_output_file, input_path, iter_lines
 from paddle_elmo.logs import show_progress
 from paddle_elmo.text.tokenizers import as_token_lists
 from paddle_elmo.use.languages import warn_if_mostly_unknown
@@ -98,9 +99,25 @@ class SentenceEmbedder:
 
     def embed_file(self, input_file, output_file, output_format='all', batch_size=None, progress=True,
                    use_sentence_keys=False, forget_sentences=False):
-        """Embed a one-sentence-per-line file into hdf5: see `embed_file`; -> number of lines."""
-        return embed_file(self, input_file, output_file, output_format, batch_size or self.batch_size,
-                          progress, use_sentence_keys=use_sentence_keys, forget_sentences=forget_sentences)
+        """Embed a one-sentence-per-line file into hdf5: see `embed_file`; -> number of lines.
+        input_file: a path, or the file opened (as AllenNLP's embed_file takes it; sys.stdin too)."""
+        with input_path(_path_of(input_file)) as path:
+            return embed_file(self, path, output_file, output_format, batch_size or self.batch_size,
+                              progress, use_sentence_keys=use_sentence_keys, forget_sentences=forget_sentences)
+
+
+def _path_of(input_file):
+    """An input file given as a path or as a file object opened from one -> its path (fileio.STDIO
+    for standard input); a stream without a file (io.StringIO) is an InputError."""
+    if isinstance(input_file, (str, os.PathLike)):
+        return os.fspath(input_file)
+    if input_file is sys.stdin:
+        return STDIO
+    name = getattr(input_file, 'name', None)
+    if isinstance(name, (str, os.PathLike)) and os.path.isfile(name):
+        return os.fspath(name)
+    raise InputError(f'embed_file: {type(input_file).__name__} {name or input_file!r} is not a file; give a '
+                     'path or a file opened from one')
 
 
 # --------------------------------------------------------------------------------------------
