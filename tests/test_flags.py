@@ -186,7 +186,8 @@ def test_pretrain_launch_passes_every_flag_but_nproc_per_node_to_the_ranks(monke
     from paddle_elmo.cli import pretrain
     ran = []
     monkeypatch.setattr(pretrain.shutil, 'which', lambda *a, **k: '/bin/paddle-elmo')
-    monkeypatch.setattr(pretrain.subprocess, 'run', lambda cmd: ran.append(cmd) or argparse.Namespace(returncode=0))
+    monkeypatch.setattr(pretrain.subprocess, 'Popen', lambda cmd: ran.append(cmd) or argparse.Namespace(wait=lambda: 0))
+    monkeypatch.setattr(pretrain.signal, 'signal', lambda *a: None)
     save_dir = str(tmp_path / 'ckpt')
     argv = [*argv, '--save_dir', save_dir, '--overwrite_save_dir']  # the run's directory: said once, decided here
     assert pretrain.launch(pretrain.build_parser().parse_args(argv), argv) == 0

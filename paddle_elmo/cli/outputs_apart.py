@@ -33,6 +33,7 @@ def check_outputs_apart(args, parser):
     """InputError (one line naming both flags as `parser` does) when an output of the parsed flags `args` is
     one of its inputs."""
     flags = {action.dest: (action.option_strings or [action.dest])[0] for action in parser._actions}
+    check_outputs_distinct(args, flags)
     inputs = list(input_files(args, flags))
     for name in OUTPUT_FILES + OUTPUT_DIRS:
         output = getattr(args, name, None)
@@ -43,6 +44,19 @@ def check_outputs_apart(args, parser):
                 what = 'holds' if name in OUTPUT_DIRS else 'is'
                 raise InputError(f'{flags[name]} {output}: {what} the input {flag} {path}; a command never writes '
                                  f'over its input: give another {"directory" if name in OUTPUT_DIRS else "file"}')
+
+
+def check_outputs_distinct(args, flags):
+    """InputError when two file outputs of one command are the same file (the second would replace the first)."""
+    seen = {}
+    for name in OUTPUT_FILES:
+        output = getattr(args, name, None)
+        if output and output != STDIO:
+            real = os.path.realpath(output)
+            if real in seen:
+                raise InputError(f'{flags[name]} {output}: the same file as {flags[seen[real]]}; give each output '
+                                 f'its own file')
+            seen[real] = name
 
 
 def clashes(output, path, is_directory):

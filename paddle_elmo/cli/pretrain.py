@@ -5,8 +5,10 @@
     paddle-elmo pretrain --nproc_per_node 2 --device cpu ...   # 1 thread each on 2 cores
     paddle-elmo pretrain --init_from_ckpt checkpoints/3000     # resume: every setting from the checkpoint
 
-Writes to --save_dir: options.json and recipe.json, N.pdparams / N.pdopt every --save_freq steps
-and final.* at the end (atomically), train_log.csv and train_curve.png. The corpus is read as
+Writes to --save_dir (default: a new checkpoints/DATE_TIME; resuming, the run's own), which the run
+owns (files/run_directory.py: one holding another run is refused, a running one is locked): options.json
+and recipe.json, N.pdparams / N.pdopt every --save_freq steps and final.* at the end (atomically),
+train_log.csv and train_curve.png. The corpus is read as
 tokens split by spaces; --tokenizer records the tokenizer that made them from raw text, which every
 command then applies to the model's raw inputs (build-vocab --tokenizer X --output_corpus makes
 them). The flags become the two
@@ -18,6 +20,7 @@ import glob
 import logging
 import os
 import shutil
+import signal
 import subprocess
 import sys
 
@@ -191,7 +194,16 @@ def launch(a, argv):
     launcher = [sys.executable, '-m', 'paddle.distributed.launch', '--nproc_per_node', str(nproc),
                 '--log_dir', log_dir, command, 'pretrain', *rest]
     print(f'launching {nproc} processes: {" ".join(launcher[1:])}', file=sys.stderr, flush=True)
-    return subprocess.run(launcher).returncode
+    return wait_passing_signals(subprocess.Popen(launcher))
+
+
+def wait_passing_signals(proc):
+    """Wait for the launcher `proc` -> its exit code. A SIGTERM sent to this process is passed on to it (which
+    passes it to the ranks: each saves a checkpoint that resumes); Ctrl-C reaches the ranks from the terminal
+    itself, so this process ignores it and waits for them to save."""
+    signal.signal(signal.SIGTERM, lambda signum, frame: proc.send_signal(signum))
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    return proc.wait()
 
 
 if __name__ == '__main__':
