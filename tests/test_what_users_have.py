@@ -262,15 +262,3 @@ def test_every_flag_that_names_a_file_has_a_role_in_the_check():
              if path_like.search(action.dest)} - not_paths
     assert named - known == set(), 'give these flags a role in cli/outputs_apart.py'
 
-
-def test_sigterm_stops_a_command_as_ctrl_c_does_and_leaves_no_temporary_file(tmp_path):
-    lines = ''.join(f'Sentence number {i} is about the cat and the dog .\n' for i in range(20000))
-    (tmp_path / 'big.txt').write_text(lines, encoding='utf-8')
-    proc = subprocess.Popen(command_line('embed', 'big.txt', 'out.hdf5', '--quiet'), env=ENV, cwd=tmp_path,
-                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
-    temps = lambda: [p for p in tmp_path.iterdir() if p.name.startswith('.out.')]
-    wait_for(lambda: temps() and temps()[0].stat().st_size > 0, proc)
-    proc.send_signal(signal.SIGTERM)
-    _, err = proc.communicate(timeout=120)
-    assert proc.returncode == 143 and err.strip().splitlines()[-1] == 'interrupted (SIGTERM)', err[-2000:]
-    assert not temps() and not (tmp_path / 'out.hdf5').exists()

@@ -15,7 +15,6 @@ import contextlib
 import logging
 import os
 import sys
-import threading
 
 from paddle_elmo.fileio import InputError, RunFailure, missing_package
 
@@ -26,9 +25,8 @@ def run(main):
     a missing file, a package of an extra not installed, Paddle among them) becomes one line on
     stderr and exit code 2; a run that cannot go on (RunFailure: a failed save, a non-finite loss, a
     download that failed, NetworkError) one line and exit code 1. Anything else is a bug and keeps
-    its traceback. SIGTERM stops a command as Ctrl-C does (exit 143), so that what it was writing is
-    removed, not left behind half-written (pretraining installs its own: a checkpoint first)."""
-    with command_logging(), sigterm_as_interrupt():
+    its traceback."""
+    with command_logging():
         try:
             sys.exit(main() or 0)
         except (InputError, FileNotFoundError) as e:
@@ -40,29 +38,9 @@ def run(main):
             if missing is None:
                 raise
             fail(missing)
-        except KeyboardInterrupt as e:
-            print('interrupted' + (' (SIGTERM)' if isinstance(e, Terminated) else ''), file=sys.stderr)
-            sys.exit(143 if isinstance(e, Terminated) else 130)
-
-
-class Terminated(KeyboardInterrupt):
-    """SIGTERM, raised where the command is, as Ctrl-C's KeyboardInterrupt: the same clean-up on the way out."""
-
-
-@contextlib.contextmanager
-def sigterm_as_interrupt():
-    """For a command's duration (in the main thread), SIGTERM raises Terminated; the handler before is restored."""
-    import signal
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
-    def terminate(signum, frame):
-        raise Terminated()
-    before = signal.signal(signal.SIGTERM, terminate)
-    try:
-        yield
-    finally:
-        signal.signal(signal.SIGTERM, before)
+        except KeyboardInterrupt:
+            print('interrupted', file=sys.stderr)
+            sys.exit(130)
 
 
 def fail(error, code=2):
