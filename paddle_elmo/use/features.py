@@ -5,6 +5,7 @@ word2vec vectors (`ConcatFeatures`), and `model_builder`, which makes a fresh cl
 Token features travel packed: `(tokens [n_tokens, dim], lengths [batch])`, the batch's real tokens
 one sentence after another, as classifier.BowHead reads them.
 """
+import logging
 import os
 import shutil
 import tempfile
@@ -14,11 +15,14 @@ import numpy as np
 import paddle
 import paddle.nn as nn
 
-from paddle_elmo.use.classifier import SentenceClassifier, pack, show_bars
+from paddle_elmo.logs import show_progress
+from paddle_elmo.use.classifier import SentenceClassifier, pack
 from paddle_elmo.text.token_ids import InputMapper
 from paddle_elmo.use.downstream import Elmo
 from paddle_elmo.use.embedder import ELMoEmbedder
 from paddle_elmo.text.word_vectors import Word2VecFeatures
+
+log = logging.getLogger(__name__)
 
 
 class ActivationCache:
@@ -46,7 +50,7 @@ class ActivationCache:
             embedder = embedder or ELMoEmbedder(bilm=bilm, batch_size=batch_size)
             order = np.argsort(lengths, kind='stable')  # similar lengths share a batch: little padding
             chunk = batch_size * 16
-            with tqdm(total=len(sentences), desc='caching biLM layers', unit='sent', disable=not show_bars(progress)) as bar:
+            with tqdm(total=len(sentences), desc='caching biLM layers', unit='sent', disable=not show_progress(progress, log)) as bar:
                 for start in range(0, len(order), chunk):
                     idx = order[start:start + chunk]
                     for i, layers in zip(idx, embedder.encode([sentences[i] for i in idx], batch_size)):

@@ -13,7 +13,7 @@ import numpy as np
 from paddle_elmo.fileio import InputError, atomic_path, check_output_file, iter_lines
 from paddle_elmo.logs import show_progress
 from paddle_elmo.text.tokenizers import as_token_lists
-from paddle_elmo.use.languages import warn_if_mostly_unknown
+from paddle_elmo.use.languages import warn_if_mostly_unknown, warning_subject
 
 log = logging.getLogger(__name__)
 
@@ -39,7 +39,7 @@ class SentenceEmbedder:
         >>> ELMoEmbedder().tokenize(["It's raining, isn't it?", ['I', 'do', "n't"]])
         [['It', "'s", 'raining', ',', 'isn', "'t", 'it', '?'], ['I', 'do', "n't"]]
         """
-        return as_token_lists(sentences, self.tokenizer)
+        return as_token_lists(sentences, self.tokenizer, about=warning_subject(self.mapper.vocab, self.tokenizer))
 
     def _token_lists(self, sentences):
         """One call's sentences -> token lists (`tokenize`), with the warning of a word model that
