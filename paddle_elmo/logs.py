@@ -13,7 +13,8 @@ Progress bars: `show_progress(progress, log)` is True when the caller's switch (
 the logger shows INFO lines (an unset level, the library's default, does; `--quiet` does not) and
 bars are drawn at all (`bars_on_stderr`): on a terminal or in a notebook, not in a file or a pipe,
 where a bar is carriage-return noise; `$PADDLE_ELMO_PROGRESS` (1 or 0) or a command's
---progress / --no_progress decides otherwise. A record logged while a bar is drawn belongs above
+--progress / --no_progress decides otherwise. Where no bar is drawn, `progress_bar` tells a long
+job's progress as an INFO line a minute instead. A record logged while a bar is drawn belongs above
 it: the commands' handler writes through tqdm (cli.runner); an application with handlers of its
 own wraps its calls in tqdm's `tqdm.contrib.logging.logging_redirect_tqdm()` for the same.
 
@@ -76,12 +77,58 @@ def _isatty(stream):
         return False
 
 
-def show_progress(progress=True, logger='paddle_elmo'):
-    """Whether a progress bar should show: the caller's `progress` switch, the logger's level and
-    whether bars are drawn on stderr (bars_on_stderr). logger: a Logger or its name (a module's `log`)."""
+def show_progress_lines(progress=True, logger='paddle_elmo'):
+    """Whether progress is told at all, as a bar or as INFO lines: the caller's `progress` switch and
+    the logger's level. logger: a Logger or its name (a module's `log`)."""
     if isinstance(logger, str):
         logger = logging.getLogger(logger)
-    return bool(progress) and not level_above_info(logger) and bars_on_stderr()
+    return bool(progress) and not level_above_info(logger)
+
+
+def show_progress(progress=True, logger='paddle_elmo'):
+    """Whether a progress bar should show: progress is told (show_progress_lines) and bars are drawn
+    on stderr (bars_on_stderr). logger: a Logger or its name (a module's `log`)."""
+    return show_progress_lines(progress, logger) and bars_on_stderr()
+
+
+# Without a bar (a log file, a pipe), a long job's progress is an INFO line this often; a job shorter
+# than that logs none.
+PROGRESS_LINE_SECONDS = 60
+
+
+def progress_bar(progress=True, logger='paddle_elmo', **tqdm_args):
+    """A tqdm bar (tqdm_args: total, desc, unit, ...) on stderr where bars are drawn (show_progress);
+    else, when `progress` is on and the log shows INFO lines, the same progress as an INFO line of
+    `logger` every PROGRESS_LINE_SECONDS (a log file sees a long job move); else a disabled bar."""
+    from tqdm import tqdm
+    if isinstance(logger, str):
+        logger = logging.getLogger(logger)
+    if not show_progress_lines(progress, logger):
+        return tqdm(disable=True, **tqdm_args)
+    if bars_on_stderr():
+        return tqdm(**tqdm_args)
+    lines = dict(file=_ProgressLines(logger), delay=PROGRESS_LINE_SECONDS, mininterval=PROGRESS_LINE_SECONDS,
+                 bar_format='{desc}: {percentage:3.0f}% ({n_fmt}/{total_fmt} {unit}) | {elapsed} elapsed, '
+                            '{remaining} left, {rate_fmt}')
+    return tqdm(**{**tqdm_args, **lines})  # a bar's own mininterval gives way to the lines'
+
+
+class _ProgressLines:
+    """A file for tqdm that logs each display as an INFO line (its carriage returns dropped), unless
+    the count before its ' | ' is the last line's (tqdm displays its last count again when it closes)."""
+
+    def __init__(self, logger):
+        self.logger, self.last = logger, ''
+
+    def write(self, text):
+        text = text.strip()
+        count = text.split(' | ')[0]
+        if text and count != self.last:
+            self.last = count
+            self.logger.info('%s', text)
+
+    def flush(self):
+        pass
 
 
 class AboveBarsHandler(logging.StreamHandler):

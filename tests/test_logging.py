@@ -418,3 +418,24 @@ def test_bars_are_drawn_as_the_command_then_the_variable_then_the_terminal_say(m
         assert not logs.bars_on_stderr() and not logs.bars_on_stderr()
     assert [r.getMessage() for r in caplog.records] == [
         "PADDLE_ELMO_PROGRESS='maybe' is neither 1 nor 0: progress bars on a terminal only"]
+
+
+def test_without_a_bar_a_long_job_logs_its_progress_as_lines_and_a_short_one_none(monkeypatch, caplog):
+    from paddle_elmo import logs
+    monkeypatch.setenv('PADDLE_ELMO_PROGRESS', '0')  # no bar: a log file's case
+
+    def job(progress=True):
+        with logs.progress_bar(progress, 'paddle_elmo.test', total=4, desc='embedding', unit='sent') as bar:
+            for _ in range(4):
+                bar.update(1)
+
+    with caplog.at_level(logging.INFO, logger='paddle_elmo'):
+        job()  # done before the first line is due (PROGRESS_LINE_SECONDS)
+        assert caplog.records == []
+        monkeypatch.setattr(logs, 'PROGRESS_LINE_SECONDS', 0)  # a line at every count
+        job(progress=False)
+        assert caplog.records == []
+        job()
+    counts = [r.getMessage().split(' | ')[0] for r in caplog.records]
+    assert counts[-1] == 'embedding: 100% (4/4 sent)' and len(set(counts)) == len(counts) >= 4, counts
+    assert all(r.levelno == logging.INFO and '\r' not in r.getMessage() for r in caplog.records)

@@ -15,7 +15,7 @@ import numpy as np
 import paddle
 import paddle.nn as nn
 
-from paddle_elmo.logs import show_progress
+from paddle_elmo.logs import progress_bar
 from paddle_elmo.use.classifier import SentenceClassifier, pack
 from paddle_elmo.text.token_ids import InputMapper
 from paddle_elmo.use.downstream import Elmo
@@ -38,7 +38,6 @@ class ActivationCache:
     """
 
     def __init__(self, bilm, sentences, directory=None, batch_size=64, progress=True, embedder=None):
-        from tqdm import tqdm
         lengths = np.array([len(s) for s in sentences], dtype=np.int64)
         self.offsets = np.concatenate([[0], np.cumsum(lengths)])
         self.n_layers, self.dim = bilm.n_layers + 1, 2 * bilm.projection_dim
@@ -50,7 +49,7 @@ class ActivationCache:
             embedder = embedder or ELMoEmbedder(bilm=bilm, batch_size=batch_size)
             order = np.argsort(lengths, kind='stable')  # similar lengths share a batch: little padding
             chunk = batch_size * 16
-            with tqdm(total=len(sentences), desc='caching biLM layers', unit='sent', disable=not show_progress(progress, log)) as bar:
+            with progress_bar(progress, log, total=len(sentences), desc='caching biLM layers', unit='sent') as bar:
                 for start in range(0, len(order), chunk):
                     idx = order[start:start + chunk]
                     for i, layers in zip(idx, embedder.encode([sentences[i] for i in idx], batch_size)):
