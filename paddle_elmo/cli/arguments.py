@@ -8,7 +8,7 @@ import re
 import sys
 
 from paddle_elmo import runtime
-from paddle_elmo.cli.glossary import option_strings
+from paddle_elmo.cli.glossary import FLAGS, option_strings
 from paddle_elmo.cli.outputs_apart import check_outputs_apart
 from paddle_elmo.cli.runner import in_command, set_log_level
 from paddle_elmo.fileio import InputError, check_output_directory, check_output_file
@@ -53,7 +53,10 @@ class _OneLineErrors(argparse.ArgumentParser):
     def parse_known_args(self, args=None, namespace=None):
         args = underscored(sys.argv[1:] if args is None else args, self._option_string_actions)
         parsed, rest = super().parse_known_args(args, namespace)
-        set_log_level(getattr(parsed, 'quiet', False), getattr(parsed, 'verbose', False))
+        quiet, progress = getattr(parsed, 'quiet', False), getattr(parsed, 'progress', None)
+        if quiet and progress:
+            self.error('argument --progress: not allowed with argument --quiet')
+        set_log_level(quiet, getattr(parsed, 'verbose', False), progress)
         if in_command():  # before any work: no output is one of the inputs (a parser asked elsewhere reads nothing)
             check_outputs_apart(parsed, self)
         return parsed, rest
@@ -109,12 +112,13 @@ class _DefaultsHelp(argparse.HelpFormatter):
 
 def parser(description):
     """A command's parser (_OneLineErrors), with the flags every command has: --quiet and --verbose
-    (the log's level)."""
+    (the log's level), --progress / --no_progress (its bars; every command that loads a named model
+    may draw a download's)."""
     p = _OneLineErrors(description=description, formatter_class=_DefaultsHelp)
     g = p.add_mutually_exclusive_group()
-    g.add_argument('--quiet', action='store_true', help='log warnings and errors only (stderr): no progress lines '
-                   'or bars; results still go to stdout')
-    g.add_argument('--verbose', action='store_true', help='log debug lines too (stderr): what is loaded from where')
+    g.add_argument('--quiet', action='store_true', help=FLAGS['quiet'][0])
+    g.add_argument('--verbose', action='store_true', help=FLAGS['verbose'][0])
+    p.add_argument('--progress', action=Switch, default=None, help=FLAGS['progress'][0])
     return p
 
 

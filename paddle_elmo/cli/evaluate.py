@@ -39,14 +39,13 @@ def build_parser():
 
 def main(argv=None):
     a = build_parser().parse_args(argv)
-    from tqdm import tqdm
     from paddle_elmo.text.corpus import check_corpus, count_tokens
     from paddle_elmo.text.batches import iter_eval_batches, target_statistics
     from paddle_elmo.text.vocabulary import Vocabulary
     from paddle_elmo.fileio import write_json_atomic
     from paddle_elmo.train.lm import evaluate
     from paddle_elmo.train.lm_loading import load_language_model
-    from paddle_elmo.logs import show_progress
+    from paddle_elmo.logs import progress_bar
     from paddle_elmo.runtime import use_device
     use_device(a.device, cpu_threads=a.cpu_threads)
     source = model_source(a)
@@ -55,8 +54,8 @@ def main(argv=None):
     vocab = Vocabulary(model_vocabulary(a, source))
     model = load_language_model(vocab.size, source)
     expected = counts['n_tokens'] + counts['n_sentences']  # every word and every sentence end
-    with tqdm(total=min(expected, a.eval_max_tokens or expected), unit='tok', desc='evaluating',
-              disable=not show_progress(logger=__name__)) as bar:
+    with progress_bar(True, __name__, total=min(expected, a.eval_max_tokens or expected), unit='tok',
+                      desc='evaluating') as bar:
         result = evaluate(model, iter_eval_batches(a.dev_data_path, vocab, a.batch_size, a.unroll_steps),
                           a.eval_max_tokens, bar)
     print(f'tokens: {result["n_tokens"]:,}')

@@ -109,6 +109,8 @@ FLAGS = {
     'log_freq': ('log the running training loss every N steps (batches)', ('logging_step',)),
     'quiet': ('log warnings and errors only (stderr): no progress lines or bars; results still go to stdout', ()),
     'verbose': ('log debug lines too (stderr): what is loaded from where', ()),
+    'progress': ('draw progress bars on stderr (default: on a terminal only, not in a file or a pipe, unless '
+                 '$PADDLE_ELMO_PROGRESS is 1 or 0); log lines are written above them; --quiet draws none', ()),
     # evaluation
     'eval_freq': ('evaluate on --dev_data_path every N steps (batches)', ()),
     'eval_minutes': ('evaluate on --dev_data_path every this many minutes of training', ()),

@@ -6,10 +6,11 @@ script imports first.
 
 Output: results on stdout (print, in the commands); everything else is the log, on stderr: the
 `paddle_elmo` logger's records (INFO lines as they are, others after their level's name:
-`warning: ...`), and tqdm bars. `run()` sets that up for the command's duration, and every
-command's --quiet (warnings and errors only, no progress bars) or --verbose (debug lines too)
-sets the level once parsed (arguments.parser). Under paddle.distributed.launch only rank 0 logs
-INFO lines.
+`warning: ...`), each on its own line above the tqdm bars (logs.AboveBarsHandler), and the bars,
+drawn on a terminal only unless --progress / --no_progress or $PADDLE_ELMO_PROGRESS says otherwise
+(logs.bars_on_stderr). `run()` sets that up for the command's duration, and every command's --quiet
+(warnings and errors only, no progress bars) or --verbose (debug lines too) sets the level once
+parsed (arguments.parser). Under paddle.distributed.launch only rank 0 logs INFO lines.
 """
 import contextlib
 import logging
@@ -17,6 +18,7 @@ import os
 import sys
 
 from paddle_elmo.fileio import InputError, RunFailure, missing_package
+from paddle_elmo.logs import AboveBarsHandler, set_command_bars
 
 
 def run(main):
@@ -81,12 +83,12 @@ def log_level(quiet=False, verbose=False):
 def command_logging():
     """For a command's duration: the paddle_elmo logger's records on stderr in _LogFormat, at INFO
     until the flags are parsed (set_log_level), and not passed on to the root logger (Paddle's
-    import gives it a handler of its own format, which would print each line again). The logger's
-    settings are restored after (a test may run a command in its own process)."""
+    import gives it a handler of its own format, which would print each line again), each above the
+    progress bars. The logger's settings are restored after (a test may run a command in its own process)."""
     global _handler
     logger = logging.getLogger(LOGGER)
     saved = logger.level, logger.propagate
-    handler = logging.StreamHandler(sys.stderr)
+    handler = AboveBarsHandler(sys.stderr)
     handler.setFormatter(_LogFormat())
     logger.addHandler(handler)
     logger.setLevel(log_level())
@@ -96,6 +98,7 @@ def command_logging():
         yield
     finally:
         _handler = None
+        set_command_bars(None)
         logger.removeHandler(handler)
         logger.setLevel(saved[0])
         logger.propagate = saved[1]
@@ -107,8 +110,10 @@ def in_command():
     return _handler is not None
 
 
-def set_log_level(quiet=False, verbose=False):
-    """The level --quiet / --verbose ask for, on a command's log (none outside run(): parsing flags
-    in a program of one's own changes no logging setting)."""
+def set_log_level(quiet=False, verbose=False, progress=None):
+    """The level --quiet / --verbose ask for, on a command's log, and the bars --progress /
+    --no_progress ask for (None: neither; logs.bars_on_stderr) (none outside run(): parsing flags in
+    a program of one's own changes no logging setting)."""
     if _handler is not None:
         logging.getLogger(LOGGER).setLevel(log_level(quiet, verbose))
+        set_command_bars(progress)

@@ -10,7 +10,7 @@ import os
 
 from paddle_elmo.cache import cache_dir as default_cache_dir
 from paddle_elmo.fileio import InputError, iter_lines, list_files, write_text_atomic
-from paddle_elmo.logs import show_progress
+from paddle_elmo.logs import progress_bar
 from paddle_elmo.text.tokenizers import get_tokenizer, whitespace_tokens
 
 log = logging.getLogger(__name__)
@@ -117,10 +117,9 @@ def warn_if_untokenized(file_pattern, tokenizer, n_sentences=200):
 
 
 def file_progress(total_bytes, desc, enabled):
-    """A tqdm bar in bytes read, shown when `enabled` and the log shows INFO lines (logs.show_progress)."""
-    from tqdm import tqdm
-    return tqdm(total=total_bytes, unit='B', unit_scale=True, desc=desc, disable=not show_progress(enabled, log),
-                mininterval=1.0)
+    """A progress bar in bytes read, when `enabled` (logs.progress_bar: without a bar, a long count's
+    progress as INFO lines)."""
+    return progress_bar(enabled, log, total=total_bytes, unit='B', unit_scale=True, desc=desc, mininterval=1.0)
 
 
 COUNTS_CACHE_NAME = 'token-counts.json'  # in the cache directory

@@ -245,14 +245,15 @@ def tokenizer_line(name, requested=None):
             'separated by spaces: --tokenizer whitespace keeps them as they are')
 
 
-def as_token_lists(sentences, tokenizer='whitespace'):
+def as_token_lists(sentences, tokenizer='whitespace', about=None):
     """A batch of sentences -> list of token lists, each a list of str.
 
     A sentence is a raw string (split by the named `tokenizer`, see get_tokenizer, after a leading
     byte-order mark; '' gives no tokens) or any iterable of str tokens. The batch itself must be a
     list (or tuple, array...) of sentences: a bare string is a TypeError, since it is ambiguous (one
     sentence or many?), and so is anything else that is not a sentence (an int, bytes, a token that
-    is not a str).
+    is not a str). `about`: what the text is given to (languages.warning_subject: a model), the
+    subject of the warning of unsegmented Chinese split by whitespace (logs.warn_once).
     """
     if isinstance(sentences, (str, bytes)) or not hasattr(sentences, '__iter__'):
         raise TypeError(f'expected a list of sentences (each a string or a list of tokens), got '
@@ -263,7 +264,7 @@ def as_token_lists(sentences, tokenizer='whitespace'):
         if isinstance(sentence, str):
             batch.append(split(sentence.removeprefix(BOM)))  # a line read with its file's byte-order mark
             if tokenizer == 'whitespace':
-                _warn_if_unsegmented(batch[-1])
+                _warn_if_unsegmented(batch[-1], about)
             continue
         if isinstance(sentence, bytes) or not hasattr(sentence, '__iter__'):
             raise TypeError(f'sentence {i} is {_describe(sentence)}; expected a string or a list of '
@@ -279,16 +280,17 @@ def as_token_lists(sentences, tokenizer='whitespace'):
 # A run of this many CJK ideographs in one whitespace token is a phrase, not a word: raw Chinese
 # (words are 1-3 characters; segmented text such as zh-corpus has hardly any token this long).
 _UNSEGMENTED = re.compile('[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]{6}')
-UNSEGMENTED_WARNING = 'unsegmented Chinese'  # its logs.warn_once key
+UNSEGMENTED_WARNING = 'unsegmented Chinese'  # its logs.warn_once kind
 
 
-def _warn_if_unsegmented(tokens):
-    """Warns once per process when whitespace splitting left unsegmented Chinese in a token."""
-    if warned(UNSEGMENTED_WARNING):
+def _warn_if_unsegmented(tokens, about):
+    """Warns once per `about` (the model the text is given to) when whitespace splitting left
+    unsegmented Chinese in a token."""
+    if warned(UNSEGMENTED_WARNING, about):
         return
     token = next((t for t in tokens if _UNSEGMENTED.search(t)), None)
     if token is not None:
-        warn_once(log, UNSEGMENTED_WARNING, "the whitespace tokenizer left unsegmented Chinese as one token (%r): pass "
+        warn_once(log, UNSEGMENTED_WARNING, about, "the whitespace tokenizer left unsegmented Chinese as one token (%r): pass "
                   "tokenizer='jieba' (Chinese words, as zh-corpus is segmented) or tokenizer='chars'", token[:20])
 
 

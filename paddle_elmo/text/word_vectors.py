@@ -16,7 +16,7 @@ import paddle.nn as nn
 import paddle.nn.functional as F
 
 from paddle_elmo.fileio import InputError, atomic_path, iter_lines, list_files, require_package
-from paddle_elmo.logs import show_progress
+from paddle_elmo.logs import AboveBarsHandler, show_progress_lines
 
 OOV_MODES = ('unk', 'skip')
 UNK = 0  # row of the lookup table shared by OOV tokens; word vectors start at row 1 (features are packed: no padding row)
@@ -58,13 +58,13 @@ def corpus_paths(pattern):
 
 def _configure_gensim_logging(progress):
     """gensim's word2vec progress lines on stderr (only those: its other INFO lines are noise), when
-    `progress` and the paddle_elmo logger shows INFO lines (logs.show_progress)."""
+    `progress` and the paddle_elmo logger shows INFO lines (logs.show_progress_lines: in a log file too)."""
     logging.getLogger('gensim').setLevel(logging.WARNING)
     log = logging.getLogger('gensim.models.word2vec')
-    log.setLevel(logging.INFO if show_progress(progress, __name__) else logging.WARNING)
+    log.setLevel(logging.INFO if show_progress_lines(progress, __name__) else logging.WARNING)
     log.propagate = False  # Paddle configures the root logger; keep one copy of each line
     if not log.handlers:
-        handler = logging.StreamHandler(sys.stderr)
+        handler = AboveBarsHandler(sys.stderr)  # above a bar, as the commands' lines
         handler.setFormatter(logging.Formatter('%(asctime)s word2vec: %(message)s', '%H:%M:%S'))
         log.addHandler(handler)
 

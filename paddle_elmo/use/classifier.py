@@ -26,7 +26,6 @@ at their own rate), `layer_weights()` (JSON-able, for the output) and `dim` (its
 import logging
 import os
 import random
-import sys
 import time
 import warnings
 from dataclasses import dataclass
@@ -275,12 +274,6 @@ def set_seed(seed):
     paddle.seed(seed)
 
 
-def show_bars(progress):
-    """Progress bars only on a terminal (in a log file the per-epoch lines say enough), and only when
-    the log shows INFO lines (logs.show_progress)."""
-    return show_progress(progress, log) and sys.stderr.isatty()
-
-
 def predict(model, indices, batch_size, sentences=None):
     """Logits float32 [len(indices), classes] in the order of `indices` (eval mode, no gradients).
 
@@ -334,7 +327,7 @@ def train_epoch(model, optimizer, indices, labels, batch_size, rng, desc, progre
     order = rng.permutation(indices)
     total, batches = 0.0, 0
     bar = tqdm(range(0, len(order), batch_size), desc=desc, unit='batch', leave=False,
-               disable=not show_bars(progress))
+               disable=not show_progress(progress, log))
     for start in bar:
         idx = order[start:start + batch_size]
         loss = F.cross_entropy(model(idx), paddle.to_tensor(labels[idx]))

@@ -14,7 +14,7 @@ from paddle_elmo.model.token_modes import CHAR_IDS
 from paddle_elmo.text.tokenizers import as_token_lists, model_tokenizer
 from paddle_elmo.fileio import InputError
 from paddle_elmo.files.model_io import resolve_model
-from paddle_elmo.use.languages import warn_if_mostly_unknown
+from paddle_elmo.use.languages import warn_if_mostly_unknown, warning_subject
 
 
 class ScalarMix(nn.Layer):
@@ -121,7 +121,7 @@ class Elmo(nn.Layer):
         if self.bilm.config.input_mode.reads != (CHAR_IDS,):
             raise InputError(f'this biLM reads {self.bilm.config.token_input} input, not char ids alone: use '
                              f'elmo(**elmo.batch_to_inputs(sentences))')
-        sentences = as_token_lists(sentences, self.tokenizer)
+        sentences = as_token_lists(sentences, self.tokenizer, about=warning_subject(self.bilm.vocab, self.tokenizer))
         ids, _ = CharMapper(self.bilm.config.max_characters_per_token).batch(sentences)
         return paddle.to_tensor(ids)
 
@@ -129,7 +129,7 @@ class Elmo(nn.Layer):
         """Sentences -> dict(char_ids, word_ids, lengths) for forward(): char ids [batch, time,
         max_chars] and word ids [batch, time] as tensors, each None when the biLM does not read it
         (token_ids.InputMapper), `<S>` and `</S>` added."""
-        sentences = as_token_lists(sentences, self.tokenizer)
+        sentences = as_token_lists(sentences, self.tokenizer, about=warning_subject(self.bilm.vocab, self.tokenizer))
         warn_if_mostly_unknown(self.bilm.vocab, sentences, self.tokenizer)
         inputs = InputMapper.of(self.bilm, max_cache=0).batch(sentences)
         as_tensor = lambda ids: None if ids is None else paddle.to_tensor(ids)

@@ -5,6 +5,7 @@ word2vec vectors (`ConcatFeatures`), and `model_builder`, which makes a fresh cl
 Token features travel packed: `(tokens [n_tokens, dim], lengths [batch])`, the batch's real tokens
 one sentence after another, as classifier.BowHead reads them.
 """
+import logging
 import os
 import shutil
 import tempfile
@@ -14,11 +15,14 @@ import numpy as np
 import paddle
 import paddle.nn as nn
 
-from paddle_elmo.use.classifier import SentenceClassifier, pack, show_bars
+from paddle_elmo.logs import progress_bar
+from paddle_elmo.use.classifier import SentenceClassifier, pack
 from paddle_elmo.text.token_ids import InputMapper
 from paddle_elmo.use.downstream import Elmo
 from paddle_elmo.use.embedder import ELMoEmbedder
 from paddle_elmo.text.word_vectors import Word2VecFeatures
+
+log = logging.getLogger(__name__)
 
 
 class ActivationCache:
@@ -34,7 +38,6 @@ class ActivationCache:
     """
 
     def __init__(self, bilm, sentences, directory=None, batch_size=64, progress=True, embedder=None):
-        from tqdm import tqdm
         lengths = np.array([len(s) for s in sentences], dtype=np.int64)
         self.offsets = np.concatenate([[0], np.cumsum(lengths)])
         self.n_layers, self.dim = bilm.n_layers + 1, 2 * bilm.projection_dim
@@ -46,7 +49,7 @@ class ActivationCache:
             embedder = embedder or ELMoEmbedder(bilm=bilm, batch_size=batch_size)
             order = np.argsort(lengths, kind='stable')  # similar lengths share a batch: little padding
             chunk = batch_size * 16
-            with tqdm(total=len(sentences), desc='caching biLM layers', unit='sent', disable=not show_bars(progress)) as bar:
+            with progress_bar(progress, log, total=len(sentences), desc='caching biLM layers', unit='sent') as bar:
                 for start in range(0, len(order), chunk):
                     idx = order[start:start + chunk]
                     for i, layers in zip(idx, embedder.encode([sentences[i] for i in idx], batch_size)):

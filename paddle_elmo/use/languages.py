@@ -19,11 +19,18 @@ log = logging.getLogger(__name__)
 # A word model given text tokenized otherwise than its training text sees mostly unknown words
 # (`raining,` and `isn't` are not words of a Moses-tokenized corpus); its own text has a few percent.
 UNKNOWN_WARNING_SHARE = 0.3
-UNKNOWN_WARNING = 'text the model cannot read well'  # its logs.warn_once key
+UNKNOWN_WARNING = 'text the model cannot read well'  # its logs.warn_once kind
+
+
+def warning_subject(vocab, tokenizer):
+    """What a warning about a model's input is about (logs.warn_once's subject): a word model's
+    vocabulary file (`vocab`), which names the model; for a char model (`vocab` None), which reads
+    any token, its `tokenizer`, the one thing of the model the warning reads (its language)."""
+    return vocab.path if vocab is not None else f'a char model split by {tokenizer}'
 
 
 def warn_if_mostly_unknown(vocab, sentences, tokenizer):
-    """Warns once per process when the text does not fit the model, saying why:
+    """Warns once per model (warning_subject) when the text does not fit the model, saying why:
 
     - a language mismatch (`language_mismatch`): at least UNKNOWN_WARNING_SHARE of the tokens of
       `sentences` (token lists: one call's) are not in `vocab`, a word model's input Vocabulary, and
@@ -32,7 +39,8 @@ def warn_if_mostly_unknown(vocab, sentences, tokenizer):
       of `tokenizer` (Chinese split by moses, the English tokenizer of AllenNLP's models);
     - else a tokenization mismatch: as many unknown tokens in the vocabulary's own script, made by
       `tokenizer`, the one named."""
-    if warned(UNKNOWN_WARNING):
+    subject = warning_subject(vocab, tokenizer)
+    if warned(UNKNOWN_WARNING, subject):
         return
     tokens = [t for s in sentences for t in s]
     if vocab is None:
@@ -40,7 +48,7 @@ def warn_if_mostly_unknown(vocab, sentences, tokenizer):
     else:
         message = _word_model_mismatch(vocab, tokens, tokenizer)
     if message:
-        warn_once(log, UNKNOWN_WARNING, '%s', message)
+        warn_once(log, UNKNOWN_WARNING, subject, '%s', message)
 
 
 def unknown_words_expected():

@@ -24,7 +24,7 @@ from paddle_elmo.text.token_ids import BOS_TOKEN, EOS_TOKEN, InputMapper
 from paddle_elmo.text.tokenizers import as_token_lists, model_tokenizer
 from paddle_elmo.use.embedder import token_embeddings
 from paddle_elmo.fileio import InputError, atomic_path, make_directory, write_text_atomic
-from paddle_elmo.use.languages import warn_if_mostly_unknown
+from paddle_elmo.use.languages import warn_if_mostly_unknown, warning_subject
 
 DIRECTIONS = ('forward', 'backward')
 # Logits computed at once, at most (rows x vocabulary floats): 64 MB, whatever the vocabulary.
@@ -74,7 +74,7 @@ class Predictor:
     def context_tokens(self, context, direction):
         """The tokens the `direction` LM reads: `<S> w1 .. wn` or `</S> wn .. w1`."""
         check_direction(direction)
-        words = as_token_lists([context], self.tokenizer)[0]
+        words = as_token_lists([context], self.tokenizer, about=warning_subject(self.mapper.vocab, self.tokenizer))[0]
         warn_if_mostly_unknown(self.mapper.vocab, [words], self.tokenizer)
         return [self._start(direction)] + (words if direction == 'forward' else words[::-1])
 
@@ -167,7 +167,7 @@ class Predictor:
 
     def sample_text(self, context, words, direction='forward'):
         """The context and sampled words as one whitespace-joined sentence, in reading order."""
-        given = as_token_lists([context], self.tokenizer)[0]
+        given = as_token_lists([context], self.tokenizer, about=warning_subject(self.mapper.vocab, self.tokenizer))[0]
         return ' '.join(given + words if direction == 'forward' else words + given)
 
 

@@ -12,9 +12,9 @@ import sys
 import numpy as np
 
 from paddle_elmo.fileio import STDIO, InputError, atomic_path, check_output_file, input_path, iter_lines
-from paddle_elmo.logs import show_progress
+from paddle_elmo.logs import progress_bar
 from paddle_elmo.text.tokenizers import as_token_lists
-from paddle_elmo.use.languages import warn_if_mostly_unknown
+from paddle_elmo.use.languages import warn_if_mostly_unknown, warning_subject
 
 log = logging.getLogger(__name__)
 
@@ -40,7 +40,7 @@ class SentenceEmbedder:
         >>> ELMoEmbedder().tokenize(["It's raining, isn't it?", ['I', 'do', "n't"]])
         [['It', "'s", 'raining', ',', 'isn', "'t", 'it', '?'], ['I', 'do', "n't"]]
         """
-        return as_token_lists(sentences, self.tokenizer)
+        return as_token_lists(sentences, self.tokenizer, about=warning_subject(self.mapper.vocab, self.tokenizer))
 
     def _token_lists(self, sentences):
         """One call's sentences -> token lists (`tokenize`), with the warning of a word model that
@@ -172,7 +172,6 @@ def embed_file(embedder, input_file, output_file, output_format='all', batch_siz
         --forget-sentences: the file holds no text).
     """
     import h5py
-    from tqdm import tqdm
     if output_format not in OUTPUT_FORMATS:
         raise InputError(f'output_format must be one of {OUTPUT_FORMATS}, got {output_format!r}')
     if not os.path.isfile(input_file):
@@ -182,8 +181,7 @@ def embed_file(embedder, input_file, output_file, output_format='all', batch_siz
         n_lines = sum(1 for _ in f)
     sentence_to_index = {}
     with atomic_path(output_file) as tmp, h5py.File(tmp, 'w') as fout, \
-            tqdm(total=n_lines, unit='sent', disable=not show_progress(progress, log),
-                 desc='embedding') as bar:
+            progress_bar(progress, log, total=n_lines, unit='sent', desc='embedding') as bar:
         for chunk in _read_chunks(input_file, batch_size * chunk_batches):
             tokens = embedder.tokenize([line for _, line in chunk])
             embeddings = embedder.encode(tokens, batch_size)
