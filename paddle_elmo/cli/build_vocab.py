@@ -50,7 +50,7 @@ def main(argv=None):
     a = build_parser().parse_args(argv)
     if a.max_characters_per_token < 3:
         raise InputError(f'--max_characters_per_token must be >= 3, got {a.max_characters_per_token}')
-    check_corpus(a.train_data_path, '--train_data_path')
+    check_corpus(a.train_data_path, '--train_data_path', a.tokenizer)
     with contextlib.ExitStack() as files:
         segmented = None
         if a.output_corpus:
