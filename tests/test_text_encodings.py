@@ -152,6 +152,11 @@ def test_every_reader_of_sentences_follows_the_rule(tmp_path, caplog):
         with pytest.raises(InputError, match='corpus.txt:1: not valid UTF-8'):
             check_sentences(path, tokenizer)
     assert len(latin_warnings(caplog.records)) == 1
+    (tmp_path / 'shards').mkdir()  # every file of a glob is decided before any work, not only the first
+    (tmp_path / 'shards' / 'a.txt').write_text('一 个 句子\n', encoding='utf-8')
+    (tmp_path / 'shards' / 'b.txt').write_bytes('一 个 句子\n'.encode('gbk'))
+    with pytest.raises(InputError, match='b.txt:1: not valid UTF-8 .*--tokenizer jieba reads UTF-8 only'):
+        check_corpus(str(tmp_path / 'shards' / '*.txt'), '--train_data_path', 'jieba')
     (tmp_path / 'vocab.txt').write_bytes('café\n'.encode('latin-1'))
     with pytest.raises(InputError, match='vocab.txt:1: not valid UTF-8'):
         Vocabulary(str(tmp_path / 'vocab.txt'))
@@ -239,3 +244,18 @@ def test_word2vec_with_a_chinese_tokenizer_refuses_the_published_files(published
         f'error: {published_slice / "rt-polarity.pos"}:1: not valid UTF-8 (')
     assert f'--tokenizer {tokenizer} reads UTF-8 only' in proc.stderr
     assert not (tmp_path / 'w.json').exists()
+
+
+def test_pretrain_and_eval_read_a_latin_1_corpus_saying_so_once(tmp_path, capfd):
+    from helpers import TINY_MODEL, main_exit
+    corpus = tmp_path / 'corpus.txt'
+    corpus.write_bytes('un café noir\nun thé – chaud\n'.encode(PUBLISHED) * 20)  # –: 0x96
+    (tmp_path / 'vocab.txt').write_text('<S>\n</S>\n<UNK>\nun\ncafé\nnoir\nthé\n–\nchaud\n', encoding='utf-8')
+    assert main_exit(['pretrain', '--train_data_path', str(corpus), '--vocab_file', str(tmp_path / 'vocab.txt'),
+                      '--save_dir', str(tmp_path / 'run'), '--max_steps', '1', '--quiet'] + TINY_MODEL) == 0
+    assert main_exit(['eval', '--dev_data_path', str(corpus), '--init_from_ckpt', str(tmp_path / 'run' / 'final'),
+                      '--output_json', str(tmp_path / 'eval.json'), '--quiet']) == 0
+    warned = [line for line in capfd.readouterr().err.splitlines() if 'read as Latin-1' in line]
+    assert warned == [f'warning: {corpus}: not UTF-8 (byte 0xe9 on line 1); read as Latin-1 (Windows-1252), as '
+                      'rt-polarity is published']  # once in the process, which ran both
+    assert json.loads((tmp_path / 'eval.json').read_text())['n_unknown'] == 0  # every word, – too, in the vocabulary

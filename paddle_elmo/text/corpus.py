@@ -11,7 +11,7 @@ import os
 from paddle_elmo.cache import cache_dir as default_cache_dir
 from paddle_elmo.fileio import InputError, list_files, write_text_atomic
 from paddle_elmo.logs import show_progress
-from paddle_elmo.text.encodings import iter_text_lines
+from paddle_elmo.text.encodings import iter_text_lines, text_encoding
 from paddle_elmo.text.tokenizers import get_tokenizer
 
 log = logging.getLogger(__name__)
@@ -59,13 +59,16 @@ def check_has_sentence(paths, name, tokenizer='whitespace'):
 
 
 def check_corpus(file_pattern, flag, tokenizer='whitespace'):
-    """Before any work: a command's corpus glob (given as `flag`) matches files, they can be read as
-    text of `tokenizer` (the model's: text.encodings), and they hold a sentence; else one line naming
-    the flag or the file."""
+    """Before any work: a command's corpus glob (given as `flag`) matches files, each can be read as
+    text of `tokenizer` (the model's: text.encodings decides every file's encoding here, so that one
+    that cannot is refused before any work, and a Latin-1 one is said at the start), and they hold a
+    sentence; else one line naming the flag or the file."""
     try:
         files = list_files(file_pattern)
     except FileNotFoundError:
         raise FileNotFoundError(f'{flag} {file_pattern}: no files match this pattern') from None
+    for path in files:
+        text_encoding(path, tokenizer)
     check_has_sentence(files, f'{flag} {file_pattern}', tokenizer)
 
 
