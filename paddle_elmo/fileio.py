@@ -1,8 +1,9 @@
 """The user's files: finding them, reading text (UTF-8, a byte-order mark ignored, errors that name
-the file and line; text/encodings.py decides when a file of sentences is read as Latin-1), checking before any work that an output can be written where the user asked
-(check_output_file, check_output_directory), and writing outputs atomically (a temp file beside
-the target, renamed when complete), so that an interrupted or failed write never leaves a
-half-written file under the real name."""
+the file and line; text/encodings.py decides when a file of sentences is read as Latin-1), checking
+before any work that an output can be written where the user asked (check_output_file,
+check_output_directory), and writing outputs atomically (a temp file beside the target, renamed
+when complete), so that an interrupted or failed write never leaves a half-written file under the
+real name."""
 import contextlib
 import glob
 import importlib

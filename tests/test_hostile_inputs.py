@@ -139,7 +139,8 @@ TABLE = {
     },
     'eval': {
         'glob matches nothing': (['--dev_data_path', '{d}/none-*', *MODEL], 'out.json'),
-        'held-out text with a NUL byte': (['--dev_data_path', '{d}/nul.txt', *MODEL], 'out.json', 'nul.txt:2: NUL byte'),
+        'held-out text with a NUL byte': (['--dev_data_path', '{d}/nul.txt', *MODEL], 'out.json',
+                                          'nul.txt:2: NUL byte'),
         '--device gpu': (['--dev_data_path', '{d}/good.txt', *MODEL, '--device', 'gpu'], 'out.json'),
         '--batch_size 0': (['--dev_data_path', '{d}/good.txt', *MODEL, '--batch_size', '0'], 'out.json'),
         '--unroll_steps -3': (['--dev_data_path', '{d}/good.txt', *MODEL, '--unroll_steps', '-3'], 'out.json'),

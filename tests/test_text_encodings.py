@@ -59,8 +59,8 @@ def test_the_published_rt_polarity_reads_as_its_utf8_copy_with_one_warning_per_f
                 assert encoding == LATIN_1 and text == ''.join(shared_lines(name))
     pos, neg = (str(published / name) for name in FILES)
     assert latin_warnings(caplog.records) == [
-        f'{pos}: not UTF-8 (byte 0xf3 on line 44); read as Latin-1 (Windows-1252), as rt-polarity is published',
-        f'{neg}: not UTF-8 (byte 0x97 on line 27); read as Latin-1 (Windows-1252), as rt-polarity is published']
+        f'{pos}: not UTF-8 (byte 0xf3 on line 44); read as Latin-1 (Windows-1252)',
+        f'{neg}: not UTF-8 (byte 0x97 on line 27); read as Latin-1 (Windows-1252)']
 
 
 def test_the_moses_tokens_of_the_published_files_are_those_of_the_utf8_copy(tmp_path):
@@ -128,7 +128,7 @@ def test_standard_input_read_as_latin_1_is_named_as_such(tmp_path, monkeypatch, 
     with caplog.at_level(logging.WARNING, logger='paddle_elmo'), input_path('-') as path:
         assert [text for _, _, text in iter_text_lines(path)] == ['un café\n']
     assert latin_warnings(caplog.records) == ['<stdin>: not UTF-8 (byte 0xe9 on line 1); read as Latin-1 '
-                                              '(Windows-1252), as rt-polarity is published']
+                                              '(Windows-1252)']
 
 
 def test_every_reader_of_sentences_follows_the_rule(tmp_path, caplog):
@@ -256,6 +256,6 @@ def test_pretrain_and_eval_read_a_latin_1_corpus_saying_so_once(tmp_path, capfd)
     assert main_exit(['eval', '--dev_data_path', str(corpus), '--init_from_ckpt', str(tmp_path / 'run' / 'final'),
                       '--output_json', str(tmp_path / 'eval.json'), '--quiet']) == 0
     warned = [line for line in capfd.readouterr().err.splitlines() if 'read as Latin-1' in line]
-    assert warned == [f'warning: {corpus}: not UTF-8 (byte 0xe9 on line 1); read as Latin-1 (Windows-1252), as '
-                      'rt-polarity is published']  # once in the process, which ran both
+    assert warned == [f'warning: {corpus}: not UTF-8 (byte 0xe9 on line 1); read as Latin-1 (Windows-1252)']
+    # once in the process, which ran both
     assert json.loads((tmp_path / 'eval.json').read_text())['n_unknown'] == 0  # every word, – too, in the vocabulary

@@ -23,8 +23,8 @@ from paddle_elmo.fileio import InputError, atomic_path
 def build_parser():
     p = parser(__doc__.split('\n')[0])
     p.add_argument('--train_data_path', required=True,
-                   help="glob of UTF-8 corpus files, one sentence per line (quote it: 'dir/*'); empty lines "
-                        'are skipped and reported')
+                   help="glob of corpus files (UTF-8; else Latin-1 for moses or whitespace), one sentence per line "
+                        "(quote it: 'dir/*'); empty lines are skipped and reported")
     p.add_argument('--output_file', required=True, type=output_file,
                    help='the vocabulary file to write (what the other commands read as --vocab_file)')
     add_tokenizer(p, default='whitespace', why=', for a corpus already tokenized')

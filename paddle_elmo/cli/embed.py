@@ -37,8 +37,9 @@ log = logging.getLogger(__name__)
 
 def build_parser():
     p = parser(__doc__.split('\n')[0])
-    p.add_argument('input_file', help='one sentence per line (UTF-8; else Latin-1 for moses or whitespace), split into tokens by --tokenizer (an empty '
-                   'line gives an empty embedding, so that the datasets keep the line numbers); - reads standard input')
+    p.add_argument('input_file', help='one sentence per line (UTF-8; else Latin-1 for moses or whitespace), split '
+                   'into tokens by --tokenizer (an empty line gives an empty embedding, so that the datasets keep the '
+                   'line numbers); - reads standard input')
     p.add_argument('output_file', type=output_target, help='hdf5 file to write; - writes it to standard output')
     add_model_source(p, bundled_default=True)
     p.add_argument('--embedding_weight_file', help="hdf5 of dump_token_embeddings (dataset 'embedding', one row per "

@@ -36,7 +36,8 @@ def build_parser():
     add_device(p)
     p.add_argument('--prefix', action='append',
                    help='text to continue (repeatable); with --direction backward, the text to precede')
-    p.add_argument('--prefix_file', help='more prefixes, one per line (UTF-8; an empty line is the empty prefix)')
+    p.add_argument('--prefix_file', help='more prefixes, one per line (UTF-8; else Latin-1 for moses or whitespace; an '
+                   'empty line is the empty prefix)')
     add_tokenizer(p)
     p.add_argument('--direction', default='forward', choices=['forward', 'backward'],
                    help='forward: the next word after the prefix; backward: the word before it')

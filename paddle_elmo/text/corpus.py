@@ -1,7 +1,8 @@
 """Corpus files: one or more text files (a glob: UTF-8, else Latin-1 for Latin-script text, as
-text.encodings decides per file), one sentence per line, tokens separated by whitespace (`str.split()` everywhere, so counting, vocabulary building and batching agree). Lines
-that are empty or only whitespace are not sentences: they are skipped and reported. Token counts
-are cached, keyed by each file's size and modification time.
+text.encodings decides per file), one sentence per line, tokens separated by whitespace
+(`str.split()` everywhere, so counting, vocabulary building and batching agree). Lines that are
+empty or only whitespace are not sentences: they are skipped and reported. Token counts are cached,
+keyed by each file's size and modification time.
 """
 import itertools
 import json

@@ -29,7 +29,8 @@ MAX_GENSIM_SENTENCE = 10000  # gensim cuts longer sentences: longer lines are fe
 # --------------------------------------------------------------------------------------------
 
 class CorpusSentences:
-    """Token lists from one-sentence-per-line files (text.encodings), re-readable (gensim iterates many times).
+    """Token lists from one-sentence-per-line files (read as text.encodings decides), re-readable
+    (gensim iterates many times).
 
     max_tokens: stop after this many tokens (the last sentence cut short), to train on a budget
     of tokens matched to a biLM's.

@@ -5,9 +5,9 @@ features module they plug into `SentenceClassifier`; everything else lives here,
 numbers they print are comparable:
 
 - data: `read_polarity` reads a directory with one positive and one negative file (one sentence
-  per line, UTF-8, else Latin-1 for Latin-script text: text.encodings) and splits each line with a tokenizer
-  (tokenizers.get_tokenizer: the model's, e.g. moses, which splits `it's` -> `it 's` as the
-  pretraining corpus does);
+  per line, UTF-8, else Latin-1 for Latin-script text: text.encodings) and splits each line with
+  a tokenizer (tokenizers.get_tokenizer: the model's, e.g. moses, which splits `it's` -> `it 's` as
+  the pretraining corpus does);
 - folds: `make_folds` gives stratified k-fold cross-validation with a dev split carved from each
   training fold (early stopping), or one stratified split for smoke runs;
 - model: token features [tokens, dim] -> dropout -> mean per sentence -> MLP -> logits [batch, 2];
