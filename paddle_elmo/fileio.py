@@ -1,8 +1,9 @@
-"""The user's files: finding them, reading UTF-8 text (a byte-order mark ignored, errors that name
-the file and line), checking before any work that an output can be written where the user asked
-(check_output_file, check_output_directory), and writing outputs atomically (a temp file beside
-the target, renamed when complete), so that an interrupted or failed write never leaves a
-half-written file under the real name."""
+"""The user's files: finding them, reading text (UTF-8, a byte-order mark ignored, errors that name
+the file and line; text/encodings.py decides when a file of sentences is read as Latin-1), checking
+before any work that an output can be written where the user asked (check_output_file,
+check_output_directory), and writing outputs atomically (a temp file beside the target, renamed
+when complete), so that an interrupted or failed write never leaves a half-written file under the
+real name."""
 import contextlib
 import glob
 import importlib
@@ -91,19 +92,24 @@ def list_files(file_pattern):
 BOM = '\ufeff'
 
 
-def iter_lines(path, start_byte=0, start_line=0):
-    """Yield (0-based line number, length in bytes, decoded line) of a UTF-8 file from `start_byte`;
+def iter_lines(path, start_byte=0, start_line=0, decode=None):
+    """Yield (0-based line number, length in bytes, decoded line) of a text file from `start_byte`;
     the file's first line without a byte-order mark (its length in bytes still counts it).
 
-    Invalid UTF-8 or a NUL byte (a binary file, or a corrupt copy) raises InputError naming the
-    file, the 1-based line and the byte.
+    `decode`: how the lines of a file that is not UTF-8 are decoded (bytes -> str; text.encodings
+    decides it for the whole file); None: UTF-8, and invalid UTF-8 raises InputError naming the file,
+    the 1-based line and the byte. A NUL byte (a binary file, or a corrupt copy) raises InputError
+    naming them, whatever the encoding.
     """
     with open(path, 'rb') as f:
         f.seek(start_byte)
         for line_no, raw in enumerate(f, start_line):
             if b'\0' in raw:
                 raise InputError(f'{path}:{line_no + 1}: NUL byte at byte {raw.index(0)} of the line '
-                                 f'(a binary file? expected UTF-8 text)')
+                                 f'(a binary file? expected text)')
+            if decode is not None:
+                yield line_no, len(raw), decode(raw)
+                continue
             try:
                 text = raw.decode('utf-8')
             except UnicodeDecodeError as e:
@@ -271,6 +277,13 @@ def atomic_path(path):
 
 STDIO = '-'  # as a file name: standard input where a command reads, standard output where it writes
 STDIN_NAME = '<stdin>'  # how errors name standard input
+_SHOWN_NAMES = {}  # input_path's temporary copy -> how messages name it (STDIN_NAME)
+
+
+def shown_name(path):
+    """How a message names the input `path`: itself, or <stdin> for input_path's copy of standard input
+    (an InputError's line is renamed by input_path itself; a warning logged while it reads uses this)."""
+    return _SHOWN_NAMES.get(path, path)
 
 
 @contextlib.contextmanager
@@ -287,11 +300,13 @@ def input_path(path):
     try:
         with open(tmp, 'wb') as f:
             shutil.copyfileobj(sys.stdin.buffer, f)
+        _SHOWN_NAMES[tmp] = STDIN_NAME
         try:
             yield tmp
         except InputError as e:
             raise InputError(str(e).replace(tmp, STDIN_NAME)) from None
     finally:
+        _SHOWN_NAMES.pop(tmp, None)
         os.remove(tmp)
 
 

@@ -19,7 +19,10 @@ def write(path, data):
     return str(path)
 
 
-def pretrain(tmp_path, train=GOOD, vocab='<S>\n</S>\n<UNK>\nthe\ncat\nsat\non\nmat\na\ndog\n', *extra):
+GOOD_VOCAB = '<S>\n</S>\n<UNK>\nthe\ncat\nsat\non\nmat\na\ndog\n'
+
+
+def pretrain(tmp_path, train=GOOD, vocab=GOOD_VOCAB, *extra):
     files = [write(tmp_path / 'train.txt', train)] if train is not None else []
     return ['--train_data_path', files[0] if files else str(tmp_path / 'nothing-*.txt'),
             '--vocab_file', write(tmp_path / 'vocab.txt', vocab), '--save_dir', str(tmp_path / 'out'),
@@ -67,8 +70,11 @@ BAD = {  # name: (command: helpers.command_line's, args(tmp_path), the message's
     'training file of blank lines': ('run_pretrain.py', lambda t: pretrain(t, '\n \n'), 'train.txt: no sentence (its 2 '
                                      'lines are blank'),
     'NUL byte': ('run_pretrain.py', lambda t: pretrain(t, b'fine line\nbad\x00line\n'), 'train.txt:2: NUL byte'),
-    'invalid UTF-8': ('run_pretrain.py', lambda t: pretrain(t, b'fine line\nbad \xff line\n'),
-                      'train.txt:2: not valid UTF-8'),
+    'invalid UTF-8 for a Chinese tokenizer': ('run_pretrain.py',
+                                              lambda t: pretrain(t, b'fine line\nbad \xff line\n', GOOD_VOCAB,
+                                                                 '--tokenizer', 'chars'),
+                                              'train.txt:2: not valid UTF-8 (invalid start byte at byte 4 of the '
+                                              'line); --tokenizer chars reads UTF-8 only'),
     'duplicate in the vocabulary': ('run_pretrain.py', lambda t: pretrain(t, GOOD, 'the\ncat\nthe\n'),
                                     "vocab.txt:3: duplicate token 'the' (first on line 1)"),
     '--cpu_threads 0': ('run_pretrain.py', lambda t: pretrain(t, GOOD, '<S>\n', '--cpu_threads', '0'),

@@ -326,11 +326,14 @@ def test_empty_lines_are_skipped_and_reported_once_per_file(tmp_path, caplog):
 
 def test_bad_corpus_inputs_are_named(tmp_path):
     vocab = Vocabulary(write(tmp_path / 'v.txt', 'x\n'))
-    (tmp_path / 'bad.txt').write_bytes(b'x x\nx \xc3\x28 x\n')
-    with pytest.raises(ValueError, match=r'bad\.txt:2: not valid UTF-8'):
-        take(LMStream(str(tmp_path / 'bad.txt'), vocab, 2, 3), 1)
-    with pytest.raises(ValueError, match=r'bad\.txt:2: not valid UTF-8'):
-        count_tokens(str(tmp_path / 'bad.txt'), progress=False)
+    (tmp_path / 'bad.txt').write_bytes(b'x x\nx \xc3\x28 x\n')  # not UTF-8: for a Chinese model, refused
+    with pytest.raises(ValueError, match=r'bad\.txt:2: not valid UTF-8 .*; --tokenizer jieba reads UTF-8 only'):
+        corpus_files.check_corpus(str(tmp_path / 'bad.txt'), '--train_data_path', 'jieba')
+    (tmp_path / 'nul.txt').write_bytes(b'x x\nx \x00 x\n')
+    with pytest.raises(ValueError, match=r'nul\.txt:2: NUL byte'):
+        take(LMStream(str(tmp_path / 'nul.txt'), vocab, 2, 3), 1)
+    with pytest.raises(ValueError, match=r'nul\.txt:2: NUL byte'):
+        count_tokens(str(tmp_path / 'nul.txt'), progress=False)
     with pytest.raises(FileNotFoundError, match='nothing'):
         LMStream(str(tmp_path / 'nothing*'), vocab, 2, 3)
     empty = write(tmp_path / 'e' / 'empty.txt', '\n \n')

@@ -42,10 +42,11 @@ def test_embed_file_streams_in_chunks_and_keeps_line_order(embedder, tmp_path):
         assert [f[str(i)].shape[1] for i in range(37)] == [len(l.split()) for l in lines]
 
 
-def test_invalid_utf8_names_the_line_and_leaves_no_output(embedder, tmp_path):
+def test_text_a_chinese_tokenizer_cannot_read_names_the_line_and_leaves_no_output(tiny_bilm, tmp_path):
     src = tmp_path / 'bad.txt'
-    src.write_bytes(b'fine line\nbad \xff byte\n')
-    with pytest.raises(ValueError, match=r'bad.txt:2: not valid UTF-8'):
+    src.write_bytes(b'fine line\nbad \xff byte\n')  # not UTF-8: Latin-1 only for Latin-script tokenizers
+    embedder = ELMoEmbedder(bilm=tiny_bilm, batch_size=2, tokenizer='chars')
+    with pytest.raises(ValueError, match=r'bad.txt:2: not valid UTF-8 .*; --tokenizer chars reads UTF-8 only'):
         embedder.embed_file(str(src), str(tmp_path / 'o.hdf5'), progress=False)
     assert [p.name for p in tmp_path.iterdir()] == ['bad.txt']  # no output, no temp file
     with pytest.raises(ValueError, match='output_format'):

@@ -45,7 +45,7 @@ def test_read_polarity_falls_back_to_latin1_per_file_and_reports_it(tmp_path):
     assert data.sentences == [['un', 'film', 'très', 'beau'], ['un', 'café', 'froid'], ['ennuyeux']]
     assert data.labels.tolist() == [1, 0, 0]
     encodings = {os.path.basename(k): v['encoding'] for k, v in data.sources.items()}
-    assert encodings == {'rt-polarity.pos': 'utf-8', 'rt-polarity.neg': 'latin-1'}
+    assert encodings == {'rt-polarity.pos': 'utf-8', 'rt-polarity.neg': 'windows-1252'}
 
 
 def test_empty_lines_are_skipped_and_listed_by_number(tmp_path):

@@ -384,6 +384,7 @@ def test_every_path_a_command_writes_is_checked_as_it_is_parsed(parsers):
 
 class _FakeEmbedder:
     """encode() -> one [3, n_tokens, 2] array per line: what embed_file writes, without a model."""
+    tokenizer = 'whitespace'  # what tokenize does; embed_file reads the file as text of it (text.encodings)
 
     def tokenize(self, lines):
         return [line.split() for line in lines]

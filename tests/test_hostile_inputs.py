@@ -103,7 +103,9 @@ TABLE = {
     'pretrain': {
         'glob matches nothing': (['--train_data_path', '{d}/none-*.txt', '--vocab_file', '{d}/vocab.txt'], 'out'),
         'vocabulary missing': (['--train_data_path', '{d}/good.txt', '--vocab_file', '{d}/none.txt'], 'out'),
-        'corpus not UTF-8': (['--train_data_path', '{d}/latin1.txt', '--vocab_file', '{d}/vocab.txt'], 'out'),
+        'corpus not UTF-8 for a Chinese tokenizer': (['--train_data_path', '{d}/latin1.txt', '--vocab_file',
+                                                      '{d}/vocab.txt', '--tokenizer', 'chars'], 'out',
+                                                     'latin1.txt:1: not valid UTF-8'),
         'corpus with a NUL byte': (['--train_data_path', '{d}/nul.txt', '--vocab_file', '{d}/vocab.txt'], 'out'),
         '--device gpu': (['--train_data_path', '{d}/good.txt', '--vocab_file', '{d}/vocab.txt', '--device', 'gpu'],
                          'out'),
@@ -137,7 +139,8 @@ TABLE = {
     },
     'eval': {
         'glob matches nothing': (['--dev_data_path', '{d}/none-*', *MODEL], 'out.json'),
-        'held-out text not UTF-8': (['--dev_data_path', '{d}/latin1.txt', *MODEL], 'out.json'),
+        'held-out text with a NUL byte': (['--dev_data_path', '{d}/nul.txt', *MODEL], 'out.json',
+                                          'nul.txt:2: NUL byte'),
         '--device gpu': (['--dev_data_path', '{d}/good.txt', *MODEL, '--device', 'gpu'], 'out.json'),
         '--batch_size 0': (['--dev_data_path', '{d}/good.txt', *MODEL, '--batch_size', '0'], 'out.json'),
         '--unroll_steps -3': (['--dev_data_path', '{d}/good.txt', *MODEL, '--unroll_steps', '-3'], 'out.json'),
@@ -188,7 +191,8 @@ TABLE = {
     },
     'embed': {
         'input missing': (['{d}/none.txt', '{o}', *MODEL], '{o}'),
-        'input not UTF-8': (['{d}/latin1.txt', '{o}', *MODEL], '{o}'),
+        'input not UTF-8 for a Chinese tokenizer': (['{d}/latin1.txt', '{o}', *MODEL, '--tokenizer', 'chars'], '{o}',
+                                                    'latin1.txt:1: not valid UTF-8'),
         '--device gpu': (['{d}/good.txt', '{o}', *MODEL, '--device', 'gpu'], '{o}'),
         '--cuda-device 0 (a GPU)': (['{d}/good.txt', '{o}', *MODEL, '--cuda-device', '0'], '{o}'),
         '--batch-size 0': (['{d}/good.txt', '{o}', *MODEL, '--batch-size', '0'], '{o}'),
@@ -217,7 +221,8 @@ TABLE = {
     'predict': {
         'no prefix': ([*MODEL], 'out.json'),
         '--prefix_file missing': ([*MODEL, '--prefix_file', '{d}/none.txt'], 'out.json'),
-        '--prefix_file not UTF-8': ([*MODEL, '--prefix_file', '{d}/latin1.txt'], 'out.json'),
+        '--prefix_file not UTF-8 for a Chinese tokenizer': ([*MODEL, '--prefix_file', '{d}/latin1.txt', '--tokenizer',
+                                                             'chars'], 'out.json', 'latin1.txt:1: not valid UTF-8'),
         '--device gpu': ([*MODEL, '--prefix', 'the', '--device', 'gpu'], 'out.json'),
         '--top_k 0 --sample 0': ([*MODEL, '--prefix', 'the', '--top_k', '0'], 'out.json'),
         '--sample_max_tokens 0': ([*MODEL, '--prefix', 'the', '--sample', '1', '--sample_max_tokens', '0'],
@@ -277,7 +282,8 @@ TABLE = {
     },
     'build-vocab': {
         'glob matches nothing': (['--train_data_path', '{d}/none-*', '--output_file', '{o}'], '{o}'),
-        'corpus not UTF-8': (['--train_data_path', '{d}/latin1.txt', '--output_file', '{o}'], '{o}'),
+        'corpus not UTF-8 for a Chinese tokenizer': (['--train_data_path', '{d}/latin1.txt', '--output_file', '{o}',
+                                                      '--tokenizer', 'chars'], '{o}', 'latin1.txt:1: not valid UTF-8'),
         'corpus with a NUL byte': (['--train_data_path', '{d}/nul.txt', '--output_file', '{o}'], '{o}'),
         '--min_count 0': (['--train_data_path', '{d}/good.txt', '--output_file', '{o}', '--min_count', '0'], '{o}'),
         '--max_vocab_size -1': (['--train_data_path', '{d}/good.txt', '--output_file', '{o}', '--max_vocab_size',
@@ -477,19 +483,21 @@ def test_embed_reads_standard_input_and_writes_the_hdf5_to_standard_output(files
 
 
 def test_standard_input_and_output_through_real_pipes(files, tmp_path):
-    """The same in a process of its own, reading a pipe and writing one; a bad line of standard input is
-    named as <stdin>."""
+    """The same in a process of its own, reading a pipe and writing one; a line of standard input that a
+    Chinese tokenizer cannot read is named as <stdin> (text.encodings: Latin-1 is read for Latin-script
+    tokenizers only)."""
     command = [sys.executable, '-m', 'paddle_elmo', 'embed', '-', '-', '--init_from_ckpt', str(files / 'ckpt' / 'final')]
     proc = subprocess.run(command, input=GOOD.encode(), capture_output=True, env=ENV, cwd=tmp_path, timeout=300)
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert proc.stdout.startswith(b'\x89HDF') and 'wrote 2 sentences to standard output' in proc.stderr.decode()
     (tmp_path / 'o.hdf5').write_bytes(proc.stdout)
     assert list(embedded(tmp_path / 'o.hdf5')[1]) == GOOD.splitlines()
-    proc = subprocess.run(command, input=b'fine\nnot \xff UTF-8\n', capture_output=True, env=ENV, cwd=tmp_path,
-                          timeout=300)
+    proc = subprocess.run(command + ['--tokenizer', 'chars'], input=b'fine\nnot \xff UTF-8\n', capture_output=True,
+                          env=ENV, cwd=tmp_path, timeout=300)
     assert proc.returncode == 2 and proc.stdout == b''
     assert proc.stderr.decode().strip().splitlines()[-1] == ('error: <stdin>:2: not valid UTF-8 (invalid start byte at '
-                                                             'byte 4 of the line)')
+                                                             'byte 4 of the line); --tokenizer chars reads UTF-8 only '
+                                                             '(convert the file, e.g. with iconv)')
 
 
 def test_standard_output_that_is_a_terminal_gets_no_hdf5(files, tmp_path, monkeypatch, capsys):

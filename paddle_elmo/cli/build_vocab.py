@@ -23,8 +23,8 @@ from paddle_elmo.fileio import InputError, atomic_path
 def build_parser():
     p = parser(__doc__.split('\n')[0])
     p.add_argument('--train_data_path', required=True,
-                   help="glob of UTF-8 corpus files, one sentence per line (quote it: 'dir/*'); empty lines "
-                        'are skipped and reported')
+                   help="glob of corpus files (UTF-8; else Latin-1 for moses or whitespace), one sentence per line "
+                        "(quote it: 'dir/*'); empty lines are skipped and reported")
     p.add_argument('--output_file', required=True, type=output_file,
                    help='the vocabulary file to write (what the other commands read as --vocab_file)')
     add_tokenizer(p, default='whitespace', why=', for a corpus already tokenized')
@@ -50,7 +50,7 @@ def main(argv=None):
     a = build_parser().parse_args(argv)
     if a.max_characters_per_token < 3:
         raise InputError(f'--max_characters_per_token must be >= 3, got {a.max_characters_per_token}')
-    check_corpus(a.train_data_path, '--train_data_path')
+    check_corpus(a.train_data_path, '--train_data_path', a.tokenizer)
     with contextlib.ExitStack() as files:
         segmented = None
         if a.output_corpus:

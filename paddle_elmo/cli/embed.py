@@ -37,8 +37,9 @@ log = logging.getLogger(__name__)
 
 def build_parser():
     p = parser(__doc__.split('\n')[0])
-    p.add_argument('input_file', help='one sentence per line, UTF-8, split into tokens by --tokenizer (an empty '
-                   'line gives an empty embedding, so that the datasets keep the line numbers); - reads standard input')
+    p.add_argument('input_file', help='one sentence per line (UTF-8; else Latin-1 for moses or whitespace), split '
+                   'into tokens by --tokenizer (an empty line gives an empty embedding, so that the datasets keep the '
+                   'line numbers); - reads standard input')
     p.add_argument('output_file', type=output_target, help='hdf5 file to write; - writes it to standard output')
     add_model_source(p, bundled_default=True)
     p.add_argument('--embedding_weight_file', help="hdf5 of dump_token_embeddings (dataset 'embedding', one row per "
@@ -82,12 +83,23 @@ def output_target(text):
     return text if text == STDIO else output_file(text)
 
 
-def check_input(path, name):
-    """The input to embed (`name`: as the user gave it) is a file with a sentence; else one line."""
+def check_input(path, name, tokenizer):
+    """The input to embed (`name`: as the user gave it) is a file with a sentence, readable as text
+    `tokenizer` splits (text.encodings); else one line."""
     if not os.path.isfile(path):
         raise FileNotFoundError(f'{name}: ' + ('a directory; expected a file of sentences' if os.path.isdir(path)
                                                else 'input file not found'))
-    check_has_sentence([path], name)
+    check_has_sentence([path], name, tokenizer)
+
+
+def input_tokenizer(a, model):
+    """The tokenizer the input's lines are split by, known before a model loads: --tokenizer, else
+    the model's (`model`: model_source's; for --inference_model, its export's options.json)."""
+    if a.tokenizer or model:
+        return a.tokenizer or model.config.tokenizer
+    from paddle_elmo.files.run_configs import OPTIONS_FILE, read_model_config
+    options = os.path.join(a.inference_model, OPTIONS_FILE)
+    return read_model_config(options).tokenizer if os.path.isfile(options) else 'whitespace'  # else: not an export
 
 
 def main(argv=None):
@@ -104,7 +116,8 @@ def main(argv=None):
             raise InputError('--inference_model runs on the CPU here; use --device cpu')
     model = None if a.inference_model else model_source(a)  # a bad combination fails before the log starts
     with output_path(a.output_file, 'output_file') as output, input_path(a.input_file) as input_file:
-        check_input(input_file, STDIN_NAME if a.input_file == STDIO else a.input_file)  # before a model loads
+        check_input(input_file, STDIN_NAME if a.input_file == STDIO else a.input_file,  # before a model loads
+                    input_tokenizer(a, model))
         if a.inference_model:
             embedder = inference_embedder(a)
         else:

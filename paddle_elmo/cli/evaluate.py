@@ -48,8 +48,8 @@ def main(argv=None):
     from paddle_elmo.logs import progress_bar
     from paddle_elmo.runtime import use_device
     use_device(a.device, cpu_threads=a.cpu_threads)
-    source = model_source(a)
-    check_corpus(a.dev_data_path, '--dev_data_path')  # the data first: a bad glob fails before a model loads
+    source = model_source(a)  # its options.json only (the weights load below): the tokenizer the data is read for
+    check_corpus(a.dev_data_path, '--dev_data_path', source.config.tokenizer)  # a bad glob fails before a model loads
     counts = count_tokens(a.dev_data_path)
     vocab = Vocabulary(model_vocabulary(a, source))
     model = load_language_model(vocab.size, source)

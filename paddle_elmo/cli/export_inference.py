@@ -76,7 +76,7 @@ def main(argv=None):
     verify_file = a.verify_file  # given only with --quantize int8 and verification (checked above)
     if a.quantize and a.verify and not verify_file:  # the model's own sentences, or English for English
         verify_file = default_verify_file(source.options_file, source.config.tokenizer)
-    sentences = check_sentences(verify_file) if verify_file else None
+    sentences = check_sentences(verify_file, source.config.tokenizer) if verify_file else None
     paddle.set_device('cpu')
     # A failed conversion or check (ExportError) is a runtime failure: runner.run's one line, exit 1.
     result = export_inference(source, a.output_dir, formats=a.formats, verify=a.verify, verify_sentences=sentences,

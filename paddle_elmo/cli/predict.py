@@ -23,7 +23,8 @@ import os
 from paddle_elmo.cli.arguments import Switch, add_device, add_tokenizer, count_or_zero, output_file, parser, positive_int
 from paddle_elmo.cli.model_flags import add_model_source, model_source, model_vocabulary
 from paddle_elmo.cli.runner import run
-from paddle_elmo.fileio import InputError, iter_lines
+from paddle_elmo.fileio import InputError
+from paddle_elmo.text.encodings import iter_text_lines
 
 log = logging.getLogger(__name__)
 
@@ -35,7 +36,8 @@ def build_parser():
     add_device(p)
     p.add_argument('--prefix', action='append',
                    help='text to continue (repeatable); with --direction backward, the text to precede')
-    p.add_argument('--prefix_file', help='more prefixes, one per line (UTF-8; an empty line is the empty prefix)')
+    p.add_argument('--prefix_file', help='more prefixes, one per line (UTF-8; else Latin-1 for moses or whitespace; an '
+                   'empty line is the empty prefix)')
     add_tokenizer(p)
     p.add_argument('--direction', default='forward', choices=['forward', 'backward'],
                    help='forward: the next word after the prefix; backward: the word before it')
@@ -58,25 +60,26 @@ def main(argv=None):
     a = build_parser().parse_args(argv)
     if not (a.top_k or a.sample):
         raise InputError('--top_k 0 with --sample 0: nothing to show; give one of them > 0')
+    if not (a.prefix or a.prefix_file):
+        raise InputError('no prefix: give --prefix TEXT (repeatable) or --prefix_file FILE')
     prefixes = list(a.prefix or [])
+    source = model_source(a)  # its options.json, which records the tokenizer the prefixes are read for
     if a.prefix_file:
         if not os.path.isfile(a.prefix_file):
             raise FileNotFoundError(f'--prefix_file {a.prefix_file}: file not found')
-        from_file = [text.rstrip('\r\n') for _, _, text in iter_lines(a.prefix_file)]
+        from_file = [text.rstrip('\r\n') for _, _, text in iter_text_lines(a.prefix_file,
+                                                                           a.tokenizer or source.config.tokenizer)]
         if not from_file:  # a blank line is the empty prefix; a file without a line holds none
             if not prefixes:
                 raise InputError(f'--prefix_file {a.prefix_file}: an empty file; expected a prefix per line')
             log.warning('--prefix_file %s: an empty file, no prefix from it', a.prefix_file)
         prefixes += from_file
-    if not prefixes:
-        raise InputError('no prefix: give --prefix TEXT (repeatable) or --prefix_file FILE')
     from paddle_elmo.text.vocabulary import Vocabulary
     from paddle_elmo.fileio import write_json_atomic
     from paddle_elmo.train.lm_loading import load_language_model
     from paddle_elmo.runtime import use_device
     from paddle_elmo.use.predict import Predictor
     use_device(a.device, cpu_threads=a.cpu_threads)
-    source = model_source(a)
     vocab = Vocabulary(model_vocabulary(a, source))
     predictor = Predictor(load_language_model(vocab.size, source), vocab, a.tokenizer)
     result = {'predictions': [], 'samples': []}

@@ -108,7 +108,7 @@ def main(argv=None):
     model_config, recipe, save_dir, start = read_configs(a)
     for flag, pattern in (('--train_data_path', recipe.train_data_path), ('--dev_data_path', recipe.dev_data_path)):
         if pattern:  # a missing --train_data_path is the configs' error (set_up)
-            check_corpus(pattern, flag)
+            check_corpus(pattern, flag, model_config.tokenizer)  # text.encodings: read for the model's tokenizer
     check_output_directory(save_dir, '--save_dir')  # the default one too (a new one, or the resumed run's)
     warn_if_untokenized(recipe.train_data_path, model_config.tokenizer)
     with owned_directory(a, save_dir, start.checkpoint, run_inputs(a, recipe)):

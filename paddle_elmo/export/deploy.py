@@ -185,7 +185,8 @@ def export_inference(model, output_dir, formats=('paddle', 'onnx'), verify=True,
     model = model if in_memory else resolve_model(model)  # its options.json read; its weights after the checks
     if verify and quantize:
         options_file = None if in_memory else model.options_file  # its held-out sample is beside it
-        verify_sentences = (check_sentences(default_verify_file(options_file, model.config.tokenizer))
+        verify_sentences = (check_sentences(default_verify_file(options_file, model.config.tokenizer),
+                                            model.config.tokenizer)
                             if verify_sentences is None else list(verify_sentences))
         if len(verify_sentences) < INT8_CHECK_MIN_SENTENCES:
             raise InputError(f'verify_sentences: {len(verify_sentences)} sentences; an int8 export is checked on at '

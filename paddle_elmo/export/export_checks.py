@@ -9,8 +9,9 @@ import os
 import numpy as np
 
 from paddle_elmo.text.corpus import is_blank
+from paddle_elmo.text.encodings import iter_text_lines
 from paddle_elmo.export.export_format import BACKENDS, ONNX_FILE, ExportError
-from paddle_elmo.fileio import InputError, iter_lines
+from paddle_elmo.fileio import InputError
 from paddle_elmo.export.inference import InferenceEmbedder
 from paddle_elmo.files.model_names import MODELS, PACKAGE_DIR
 from paddle_elmo.use.languages import unknown_words_expected
@@ -54,11 +55,11 @@ def default_verify_file(options_file, tokenizer):
                      f'and the English sample cannot check a model whose tokenizer is {tokenizer}')
 
 
-def check_sentences(path):
-    """The sentences an int8 export is checked on: the non-empty lines of `path` (UTF-8, one sentence
-    per line; export-inference --verify_file, or default_verify_file's) -> list of str; InputError
-    when there are fewer than INT8_CHECK_MIN_SENTENCES."""
-    sentences = [text.strip() for _, _, text in iter_lines(path) if not is_blank(text)]
+def check_sentences(path, tokenizer='whitespace'):
+    """The sentences an int8 export is checked on: the non-empty lines of `path` (one sentence per line,
+    read as text of the model's `tokenizer`: text.encodings; export-inference --verify_file, or
+    default_verify_file's) -> list of str; InputError when there are fewer than INT8_CHECK_MIN_SENTENCES."""
+    sentences = [text.strip() for _, _, text in iter_text_lines(path, tokenizer) if not is_blank(text)]
     if len(sentences) < INT8_CHECK_MIN_SENTENCES:
         raise InputError(f'{path}: {len(sentences)} non-empty lines; an int8 export is checked on at least '
                          f'{INT8_CHECK_MIN_SENTENCES} sentences (one per line)')

@@ -8,7 +8,8 @@ import os
 import numpy as np
 
 from paddle_elmo.text.corpus import is_blank, iter_file_sentences, warn_skipped
-from paddle_elmo.fileio import InputError, iter_lines, list_files
+from paddle_elmo.fileio import InputError, list_files
+from paddle_elmo.text.encodings import iter_text_lines
 from paddle_elmo.text.token_ids import tokens_to_char_ids
 from paddle_elmo.text.tokenizers import whitespace_tokens
 
@@ -95,7 +96,7 @@ class SentenceSource:
     def _read_chunk(self):
         path = self.pass_files(self.pass_index)[self._file_index]
         lines, n_skipped, end_byte, end_line = [], 0, self._chunk_byte, self._chunk_line
-        rows = iter_lines(path, self._chunk_byte, self._chunk_line)
+        rows = iter_text_lines(path, 'whitespace', self._chunk_byte, self._chunk_line)
         for line_no, n_bytes, text in itertools.islice(rows, self.chunk_lines):
             end_byte, end_line = end_byte + n_bytes, line_no + 1
             if self.split_lines and line_no % self.world_size != self.rank:
@@ -299,7 +300,7 @@ def target_statistics(file_pattern, vocab):
     """
     n_targets = n_characters = n_unknown = 0
     for path in list_files(file_pattern):
-        for _, _, text in iter_lines(path):
+        for _, _, text in iter_text_lines(path):
             if is_blank(text):
                 continue
             words = whitespace_tokens(text)

@@ -1,7 +1,8 @@
-"""Corpus files: one or more UTF-8 files (a glob), one sentence per line, tokens separated by
-whitespace (`str.split()` everywhere, so counting, vocabulary building and batching agree). Lines
-that are empty or only whitespace are not sentences: they are skipped and reported. Token counts
-are cached, keyed by each file's size and modification time.
+"""Corpus files: one or more text files (a glob: UTF-8, else Latin-1 for Latin-script text, as
+text.encodings decides per file), one sentence per line, tokens separated by whitespace
+(`str.split()` everywhere, so counting, vocabulary building and batching agree). Lines that are
+empty or only whitespace are not sentences: they are skipped and reported. Token counts are cached,
+keyed by each file's size and modification time.
 """
 import itertools
 import json
@@ -9,9 +10,10 @@ import logging
 import os
 
 from paddle_elmo.cache import cache_dir as default_cache_dir
-from paddle_elmo.fileio import InputError, iter_lines, list_files, write_text_atomic
+from paddle_elmo.fileio import InputError, list_files, write_text_atomic
 from paddle_elmo.logs import progress_bar
-from paddle_elmo.text.tokenizers import get_tokenizer, whitespace_tokens
+from paddle_elmo.text.encodings import iter_text_lines, text_encoding
+from paddle_elmo.text.tokenizers import get_tokenizer
 
 log = logging.getLogger(__name__)
 
@@ -39,13 +41,15 @@ def no_sentence(path, n_lines):
         'sentence per line)'
 
 
-def check_has_sentence(paths, name):
+def check_has_sentence(paths, name, tokenizer='whitespace'):
     """InputError naming the input (`name`: as the user gave it: a file, <stdin>, a flag and its glob)
     unless a line of one of the files `paths` is a sentence (not blank): the whole input of a command,
-    which would otherwise write an empty result. Reads up to the first sentence only."""
+    which would otherwise write an empty result. Reads up to the first sentence only, once each file's
+    encoding for text `tokenizer` splits is decided (text.encodings: a file that cannot be read for it
+    is an InputError here, before any work)."""
     n_lines = 0
     for path in paths:
-        for _, _, text in iter_lines(path):
+        for _, _, text in iter_text_lines(path, tokenizer):
             if not is_blank(text):
                 return
             n_lines += 1
@@ -55,22 +59,27 @@ def check_has_sentence(paths, name):
                      'per line)')
 
 
-def check_corpus(file_pattern, flag):
-    """Before any work: a command's corpus glob (given as `flag`) matches files, and they hold a
-    sentence; else one line naming the flag."""
+def check_corpus(file_pattern, flag, tokenizer='whitespace'):
+    """Before any work: a command's corpus glob (given as `flag`) matches files, each can be read as
+    text of `tokenizer` (the model's: text.encodings decides every file's encoding here, so that one
+    that cannot is refused before any work, and a Latin-1 one is said at the start), and they hold a
+    sentence; else one line naming the flag or the file."""
     try:
         files = list_files(file_pattern)
     except FileNotFoundError:
         raise FileNotFoundError(f'{flag} {file_pattern}: no files match this pattern') from None
-    check_has_sentence(files, f'{flag} {file_pattern}')
+    for path in files:
+        text_encoding(path, tokenizer)
+    check_has_sentence(files, f'{flag} {file_pattern}', tokenizer)
 
 
-def iter_file_sentences(path, progress_bar=None, split=whitespace_tokens):
-    """Yield the sentences (token lists, made by `split`) of one file in order; empty lines skipped
-    and reported, and a file without a sentence warned of (one file of a glob may be empty; a
-    command left with no sentence at all says so itself)."""
+def iter_file_sentences(path, progress_bar=None, tokenizer='whitespace'):
+    """Yield the sentences (token lists, split by the named `tokenizer`) of one file in order; empty
+    lines skipped and reported, and a file without a sentence warned of (one file of a glob may be
+    empty; a command left with no sentence at all says so itself)."""
+    split = get_tokenizer(tokenizer)
     n_skipped = n_sentences = 0
-    for _, n_bytes, text in iter_lines(path):
+    for _, n_bytes, text in iter_text_lines(path, tokenizer):
         if progress_bar is not None:
             progress_bar.update(n_bytes)
         if is_blank(text):
@@ -84,13 +93,13 @@ def iter_file_sentences(path, progress_bar=None, split=whitespace_tokens):
         log.warning(no_sentence(path, n_skipped))
 
 
-def iter_corpus_sentences(file_pattern, desc, progress=True, split=whitespace_tokens):
-    """Yield the sentences (token lists, made by `split`) of every file of a glob in order, under one
-    progress bar `desc` by bytes over all of them."""
+def iter_corpus_sentences(file_pattern, desc, progress=True, tokenizer='whitespace'):
+    """Yield the sentences (token lists, split by the named `tokenizer`) of every file of a glob in
+    order, under one progress bar `desc` by bytes over all of them."""
     files = list_files(file_pattern)
     with file_progress(sum(os.path.getsize(p) for p in files), desc, progress) as bar:
         for path in files:
-            yield from iter_file_sentences(path, bar, split)
+            yield from iter_file_sentences(path, bar, tokenizer)
 
 
 # A corpus in a tokenizer's tokens comes out of it almost unchanged (lm-corpus through moses: 499
@@ -106,7 +115,8 @@ def warn_if_untokenized(file_pattern, tokenizer, n_sentences=200):
         return 0.0
     path = list_files(file_pattern)[0]
     split = get_tokenizer(tokenizer)
-    lines = [text for _, _, text in itertools.islice(iter_lines(path), n_sentences) if not is_blank(text)]
+    lines = [text for _, _, text in itertools.islice(iter_text_lines(path, tokenizer), n_sentences)
+             if not is_blank(text)]
     changed = [text.strip() for text in lines if split(text) != text.split()]
     share = len(changed) / max(len(lines), 1)
     if share >= UNTOKENIZED_SHARE:

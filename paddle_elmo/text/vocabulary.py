@@ -12,7 +12,6 @@ import numpy as np
 from paddle_elmo.text.corpus import iter_corpus_sentences
 from paddle_elmo.fileio import InputError, read_text, write_text_atomic
 from paddle_elmo.text.token_ids import BOS_TOKEN, EOS_TOKEN, tokens_to_char_ids
-from paddle_elmo.text.tokenizers import get_tokenizer
 
 log = logging.getLogger(__name__)
 
@@ -107,7 +106,7 @@ def count_words(file_pattern, progress=True, tokenizer='whitespace', segmented=N
     tokens joined by single spaces, one per line (a raw corpus segmented for run_pretrain.py).
     """
     counts = collections.Counter()
-    for words in iter_corpus_sentences(file_pattern, 'counting words', progress, get_tokenizer(tokenizer)):
+    for words in iter_corpus_sentences(file_pattern, 'counting words', progress, tokenizer):
         counts.update(words)
         if segmented is not None:
             segmented.write(' '.join(words) + '\n')

@@ -15,8 +15,9 @@ import paddle
 import paddle.nn as nn
 import paddle.nn.functional as F
 
-from paddle_elmo.fileio import InputError, atomic_path, iter_lines, list_files, require_package
+from paddle_elmo.fileio import InputError, atomic_path, list_files, require_package
 from paddle_elmo.logs import AboveBarsHandler, show_progress_lines
+from paddle_elmo.text.encodings import iter_text_lines
 
 OOV_MODES = ('unk', 'skip')
 UNK = 0  # row of the lookup table shared by OOV tokens; word vectors start at row 1 (features are packed: no padding row)
@@ -28,7 +29,8 @@ MAX_GENSIM_SENTENCE = 10000  # gensim cuts longer sentences: longer lines are fe
 # --------------------------------------------------------------------------------------------
 
 class CorpusSentences:
-    """Token lists from one-sentence-per-line UTF-8 files, re-readable (gensim iterates many times).
+    """Token lists from one-sentence-per-line files (read as text.encodings decides), re-readable
+    (gensim iterates many times).
 
     max_tokens: stop after this many tokens (the last sentence cut short), to train on a budget
     of tokens matched to a biLM's.
@@ -40,7 +42,7 @@ class CorpusSentences:
     def __iter__(self):
         left = self.max_tokens if self.max_tokens else float('inf')
         for path in self.paths:
-            for _, _, text in iter_lines(path):
+            for _, _, text in iter_text_lines(path):
                 tokens = text.split()[:left] if left < float('inf') else text.split()
                 left -= len(tokens)
                 for start in range(0, len(tokens), MAX_GENSIM_SENTENCE):

@@ -5,9 +5,9 @@ features module they plug into `SentenceClassifier`; everything else lives here,
 numbers they print are comparable:
 
 - data: `read_polarity` reads a directory with one positive and one negative file (one sentence
-  per line, UTF-8; Latin-1 too for whitespace-split text) and splits each line with a tokenizer
-  (tokenizers.get_tokenizer: the model's, e.g. moses, which splits `it's` -> `it 's` as the
-  pretraining corpus does);
+  per line, UTF-8, else Latin-1 for Latin-script text: text.encodings) and splits each line with
+  a tokenizer (tokenizers.get_tokenizer: the model's, e.g. moses, which splits `it's` -> `it 's` as
+  the pretraining corpus does);
 - folds: `make_folds` gives stratified k-fold cross-validation with a dev split carved from each
   training fold (early stopping), or one stratified split for smoke runs;
 - model: token features [tokens, dim] -> dropout -> mean per sentence -> MLP -> logits [batch, 2];
@@ -39,7 +39,8 @@ import paddle.nn.functional as F
 
 from paddle_elmo.runtime import set_mode
 from paddle_elmo.text.tokenizers import get_tokenizer
-from paddle_elmo.fileio import InputError, decode_utf8, require_package
+from paddle_elmo.fileio import InputError, require_package
+from paddle_elmo.text.encodings import read_text_file
 from paddle_elmo.logs import show_progress
 
 log = logging.getLogger(__name__)
@@ -56,32 +57,24 @@ BOUNDARY_TOKENS = 2  # ELMo's <S> and </S>, which --max_seq_len counts
 class Dataset:
     sentences: list  # token lists
     labels: np.ndarray  # int64 [n]: 1 for the positive file, 0 for the negative one
-    sources: dict  # file path -> {'lines': sentences, 'encoding': 'utf-8' | 'latin-1', 'empty_lines': [numbers]}
+    sources: dict  # file path -> {'lines': sentences, 'encoding': 'utf-8' | 'windows-1252', 'empty_lines': [numbers]}
     tokenizer: str = 'whitespace'  # the one that split the lines (tokenizers.TOKENIZERS)
     cut: Optional[dict] = None  # --max_seq_len: {'max_seq_len', 'sentences', 'tokens'} cut (load_data)
 
 
 def read_sentences(path, tokenizer='whitespace'):
     """A one-sentence-per-line file -> (token lists, {'lines': sentences read, 'encoding': 'utf-8' |
-    'latin-1', 'empty_lines': the 1-based numbers of the lines skipped}).
+    'windows-1252', 'empty_lines': the 1-based numbers of the lines skipped}).
 
-    Each line is split by the named `tokenizer` (tokenizers.get_tokenizer). The whole file is decoded
-    as UTF-8; with the whitespace tokenizer a file that is not is read as Latin-1 (the original
-    rt-polarity release is), while for the others (Chinese text, which Latin-1 would garble) it is
-    an InputError naming the line. Empty lines are not sentences: they are skipped, and listed.
+    Each line is split by the named `tokenizer` (tokenizers.get_tokenizer). The file is decoded as
+    text.encodings decides for that tokenizer: UTF-8, else Latin-1 for Latin-script text (the original
+    rt-polarity release is Latin-1), while a file of Chinese text (jieba, chars) that is not UTF-8 is an
+    InputError naming the line. Empty lines are not sentences: they are skipped, and listed.
     """
     if not os.path.isfile(path):
         raise FileNotFoundError(f'{path}: data file not found')
     split = get_tokenizer(tokenizer)
-    with open(path, 'rb') as f:
-        raw = f.read()
-    try:
-        text, encoding = decode_utf8(raw, path), 'utf-8'
-    except InputError as e:
-        if tokenizer != 'whitespace':
-            raise InputError(f'{e}; --tokenizer {tokenizer} reads UTF-8 only (convert the file, e.g. with iconv)') \
-                from None
-        text, encoding = raw.decode('latin-1'), 'latin-1'
+    text, encoding = read_text_file(path, tokenizer)
     lines = text.split('\n')
     if lines and lines[-1] == '':
         lines.pop()  # the file's final newline

@@ -11,8 +11,9 @@ import sys
 
 import numpy as np
 
-from paddle_elmo.fileio import STDIO, InputError, atomic_path, check_output_file, input_path, iter_lines
+from paddle_elmo.fileio import STDIO, InputError, atomic_path, check_output_file, input_path
 from paddle_elmo.logs import progress_bar
+from paddle_elmo.text.encodings import iter_text_lines
 from paddle_elmo.text.tokenizers import as_token_lists
 from paddle_elmo.use.languages import warn_if_mostly_unknown, warning_subject
 
@@ -128,10 +129,11 @@ OUTPUT_FORMATS = ('all', 'top', 'average')
 TOKENS_ATTRIBUTE = 'tokens'  # embed_file: each sentence's tokens, a JSON list, on its dataset
 
 
-def _read_chunks(input_file, chunk_size):
-    """Yield lists of (line index, stripped line) from a UTF-8 file, `chunk_size` at a time."""
+def _read_chunks(input_file, chunk_size, tokenizer):
+    """Yield lists of (line index, stripped line) from a file of sentences `tokenizer` splits
+    (text.encodings), `chunk_size` at a time."""
     chunk = []
-    for i, _, text in iter_lines(input_file):
+    for i, _, text in iter_text_lines(input_file, tokenizer):
         chunk.append((i, text.strip()))
         if len(chunk) == chunk_size:
             yield chunk
@@ -182,7 +184,7 @@ def embed_file(embedder, input_file, output_file, output_format='all', batch_siz
     sentence_to_index = {}
     with atomic_path(output_file) as tmp, h5py.File(tmp, 'w') as fout, \
             progress_bar(progress, log, total=n_lines, unit='sent', desc='embedding') as bar:
-        for chunk in _read_chunks(input_file, batch_size * chunk_batches):
+        for chunk in _read_chunks(input_file, batch_size * chunk_batches, embedder.tokenizer):
             tokens = embedder.tokenize([line for _, line in chunk])
             embeddings = embedder.encode(tokens, batch_size)
             for (i, line), sentence, emb in zip(chunk, tokens, embeddings):
