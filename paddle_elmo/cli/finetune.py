@@ -34,11 +34,9 @@ from paddle_elmo.cli.model_flags import add_inference_model, add_model_source, m
 from paddle_elmo.cli.runner import run
 from paddle_elmo.cli.protocol import (add_protocol_args, check_protocol_args, data_flags, load_data, report,
                                       runs_on_this_rank, settings, train_config)
-from paddle_elmo.use.classifier import cross_validate, make_folds
 from paddle_elmo.text.tokenizers import model_tokenizer
 from paddle_elmo.use.languages import warn_if_mostly_unknown
 from paddle_elmo.text.vocabulary import long_tokens_report
-from paddle_elmo.use.features import ActivationCache, model_builder
 from paddle_elmo.fileio import InputError, require_package
 from paddle_elmo.runtime import use_device
 from paddle_elmo.text.word_vectors import check_vectors_file, lookup_table, read_word_vectors
@@ -139,6 +137,8 @@ def build_parser():
 
 def main(argv=None):
     a = build_parser().parse_args(argv)
+    from paddle_elmo.use.classifier import cross_validate, make_folds  # Paddle's: not needed by the flags (--help)
+    from paddle_elmo.use.features import ActivationCache, model_builder
     source = model_source(a)
     check_protocol_args(a)
     check_elmo_args(a)

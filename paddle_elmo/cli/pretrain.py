@@ -24,9 +24,7 @@ from paddle_elmo.cli.config_flags import given_settings, pretrain_parser
 from paddle_elmo.cli.model_flags import check_files_flags
 from paddle_elmo.fileio import InputError, check_output_directory
 from paddle_elmo.train.run_plan import check_one_start, for_run
-from paddle_elmo.files.checkpoints import checkpoint_dir
 from paddle_elmo.text.corpus import check_corpus, warn_if_untokenized
-from paddle_elmo.files.model_io import resolve_model
 from paddle_elmo.files.model_names import did_you_mean, is_model_name
 from paddle_elmo.files.run_configs import OPTIONS_FILE, WEIGHTS_FILE, read_run_configs
 from paddle_elmo.text.word_vectors import check_vectors_file
@@ -38,6 +36,7 @@ def read_configs(a):
     """-> (ModelConfig, Recipe, save_dir, start): the files the flags name, read, then run_plan.for_run's
     policy (a new run, a resumed one, or one from weights: its recipe names them), and how the run
     starts, which start.set_up follows (start.NewRun or start.Resume)."""
+    from paddle_elmo.files.checkpoints import checkpoint_dir  # Paddle's: imported on use, so --help needs none
     given = given_settings(a)
     if a.preset is not None:
         given['preset'] = a.preset
@@ -70,6 +69,7 @@ def weights_model(init_from_weights, options_file, weight_file):
     """The weights a new run starts from: --init_from_weights NAME_OR_DIR (a named model, downloaded on
     first use, or DIR/options.json + DIR/weights.hdf5), or --options_file with --weight_file ->
     model_io.LoadedModel of bilm-tf / AllenNLP files."""
+    from paddle_elmo.files.model_io import resolve_model
     if init_from_weights and is_model_name(init_from_weights):
         return resolve_model(init_from_weights)
     if init_from_weights:
@@ -94,6 +94,7 @@ def build_parser():
 
 def main(argv=None):
     a = build_parser().parse_args(argv)
+    from paddle_elmo.files.checkpoints import checkpoint_dir
     if a.nproc_per_node is not None:
         return launch(a.nproc_per_node, sys.argv[1:] if argv is None else list(argv), a.save_dir or
                       a.init_from_ckpt and checkpoint_dir(a.init_from_ckpt) or 'checkpoints')

@@ -1,13 +1,13 @@
 """The classification protocol's flags and their use, shared by `paddle-elmo finetune` and
-`paddle-elmo word2vec` (the protocol itself is paddle_elmo/use/classifier.py's). Their --quiet is every
-command's (flags.parser): no progress bars and no per-epoch lines (those are the log's INFO)."""
+`paddle-elmo word2vec` (the protocol itself is paddle_elmo/use/classifier.py's, imported where it is
+used: the flags, and so --help, need no Paddle). Their --quiet is every command's (flags.parser): no
+progress bars and no per-epoch lines (those are the log's INFO)."""
 import logging
 
-from paddle_elmo.use.classifier import (BOUNDARY_TOKENS, FEATURE_NORMS, TrainConfig, format_table, read_polarity,
-                                        summarize)
 from paddle_elmo.cli.arguments import count_or_zero, output_file, positive_int
 from paddle_elmo.cli.glossary import option_strings
 from paddle_elmo.fileio import InputError, write_json_atomic
+from paddle_elmo.use.head_options import FEATURE_NORMS
 
 log = logging.getLogger(__name__)
 
@@ -67,6 +67,7 @@ def check_protocol_args(a):
 
 
 def train_config(a):
+    from paddle_elmo.use.classifier import TrainConfig
     return TrainConfig(lr=a.lr, batch_size=a.batch_size, epochs=a.epochs, patience=a.patience, seed=a.seed,
                        progress=not a.quiet, weight_decay=a.weight_decay, logging_step=a.log_freq)
 
@@ -91,6 +92,7 @@ def load_data(data_dir, pos_file='rt-polarity.pos', neg_file='rt-polarity.neg', 
     first max_seq_len - 2 tokens (ELMo adds <S> and </S>; word2vec_base.py keeps the same tokens, so
     that both scripts classify the same text), and the cut is reported (WARNING when tokens were left
     out) and kept in `data.cut`."""
+    from paddle_elmo.use.classifier import BOUNDARY_TOKENS, read_polarity
     data = read_polarity(data_dir, pos_file, neg_file, tokenizer)
     for path, info in data.sources.items():
         empty = info['empty_lines']
@@ -124,6 +126,7 @@ def settings(a):
 def report(results, settings, data, features_info=None, output_json=None):
     """Print the accuracy table; write output_json (atomically) if given. Returns the summary.
     settings: what to record as the run's settings ({flag: value}: `settings(a)`)."""
+    from paddle_elmo.use.classifier import format_table, summarize
     summary = summarize(results, settings, data, features_info)
     print(format_table(summary))
     if output_json:

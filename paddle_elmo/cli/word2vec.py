@@ -32,11 +32,10 @@ from paddle_elmo.cli.glossary import option_strings
 from paddle_elmo.cli.runner import run
 from paddle_elmo.cli.protocol import (add_protocol_args, check_protocol_args, data_flags, load_data, report,
                                       runs_on_this_rank, settings, train_config)
-from paddle_elmo.use.classifier import SentenceClassifier, cross_validate, make_folds
 from paddle_elmo.text.corpus import check_corpus
 from paddle_elmo.fileio import InputError, require_package
 from paddle_elmo.runtime import use_device
-from paddle_elmo.text.word_vectors import (OOV_MODES, Word2VecFeatures, check_vectors_file, corpus_paths, is_binary,
+from paddle_elmo.text.word_vectors import (OOV_MODES, check_vectors_file, corpus_paths, is_binary,
                                            lookup_table, read_word_vectors, save_vectors, train_word2vec)
 
 log = logging.getLogger(__name__)
@@ -133,6 +132,8 @@ def main(argv=None):
                              '(--train_data_path FILES --output_word_vectors FILE)')
         vectors_from_args(a, {})
         return 0
+    from paddle_elmo.use.classifier import SentenceClassifier, cross_validate, make_folds  # Paddle's: not the flags'
+    from paddle_elmo.use.features import Word2VecFeatures
     data = load_data(**data_flags(a), tokenizer=a.tokenizer)  # before the (long) training, so a bad --data_dir fails at once
     folds = make_folds(data.labels, a.folds, a.seed, a.dev_fraction)
     info = {}
