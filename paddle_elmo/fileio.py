@@ -213,7 +213,7 @@ def atomic_path(path):
     os.close(fd)
     try:
         yield tmp
-        os.chmod(tmp, 0o644)  # mkstemp's 0600 would make outputs private
+        os.chmod(tmp, 0o666 & ~umask())  # as open() would have made it (mkstemp's is 0600, private)
         os.replace(tmp, path)
         missing = []
     finally:
@@ -222,6 +222,20 @@ def atomic_path(path):
         for made in missing:  # a failed write leaves no directory behind either
             with contextlib.suppress(OSError):
                 os.rmdir(made)
+
+
+def umask():
+    """The process's umask (which permissions a new file does not get): Linux's /proc/self/status says
+    it without changing it; elsewhere it is set and put back (os.umask is process-wide: a thread
+    creating a file meanwhile would get 0o022's)."""
+    with contextlib.suppress(OSError, ValueError):
+        with open('/proc/self/status', encoding='ascii', errors='replace') as f:
+            for line in f:
+                if line.startswith('Umask:'):
+                    return int(line.split()[1], 8)
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
 
 
 # ---- `-`: standard input and output (allennlp elmo's habit) -----------------------------------------
