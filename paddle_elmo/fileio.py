@@ -267,17 +267,18 @@ def input_path(path):
 
 
 @contextlib.contextmanager
-def output_path(path, what, suffix='.hdf5'):
+def output_path(path, what, suffix='.hdf5', text=False):
     """Yield a path to write `path` at: itself, or for STDIO a temporary file (ending in `suffix`)
     whose bytes go to standard output once the block ends normally (a binary format such as hdf5 is
-    written by seeking, which a pipe cannot do), removed after. Standard output that is a terminal
-    is an InputError naming `what`, before any work."""
+    written by seeking, which a pipe cannot do; a text or JSON file is written whole, so that an error
+    leaves standard output empty), removed after. Standard output that is a terminal is an
+    InputError naming `what`, before any work, unless the file is `text`."""
     if path != STDIO:
         yield path
         return
     import shutil
     import sys
-    if sys.stdout.isatty():
+    if not text and sys.stdout.isatty():
         raise InputError(f'{what} -: standard output is a terminal; redirect it (> out.hdf5, | ...) or give a file')
     fd, tmp = tempfile.mkstemp(prefix='paddle-elmo-stdout.', suffix=suffix)
     os.close(fd)

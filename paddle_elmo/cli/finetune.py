@@ -28,7 +28,8 @@ import os
 import time
 from collections import Counter
 
-from paddle_elmo.cli.arguments import Switch, add_device, add_tokenizer, parser, positive_int
+from paddle_elmo.cli.arguments import (Switch, add_device, add_tokenizer, float_or_zero, parser, positive_float,
+                                       positive_int)
 from paddle_elmo.cli.glossary import option_strings
 from paddle_elmo.cli.model_flags import add_inference_model, add_model_source, model_source
 from paddle_elmo.cli.runner import run
@@ -47,14 +48,15 @@ def add_elmo_args(p):
     e = p.add_argument_group('ELMo')
     e.add_argument('--trainable', action=Switch, default=False,
                    help='fine-tune the biLM at --bilm_lr (recomputed every batch); off: frozen (and cached)')
-    e.add_argument('--bilm_lr', type=float, default=2e-5, help='Adam learning rate of the biLM with --trainable')
+    e.add_argument('--bilm_lr', type=positive_float, default=2e-5,
+                   help='Adam learning rate of the biLM with --trainable')
     e.add_argument('--layer_norm', action=Switch, default=False,
                    help='layer-normalise each biLM layer before mixing')
     e.add_argument('--elmo_layer', default='mix', type=_elmo_layer,
                    help='the feature: mix (a learned scalar mix of all layers), top (the top LSTM layer alone, '
                    'bilm-tf\'s use_top_only), or a layer number alone: 0 the token layer (TF-Hub\'s word_emb), '
                    '1, 2 the LSTM layers (lstm_outputs1, lstm_outputs2)')
-    e.add_argument('--l2_coef', type=float, default=1e-3,
+    e.add_argument('--l2_coef', type=float_or_zero, default=1e-3,
                    help='L2 penalty on the scalar-mix weights (pulls them toward equal weights)')
     e.add_argument('--cache', action=Switch, default=True,
                    help='frozen biLM: compute its layers once and cache them on disk (off: recompute them every batch)')
@@ -80,10 +82,6 @@ def _elmo_layer(value):
 
 
 def check_elmo_args(a):
-    if a.bilm_lr <= 0:
-        raise InputError(f'--bilm_lr must be > 0, got {a.bilm_lr}')
-    if a.l2_coef < 0:
-        raise InputError(f'--l2_coef must be >= 0, got {a.l2_coef}')
     if a.cache_dir and (a.trainable or not a.cache):
         raise InputError('--cache_dir is for the frozen biLM\'s cache; it has no use with '
                          '--trainable or --no_cache')

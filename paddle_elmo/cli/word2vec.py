@@ -27,7 +27,8 @@ printed and written to the JSON. The word vectors stay frozen, as the frozen biL
 import logging
 import time
 
-from paddle_elmo.cli.arguments import add_device, add_tokenizer, count_or_zero, output_file, parser, positive_int
+from paddle_elmo.cli.arguments import (add_device, add_tokenizer, count_or_zero, float_or_zero, output_file, parser,
+                                       positive_int)
 from paddle_elmo.cli.glossary import option_strings
 from paddle_elmo.cli.runner import run
 from paddle_elmo.cli.protocol import (add_protocol_args, check_protocol_args, data_flags, load_data, report,
@@ -66,7 +67,8 @@ def add_word2vec_args(p):
                    help='training: drop words seen fewer than this many times (5, not build-vocab\'s 1: word2vec\'s '
                    'own default, as a word seen once or twice gets a vector that is mostly noise)')
     w.add_argument('--w2v_negative', type=positive_int, default=5, help='training: negative samples per pair')
-    w.add_argument('--w2v_sample', type=float, default=1e-3, help='training: frequent-word downsampling threshold')
+    w.add_argument('--w2v_sample', type=float_or_zero, default=1e-3,
+                   help='training: frequent-word downsampling threshold (0: none)')
     w.add_argument('--w2v_epochs', type=positive_int, default=5, help='training: passes over the corpus')
     w.add_argument('--train_max_tokens', type=count_or_zero, default=0, help='training: only the first N tokens of the corpus '
                    '(e.g. as many as a biLM checkpoint has seen; 0: all)')
