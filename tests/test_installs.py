@@ -40,6 +40,7 @@ KEEP_PER_INSTALL = 2  # environments of other wheels kept per install (the ones 
 INSTALLS = {'core': '', 'serve': '[serve]', 'cpu': '[cpu]'}  # name -> the extras pip is asked for
 CPU_EXTRA = 'pip install "paddle-elmo[cpu]"'
 SERVE_EXTRA = 'pip install "paddle-elmo[serve]"'
+CLASSIFY_EXTRA = 'pip install "paddle-elmo[classify]"'
 
 
 # ---- the environments ------------------------------------------------------------------------------
@@ -329,7 +330,8 @@ CORE_COMMANDS = {
     'pretrain': (['pretrain', '--train_data_path', 'in.txt', '--vocab_file', 'vocab.txt', '--save_dir', 'out'],
                  CPU_EXTRA),
     'finetune': (['finetune', '--data_dir', 'rt'], CPU_EXTRA),
-    'word2vec': (['word2vec', '--data_dir', 'rt'], CPU_EXTRA),
+    # its flags parse without Paddle (--help answers): the first package its work needs is gensim
+    'word2vec': (['word2vec', '--data_dir', 'rt', '--train_data_path', 'in.txt'], CLASSIFY_EXTRA),
     'dump': (['dump', '--output_file', 'out.hdf5'], CPU_EXTRA),
     'export-weights': (['export-weights', '--model', 'bundled', '--output_dir', 'out'], CPU_EXTRA),
     'export-inference': (['export-inference', '--output_dir', 'out'], CPU_EXTRA),
