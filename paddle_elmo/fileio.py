@@ -262,7 +262,7 @@ def atomic_path(path):
     tmp = temp_beside(directory, base, f'.tmp{ext}')
     try:
         yield tmp
-        os.chmod(tmp, 0o644)  # mkstemp's 0600 would make outputs private
+        os.chmod(tmp, 0o666 & ~umask())  # as open() would have made it (mkstemp's is 0600, private)
         os.replace(tmp, path)
         missing = []
     finally:
@@ -271,6 +271,20 @@ def atomic_path(path):
         for made in missing:  # a failed write leaves no directory behind either
             with contextlib.suppress(OSError):
                 os.rmdir(made)
+
+
+def umask():
+    """The process's umask (which permissions a new file does not get): Linux's /proc/self/status says
+    it without changing it; elsewhere it is set and put back (os.umask is process-wide: a thread
+    creating a file meanwhile would get 0o022's)."""
+    with contextlib.suppress(OSError, ValueError):
+        with open('/proc/self/status', encoding='ascii', errors='replace') as f:
+            for line in f:
+                if line.startswith('Umask:'):
+                    return int(line.split()[1], 8)
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
 
 
 # ---- `-`: standard input and output (allennlp elmo's habit) -----------------------------------------
@@ -311,17 +325,18 @@ def input_path(path):
 
 
 @contextlib.contextmanager
-def output_path(path, what, suffix='.hdf5'):
+def output_path(path, what, suffix='.hdf5', text=False):
     """Yield a path to write `path` at: itself, or for STDIO a temporary file (ending in `suffix`)
     whose bytes go to standard output once the block ends normally (a binary format such as hdf5 is
-    written by seeking, which a pipe cannot do), removed after. Standard output that is a terminal
-    is an InputError naming `what`, before any work."""
+    written by seeking, which a pipe cannot do; a text or JSON file is written whole, so that an error
+    leaves standard output empty), removed after. Standard output that is a terminal is an
+    InputError naming `what`, before any work, unless the file is `text`."""
     if path != STDIO:
         yield path
         return
     import shutil
     import sys
-    if sys.stdout.isatty():
+    if not text and sys.stdout.isatty():
         raise InputError(f'{what} -: standard output is a terminal; redirect it (> out.hdf5, | ...) or give a file')
     tmp = temp_beside(tempfile.gettempdir(), 'paddle-elmo-stdout', suffix)
     try:

@@ -602,8 +602,8 @@ def test_an_int8_export_runs_unchanged_says_it_is_int8_and_agrees_at_the_int8_to
     model_dir, bilm, stdout = fixture_int8_export
     assert sorted(os.listdir(model_dir)) == sorted(EXPORTED_FILES)
     assert 'model.onnx is int8' in stdout and 'onnxruntime, int8: per-token cosine' in stdout
-    embedder = InferenceEmbedder(model_dir, backend='onnxruntime')
-    assert embedder.precision.startswith('int8: ')
+    embedder = InferenceEmbedder(model_dir)  # no backend named: onnxruntime, the int8 model
+    assert embedder.backend == 'onnxruntime' and embedder.precision.startswith('int8: ')
     # its threads sleep between ops rather than spin (issue 55)
     assert embedder._session.get_session_options().get_session_config_entry('session.intra_op.allow_spinning') == '0'
     assert InferenceEmbedder(model_dir, backend='paddle').precision == 'float32'  # the program stays float
@@ -648,12 +648,16 @@ def test_the_per_token_wrap_leaves_the_float_model_unchanged_wherever_it_multipl
     assert max_difference(str(tmp_path / 'e'), bilm, fixture_sentences() + ODD_SENTENCES, 'onnxruntime') <= TOL
 
 
-def test_run_embed_reads_an_int8_export_and_says_so(fixture_int8_export, tmp_path):
+def test_run_embed_reads_an_int8_export_on_onnxruntime_by_default_and_says_so(fixture_int8_export, tmp_path):
+    # No --inference_backend: the int8 model the export was made for, not Paddle's float32 program.
+    model_dir = fixture_int8_export[0]
     src = tmp_path / 'in.txt'
     src.write_text('Hello world .\nA second sentence\n', encoding='utf-8')
-    proc = run_script('embed', str(src), str(tmp_path / 'o.hdf5'), '--inference_model',
-                      fixture_int8_export[0], '--inference_backend', 'onnxruntime')
+    proc = run_script('embed', str(src), str(tmp_path / 'o.hdf5'), '--inference_model', model_dir)
     assert proc.returncode == 0, proc.stderr[-3000:]
+    assert [line for line in proc.stderr.splitlines() if 'run by' in line] == [
+        f'{model_dir}: run by onnxruntime on its int8 model.onnx (the export is int8; --inference_backend or '
+        'backend= chooses)']
     assert 'model.onnx is int8: ' in proc.stderr
     with h5py.File(tmp_path / 'o.hdf5', 'r') as f:
         assert f['0'].shape == (3, 3, 2 * fixture_bilm().projection_dim)

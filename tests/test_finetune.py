@@ -262,7 +262,8 @@ def _toy_vectors():
 
 
 def test_word2vec_lookup_falls_back_on_case_and_handles_oov_as_documented():
-    from paddle_elmo.text.word_vectors import UNK, Word2VecFeatures, lookup_table
+    from paddle_elmo.text.word_vectors import UNK, lookup_table
+    from paddle_elmo.use.features import Word2VecFeatures
     sentences = [['the', 'spielberg', 'film'], ['zzz', 'film'], ['zzz']]
     table, ids, stats = lookup_table(sentences, _toy_vectors(), oov='unk')
     assert stats['oov_tokens'] == 2 and stats['oov_types'] == 1 and stats['tokens'] == 6

@@ -4,12 +4,15 @@ every default in --help, and README's table made from the same data. Nothing her
 the parsers come from each command module's build_parser()."""
 import argparse
 import dataclasses
+import json
 import os
 import re
+import subprocess
+import sys
 
 import pytest
 
-from conftest import ROOT
+from conftest import ROOT, one_line_error
 from paddle_elmo.cli import COMMANDS, command_parsers
 from paddle_elmo.cli.arguments import Switch, underscored
 from paddle_elmo.cli.config_flags import NOT_FLAGS
@@ -209,6 +212,10 @@ DIFFERENT_ON_PURPOSE = {
                  'word2vec': "pretrain's is 100"},
     'eval_max_tokens': {'pretrain': 'paddle-elmo eval reads all by default'},
     'min_count': {'word2vec': "not build-vocab's 1", 'build-vocab': "not word2vec's 5"},
+    # `-` (standard input or output) where the command reads the file once or writes it whole
+    'train_data_path': {'build-vocab': '- reads standard input'},
+    'dev_data_path': {'eval': '- reads standard input'},
+    'output_file': {'build-vocab': '- writes it to standard output'},
 }
 
 
@@ -341,44 +348,77 @@ def test_cuda_device_is_allennlp_s_numbering_of_device(parsers, given, device):
     ('pretrain', '--max_minutes', 'nan', 'a number > 0'), ('pretrain', '--eval_minutes', '-1', 'a number >= 0'),
     ('build-vocab', '--max_characters_per_token', '-1', 'a positive integer'),
     ('predict', '--sample_max_tokens', '0', 'a positive integer'), ('predict', '--top_k', '-1', 'an integer >= 0'),
+    # temperatures, probabilities, shares, rates and seeds
+    ('predict', '--temperature', '-1', 'a number > 0'), ('predict', '--temperature', '0', 'a number > 0'),
+    ('predict', '--seed', '-3', 'an integer from 0 to 4294967295'),
+    ('finetune', '--dropout', '1', r'a probability in \[0, 1\)'),
+    ('finetune', '--dev_fraction', '0', r'a number in \(0, 1\)'),
+    ('finetune', '--lr', '0', 'a number > 0'), ('finetune', '--bilm_lr', '-0.5', 'a number > 0'),
+    ('finetune', '--l2_coef', '-0.1', 'a number >= 0'),
+    ('finetune', '--max_seq_len', '2', r'an integer >= 3 \(room for <S>, a word and </S>\)'),
+    ('word2vec', '--weight_decay', 'inf', 'a number >= 0'), ('word2vec', '--w2v_sample', '-1', 'a number >= 0'),
+    ('pretrain', '--dropout', '1.5', r'a probability in \[0, 1\)'),
+    ('pretrain', '--adam_beta2', '1', r'a number in \(0, 1\)'),
+    ('pretrain', '--lr_final', '2', r'a number in \[0, 1\]'), ('pretrain', '--max_grad_norm', '0', 'a number > 0'),
+    ('pretrain', '--cell_clip', '-3', 'a number >= 0'),
+    ('pretrain', '--from_weights_lr_scale', '0', 'a number > 0 or off'),
 ])
-def test_a_non_positive_count_is_refused_when_the_flags_are_parsed(parsers, capsys, command, flag, given, expected):
+def test_a_number_out_of_its_range_is_refused_when_the_flags_are_parsed(parsers, capsys, command, flag, given,
+                                                                         expected):
     with pytest.raises(SystemExit) as e:
         parsers[command].parse_args([flag, given])
     assert e.value.code == 2
     assert re.search(f'^error: argument {flag}: expected {expected}, got \'{given}\'', capsys.readouterr().err)
 
 
-# Integer and float flags that may take any value of their type, each for its reason.
-FREE_NUMBERS = {'seed': 'any integer seeds', 'max_seq_len': 'checked against <S> and </S> (>= 3) with its own message',
-                'temperature': 'checked > 0 by the sampler', 'lr': '> 0 checked with its own message',
-                'bilm_lr': 'idem', 'l2_coef': '>= 0 checked', 'weight_decay': '>= 0 checked',
-                'dropout': 'a probability, checked in [0, 1)', 'dev_fraction': 'a share, checked',
-                'w2v_sample': "gensim's threshold, 0 is off", 'cell_clip': '0 or none: no clipping',
-                'proj_clip': 'idem', 'adam_beta2': 'a decay in (0, 1), checked by the config',
-                'lr_final': 'a share of --lr, checked by the config', 'max_grad_norm': 'checked by the config'}
+# The types of the flags whose value is not a number: text and paths (None, str), JSON, devices, and the
+# other types of their own. Every other type is a number's, which must refuse what no number flag can be.
+def text_types():
+    from paddle_elmo.cli import arguments, export_inference
+    return (None, str, json.loads, arguments.output_file, arguments.output_directory, arguments.device_name,
+            export_inference.formats, *arguments.STDIO_TYPES)
 
 
-def test_every_count_size_and_step_flag_is_read_with_a_type_that_refuses_what_it_cannot_be(parsers):
-    from paddle_elmo.cli import arguments
-    ours = {arguments.positive_int, arguments.count_or_zero, arguments.positive_float, arguments.float_or_zero}
-    loose = sorted({(command, action.dest) for command, action in options(parsers)
-                    if action.type in (int, float) and action.dest not in FREE_NUMBERS})
-    assert loose == [], 'give these flags a type of arguments.py that refuses a value they cannot take'
-    assert {action.dest for _, action in options(parsers) if action.type in ours} >= {
-        'max_steps', 'save_freq', 'batch_size', 'epochs', 'max_minutes', 'nproc_per_node', 'cpu_threads'}
+def numeric_flags(parsers):
+    """(command, action) of every option whose value is a number: its type is not one of text_types(),
+    or its default is a number (a switch's on/off is not)."""
+    texts = text_types()
+    return [(command, action) for command, action in options(parsers) if action.nargs != 0 and (
+        action.type not in texts or isinstance(action.default, (int, float)) and not isinstance(action.default, bool))]
+
+
+def test_every_numeric_flag_of_the_glossary_has_a_type_that_refuses_a_bad_value_as_it_is_parsed(parsers):
+    # A new flag declared with type=float (or int, or no type and a number for default) fails here: no
+    # flag takes -1, nan, inf or a word where a temperature, a probability, a count, a size or a rate goes.
+    numeric = numeric_flags(parsers)
+    by_name = {}
+    for command, action in numeric:
+        by_name.setdefault(action.dest, []).append(command)
+        assert action.type not in (int, float) and action.type not in text_types(), (
+            f'{command} --{action.dest}: give it a type of arguments.py that refuses what it cannot be')
+        for bad in ('-1', 'nan', 'inf', '-inf', 'x', ''):
+            with pytest.raises(argparse.ArgumentTypeError):
+                action.type(bad)
+        if isinstance(action.default, (int, float)):
+            assert action.type(str(action.default)) == action.default, (command, action.dest)
+    assert set(by_name) <= set(FLAGS)
+    assert set(by_name) >= {'temperature', 'dropout', 'dev_fraction', 'lr', 'bilm_lr', 'seed', 'max_seq_len',
+                            'adam_beta2', 'lr_final', 'max_grad_norm', 'cell_clip', 'proj_clip', 'l2_coef',
+                            'weight_decay', 'w2v_sample', 'from_weights_lr_scale', 'elmo_layer', 'max_steps',
+                            'save_freq', 'batch_size', 'epochs', 'max_minutes', 'nproc_per_node', 'cpu_threads',
+                            'top_k', 'sample', 'sample_max_tokens'}
 
 
 def test_every_path_a_command_writes_is_checked_as_it_is_parsed(parsers):
-    """--output_*, --save_dir and embed's output_file: checked (fileio's check_output_*) before any work."""
+    """--output_*, --save_dir and embed's output_file: checked (fileio's check_output_*) before any work
+    (file_or_stdout: checked unless it is `-`, standard output)."""
     from paddle_elmo.cli import arguments
-    from paddle_elmo.cli.embed import output_target
     writes = {(command, action.dest): action.type for command, p in parsers.items() for action in p._actions
               if action.dest.startswith('output_') and action.dest != 'output_format' or action.dest == 'save_dir'}
     assert ('embed', 'output_file') in writes and ('pretrain', 'save_dir') in writes and len(writes) >= 14
-    expected = {'output_dir': arguments.output_directory, 'save_dir': arguments.output_directory}
+    expected = {'output_dir': (arguments.output_directory,), 'save_dir': (arguments.output_directory,)}
     wrong = {key: kind for key, kind in writes.items()
-             if kind is not expected.get(key[1], output_target if key == ('embed', 'output_file') else arguments.output_file)}
+             if kind not in expected.get(key[1], (arguments.output_file, arguments.file_or_stdout))}
     assert wrong == {}
 
 
@@ -422,3 +462,13 @@ def test_a_sentence_that_cannot_be_a_key_is_an_error_naming_its_line(tmp_path, t
         embed_file(_FakeEmbedder(), str(tmp_path / 'in.txt'), str(tmp_path / 'o.hdf5'), progress=False,
                    use_sentence_keys=True)
     assert not (tmp_path / 'o.hdf5').exists()
+
+
+def test_predict_refuses_a_negative_temperature_before_loading_a_model():
+    # It used to be accepted, then fail after printing the top words: now one line, exit 2, nothing on stdout.
+    proc = subprocess.run([sys.executable, '-m', 'paddle_elmo', 'predict', '--prefix', 'the', '--sample', '2',
+                           '--temperature', '-1'], capture_output=True, text=True, cwd=ROOT, timeout=300,
+                          env=dict(os.environ, PYTHONPATH=ROOT))
+    assert one_line_error(proc) == ("error: argument --temperature: expected a number > 0, got '-1' "
+                                    "(see paddle-elmo predict --help)")
+    assert proc.stdout == ''

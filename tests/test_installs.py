@@ -1,8 +1,8 @@
 """Each documented install (README, "Install") in a fresh virtual environment of its own, built from
 one wheel of this checkout, doing what README says it does:
 
-- the core (`pip install paddle-elmo`): every model-running command and public name ends in one line
-  naming the extra to install, no traceback; build-vocab runs;
+- the core (`pip install paddle-elmo`): every command's --help answers; every model-running command
+  and public name ends in one line naming the extra to install, no traceback; build-vocab runs;
 - `[serve]`: an ONNX export embeds with InferenceEmbedder(DIR) and `embed --inference_model DIR`, no
   backend named (onnxruntime is chosen, and said), with the full install's numbers;
 - `[cpu]`: `paddle-elmo demo`, pretrain with checkpoints and a resume, eval, predict, embed and
@@ -40,6 +40,7 @@ KEEP_PER_INSTALL = 2  # environments of other wheels kept per install (the ones 
 INSTALLS = {'core': '', 'serve': '[serve]', 'cpu': '[cpu]'}  # name -> the extras pip is asked for
 CPU_EXTRA = 'pip install "paddle-elmo[cpu]"'
 SERVE_EXTRA = 'pip install "paddle-elmo[serve]"'
+CLASSIFY_EXTRA = 'pip install "paddle-elmo[classify]"'
 
 
 # ---- the environments ------------------------------------------------------------------------------
@@ -187,6 +188,56 @@ def test_pretrain_without_matplotlib_skips_the_curve_in_one_line(tmp_path):
     assert not (tmp_path / 'run' / 'train_curve.png').exists()
 
 
+# ---- every command's --help without the optional packages ----------------------------------------------
+
+# Python that asks `paddle-elmo CMD --help` of every command, then `SCRIPT --help` of each front-door
+# script named in argv, in this one process -> JSON on stdout: {command or script: [exit code, stdout,
+# stderr]}.
+HELP_OF_EVERY_COMMAND = textwrap.dedent('''
+    import contextlib, io, json, os, runpy, sys
+    from paddle_elmo.cli import COMMANDS, main
+
+    def help_of(call):
+        out, err = io.StringIO(), io.StringIO()
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+            try:
+                call()
+                code = None
+            except SystemExit as e:
+                code = e.code
+        return [code, out.getvalue(), err.getvalue()]
+
+    scripts = sys.argv[1:]  # main() sets sys.argv
+    results = {name: help_of(lambda: main([name, '--help'])) for name in COMMANDS}
+    for script in scripts:
+        sys.argv = [script, '--help']
+        results[os.path.basename(script)] = help_of(lambda: runpy.run_path(script, run_name='__main__'))
+    print(json.dumps(results))
+''')
+EVERY_OPTIONAL_PACKAGE = 'paddle,sklearn,scipy,gensim,jieba,onnx,onnxruntime,paddle2onnx,matplotlib'
+
+
+def assert_every_help_answers(proc, names):
+    """Each of `names` (commands and scripts) printed its usage and flags on stdout, nothing on stderr,
+    and exited 0: what a user reads to learn what to install, before installing it."""
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    results = json.loads(proc.stdout)
+    assert sorted(results) == sorted(names)
+    for name, (code, out, err) in results.items():
+        assert code == 0 and not err, (name, code, err[-2000:])
+        assert out.startswith('usage: ') and '--help' in out and '--quiet' in out, (name, out[:500])
+
+
+def test_every_command_s_help_answers_without_the_optional_packages():
+    # The quick form of the core venv's check: every optional package's import made to fail.
+    from paddle_elmo.cli import COMMANDS
+    scripts = [os.path.join(ROOT, script) for _, script, _ in COMMANDS.values() if script]
+    code = BLOCK_PACKAGES + HELP_OF_EVERY_COMMAND
+    proc = subprocess.run([sys.executable, '-c', code, *scripts], capture_output=True, text=True, cwd=ROOT,
+                          timeout=300, env=dict(ENV, PYTHONPATH=ROOT, BLOCKED_PACKAGES=EVERY_OPTIONAL_PACKAGE))
+    assert_every_help_answers(proc, [*COMMANDS, *map(os.path.basename, scripts)])
+
+
 # ---- the core install --------------------------------------------------------------------------------
 
 # Python in the core environment: every public name imports or raises the ImportError that names
@@ -239,6 +290,12 @@ def test_the_core_install_holds_no_optional_package_and_runs_build_vocab(core_ve
 
 
 @pytest.mark.venv
+def test_the_core_install_answers_every_command_s_help(core_venv, tmp_path):
+    from paddle_elmo.cli import COMMANDS
+    assert_every_help_answers(run_in(core_venv, ['python', '-c', HELP_OF_EVERY_COMMAND], tmp_path), COMMANDS)
+
+
+@pytest.mark.venv
 def test_the_core_install_s_python_api_names_the_extra(core_venv, core_inputs, tmp_path):
     proc = run_in(core_venv, ['python', '-c', CORE_PYTHON, str(core_inputs / 'export')], tmp_path)
     assert proc.returncode == 0, proc.stderr[-3000:]
@@ -273,7 +330,8 @@ CORE_COMMANDS = {
     'pretrain': (['pretrain', '--train_data_path', 'in.txt', '--vocab_file', 'vocab.txt', '--save_dir', 'out'],
                  CPU_EXTRA),
     'finetune': (['finetune', '--data_dir', 'rt'], CPU_EXTRA),
-    'word2vec': (['word2vec', '--data_dir', 'rt'], CPU_EXTRA),
+    # its flags parse without Paddle (--help answers): the first package its work needs is gensim
+    'word2vec': (['word2vec', '--data_dir', 'rt', '--train_data_path', 'in.txt'], CLASSIFY_EXTRA),
     'dump': (['dump', '--output_file', 'out.hdf5'], CPU_EXTRA),
     'export-weights': (['export-weights', '--model', 'bundled', '--output_dir', 'out'], CPU_EXTRA),
     'export-inference': (['export-inference', '--output_dir', 'out'], CPU_EXTRA),

@@ -3,15 +3,17 @@
 install and the [serve] extra), choose onnxruntime by themselves there (inference.choose_backend),
 and give the numbers the full install gives on the same export. Here Paddle's import is made to
 fail; test_installs runs the same child in a fresh [serve] venv."""
+import json
 import logging
 import os
+import subprocess
 import sys
 
 import numpy as np
 import pytest
 
 from conftest import ROOT
-from helpers import SENTENCES, assert_served_without_paddle, run_child
+from helpers import BLOCK_PACKAGES, SENTENCES, assert_served_without_paddle, run_child
 
 
 @pytest.fixture(scope='module')
@@ -55,3 +57,44 @@ def test_an_onnx_only_export_runs_on_onnxruntime_by_default(bundled_export, expe
         np.testing.assert_allclose(got, e, rtol=1e-5, atol=1e-5)
     with pytest.raises(FileNotFoundError, match=r'inference\.json: not found; .* not an export for paddle'):
         InferenceEmbedder(str(onnx_only), backend='paddle')  # an explicit choice is kept, and fails clearly
+
+
+# Run in a child: choose_backend on the directory argv[1], with $BLOCKED_PACKAGES unimportable -> the
+# backend on stdout, its one line on stderr.
+CHOOSE = BLOCK_PACKAGES + '''
+import logging
+from paddle_elmo.export.inference import choose_backend
+logging.basicConfig(level=logging.INFO, format='%(message)s')
+print(choose_backend(sys.argv[1]))
+'''
+
+
+@pytest.mark.parametrize('blocked, backend, why', [
+    ('', 'onnxruntime', 'on its int8 model.onnx (the export is int8;'),
+    ('paddle', 'onnxruntime', 'on its int8 model.onnx (the export is int8;'),
+    ('onnxruntime', 'paddle', 'on its inference.json (float32: its int8 model.onnx is skipped, onnxruntime cannot '
+                              'be imported;')])
+def test_an_int8_export_runs_on_onnxruntime_by_default_and_says_so(blocked, backend, why, tmp_path):
+    # The choice reads the directory and the install, not the models: an export's files, empty, and its
+    # export.json saying int8 (test_export runs a real int8 export this way). Where Paddle can be imported
+    # too, the int8 model is the one the export was made for; without onnxruntime, the line says it is skipped.
+    model_dir = tmp_path / 'int8'
+    model_dir.mkdir()
+    for name in ('inference.json', 'inference.pdiparams', 'model.onnx'):
+        (model_dir / name).write_bytes(b'')
+    (model_dir / 'export.json').write_text(json.dumps({'precision': 'int8: dynamic, per-token', 'verified': {}}))
+    env = dict(os.environ, PYTHONPATH=ROOT, BLOCKED_PACKAGES=blocked)
+    proc = subprocess.run([sys.executable, '-c', CHOOSE, str(model_dir)], capture_output=True, text=True, env=env,
+                          timeout=300)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert proc.stdout.split() == [backend]
+    assert [line for line in proc.stderr.splitlines() if 'run by' in line] == [
+        f'{model_dir}: run by {backend} {why} --inference_backend or backend= chooses)']
+
+
+def test_an_int8_export_runs_on_the_backend_named(tmp_path, caplog):
+    from paddle_elmo.export.inference import choose_backend
+    (tmp_path / 'export.json').write_text(json.dumps({'precision': 'int8: dynamic'}))
+    with caplog.at_level(logging.INFO, logger='paddle_elmo'):
+        assert choose_backend(str(tmp_path), 'paddle') == 'paddle'
+    assert not caplog.records  # asked for: nothing to explain

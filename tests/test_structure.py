@@ -233,6 +233,19 @@ def test_an_export_s_parts_but_its_writer_import_no_paddle_nor_onnx(module):
     assert_imports_no_optional_package_when_imported(module)
 
 
+def command_modules():
+    from paddle_elmo.cli import COMMANDS
+    return [f'paddle_elmo.cli.{module}' for module, _, _ in COMMANDS.values()] + ['paddle_elmo.cli.protocol']
+
+
+@pytest.mark.parametrize('module', command_modules())
+def test_a_command_s_flags_import_no_paddle_nor_other_optional_package(module):
+    # Its --help answers in the core install (what to install is in it): the work's modules are
+    # imported where it starts (test_installs asks every --help with the packages blocked, and in the
+    # core venv).
+    assert_imports_no_optional_package_when_imported(module)
+
+
 def test_optional_packages_are_imported_where_used_never_at_import_time():
     # The core install (numpy, h5py, tqdm) imports every module but the ones that are Paddle's.
     for name, path in package_modules().items():

@@ -1,9 +1,11 @@
 """The argparse side of every command: its parser (one-line errors, no prefix matching, every flag
 also spelt with hyphens, every default shown in --help, --quiet / --verbose), the one style of
-switch (Switch), the types sizes, devices and output paths are read with, and the flags most
-commands share (--tokenizer, --device and --cpu_threads).
+switch (Switch), the types sizes, devices and paths are read with (`-`, standard input or output, only
+where a flag's type takes it: STDIO_TYPES), and the flags most commands share (--tokenizer, --device and
+--cpu_threads).
 """
 import argparse
+import math
 import re
 import sys
 
@@ -11,7 +13,7 @@ from paddle_elmo import runtime
 from paddle_elmo.cli.glossary import FLAGS, option_strings
 from paddle_elmo.cli.outputs_apart import check_outputs_apart
 from paddle_elmo.cli.runner import in_command, set_log_level
-from paddle_elmo.fileio import InputError, check_output_directory, check_output_file
+from paddle_elmo.fileio import STDIO, InputError, check_output_directory, check_output_file
 from paddle_elmo.text.tokenizers import TOKENIZERS
 
 
@@ -53,6 +55,7 @@ class _OneLineErrors(argparse.ArgumentParser):
     def parse_known_args(self, args=None, namespace=None):
         args = underscored(sys.argv[1:] if args is None else args, self._option_string_actions)
         parsed, rest = super().parse_known_args(args, namespace)
+        self._check_stdio(parsed)
         quiet, progress = getattr(parsed, 'quiet', False), getattr(parsed, 'progress', None)
         if quiet and progress:
             self.error('argument --progress: not allowed with argument --quiet')
@@ -60,6 +63,28 @@ class _OneLineErrors(argparse.ArgumentParser):
         if in_command():  # before any work: no output is one of the inputs (a parser asked elsewhere reads nothing)
             check_outputs_apart(parsed, self)
         return parsed, rest
+
+    def _check_stdio(self, parsed):
+        """`-` is standard input or output only for a flag whose type says so (STDIO_TYPES: a file read once
+        or copied, a text or JSON written whole), and for one flag each way: anywhere else (a glob a run
+        reads again, a directory, a model's files, a binary file written in place) it is refused in one
+        line naming the flags of the command that take it."""
+        taken = {kind: [] for kind in STDIO_TYPES}
+        for action in self._actions:
+            values = getattr(parsed, action.dest, None)
+            if action.dest in NOT_PATHS or STDIO not in (values if isinstance(values, list) else [values]):
+                continue
+            name = action.option_strings[0] if action.option_strings else action.dest
+            if action.type not in STDIO_TYPES:
+                takers = [a.option_strings[0] if a.option_strings else a.dest for a in self._actions
+                          if a.type in STDIO_TYPES]
+                self.error(f'argument {name}: - (standard input or output) is not taken here; give a path'
+                           + (f' (- is taken by {", ".join(takers)})' if takers else ''))
+            taken[action.type].append(name)
+        for kind, names in taken.items():
+            if len(names) > 1:
+                self.error(f'argument {names[1]}: - (standard {STDIO_TYPES[kind]}) is taken by {names[0]} already; '
+                           'give a path')
 
 
 class Switch(argparse.Action):
@@ -135,34 +160,64 @@ def add_tokenizer(p, default=None, group=None, why=''):
              f'characters whole, e.g. iPhone很好 -> iPhone 很 好) ({said})')
 
 
-def _number_at_least(text, kind, least, expected, strictly=False):
+def _number_within(text, kind, expected, least, most=None, above=False, below=False):
+    """`text` read as `kind` (int or float) -> the number, when finite and from `least` to `most` (the
+    bounds themselves excluded with `above` / `below`); else argparse's error naming what was
+    `expected`, one line as the command parses its flags (exit 2, before any work)."""
     try:
         value = kind(text)
     except ValueError:
         value = None
-    if value is None or value != value or value < least or (strictly and value == least):  # value != value: nan
+    if (value is None or not math.isfinite(value) or value < least or (above and value == least)
+            or (most is not None and (value > most or (below and value == most)))):
         raise argparse.ArgumentTypeError(f'expected {expected}, got {text!r}')
     return value
 
 
 def positive_int(text):
     """argparse type of a size or a count that cannot be 0 (a batch, a dimension, epochs, steps)."""
-    return _number_at_least(text, int, 1, 'a positive integer')
+    return _number_within(text, int, 'a positive integer', 1)
 
 
 def count_or_zero(text):
     """argparse type of a limit whose 0 means none (or a frequency whose 0 means its stated default)."""
-    return _number_at_least(text, int, 0, 'an integer >= 0')
+    return _number_within(text, int, 'an integer >= 0', 0)
 
 
 def positive_float(text):
-    """argparse type of an amount that must be more than 0 (minutes of a time slot)."""
-    return _number_at_least(text, float, 0.0, 'a number > 0', strictly=True)
+    """argparse type of an amount that must be more than 0 (a learning rate, a temperature, minutes)."""
+    return _number_within(text, float, 'a number > 0', 0.0, above=True)
 
 
 def float_or_zero(text):
-    """argparse type of an amount whose 0 means off (minutes between evaluations)."""
-    return _number_at_least(text, float, 0.0, 'a number >= 0')
+    """argparse type of an amount whose 0 means off (a penalty's coefficient, a clip, minutes between
+    evaluations)."""
+    return _number_within(text, float, 'a number >= 0', 0.0)
+
+
+def probability(text):
+    """argparse type of a dropout probability: from 0 (none) to below 1 (1 would drop everything)."""
+    return _number_within(text, float, 'a probability in [0, 1)', 0.0, 1.0, below=True)
+
+
+def share(text):
+    """argparse type of a share of a whole, from 0 to 1 (a final learning rate as a share of --lr)."""
+    return _number_within(text, float, 'a number in [0, 1]', 0.0, 1.0)
+
+
+def fraction(text):
+    """argparse type of a part strictly between none and all (a held-out share, a decay per update)."""
+    return _number_within(text, float, 'a number in (0, 1)', 0.0, 1.0, above=True, below=True)
+
+
+def seed_number(text):
+    """argparse type of a random seed: what NumPy, Paddle and scikit-learn all take (0 to 2**32 - 1)."""
+    return _number_within(text, int, f'an integer from 0 to {2 ** 32 - 1}', 0, 2 ** 32 - 1)
+
+
+def length_with_boundaries(text):
+    """argparse type of --max_seq_len: tokens counting ELMo's <S> and </S>, so at least 3 (a word between)."""
+    return _number_within(text, int, 'an integer >= 3 (room for <S>, a word and </S>)', 3)
 
 
 def _checked_path(check, text):
@@ -178,6 +233,25 @@ def output_file(text):
     """argparse type of a file a command writes: checked as the command parses it, before any work
     (fileio.check_output_file: not a directory, in an existing directory we can write in)."""
     return _checked_path(check_output_file, text)
+
+
+def file_or_stdin(text):
+    """argparse type of a text file a command reads once, or copies first (fileio.input_path): `-` is
+    standard input."""
+    return text
+
+
+def file_or_stdout(text):
+    """argparse type of a file a command writes whole (text, JSON, or embed's hdf5: fileio.output_path):
+    `-` is standard output (the command's own result lines then go to stderr: runner.results_stream),
+    anything else a file checked as output_file checks it."""
+    return text if text == STDIO else output_file(text)
+
+
+# The types of the flags that take `-`, and which standard stream it is for each (_check_stdio).
+STDIO_TYPES = {file_or_stdin: 'input', file_or_stdout: 'output'}
+# Flags whose value is a text, not a path: `--prefix -` is a prefix.
+NOT_PATHS = ('prefix',)
 
 
 def output_directory(text):

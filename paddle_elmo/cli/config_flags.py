@@ -7,8 +7,8 @@ import dataclasses
 import json
 import typing
 
-from paddle_elmo.cli.arguments import (Switch, add_device, count_or_zero, float_or_zero, output_directory, parser,
-                                       positive_float, positive_int)
+from paddle_elmo.cli.arguments import (Switch, add_device, count_or_zero, float_or_zero, fraction, output_directory,
+                                       parser, positive_float, positive_int, probability, seed_number, share)
 from paddle_elmo.cli.glossary import option_strings
 from paddle_elmo.model.config import MODEL_FIELDS, TOKEN_INPUTS, ModelConfig
 from paddle_elmo.model.recipe import OPTIMIZERS, PRESETS, SOFTMAX_BIAS_INITS, Recipe
@@ -24,18 +24,22 @@ CHOICES = {'optimizer': OPTIMIZERS, 'activation': ('relu', 'tanh'), 'token_input
 
 
 def _scale_or_off(text):
-    """A factor, 'off' being 1."""
+    """A factor > 0, 'off' being 1."""
     if text.strip().lower() == 'off':
         return 1.0
     try:
-        return float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f'expected a number or off, got {text!r}') from None
+        return positive_float(text)
+    except argparse.ArgumentTypeError:
+        raise argparse.ArgumentTypeError(f'expected a number > 0 or off, got {text!r}') from None
 
 
-# Fields whose flag reads more than the field's type: sizes, counts and steps as every command reads
-# them, so that `--max_steps -1` or `--save_freq 0` is refused as it is parsed, naming the flag.
-FLAG_TYPES = {'from_weights_lr_scale': _scale_or_off, 'eval_minutes': float_or_zero,
+# Fields whose flag reads more than the field's type: every number as every command reads it (sizes,
+# counts, steps, rates, probabilities), so that `--max_steps -1`, `--save_freq 0` or `--dropout 1` is
+# refused as it is parsed, naming the flag (tests/test_flags.py holds every numeric flag to a checked type).
+FLAG_TYPES = {'from_weights_lr_scale': _scale_or_off, 'seed': seed_number, 'dropout': probability,
+              'adam_beta2': fraction, 'lr_final': share,
+              **{name: positive_float for name in ('lr', 'max_grad_norm')},
+              **{name: float_or_zero for name in ('eval_minutes', 'cell_clip', 'proj_clip')},
               **{name: positive_int for name in ('batch_size', 'unroll_steps', 'epochs', 'save_freq', 'log_freq',
                                                  'n_negative_samples', 'max_steps', 'n_train_tokens', 'projection_dim',
                                                  'cell_dim', 'num_layers', 'char_embed_dim',

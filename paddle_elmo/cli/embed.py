@@ -23,7 +23,8 @@ import logging
 import os
 import sys
 
-from paddle_elmo.cli.arguments import Switch, add_device, add_tokenizer, output_file, parser, positive_int
+from paddle_elmo.cli.arguments import (Switch, add_device, add_tokenizer, file_or_stdin, file_or_stdout, parser,
+                                       positive_int)
 from paddle_elmo.cli.glossary import option_strings
 from paddle_elmo.cli.model_flags import add_inference_model, add_model_source, model_source
 from paddle_elmo.cli.runner import run
@@ -37,10 +38,11 @@ log = logging.getLogger(__name__)
 
 def build_parser():
     p = parser(__doc__.split('\n')[0])
-    p.add_argument('input_file', help='one sentence per line (UTF-8; else Latin-1 for moses or whitespace), split '
-                   'into tokens by --tokenizer (an empty line gives an empty embedding, so that the datasets keep the '
-                   'line numbers); - reads standard input')
-    p.add_argument('output_file', type=output_target, help='hdf5 file to write; - writes it to standard output')
+    p.add_argument('input_file', type=file_or_stdin,
+                   help='one sentence per line (UTF-8; else Latin-1 for moses or whitespace), split into tokens by '
+                   '--tokenizer (an empty line gives an empty embedding, so that the datasets keep the line numbers); '
+                   '- reads standard input')
+    p.add_argument('output_file', type=file_or_stdout, help='hdf5 file to write; - writes it to standard output')
     add_model_source(p, bundled_default=True)
     p.add_argument('--embedding_weight_file', help="hdf5 of dump_token_embeddings (dataset 'embedding', one row per "
                    'line of --vocab_file, or of the model\'s vocab.txt): those words skip the char CNN (bilm-tf\'s '
@@ -76,11 +78,6 @@ def output_format(a):
     if len(formats) > 1:
         raise InputError(f'{" with ".join(chosen)}: give one output format')
     return formats.pop() if formats else 'all'
-
-
-def output_target(text):
-    """argparse type of output_file: - (standard output) or a file, checked as every output is."""
-    return text if text == STDIO else output_file(text)
 
 
 def check_input(path, name, tokenizer):

@@ -16,16 +16,18 @@ not, with the share of targets that are <UNK>.
 """
 import math
 
-from paddle_elmo.cli.arguments import add_device, count_or_zero, output_file, parser, positive_int
+from paddle_elmo.cli.arguments import (add_device, count_or_zero, file_or_stdin, file_or_stdout, parser,
+                                       positive_int)
 from paddle_elmo.cli.glossary import option_strings
 from paddle_elmo.cli.model_flags import add_model_source, model_source, model_vocabulary
-from paddle_elmo.cli.runner import run
+from paddle_elmo.cli.runner import results_stream, run, write_json_output
 from paddle_elmo.text.batches import EVAL_BATCH_SIZE, EVAL_UNROLL_STEPS
 
 
 def build_parser():
     p = parser(__doc__.split('\n')[0])
-    p.add_argument('--dev_data_path', required=True, help='held-out files (glob), one sentence per line')
+    p.add_argument('--dev_data_path', required=True, type=file_or_stdin,
+                   help='held-out files (glob), one sentence per line; - reads standard input')
     add_model_source(p, bundled_default=True, vocab_help='default: the one the model records (a checkpoint\'s recipe.json, or the '
                      'vocab.txt beside its options.json)')
     add_device(p)
@@ -33,44 +35,52 @@ def build_parser():
                    'come first, hence the figure of an --eval_max_tokens evaluation)')
     p.add_argument('--unroll_steps', type=positive_int, default=EVAL_UNROLL_STEPS, help='tokens per row per batch')
     p.add_argument('--eval_max_tokens', type=count_or_zero, default=0, help='stop after this many target tokens (0: all)')
-    p.add_argument('--output_json', type=output_file, help='also write the figures here')
+    p.add_argument('--output_json', type=file_or_stdout, help='also write the figures here; - writes them to '
+                   'standard output (the lines shown then go to stderr)')
     return p
 
 
 def main(argv=None):
     a = build_parser().parse_args(argv)
+    from paddle_elmo.fileio import input_path
+    with input_path(a.dev_data_path) as dev_data_path:  # standard input: copied, as it is read three times
+        evaluate_on(a, dev_data_path)
+
+
+def evaluate_on(a, dev_data_path):
+    """eval's work on the held-out files `dev_data_path` (--dev_data_path, or standard input's copy)."""
     from paddle_elmo.text.corpus import check_corpus, count_tokens
     from paddle_elmo.text.batches import iter_eval_batches, target_statistics
     from paddle_elmo.text.vocabulary import Vocabulary
-    from paddle_elmo.fileio import write_json_atomic
     from paddle_elmo.train.lm import evaluate
     from paddle_elmo.train.lm_loading import load_language_model
     from paddle_elmo.logs import progress_bar
     from paddle_elmo.runtime import use_device
     use_device(a.device, cpu_threads=a.cpu_threads)
     source = model_source(a)  # its options.json only (the weights load below): the tokenizer the data is read for
-    check_corpus(a.dev_data_path, '--dev_data_path', source.config.tokenizer)  # a bad glob fails before a model loads
-    counts = count_tokens(a.dev_data_path)
+    check_corpus(dev_data_path, '--dev_data_path', source.config.tokenizer)  # a bad glob fails before a model loads
+    counts = count_tokens(dev_data_path)
     vocab = Vocabulary(model_vocabulary(a, source))
     model = load_language_model(vocab.size, source)
     expected = counts['n_tokens'] + counts['n_sentences']  # every word and every sentence end
     with progress_bar(True, __name__, total=min(expected, a.eval_max_tokens or expected), unit='tok',
                       desc='evaluating') as bar:
-        result = evaluate(model, iter_eval_batches(a.dev_data_path, vocab, a.batch_size, a.unroll_steps),
+        result = evaluate(model, iter_eval_batches(dev_data_path, vocab, a.batch_size, a.unroll_steps),
                           a.eval_max_tokens, bar)
-    print(f'tokens: {result["n_tokens"]:,}')
-    print(f'forward perplexity:  {result["forward_perplexity"]:.3f}')
-    print(f'backward perplexity: {result["backward_perplexity"]:.3f}')
-    print(f'perplexity (exp of the mean of the two losses, as bilm-tf): {result["perplexity"]:.3f}')
+    shown_on = results_stream(a.output_json)
+    print(f'tokens: {result["n_tokens"]:,}', file=shown_on)
+    print(f'forward perplexity:  {result["forward_perplexity"]:.3f}', file=shown_on)
+    print(f'backward perplexity: {result["backward_perplexity"]:.3f}', file=shown_on)
+    print(f'perplexity (exp of the mean of the two losses, as bilm-tf): {result["perplexity"]:.3f}', file=shown_on)
     if not a.eval_max_tokens or a.eval_max_tokens >= expected:
-        result.update(bits_per_character(result, target_statistics(a.dev_data_path, vocab)))
+        result.update(bits_per_character(result, target_statistics(dev_data_path, vocab)))
         print(f'bits per character: forward {result["forward_bits_per_character"]:.4f}, backward '
               f'{result["backward_bits_per_character"]:.4f}, mean {result["bits_per_character"]:.4f} '
-              f'({result["n_characters"]:,} characters)')
-        print(f'<UNK> targets: {result["n_unknown"]:,} ({100 * result["unknown_rate"]:.2f}%)')
+              f'({result["n_characters"]:,} characters)', file=shown_on)
+        print(f'<UNK> targets: {result["n_unknown"]:,} ({100 * result["unknown_rate"]:.2f}%)', file=shown_on)
     if a.output_json:
         result['args'] = {k: v for k, v in vars(a).items() if not k.startswith('_')}
-        write_json_atomic(result, a.output_json)
+        write_json_output(result, a.output_json, '--output_json')
 
 
 def bits_per_character(result, stats):

@@ -28,17 +28,16 @@ import os
 import time
 from collections import Counter
 
-from paddle_elmo.cli.arguments import Switch, add_device, add_tokenizer, parser, positive_int
+from paddle_elmo.cli.arguments import (Switch, add_device, add_tokenizer, float_or_zero, parser, positive_float,
+                                       positive_int)
 from paddle_elmo.cli.glossary import option_strings
 from paddle_elmo.cli.model_flags import add_inference_model, add_model_source, model_source
 from paddle_elmo.cli.runner import run
 from paddle_elmo.cli.protocol import (add_protocol_args, check_protocol_args, data_flags, load_data, report,
                                       runs_on_this_rank, settings, train_config)
-from paddle_elmo.use.classifier import cross_validate, make_folds
 from paddle_elmo.text.tokenizers import model_tokenizer
 from paddle_elmo.use.languages import warn_if_mostly_unknown
 from paddle_elmo.text.vocabulary import long_tokens_report
-from paddle_elmo.use.features import ActivationCache, model_builder
 from paddle_elmo.fileio import InputError, require_package
 from paddle_elmo.runtime import use_device
 from paddle_elmo.text.word_vectors import check_vectors_file, lookup_table, read_word_vectors
@@ -49,14 +48,15 @@ def add_elmo_args(p):
     e = p.add_argument_group('ELMo')
     e.add_argument('--trainable', action=Switch, default=False,
                    help='fine-tune the biLM at --bilm_lr (recomputed every batch); off: frozen (and cached)')
-    e.add_argument('--bilm_lr', type=float, default=2e-5, help='Adam learning rate of the biLM with --trainable')
+    e.add_argument('--bilm_lr', type=positive_float, default=2e-5,
+                   help='Adam learning rate of the biLM with --trainable')
     e.add_argument('--layer_norm', action=Switch, default=False,
                    help='layer-normalise each biLM layer before mixing')
     e.add_argument('--elmo_layer', default='mix', type=_elmo_layer,
                    help='the feature: mix (a learned scalar mix of all layers), top (the top LSTM layer alone, '
                    'bilm-tf\'s use_top_only), or a layer number alone: 0 the token layer (TF-Hub\'s word_emb), '
                    '1, 2 the LSTM layers (lstm_outputs1, lstm_outputs2)')
-    e.add_argument('--l2_coef', type=float, default=1e-3,
+    e.add_argument('--l2_coef', type=float_or_zero, default=1e-3,
                    help='L2 penalty on the scalar-mix weights (pulls them toward equal weights)')
     e.add_argument('--cache', action=Switch, default=True,
                    help='frozen biLM: compute its layers once and cache them on disk (off: recompute them every batch)')
@@ -82,10 +82,6 @@ def _elmo_layer(value):
 
 
 def check_elmo_args(a):
-    if a.bilm_lr <= 0:
-        raise InputError(f'--bilm_lr must be > 0, got {a.bilm_lr}')
-    if a.l2_coef < 0:
-        raise InputError(f'--l2_coef must be >= 0, got {a.l2_coef}')
     if a.cache_dir and (a.trainable or not a.cache):
         raise InputError('--cache_dir is for the frozen biLM\'s cache; it has no use with '
                          '--trainable or --no_cache')
@@ -139,6 +135,8 @@ def build_parser():
 
 def main(argv=None):
     a = build_parser().parse_args(argv)
+    from paddle_elmo.use.classifier import cross_validate, make_folds  # Paddle's: not needed by the flags (--help)
+    from paddle_elmo.use.features import ActivationCache, model_builder
     source = model_source(a)
     check_protocol_args(a)
     check_elmo_args(a)

@@ -24,8 +24,8 @@ FLAGS = {
     'init_from_weights': ('pretrain: start a new run from the weights in this directory (options.json + '
                           'weights.hdf5) or of a model name (bundled, bundled-zh, original, ...)', ()),
     'inference_model': ('a directory written by export-inference, as the model', ()),
-    'inference_backend': ('what runs an --inference_model: paddle or onnxruntime (default: paddle where it can '
-                          'be imported, else onnxruntime)', ()),
+    'inference_backend': ('what runs an --inference_model: paddle or onnxruntime (default: onnxruntime for an '
+                          'int8 export; paddle where it can be imported, else onnxruntime)', ()),
     'embedding_weight_file': ('an hdf5 of token embeddings (dump --output_file) used in place of the char CNN', ()),
     # data
     'train_data_path': ('training corpus files (a glob): one sentence per line, tokens separated by spaces', ()),

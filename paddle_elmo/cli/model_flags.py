@@ -81,8 +81,9 @@ def add_inference_model(p, title, model_help):
     g.add_argument('--inference_model', help=model_help)
     g.add_argument('--inference_backend', choices=['paddle', 'onnxruntime'],
                    help="paddle.inference's predictor (inference.json) or onnxruntime (model.onnx; an int8 export "
-                   "runs here); default: paddle where Paddle can be imported and the directory holds its "
-                   "program, else onnxruntime (the [serve] install), said in one line")
+                   "runs here); default: onnxruntime for an int8 export; for a float32 one paddle where Paddle can "
+                   "be imported and the directory holds its program, else onnxruntime (the [serve] install); said "
+                   "in one line")
     g.add_argument('--onednn', action=Switch, default=True,
                    help="paddle backend: oneDNN's CPU kernels (off: Paddle's own, with MKL matmuls)")
     return g

@@ -20,10 +20,11 @@ its options.json).
 import logging
 import os
 
-from paddle_elmo.cli.arguments import Switch, add_device, add_tokenizer, count_or_zero, output_file, parser, positive_int
+from paddle_elmo.cli.arguments import (Switch, add_device, add_tokenizer, count_or_zero, file_or_stdin, file_or_stdout,
+                                       parser, positive_float, positive_int, seed_number)
 from paddle_elmo.cli.model_flags import add_model_source, model_source, model_vocabulary
-from paddle_elmo.cli.runner import run
-from paddle_elmo.fileio import InputError
+from paddle_elmo.cli.runner import results_stream, run, write_json_output
+from paddle_elmo.fileio import STDIN_NAME, STDIO, InputError, input_path
 from paddle_elmo.text.encodings import iter_text_lines
 
 log = logging.getLogger(__name__)
@@ -36,8 +37,9 @@ def build_parser():
     add_device(p)
     p.add_argument('--prefix', action='append',
                    help='text to continue (repeatable); with --direction backward, the text to precede')
-    p.add_argument('--prefix_file', help='more prefixes, one per line (UTF-8; else Latin-1 for moses or whitespace; an '
-                   'empty line is the empty prefix)')
+    p.add_argument('--prefix_file', type=file_or_stdin,
+                   help='more prefixes, one per line (UTF-8; else Latin-1 for moses or whitespace; an empty line is '
+                   'the empty prefix); - reads standard input')
     add_tokenizer(p)
     p.add_argument('--direction', default='forward', choices=['forward', 'backward'],
                    help='forward: the next word after the prefix; backward: the word before it')
@@ -46,13 +48,14 @@ def build_parser():
                    help='predict and sample <UNK> like any other word: it stands for every word outside the '
                    'vocabulary, and a sampled one appears as "<UNK>" in the text (off: never)')
     p.add_argument('--sample', type=count_or_zero, default=0, metavar='N', help='also sample N continuations per prefix')
-    p.add_argument('--temperature', type=float, default=1.0,
+    p.add_argument('--temperature', type=positive_float, default=1.0,
                    help='sampling temperature: below 1 sharper (towards the most likely word), above 1 flatter')
     p.add_argument('--sample_max_tokens', type=positive_int, default=30,
                    help='a sample stops after this many tokens unless the sentence boundary comes first')
-    p.add_argument('--seed', type=int, default=0, help='the same seed gives the same samples')
-    p.add_argument('--output_json', type=output_file,
-                   help='also write {"predictions": [...], "samples": [...]} here')
+    p.add_argument('--seed', type=seed_number, default=0, help='the same seed gives the same samples')
+    p.add_argument('--output_json', type=file_or_stdout,
+                   help='also write {"predictions": [...], "samples": [...]} here; - writes it to standard output '
+                   '(the lines shown then go to stderr)')
     return p
 
 
@@ -65,17 +68,18 @@ def main(argv=None):
     prefixes = list(a.prefix or [])
     source = model_source(a)  # its options.json, which records the tokenizer the prefixes are read for
     if a.prefix_file:
-        if not os.path.isfile(a.prefix_file):
-            raise FileNotFoundError(f'--prefix_file {a.prefix_file}: file not found')
-        from_file = [text.rstrip('\r\n') for _, _, text in iter_text_lines(a.prefix_file,
-                                                                           a.tokenizer or source.config.tokenizer)]
+        name = STDIN_NAME if a.prefix_file == STDIO else a.prefix_file
+        with input_path(a.prefix_file) as path:
+            if not os.path.isfile(path):
+                raise FileNotFoundError(f'--prefix_file {name}: file not found')
+            from_file = [text.rstrip('\r\n') for _, _, text in
+                         iter_text_lines(path, a.tokenizer or source.config.tokenizer)]
         if not from_file:  # a blank line is the empty prefix; a file without a line holds none
             if not prefixes:
-                raise InputError(f'--prefix_file {a.prefix_file}: an empty file; expected a prefix per line')
-            log.warning('--prefix_file %s: an empty file, no prefix from it', a.prefix_file)
+                raise InputError(f'--prefix_file {name}: an empty file; expected a prefix per line')
+            log.warning('--prefix_file %s: an empty file, no prefix from it', name)
         prefixes += from_file
     from paddle_elmo.text.vocabulary import Vocabulary
-    from paddle_elmo.fileio import write_json_atomic
     from paddle_elmo.train.lm_loading import load_language_model
     from paddle_elmo.runtime import use_device
     from paddle_elmo.use.predict import Predictor
@@ -83,24 +87,25 @@ def main(argv=None):
     vocab = Vocabulary(model_vocabulary(a, source))
     predictor = Predictor(load_language_model(vocab.size, source), vocab, a.tokenizer)
     result = {'predictions': [], 'samples': []}
+    shown_on = results_stream(a.output_json)
     for prefix in prefixes:
         shown = f'{prefix} ___' if a.direction == 'forward' else f'___ {prefix}'
         if a.top_k:
             top = predictor.top(prefix, a.top_k, a.direction, not a.unk)
             result['predictions'].append({'prefix': prefix, 'direction': a.direction,
                                           'top': [{'word': w, 'prob': prob} for w, prob in top]})
-            print(f'{a.direction}: {shown.strip()}')
+            print(f'{a.direction}: {shown.strip()}', file=shown_on)
             for word, prob in top:
-                print(f'  {prob:.4f}  {word}')
+                print(f'  {prob:.4f}  {word}', file=shown_on)
         if a.sample:
             samples = predictor.sample(prefix, a.sample, a.temperature, a.sample_max_tokens, a.seed, a.direction,
                                        not a.unk)
             for i, words in enumerate(samples, 1):
                 text = predictor.sample_text(prefix, words, a.direction)
                 result['samples'].append({'prefix': prefix, 'direction': a.direction, 'text': text})
-                print(f'sample {i}: {text}')
+                print(f'sample {i}: {text}', file=shown_on)
     if a.output_json:
-        write_json_atomic(result, a.output_json)
+        write_json_output(result, a.output_json, '--output_json')
 
 
 if __name__ == '__main__':

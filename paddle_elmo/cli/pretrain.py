@@ -32,10 +32,9 @@ from paddle_elmo.fileio import InputError, check_output_directory
 from paddle_elmo.train.run_plan import check_one_start, for_run
 from paddle_elmo.cli.runner import rank
 from paddle_elmo.files.checkpoint_names import checkpoint_dir, checkpoint_prefix
-from paddle_elmo.files.run_directory import (RunLock, check_not_running, check_run_directory, new_run_directory, remove_run_files,
-                                             resumes_here)
+from paddle_elmo.files.run_directory import (RunLock, check_not_running, check_run_directory, new_run_directory,
+                                             remove_run_files, resumes_here)
 from paddle_elmo.text.corpus import check_corpus, warn_if_untokenized
-from paddle_elmo.files.model_io import resolve_model
 from paddle_elmo.files.model_names import did_you_mean, is_model_name
 from paddle_elmo.files.run_configs import OPTIONS_FILE, WEIGHTS_FILE, read_run_configs
 from paddle_elmo.text.word_vectors import check_vectors_file
@@ -79,6 +78,7 @@ def weights_model(init_from_weights, options_file, weight_file):
     """The weights a new run starts from: --init_from_weights NAME_OR_DIR (a named model, downloaded on
     first use, or DIR/options.json + DIR/weights.hdf5), or --options_file with --weight_file ->
     model_io.LoadedModel of bilm-tf / AllenNLP files."""
+    from paddle_elmo.files.model_io import resolve_model
     if init_from_weights and is_model_name(init_from_weights):
         return resolve_model(init_from_weights)
     if init_from_weights:

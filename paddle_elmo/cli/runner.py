@@ -17,7 +17,7 @@ import logging
 import os
 import sys
 
-from paddle_elmo.fileio import InputError, RunFailure, missing_package
+from paddle_elmo.fileio import STDIO, InputError, RunFailure, missing_package, output_path, write_json_atomic
 from paddle_elmo.logs import AboveBarsHandler, set_command_bars
 
 
@@ -43,6 +43,19 @@ def run(main):
         except KeyboardInterrupt:
             print('interrupted', file=sys.stderr)
             sys.exit(130)
+
+
+def results_stream(*outputs):
+    """Where a command prints its results: stdout, unless one of its `outputs` (paths, None for those not
+    given) is `-`: standard output then holds that file alone, and the result lines go to stderr."""
+    return sys.stderr if STDIO in outputs else sys.stdout
+
+
+def write_json_output(obj, path, flag):
+    """Write `obj` as JSON to the file `path` (atomically), or to standard output for `-` (once whole,
+    after the work: nothing there if it failed); `flag` names it in an error."""
+    with output_path(path, flag, suffix='.json', text=True) as target:
+        write_json_atomic(obj, target)
 
 
 def fail(error, code=2):

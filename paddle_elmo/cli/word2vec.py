@@ -27,16 +27,16 @@ printed and written to the JSON. The word vectors stay frozen, as the frozen biL
 import logging
 import time
 
-from paddle_elmo.cli.arguments import add_device, add_tokenizer, count_or_zero, output_file, parser, positive_int
+from paddle_elmo.cli.arguments import (add_device, add_tokenizer, count_or_zero, float_or_zero, output_file, parser,
+                                       positive_int)
 from paddle_elmo.cli.glossary import option_strings
 from paddle_elmo.cli.runner import run
 from paddle_elmo.cli.protocol import (add_protocol_args, check_protocol_args, data_flags, load_data, report,
                                       runs_on_this_rank, settings, train_config)
-from paddle_elmo.use.classifier import SentenceClassifier, cross_validate, make_folds
 from paddle_elmo.text.corpus import check_corpus
 from paddle_elmo.fileio import InputError, require_package
 from paddle_elmo.runtime import use_device
-from paddle_elmo.text.word_vectors import (OOV_MODES, Word2VecFeatures, check_vectors_file, corpus_paths, is_binary,
+from paddle_elmo.text.word_vectors import (OOV_MODES, check_vectors_file, corpus_paths, is_binary,
                                            lookup_table, read_word_vectors, save_vectors, train_word2vec)
 
 log = logging.getLogger(__name__)
@@ -67,7 +67,8 @@ def add_word2vec_args(p):
                    help='training: drop words seen fewer than this many times (5, not build-vocab\'s 1: word2vec\'s '
                    'own default, as a word seen once or twice gets a vector that is mostly noise)')
     w.add_argument('--w2v_negative', type=positive_int, default=5, help='training: negative samples per pair')
-    w.add_argument('--w2v_sample', type=float, default=1e-3, help='training: frequent-word downsampling threshold')
+    w.add_argument('--w2v_sample', type=float_or_zero, default=1e-3,
+                   help='training: frequent-word downsampling threshold (0: none)')
     w.add_argument('--w2v_epochs', type=positive_int, default=5, help='training: passes over the corpus')
     w.add_argument('--train_max_tokens', type=count_or_zero, default=0, help='training: only the first N tokens of the corpus '
                    '(e.g. as many as a biLM checkpoint has seen; 0: all)')
@@ -133,6 +134,8 @@ def main(argv=None):
                              '(--train_data_path FILES --output_word_vectors FILE)')
         vectors_from_args(a, {})
         return 0
+    from paddle_elmo.use.classifier import SentenceClassifier, cross_validate, make_folds  # Paddle's: not the flags'
+    from paddle_elmo.use.features import Word2VecFeatures
     data = load_data(**data_flags(a), tokenizer=a.tokenizer)  # before the (long) training, so a bad --data_dir fails at once
     folds = make_folds(data.labels, a.folds, a.seed, a.dev_fraction)
     info = {}

@@ -8,7 +8,7 @@ import shutil
 import tempfile
 
 from paddle_elmo.export.export_format import EXPORTED_FILES
-from paddle_elmo.fileio import InputError, check_output_directory, make_directory, temp_beside
+from paddle_elmo.fileio import InputError, check_output_directory, make_directory, temp_beside, umask
 from paddle_elmo.files.run_configs import VOCAB_FILE
 
 
@@ -33,9 +33,7 @@ def temp_dir_beside(output_dir, parent, suffix):
     except OSError as e:
         raise InputError(f'{output_dir}: cannot write in {parent} ({e.strerror})') from None
     # mkdtemp makes it private (0700); an export is as readable as any file the user writes
-    umask = os.umask(0)
-    os.umask(umask)
-    os.chmod(path, 0o777 & ~umask)
+    os.chmod(path, 0o777 & ~umask())
     return path
 
 

@@ -2,7 +2,8 @@
 toolkit's model code, with ELMoEmbedder's interface and batching. With onnxruntime it imports no
 Paddle (nor does anything it imports: tests/test_structure.py), so the [serve] extra (numpy, h5py,
 onnxruntime) runs an export. Without a backend named, `choose_backend` picks the one the install
-and the directory allow (Paddle where it can be imported, else onnxruntime) and logs which.
+and the directory allow (onnxruntime for an int8 export; for a float32 one Paddle where it can be
+imported, else onnxruntime) and logs which.
 """
 import importlib
 import logging
@@ -28,11 +29,13 @@ PROGRAM_FILES = (f'{PROGRAM_PREFIX}.json', f'{PROGRAM_PREFIX}.pdiparams')  # wha
 
 def choose_backend(model_dir, backend=None):
     """The backend that runs the export in `model_dir` -> 'paddle' or 'onnxruntime'. A `backend`
-    given is kept (its package is required on use, with an error naming the extra). None: Paddle
-    Inference where the directory holds its program and Paddle can be imported (the [cpu] install;
-    the default before there was a choice), else onnxruntime on model.onnx (the [serve] install, or
-    an ONNX-only export); the choice and why are logged at INFO, one line. FileNotFoundError when
-    `model_dir` is no directory, or (None) holds neither runtime's file."""
+    given is kept (its package is required on use, with an error naming the extra). None: for an
+    int8 export (export.json's precision), onnxruntime on its quantized model.onnx where onnxruntime
+    can be imported (the model the export was made for); for a float32 one, Paddle Inference where
+    the directory holds its program and Paddle can be imported (the [cpu] install; the default
+    before there was a choice); else the other, or the one runtime whose file the directory holds.
+    The choice and why are logged at INFO, one line (naming a skipped int8 model). FileNotFoundError
+    when `model_dir` is no directory, or (None) holds neither runtime's file."""
     if not os.path.isdir(model_dir):
         raise FileNotFoundError(f'{model_dir}: no such directory (paddle-elmo export-inference writes one)')
     if backend is not None:
@@ -42,14 +45,19 @@ def choose_backend(model_dir, backend=None):
     if not has_program and not has_onnx:
         raise FileNotFoundError(f'{os.path.join(model_dir, PROGRAM_FILES[0])}: not found, nor {ONNX_FILE}: {model_dir} '
                                 f'is not an export (paddle-elmo export-inference writes {", ".join(EXPORTED_FILES)})')
-    if has_program and has_onnx:
+    quantized = has_onnx and read_manifest(model_dir).get('precision', 'float32') != 'float32'
+    if has_program and has_onnx and quantized:
+        backend = 'onnxruntime' if _importable('onnxruntime') else 'paddle'
+        reason = ('the export is int8' if backend == 'onnxruntime' else
+                  f'float32: its int8 {ONNX_FILE} is skipped, onnxruntime cannot be imported')
+    elif has_program and has_onnx:
         backend = 'paddle' if _importable('paddle.inference') else 'onnxruntime'
         reason = 'Paddle can be imported' if backend == 'paddle' else 'Paddle cannot be imported'
     else:
         backend = 'paddle' if has_program else 'onnxruntime'
         reason = f'the directory holds no {ONNX_FILE if has_program else PROGRAM_FILES[0]}'
-    log.info('%s: run by %s on its %s (%s; --inference_backend or backend= chooses)', model_dir, backend,
-             PROGRAM_FILES[0] if backend == 'paddle' else ONNX_FILE, reason)
+    runs = PROGRAM_FILES[0] if backend == 'paddle' else f'{"int8 " if quantized else ""}{ONNX_FILE}'
+    log.info('%s: run by %s on its %s (%s; --inference_backend or backend= chooses)', model_dir, backend, runs, reason)
     return backend
 
 
@@ -68,7 +76,7 @@ class InferenceEmbedder(SentenceEmbedder):
     Same results and batching as ELMoEmbedder(stateful=False) (sentences grouped by length), run by
     Paddle Inference's predictor (backend='paddle'; onednn=False runs Paddle's own CPU kernels,
     matmuls on MKL) or onnxruntime (backend='onnxruntime'); backend=None picks one (choose_backend:
-    Paddle where it can be imported, else onnxruntime) and logs which. threads: CPU threads (None: as
+    onnxruntime for an int8 export; Paddle where it can be imported, else onnxruntime) and logs which. threads: CPU threads (None: as
     ELMoEmbedder, the user's OMP_NUM_THREADS or the available cores). tokenizer: as ELMoEmbedder's
     (None: the one the export's options.json records). A word or word+char export maps tokens to
     word ids with its vocab.txt (`mapper`, a token_ids.InputMapper). `precision`: 'float32', or how

@@ -1,6 +1,7 @@
 """Word vectors for the bag-of-vectors classifier: skip-gram training (gensim), word2vec files in and
-out, and `Word2VecFeatures`, the frozen-vector token features (word2vec_base.py's, and the word2vec
-half of run_finetune.py --word_vectors).
+out, and the lookup table of a dataset's tokens (`lookup_table`) that use/features.Word2VecFeatures
+turns into token features. Imports no Paddle (pretrain's and the classifiers' flags check a vectors
+file, and --help answers, in the core install).
 
 Token lookup: the token itself, else its lower-case, Capitalised or UPPER-case form (rt-polarity
 is lower-cased; the corpus and GoogleNews are not).
@@ -10,10 +11,6 @@ import os
 import sys
 
 import numpy as np
-
-import paddle
-import paddle.nn as nn
-import paddle.nn.functional as F
 
 from paddle_elmo.fileio import InputError, atomic_path, list_files, require_package
 from paddle_elmo.logs import AboveBarsHandler, show_progress_lines
@@ -232,25 +229,3 @@ def lookup_table(sentences, kv, oov='unk'):
              'known_types': len(keys)}
     return table, ids, stats
 
-
-class Word2VecFeatures(nn.Layer):
-    """Sentence indices -> (frozen word vectors [tokens, dim] packed sentence after sentence,
-    lengths [batch]): classifier.py's features module."""
-
-    def __init__(self, table, token_ids, oov='unk'):
-        super().__init__()
-        self.register_buffer('table', paddle.to_tensor(table), persistable=False)
-        self.token_ids = token_ids
-        self.dim = table.shape[1]
-        # One learned vector for all OOV tokens; zero at the start, so it begins as "no information".
-        self.unk = self.create_parameter([self.dim], default_initializer=nn.initializer.Constant(0.0)) \
-            if oov == 'unk' else None
-
-    def forward(self, indices):
-        rows = [self.token_ids[i] for i in indices]
-        lengths = np.array([len(r) for r in rows], dtype=np.int64)
-        ids = paddle.to_tensor(np.concatenate(rows) if rows else np.zeros(0, np.int64))
-        x = F.embedding(ids, self.table)  # [tokens, dim]
-        if self.unk is not None:
-            x = x + (ids == UNK).astype(x.dtype).unsqueeze(-1) * self.unk
-        return x, lengths

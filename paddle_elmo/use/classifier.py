@@ -41,6 +41,7 @@ from paddle_elmo.runtime import set_mode
 from paddle_elmo.text.tokenizers import get_tokenizer
 from paddle_elmo.fileio import InputError, require_package
 from paddle_elmo.text.encodings import read_text_file
+from paddle_elmo.use.head_options import FEATURE_NORMS
 from paddle_elmo.logs import show_progress
 
 log = logging.getLogger(__name__)
@@ -159,7 +160,6 @@ def make_folds(labels, n_folds=10, seed=1, dev_fraction=0.1):
 # Model
 # --------------------------------------------------------------------------------------------
 
-FEATURE_NORMS = ('batchnorm', 'none')
 # Paddle's BatchNorm1D warns on every training call that it tracks running statistics (as intended).
 _BATCHNORM_NOTICE = 'When training, we now always track global mean and variance'
 

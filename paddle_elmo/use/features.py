@@ -1,6 +1,7 @@
-"""The ELMo features of the downstream classifier: the frozen biLM's layers cached on disk
-(`ActivationCache`), the scalar-mixed ELMo features of a batch (`ElmoFeatures`), those beside
-word2vec vectors (`ConcatFeatures`), and `model_builder`, which makes a fresh classifier per fold.
+"""The token features of the downstream classifiers: the frozen biLM's layers cached on disk
+(`ActivationCache`), the scalar-mixed ELMo features of a batch (`ElmoFeatures`), frozen word2vec
+vectors (`Word2VecFeatures`, word2vec_base.py's), the two side by side (`ConcatFeatures`), and
+`model_builder`, which makes a fresh classifier per fold.
 
 Token features travel packed: `(tokens [n_tokens, dim], lengths [batch])`, the batch's real tokens
 one sentence after another, as classifier.BowHead reads them.
@@ -14,13 +15,14 @@ import numpy as np
 
 import paddle
 import paddle.nn as nn
+import paddle.nn.functional as F
 
 from paddle_elmo.logs import progress_bar
 from paddle_elmo.use.classifier import SentenceClassifier, pack
 from paddle_elmo.text.token_ids import InputMapper
 from paddle_elmo.use.downstream import Elmo
 from paddle_elmo.use.embedder import ELMoEmbedder
-from paddle_elmo.text.word_vectors import Word2VecFeatures
+from paddle_elmo.text.word_vectors import UNK
 
 log = logging.getLogger(__name__)
 
@@ -164,3 +166,26 @@ def model_builder(bilm, sentences, *, trainable=False, bilm_lr=2e-5, layer_norm=
         return SentenceClassifier(features, hidden_dim, dropout, feature_norm=feature_norm)
 
     return build_model
+
+
+class Word2VecFeatures(nn.Layer):
+    """Sentence indices -> (frozen word vectors [tokens, dim] packed sentence after sentence,
+    lengths [batch]): classifier.py's features module."""
+
+    def __init__(self, table, token_ids, oov='unk'):
+        super().__init__()
+        self.register_buffer('table', paddle.to_tensor(table), persistable=False)
+        self.token_ids = token_ids
+        self.dim = table.shape[1]
+        # One learned vector for all OOV tokens; zero at the start, so it begins as "no information".
+        self.unk = self.create_parameter([self.dim], default_initializer=nn.initializer.Constant(0.0)) \
+            if oov == 'unk' else None
+
+    def forward(self, indices):
+        rows = [self.token_ids[i] for i in indices]
+        lengths = np.array([len(r) for r in rows], dtype=np.int64)
+        ids = paddle.to_tensor(np.concatenate(rows) if rows else np.zeros(0, np.int64))
+        x = F.embedding(ids, self.table)  # [tokens, dim]
+        if self.unk is not None:
+            x = x + (ids == UNK).astype(x.dtype).unsqueeze(-1) * self.unk
+        return x, lengths
