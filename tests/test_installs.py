@@ -384,7 +384,7 @@ def test_the_serve_install_embeds_an_export_without_a_backend_named(serve_venv, 
 # README's jobs for a [cpu] user, one after the other in one process (bash), each command's exit code
 # in $OUT/codes and its output in $OUT/NAME.out / .err. The pretraining is a tiny model (the
 # arguments after OUT) on the demo's corpus and vocabulary: checkpoints at steps 2 and 4, then a
-# resume from 2 to step 6.
+# resume from 2 to step 6 in a directory of its own (the finished run's 'final' is kept).
 CPU_JOURNEY = textwrap.dedent('''
     OUT=$1; shift; TINY=("$@")
     step() { name=$1; shift; "$@" > "$OUT/$name.out" 2> "$OUT/$name.err"; echo "$name $?" >> "$OUT/codes"; }
@@ -395,7 +395,7 @@ CPU_JOURNEY = textwrap.dedent('''
     step pretrain paddle-elmo pretrain --train_data_path "$TRAIN" --vocab_file "$OUT/demo/vocab.txt" \\
         --save_dir "$OUT/run" --max_steps 4 --save_freq 2 --log_freq 1 --seed 1 "${TINY[@]}"
     step resume paddle-elmo pretrain --train_data_path "$TRAIN" --vocab_file "$OUT/demo/vocab.txt" \\
-        --save_dir "$OUT/run" --init_from_ckpt "$OUT/run/2" --max_steps 6 "${TINY[@]}"
+        --save_dir "$OUT/resumed" --init_from_ckpt "$OUT/run/2" --max_steps 6 "${TINY[@]}"
     step eval paddle-elmo eval --dev_data_path "$HELDOUT" --init_from_ckpt "$OUT/run/final" --batch_size 8
     step predict paddle-elmo predict --prefix "The stock market" --top_k 5
     step embed paddle-elmo embed "$OUT/sentences.txt" "$OUT/out.hdf5"
@@ -439,7 +439,8 @@ def test_the_cpu_install_runs_readme_s_jobs_without_the_plot_extra(cpu_venv, cpu
         [line] = plot_lines(read(name))
         assert line.startswith(PLOT_SKIPPED) and line.endswith('pip install "paddle-elmo[plot]"')
     assert 'step 3/6' in read('resume.err') and 'step 1/' not in read('resume.err')
-    assert {'2.pdparams', '4.pdparams', 'final.pdparams'} <= set(os.listdir(out / 'run'))  # 4: the resume's
+    assert {'2.pdparams', '4.pdparams', 'final.pdparams'} <= set(os.listdir(out / 'run'))
+    assert {'4.pdparams', 'final.pdparams', 'options.json'} <= set(os.listdir(out / 'resumed'))  # 4: the resume's
     assert not (out / 'run' / 'train_curve.png').exists()
     # eval, predict, embed, export, and embed of the export (Paddle chosen: it can be imported)
     assert 'perplexity' in read('eval.out')

@@ -195,9 +195,11 @@ def test_word_input_trains_and_resumes_exactly(token_input, corpus, tmp_path, ca
     part = run('run_pretrain.py', pretrain_args(corpus, tmp_path / 'part', *extra, '--max_minutes', '10',
                                                  '--save_freq', '4'))
     assert part.returncode == 0, part.stderr[-2000:]
-    resumed = run('run_pretrain.py', ['--init_from_ckpt', str(tmp_path / 'part' / '4')])
+    # the run finished: its step 4 resumes into a directory of its own (in place it would replace 'final')
+    resumed = run('run_pretrain.py', ['--init_from_ckpt', str(tmp_path / 'part' / '4'), '--save_dir',
+                                      str(tmp_path / 'resumed')])
     assert resumed.returncode == 0, resumed.stderr[-2000:]
-    assert_same_weights(load(tmp_path / 'whole' / 'final.pdparams'), load(tmp_path / 'part' / 'final.pdparams'))
+    assert_same_weights(load(tmp_path / 'whole' / 'final.pdparams'), load(tmp_path / 'resumed' / 'final.pdparams'))
     assert (tmp_path / 'part' / 'vocab.txt').read_text() == (tmp_path / 'whole' / 'vocab.txt').read_text()
     # evaluation and embedding read the checkpoint's vocabulary (in this process, helpers.run_here: the
     # commands are what is checked, and their scripts run in processes of their own elsewhere)

@@ -142,11 +142,22 @@ def test_a_model_or_an_input_in_save_dir_is_never_written_over(corpus, fixture_d
     assert 'holds a model (options.json + weights.hdf5), not a run' in line and snapshot(model) == before
     d = tmp_path / 'run'
     d.mkdir()
+    shutil.copy(corpus / 'heldout.txt', d / 'train_log.csv')  # an input under a name the run writes
+    line = one_line_error(run('pretrain', pretrain_args(corpus, d, '--max_steps', '1', '--dev_data_path',
+                                                        str(d / 'train_log.csv'))))
+    assert f'--dev_data_path {d / "train_log.csv"}: is in --save_dir {d} under a name the run writes' in line
+    # README's layout: the vocabulary beside its word model's run, as vocab.txt, kept as it is (also when the
+    # directory's earlier run is overwritten)
     shutil.copy(corpus / 'vocab.txt', d / 'vocab.txt')
-    args = pretrain_args(corpus, d, '--max_steps', '1', '--token_input', 'word')
-    args[args.index('--vocab_file') + 1] = str(d / 'vocab.txt')
-    line = one_line_error(run('pretrain', args))
-    assert f'--vocab_file {d / "vocab.txt"}: is in --save_dir {d} under a name the run writes' in line
+    before = (d / 'vocab.txt').read_bytes()
+    args = pretrain_args(corpus, d / 'zh', '--max_steps', '1', '--token_input', 'word')
+    args[args.index('--vocab_file') + 1] = str(d / 'zh' / 'vocab.txt')
+    (d / 'zh').mkdir()
+    shutil.copy(d / 'vocab.txt', d / 'zh' / 'vocab.txt')
+    for extra in ([], ['--overwrite_save_dir']):
+        proc = run('pretrain', args + extra)
+        assert proc.returncode == 0, proc.stderr[-2000:]
+        assert (d / 'zh' / 'vocab.txt').read_bytes() == before and (d / 'zh' / 'final.pdparams').exists()
 
 
 @pytest.fixture(scope='module')

@@ -146,7 +146,7 @@ def owned_directory(a, save_dir, resumed, inputs):
     with RunLock(save_dir):
         check_run_directory(save_dir, resumed, a.overwrite_save_dir, inputs)  # another run may have ended since
         if a.overwrite_save_dir and not resumes_here(save_dir, resumed):
-            remove_run_files(save_dir)
+            remove_run_files(save_dir, inputs)
         log.info('run directory: %s%s', save_dir, ' (new)' if new else '')
         yield
 

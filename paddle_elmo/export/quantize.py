@@ -34,8 +34,12 @@ QUANTIZE_CHOICES = ('int8',)
 # machine), the same numbers. Re-measured there (issue 55, BENCHMARKS): per-column weight scales
 # 0.99x with the same agreement; QUInt8 weights ~0.6x; the highway and projection in int8 with
 # per-token inputs 1.16x but worst token cosine 0.982 (< 0.99); MatMulNBits 8-bit 0.5-0.9x.
+# Weights in 7 bits (quantize_dynamic's reduce_range): on a CPU without VNNI (AVX2, AVX-512 before VNNI)
+# onnxruntime's u8s8 products add pairs of uint8 x int8 in int16, which 8-bit weights overflow: a
+# large-valued model's worst token cosine fell to 0.67 on an AVX2 AMD VM (0.9987 with 7 bits; the bundled
+# model 0.9966 -> 0.9935). An export runs on CPUs other than the one that made it, so it is 7 bits everywhere.
 INT8_SETTINGS = dict(weight_type='QInt8', keep_float=('token',), per_channel=False, per_token=('lstm_input',),
-                     rescale_in_loops=True)
+                     rescale_in_loops=True, reduce_range=True)
 
 
 def check_quantizable(quantize, formats):
@@ -55,7 +59,7 @@ def check_quantizable(quantize, formats):
 
 
 def quantize_onnx(directory, weight_type='QInt8', keep_float=(), per_channel=False, per_token=(),
-                  rescale_in_loops=False):
+                  rescale_in_loops=False, reduce_range=False):
     """directory/model.onnx (float32, as save_onnx writes it) -> the same file dynamically quantized
     to int8 by onnxruntime.quantization.quantize_dynamic: each MatMul's weight stored as int8 (one
     scale per matrix), its input quantized to uint8 at every call (DynamicQuantizeLinear), products
@@ -67,7 +71,8 @@ def quantize_onnx(directory, weight_type='QInt8', keep_float=(), per_channel=Fal
     # Parameters
     weight_type: 'QInt8' or 'QUInt8' (onnxruntime's QuantType names), quantize_dynamic's.
     keep_float, per_token: kinds of MatMuls (matmuls_of). per_channel: quantize_dynamic's weights
-    with one scale per column, not per matrix. rescale_in_loops: normalize_per_token's.
+    with one scale per column, not per matrix. rescale_in_loops: normalize_per_token's. reduce_range:
+    weights in 7 bits, which no CPU's int8 products overflow (INT8_SETTINGS).
     -> {'quantized': n MatMuls, 'kept_float': [node names], 'description'}. The model's metadata
     records the description (PRECISION_KEY). ExportError if a MatMul inside the Loops stayed float.
     """
@@ -87,7 +92,7 @@ def quantize_onnx(directory, weight_type='QInt8', keep_float=(), per_channel=Fal
         with quiet_native_output():  # its INFO lines and a pre-processing hint, on every export
             quantize_dynamic(float_path, path, weight_type=getattr(QuantType, weight_type),
                              op_types_to_quantize=['MatMul'], nodes_to_exclude=excluded, per_channel=per_channel,
-                             extra_options={'EnableSubgraph': True})
+                             reduce_range=reduce_range, extra_options={'EnableSubgraph': True})
     finally:
         os.remove(float_path)
     model = onnx.load(path)
@@ -97,8 +102,9 @@ def quantize_onnx(directory, weight_type='QInt8', keep_float=(), per_channel=Fal
         raise ExportError(f'quantize_dynamic left {len(left)} MatMuls inside the LSTM Loops float ({left[0]}, ...): '
                           f'their weights are not initializers of model.onnx')
     quantized = sum(n.op_type == 'MatMulInteger' for g in nested_graphs(model.graph) for n in g.node)
-    description = (f'int8: onnxruntime {_onnxruntime_version()} quantize_dynamic, weights {weight_type} '
-                   f'{"per column" if per_channel else "per matrix"}, activations uint8 per call'
+    description = (f'int8: onnxruntime {_onnxruntime_version()} quantize_dynamic, weights {weight_type}'
+                   f'{" in 7 bits" if reduce_range else ""} {"per column" if per_channel else "per matrix"}, '
+                   f'activations uint8 per call'
                    f'{_kinds_in_words(" (", per_token, " per token)")}'
                    f'{", rescaled in the Loops" if per_token and rescale_in_loops else ""}; {quantized} MatMuls quantized, '
                    f'{len(excluded)} kept float32{_kinds_in_words(" (", keep_float, ")")}')

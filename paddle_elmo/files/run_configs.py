@@ -55,8 +55,16 @@ def write_run_configs(directory, model, recipe, vocab):
 
 
 def write_input_vocabulary(vocab, directory):
-    """DIR/vocab.txt: the model's input vocabulary, line i = id i (specials included)."""
-    write_vocabulary(vocab.tokens, os.path.join(directory, VOCAB_FILE))
+    """DIR/vocab.txt: the model's input vocabulary, line i = id i (specials included). A vocab.txt there
+    that holds those tokens already (the --vocab_file itself, kept beside its run) is left as it is; one
+    that is the run's own --vocab_file but lacks the specials is refused, never rewritten."""
+    path = os.path.join(directory, VOCAB_FILE)
+    if os.path.isfile(path) and read_vocabulary_file(path) == vocab.tokens:
+        return
+    if os.path.isfile(path) and os.path.samefile(path, vocab.path):
+        raise InputError(f'--vocab_file {vocab.path}: the run writes its input vocabulary there with '
+                         f'{", ".join(SPECIAL_TOKENS)} first, which this file lacks; keep it outside --save_dir')
+    write_vocabulary(vocab.tokens, path)
 
 
 def read_input_vocabulary(config, model_dir, vocab_file=None, rows=None, source='the model'):

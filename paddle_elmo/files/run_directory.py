@@ -89,20 +89,25 @@ def check_run_directory(save_dir, resumed=None, overwrite=False, inputs=()):
 
 
 def check_inputs_outside(save_dir, inputs):
-    """InputError when a file the run reads (`inputs`: [(flag, path)]) is one the run writes or removes in
-    `save_dir` (its vocab.txt, its options.json, ...): a run never writes over its own input."""
+    """InputError when a file the run reads (`inputs`: [(flag, path)]) is one the run writes in `save_dir`
+    (its options.json, a checkpoint, ...): a run never writes over its own input. The vocabulary may stay
+    beside its run as vocab.txt (README's layout: the run's own copy holds the same tokens, which
+    run_configs.write_input_vocabulary leaves as they are)."""
     if not os.path.isdir(save_dir):
         return
     for flag, path in inputs:
-        if path and os.path.isfile(path) and is_run_file(os.path.basename(path)) and \
-                os.path.samefile(os.path.dirname(os.path.abspath(path)), save_dir):
+        name = os.path.basename(path or '')
+        if path and os.path.isfile(path) and is_run_file(name) and (flag, name) != ('--vocab_file', VOCAB_FILE) \
+                and os.path.samefile(os.path.dirname(os.path.abspath(path)), save_dir):
             raise InputError(f'{flag} {path}: is in --save_dir {save_dir} under a name the run writes; move it or '
                              f'give another --save_dir')
 
 
-def remove_run_files(save_dir):
-    """--overwrite_save_dir: the old run's files removed (the lock held), so none mixes with the new run's."""
-    found = run_files(save_dir)
+def remove_run_files(save_dir, inputs=()):
+    """--overwrite_save_dir: the old run's files removed (the lock held), so none mixes with the new run's;
+    never one of the new run's `inputs` ([(flag, path)]: its vocab.txt kept beside it)."""
+    kept = {os.path.realpath(path) for _, path in inputs if path}
+    found = [name for name in run_files(save_dir) if os.path.realpath(os.path.join(save_dir, name)) not in kept]
     for name in found:
         path = os.path.join(save_dir, name)
         shutil.rmtree(path) if os.path.isdir(path) else os.remove(path)

@@ -62,7 +62,7 @@ def text_encoding(path, tokenizer='whitespace'):
     if tokenizer not in LATIN_SCRIPT_TOKENIZERS:
         raise InputError(f'{not_utf8(path, line_no, reason, byte)}; --tokenizer {tokenizer} reads UTF-8 only '
                          f'(convert the file, e.g. with iconv)')
-    warn_once(log, ('read as Latin-1', os.path.realpath(path)), '%s: not UTF-8 (byte 0x%02x on line %d); read as '
+    warn_once(log, 'read as Latin-1', os.path.realpath(path), '%s: not UTF-8 (byte 0x%02x on line %d); read as '
               'Latin-1 (Windows-1252)', shown_name(path), value, line_no)
     return LATIN_1
 
