@@ -15,7 +15,7 @@ import dataclasses
 import logging
 import os
 from dataclasses import dataclass, field
-from typing import Optional
+from typing import Any, Optional
 
 from paddle_elmo.model.bilm import BiLM
 from paddle_elmo.files.checkpoints import (PARAMS_SUFFIX, bilm_state, check_softmax_rows, checkpoint_dir,
@@ -25,6 +25,7 @@ from paddle_elmo.model.config import ModelConfig
 from paddle_elmo.fileio import InputError
 from paddle_elmo.files.hdf5_weights import (hdf5_rows, load_embedding_weight_file, load_hdf5_weights, read_hdf5_softmax,
                                             read_token_embeddings)
+from paddle_elmo.files.efml_model import is_efml_directory, read_efml_directory
 from paddle_elmo.files.model_names import MODELS, PACKAGE_DIR, did_you_mean, is_model_name, model_files
 from paddle_elmo.files.run_configs import (OPTIONS_FILE, RECIPE_FILE, VOCAB_FILE, WEIGHTS_FILE, read_input_vocabulary,
                                            read_json)
@@ -58,6 +59,9 @@ class LoadedModel:
         a word model's embedding itself; for a model with chars, its cache of token representations
         (`token_table`: those tokens skip the char CNN).
     card: its model card (a packaged model's README.md), or None.
+    weights_reader: for a model in another toolkit's layout that reads its own files (an
+        ELMoForManyLangs directory: efml_model.EfmlWeights), what gives its input vocabulary
+        (`lexicon`) and fills a BiLM (`fill`); None for bilm-tf / AllenNLP hdf5 and our checkpoints.
     """
     name: str
     config: ModelConfig
@@ -68,6 +72,7 @@ class LoadedModel:
     vocab_file: Optional[str] = None
     embedding_weight_file: Optional[str] = None
     card: Optional[str] = None
+    weights_reader: Optional[Any] = field(default=None, repr=False)
 
     @property
     def own_vocabulary_file(self):
@@ -79,7 +84,8 @@ class LoadedModel:
         """Its files, for a record of what ran: {'options_file': ..., 'weight_file' or 'params_file': ...,
         and vocab_file / embedding_weight_file when given}."""
         names = ('options_file', 'weight_file', 'params_file', 'vocab_file', 'embedding_weight_file')
-        return {name: getattr(self, name) for name in names if getattr(self, name) is not None}
+        files = {name: getattr(self, name) for name in names if getattr(self, name) is not None}
+        return {**files, **self.weights_reader.files()} if self.weights_reader is not None else files
 
     def recorded_vocabulary(self):
         """The vocabulary it records (the one its softmax was trained with; for word input also its
@@ -141,6 +147,12 @@ class LoadedModel:
         return read_state(self.params_file, vocab_size, require_softmax=vocab_size is not None)
 
     def _fill(self, bilm, state, softmax, vocab_size=None):
+        if self.weights_reader is not None:
+            self.weights_reader.fill(bilm)
+            if vocab_size is not None:
+                raise InputError(f'{self.name}: this model has no softmax (ELMoForManyLangs releases none); start '
+                                 f'pretraining from it with --init_from_weights, which starts a softmax')
+            return None
         if state is not None:
             load_state_checked(bilm, bilm_state(state), self.params_file)
             load_embedding_weight_file(bilm, self._word_embedding_file())
@@ -159,7 +171,8 @@ class LoadedModel:
 
     def _hdf5_embedding_rows(self):
         name = self.config.input_mode.word_embedding
-        return hdf5_rows(self._word_embedding_file() or self.weight_file, name) if name else None
+        file = self._word_embedding_file() or self.weight_file
+        return hdf5_rows(file, name) if name and file else None  # none: a weights_reader's model
 
     def input_vocabulary(self, rows=None, source=None):
         """A word or word+char model's input Vocabulary (None for a char model): vocab.txt beside its
@@ -167,6 +180,8 @@ class LoadedModel:
         `rows` when given; source: what the errors call the model (default: its weights' file).
         Beside a model's own vocab.txt, a vocab_file that lists a token cache's rows (token_table)
         is not its vocabulary."""
+        if self.weights_reader is not None:
+            return self.weights_reader.lexicon
         lists_cache_rows = self.embedding_weight_file and self.config.input_mode.embedding_file == 'cache'
         vocab_file = None if lists_cache_rows and self.own_vocabulary_file else self.vocab_file
         source = source or self.params_file or self._word_embedding_file() or self.weight_file
@@ -233,11 +248,24 @@ def _checkpoint(prefix):
     return _read(prefix, checkpoint_options_file(prefix), params_file=prefix)
 
 
+def _efml(directory):
+    """An ELMoForManyLangs model directory (efml_model.py) -> LoadedModel; its raw text is split on
+    whitespace (the directory records no language), said once in the log."""
+    options, source, reader = read_efml_directory(directory)
+    config = ModelConfig.from_options(options, source)
+    log.warning('%s: an ELMoForManyLangs model records no tokenizer: raw text is split on whitespace '
+                '(give tokenizer= / --tokenizer for another)', directory)
+    return LoadedModel(name=directory, config=config, options=options, options_file=os.path.join(directory, 'config.json'),
+                       weights_reader=reader)
+
+
 def _from_path(path):
     """A directory (bilm-tf files, a checkpoint directory) or a checkpoint prefix -> LoadedModel."""
     prefix = path[:-len(PARAMS_SUFFIX)] if path.endswith(PARAMS_SUFFIX) else path
     if os.path.isfile(prefix + PARAMS_SUFFIX):
         return _checkpoint(prefix)
+    if os.path.isdir(path) and is_efml_directory(path):
+        return _efml(path)
     if os.path.isdir(path):
         files = [os.path.join(path, n) for n in (OPTIONS_FILE, WEIGHTS_FILE)]
         if all(os.path.isfile(f) for f in files):
