@@ -133,3 +133,25 @@ def test_a_directory_naming_no_configuration_is_one_line(tmp_path):
     (directory / 'config.json').write_text(json.dumps({'config_path': 'nowhere.json'}))
     with pytest.raises(InputError, match=r'config\.json: config_path .nowhere\.json. is neither'):
         resolve_model(str(directory))
+
+
+MADE = os.path.join(ROOT, 'tests', 'fixtures', 'efml-made')  # tests/fixtures/make_efml_models.py's, by EFML's code
+
+
+@pytest.mark.parametrize('name', ['chars-tanh-3layers', 'words-chars-zip'])
+def test_models_made_by_efml_code_are_met_stateless_and_stateful(name, no_torch):
+    """Other sizes: characters only (tanh, 2 highways, 3 layers, legacy .pkl, three batches in
+    EFML's shuffled order) and words + chars in the zip serialization; stateless equals EFML on a
+    fresh model, and stateful fed EFML's batches in its order equals both of its calls."""
+    from paddle_elmo.use.embedder import ELMoEmbedder
+    ref = np.load(os.path.join(MADE, f'{name}.outputs.npz'))
+    sents, batch_size = json.loads(str(ref['sentences'])), int(ref['batch_size'])
+    directory = os.path.join(MADE, name)
+    assert_layers_close(ELMoEmbedder(directory).encode(sents), [ref[f'fresh/{i}'] for i in range(len(sents))])
+    order = efml_batch_order(sents)
+    batches = [order[start:start + batch_size] for start in range(0, len(order), batch_size)]
+    embedder = ELMoEmbedder(directory, stateful=True, batch_size=batch_size)
+    for call in range(2):
+        for b in ref[f'call{call}/batch_order']:  # one encode per EFML batch: its rows carry state
+            assert_layers_close(embedder.encode([sents[i] for i in batches[b]]),
+                                [ref[f'call{call}/{i}'] for i in batches[b]])
