@@ -155,3 +155,124 @@ def test_models_made_by_efml_code_are_met_stateless_and_stateful(name, no_torch)
         for b in ref[f'call{call}/batch_order']:  # one encode per EFML batch: its rows carry state
             assert_layers_close(embedder.encode([sents[i] for i in batches[b]]),
                                 [ref[f'call{call}/{i}'] for i in batches[b]])
+
+
+# ---- the commands take the directory as --model ------------------------------------------------------
+
+
+def write_sentences(path, sents):
+    path.write_text(''.join(' '.join(s) + '\n' for s in sents if not any(' ' in t for t in s)), encoding='utf-8')
+    return [s for s in sents if not any(' ' in t for t in s)]  # a token with a space cannot be a line's token
+
+
+def read_embed_output(path, n):
+    with h5py.File(path, 'r') as f:
+        return [f[str(i)][...] for i in range(n)]
+
+
+def test_embed_command_takes_the_directory_and_meets_efml(tmp_path, capfd, no_torch):
+    from helpers import run_here
+    kept = write_sentences(tmp_path / 'in.txt', sentences())
+    done = run_here('embed', ['--model', require(MODEL), str(tmp_path / 'in.txt'), str(tmp_path / 'out.hdf5')], capfd)
+    assert done.returncode == 0, done.stderr
+    assert 'records no tokenizer' in done.stderr  # a bare directory: whitespace, said in one line
+    expected = [r for s, r in zip(sentences(), reference('reference.hdf5')) if s in kept]
+    assert_layers_close(read_embed_output(tmp_path / 'out.hdf5', len(kept)), expected)
+
+
+def test_export_weights_writes_the_dictionaries_and_reads_back_the_same_model(tmp_path, capfd, no_torch):
+    from helpers import run_here
+    from paddle_elmo.use.embedder import ELMoEmbedder
+    done = run_here('export-weights', ['--model', require(MODEL), '--output_dir', str(tmp_path / 'w')], capfd)
+    assert done.returncode == 0, done.stderr
+    assert sorted(os.listdir(tmp_path / 'w')) == ['char.dic', 'options.json', 'weights.hdf5', 'word.dic']
+    exported = resolve_model(str(tmp_path / 'w'))
+    assert exported.config.token_input == 'dict-word+char' and exported.weights_reader is None
+    ours, theirs = ELMoEmbedder(exported).encode(sentences()), ELMoEmbedder(MODEL).encode(sentences())
+    for a, b in zip(ours, theirs):
+        np.testing.assert_array_equal(a, b)
+
+
+def test_export_inference_runs_on_onnxruntime_within_1e4_of_efml(tmp_path, capfd):
+    """ONNX on onnxruntime: 1e-4 of each layer's scale (its kernels sum in their own order)."""
+    pytest.importorskip('onnxruntime')
+    from helpers import run_here
+    from paddle_elmo.export.inference import InferenceEmbedder
+    done = run_here('export-inference', ['--model', require(MODEL), '--output_dir', str(tmp_path / 'inf')], capfd)
+    assert done.returncode == 0, done.stderr
+    assert {'char.dic', 'word.dic', 'model.onnx', 'options.json'} <= set(os.listdir(tmp_path / 'inf'))
+    outputs = InferenceEmbedder(str(tmp_path / 'inf'), backend='onnxruntime').encode(sentences())
+    for i, (got, want) in enumerate(zip(outputs, reference('reference.hdf5'))):
+        for k in range(want.shape[0]):
+            assert float(np.abs(got[k] - want[k]).max()) <= 1e-4 * float(np.abs(want[k]).max()), (i, k)
+
+
+# ---- ELMoForManyLangs' releases by name ---------------------------------------------------------------
+
+
+@pytest.fixture
+def served_efml_zh(tmp_path, monkeypatch):
+    """The fixture's model zipped in a folder of its own, served as NLPL's 179.zip (efml-zh) from
+    127.0.0.1 through PADDLE_ELMO_NLPL_URL, and an empty cache of the test's own (the kernels shared)."""
+    import zipfile
+    from test_model_names import Server
+    from paddle_elmo.cache import cache_dir
+    archive = tmp_path / '179.zip'
+    with zipfile.ZipFile(archive, 'w') as z:
+        for name in sorted(os.listdir(require(MODEL))):
+            z.write(os.path.join(MODEL, name), f'zht.model/{name}')
+    cache = tmp_path / 'cache'
+    cache.mkdir()
+    os.symlink(cache_dir('ops'), cache / 'ops')
+    server = Server({'/repository/11/179.zip': archive.read_bytes()})
+    monkeypatch.setenv('PADDLE_ELMO_NLPL_URL', server.url.replace('/models/elmo/', '/repository/11/'))
+    monkeypatch.setenv('PADDLE_ELMO_CACHE', str(cache))
+    yield server
+    server.stop()
+
+
+def test_the_table_names_the_44_releases_with_their_nlpl_ids_and_tokenizers():
+    from paddle_elmo.files.model_names import MODELS
+    efml = {name: m for name, m in MODELS.items() if m.archive}
+    assert len(efml) == 44 and sorted(int(m.archive[:-4]) for m in efml.values()) == list(range(136, 180))
+    assert efml['efml-zh'].archive == '179.zip' and efml['efml-zh'].tokenizer == 'jieba'
+    assert efml['efml-ja'].tokenizer == 'whitespace' and efml['efml-en'].tokenizer == 'moses'
+    assert all("publisher's" in m.source for m in efml.values())
+
+
+def test_efml_zh_by_name_downloads_once_then_loads_offline_and_meets_efml(served_efml_zh, no_torch):
+    from paddle_elmo.use.embedder import ELMoEmbedder
+    embedder = ELMoEmbedder('efml-zh')
+    assert embedder.bilm.config.tokenizer == 'jieba'
+    assert_layers_close(embedder.encode(sentences()), reference('reference.hdf5'))
+    assert served_efml_zh.requests == 1
+    served_efml_zh.stop()  # offline now: the unpacked directory in the cache loads without a request
+    model = resolve_model('efml-zh')
+    assert model.name == 'efml-zh' and served_efml_zh.requests == 1
+    assert not [n for n in os.listdir(os.path.join(os.environ['PADDLE_ELMO_CACHE'], 'models', 'efml'))
+                if n.endswith('.zip') or n.startswith('.')]  # the zip deleted once unpacked, no temporary left
+
+
+def test_embed_model_efml_zh_splits_raw_chinese_with_jieba(served_efml_zh, tmp_path, capfd):
+    pytest.importorskip('jieba')
+    from helpers import run_here
+    from paddle_elmo.use.embedder import ELMoEmbedder
+    from paddle_elmo.text.tokenizers import get_tokenizer
+    lines = ['今天天氣真好阿', '这家酒店的服务很好，房间也很干净。']
+    (tmp_path / 'in.txt').write_text('\n'.join(lines) + '\n', encoding='utf-8')
+    done = run_here('embed', ['--model', 'efml-zh', str(tmp_path / 'in.txt'), str(tmp_path / 'out.hdf5')], capfd)
+    assert done.returncode == 0, done.stderr
+    got = read_embed_output(tmp_path / 'out.hdf5', 2)
+    split = get_tokenizer('jieba')
+    assert [g.shape[1] for g in got] == [len(split(line)) for line in lines]
+    for a, b in zip(got, ELMoEmbedder('efml-zh').encode([split(line) for line in lines])):
+        np.testing.assert_allclose(a, b, atol=1e-6)
+
+
+def test_a_failed_efml_download_is_one_line_and_leaves_nothing(served_efml_zh):
+    from paddle_elmo.fileio import NetworkError
+    served_efml_zh.modes['/repository/11/179.zip'] = '404'
+    with pytest.raises(NetworkError) as error:
+        resolve_model('efml-zh')
+    assert '179.zip' in str(error.value) and 'PADDLE_ELMO_NLPL_URL' in str(error.value)
+    assert not os.path.exists(os.path.join(os.environ['PADDLE_ELMO_CACHE'], 'models', 'efml'))

@@ -12,8 +12,9 @@ holds every parser to it.
 FLAGS = {
     # the model
     'model': ('the model, in one value: a model name (bundled, bundled-zh, small, medium, original, '
-              'original-5.5b; AllenNLP\'s downloaded once into the cache), a directory with options.json + '
-              'weights.hdf5, a checkpoint directory or a checkpoint prefix DIR/N', ()),
+              'original-5.5b, efml-<language>; AllenNLP\'s and ELMoForManyLangs\' downloaded once into the cache), a '
+              'directory with options.json + weights.hdf5, an ELMoForManyLangs model directory, a checkpoint '
+              'directory or a checkpoint prefix DIR/N', ()),
     'init_from_ckpt': ('a checkpoint of ours: DIR/N without the .pdparams suffix (DIR holds options.json); '
                        'pretrain resumes from it, the other commands load it', ()),
     'options_file': ('the model as bilm-tf / AllenNLP files: its options.json (with --weight_file); pretrain '

@@ -26,11 +26,11 @@ import paddle
 from paddle_elmo.fileio import InputError
 from paddle_elmo.files.run_configs import read_json
 from paddle_elmo.files.torch_pickle import read_state_dict
-from paddle_elmo.text.dictionary_ids import BOS, EOS, OOV, PAD, Lexicon, read_dictionary
+from paddle_elmo.text.dictionary_ids import CHAR_DIC, WORD_DIC, Lexicon
 
 log = logging.getLogger(__name__)
 
-RUN_FILE, CHAR_DIC, WORD_DIC = 'config.json', 'char.dic', 'word.dic'
+RUN_FILE = 'config.json'
 TOKEN_EMBEDDER_FILE, ENCODER_FILE = 'token_embedder.pkl', 'encoder.pkl'
 
 _RELEASED = {  # EFML's elmoformanylangs/configs/*.json (commit b3de5f1): both hold these values
@@ -116,10 +116,7 @@ class EfmlWeights:
     @functools.cached_property
     def lexicon(self):
         """The model's dictionaries -> dictionary_ids.Lexicon (what BiLM takes as `vocab`), read once."""
-        path = lambda name: os.path.join(self.directory, name)
-        chars = read_dictionary(path(CHAR_DIC))
-        words = read_dictionary(path(WORD_DIC), (OOV, PAD, BOS, EOS)) if self.has_words else None
-        return Lexicon(chars, words, self.max_chars, self.directory)
+        return Lexicon.read(self.directory, self.max_chars, self.has_words)
 
     def fill(self, bilm):
         """Set every parameter of `bilm` (built for this model) from the two state dicts; InputError

@@ -25,8 +25,8 @@ from paddle_elmo.model.config import ModelConfig
 from paddle_elmo.fileio import InputError
 from paddle_elmo.files.hdf5_weights import (hdf5_rows, load_embedding_weight_file, load_hdf5_weights, read_hdf5_softmax,
                                             read_token_embeddings)
-from paddle_elmo.files.efml_model import is_efml_directory, read_efml_directory
-from paddle_elmo.files.model_names import MODELS, PACKAGE_DIR, did_you_mean, is_model_name, model_files
+from paddle_elmo.files.efml_model import RUN_FILE, is_efml_directory, read_efml_directory
+from paddle_elmo.files.model_names import MODELS, PACKAGE_DIR, did_you_mean, is_model_name, listed_names, model_files
 from paddle_elmo.files.run_configs import (OPTIONS_FILE, RECIPE_FILE, VOCAB_FILE, WEIGHTS_FILE, read_input_vocabulary,
                                            read_json)
 from paddle_elmo.text.vocabulary import read_vocabulary_file
@@ -240,6 +240,8 @@ def _named(name):
     AllenNLP's files record none: the row's is theirs."""
     options_file, weight_file = model_files(name)
     row = MODELS[name]
+    if row.archive:  # an ELMoForManyLangs release: model_files gave its directory
+        return _efml(options_file, row.tokenizer, name)
     card = os.path.join(os.path.dirname(options_file), CARD_FILE) if row.package_dir else None
     return _read(name, options_file, None if row.package_dir else row.tokenizer, weight_file=weight_file, card=card)
 
@@ -248,15 +250,17 @@ def _checkpoint(prefix):
     return _read(prefix, checkpoint_options_file(prefix), params_file=prefix)
 
 
-def _efml(directory):
-    """An ELMoForManyLangs model directory (efml_model.py) -> LoadedModel; its raw text is split on
-    whitespace (the directory records no language), said once in the log."""
+def _efml(directory, tokenizer=None, name=None):
+    """An ELMoForManyLangs model directory (efml_model.py) -> LoadedModel, its raw text split by
+    `tokenizer` (a named release's row gives it); a bare directory records no language: whitespace,
+    said in the log."""
     options, source, reader = read_efml_directory(directory)
-    config = ModelConfig.from_options(options, source)
-    log.warning('%s: an ELMoForManyLangs model records no tokenizer: raw text is split on whitespace '
-                '(give tokenizer= / --tokenizer for another)', directory)
-    return LoadedModel(name=directory, config=config, options=options, options_file=os.path.join(directory, 'config.json'),
-                       weights_reader=reader)
+    if tokenizer is None:
+        log.warning('%s: an ELMoForManyLangs model records no tokenizer: raw text is split on whitespace '
+                    '(give tokenizer= / --tokenizer for another)', directory)
+    config = ModelConfig.from_options({**options, 'tokenizer': tokenizer or 'whitespace'}, source)
+    return LoadedModel(name=name or directory, config=config, options=options,
+                       options_file=os.path.join(directory, RUN_FILE), weights_reader=reader)
 
 
 def _from_path(path):
@@ -281,6 +285,6 @@ def _from_path(path):
         checkpoint_options_file(prefix)  # names DIR/options.json when that is missing too
         raise FileNotFoundError(f'{prefix}{PARAMS_SUFFIX}: checkpoint not found')
     close = '' if os.path.exists(path) else did_you_mean(path)  # a path of the user's is no misspelt name
-    raise InputError(f'{path}: not a model{close}; expected a model name ({", ".join(MODELS)}), a directory with '
+    raise InputError(f'{path}: not a model{close}; expected a model name ({listed_names()}), a directory with '
                      f'{OPTIONS_FILE} + {WEIGHTS_FILE}, a checkpoint directory (with final{PARAMS_SUFFIX} or '
                      f'N{PARAMS_SUFFIX}) or a checkpoint prefix DIR/N')

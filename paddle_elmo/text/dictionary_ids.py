@@ -11,11 +11,14 @@ each other's names, and a model it trained learned them so. `<bos>` / `<eos>` (o
 are [A, id of <bos> / <eos>, B, PAD, ...]. A word's id is that of the cut token (`<oov>`'s when
 absent); `<S>` / `</S>` take the ids of `<bos>` / `<eos>`.
 """
+import os
+
 import numpy as np
 
-from paddle_elmo.fileio import InputError, read_text
+from paddle_elmo.fileio import InputError, read_text, write_text_atomic
 from paddle_elmo.text.token_ids import BOS_TOKEN, EOS_TOKEN, CharMapper
 
+CHAR_DIC, WORD_DIC = 'char.dic', 'word.dic'  # beside an EFML model's weights, and ours exported from one
 OOV, PAD, BOS, EOS, BOW, EOW = '<oov>', '<pad>', '<bos>', '<eos>', '<bow>', '<eow>'
 ONE_FIELD_TOKEN = '\u3000'  # EFML's reading of a line with one field: its token was a stripped full-width space
 BOUNDARIES = {BOS_TOKEN: BOS, EOS_TOKEN: EOS, BOS: BOS, EOS: EOS}
@@ -101,3 +104,17 @@ class Lexicon:
     def char_mapper(self, max_cache=1_000_000):
         """A token_ids.CharMapper giving these char ids (its cache, its batches)."""
         return CharMapper(self.max_chars, max_cache, encode=self.token_char_ids)
+
+    @classmethod
+    def read(cls, directory, max_chars, has_words):
+        """The dictionaries of a model directory: char.dic, and word.dic when the model has words."""
+        chars = read_dictionary(os.path.join(directory, CHAR_DIC))
+        words = read_dictionary(os.path.join(directory, WORD_DIC), (OOV, PAD, BOS, EOS)) if has_words else None
+        return cls(chars, words, max_chars, directory)
+
+    def write(self, directory):
+        """DIR/char.dic (and DIR/word.dic with words) as EFML writes them, which `read` gives back."""
+        for name, ids in ((CHAR_DIC, self.chars), (WORD_DIC, self.words)):
+            if ids is not None:
+                lines = ''.join(f'{token}\t{i}\n' for token, i in sorted(ids.items(), key=lambda item: item[1]))
+                write_text_atomic(os.path.join(directory, name), lines)
