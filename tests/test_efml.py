@@ -276,3 +276,20 @@ def test_a_failed_efml_download_is_one_line_and_leaves_nothing(served_efml_zh):
         resolve_model('efml-zh')
     assert '179.zip' in str(error.value) and 'PADDLE_ELMO_NLPL_URL' in str(error.value)
     assert not os.path.exists(os.path.join(os.environ['PADDLE_ELMO_CACHE'], 'models', 'efml'))
+
+
+def test_embed_output_format_takes_one_layer_by_index_as_efml_output_layer(tmp_path, capfd):
+    from helpers import run_here
+    kept = write_sentences(tmp_path / 'in.txt', sentences())
+    expected = [r for s, r in zip(sentences(), reference('reference.hdf5')) if s in kept]
+    for layer in ('0', '2'):
+        out = tmp_path / f'layer{layer}.hdf5'
+        done = run_here('embed', ['--model', require(MODEL), str(tmp_path / 'in.txt'), str(out), '--output_format',
+                                  layer, '--quiet'], capfd)
+        assert done.returncode == 0, done.stderr
+        for got, want in zip(read_embed_output(out, len(kept)), expected):
+            assert got.shape == want[int(layer)].shape
+            assert float(np.abs(got - want[int(layer)]).max()) <= TOLERANCE * float(np.abs(want[int(layer)]).max())
+    done = run_here('embed', ['--model', MODEL, str(tmp_path / 'in.txt'), str(tmp_path / 'x.hdf5'), '--output_format',
+                              '3'], capfd)
+    assert done.returncode == 2 and 'layers 0 (tokens) to 2' in done.stderr and not (tmp_path / 'x.hdf5').exists()

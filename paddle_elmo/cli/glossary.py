@@ -50,7 +50,8 @@ FLAGS = {
     'output_corpus': ('build-vocab: also write the corpus as counted (segmented), one sentence per line', ()),
     'output_word_vectors': ('word2vec: write the vectors it trained to this file (.bin)', ()),
     'output_json': ('also write the results to this JSON file', ()),
-    'output_format': ('embed: which layers go into the hdf5 (all, top or average)', ()),
+    'output_format': ('embed: which layers go into the hdf5 (all, top, average, or one layer by its index: 0 the '
+                      'token layer, 1... the LSTM layers)', ()),
     'use_sentence_keys': ('embed: the sentence itself is its hdf5 key, not its line number (allennlp elmo\'s flag)',
                           ()),
     'forget_sentences': ('embed: no sentence_to_index dataset in the hdf5 (allennlp elmo\'s flag)', ()),
