@@ -293,3 +293,37 @@ def test_embed_output_format_takes_one_layer_by_index_as_efml_output_layer(tmp_p
     done = run_here('embed', ['--model', MODEL, str(tmp_path / 'in.txt'), str(tmp_path / 'x.hdf5'), '--output_format',
                               '3'], capfd)
     assert done.returncode == 2 and 'layers 0 (tokens) to 2' in done.stderr and not (tmp_path / 'x.hdf5').exists()
+
+
+@pytest.mark.parametrize('directory', [MODEL, os.path.join(MADE, 'chars-tanh-3layers')])
+def test_elmo_takes_the_directory_and_its_top_layer_is_efml_s(directory, no_torch):
+    """The downstream layer (Elmo) over an EFML model, with words and characters only: the mix of
+    only its top layer equals the embedder's top layer."""
+    import paddle
+    from paddle_elmo.use.downstream import Elmo
+    from paddle_elmo.use.embedder import ELMoEmbedder
+    sents = sentences()[:3]
+    elmo = Elmo(require(directory), only_layer=-1, dropout=0.0)
+    inputs = elmo.batch_to_inputs(sents)
+    out = elmo(**inputs)['elmo_representations'][0].numpy()
+    for row, want in enumerate(ELMoEmbedder(directory).encode(sents)):
+        np.testing.assert_allclose(out[row, :want.shape[1]], want[-1], atol=1e-5)
+    if directory != MODEL:  # a characters-only model reads char ids alone: AllenNLP's batch_to_ids
+        ids = elmo.batch_to_ids(sents)
+        np.testing.assert_array_equal(ids.numpy(), inputs['char_ids'].numpy())
+        assert int(ids.numpy().max()) < elmo.bilm.char_encoder.char_embed.weight.shape[0]
+    assert paddle.is_tensor(inputs['char_ids'])
+
+
+def test_pretraining_from_an_efml_model_is_refused_in_one_line(tmp_path, capfd):
+    """Not yet: a run's batches read byte ids. The refusal names the flag, before any corpus is read."""
+    from helpers import run_here
+    (tmp_path / 'train.txt').write_text('a b c\n', encoding='utf-8')
+    (tmp_path / 'vocab.txt').write_text('a\nb\nc\n', encoding='utf-8')
+    done = run_here('pretrain', ['--init_from_weights', require(MODEL), '--train_data_path', str(tmp_path / 'train.txt'),
+                                 '--vocab_file', str(tmp_path / 'vocab.txt'), '--save_dir', str(tmp_path / 'run')],
+                    capfd)
+    assert done.returncode == 2
+    error = [line for line in done.stderr.splitlines() if line.startswith('error:')]
+    assert len(error) == 1 and '--init_from_weights' in error[0] and 'ELMoForManyLangs' in error[0]
+    assert not (tmp_path / 'run').exists()

@@ -25,6 +25,7 @@ from paddle_elmo.cli.model_flags import check_files_flags
 from paddle_elmo.fileio import InputError, check_output_directory
 from paddle_elmo.train.run_plan import check_one_start, for_run
 from paddle_elmo.files.checkpoints import checkpoint_dir
+from paddle_elmo.files.efml_model import is_efml_directory
 from paddle_elmo.text.corpus import check_corpus, warn_if_untokenized
 from paddle_elmo.files.model_io import resolve_model
 from paddle_elmo.files.model_names import did_you_mean, is_model_name
@@ -69,9 +70,14 @@ def read_configs(a):
 def weights_model(init_from_weights, options_file, weight_file):
     """The weights a new run starts from: --init_from_weights NAME_OR_DIR (a named model, downloaded on
     first use, or DIR/options.json + DIR/weights.hdf5), or --options_file with --weight_file ->
-    model_io.LoadedModel of bilm-tf / AllenNLP files."""
-    if init_from_weights and is_model_name(init_from_weights):
-        return resolve_model(init_from_weights)
+    model_io.LoadedModel of bilm-tf / AllenNLP files; InputError for an ELMoForManyLangs model (not yet)."""
+    if init_from_weights and (is_model_name(init_from_weights) or is_efml_directory(init_from_weights)):
+        loaded = resolve_model(init_from_weights)
+        if loaded.weights_reader is not None:
+            raise InputError(f'--init_from_weights {init_from_weights}: an ELMoForManyLangs model; a run cannot start '
+                             f'from one yet (its training batches would need char.dic\'s ids): embed, dump, Elmo and '
+                             f'the exports take it')
+        return loaded
     if init_from_weights:
         options_file, weight_file = (os.path.join(init_from_weights, n) for n in (OPTIONS_FILE, WEIGHTS_FILE))
     for path, what in ((options_file, 'options file'), (weight_file, 'weights file')):  # before the corpus is counted
