@@ -327,3 +327,51 @@ def test_pretraining_from_an_efml_model_is_refused_in_one_line(tmp_path, capfd):
     error = [line for line in done.stderr.splitlines() if line.startswith('error:')]
     assert len(error) == 1 and '--init_from_weights' in error[0] and 'ELMoForManyLangs' in error[0]
     assert not (tmp_path / 'run').exists()
+
+
+def test_dump_token_embeddings_of_an_efml_model_are_its_layer_0(tmp_path, capfd):
+    """bilm-tf's dump_token_embeddings over an EFML model: each token alone, as layer 0 gives it in a sentence."""
+    from helpers import run_here
+    kept = [s for s in sentences() if not any(' ' in t for t in s)]
+    tokens = list(dict.fromkeys(t for s in kept for t in s))
+    (tmp_path / 'vocab.txt').write_text('\n'.join(tokens) + '\n', encoding='utf-8')
+    done = run_here('dump', ['--model', require(MODEL), '--vocab_file', str(tmp_path / 'vocab.txt'), '--output_file',
+                             str(tmp_path / 'tokens.hdf5')], capfd)
+    assert done.returncode == 0, done.stderr
+    with h5py.File(tmp_path / 'tokens.hdf5', 'r') as f:
+        table = dict(zip(tokens, f['embedding'][...]))
+    for s, want in zip(sentences(), reference('reference.hdf5')):
+        if s in kept:
+            got = np.stack([table[t] for t in s])
+            assert float(np.abs(got - want[0, :, :8]).max()) <= TOLERANCE * float(np.abs(want[0]).max())
+
+
+def test_export_inference_int8_of_an_efml_model_is_verified(tmp_path, capfd):
+    pytest.importorskip('onnxruntime')
+    from helpers import run_here
+    lines = [' '.join(s) for s in sentences() if not any(' ' in t for t in s)]
+    (tmp_path / 'verify.txt').write_text('\n'.join((lines * 40)[:200]) + '\n', encoding='utf-8')
+    done = run_here('export-inference', ['--model', require(MODEL), '--output_dir', str(tmp_path / 'int8'), '--quantize',
+                                         'int8', '--verify_file', str(tmp_path / 'verify.txt'), '--quiet'], capfd)
+    assert done.returncode == 0, done.stderr
+    with open(tmp_path / 'int8' / 'export.json', encoding='utf-8') as f:
+        manifest = json.load(f)
+    assert manifest['precision'].startswith('int8') and 'onnxruntime int8' in manifest['verified']
+
+
+@pytest.mark.parametrize('line, message', [('a\t1\t2\n', 'expected "token<TAB>id"'), ('b\tx\n', 'expected "token<TAB>id"')])
+def test_a_bad_dictionary_line_is_one_line_naming_file_and_line(tmp_path, line, message):
+    path = tmp_path / 'char.dic'
+    path.write_text('<oov>\t0\n<pad>\t1\n' + line, encoding='utf-8')
+    with pytest.raises(InputError, match=rf'char\.dic:3: {message}'):
+        read_dictionary(str(path))
+
+
+def test_a_dictionary_without_its_specials_or_with_ids_past_its_rows_is_refused(tmp_path):
+    path = tmp_path / 'word.dic'
+    path.write_text('<oov>\t0\ncat\t1\n', encoding='utf-8')
+    with pytest.raises(InputError, match=r'word\.dic: no entry for <pad>'):
+        read_dictionary(str(path))
+    path.write_text('<oov>\t0\n<pad>\t5\n', encoding='utf-8')
+    with pytest.raises(InputError, match=r'ids must lie in \[0, 2\)'):
+        read_dictionary(str(path))
