@@ -1,6 +1,7 @@
 """A model resolved once: `resolve_model` makes a `LoadedModel` from a model name of
-model_names.MODELS, a directory, a checkpoint, bilm-tf / AllenNLP files, or nothing (the bundled
-model), and a LoadedModel is where a model's files are read: its options.json when it is resolved
+model_names.MODELS, a directory, a checkpoint, bilm-tf / AllenNLP files, an ELMoForManyLangs
+directory, or nothing (the bundled model); each kind of source is a component it asks in turn
+(MODEL_SOURCES: `recognises`, `resolve`). A LoadedModel is where a model's files are read: its options.json when it is resolved
 (its config and the tokenizer of its raw text, decided here), its weights, softmax, input
 vocabulary and token-embedding file when it is loaded (`load`, `load_with_softmax`, `token_table`).
 
@@ -193,12 +194,14 @@ def resolve_model(model=None, weight_file=None, *, vocab_file=None, embedding_we
     Its options.json is read here; its weights when it is loaded.
 
     model: None, the bundled model (a warning in the log says so: its card is
-        paddle_elmo/pretrained/README.md); a model name (model_names.MODELS: 'bundled', 'bundled-zh',
-        AllenNLP's 'small', 'medium', 'original', 'original-5.5b', downloaded into the cache on first
-        use); a directory holding options.json + weights.hdf5 (bilm-tf / AllenNLP files, or an export of
-        ours); a checkpoint directory (its `final`, else its latest step N); a checkpoint prefix
-        'DIR/N' (with or without .pdparams); with `weight_file`, an options.json (bilm-tf /
-        AllenNLP's pair of files); or a LoadedModel (returned, with the files below when given).
+        paddle_elmo/pretrained/README.md); a string the first of MODEL_SOURCES that recognises it
+        reads: a model name (model_names.MODELS: 'bundled', 'bundled-zh', AllenNLP's 'small',
+        'medium', 'original', 'original-5.5b', ELMoForManyLangs' 'efml-zh', ..., downloaded into the
+        cache on first use); a checkpoint prefix 'DIR/N' (with or without .pdparams); an
+        ELMoForManyLangs model directory; a directory holding options.json + weights.hdf5 (bilm-tf /
+        AllenNLP files, or an export of ours); a checkpoint directory (its `final`, else its latest
+        step N); with `weight_file`, an options.json (bilm-tf / AllenNLP's pair of files); or a
+        LoadedModel (returned, with the files below when given).
     vocab_file, embedding_weight_file: see LoadedModel.
     """
     if isinstance(model, LoadedModel):
@@ -212,10 +215,8 @@ def resolve_model(model=None, weight_file=None, *, vocab_file=None, embedding_we
     elif model is None:
         loaded = _named(BUNDLED_NAME)
         log.warning('no model given: using the bundled model in %s (its card: %s)', BUNDLED_MODEL_DIR, loaded.card)
-    elif is_model_name(os.fspath(model)):
-        loaded = _named(os.fspath(model))
     else:
-        loaded = _from_path(os.fspath(model))
+        loaded = _from_sources(os.fspath(model))
     given = {k: v for k, v in (('vocab_file', vocab_file), ('embedding_weight_file', embedding_weight_file)) if v}
     loaded = dataclasses.replace(loaded, **given) if given else loaded
     if loaded.embedding_weight_file and not (loaded.vocab_file or loaded.own_vocabulary_file):
@@ -263,28 +264,106 @@ def _efml(directory, tokenizer=None, name=None):
                        options_file=os.path.join(directory, RUN_FILE), weights_reader=reader)
 
 
-def _from_path(path):
-    """A directory (bilm-tf files, a checkpoint directory) or a checkpoint prefix -> LoadedModel."""
-    prefix = path[:-len(PARAMS_SUFFIX)] if path.endswith(PARAMS_SUFFIX) else path
-    if os.path.isfile(prefix + PARAMS_SUFFIX):
-        return _checkpoint(prefix)
-    if os.path.isdir(path) and is_efml_directory(path):
-        return _efml(path)
-    if os.path.isdir(path):
-        files = [os.path.join(path, n) for n in (OPTIONS_FILE, WEIGHTS_FILE)]
-        if all(os.path.isfile(f) for f in files):
-            return _from_files(*files, name=path)
-        steps = [f[:-len(PARAMS_SUFFIX)] for f in os.listdir(path) if f.endswith(PARAMS_SUFFIX)]
-        if 'final' in steps or any(s.isdigit() for s in steps):
-            step = 'final' if 'final' in steps else max((s for s in steps if s.isdigit()), key=int)
-            return _checkpoint(os.path.join(path, step))
-    elif os.path.isfile(path) and path.endswith('.json'):
-        raise InputError(f'{path}: an options file goes with its weights file (bilm-tf / AllenNLP files: '
+class ModelSource:
+    """One kind of model source, a component resolve_model asks in turn (MODEL_SOURCES), as the
+    token modes are asked which options file is theirs: `recognises(model)` says whether the string
+    the user gave is one of its kind, `resolve(model)` reads it into a LoadedModel; `what` names
+    the kind in the message for a string no source recognises."""
+    what = ''
+
+    def recognises(self, model):
+        raise NotImplementedError
+
+    def resolve(self, model):
+        raise NotImplementedError
+
+
+class NamedModel(ModelSource):
+    """A row of model_names.MODELS: packaged, AllenNLP's and ELMoForManyLangs' releases."""
+
+    @property
+    def what(self):
+        return f'a model name ({listed_names()})'
+
+    def recognises(self, model):
+        return is_model_name(model)
+
+    def resolve(self, model):
+        return _named(model)
+
+
+class CheckpointPrefix(ModelSource):
+    """A checkpoint of ours named by its prefix 'DIR/N' (with or without .pdparams)."""
+    what = 'a checkpoint prefix DIR/N'
+
+    def recognises(self, model):
+        return os.path.isfile(_prefix(model) + PARAMS_SUFFIX)
+
+    def resolve(self, model):
+        return _checkpoint(_prefix(model))
+
+
+class EfmlDirectory(ModelSource):
+    """An ELMoForManyLangs model directory as released (efml_model.py)."""
+    what = f'an ELMoForManyLangs directory ({RUN_FILE}, char.dic, token_embedder.pkl, encoder.pkl)'
+
+    def recognises(self, model):
+        return os.path.isdir(model) and is_efml_directory(model)
+
+    def resolve(self, model):
+        return _efml(model)
+
+
+class Hdf5Directory(ModelSource):
+    """bilm-tf / AllenNLP files in a directory (theirs, or an export of ours)."""
+    what = f'a directory with {OPTIONS_FILE} + {WEIGHTS_FILE}'
+
+    def recognises(self, model):
+        return all(os.path.isfile(os.path.join(model, n)) for n in (OPTIONS_FILE, WEIGHTS_FILE))
+
+    def resolve(self, model):
+        return _from_files(*(os.path.join(model, n) for n in (OPTIONS_FILE, WEIGHTS_FILE)), name=model)
+
+
+class CheckpointDirectory(ModelSource):
+    """A checkpoint directory of ours: its `final`, else its latest step N."""
+    what = f'a checkpoint directory (with final{PARAMS_SUFFIX} or N{PARAMS_SUFFIX})'
+
+    def recognises(self, model):
+        return os.path.isdir(model) and self._step(model) is not None
+
+    def resolve(self, model):
+        return _checkpoint(os.path.join(model, self._step(model)))
+
+    @staticmethod
+    def _step(directory):
+        steps = [f[:-len(PARAMS_SUFFIX)] for f in os.listdir(directory) if f.endswith(PARAMS_SUFFIX)]
+        numbered = [s for s in steps if s.isdigit()]
+        return 'final' if 'final' in steps else max(numbered, key=int) if numbered else None
+
+
+# Asked in this order: a name first (a name wins over a directory of the same name in the working
+# directory: './small' names the directory), then the paths.
+MODEL_SOURCES = (NamedModel(), CheckpointPrefix(), EfmlDirectory(), Hdf5Directory(), CheckpointDirectory())
+
+
+def _prefix(path):
+    return path[:-len(PARAMS_SUFFIX)] if path.endswith(PARAMS_SUFFIX) else path
+
+
+def _from_sources(model):
+    """The first of MODEL_SOURCES that recognises `model` -> its LoadedModel; else one line saying
+    what was expected (FileNotFoundError for a checkpoint prefix that is not there)."""
+    source = next((source for source in MODEL_SOURCES if source.recognises(model)), None)
+    if source is not None:
+        return source.resolve(model)
+    prefix = _prefix(model)
+    if os.path.isfile(model) and model.endswith('.json'):
+        raise InputError(f'{model}: an options file goes with its weights file (bilm-tf / AllenNLP files: '
                          f'options_file, weight_file)')
-    elif not os.path.exists(path) and os.path.dirname(prefix):  # a checkpoint prefix DIR/N that is not there
+    if not os.path.exists(model) and os.path.dirname(prefix):  # a checkpoint prefix DIR/N that is not there
         checkpoint_options_file(prefix)  # names DIR/options.json when that is missing too
         raise FileNotFoundError(f'{prefix}{PARAMS_SUFFIX}: checkpoint not found')
-    close = '' if os.path.exists(path) else did_you_mean(path)  # a path of the user's is no misspelt name
-    raise InputError(f'{path}: not a model{close}; expected a model name ({listed_names()}), a directory with '
-                     f'{OPTIONS_FILE} + {WEIGHTS_FILE}, a checkpoint directory (with final{PARAMS_SUFFIX} or '
-                     f'N{PARAMS_SUFFIX}) or a checkpoint prefix DIR/N')
+    close = '' if os.path.exists(model) else did_you_mean(model)  # a path of the user's is no misspelt name
+    kinds = [source.what for source in MODEL_SOURCES]
+    raise InputError(f'{model}: not a model{close}; expected {", ".join(kinds[:-1])} or {kinds[-1]}')
