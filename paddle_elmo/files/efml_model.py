@@ -13,9 +13,8 @@ EFML's encoder is: torch's Linear weights [out, in] are transposed; the LSTM's g
 o) become bilm-tf's (i, j, f, o) and the forget bias our run adds is taken off; the highway's gate
 g (y = g x + (1 - g) f(A x)) is our carry t = 1 - g, so its half of the weights is negated.
 """
+import copy
 import functools
-import json
-import logging
 import os
 from dataclasses import dataclass
 
@@ -27,8 +26,6 @@ from paddle_elmo.fileio import InputError
 from paddle_elmo.files.run_configs import read_json
 from paddle_elmo.files.torch_pickle import read_state_dict
 from paddle_elmo.text.dictionary_ids import CHAR_DIC, WORD_DIC, Lexicon
-
-log = logging.getLogger(__name__)
 
 RUN_FILE = 'config.json'
 TOKEN_EMBEDDER_FILE, ENCODER_FILE = 'token_embedder.pkl', 'encoder.pkl'
@@ -63,7 +60,7 @@ def read_model_configuration(directory):
         if os.path.isfile(candidate):
             return read_json(candidate, 'ELMoForManyLangs model configuration'), candidate
     if name in DEFAULT_CONFIGS:
-        return json.loads(json.dumps(DEFAULT_CONFIGS[name])), f'{name} (ELMoForManyLangs\' default configuration)'
+        return copy.deepcopy(DEFAULT_CONFIGS[name]), f'{name} (ELMoForManyLangs\' default configuration)'
     raise InputError(f'{run_file}: config_path {given!r} is neither in {directory} nor one of ELMoForManyLangs\' '
                      f'default configurations ({", ".join(DEFAULT_CONFIGS)})')
 
@@ -121,10 +118,10 @@ class EfmlWeights:
     def fill(self, bilm):
         """Set every parameter of `bilm` (built for this model) from the two state dicts; InputError
         naming the file and the entry for a missing one or another shape."""
-        for name, (state, target) in (('token embedder', (TOKEN_EMBEDDER_FILE, token_embedder_targets(bilm))),
-                                      ('encoder', (ENCODER_FILE, encoder_targets(bilm)))):
-            path = os.path.join(self.directory, state)
-            _set_all(read_state_dict(path), target, path)
+        for state_file, targets in ((TOKEN_EMBEDDER_FILE, token_embedder_targets(bilm)),
+                                    (ENCODER_FILE, encoder_targets(bilm))):
+            path = os.path.join(self.directory, state_file)
+            _set_all(read_state_dict(path), targets, path)
         return bilm
 
 
