@@ -215,7 +215,7 @@ def served_efml_zh(tmp_path, monkeypatch):
     """The fixture's model zipped in a folder of its own, served as NLPL's 179.zip (efml-zh) from
     127.0.0.1 through PADDLE_ELMO_NLPL_URL, and an empty cache of the test's own (the kernels shared)."""
     import zipfile
-    from test_model_names import Server
+    from helpers import Server
     from paddle_elmo.cache import cache_dir
     archive = tmp_path / '179.zip'
     with zipfile.ZipFile(archive, 'w') as z:
