@@ -375,3 +375,29 @@ def test_a_dictionary_without_its_specials_or_with_ids_past_its_rows_is_refused(
     path.write_text('<oov>\t0\n<pad>\t5\n', encoding='utf-8')
     with pytest.raises(InputError, match=r'ids must lie in \[0, 2\)'):
         read_dictionary(str(path))
+
+
+def test_a_model_directory_whose_pickle_asks_for_another_global_is_refused_by_the_command(tmp_path, capfd):
+    """Nothing in a .pkl runs: embed --model on a directory whose encoder.pkl names os.system exits 2
+    with one line naming the file and the global."""
+    from helpers import run_here
+    from paddle_elmo.files.torch_pickle import LEGACY_MAGIC, LEGACY_PROTOCOL
+    import pickle
+    directory = tmp_path / 'evil'
+    shutil.copytree(require(MODEL), directory)
+    os.chmod(directory / 'encoder.pkl', 0o644)
+    with open(directory / 'encoder.pkl', 'wb') as f:
+        for header in (LEGACY_MAGIC, LEGACY_PROTOCOL, {'little_endian': True}):
+            pickle.dump(header, f, protocol=2)
+        f.write(b'\x80\x02cos\nsystem\nq\x00X\x05\x00\x00\x00touchq\x01\x85R.')
+    (tmp_path / 'in.txt').write_text('a b\n', encoding='utf-8')
+    done = run_here('embed', ['--model', str(directory), str(tmp_path / 'in.txt'), str(tmp_path / 'out.hdf5')], capfd)
+    assert done.returncode == 2
+    [error] = [line for line in done.stderr.splitlines() if line.startswith('error:')]
+    assert 'encoder.pkl: refused global os.system' in error and not (tmp_path / 'out.hdf5').exists()
+
+
+def test_perplexity_over_an_efml_model_says_it_has_no_softmax(tmp_path):
+    from paddle_elmo.train.lm_loading import load_language_model
+    with pytest.raises(InputError, match='no softmax'):
+        load_language_model(10, require(MODEL))

@@ -151,8 +151,8 @@ class LoadedModel:
         if self.weights_reader is not None:
             self.weights_reader.fill(bilm)
             if vocab_size is not None:
-                raise InputError(f'{self.name}: this model has no softmax (ELMoForManyLangs releases none); start '
-                                 f'pretraining from it with --init_from_weights, which starts a softmax')
+                raise InputError(f'{self.name}: this model has no softmax (ELMoForManyLangs releases none): '
+                                 f'perplexity and word prediction need one')
             return None
         if state is not None:
             load_state_checked(bilm, bilm_state(state), self.params_file)
