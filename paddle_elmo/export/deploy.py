@@ -145,9 +145,7 @@ def exported_options(model):
     (copied), or, when the model's tokenizer is not the one the file records (a named release's,
     from model_names.MODELS), the file's options with it; for a model read from another toolkit's
     layout (an ELMoForManyLangs directory: no options.json), the options it was read into."""
-    if model.weights_reader is not None:
-        return {**model.options, 'tokenizer': model.config.tokenizer}
-    if ModelConfig.from_options(model.options).tokenizer == model.config.tokenizer:
+    if model.weights_reader is None and ModelConfig.from_options(model.options).tokenizer == model.config.tokenizer:
         return None
     return {**model.options, 'tokenizer': model.config.tokenizer}
 
