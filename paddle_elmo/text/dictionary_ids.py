@@ -68,7 +68,7 @@ class Lexicon:
                 if mark not in words:
                     raise InputError(f'{path}: word.dic has no entry for {mark}')
         self.size = len(words) if words is not None else 0
-        self.tokens = [None] * self.size  # id -> word (ids of read_dictionary fit, a later line wins)
+        self.tokens = [''] * self.size  # id -> word ('' for a row no word names: two words on one id)
         for word, i in (words or {}).items():
             self.tokens[i] = word
         self.unk = words[OOV] if words is not None else None
