@@ -195,7 +195,6 @@ def test_export_weights_writes_the_dictionaries_and_reads_back_the_same_model(tm
 
 def test_export_inference_runs_on_onnxruntime_within_1e4_of_efml(tmp_path, capfd):
     """ONNX on onnxruntime: 1e-4 of each layer's scale (its kernels sum in their own order)."""
-    pytest.importorskip('onnxruntime')
     from helpers import run_here
     from paddle_elmo.export.inference import InferenceEmbedder
     done = run_here('export-inference', ['--model', require(MODEL), '--output_dir', str(tmp_path / 'inf')], capfd)
@@ -254,7 +253,6 @@ def test_efml_zh_by_name_downloads_once_then_loads_offline_and_meets_efml(served
 
 
 def test_embed_model_efml_zh_splits_raw_chinese_with_jieba(served_efml_zh, tmp_path, capfd):
-    pytest.importorskip('jieba')
     from helpers import run_here
     from paddle_elmo.use.embedder import ELMoEmbedder
     from paddle_elmo.text.tokenizers import get_tokenizer
@@ -347,7 +345,6 @@ def test_dump_token_embeddings_of_an_efml_model_are_its_layer_0(tmp_path, capfd)
 
 
 def test_export_inference_int8_of_an_efml_model_is_verified(tmp_path, capfd):
-    pytest.importorskip('onnxruntime')
     from helpers import run_here
     lines = [' '.join(s) for s in sentences() if not any(' ' in t for t in s)]
     (tmp_path / 'verify.txt').write_text('\n'.join((lines * 40)[:200]) + '\n', encoding='utf-8')
