@@ -186,6 +186,9 @@ def test_export_weights_writes_the_dictionaries_and_reads_back_the_same_model(tm
     done = run_here('export-weights', ['--model', require(MODEL), '--output_dir', str(tmp_path / 'w')], capfd)
     assert done.returncode == 0, done.stderr
     assert sorted(os.listdir(tmp_path / 'w')) == ['char.dic', 'options.json', 'weights.hdf5', 'word.dic']
+    with open(tmp_path / 'w' / 'options.json', encoding='utf-8') as f:
+        options = json.load(f)
+    assert options['token_input'] == 'dict-word+char' and 'n_characters' not in options['char_cnn']
     exported = resolve_model(str(tmp_path / 'w'))
     assert exported.config.token_input == 'dict-word+char' and exported.weights_reader is None
     ours, theirs = ELMoEmbedder(exported).encode(sentences()), ELMoEmbedder(MODEL).encode(sentences())

@@ -169,6 +169,7 @@ class DictionaryChars:
 
     def mark(self, options):
         TokenMode.mark(self, options)
+        options.get('char_cnn', {}).pop('n_characters', None)  # bilm-tf's byte count: its chars are char.dic's
 
     def char_mapper(self, config, vocab, max_cache):
         return _lexicon(self, vocab).char_mapper(max_cache)
