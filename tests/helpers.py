@@ -1,4 +1,5 @@
 """Helpers the tests share (conftest holds the fixtures): running the commands, tiny models, the reference protocol."""
+import http.server
 import json
 import os
 import re
@@ -6,6 +7,7 @@ import shlex
 import subprocess
 import sys
 import textwrap
+import threading
 
 import h5py
 import numpy as np
@@ -352,3 +354,51 @@ def fix_candidates(model, samples):
     """Make the model's sampler return the given candidate sets, forward then backward."""
     queue = list(samples)
     model.sampler.sample = lambda: queue.pop(0)
+
+
+# ---- a model server on 127.0.0.1 (test_model_names, test_efml) ------------------------------------------
+
+
+SERVER_SECONDS = 120  # a served test never waits longer than this on the server (bounded threads)
+
+
+class Server:
+    """Files over HTTP from 127.0.0.1 in a thread; `modes[path]` says how a path is served: 'full',
+    '404', 'half' (the whole Content-Length announced, half the bytes sent, the connection closed)
+    or 'stall' (half sent, then nothing until stop()). `requests` counts the GETs."""
+
+    def __init__(self, files):
+        self.files, self.modes, self.requests = files, {}, 0
+        self.stopping = threading.Event()
+        server = self
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            def do_GET(self):
+                server.requests += 1
+                mode, body = server.modes.get(self.path, 'full'), server.files.get(self.path)
+                if body is None or mode == '404':
+                    self.send_error(404)
+                    return
+                self.send_response(200)
+                self.send_header('Content-Length', str(len(body)))
+                self.end_headers()
+                self.wfile.write(body if mode == 'full' else body[:len(body) // 2])
+                self.wfile.flush()
+                if mode == 'stall':
+                    server.stopping.wait(SERVER_SECONDS)
+                self.close_connection = True
+
+            def log_message(self, *args):  # no access log on the test's stderr
+                pass
+
+        self.httpd = http.server.ThreadingHTTPServer(('127.0.0.1', 0), Handler)
+        self.httpd.daemon_threads = True
+        self.url = f'http://127.0.0.1:{self.httpd.server_address[1]}/models/elmo/'
+        self.thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
+        self.thread.start()
+
+    def stop(self):
+        self.stopping.set()
+        self.httpd.shutdown()
+        self.httpd.server_close()
+        self.thread.join(10)

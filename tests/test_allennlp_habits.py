@@ -64,7 +64,8 @@ def test_from_pretrained_bundled_is_the_default_model_and_a_bad_name_is_one_clea
     bundled = ELMoEmbedder.from_pretrained('bundled').encode([['Hello', 'world']])
     np.testing.assert_array_equal(bundled[0], ELMoEmbedder().encode([['Hello', 'world']])[0])
     with pytest.raises(InputError, match=f'{tmp_path}: not a model; expected a model name \\(bundled, '
-                       'bundled-zh, small, medium, original, original-5.5b\\), a directory with'):
+                       'bundled-zh, small, medium, original, original-5.5b, efml-<language> .*\\), a checkpoint '
+                       'prefix DIR/N, .* a directory with options.json'):
         ELMoEmbedder.from_pretrained(str(tmp_path))
 
 

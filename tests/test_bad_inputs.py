@@ -189,7 +189,7 @@ def test_the_language_mismatch_points_at_the_table_s_models_of_the_text_s_langua
     [message] = warnings_of(caplog)
     assert message.startswith('these sentences are English (Latin script) but the model is Chinese (Han script): '
                               '8 of 8 tokens (100%) are not in its vocabulary; use a model of English text: bundled, '
-                              "small, medium, original, original-5.5b (--model bundled in a command, "
+                              "small, medium, original, original-5.5b, efml-en (--model bundled in a command, "
                               "ELMoEmbedder('bundled') in Python)")
     zh_row = dataclasses.replace(model_names.MODELS['bundled'], name='zh-test', tokenizer='jieba')
     monkeypatch.setattr(model_names, 'MODELS', {**model_names.MODELS, 'zh-test': zh_row})

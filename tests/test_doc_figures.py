@@ -315,7 +315,18 @@ FIGURES = [
            'unknown tokens', 'paddle_elmo/use/languages.py: UNKNOWN_WARNING_SHARE', unknown_share),
     Figure('int8\'s cosine threshold (a setting)', 'the worst token of every layer at cosine >= {cosine}',
            'paddle_elmo/export/export_checks.py: INT8_MIN_COSINE', int8_threshold),
+    Figure('ELMoForManyLangs\' second call', 'on that fixture its second call moves a vector by up to {second:.2f}.',
+           'efml_2026-11-28/stateless.json: efml_second_vs_first_call_max_abs', lambda: efml_figures()),
+    Figure('ELMoForManyLangs\' models here: one vector whatever the batch', 'across {batchings} batchings of the '
+           'fixture\'s sentences they stay within {apart:.1e} of each other',
+           'efml_2026-11-28/stateless.json: batchings, stateless_max_abs_apart_across_batchings', lambda: efml_figures()),
 ]
+
+
+def efml_figures():
+    measured = json_file('efml_2026-11-28/stateless.json')
+    return {'second': measured['efml_second_vs_first_call_max_abs'], 'batchings': measured['batchings'],
+            'apart': measured['stateless_max_abs_apart_across_batchings']}
 
 
 # Numbers in README's text that are no measurement of ours: versions, settings in commands, properties

@@ -2,12 +2,10 @@
 PADDLE_ELMO_MODELS_URL into a cache of the test's own, loaded by name as by path and offline after,
 failed and killed downloads, no network, the packaged models, and --model on the commands."""
 import dataclasses
-import http.server
 import os
 import signal
 import subprocess
 import sys
-import threading
 import time
 
 import h5py
@@ -16,7 +14,7 @@ import paddle
 import pytest
 
 from conftest import ROOT, one_line_error, tiny_config
-from helpers import assert_elmo_reads_raw_text_as_the_embedder, run_here, run_script
+from helpers import SERVER_SECONDS, Server, assert_elmo_reads_raw_text_as_the_embedder, run_here, run_script
 from paddle_elmo import BiLM, ELMoEmbedder
 from paddle_elmo.files import model_names
 from paddle_elmo.cache import cache_dir
@@ -28,51 +26,6 @@ SENTENCES = [['The', 'cat', 'sat', '.'], ['Hello'], ['A', 'longer', 'sentence', 
 SMALL = '2x1024_128_2048cnn_1xhighway'
 OPTIONS_PATH = f'/models/elmo/{SMALL}/elmo_{SMALL}_options.json'
 WEIGHTS_PATH = f'/models/elmo/{SMALL}/elmo_{SMALL}_weights.hdf5'
-SERVER_SECONDS = 120  # a served test never waits longer than this on the server (bounded threads)
-
-
-class Server:
-    """Files over HTTP from 127.0.0.1 in a thread; `modes[path]` says how a path is served: 'full',
-    '404', 'half' (the whole Content-Length announced, half the bytes sent, the connection closed)
-    or 'stall' (half sent, then nothing until stop()). `requests` counts the GETs."""
-
-    def __init__(self, files):
-        self.files, self.modes, self.requests = files, {}, 0
-        self.stopping = threading.Event()
-        server = self
-
-        class Handler(http.server.BaseHTTPRequestHandler):
-            def do_GET(self):
-                server.requests += 1
-                mode, body = server.modes.get(self.path, 'full'), server.files.get(self.path)
-                if body is None or mode == '404':
-                    self.send_error(404)
-                    return
-                self.send_response(200)
-                self.send_header('Content-Length', str(len(body)))
-                self.end_headers()
-                self.wfile.write(body if mode == 'full' else body[:len(body) // 2])
-                self.wfile.flush()
-                if mode == 'stall':
-                    server.stopping.wait(SERVER_SECONDS)
-                self.close_connection = True
-
-            def log_message(self, *args):  # no access log on the test's stderr
-                pass
-
-        self.httpd = http.server.ThreadingHTTPServer(('127.0.0.1', 0), Handler)
-        self.httpd.daemon_threads = True
-        self.url = f'http://127.0.0.1:{self.httpd.server_address[1]}/models/elmo/'
-        self.thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
-        self.thread.start()
-
-    def stop(self):
-        self.stopping.set()
-        self.httpd.shutdown()
-        self.httpd.server_close()
-        self.thread.join(10)
-
-
 @pytest.fixture
 def tiny_release(tmp_path):
     """A tiny char model exported as bilm-tf files (as AllenNLP's are) -> its directory."""

@@ -29,7 +29,7 @@ from paddle_elmo.cli.glossary import option_strings
 from paddle_elmo.cli.model_flags import add_inference_model, add_model_source, model_source
 from paddle_elmo.cli.runner import run
 from paddle_elmo.text.corpus import check_has_sentence
-from paddle_elmo.use.sentence_embedder import OUTPUT_FORMATS
+from paddle_elmo.use.sentence_embedder import OUTPUT_FORMATS, layer_index
 from paddle_elmo.fileio import STDIN_NAME, STDIO, InputError, input_path, output_path
 from paddle_elmo.text.tokenizers import tokenizer_line
 
@@ -50,8 +50,9 @@ def build_parser():
     add_inference_model(p, 'or an exported model (paddle-elmo export-inference; stateless, CPU)',
                         'directory written by paddle-elmo export-inference (a word model\'s holds its vocab.txt)')
     add_device(p)
-    p.add_argument('--output_format', choices=OUTPUT_FORMATS,
-                   help='all layers, the top layer, or the average of the layers (default: all)')
+    p.add_argument('--output_format', type=output_format_value, metavar='{all,top,average,N}',
+                   help='all layers, the top layer, the average of the layers, or layer N (0: the token layer, 1...: '
+                   'the LSTM layers, as ELMoForManyLangs\' --output_layer) (default: all)')
     for value in OUTPUT_FORMATS:  # allennlp elmo's --all / --top / --average
         p.add_argument(f'--{value}', action='store_true', help=f'the same as --output_format {value} (allennlp elmo\'s '
                        'flag)')
@@ -67,6 +68,13 @@ def build_parser():
                    help='write no sentence_to_index dataset, so that the file does not hold the text '
                    '(allennlp elmo\'s flag)')
     return p
+
+
+def output_format_value(text):
+    """argparse type of --output_format: a name of OUTPUT_FORMATS or a layer's index."""
+    if layer_index(text) is None:
+        return text
+    return str(layer_index(text))
 
 
 def output_format(a):

@@ -18,7 +18,8 @@ from paddle_elmo.fileio import InputError
 def build_parser():
     p = parser(__doc__.split('\n')[0])
     p.add_argument('--model', metavar='DIR_OR_PREFIX', help='the checkpoint: a checkpoint directory (its final or '
-                   'latest step) or a checkpoint prefix DIR/N')
+                   'latest step) or a checkpoint prefix DIR/N; or an ELMoForManyLangs model directory (its '
+                   'char.dic / word.dic are written beside, for this toolkit: AllenNLP and bilm-tf read bytes)')
     p.add_argument('--init_from_ckpt', help='the same as --model DIR/N (a checkpoint prefix without suffix, e.g. '
                    'checkpoints/10000; the directory holds options.json), kept because the PaddleNLP example '
                    'named its checkpoints so')
@@ -47,12 +48,13 @@ def main(argv=None):
 
 def checkpoint_model(a):
     """The checkpoint --model or --init_from_ckpt names -> model_io.LoadedModel; InputError for none,
-    both, or a model that is not a checkpoint (bilm-tf files are already this format)."""
+    both, or a model that is not a checkpoint or an ELMoForManyLangs directory (bilm-tf files are
+    already this format)."""
     if bool(a.model) == bool(a.init_from_ckpt):
         raise InputError('give the checkpoint to export: --model DIR_OR_PREFIX or --init_from_ckpt DIR/N (one)')
     from paddle_elmo.files.model_io import resolve_model
     model = resolve_model(a.model or a.init_from_ckpt)
-    if model.params_file is None:
+    if model.params_file is None and model.weights_reader is None:
         flag = '--model' if a.model else '--init_from_ckpt'
         raise InputError(f'{flag} {a.model or a.init_from_ckpt}: options.json + weights.hdf5, already the '
                          'bilm-tf format; export-weights writes a checkpoint of ours in it')

@@ -12,8 +12,9 @@ holds every parser to it.
 FLAGS = {
     # the model
     'model': ('the model, in one value: a model name (bundled, bundled-zh, small, medium, original, '
-              'original-5.5b; AllenNLP\'s downloaded once into the cache), a directory with options.json + '
-              'weights.hdf5, a checkpoint directory or a checkpoint prefix DIR/N', ()),
+              'original-5.5b, efml-<language>; AllenNLP\'s and ELMoForManyLangs\' downloaded once into the cache), a '
+              'directory with options.json + weights.hdf5, an ELMoForManyLangs model directory, a checkpoint '
+              'directory or a checkpoint prefix DIR/N', ()),
     'init_from_ckpt': ('a checkpoint of ours: DIR/N (DIR holds options.json), DIR/N.pdparams, or a run directory '
                        '(its latest checkpoint); pretrain resumes from it, the other commands load it', ()),
     'options_file': ('the model as bilm-tf / AllenNLP files: its options.json (with --weight_file); pretrain '
@@ -52,7 +53,8 @@ FLAGS = {
     'output_corpus': ('build-vocab: also write the corpus as counted (segmented), one sentence per line', ()),
     'output_word_vectors': ('word2vec: write the vectors it trained to this file (.bin)', ()),
     'output_json': ('also write the results to this JSON file', ()),
-    'output_format': ('embed: which layers go into the hdf5 (all, top or average)', ()),
+    'output_format': ('embed: which layers go into the hdf5 (all, top, average, or one layer by its index: 0 the '
+                      'token layer, 1... the LSTM layers)', ()),
     'use_sentence_keys': ('embed: the sentence itself is its hdf5 key, not its line number (allennlp elmo\'s flag)',
                           ()),
     'forget_sentences': ('embed: no sentence_to_index dataset in the hdf5 (allennlp elmo\'s flag)', ()),

@@ -12,10 +12,11 @@ VOCAB_HELP = ('the model\'s vocabulary: one token per line, most frequent first 
 
 
 MODEL_HELP = ('a model name: bundled, bundled-zh (packaged: English, Chinese), small, medium, original, '
-              'original-5.5b (AllenNLP\'s releases, downloaded once into $PADDLE_ELMO_CACHE/models/); a directory '
-              'with options.json + '
-              'weights.hdf5 (bilm-tf / AllenNLP files, an export); a checkpoint directory (its final or latest step); '
-              'or a checkpoint prefix DIR/N')
+              'original-5.5b (AllenNLP\'s releases), efml-<language> (ELMoForManyLangs\' 44: efml-zh, efml-ja, '
+              '...; README lists them), downloaded once into $PADDLE_ELMO_CACHE/models/; a directory with '
+              'options.json + weights.hdf5 (bilm-tf / AllenNLP files, an export); an ELMoForManyLangs model '
+              'directory (config.json, char.dic, token_embedder.pkl, encoder.pkl); a checkpoint directory (its final '
+              'or latest step); or a checkpoint prefix DIR/N')
 
 
 def add_model_source(p, bundled_default=False, vocab_help=None):

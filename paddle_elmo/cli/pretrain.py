@@ -32,6 +32,7 @@ from paddle_elmo.fileio import InputError, check_output_directory
 from paddle_elmo.train.run_plan import check_one_start, for_run
 from paddle_elmo.cli.runner import rank
 from paddle_elmo.files.checkpoint_names import checkpoint_dir, checkpoint_prefix
+from paddle_elmo.files.efml_model import is_efml_directory
 from paddle_elmo.files.run_directory import (RunLock, check_not_running, check_run_directory, new_run_directory,
                                              remove_run_files, resumes_here)
 from paddle_elmo.text.corpus import check_corpus, warn_if_untokenized
@@ -77,10 +78,15 @@ def read_configs(a):
 def weights_model(init_from_weights, options_file, weight_file):
     """The weights a new run starts from: --init_from_weights NAME_OR_DIR (a named model, downloaded on
     first use, or DIR/options.json + DIR/weights.hdf5), or --options_file with --weight_file ->
-    model_io.LoadedModel of bilm-tf / AllenNLP files."""
+    model_io.LoadedModel of bilm-tf / AllenNLP files; InputError for an ELMoForManyLangs model (not yet)."""
     from paddle_elmo.files.model_io import resolve_model
-    if init_from_weights and is_model_name(init_from_weights):
-        return resolve_model(init_from_weights)
+    if init_from_weights and (is_model_name(init_from_weights) or is_efml_directory(init_from_weights)):
+        loaded = resolve_model(init_from_weights)
+        if loaded.weights_reader is not None:
+            raise InputError(f'--init_from_weights {init_from_weights}: an ELMoForManyLangs model; a run cannot start '
+                             f'from one yet (its training batches would need char.dic\'s ids): embed, dump, Elmo and '
+                             f'the exports take it')
+        return loaded
     if init_from_weights:
         options_file, weight_file = (os.path.join(init_from_weights, n) for n in (OPTIONS_FILE, WEIGHTS_FILE))
     for path, what in ((options_file, 'options file'), (weight_file, 'weights file')):  # before the corpus is counted

@@ -143,8 +143,9 @@ def save_onnx(directory, config):
 def exported_options(model):
     """What an export of LoadedModel `model` writes as its options.json: None for the file as it is
     (copied), or, when the model's tokenizer is not the one the file records (a named release's,
-    from model_names.MODELS), the file's options with it."""
-    if ModelConfig.from_options(model.options).tokenizer == model.config.tokenizer:
+    from model_names.MODELS), the file's options with it; for a model read from another toolkit's
+    layout (an ELMoForManyLangs directory: no options.json), the options it was read into."""
+    if model.weights_reader is None and ModelConfig.from_options(model.options).tokenizer == model.config.tokenizer:
         return None
     return {**model.options, 'tokenizer': model.config.tokenizer}
 

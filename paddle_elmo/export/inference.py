@@ -111,7 +111,7 @@ class InferenceEmbedder(SentenceEmbedder):
                                         f'for {backend} (paddle-elmo export-inference writes {", ".join(EXPORTED_FILES)})')
         self.config = read_model_config(os.path.join(model_dir, OPTIONS_FILE))
         vocab_file = os.path.join(model_dir, VOCAB_FILE)
-        if self.config.has_words and not os.path.isfile(vocab_file):
+        if self.config.has_words and not self.config.input_mode.chars_from_vocab and not os.path.isfile(vocab_file):
             raise FileNotFoundError(f'{vocab_file}: not found; the export of a {self.config.token_input} model holds '
                                     f'its input vocabulary there (paddle-elmo export-inference writes it)')
         self.verified = read_manifest(model_dir).get('verified')

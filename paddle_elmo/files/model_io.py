@@ -1,6 +1,7 @@
 """A model resolved once: `resolve_model` makes a `LoadedModel` from a model name of
-model_names.MODELS, a directory, a checkpoint, bilm-tf / AllenNLP files, or nothing (the bundled
-model), and a LoadedModel is where a model's files are read: its options.json when it is resolved
+model_names.MODELS, a directory, a checkpoint, bilm-tf / AllenNLP files, an ELMoForManyLangs
+directory, or nothing (the bundled model); each kind of source is a component it asks in turn
+(MODEL_SOURCES: `recognises`, `resolve`). A LoadedModel is where a model's files are read: its options.json when it is resolved
 (its config and the tokenizer of its raw text, decided here), its weights, softmax, input
 vocabulary and token-embedding file when it is loaded (`load`, `load_with_softmax`, `token_table`).
 
@@ -15,7 +16,7 @@ import dataclasses
 import logging
 import os
 from dataclasses import dataclass, field
-from typing import Optional
+from typing import Any, Optional
 
 from paddle_elmo.model.bilm import BiLM
 from paddle_elmo.files.checkpoint_names import PARAMS_SUFFIX, checkpoint_dir, latest_checkpoint
@@ -25,7 +26,8 @@ from paddle_elmo.model.config import ModelConfig
 from paddle_elmo.fileio import InputError
 from paddle_elmo.files.hdf5_weights import (hdf5_rows, load_embedding_weight_file, load_hdf5_weights, read_hdf5_softmax,
                                             read_token_embeddings)
-from paddle_elmo.files.model_names import MODELS, PACKAGE_DIR, did_you_mean, is_model_name, model_files
+from paddle_elmo.files.efml_model import RUN_FILE, is_efml_directory, read_efml_directory
+from paddle_elmo.files.model_names import MODELS, PACKAGE_DIR, did_you_mean, is_model_name, listed_names, model_files
 from paddle_elmo.files.run_configs import (OPTIONS_FILE, RECIPE_FILE, VOCAB_FILE, WEIGHTS_FILE, read_input_vocabulary,
                                            read_json)
 from paddle_elmo.text.vocabulary import read_vocabulary_file
@@ -58,6 +60,9 @@ class LoadedModel:
         a word model's embedding itself; for a model with chars, its cache of token representations
         (`token_table`: those tokens skip the char CNN).
     card: its model card (a packaged model's README.md), or None.
+    weights_reader: for a model in another toolkit's layout that reads its own files (an
+        ELMoForManyLangs directory: efml_model.EfmlWeights), what gives its input vocabulary
+        (`lexicon`) and fills a BiLM (`fill`); None for bilm-tf / AllenNLP hdf5 and our checkpoints.
     """
     name: str
     config: ModelConfig
@@ -68,6 +73,7 @@ class LoadedModel:
     vocab_file: Optional[str] = None
     embedding_weight_file: Optional[str] = None
     card: Optional[str] = None
+    weights_reader: Optional[Any] = field(default=None, repr=False)
 
     @property
     def own_vocabulary_file(self):
@@ -79,7 +85,8 @@ class LoadedModel:
         """Its files, for a record of what ran: {'options_file': ..., 'weight_file' or 'params_file': ...,
         and vocab_file / embedding_weight_file when given}."""
         names = ('options_file', 'weight_file', 'params_file', 'vocab_file', 'embedding_weight_file')
-        return {name: getattr(self, name) for name in names if getattr(self, name) is not None}
+        files = {name: getattr(self, name) for name in names if getattr(self, name) is not None}
+        return {**files, **self.weights_reader.files()} if self.weights_reader is not None else files
 
     def recorded_vocabulary(self):
         """The vocabulary it records (the one its softmax was trained with; for word input also its
@@ -141,6 +148,12 @@ class LoadedModel:
         return read_state(self.params_file, vocab_size, require_softmax=vocab_size is not None)
 
     def _fill(self, bilm, state, softmax, vocab_size=None):
+        if self.weights_reader is not None:
+            self.weights_reader.fill(bilm)
+            if vocab_size is not None:
+                raise InputError(f'{self.name}: this model has no softmax (ELMoForManyLangs releases none): '
+                                 f'perplexity and word prediction need one')
+            return None
         if state is not None:
             load_state_checked(bilm, bilm_state(state), self.params_file)
             load_embedding_weight_file(bilm, self._word_embedding_file())
@@ -159,7 +172,8 @@ class LoadedModel:
 
     def _hdf5_embedding_rows(self):
         name = self.config.input_mode.word_embedding
-        return hdf5_rows(self._word_embedding_file() or self.weight_file, name) if name else None
+        file = self._word_embedding_file() or self.weight_file
+        return hdf5_rows(file, name) if name and file else None  # none: a weights_reader's model
 
     def input_vocabulary(self, rows=None, source=None):
         """A word or word+char model's input Vocabulary (None for a char model): vocab.txt beside its
@@ -167,6 +181,8 @@ class LoadedModel:
         `rows` when given; source: what the errors call the model (default: its weights' file).
         Beside a model's own vocab.txt, a vocab_file that lists a token cache's rows (token_table)
         is not its vocabulary."""
+        if self.weights_reader is not None:
+            return self.weights_reader.lexicon
         lists_cache_rows = self.embedding_weight_file and self.config.input_mode.embedding_file == 'cache'
         vocab_file = None if lists_cache_rows and self.own_vocabulary_file else self.vocab_file
         source = source or self.params_file or self._word_embedding_file() or self.weight_file
@@ -178,12 +194,14 @@ def resolve_model(model=None, weight_file=None, *, vocab_file=None, embedding_we
     Its options.json is read here; its weights when it is loaded.
 
     model: None, the bundled model (a warning in the log says so: its card is
-        paddle_elmo/pretrained/README.md); a model name (model_names.MODELS: 'bundled', 'bundled-zh',
-        AllenNLP's 'small', 'medium', 'original', 'original-5.5b', downloaded into the cache on first
-        use); a directory holding options.json + weights.hdf5 (bilm-tf / AllenNLP files, or an export of
-        ours); a checkpoint directory (its `final`, else its latest step N); a checkpoint prefix
-        'DIR/N' (with or without .pdparams); with `weight_file`, an options.json (bilm-tf /
-        AllenNLP's pair of files); or a LoadedModel (returned, with the files below when given).
+        paddle_elmo/pretrained/README.md); a string the first of MODEL_SOURCES that recognises it
+        reads: a model name (model_names.MODELS: 'bundled', 'bundled-zh', AllenNLP's 'small',
+        'medium', 'original', 'original-5.5b', ELMoForManyLangs' 'efml-zh', ..., downloaded into the
+        cache on first use); a checkpoint prefix 'DIR/N' (with or without .pdparams); an
+        ELMoForManyLangs model directory; a directory holding options.json + weights.hdf5 (bilm-tf /
+        AllenNLP files, or an export of ours); a checkpoint directory (its `final`, else its latest
+        step N); with `weight_file`, an options.json (bilm-tf / AllenNLP's pair of files); or a
+        LoadedModel (returned, with the files below when given).
     vocab_file, embedding_weight_file: see LoadedModel.
     """
     if isinstance(model, LoadedModel):
@@ -197,10 +215,8 @@ def resolve_model(model=None, weight_file=None, *, vocab_file=None, embedding_we
     elif model is None:
         loaded = _named(BUNDLED_NAME)
         log.warning('no model given: using the bundled model in %s (its card: %s)', BUNDLED_MODEL_DIR, loaded.card)
-    elif is_model_name(os.fspath(model)):
-        loaded = _named(os.fspath(model))
     else:
-        loaded = _from_path(os.fspath(model))
+        loaded = _from_sources(os.fspath(model))
     given = {k: v for k, v in (('vocab_file', vocab_file), ('embedding_weight_file', embedding_weight_file)) if v}
     loaded = dataclasses.replace(loaded, **given) if given else loaded
     if loaded.embedding_weight_file and not (loaded.vocab_file or loaded.own_vocabulary_file):
@@ -225,6 +241,8 @@ def _named(name):
     AllenNLP's files record none: the row's is theirs."""
     options_file, weight_file = model_files(name)
     row = MODELS[name]
+    if row.archive:  # an ELMoForManyLangs release: model_files gave its directory
+        return _efml(options_file, row.tokenizer, name)
     card = os.path.join(os.path.dirname(options_file), CARD_FILE) if row.package_dir else None
     return _read(name, options_file, None if row.package_dir else row.tokenizer, weight_file=weight_file, card=card)
 
@@ -233,25 +251,114 @@ def _checkpoint(prefix):
     return _read(prefix, checkpoint_options_file(prefix), params_file=prefix)
 
 
-def _from_path(path):
-    """A directory (bilm-tf files, a checkpoint directory) or a checkpoint prefix -> LoadedModel."""
-    prefix = path[:-len(PARAMS_SUFFIX)] if path.endswith(PARAMS_SUFFIX) else path
-    if os.path.isfile(prefix + PARAMS_SUFFIX):
-        return _checkpoint(prefix)
-    if os.path.isdir(path):
-        files = [os.path.join(path, n) for n in (OPTIONS_FILE, WEIGHTS_FILE)]
-        if all(os.path.isfile(f) for f in files):
-            return _from_files(*files, name=path)
-        latest = latest_checkpoint(path)
-        if latest is not None:
-            return _checkpoint(latest)
-    elif os.path.isfile(path) and path.endswith('.json'):
-        raise InputError(f'{path}: an options file goes with its weights file (bilm-tf / AllenNLP files: '
+def _efml(directory, tokenizer=None, name=None):
+    """An ELMoForManyLangs model directory (efml_model.py) -> LoadedModel, its raw text split by
+    `tokenizer` (a named release's row gives it); a bare directory records no language: whitespace,
+    said in the log."""
+    options, source, reader = read_efml_directory(directory)
+    if tokenizer is None:
+        log.warning('%s: an ELMoForManyLangs model records no tokenizer: raw text is split on whitespace '
+                    '(give tokenizer= / --tokenizer for another)', directory)
+    config = ModelConfig.from_options({**options, 'tokenizer': tokenizer or 'whitespace'}, source)
+    return LoadedModel(name=name or directory, config=config, options=options,
+                       options_file=os.path.join(directory, RUN_FILE), weights_reader=reader)
+
+
+class ModelSource:
+    """One kind of model source, a component resolve_model asks in turn (MODEL_SOURCES), as the
+    token modes are asked which options file is theirs: `recognises(model)` says whether the string
+    the user gave is one of its kind, `resolve(model)` reads it into a LoadedModel; `what` names
+    the kind in the message for a string no source recognises."""
+    what = ''
+
+    def recognises(self, model):
+        raise NotImplementedError
+
+    def resolve(self, model):
+        raise NotImplementedError
+
+
+class NamedModel(ModelSource):
+    """A row of model_names.MODELS: packaged, AllenNLP's and ELMoForManyLangs' releases."""
+
+    @property
+    def what(self):
+        return f'a model name ({listed_names()})'
+
+    def recognises(self, model):
+        return is_model_name(model)
+
+    def resolve(self, model):
+        return _named(model)
+
+
+class CheckpointPrefix(ModelSource):
+    """A checkpoint of ours named by its prefix 'DIR/N' (with or without .pdparams)."""
+    what = 'a checkpoint prefix DIR/N'
+
+    def recognises(self, model):
+        return os.path.isfile(_prefix(model) + PARAMS_SUFFIX)
+
+    def resolve(self, model):
+        return _checkpoint(_prefix(model))
+
+
+class EfmlDirectory(ModelSource):
+    """An ELMoForManyLangs model directory as released (efml_model.py)."""
+    what = f'an ELMoForManyLangs directory ({RUN_FILE}, char.dic, token_embedder.pkl, encoder.pkl)'
+
+    def recognises(self, model):
+        return os.path.isdir(model) and is_efml_directory(model)
+
+    def resolve(self, model):
+        return _efml(model)
+
+
+class Hdf5Directory(ModelSource):
+    """bilm-tf / AllenNLP files in a directory (theirs, or an export of ours)."""
+    what = f'a directory with {OPTIONS_FILE} + {WEIGHTS_FILE}'
+
+    def recognises(self, model):
+        return all(os.path.isfile(os.path.join(model, n)) for n in (OPTIONS_FILE, WEIGHTS_FILE))
+
+    def resolve(self, model):
+        return _from_files(*(os.path.join(model, n) for n in (OPTIONS_FILE, WEIGHTS_FILE)), name=model)
+
+
+class CheckpointDirectory(ModelSource):
+    """A checkpoint directory of ours: its latest checkpoint (checkpoint_names.latest_checkpoint: `final`,
+    else the highest step N)."""
+    what = f'a checkpoint directory (with final{PARAMS_SUFFIX} or N{PARAMS_SUFFIX})'
+
+    def recognises(self, model):
+        return os.path.isdir(model) and latest_checkpoint(model) is not None
+
+    def resolve(self, model):
+        return _checkpoint(latest_checkpoint(model))
+
+
+# Asked in this order: a name first (a name wins over a directory of the same name in the working
+# directory: './small' names the directory), then the paths.
+MODEL_SOURCES = (NamedModel(), CheckpointPrefix(), EfmlDirectory(), Hdf5Directory(), CheckpointDirectory())
+
+
+def _prefix(path):
+    return path[:-len(PARAMS_SUFFIX)] if path.endswith(PARAMS_SUFFIX) else path
+
+
+def _from_sources(model):
+    """The first of MODEL_SOURCES that recognises `model` -> its LoadedModel; else one line saying
+    what was expected (FileNotFoundError for a checkpoint prefix that is not there)."""
+    source = next((source for source in MODEL_SOURCES if source.recognises(model)), None)
+    if source is not None:
+        return source.resolve(model)
+    prefix = _prefix(model)
+    if os.path.isfile(model) and model.endswith('.json'):
+        raise InputError(f'{model}: an options file goes with its weights file (bilm-tf / AllenNLP files: '
                          f'options_file, weight_file)')
-    elif not os.path.exists(path) and os.path.dirname(prefix):  # a checkpoint prefix DIR/N that is not there
+    if not os.path.exists(model) and os.path.dirname(prefix):  # a checkpoint prefix DIR/N that is not there
         checkpoint_options_file(prefix)  # names DIR/options.json when that is missing too
         raise FileNotFoundError(f'{prefix}{PARAMS_SUFFIX}: checkpoint not found')
-    close = '' if os.path.exists(path) else did_you_mean(path)  # a path of the user's is no misspelt name
-    raise InputError(f'{path}: not a model{close}; expected a model name ({", ".join(MODELS)}), a directory with '
-                     f'{OPTIONS_FILE} + {WEIGHTS_FILE}, a checkpoint directory (with final{PARAMS_SUFFIX} or '
-                     f'N{PARAMS_SUFFIX}) or a checkpoint prefix DIR/N')
+    close = '' if os.path.exists(model) else did_you_mean(model)  # a path of the user's is no misspelt name
+    kinds = [source.what for source in MODEL_SOURCES]
+    raise InputError(f'{model}: not a model{close}; expected {", ".join(kinds[:-1])} or {kinds[-1]}')

@@ -12,7 +12,9 @@ renamed when complete, so that a killed or failed download leaves no file under 
 no network call is made. A failed download is a runtime failure (NetworkError, an OSError: exit
 code 1 in the commands), not the user's input. Files put there by hand load the same way.
 `PADDLE_ELMO_MODELS_URL` replaces the base URL up to and including `models/elmo/` (a mirror, or a
-local server in the tests); the rest of each path stays.
+local server in the tests); the rest of each path stays. ELMoForManyLangs' releases (`efml-<language>`)
+download as one zip each from the NLPL vectors repository (`PADDLE_ELMO_NLPL_URL` replaces its base),
+unpacked once into `$PADDLE_ELMO_CACHE/models/efml/<NLPL id>/`.
 """
 import logging
 import os
@@ -32,6 +34,28 @@ PACKAGE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 # configs under this virtual-hosted one: the same bucket, the same keys.
 MODELS_URL = 'https://allennlp.s3.amazonaws.com/models/elmo/'
 MODELS_URL_VAR = 'PADDLE_ELMO_MODELS_URL'
+# ELMoForManyLangs' releases (HIT-SCIR/ELMoForManyLangs, MIT licence) on the NLPL vectors repository,
+# by the ids its README lists (commit b3de5f1); NLPL_URL_VAR replaces this base (a mirror, the tests).
+NLPL_URL = 'http://vectors.nlpl.eu/repository/11/'
+NLPL_URL_VAR = 'PADDLE_ELMO_NLPL_URL'
+EFML_SOURCE = ('HIT-SCIR/ELMoForManyLangs README.md (commit b3de5f1), NLPL vectors repository id {id}; the '
+               'terms of use are the publisher\'s')
+# (name suffix, language, NLPL id, tokenizer): jieba for Chinese, moses for English, whitespace elsewhere
+# (we have no segmenter for Japanese: a Japanese sentence without spaces would be one token).
+EFML_RELEASES = (
+    ('ar', 'Arabic', 136), ('bg', 'Bulgarian', 137), ('ca', 'Catalan', 138), ('cs', 'Czech', 139),
+    ('cu', 'Old Church Slavonic', 140), ('da', 'Danish', 141), ('de', 'German', 142), ('el', 'Greek', 143),
+    ('en', 'English', 144), ('es', 'Spanish', 145), ('et', 'Estonian', 146), ('eu', 'Basque', 147),
+    ('fa', 'Persian', 148), ('fi', 'Finnish', 149), ('fr', 'French', 150), ('ga', 'Irish', 151),
+    ('gl', 'Galician', 152), ('grc', 'Ancient Greek', 153), ('he', 'Hebrew', 154), ('hi', 'Hindi', 155),
+    ('hr', 'Croatian', 156), ('hu', 'Hungarian', 157), ('id', 'Indonesian', 158), ('it', 'Italian', 159),
+    ('ja', 'Japanese', 160), ('ko', 'Korean', 161), ('la', 'Latin', 162), ('lv', 'Latvian', 163),
+    ('nl', 'Dutch', 164), ('nb', 'Norwegian Bokmål', 165), ('nn', 'Norwegian Nynorsk', 166), ('pl', 'Polish', 167),
+    ('pt', 'Portuguese', 168), ('ro', 'Romanian', 169), ('ru', 'Russian', 170), ('sk', 'Slovak', 171),
+    ('sl', 'Slovene', 172), ('sv', 'Swedish', 173), ('tr', 'Turkish', 174), ('ug', 'Uyghur', 175),
+    ('uk', 'Ukrainian', 176), ('ur', 'Urdu', 177), ('vi', 'Vietnamese', 178), ('zh', 'Chinese (Traditional)', 179),
+)
+EFML_TOKENIZERS = {'zh': 'jieba', 'en': 'moses'}
 ALLENNLP_PAGE = ('allenai/allennlp-website elmo.html (https://allennlp.org/elmo, "Pre-trained ELMo Models", '
                  'read at commit 04d542e9)')
 
@@ -45,6 +69,8 @@ class NamedModel:
         in its options.json; AllenNLP's files record none, so this row is where theirs is kept.
     package_dir: a packaged model's directory inside the package (options.json + weights.hdf5).
     files: a release's (options, weights) paths under MODELS_URL, AllenNLP's names unchanged.
+    archive: an ELMoForManyLangs release's zip under NLPL_URL (its NLPL repository id), unpacked
+        once into the cache as the model directory efml_model.py reads.
     source: where the files, and for a release its URL and file names, come from.
     """
     name: str
@@ -53,6 +79,7 @@ class NamedModel:
     source: str
     package_dir: Optional[str] = None
     files: Optional[Tuple[str, str]] = None
+    archive: Optional[str] = None
 
 
 def _release(release):
@@ -82,7 +109,18 @@ MODELS = {m.name: m for m in (
                "93.6M parameters; AllenNLP's recommended default", ALLENNLP_PAGE + '; allenai/allennlp-models '
                'training_config/structured_prediction/srl_elmo_5.5B.jsonnet (commit 10b9db33)',
                files=_release('2x4096_512_2048cnn_2xhighway_5.5B')),
+    *(NamedModel(f'efml-{code}', EFML_TOKENIZERS.get(code, 'whitespace'),
+                 f"ELMoForManyLangs' {language}: LSTM 4096, output 512, word + char (Unicode), 20M words of CoNLL 2018's "
+                 f'raw text', EFML_SOURCE.format(id=nlpl_id), archive=f'{nlpl_id}.zip')
+      for code, language, nlpl_id in EFML_RELEASES),
 )}
+
+
+def listed_names():
+    """The table's names for a message: each, but ELMoForManyLangs' 44 as one pattern."""
+    efml = [name for name, m in MODELS.items() if m.archive]
+    return ', '.join([name for name, m in MODELS.items() if not m.archive] +
+                     [f'efml-<language> ({len(efml)}: {efml[0]} ... {efml[-1]})'])
 
 
 def closest_model_names(name):
@@ -137,10 +175,13 @@ def models_url():
 
 def model_files(name):
     """A model name -> (options_file, weight_file), local paths: a packaged model's files in the
-    package, a release's in the cache directory (downloaded first when either is absent)."""
+    package, a release's in the cache directory (downloaded first when either is absent); for an
+    ELMoForManyLangs release (an `archive`), its model directory (archive_directory) and None."""
     if name not in MODELS:
-        raise InputError(f'{name}: not a model name{did_you_mean(name)}; expected one of {", ".join(MODELS)}')
+        raise InputError(f'{name}: not a model name{did_you_mean(name)}; expected one of {listed_names()}')
     model = MODELS[name]
+    if model.archive:
+        return archive_directory(model), None
     if model.package_dir:
         return packaged_files(model)
     paths = cached_files(model)
@@ -170,6 +211,46 @@ def cached_files(model):
     return tuple(cache_dir('models', 'elmo', *remote.split('/')) for remote in model.files)
 
 
+def archive_directory(model):
+    """An archive release's model directory in the cache, models/efml/<NLPL id>/ (downloaded and
+    unpacked first when absent): the archive's own folder when it holds one, else that directory.
+    The zip downloads beside it (download: whole or not at all), unpacks into a temporary
+    directory renamed into place when complete, and is deleted."""
+    directory = cache_dir('models', 'efml', model.archive[:-len('.zip')])
+    if not os.path.isdir(directory):
+        archive = directory + '.zip'
+        if not os.path.isfile(archive):
+            base = os.environ.get(NLPL_URL_VAR) or NLPL_URL
+            download(model, (base if base.endswith('/') else base + '/') + model.archive, archive, (archive,))
+        _unpack(archive, directory)
+    inner = [os.path.join(directory, n) for n in sorted(os.listdir(directory))
+             if os.path.isdir(os.path.join(directory, n)) and not n.startswith(('.', '__'))]
+    return inner[0] if len(inner) == 1 and not os.path.isfile(os.path.join(directory, 'config.json')) else directory
+
+
+def _unpack(archive, directory):
+    """The zip `archive` -> `directory`, made whole or not at all; the zip is deleted after."""
+    import shutil
+    import tempfile
+    import zipfile
+    tmp = tempfile.mkdtemp(prefix='.unpacking.', dir=os.path.dirname(directory))
+    try:
+        with zipfile.ZipFile(archive) as z:
+            for member in z.namelist():  # no member may land outside the directory
+                target = os.path.realpath(os.path.join(tmp, member))
+                if not target.startswith(os.path.realpath(tmp) + os.sep):
+                    raise InputError(f'{archive}: member {member!r} points outside the archive\'s directory')
+            z.extractall(tmp)
+        os.rename(tmp, directory)
+    except zipfile.BadZipFile as e:
+        os.remove(archive)  # a damaged download: the next use fetches it again
+        raise NetworkError(f'{archive}: not a whole zip archive ({e}); removed, so that the next use downloads it '
+                           f'again') from None
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    os.remove(archive)
+
+
 def download(model, url, path, paths):
     """One file of `model` from `url` to `path` with pooch: a temporary file in the same directory,
     moved to `path` once the whole body has arrived (pooch.core.stream_download), so a killed
@@ -186,9 +267,10 @@ def download(model, url, path, paths):
             pooch.retrieve(url, known_hash=None, fname=os.path.basename(path), path=os.path.dirname(path),
                            downloader=pooch.HTTPDownloader(progressbar=show_progress(logger=log)))
     except (requests.exceptions.RequestException, OSError) as e:
+        remotes, variable = ((model.archive,), NLPL_URL_VAR) if model.archive else (model.files, MODELS_URL_VAR)
+        by_hand = ' and '.join(f'{remote} as {local}' for remote, local in zip(remotes, paths))
         raise NetworkError(f'{model.name}: could not download {url} ({_reason(e)}); without a network, put the '
-                           f'files there by hand: {model.files[0]} as {paths[0]} and {model.files[1]} as '
-                           f'{paths[1]} (or set {MODELS_URL_VAR} to a mirror)') from None
+                           f'files there by hand: {by_hand} (or set {variable} to a mirror)') from None
     finally:
         pooch_log.setLevel(level)
 

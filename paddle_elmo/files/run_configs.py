@@ -14,6 +14,7 @@ import os
 from paddle_elmo.model.recipe import BILM_TF_TRAINING_KEYS, PRESETS, RECIPE_FIELDS, Recipe, split_fields
 from paddle_elmo.model.config import ModelConfig
 from paddle_elmo.fileio import InputError, read_text, write_json_atomic
+from paddle_elmo.text.dictionary_ids import Lexicon
 from paddle_elmo.text.vocabulary import SPECIAL_TOKENS, Vocabulary, read_vocabulary_file, write_vocabulary
 
 
@@ -55,9 +56,13 @@ def write_run_configs(directory, model, recipe, vocab):
 
 
 def write_input_vocabulary(vocab, directory):
-    """DIR/vocab.txt: the model's input vocabulary, line i = id i (specials included). A vocab.txt there
+    """DIR/vocab.txt: the model's input vocabulary, line i = id i (specials included); an
+    ELMoForManyLangs model's dictionaries (a Lexicon) as DIR/char.dic and DIR/word.dic. A vocab.txt there
     that holds those tokens already (the --vocab_file itself, kept beside its run) is left as it is; one
     that is the run's own --vocab_file but lacks the specials is refused, never rewritten."""
+    if isinstance(vocab, Lexicon):
+        vocab.write(directory)
+        return
     path = os.path.join(directory, VOCAB_FILE)
     if os.path.isfile(path) and read_vocabulary_file(path) == vocab.tokens:
         return
@@ -74,7 +79,10 @@ def read_input_vocabulary(config, model_dir, vocab_file=None, rows=None, source=
     given both, they must hold the same tokens. Line i is row i of the word embedding, so the
     file must hold `<S>`, `</S>` and `<UNK>` (bilm-tf's layout) and, with `rows` (the embedding's
     rows, from the weights), exactly that many lines. Each mismatch is one line naming the files.
+    A dict- mode's (an ELMoForManyLangs model's, exported) are its char.dic and word.dic instead.
     """
+    if config.input_mode.chars_from_vocab:
+        return Lexicon.read(model_dir or '.', config.max_characters_per_token, config.has_words)
     if not config.has_words:
         return None
     own = os.path.join(model_dir or '.', VOCAB_FILE) if model_dir is not None else None

@@ -24,7 +24,8 @@ from paddle_elmo.fileio import InputError
 
 ORIGINAL_FILTERS = [[1, 32], [2, 32], [3, 64], [4, 128], [5, 256], [6, 512], [7, 1024]]
 
-TOKEN_INPUTS = tuple(TOKEN_INPUT_MODES)  # bilm-tf's and ours (the flag's choices)
+# bilm-tf's and ours (the flag's choices); the dict- modes come with an ELMoForManyLangs model's dictionaries
+TOKEN_INPUTS = tuple(name for name, mode in TOKEN_INPUT_MODES.items() if not mode.chars_from_vocab)
 
 
 def setting(default, help):

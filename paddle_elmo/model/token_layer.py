@@ -62,10 +62,13 @@ class CharEncoder(nn.Layer):
     5-letter word needs 7 windows, not 44). Same max, a fraction of the work.
     """
 
-    def __init__(self, config, word_columns=0):
+    def __init__(self, config, word_columns=0, char_table=(N_CHARACTERS, PAD_CHAR + 1)):
         super().__init__()
         # word_columns: a word row's, which come first in the projection's input (word+char, as in
         # ELMoForManyLangs' token embedder); the projection keeps bilm-tf's init, std sqrt(1 / n_filters).
+        # char_table: (rows of the char embedding, shifted id of the padding inside a token), the
+        # token mode's (ELMo's bytes by default; a dictionary's for ELMoForManyLangs' models).
+        n_characters, self.pad_id = char_table
         self.word_dim = word_columns
         self.max_chars = config.max_characters_per_token
         self.char_dim = config.char_embed_dim
@@ -73,7 +76,7 @@ class CharEncoder(nn.Layer):
         self.activation = F.relu if config.activation == 'relu' else F.tanh
         n_filters = config.n_filters
         # Row 0 is the padding char: it stays zero (padding_idx) and gets no gradient.
-        self.char_embed = nn.Embedding(N_CHARACTERS, self.char_dim, padding_idx=0,
+        self.char_embed = nn.Embedding(n_characters, self.char_dim, padding_idx=0,
                                        weight_attr=paddle.ParamAttr(initializer=nn.initializer.Uniform(-1.0, 1.0)))
         self.conv_weights = nn.ParameterList()
         self.conv_biases = nn.ParameterList()
@@ -86,7 +89,6 @@ class CharEncoder(nn.Layer):
             self.conv_weights.append(self.create_parameter([width * self.char_dim, n], default_initializer=init))
             self.conv_biases.append(self.create_parameter([n], is_bias=True,
                                                           default_initializer=nn.initializer.Constant(0.0)))
-        self.pad_id = PAD_CHAR + 1  # char ids are shifted by one so that 0 means "no token"
         self.highways = nn.LayerList([Highway(n_filters) for _ in range(config.num_highways)])
         proj_dim = config.projection_dim
         self.projection = nn.Linear(self.word_dim + n_filters, proj_dim,
@@ -223,7 +225,10 @@ EAGER = EagerOps()
 
 
 def _add_char_encoder(bilm, config, vocab):
-    bilm.char_encoder = CharEncoder(config, config.input_mode.projection_word_columns(config))
+    mode = config.input_mode
+    bilm.char_encoder = CharEncoder(config, mode.projection_word_columns(config), mode.char_table(vocab))
+    if mode.chars_from_vocab:
+        bilm.vocab = vocab  # the model's dictionaries (a Lexicon), which InputMapper.of(bilm) reads
 
 
 def _add_word_embedding(bilm, config, vocab):

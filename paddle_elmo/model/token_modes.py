@@ -12,9 +12,15 @@ A mode (a `TokenMode` subclass, in TOKEN_INPUT_MODES through `register`) says
 A new mode built from today's ids is one subclass and one `register` call; one needing a new kind
 of id also needs its mapper (token_ids.InputMapper), its ops and its export input (deploy).
 
+Which char ids a mode with chars reads is its `char_mapper` and `char_table`: ELMo's UTF-8 bytes
+(token_ids.py) for bilm-tf's modes, Unicode characters from a model's dictionary for the `dict-`
+modes of ELMoForManyLangs' models (dictionary_ids.py), whose `vocab` is then that model's Lexicon.
+
 This module imports no Paddle (config imports it, and `paddle-elmo --help` reads config): the
 Paddle work is in the ops and the layers a mode is handed.
 """
+from paddle_elmo.text.token_ids import N_CHARACTERS, PAD_CHAR, CharMapper
+
 CHAR_IDS, WORD_IDS = 'char_ids', 'word_ids'  # the ids a biLM reads: TokenInput's fields, the export's inputs
 CHAR_ENCODER, WORD_EMBEDDING = 'char_encoder', 'word_embedding'  # token layers: the BiLM's attributes
 
@@ -36,6 +42,8 @@ class TokenMode:
         to this model: 'embedding' (its word embedding itself) or 'cache' (vectors used in place of
         the char CNN for the tokens it holds).
     layer0: what layer 0 (the context-free token representation) is, in words.
+    chars_from_vocab: its char ids come from the model's dictionaries (`vocab`, which the biLM then
+        keeps even without words), not from the token's bytes.
     """
     name = None
     reads = ()
@@ -44,6 +52,7 @@ class TokenMode:
     word_embedding_dim = None
     embedding_file = 'cache'
     layer0 = ''
+    chars_from_vocab = False
 
     @property
     def chars(self):
@@ -67,6 +76,14 @@ class TokenMode:
     def projection_word_columns(self, config):
         """Word embedding columns that go into the char encoder's projection beside its features."""
         return 0
+
+    def char_mapper(self, config, vocab, max_cache):
+        """Tokens -> the char ids this mode reads (a token_ids.CharMapper): ELMo's UTF-8 byte ids."""
+        return CharMapper(config.max_characters_per_token, max_cache)
+
+    def char_table(self, vocab):
+        """(rows of the char embedding, shifted id of the padding inside a token) of a model with chars."""
+        return N_CHARACTERS, PAD_CHAR + 1
 
     def embed(self, bilm, ids, ops):
         """The token representations -> [tokens, projection_dim] (anything at padding: the caller
@@ -141,6 +158,45 @@ class WordCharMode(TokenMode):
         return ops.word_beside_chars(ops.word_rows(bilm.word_embedding, ids[WORD_IDS]), features, encoder.projection)
 
 
+class DictionaryChars:
+    """A mixin for the modes of ELMoForManyLangs' models: Unicode-character ids from the model's
+    char.dic (its `vocab` is a dictionary_ids.Lexicon), its word ids from word.dic; named in
+    `token_input`, as modes of ours are."""
+    chars_from_vocab = True
+
+    def recognises(self, options):
+        return TokenMode.recognises(self, options)
+
+    def mark(self, options):
+        TokenMode.mark(self, options)
+        options.get('char_cnn', {}).pop('n_characters', None)  # bilm-tf's byte count: its chars are char.dic's
+
+    def char_mapper(self, config, vocab, max_cache):
+        return _lexicon(self, vocab).char_mapper(max_cache)
+
+    def char_table(self, vocab):
+        lexicon = _lexicon(self, vocab)
+        return lexicon.char_rows, lexicon.pad_id
+
+
+def _lexicon(mode, vocab):
+    if vocab is None or not hasattr(vocab, 'char_mapper'):
+        raise ValueError(f'a {mode.name} model needs its dictionaries (vocab=: a dictionary_ids.Lexicon)')
+    return vocab
+
+
+class DictionaryCharMode(DictionaryChars, CharMode):
+    """ELMoForManyLangs' characters-only model (word_dim 0): char CNN + highway + projection over
+    the Unicode characters of char.dic."""
+    name, layer0 = 'dict-char', 'char CNN (characters from char.dic)'
+
+
+class DictionaryWordCharMode(DictionaryChars, WordCharMode):
+    """ELMoForManyLangs' model with words: word.dic's word row beside the highway output of
+    char.dic's characters, then the projection (word columns first)."""
+    name, layer0 = 'dict-word+char', 'word embedding + char CNN (word.dic, char.dic)'
+
+
 TOKEN_INPUT_MODES = {}
 
 
@@ -167,3 +223,5 @@ def _word_dim(options):
 register(CharMode())
 register(WordMode())
 register(WordCharMode())
+register(DictionaryCharMode())
+register(DictionaryWordCharMode())

@@ -57,17 +57,20 @@ def token_to_char_ids(token, max_chars=50):
 
 
 class CharMapper:
-    """Token -> char ids with a cache, so repeated words are encoded once."""
+    """Token -> char ids with a cache, so repeated words are encoded once. encode: token -> int64
+    [max_chars] (token_to_char_ids, ELMo's byte ids, by default; dictionary_ids.Lexicon gives
+    ELMoForManyLangs' Unicode ones)."""
 
-    def __init__(self, max_chars=50, max_cache=1_000_000):
+    def __init__(self, max_chars=50, max_cache=1_000_000, encode=None):
         self.max_chars = max_chars
         self.max_cache = max_cache
+        self._encode = encode or (lambda token: token_to_char_ids(token, max_chars))
         self._cache = {}
 
     def token(self, token):
         ids = self._cache.get(token)
         if ids is None:
-            ids = token_to_char_ids(token, self.max_chars)
+            ids = self._encode(token)
             if len(self._cache) >= self.max_cache:
                 self._cache.clear()  # a bound, not an LRU: refilling is cheap
             self._cache[token] = ids
@@ -139,7 +142,7 @@ class InputMapper:
     """
 
     def __init__(self, config, vocab=None, max_cache=1_000_000):
-        self.chars = CharMapper(config.max_characters_per_token, max_cache) if config.has_chars else None
+        self.chars = config.input_mode.char_mapper(config, vocab, max_cache) if config.has_chars else None
         self.vocab = vocab if config.has_words else None
         if config.has_words and vocab is None:
             raise ValueError(f'a {config.token_input} model needs its input vocabulary')

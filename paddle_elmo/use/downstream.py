@@ -9,7 +9,7 @@ import paddle.nn.functional as F
 
 from paddle_elmo.runtime import configure_if_on_cpu, set_mode
 from paddle_elmo.model.bilm import BiLM, remove_sentence_boundaries
-from paddle_elmo.text.token_ids import CharMapper, InputMapper
+from paddle_elmo.text.token_ids import InputMapper
 from paddle_elmo.model.token_modes import CHAR_IDS
 from paddle_elmo.text.tokenizers import as_token_lists, model_tokenizer
 from paddle_elmo.fileio import InputError
@@ -122,8 +122,7 @@ class Elmo(nn.Layer):
             raise InputError(f'this biLM reads {self.bilm.config.token_input} input, not char ids alone: use '
                              f'elmo(**elmo.batch_to_inputs(sentences))')
         sentences = as_token_lists(sentences, self.tokenizer, about=warning_subject(self.bilm.vocab, self.tokenizer))
-        ids, _ = CharMapper(self.bilm.config.max_characters_per_token).batch(sentences)
-        return paddle.to_tensor(ids)
+        return paddle.to_tensor(InputMapper.of(self.bilm, max_cache=0).batch(sentences).char_ids)  # the mode's chars
 
     def batch_to_inputs(self, sentences):
         """Sentences -> dict(char_ids, word_ids, lengths) for forward(): char ids [batch, time,

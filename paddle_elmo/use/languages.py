@@ -43,7 +43,7 @@ def warn_if_mostly_unknown(vocab, sentences, tokenizer):
     if warned(UNKNOWN_WARNING, subject):
         return
     tokens = [t for s in sentences for t in s]
-    if vocab is None:
+    if vocab is None or vocab.size == 0:  # a char model (an ELMoForManyLangs one's dictionaries: no words)
         message = _char_model_mismatch(tokens, tokenizer)
     else:
         message = _word_model_mismatch(vocab, tokens, tokenizer)

@@ -125,7 +125,7 @@ def _path_of(input_file):
 # Files in, hdf5 out
 # --------------------------------------------------------------------------------------------
 
-OUTPUT_FORMATS = ('all', 'top', 'average')
+OUTPUT_FORMATS = ('all', 'top', 'average')  # or a layer's index (layer_index): one layer, as ELMoForManyLangs' --output_layer
 TOKENS_ATTRIBUTE = 'tokens'  # embed_file: each sentence's tokens, a JSON list, on its dataset
 
 
@@ -142,7 +142,23 @@ def _read_chunks(input_file, chunk_size, tokenizer):
         yield chunk
 
 
+def layer_index(output_format):
+    """An output format that names one layer by its index ('0' or 0: the token layer, 1... the LSTM
+    layers) -> that int, else None (a name of OUTPUT_FORMATS); InputError for anything else."""
+    if output_format in OUTPUT_FORMATS:
+        return None
+    if isinstance(output_format, int) or (isinstance(output_format, str) and output_format.isdigit()):
+        return int(output_format)
+    raise InputError(f'output_format must be one of {", ".join(OUTPUT_FORMATS)} or a layer\'s index (0, 1, ...), '
+                     f'got {output_format!r}')
+
+
 def _select(embedding, output_format):
+    index = layer_index(output_format)
+    if index is not None:
+        if index >= embedding.shape[0]:
+            raise InputError(f'output_format {index}: the model has layers 0 (tokens) to {embedding.shape[0] - 1}')
+        return embedding[index]
     if output_format == 'all':
         return embedding
     if output_format == 'top':
@@ -156,7 +172,8 @@ def embed_file(embedder, input_file, output_file, output_format='all', batch_siz
     `embedder` into hdf5.
 
     Datasets, as `allennlp elmo` wrote them: str(line index) -> [n_layers + 1, n_tokens, 2P]
-    ('all'), [n_tokens, 2P] ('top' or 'average'); plus 'sentence_to_index', a JSON string
+    ('all'), [n_tokens, 2P] ('top', 'average' or a layer's index: 0 the token layer, 1... the LSTM
+    layers, as ELMoForManyLangs' --output_layer); plus 'sentence_to_index', a JSON string
     {sentence: index}. Beside them, each sentence's dataset has the attribute TOKENS_ATTRIBUTE
     ('tokens'), the JSON list of the tokens its rows embed, in order (`embedder.tokenize(line)`):
     `json.loads(f['0'].attrs['tokens'])`. An attribute, so that the file's datasets stay the ones
@@ -174,8 +191,7 @@ def embed_file(embedder, input_file, output_file, output_format='all', batch_siz
         --forget-sentences: the file holds no text).
     """
     import h5py
-    if output_format not in OUTPUT_FORMATS:
-        raise InputError(f'output_format must be one of {OUTPUT_FORMATS}, got {output_format!r}')
+    layer_index(output_format)  # a name or an index, checked before any work
     if not os.path.isfile(input_file):
         raise FileNotFoundError(f'{input_file}: input file not found')
     check_output_file(output_file, None)  # before any work (its missing directories are made when written)
