@@ -20,7 +20,7 @@ import numpy as np
 import paddle
 import pytest
 
-from conftest import ROOT, tiny_config
+from conftest import ROOT, SHARED, require, tiny_config
 from helpers import BLOCK_PACKAGES, ENV, TOL, reference_top, run_reference_protocol
 import paddle_elmo
 from paddle_elmo import BiLM, ELMoEmbedder, ElmoEmbedder, dump_token_embeddings, resolve_model
@@ -418,7 +418,8 @@ def runnable_blocks():
 @pytest.fixture
 def readme_files(fixture_dir, tmp_path, monkeypatch):
     """A directory holding the files README's blocks name: options.json + weights.hdf5 (the reference
-    fixture's bilm-tf files), a checkpoint directory checkpoints/ with final.pdparams, sentences.txt."""
+    fixture's bilm-tf files), a checkpoint directory checkpoints/ with final.pdparams, sentences.txt, and
+    an ELMoForManyLangs directory zht.model (the efml-tiny fixture's)."""
     shutil.copy(os.path.join(fixture_dir, 'options.json'), tmp_path / 'options.json')
     shutil.copy(os.path.join(fixture_dir, 'lm_weights.hdf5'), tmp_path / 'weights.hdf5')
     paddle.seed(0)
@@ -427,6 +428,7 @@ def readme_files(fixture_dir, tmp_path, monkeypatch):
     (tmp_path / 'checkpoints' / 'options.json').write_text(json.dumps(bilm.config.to_options()))
     paddle.save(bilm.state_dict(), str(tmp_path / 'checkpoints' / 'final.pdparams'))
     (tmp_path / 'sentences.txt').write_text("It's raining, isn't it?\nShe paid the bank.\n")
+    shutil.copytree(require(os.path.join(SHARED, 'fixtures', 'efml-tiny', 'model')), tmp_path / 'zht.model')  # EFML's
     monkeypatch.chdir(tmp_path)
     return tmp_path
 

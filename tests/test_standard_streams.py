@@ -66,7 +66,8 @@ def test_build_vocab_reads_standard_input_and_writes_the_vocabulary_to_standard_
 
 def test_a_standard_input_error_names_stdin(tmp_path):
     proc = subprocess.run([sys.executable, '-m', 'paddle_elmo', 'build-vocab', '--train_data_path', '-',
-                           '--output_file', str(tmp_path / 'v.txt')], input=b'fine\nbad \xff line\n',
+                           '--output_file', str(tmp_path / 'v.txt'), '--tokenizer', 'chars'],  # UTF-8 only
+                          input=b'fine\nbad \xff line\n',
                           capture_output=True, cwd=tmp_path, env=ENV, timeout=300)
     proc.stderr = proc.stderr.decode()
     assert one_line_error(proc).startswith('error: <stdin>:2: not valid UTF-8')

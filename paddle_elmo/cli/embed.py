@@ -19,6 +19,7 @@ sentence_to_index, no tokens), and `-` as input_file reads standard input; here 
 the hdf5 to standard output (once complete: hdf5 is written by seeking). An input without a sentence
 is an error: there would be nothing to embed.
 """
+import argparse
 import logging
 import os
 import sys
@@ -72,9 +73,11 @@ def build_parser():
 
 def output_format_value(text):
     """argparse type of --output_format: a name of OUTPUT_FORMATS or a layer's index."""
-    if layer_index(text) is None:
-        return text
-    return str(layer_index(text))
+    try:
+        index = layer_index(text)
+    except InputError as e:
+        raise argparse.ArgumentTypeError(str(e)) from None
+    return text if index is None else str(index)
 
 
 def output_format(a):
