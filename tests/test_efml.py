@@ -170,7 +170,7 @@ def read_embed_output(path, n):
         return [f[str(i)][...] for i in range(n)]
 
 
-def test_embed_command_takes_the_directory_and_meets_efml(tmp_path, capfd, no_torch):
+def test_embed_command_takes_the_directory_and_meets_efml(tmp_path, capfd, no_torch, unwarned):
     from helpers import run_here
     kept = write_sentences(tmp_path / 'in.txt', sentences())
     done = run_here('embed', ['--model', require(MODEL), str(tmp_path / 'in.txt'), str(tmp_path / 'out.hdf5')], capfd)
@@ -316,18 +316,129 @@ def test_elmo_takes_the_directory_and_its_top_layer_is_efml_s(directory, no_torc
     assert paddle.is_tensor(inputs['char_ids'])
 
 
-def test_pretraining_from_an_efml_model_is_refused_in_one_line(tmp_path, capfd):
-    """Not yet: a run's batches read byte ids. The refusal names the flag, before any corpus is read."""
+# ---- continued pretraining from an EFML model (`pretrain --init_from_weights DIR`) ----------------------------
+
+
+def efml_run_args(corpus, save_dir, *extra, weights=None):
+    return ['--init_from_weights', weights or require(MODEL), '--train_data_path', str(corpus / 'train.*.txt'),
+            '--vocab_file', str(corpus / 'vocab.txt'), '--save_dir', str(save_dir), '--batch_size', '4',
+            '--unroll_steps', '5', '--log_freq', '1', '--seed', '3', *extra]
+
+
+def test_a_run_from_efml_weights_starts_with_its_bilm_and_reads_its_dictionaries_ids(corpus, tmp_path):
+    """The new run's biLM before its first update is the released one; its batches hold the ids the
+    model's dictionaries give (InputMapper.of(bilm), as embedding), out-of-vocabulary words their own,
+    and the targets the ids of --vocab_file (the softmax's vocabulary)."""
+    from paddle_elmo.cli.pretrain import build_parser, read_configs
+    from paddle_elmo.text.batches import iter_eval_batches
+    from paddle_elmo.text.token_ids import InputMapper
+    from paddle_elmo.train.start import set_up
+    from paddle_elmo.train.sampled_softmax import unigram_log_prior
+    args = efml_run_args(corpus, tmp_path / 'r', '--softmax_bias_init', 'unigram')
+    model_config, recipe, save_dir, start = read_configs(build_parser().parse_args(args))
+    run = set_up(model_config, recipe, save_dir, start)
+    released = resolve_model(require(MODEL)).load(stateful=True)
+    ours = dict(run.model.bilm.named_parameters())
+    for name, value in released.named_parameters():
+        np.testing.assert_array_equal(ours[name].numpy(), value.numpy(), err_msg=name)
+    # a new softmax over --vocab_file, its bias the prior as for AllenNLP's releases
+    prior = unigram_log_prior(run.vocab, str(corpus / 'train.*.txt'), progress=False)
+    np.testing.assert_allclose(run.model.softmax.b.numpy()[:, 0], prior, rtol=1e-6)
+    first = (corpus / 'heldout.txt').read_text().splitlines()[0].split()
+    batch = next(iter_eval_batches(str(corpus / 'heldout.txt'), run.vocab, 1, len(first) + 1, run.model.input_mapper))
+    want = InputMapper.of(released).batch([first])
+    n = len(first) + 1  # <S> w1 .. wn: the forward inputs
+    np.testing.assert_array_equal(batch['char_ids'][0], want.char_ids[0, :n])
+    np.testing.assert_array_equal(batch['word_ids'][0], want.word_ids[0, :n])
+    assert batch['char_ids'].max() < released.vocab.char_rows  # char.dic's rows, not ELMo's bytes
+    np.testing.assert_array_equal(batch['next_token_ids'][0], run.vocab.encode(first + ['</S>'])[:n])
+    assert first[-1] not in run.vocab.tokens  # the corpus's own word: <UNK>'s target, its own chars
+
+
+def test_a_run_from_efml_weights_trains_and_its_checkpoint_embeds_evaluates_and_exports(corpus, tmp_path, capfd):
+    """A few steps: finite falling loss; the run's directory records the dictionaries (char.dic, word.dic),
+    so that its checkpoint embeds, evaluates (`eval --model RUN`: the run's own held-out figures) and
+    exports (`export-weights`: the same embeddings read back)."""
     from helpers import run_here
-    (tmp_path / 'train.txt').write_text('a b c\n', encoding='utf-8')
-    (tmp_path / 'vocab.txt').write_text('a\nb\nc\n', encoding='utf-8')
-    done = run_here('pretrain', ['--init_from_weights', require(MODEL), '--train_data_path', str(tmp_path / 'train.txt'),
-                                 '--vocab_file', str(tmp_path / 'vocab.txt'), '--save_dir', str(tmp_path / 'run')],
-                    capfd)
-    assert done.returncode == 2
-    error = [line for line in done.stderr.splitlines() if line.startswith('error:')]
-    assert len(error) == 1 and '--init_from_weights' in error[0] and 'ELMoForManyLangs' in error[0]
+    from paddle_elmo.use.embedder import ELMoEmbedder
+    out = tmp_path / 'run'
+    done = run_here('pretrain', efml_run_args(corpus, out, '--max_steps', '4', '--dev_data_path',
+                                              str(corpus / 'heldout.txt')), capfd)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert f'biLM: from {require(MODEL)}; softmax: new' in done.stderr
+    losses = [float(row.split(',')[4]) for row in (out / 'train_log.csv').read_text().splitlines()[1:] if row]
+    assert len(losses) == 4 and np.isfinite(losses).all() and losses[-1] < losses[0]
+    assert json.loads((out / 'recipe.json').read_text())['init_weight_file'] == require(MODEL)
+    own, released = Lexicon.read(str(out), 20, True), resolve_model(require(MODEL)).input_vocabulary()
+    assert (own.chars, own.words) == (released.chars, released.words)
+    assert resolve_model(str(out)).config.token_input == 'dict-word+char'
+    ran = [float(x) for x in done.stdout.split('perplexity fwd ')[1].split()[::2][:2]]
+    evaluated = run_here('eval', ['--model', str(out), '--dev_data_path', str(corpus / 'heldout.txt')], capfd)
+    assert evaluated.returncode == 0, evaluated.stderr[-3000:]
+    figures = [float(line.split()[-1]) for line in evaluated.stdout.splitlines() if 'ward perplexity' in line]
+    assert np.allclose(figures, ran, atol=0.006)  # the same model, batches and ids as the run's last evaluation
+    exported = run_here('export-weights', ['--model', str(out), '--output_dir', str(tmp_path / 'exp')], capfd)
+    assert exported.returncode == 0, exported.stderr[-3000:]
+    sents = sentences()
+    for got, want in zip(ELMoEmbedder(str(tmp_path / 'exp')).encode(sents), ELMoEmbedder(str(out)).encode(sents)):
+        np.testing.assert_allclose(got, want, rtol=0, atol=1e-6)
+
+
+def efml_outputs(name):
+    """(model directory, sentences, EFML's outputs on a fresh model) of the fixture or of a model EFML's code made."""
+    if name == 'fixture':
+        return require(MODEL), sentences(), reference('reference.hdf5')
+    ref = np.load(os.path.join(MADE, f'{name}.outputs.npz'))
+    sents = json.loads(str(ref['sentences']))
+    return os.path.join(MADE, name), sents, [ref[f'fresh/{i}'] for i in range(len(sents))]
+
+
+@pytest.mark.parametrize('name', ['fixture', 'chars-tanh-3layers'])
+def test_a_run_from_efml_weights_with_its_bilm_frozen_still_meets_efml(name, corpus, tmp_path, capfd, no_torch):
+    """The checkpoint read back with the dictionaries the run recorded is the released model: EFML's
+    outputs to 1e-5 of scale (the softmax alone trained); words + chars, and characters only (char.dic alone)."""
+    from helpers import run_here
+    from paddle_elmo.use.embedder import ELMoEmbedder
+    directory, sents, expected = efml_outputs(name)
+    done = run_here('pretrain', efml_run_args(corpus, tmp_path / 'run', '--max_steps', '2', '--freeze_bilm',
+                                              weights=directory), capfd)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert (tmp_path / 'run' / 'word.dic').exists() == (name == 'fixture')
+    assert_layers_close(ELMoEmbedder(str(tmp_path / 'run')).encode(sents), expected)
+
+
+@pytest.mark.parametrize('name', ['fixture', 'chars-tanh-3layers'])
+def test_a_run_from_efml_weights_resumes_exactly(name, corpus, tmp_path, capfd):
+    """Cut after 2 of 4 steps and resumed in a process of its own (the run's char.dic / word.dic read back):
+    bit for bit the uninterrupted run."""
+    from helpers import assert_same_weights, load, run, run_here
+    directory = efml_outputs(name)[0]
+    whole = run_here('pretrain', efml_run_args(corpus, tmp_path / 'whole', '--max_steps', '4', weights=directory),
+                     capfd)
+    assert whole.returncode == 0, whole.stderr[-3000:]
+    cut = run_here('pretrain', efml_run_args(corpus, tmp_path / 'cut', '--max_steps', '2', weights=directory), capfd)
+    assert cut.returncode == 0, cut.stderr[-3000:]
+    resumed = run('pretrain', ['--init_from_ckpt', str(tmp_path / 'cut' / 'final'), '--max_steps', '4'])
+    assert resumed.returncode == 0, resumed.stderr[-3000:]
+    assert_same_weights(load(tmp_path / 'whole' / 'final.pdparams'), load(tmp_path / 'cut' / 'final.pdparams'))
+
+
+@pytest.mark.parametrize('flag, value', [('--projection_dim', '16'), ('--token_input', 'char')])
+def test_a_model_flag_that_differs_from_the_efml_model_is_refused_in_one_line(corpus, tmp_path, capfd, flag, value):
+    from conftest import one_line_error
+    from helpers import run_here
+    line = one_line_error(run_here('pretrain', efml_run_args(corpus, tmp_path / 'run', flag, value), capfd))
+    assert 'defines the model being adapted' in line and flag in line
     assert not (tmp_path / 'run').exists()
+
+
+def test_a_run_starts_from_an_efml_model_by_name(served_efml_zh, corpus, tmp_path, capfd):
+    from helpers import run_here
+    done = run_here('pretrain', efml_run_args(corpus, tmp_path / 'run', '--max_steps', '1', weights='efml-zh'), capfd)
+    assert done.returncode == 0, done.stderr[-3000:]
+    recorded = json.loads((tmp_path / 'run' / 'recipe.json').read_text())['init_weight_file']
+    assert recorded.startswith(str(tmp_path / 'cache')) and f'biLM: from {recorded}' in done.stderr
+    assert Lexicon.read(str(tmp_path / 'run'), 20, True).words == read_dictionary(os.path.join(MODEL, 'word.dic'))
 
 
 def test_dump_token_embeddings_of_an_efml_model_are_its_layer_0(tmp_path, capfd):

@@ -65,8 +65,8 @@ def evaluate_on(a, dev_data_path):
     expected = counts['n_tokens'] + counts['n_sentences']  # every word and every sentence end
     with progress_bar(True, __name__, total=min(expected, a.eval_max_tokens or expected), unit='tok',
                       desc='evaluating') as bar:
-        result = evaluate(model, iter_eval_batches(dev_data_path, vocab, a.batch_size, a.unroll_steps),
-                          a.eval_max_tokens, bar)
+        batches = iter_eval_batches(dev_data_path, vocab, a.batch_size, a.unroll_steps, model.input_mapper)
+        result = evaluate(model, batches, a.eval_max_tokens, bar)
     shown_on = results_stream(a.output_json)
     print(f'tokens: {result["n_tokens"]:,}', file=shown_on)
     print(f'forward perplexity:  {result["forward_perplexity"]:.3f}', file=shown_on)

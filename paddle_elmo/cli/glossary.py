@@ -23,7 +23,8 @@ FLAGS = {
     'vocab_file': ('the model\'s vocabulary file, one token per line, most frequent first (softmax rows and, for '
                    'word input, embedding rows); predict, eval and dump default to the one the model records', ()),
     'init_from_weights': ('pretrain: start a new run from the weights in this directory (options.json + '
-                          'weights.hdf5) or of a model name (bundled, bundled-zh, original, ...)', ()),
+                          'weights.hdf5, or an ELMoForManyLangs model directory) or of a model name (bundled, '
+                          'bundled-zh, original, efml-<language>, ...)', ()),
     'inference_model': ('a directory written by export-inference, as the model', ()),
     'inference_backend': ('what runs an --inference_model: paddle or onnxruntime (default: onnxruntime for an '
                           'int8 export; paddle where it can be imported, else onnxruntime)', ()),

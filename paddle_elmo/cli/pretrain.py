@@ -61,7 +61,9 @@ def read_configs(a):
     if from_weights:
         check_files_flags('init_from_weights', a.init_from_weights, a.options_file, a.weight_file)
         loaded = weights_model(a.init_from_weights, a.options_file, a.weight_file)
-        weights = (loaded.config, os.path.abspath(loaded.options_file), os.path.abspath(loaded.weight_file),
+        # an ELMoForManyLangs model has no weights file: its directory (its state dicts and dictionaries) is recorded
+        weight_file = loaded.weight_file or loaded.weights_reader.directory
+        weights = (loaded.config, os.path.abspath(loaded.options_file), os.path.abspath(weight_file),
                    loaded.own_vocabulary_file)
     if a.init_from_ckpt:
         prefix = checkpoint_prefix(a.init_from_ckpt)
@@ -77,16 +79,11 @@ def read_configs(a):
 
 def weights_model(init_from_weights, options_file, weight_file):
     """The weights a new run starts from: --init_from_weights NAME_OR_DIR (a named model, downloaded on
-    first use, or DIR/options.json + DIR/weights.hdf5), or --options_file with --weight_file ->
-    model_io.LoadedModel of bilm-tf / AllenNLP files; InputError for an ELMoForManyLangs model (not yet)."""
+    first use, an ELMoForManyLangs model directory, or DIR/options.json + DIR/weights.hdf5), or --options_file
+    with --weight_file -> model_io.LoadedModel."""
     from paddle_elmo.files.model_io import resolve_model
     if init_from_weights and (is_model_name(init_from_weights) or is_efml_directory(init_from_weights)):
-        loaded = resolve_model(init_from_weights)
-        if loaded.weights_reader is not None:
-            raise InputError(f'--init_from_weights {init_from_weights}: an ELMoForManyLangs model; a run cannot start '
-                             f'from one yet (its training batches would need char.dic\'s ids): embed, dump, Elmo and '
-                             f'the exports take it')
-        return loaded
+        return resolve_model(init_from_weights)
     if init_from_weights:
         options_file, weight_file = (os.path.join(init_from_weights, n) for n in (OPTIONS_FILE, WEIGHTS_FILE))
     for path, what in ((options_file, 'options file'), (weight_file, 'weights file')):  # before the corpus is counted

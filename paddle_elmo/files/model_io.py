@@ -24,6 +24,7 @@ from paddle_elmo.files.checkpoints import (bilm_state, check_softmax_rows, check
                                            read_state, softmax_of, state_embedding_rows)
 from paddle_elmo.model.config import ModelConfig
 from paddle_elmo.fileio import InputError
+from paddle_elmo.logs import warn_once
 from paddle_elmo.files.hdf5_weights import (hdf5_rows, load_embedding_weight_file, load_hdf5_weights, read_hdf5_softmax,
                                             read_token_embeddings)
 from paddle_elmo.files.efml_model import RUN_FILE, is_efml_directory, read_efml_directory
@@ -257,8 +258,8 @@ def _efml(directory, tokenizer=None, name=None):
     said in the log."""
     options, source, reader = read_efml_directory(directory)
     if tokenizer is None:
-        log.warning('%s: an ELMoForManyLangs model records no tokenizer: raw text is split on whitespace '
-                    '(give tokenizer= / --tokenizer for another)', directory)
+        warn_once(log, 'efml tokenizer', os.path.abspath(directory), '%s: an ELMoForManyLangs model records no '
+                  'tokenizer: raw text is split on whitespace (give tokenizer= / --tokenizer for another)', directory)
     config = ModelConfig.from_options({**options, 'tokenizer': tokenizer or 'whitespace'}, source)
     return LoadedModel(name=name or directory, config=config, options=options,
                        options_file=os.path.join(directory, RUN_FILE), weights_reader=reader)

@@ -41,16 +41,19 @@ def read_model_config(options_file):
     return ModelConfig.from_options(read_json(options_file, 'options file'), options_file)
 
 
-def write_run_configs(directory, model, recipe, vocab):
-    """DIR/options.json (the model and bilm-tf's training keys, its names), DIR/recipe.json and,
-    for word input, DIR/vocab.txt (the Vocabulary `vocab`, its ids as lines)."""
+def write_run_configs(directory, model, recipe, vocab, input_vocab=None):
+    """DIR/options.json (the model and bilm-tf's training keys, its names; n_tokens_vocab is the
+    training Vocabulary `vocab`'s size), DIR/recipe.json and the model's input vocabulary as
+    write_input_vocabulary writes it: `input_vocab` (an ELMoForManyLangs model's Lexicon: char.dic,
+    word.dic), by default `vocab` for word input (vocab.txt, its ids as lines)."""
     options = model.to_options()
     for field, key in BILM_TF_TRAINING_KEYS.items():
         options[key] = getattr(recipe, field)
     options['n_tokens_vocab'] = vocab.size
     rest = {k: v for k, v in dataclasses.asdict(recipe).items() if k not in BILM_TF_TRAINING_KEYS}
-    if model.has_words:
-        write_input_vocabulary(vocab, directory)
+    input_vocab = vocab if input_vocab is None and model.has_words else input_vocab
+    if input_vocab is not None:
+        write_input_vocabulary(input_vocab, directory)
     write_json_atomic(options, os.path.join(directory, OPTIONS_FILE))
     write_json_atomic({'version': RECIPE_VERSION, **rest}, os.path.join(directory, RECIPE_FILE))
 

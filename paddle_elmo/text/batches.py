@@ -2,6 +2,7 @@
 directions (`LMStream`, resumable, split among ranks) and the held-out evaluation batches.
 """
 import array
+import functools
 import itertools
 import os
 
@@ -154,6 +155,51 @@ class _RowSentence:
         self.words, self.pos = words, pos
 
 
+class _ModelInput:
+    """The ids the biLM reads at the batch's positions, from their vocabulary ids (and the words of
+    the positions outside the vocabulary) -> (char ids [n, max_chars], word ids [n]), 0 at padding.
+
+    mapper None: the vocabulary's own ids (ELMo's byte ids of its tokens, `vocab.char_ids`; word id =
+    vocabulary id + 1, bilm-tf's token mode). Else the model's token_ids.InputMapper (InputMapper.of(bilm),
+    what embedding maps tokens through), for a mode whose ids come from its own dictionaries (an
+    ELMoForManyLangs model's char.dic / word.dic): its ids of every vocabulary token, made on first use.
+    The vocabulary stays the softmax's: the targets are its ids either way.
+    """
+
+    def __init__(self, vocab, mapper=None):
+        self.vocab, self.mapper = vocab, mapper
+
+    @functools.cached_property
+    def _tables(self):
+        """(char ids [size, max_chars], word ids [size] or None: vocabulary id + 1) of every vocabulary token."""
+        if self.mapper is None:
+            return self.vocab.char_ids, None
+        return self.mapper.tokens(self.vocab.tokens)
+
+    def _of_words(self, words):
+        if self.mapper is None:
+            return tokens_to_char_ids(words, self.vocab.max_chars), None
+        return self.mapper.tokens(words)
+
+    def ids(self, flat_ids, oov, weights):
+        """flat_ids: [n] vocabulary ids; oov: [(position, word)] of the words outside the vocabulary
+        (they keep their own ids); weights: [n] 0 at padding."""
+        char_table, word_table = self._tables
+        chars = char_table.take(flat_ids, axis=0)
+        words = flat_ids + 1 if word_table is None else word_table.take(flat_ids)
+        if oov:
+            where, tokens = zip(*oov)
+            own_chars, own_words = self._of_words(list(tokens))
+            chars[list(where)] = own_chars
+            if word_table is not None:
+                words[list(where)] = own_words
+        padding = weights.reshape(-1) == 0
+        if padding.any():
+            chars[padding] = 0
+            words[padding] = 0
+        return chars, words
+
+
 class _RowBatcher:
     """Fills [batch, unroll] windows from per-row sentence streams, as bilm-tf's _get_batch.
 
@@ -162,12 +208,13 @@ class _RowBatcher:
     direction reads each row's same sentence reversed, so both directions stay aligned.
     """
 
-    def __init__(self, vocab, batch_size, unroll_steps):
+    def __init__(self, vocab, batch_size, unroll_steps, mapper=None):
         if batch_size < 1 or unroll_steps < 1:
             raise InputError(f'batch_size and unroll_steps must be >= 1, got {batch_size}, '
                              f'{unroll_steps}')
         self.vocab, self.batch_size, self.unroll_steps = vocab, batch_size, unroll_steps
         self.rows = [None] * batch_size
+        self.model_input = _ModelInput(vocab, mapper)
 
     def state_dict(self):
         """Each row's unfinished sentence as [tokens, next input position], or None."""
@@ -224,23 +271,13 @@ class _RowBatcher:
         for name, ids, oov in (('', tok, oov_forward), ('_reverse', rtok, oov_backward)):
             ids = np.frombuffer(ids, dtype=np.int64)
             batch['token_ids' + name] = ids.reshape(B, T)
-            batch['char_ids' + name] = self._char_ids(ids, oov, weights).reshape(B, T, -1)
-            # The biLM's word input: id + 1, 0 where the row has run out (bilm-tf's TokenBatcher layout).
-            batch['word_ids' + name] = np.where(weights > 0, ids.reshape(B, T) + 1, 0)
+            char_ids, word_ids = self.model_input.ids(ids, oov, weights)
+            batch['char_ids' + name] = char_ids.reshape(B, T, -1)
+            batch['word_ids' + name] = word_ids.reshape(B, T)
         batch['next_token_ids'] = np.frombuffer(nxt, dtype=np.int64).reshape(B, T)
         batch['next_token_ids_reverse'] = np.frombuffer(rnxt, dtype=np.int64).reshape(B, T)
         batch['sentence_start'] = starts
         return batch, weights
-
-    def _char_ids(self, flat_ids, oov, weights):
-        """[B * T] ids -> [B * T, max_chars]; OOV words get their own chars, padding zeros."""
-        chars = self.vocab.char_ids.take(flat_ids, axis=0)
-        if oov:
-            where, words = zip(*oov)
-            chars[list(where)] = tokens_to_char_ids(words, self.vocab.max_chars)
-        if not weights.all():
-            chars[weights.reshape(-1) == 0] = 0
-        return chars
 
 
 class LMStream:
@@ -258,12 +295,16 @@ class LMStream:
     `</S>` is never a forward input and `<S>` never a backward one. `state_dict()` after a batch
     and `load_state_dict()` on a new stream continue with exactly the batches that would have
     come next. All state lives on the object: one iteration at a time.
+
+    mapper: the model's InputMapper when its input ids are not the vocabulary's own (an
+    ELMoForManyLangs model's: `LanguageModel.input_mapper`); word_ids and char_ids are then its ids of
+    the same tokens (None: as above). token_ids and the targets are the vocabulary's ids either way.
     """
 
     def __init__(self, file_pattern, vocab, batch_size, unroll_steps, seed=0, rank=0, world_size=1,
-                 shuffle=True, chunk_lines=100_000):
+                 shuffle=True, chunk_lines=100_000, mapper=None):
         self.source = SentenceSource(file_pattern, seed, rank, world_size, shuffle, chunk_lines)
-        self._batcher = _RowBatcher(vocab, batch_size, unroll_steps)
+        self._batcher = _RowBatcher(vocab, batch_size, unroll_steps, mapper)
 
     def __iter__(self):
         while True:
@@ -310,16 +351,17 @@ def target_statistics(file_pattern, vocab):
     return dict(n_targets=n_targets, n_characters=n_characters, n_unknown=n_unknown)
 
 
-def iter_eval_batches(file_pattern, vocab, batch_size, unroll_steps):
+def iter_eval_batches(file_pattern, vocab, batch_size, unroll_steps, mapper=None):
     """One deterministic pass over a corpus glob (files sorted, no shuffle) in LMStream batches.
 
     Each batch also has 'weights' float32 [B, T]: 1.0 where there is a real target and 0.0 where
     a row has run out of data (ids and char ids are 0 there), so summing the weighted loss
     counts every target token of the data exactly once. Stops when every row is exhausted.
+    mapper: LMStream's.
     """
     files = list_files(file_pattern)
     sentences = itertools.chain.from_iterable(iter_file_sentences(p) for p in files)
-    batcher = _RowBatcher(vocab, batch_size, unroll_steps)
+    batcher = _RowBatcher(vocab, batch_size, unroll_steps, mapper)
     while True:
         batch, weights = batcher.next_batch(lambda: next(sentences, None))
         if not weights.any():

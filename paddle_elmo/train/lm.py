@@ -17,7 +17,7 @@ from paddle_elmo.runtime import set_mode
 from paddle_elmo.model.bilm import BiLM
 from paddle_elmo.fileio import InputError
 from paddle_elmo.train.sampled_softmax import LogUniformSampler, Softmax, TableRows, sorted_union
-from paddle_elmo.text.token_ids import TokenInput
+from paddle_elmo.text.token_ids import InputMapper, TokenInput
 
 
 DIRECTIONS = (('char_ids', 'next_token_ids'), ('char_ids_reverse', 'next_token_ids_reverse'))
@@ -33,8 +33,9 @@ class LanguageModel(nn.Layer):
     'next_token_ids' and their '_reverse' twins, each [batch, unroll(, max_chars)]. In training mode
     the loss is the sampled softmax; in eval mode it is the full softmax (`token_losses` gives it
     per token). The biLM is stateful: each row's state carries over to the next batch, with
-    gradients cut at the boundary. vocab: the Vocabulary of word input (word and word+char models
-    read the training vocabulary, as bilm-tf's token mode). bilm: a loaded stateful BiLM of `config`
+    gradients cut at the boundary. vocab: the biLM's input vocabulary: the training Vocabulary for word
+    input (word and word+char models read it, as bilm-tf's token mode), an ELMoForManyLangs model's
+    dictionaries (a dictionary_ids.Lexicon) for the dict- modes. bilm: a loaded stateful BiLM of `config`
     to use instead of a new one; softmax: (W [vocab_size, P], b [vocab_size]) arrays to start from
     instead of a new softmax (lm_loading.load_language_model gives both: a trained model is built
     without drawing random weights it would overwrite). kernels: the model's (kernels.Kernels: the
@@ -93,6 +94,15 @@ class LanguageModel(nn.Layer):
                                             np.log(self.sampler.expected_count(c, n)))
                   for h, t, (c, n) in zip(hs, targets, samples)]
         return losses, [rows] + ([word_rows] if word_rows is not None else [])
+
+    @property
+    def input_mapper(self):
+        """What its batches map tokens through (batches.LMStream's `mapper`): None when the biLM reads
+        the training vocabulary's own ids (ELMo's byte ids; word id = vocabulary id + 1), else
+        InputMapper.of(bilm), the one embedding uses: its mode reads ids from the model's own
+        dictionaries (an ELMoForManyLangs model's char.dic / word.dic), apart from the softmax's vocabulary."""
+        # a bounded cache: the batches keep their own table of the vocabulary's ids, which fills it once
+        return InputMapper.of(self.bilm, max_cache=100_000) if self.bilm.config.input_mode.chars_from_vocab else None
 
     def trained_word_embedding(self):
         """The biLM's word embedding when it trains (word input, not frozen), else None: a table

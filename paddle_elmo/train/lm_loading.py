@@ -13,7 +13,7 @@ def load_weights_into(model, weights):
     """Fill a LanguageModel from a model's weights (a model_io.LoadedModel): the biLM, and the
     softmax when the file has one with as many rows as the model's vocabulary -> (whether the
     softmax came from the file, a line saying where it came from)."""
-    source = weights.weight_file or weights.params_file
+    source = weights.weight_file or weights.params_file or weights.name  # an ELMoForManyLangs directory: its name
     softmax = weights.load_into(model.bilm, softmax=True)
     if softmax is None:
         return False, f'softmax: new ({source} has none)'

@@ -69,7 +69,8 @@ class Run:
 
     def dev_eval(self):
         """Held-out perplexity on the first eval_max_tokens targets, in run_eval.py's layout."""
-        batches = iter_eval_batches(self.recipe.dev_data_path, self.vocab, EVAL_BATCH_SIZE, EVAL_UNROLL_STEPS)
+        batches = iter_eval_batches(self.recipe.dev_data_path, self.vocab, EVAL_BATCH_SIZE, EVAL_UNROLL_STEPS,
+                                    self.model.input_mapper)
         return evaluate(self.model, batches, self.recipe.eval_max_tokens)
 
     def save(self, name, step, last_saved):
@@ -117,12 +118,11 @@ def set_up(model_config, recipe, save_dir, start, *, device='cpu', cpu_threads=N
                     recipe.n_negative_samples, vocab.size)
     recipe = start.recipe_here(recipe, world_size)
     model_kernels = run_kernels(recipe, rank)
-    check_input_vocabulary(model_config, recipe, start.weights(recipe))
+    input_vocab = input_vocabulary(model_config, recipe, vocab, start.weights(recipe))
     paddle.seed(recipe.seed)  # identical initial weights on every rank
     model = LanguageModel(model_config, vocab.size, recipe.n_negative_samples, seed=recipe.seed * 1000 + rank,
                           reset_state_at_sentence_start=recipe.reset_state_at_sentence_start,
-                          vocab=vocab,  # the input vocabulary, when the mode has a word embedding
-                          kernels=model_kernels)
+                          vocab=input_vocab, kernels=model_kernels)
     paddle.seed(recipe.seed * 1000 + rank)  # but different dropout masks
     start.initialise(model, vocab, recipe, rank)
     frozen = list(model.bilm.parameters()) if recipe.freeze_bilm else []
@@ -131,13 +131,13 @@ def set_up(model_config, recipe, save_dir, start, *, device='cpu', cpu_threads=N
         p.stop_gradient = True
     optimizer = optimizer_for(model, recipe, world_size)
     stream = LMStream(recipe.train_data_path, vocab, recipe.batch_size, recipe.unroll_steps, seed=recipe.seed,
-                      rank=rank, world_size=world_size)
+                      rank=rank, world_size=world_size, mapper=model.input_mapper)
     clock = TrainingClock()
     step, clock.earlier = start.restore(model, optimizer, stream, rank, world_size)
     total, train_log = total_steps(recipe), None
     if rank == 0:
         make_directory(save_dir, '--save_dir')
-        write_run_configs(save_dir, model_config, recipe, vocab)
+        write_run_configs(save_dir, model_config, recipe, vocab, input_vocab)
         train_log = TrainLog(save_dir, total, step)
         scale = lr_scale_from_weights(recipe)
         scaled = f' x {scale:g} = {recipe.lr * scale:g} (from weights, --from_weights_lr_scale)' if scale != 1 else ''
@@ -169,8 +169,14 @@ class NewRun:
         return recipe
 
     def weights(self, recipe):
-        """The model whose weights the run starts from (model_io.LoadedModel), or None."""
-        return resolve_model(recipe.init_options_file, recipe.init_weight_file) if recipe.init_weight_file else None
+        """The model whose weights the run starts from (model_io.LoadedModel), or None: bilm-tf / AllenNLP
+        files, or a model directory that reads its own files (an ELMoForManyLangs one: run_plan.for_run
+        records it as init_weight_file)."""
+        if not recipe.init_weight_file:
+            return None
+        if os.path.isdir(recipe.init_weight_file):
+            return resolve_model(recipe.init_weight_file)
+        return resolve_model(recipe.init_options_file, recipe.init_weight_file)
 
     def initialise(self, model, vocab, recipe, rank):
         """The new model's first weights, each source said in the log (rank 0)."""
@@ -217,15 +223,23 @@ def optimizer_for(model, recipe, world_size):
                           recipe.warmup_steps, world_size, lr_decay(recipe), recipe.adam_beta2)
 
 
-def check_input_vocabulary(model_config, recipe, weights):
-    """Word input reads the training vocabulary's ids: a resumed run (or one adapting released
+def input_vocabulary(model_config, recipe, vocab, weights):
+    """The biLM's input vocabulary -> the training Vocabulary `vocab` (word input reads its ids), the
+    dictionaries of `weights` for a mode that reads its own (an ELMoForManyLangs model's, or a run's from
+    one: its char.dic / word.dic), None for a char model.
+
+    Word input reads the training vocabulary's ids: a resumed run (or one adapting released
     weights) must train with the vocabulary its word embedding was made for, the one of `weights`
     (the start's: a model_io.LoadedModel, None for a new model)."""
-    if not model_config.has_words or weights is None:
-        return
-    # its vocab.txt, which --vocab_file must match; bilm-tf files have none: --vocab_file is theirs
-    directory = os.path.dirname(weights.options_file)
-    resolve_model(weights, vocab_file=recipe.vocab_file).input_vocabulary(source=f'the word embedding in {directory}')
+    if model_config.input_mode.chars_from_vocab:
+        return weights.input_vocabulary()
+    if not model_config.has_words:
+        return None
+    if weights is not None:
+        # its vocab.txt, which --vocab_file must match; bilm-tf files have none: --vocab_file is theirs
+        directory = os.path.dirname(weights.options_file)
+        resolve_model(weights, vocab_file=recipe.vocab_file).input_vocabulary(source=f'the word embedding in {directory}')
+    return vocab
 
 
 def run_kernels(recipe, rank):
