@@ -13,7 +13,7 @@ import time
 
 import pytest
 
-from conftest import ROOT, one_line_error  # corpus: the fixture in conftest
+from conftest import ROOT, SHARED, one_line_error, require  # corpus: the fixture in conftest
 from helpers import ENV, command_line, pretrain_args, run
 
 
@@ -140,6 +140,10 @@ def test_a_model_or_an_input_in_save_dir_is_never_written_over(corpus, fixture_d
     before = snapshot(model)
     line = one_line_error(run('pretrain', pretrain_args(corpus, model, '--max_steps', '1', '--overwrite_save_dir')))
     assert 'holds a model (options.json + weights.hdf5), not a run' in line and snapshot(model) == before
+    efml = shutil.copytree(require(os.path.join(SHARED, 'fixtures', 'efml-tiny', 'model')), tmp_path / 'efml')
+    before = snapshot(efml)
+    line = one_line_error(run('pretrain', pretrain_args(corpus, efml, '--max_steps', '1', '--overwrite_save_dir')))
+    assert 'holds an ELMoForManyLangs model, not a run' in line and snapshot(efml) == before
     d = tmp_path / 'run'
     d.mkdir()
     shutil.copy(corpus / 'heldout.txt', d / 'train_log.csv')  # an input under a name the run writes

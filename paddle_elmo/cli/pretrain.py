@@ -32,7 +32,6 @@ from paddle_elmo.fileio import InputError, check_output_directory
 from paddle_elmo.train.run_plan import check_one_start, for_run
 from paddle_elmo.cli.runner import rank
 from paddle_elmo.files.checkpoint_names import checkpoint_dir, checkpoint_prefix
-from paddle_elmo.files.efml_model import is_efml_directory
 from paddle_elmo.files.run_directory import (RunLock, check_not_running, check_run_directory, new_run_directory,
                                              remove_run_files, resumes_here)
 from paddle_elmo.text.corpus import check_corpus, warn_if_untokenized
@@ -81,6 +80,7 @@ def weights_model(init_from_weights, options_file, weight_file):
     """The weights a new run starts from: --init_from_weights NAME_OR_DIR (a named model, downloaded on
     first use, an ELMoForManyLangs model directory, or DIR/options.json + DIR/weights.hdf5), or --options_file
     with --weight_file -> model_io.LoadedModel."""
+    from paddle_elmo.files.efml_model import is_efml_directory  # Paddle's: imported on use, so --help needs none
     from paddle_elmo.files.model_io import resolve_model
     if init_from_weights and (is_model_name(init_from_weights) or is_efml_directory(init_from_weights)):
         return resolve_model(init_from_weights)

@@ -77,9 +77,13 @@ def check_run_directory(save_dir, resumed=None, overwrite=False, inputs=()):
                              f'({", ".join(later[-3:])}), which resuming here would replace; resume the latest '
                              f'(--init_from_ckpt {save_dir}) or give another --save_dir to branch from it')
         return
+    from paddle_elmo.files.efml_model import is_efml_directory  # Paddle's: imported on use (pretrain --help)
     if os.path.isfile(os.path.join(save_dir, WEIGHTS_FILE)) and not os.path.isfile(os.path.join(save_dir, RECIPE_FILE)):
         raise InputError(f'--save_dir {save_dir}: holds a model ({OPTIONS_FILE} + {WEIGHTS_FILE}), not a run of '
                          f'pretrain; give another --save_dir')
+    if os.path.isdir(save_dir) and is_efml_directory(save_dir):
+        raise InputError(f'--save_dir {save_dir}: holds an ELMoForManyLangs model, not a run of pretrain; give '
+                         f'another --save_dir')
     if overwrite or not holds_a_run(save_dir):
         return
     found = run_files(save_dir)
