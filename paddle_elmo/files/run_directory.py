@@ -3,8 +3,9 @@ directory (`check_run_directory`: never over another run's files unless told to 
 first), the lock a run holds on it while it runs (`RunLock`), and the directory a run without
 --save_dir gets (`new_run_directory`).
 
-A run's files are the ones pretrain writes: options.json, recipe.json, vocab.txt (word input),
-N.pdparams / N.pdopt and final.*, train_log.csv, train_curve.png and launch_logs/, beside the hidden lock file.
+A run's files are the ones pretrain writes: options.json, recipe.json, vocab.txt (word input) or
+char.dic / word.dic (a run from an ELMoForManyLangs model), N.pdparams / N.pdopt and final.*,
+train_log.csv, train_curve.png and launch_logs/, beside the hidden lock file.
 """
 import datetime
 import fcntl
@@ -19,12 +20,14 @@ import time
 from paddle_elmo.fileio import InputError, make_directory
 from paddle_elmo.files.checkpoint_names import OPTIMIZER_SUFFIX, PARAMS_SUFFIX, checkpoint_dir, step_order
 from paddle_elmo.files.run_configs import OPTIONS_FILE, RECIPE_FILE, VOCAB_FILE, WEIGHTS_FILE
+from paddle_elmo.text.dictionary_ids import CHAR_DIC, WORD_DIC
 
 log = logging.getLogger(__name__)
 
 LOCK_FILE = '.paddle-elmo.lock'  # hidden, so that listings and globs of a run's files skip it
 LOG_FILES = ('train_log.csv', 'train_curve.png', 'launch_logs')
-RUN_NAMES = {OPTIONS_FILE, RECIPE_FILE, VOCAB_FILE, *LOG_FILES}
+INPUT_TABLES = (VOCAB_FILE, CHAR_DIC, WORD_DIC)  # a word model's vocabulary, an ELMoForManyLangs model's dictionaries
+RUN_NAMES = {OPTIONS_FILE, RECIPE_FILE, *INPUT_TABLES, *LOG_FILES}
 DEFAULT_PARENT = 'checkpoints'  # a run without --save_dir gets DEFAULT_PARENT/<date-time>
 
 
@@ -40,9 +43,9 @@ def is_run_file(name):
 
 
 def holds_a_run(directory):
-    """Whether `directory` holds a run's configs, checkpoints or log (launch_logs, a vocab.txt or a curve
+    """Whether `directory` holds a run's configs, checkpoints or log (launch_logs, an input table or a curve
     alone are no run: a launcher writes the first, a user may keep a vocabulary there)."""
-    return any(name not in (VOCAB_FILE, *LOG_FILES[1:]) for name in run_files(directory))
+    return any(name not in (*INPUT_TABLES, *LOG_FILES[1:]) for name in run_files(directory))
 
 
 def later_checkpoints(directory, prefix):
