@@ -203,10 +203,17 @@ def test_every_command_refuses_an_output_that_is_one_of_its_inputs(corpus, finis
                                               str(tmp_path / 'v.txt'), '--output_corpus', str(tmp_path / 'v.txt')]))
     assert line == f'error: --output_corpus {tmp_path / "v.txt"}: the same file as --output_file; give each output ' \
                    'its own file'
+    import shutil
+    efml = shutil.copytree(require(os.path.join(SHARED, 'fixtures', 'efml-tiny', 'model')), tmp_path / 'efml')
+    cases += [('export-weights', ['--model', str(efml), '--output_dir', str(efml)], '--output_dir'),
+              ('eval', ['--model', str(efml), '--dev_data_path', str(corpus / 'heldout.txt'), '--vocab_file',
+                        str(corpus / 'vocab.txt'), '--output_json', str(efml / 'config.json')], '--output_json')]
+    before += (snapshot(efml),)
     for command, args, flag in cases:
         line = one_line_error(run(command, args))
         assert line.startswith(f'error: {flag} ') and 'the input' in line and 'never writes over' in line, line
-    assert (snapshot(run_dir), (corpus / 'heldout.txt').read_bytes(), (corpus / 'train.0.txt').read_bytes()) == before
+    assert (snapshot(run_dir), (corpus / 'heldout.txt').read_bytes(), (corpus / 'train.0.txt').read_bytes(),
+            snapshot(efml)) == before
 
 
 def test_finetune_and_word2vec_refuse_to_write_results_over_their_data(rt_slice):

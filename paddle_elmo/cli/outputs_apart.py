@@ -2,8 +2,8 @@
 directories it writes, and the check, made as the command's flags are parsed (before any work), that
 no output is one of its inputs: the same file by any name (a link, `./`, another spelling) or, for an
 output directory, a directory holding one. The flags are known by name (one name per concept:
-glossary.FLAGS), so every command is checked alike; tests/test_outputs_apart.py holds each flag of every
-command to a role here.
+glossary.FLAGS), so every command is checked alike; tests/test_what_users_have.py holds each flag of
+every command to a role here.
 """
 import glob
 import json
@@ -14,6 +14,7 @@ from paddle_elmo.export.export_format import EXPORTED_FILES
 from paddle_elmo.files.checkpoint_names import OPTIMIZER_SUFFIX, PARAMS_SUFFIX
 from paddle_elmo.files.model_names import is_model_name
 from paddle_elmo.files.run_configs import OPTIONS_FILE, RECIPE_FILE, VOCAB_FILE, WEIGHTS_FILE
+from paddle_elmo.text.dictionary_ids import CHAR_DIC, WORD_DIC
 
 # a file (or `-`), a glob of files, a directory whose files are read, a model as --model takes it
 INPUT_FILES = ('input_file', 'vocab_file', 'options_file', 'weight_file', 'embedding_weight_file', 'word_vectors',
@@ -23,8 +24,11 @@ INPUT_DIRS = ('data_dir',)  # its --pos_file and --neg_file
 INPUT_MODELS = ('model', 'init_from_ckpt', 'init_from_weights', 'inference_model')
 OUTPUT_FILES = ('output_file', 'output_corpus', 'output_json', 'output_word_vectors')
 OUTPUT_DIRS = ('output_dir',)
-MODEL_FILES = {OPTIONS_FILE, WEIGHTS_FILE, VOCAB_FILE, RECIPE_FILE, *EXPORTED_FILES}  # in a model's directory
-CHECKPOINT_SUFFIXES = (PARAMS_SUFFIX, OPTIMIZER_SUFFIX)
+# The files of a model's directory, by name and by ending: ours, bilm-tf's, an export's, a checkpoint's, and an
+# ELMoForManyLangs directory's (its config.json and *.pkl state dicts: efml_model.py's names, written here
+# again because that module imports Paddle and a command's flags are read without it)
+MODEL_FILES = {OPTIONS_FILE, WEIGHTS_FILE, VOCAB_FILE, RECIPE_FILE, *EXPORTED_FILES, CHAR_DIC, WORD_DIC, 'config.json'}
+MODEL_FILE_ENDINGS = (PARAMS_SUFFIX, OPTIMIZER_SUFFIX, '.pkl')
 # pretrain's run directory, which holds its own inputs when it resumes: files/run_directory.py's rules
 OWN_RULES = ('save_dir',)
 
@@ -85,7 +89,7 @@ def model_files(value):
     earlier command's output), a checkpoint prefix's (DIR/N.*, the configs beside it and the vocabulary its
     recipe records); none for a model name (the cache's or the package's own files)."""
     if os.path.isdir(value):
-        return [os.path.join(value, n) for n in os.listdir(value) if n in MODEL_FILES or n.endswith(CHECKPOINT_SUFFIXES)]
+        return [os.path.join(value, n) for n in os.listdir(value) if n in MODEL_FILES or n.endswith(MODEL_FILE_ENDINGS)]
     if os.path.isfile(value) or is_model_name(value):
         return [value] if os.path.isfile(value) else []
     prefix = value[:-len(PARAMS_SUFFIX)] if value.endswith(PARAMS_SUFFIX) else value

@@ -43,7 +43,8 @@ def checkpoint_prefix(path, flag='--init_from_ckpt'):
     if os.path.isdir(path):
         latest = latest_checkpoint(path)
         if latest is None:
-            raise InputError(f'{flag} {path}: no checkpoint in this directory (N{PARAMS_SUFFIX} or final{PARAMS_SUFFIX})')
+            raise InputError(f'{flag} {path}: no checkpoint in this directory (N{PARAMS_SUFFIX} or '
+                             f'final{PARAMS_SUFFIX})')
         log.info('%s %s: its latest checkpoint, %s', flag, path, latest)
         return latest
     raise InputError(f'{flag} {path}: {prefix}{PARAMS_SUFFIX} not found (give DIR/N, DIR/N{PARAMS_SUFFIX} or a run '
