@@ -59,6 +59,8 @@ VARIANTS = {
     'recurrence_float': (dict(CURRENT, keep_float=('token', 'recurrence')), {}),
     'char_cnn_int8': (dict(CURRENT, keep_float=('highway_projection',)), {}),
     'rescale_in_loops': (dict(CURRENT, rescale_in_loops=True), {}),
+    # 7-bit weights: an export's fallback where 8-bit ones overflow the CPU's int8 products (quantize.py)
+    'seven_bit_weights': (dict(INT8_SETTINGS, reduce_range=True), {}),
     # the highway and projection in int8 too, their inputs one scale per token
     'highway_per_token': (dict(CURRENT, keep_float=('char_cnn',), per_token=('lstm_input', 'highway_projection'),
                                rescale_in_loops=True), {}),

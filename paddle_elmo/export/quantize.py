@@ -34,12 +34,13 @@ QUANTIZE_CHOICES = ('int8',)
 # machine), the same numbers. Re-measured there (issue 55, BENCHMARKS): per-column weight scales
 # 0.99x with the same agreement; QUInt8 weights ~0.6x; the highway and projection in int8 with
 # per-token inputs 1.16x but worst token cosine 0.982 (< 0.99); MatMulNBits 8-bit 0.5-0.9x.
-# Weights in 7 bits (quantize_dynamic's reduce_range): on a CPU without VNNI (AVX2, AVX-512 before VNNI)
-# onnxruntime's u8s8 products add pairs of uint8 x int8 in int16, which 8-bit weights overflow: a
-# large-valued model's worst token cosine fell to 0.67 on an AVX2 AMD VM (0.9987 with 7 bits; the bundled
-# model 0.9966 -> 0.9935). An export runs on CPUs other than the one that made it, so it is 7 bits everywhere.
 INT8_SETTINGS = dict(weight_type='QInt8', keep_float=('token',), per_channel=False, per_token=('lstm_input',),
-                     rescale_in_loops=True, reduce_range=True)
+                     rescale_in_loops=True)
+# On a CPU without VNNI (AVX2, AVX-512 before VNNI) onnxruntime's u8s8 products add pairs of uint8 x int8 in
+# int16, which large activations times 8-bit weights overflow; 7-bit weights (reduce_range) cannot. They cost
+# the models that do not overflow accuracy, so they are the fallback of an export whose check fails
+# (deploy.quantized_and_checked), not the default (benchmarks/results/int8_7bit_2026-11-28).
+SEVEN_BIT_WEIGHTS = dict(INT8_SETTINGS, reduce_range=True)
 
 
 def check_quantizable(quantize, formats):
