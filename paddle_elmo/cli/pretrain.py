@@ -32,8 +32,7 @@ from paddle_elmo.fileio import InputError, check_output_directory
 from paddle_elmo.train.run_plan import check_one_start, for_run
 from paddle_elmo.cli.runner import rank
 from paddle_elmo.files.checkpoint_names import checkpoint_dir, checkpoint_prefix
-from paddle_elmo.files.run_directory import (RunLock, check_not_running, check_run_directory, new_run_directory,
-                                             remove_run_files, resumes_here)
+from paddle_elmo.files.run_directory import claimed, new_run_directory
 from paddle_elmo.text.corpus import check_corpus, warn_if_untokenized
 from paddle_elmo.files.model_names import did_you_mean, is_model_name
 from paddle_elmo.files.run_configs import OPTIONS_FILE, WEIGHTS_FILE, read_run_configs
@@ -136,20 +135,13 @@ def run_inputs(a, recipe):
 
 @contextlib.contextmanager
 def owned_directory(a, save_dir, resumed, inputs):
-    """The run's hold on `save_dir` for the block (rank 0's; the other ranks write nothing there): refused at
-    once, nothing changed, when it holds another run (run_directory.check_run_directory) or another process
-    runs in it; then locked (RunLock), checked again under the lock, and with --overwrite_save_dir the other
-    run's files removed."""
+    """The run's hold on `save_dir` for the block (run_directory.claimed), rank 0's: the other ranks write
+    nothing there."""
     if rank() != 0:
         yield
         return
     new = not os.path.exists(save_dir)
-    check_not_running(save_dir)  # first: a running run's directory is that run's, whatever it holds
-    check_run_directory(save_dir, resumed, a.overwrite_save_dir, inputs)
-    with RunLock(save_dir):
-        check_run_directory(save_dir, resumed, a.overwrite_save_dir, inputs)  # another run may have ended since
-        if a.overwrite_save_dir and not resumes_here(save_dir, resumed):
-            remove_run_files(save_dir, inputs)
+    with claimed(save_dir, resumed, a.overwrite_save_dir, inputs):
         log.info('run directory: %s%s', save_dir, ' (new)' if new else '')
         yield
 
@@ -174,13 +166,10 @@ def launch(a, argv):
     The run's directory is decided and checked here, before the launcher writes its logs in it: the ranks
     get it as --save_dir, and rank 0 locks it (an --overwrite_save_dir removal is done here, once)."""
     nproc = a.nproc_per_node
-    resumed = a.init_from_ckpt and checkpoint_prefix(a.init_from_ckpt)
+    resumed = checkpoint_prefix(a.init_from_ckpt) if a.init_from_ckpt else None
     save_dir = a.save_dir or (checkpoint_dir(resumed) if resumed else new_run_directory())
-    check_not_running(save_dir)
-    check_run_directory(save_dir, resumed or None, a.overwrite_save_dir)
-    with RunLock(save_dir):  # a run already in it refuses here; released before the ranks take it
-        if a.overwrite_save_dir and not resumes_here(save_dir, resumed or None):
-            remove_run_files(save_dir)
+    with claimed(save_dir, resumed, a.overwrite_save_dir):  # released before the ranks take it
+        pass
     command = shutil.which('paddle-elmo', path=os.pathsep.join([os.path.dirname(sys.executable),
                                                                 os.environ.get('PATH', '')]))
     if command is None:

@@ -26,12 +26,17 @@ def step_order(name):
     return float('inf') if name == 'final' else int(name) if name.isdigit() else -1
 
 
+def checkpoint_names(directory):
+    """The checkpoints of a run directory, by name ('final', 'N'), in the order they were saved."""
+    names = [name[:-len(PARAMS_SUFFIX)] for name in os.listdir(directory) if name.endswith(PARAMS_SUFFIX)]
+    return sorted((name for name in names if step_order(name) >= 0), key=step_order)
+
+
 def latest_checkpoint(directory):
     """A run directory's latest checkpoint: DIR/final, else DIR/N of the highest step N -> the prefix, or
     None when it holds none."""
-    steps = [name[:-len(PARAMS_SUFFIX)] for name in os.listdir(directory) if name.endswith(PARAMS_SUFFIX)]
-    steps = [step for step in steps if step_order(step) >= 0]
-    return os.path.join(directory, max(steps, key=step_order)) if steps else None
+    names = checkpoint_names(directory)
+    return os.path.join(directory, names[-1]) if names else None
 
 
 def checkpoint_prefix(path, flag='--init_from_ckpt'):

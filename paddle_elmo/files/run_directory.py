@@ -1,12 +1,13 @@
 """A pretraining run owns its directory: what a run's files are, whether a new run may start in a
 directory (`check_run_directory`: never over another run's files unless told to remove them
-first), the lock a run holds on it while it runs (`RunLock`), and the directory a run without
+first), the lock a run holds on it while it runs (`RunLock`; both taken by `claimed`), and the directory a run without
 --save_dir gets (`new_run_directory`).
 
 A run's files are the ones pretrain writes: options.json, recipe.json, vocab.txt (word input) or
 char.dic / word.dic (a run from an ELMoForManyLangs model), N.pdparams / N.pdopt and final.*,
 train_log.csv, train_curve.png and launch_logs/, beside the hidden lock file.
 """
+import contextlib
 import datetime
 import fcntl
 import json
@@ -18,7 +19,8 @@ import sys
 import time
 
 from paddle_elmo.fileio import InputError, make_directory
-from paddle_elmo.files.checkpoint_names import OPTIMIZER_SUFFIX, PARAMS_SUFFIX, checkpoint_dir, step_order
+from paddle_elmo.files.checkpoint_names import (OPTIMIZER_SUFFIX, PARAMS_SUFFIX, checkpoint_dir, checkpoint_names,
+                                              step_order)
 from paddle_elmo.files.run_configs import OPTIONS_FILE, RECIPE_FILE, VOCAB_FILE, WEIGHTS_FILE
 from paddle_elmo.text.dictionary_ids import CHAR_DIC, WORD_DIC
 
@@ -50,9 +52,8 @@ def holds_a_run(directory):
 
 def later_checkpoints(directory, prefix):
     """The checkpoints of `directory` saved after checkpoint `prefix` (DIR/N) -> their names, in order."""
-    names = {name[:-len(PARAMS_SUFFIX)] for name in os.listdir(directory) if name.endswith(PARAMS_SUFFIX)}
     own = step_order(os.path.basename(prefix))
-    return sorted((n for n in names if step_order(n) > own), key=step_order)
+    return [name for name in checkpoint_names(directory) if step_order(name) > own]
 
 
 def resumes_here(save_dir, resumed):
@@ -131,6 +132,21 @@ def new_run_directory(parent=DEFAULT_PARENT):
         n += 1
         path = os.path.join(parent, f'{stamp}-{n}')
     return path
+
+
+@contextlib.contextmanager
+def claimed(save_dir, resumed=None, overwrite=False, inputs=()):
+    """A run's hold on `save_dir` for the block: refused at once, nothing changed, when another process runs
+    in it (check_not_running) or it holds what the run may not write over (check_run_directory); then
+    locked (RunLock), checked again under the lock (another run may have ended since) and, with `overwrite`,
+    another run's files removed. The arguments are check_run_directory's."""
+    check_not_running(save_dir)  # first: a running run's directory is that run's, whatever it holds
+    check_run_directory(save_dir, resumed, overwrite, inputs)
+    with RunLock(save_dir):
+        check_run_directory(save_dir, resumed, overwrite, inputs)
+        if overwrite and not resumes_here(save_dir, resumed):
+            remove_run_files(save_dir, inputs)
+        yield
 
 
 def check_not_running(directory):
