@@ -19,13 +19,11 @@ This module itself imports no Paddle at import: `paddle-elmo --help` and build-v
 
 Two of Paddle's CPU defaults cost most of the speed on the machines our users have:
 - Paddle's CPU wheels link an old MKL (`paddle/libs/libmklml_intel.so`) that chooses its code path
-  by processor vendor: on AMD it runs a generic path, ~3x slower matmuls than its AVX2 path on the
-  same processor (BENCHMARKS.md, "CPU speed"). This MKL honours `MKL_DEBUG_CPU_TYPE`: 5 runs its
-  AVX2 path, 7 its AVX-512 path (Skylake server's: on an AMD EPYC with AVX-512 the [4096]^2
-  product 7-10% faster than on AVX2, pretraining and embedding 3-8% more tokens/s: BENCHMARKS.md,
-  "MKL's AVX-512 path on AMD"). It reads the variable once, at its first
-  product: setting it before the first Paddle operation is enough, importing Paddle earlier is not
-  a problem -- so it is configure()'s, not the import's, and no import order matters.
+  by processor vendor: on AMD it runs a generic path, with much slower matmuls than its AVX2 path
+  on the same processor. This MKL honours `MKL_DEBUG_CPU_TYPE`: 5 runs its AVX2 path, 7 its AVX-512
+  path (Skylake server's, faster again on an AMD EPYC with AVX-512). It reads the variable once, at
+  its first product: setting it before the first Paddle operation is enough, so it is
+  configure()'s, not the import's, and no import order matters.
 - Paddle runs its CPU kernels on one thread unless told otherwise (its import sets an unset
   OMP_NUM_THREADS to 1).
 
@@ -39,10 +37,10 @@ If MKL had already chosen its slow path (a Paddle product ran before configure()
 and names the fix (a Python warning, pointing at the caller's line: the calling code's order is
 what to change).
 
-A future Paddle with a newer MKL will ignore MKL_DEBUG_CPU_TYPE. The fallbacks, measured here
-(BENCHMARKS.md): a preloaded one-line library that makes MKL's `mkl_serv_intel_cpu_true` return 1
-(`LD_PRELOAD`, the known workaround for MKL 2020+), or, for inference, Paddle's static graph with
-oneDNN kernels (`FLAGS_use_mkldnn`), whose code path depends on the instruction set, not the vendor.
+A future Paddle with a newer MKL will ignore MKL_DEBUG_CPU_TYPE. The fallbacks: a preloaded
+one-line library that makes MKL's `mkl_serv_intel_cpu_true` return 1 (`LD_PRELOAD`, the known
+workaround for MKL 2020+), or, for inference, Paddle's static graph with oneDNN kernels
+(`FLAGS_use_mkldnn`), whose code path depends on the instruction set, not the vendor.
 """
 import contextlib
 import functools
@@ -215,9 +213,8 @@ def keep_freed_memory(mmap_threshold_mb=256, trim_threshold_mb=512):
 
     Paddle allocates a fresh tensor for every op on CPU. With glibc's default (dynamic) thresholds
     the MB-sized buffers of each LSTM step go back to the OS and return as new pages, which makes
-    CPU embedding and training markedly slower (BENCHMARKS.md, "glibc keeps freed memory"). Blocks
-    up to `mmap_threshold_mb` are kept instead. Process-wide and idempotent; returns False where
-    malloc is not glibc's (macOS, Windows, musl).
+    CPU embedding and training markedly slower. Blocks up to `mmap_threshold_mb` are kept instead.
+    Process-wide and idempotent; returns False where malloc is not glibc's (macOS, Windows, musl).
     """
     import ctypes
     try:

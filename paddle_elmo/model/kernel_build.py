@@ -6,7 +6,7 @@ kept out of the user's output (file descriptors 1 and 2 redirected) and shown on
 
 The build lands in the toolkit's cache directory (cache.py: ~/.cache/paddle-elmo/ops/<tag>).
 Paddle's `cpp_extension.load` runs `python setup.py build` in a subprocess at every call, built or
-not (~1.4 s: a second Python that imports Paddle). So once a build has loaded, a stamp beside it
+not (a second Python that imports Paddle). So once a build has loaded, a stamp beside it
 (STAMP: the source's hash, the flags, the compiler's identity, all read without a subprocess) lets
 later processes load the library as `load` does after its build step, with no subprocess; a stamp
 that differs goes through `load` again, which rebuilds what changed. (`import paddle` itself
@@ -60,7 +60,7 @@ def _build_dir(source):
     except OSError:
         flags = ''
     # The installation and the source's path because the build records both: a cache shared by two
-    # virtual environments, or by two checkouts, was rebuilt by each in turn (~20 s a process).
+    # virtual environments, or by two checkouts, was rebuilt by each in turn.
     key = '\n'.join([platform.machine(), flags, paddle.__version__, _compiler_identity(),
                      os.path.dirname(os.path.abspath(paddle.__file__)), os.path.abspath(source)])
     tag = hashlib.sha1(key.encode()).hexdigest()[:12]
@@ -155,11 +155,11 @@ def _runtime_flags(cflags):
     than the products. It changes no result: nothing here reads floating-point exception flags.
     -fno-math-errno: with errno semantics std::sqrt of a negative must call libm's sqrtf to set
     errno, so gcc kept the optimizer's update loops scalar (a sqrtss, a division and a branch per
-    element: the optimizer took 2.4x as long, BENCHMARKS.md). IEEE's vector sqrt and division give
+    element, a much slower optimizer). IEEE's vector sqrt and division give
     the same floats (tests/test_speed_paths.py checks them bit for bit), and nothing here reads errno.
 
     MKL's threads stay spinning between products; kernels on the same libiomp5 pool reuse them,
-    while GNU OpenMP threads would compete with them for the cores (measured: slower than serial).
+    while GNU OpenMP threads would compete with them for the cores (slower than serial).
     Without libiomp5 the kernels run on one thread (and still vectorise).
     """
     libs = os.path.join(os.path.dirname(paddle.__file__), 'libs')
@@ -168,8 +168,8 @@ def _runtime_flags(cflags):
     flags = {'extra_cxx_cflags': cflags + ['-fopenmp'],
              'extra_ldflags': ['-L' + libs, '-l:libiomp5.so', '-Wl,-rpath,' + libs]}
     # The MKL Paddle's products run on: the recurrence packs its weights (per call, or once per
-    # weight version) for MKL's packed products (kernels.cc, ELMO_MKL), 1.1-1.8x faster than a plain
-    # product at 16-64 rows.
+    # weight version) for MKL's packed products (kernels.cc, ELMO_MKL), faster than a plain product
+    # at a step's few rows.
     if os.path.exists(os.path.join(libs, 'libmklml_intel.so')):
         flags['extra_cxx_cflags'].append('-DELMO_MKL')
         flags['extra_ldflags'].append('-l:libmklml_intel.so')
