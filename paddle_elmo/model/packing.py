@@ -105,7 +105,7 @@ def length_chunks(used, max_size, position_cost=25, chunk_cost=100):
 
     A chunk of n tokens whose longest uses u chars costs about n * (u + 1) window products, plus
     per-op overhead that grows with its window positions and its number of ops (position_cost and
-    chunk_cost, in token-windows, measured on CPU). The split minimises that total (dynamic
+    chunk_cost, in token-windows, fitted on CPU). The split minimises that total (dynamic
     programming over the distinct lengths); chunks larger than max_size are then cut evenly.
     """
     used = np.asarray(used)

@@ -55,8 +55,8 @@ class Highway(nn.Layer):
 class CharEncoder(nn.Layer):
     """Char ids [tokens, max_chars] -> token representations [tokens, projection_dim].
 
-    Each convolution runs as one matrix multiply over the windows of the token; this is several
-    times faster than Conv2D on CPU. The reference convolves all 50 positions, PAD included, but
+    Each convolution runs as one matrix multiply over the windows of the token, faster than Conv2D
+    on CPU. The reference convolves all 50 positions, PAD included, but
     every window made only of PAD chars gives the same output whatever the token: it is computed
     once, and only windows that start before the chunk's last non-PAD char are multiplied (a
     5-letter word needs 7 windows, not 44). Same max, a fraction of the work.
@@ -181,8 +181,7 @@ class EagerOps(layer_math.TokenOps):
             n_windows = min(max_chars - width + 1, used + 1)
             # The windows' char ids in NumPy (a few thousand ints; as Paddle ops a gather, a
             # transpose and a copy per width and chunk), then one embedding lookup writes the windows
-            # in place, faster than gathering and transposing embedded chars (BENCHMARKS.md,
-            # "Measured choices").
+            # in place, faster than gathering and transposing embedded chars.
             index = (np.arange(n_windows)[:, None] + np.arange(width)[None, :]).reshape(-1)
             window_ids = ids[index].reshape(n_windows, width, tokens).transpose(0, 2, 1)  # [windows, tokens, width]
             yield char_embed(paddle.to_tensor(np.ascontiguousarray(window_ids))).reshape(

@@ -175,8 +175,8 @@ class InputMapper:
 def tokens_to_char_ids(tokens, max_chars=50):
     """list of n tokens -> int64 [n, max_chars]; row i equals token_to_char_ids(tokens[i]).
 
-    Vectorised (one scatter of all UTF-8 bytes) because a per-token loop takes seconds for the
-    800k-word 1B Word vocabulary (BENCHMARKS.md, "Measured choices").
+    Vectorised (one scatter of all UTF-8 bytes) because a per-token loop is slow for a vocabulary
+    the size of 1B Word's (800k words).
     """
     n = len(tokens)
     encoded = [t.encode('utf-8', 'ignore')[:max_chars - 2] for t in tokens]

@@ -59,8 +59,7 @@ def _jieba_tokenizer():
     tokens it returns; imported on first use, its dictionary-loading messages silenced. It is the
     process's jieba: words added with jieba.add_word / load_userdict take part.
 
-    Text already segmented this way comes out unchanged (benchmarks/bench_tokenizer.py
-    --idempotence): jieba cuts whitespace-separated chunks apart anyway, but its HMM makes words of
+    Text already segmented this way comes out unchanged (tests/test_tokenizers.py): jieba cuts whitespace-separated chunks apart anyway, but its HMM makes words of
     runs of single characters that, alone, it cuts into characters again (`字段` in context, `字 段`
     alone: a dictionary word whose own score loses to its characters'). So a chunk of a text with
     whitespace that jieba would cut into single characters only, and that its dictionary lists as a
@@ -84,9 +83,8 @@ def _jieba_tokenizer():
     return jieba_tokens
 
 
-# Where lm-corpus's (1B Word style) tokenization departs from sacremoses's English Moses rules,
-# measured on its held-out sentences (benchmarks/bench_tokenizer.py). Each is a pattern whose
-# match sacremoses must keep as one token (its `protected_patterns`):
+# Where lm-corpus's (1B Word style) tokenization departs from sacremoses's English Moses rules.
+# Each is a pattern whose match sacremoses must keep as one token (its `protected_patterns`):
 _CORPUS_WHOLE_TOKENS = (
     r'\b\d+(?:[.,]\d+)*(?:[/:]\d+(?:[.,]\d+)*)+\b',  # numbers joined by / or : (1/2, 1985/86, 30:37)
     r'\b[^\W\d_]+&[^\W\d_]+\b',  # letters joined by & (R&B, AT&T)
@@ -127,8 +125,7 @@ def _moses_tokenizer():
     Its English rules split `n't` as 1B Word does (`isn 't`; PTB's would be `is n't`):
     "It's raining, isn't it?" -> It 's raining , isn 't it ?.
 
-    Text already tokenized this way comes out unchanged (benchmarks/bench_tokenizer.py
-    --idempotence measures it on lm-corpus's held-out lines), and so do the Penn Treebank's `n't`
+    Text already tokenized this way comes out unchanged (tests/test_tokenizers.py), and so do the Penn Treebank's `n't`
     (`do n't`) and Moses's XML escapes, read as their characters (`AT&amp;T` -> `AT&T`, one token).
     sacremoses is imported on first use."""
     try:
@@ -156,7 +153,7 @@ def _moses_tokenizer():
 @functools.lru_cache(maxsize=None)
 def _english_moses(tokenizer_class):
     """sacremoses's English MosesTokenizer with the corpus's abbreviations, built once per process:
-    building it reads its prefix lists (~15 ms), and get_tokenizer runs at every encode call. Only
+    building it reads its prefix lists, and get_tokenizer runs at every encode call. Only
     the build is cached: the import above runs each time, so a missing sacremoses stays an error.
     -> (the tokenizer, the words whose period it keeps (a frozenset), `unescape`: text -> text
     with the XML escapes Moses writes by default (sacremoses's escape=True, tokenizer.perl without
