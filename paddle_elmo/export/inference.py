@@ -137,10 +137,9 @@ class InferenceEmbedder(SentenceEmbedder):
             if session_options is None:
                 session_options = onnxruntime.SessionOptions()
                 session_options.intra_op_num_threads = threads
-                # Its worker threads wait for work asleep, not spinning (issue 55): a Loop step is ~30
+                # Its worker threads wait for work asleep, not spinning: a Loop step is dozens of
                 # small ops, and on a busy machine spinning threads take the cores from the ones doing
-                # the work (the int8 original size 1.6-1.8x as fast at 2 threads beside other jobs;
-                # idle, 1.71x the library against 1.62x spinning: BENCHMARKS, "int8 on the AVX-512 AMD VM").
+                # the work (and on an idle machine it is no slower).
                 session_options.add_session_config_entry('session.intra_op.allow_spinning', '0')
             self._session = onnxruntime.InferenceSession(os.path.join(model_dir, ONNX_FILE), session_options,
                                                          providers=['CPUExecutionProvider'])

@@ -110,10 +110,9 @@ def realistic_bilm(config, seed=0, reference=None, rounds=4):
     `rounds` times, so that its product's std on CALIBRATION_SENTENCES is the reference's
     (preactivation_stds). Why calibrate: independent draws with a trained matrix's std give far
     larger products in a wider layer, and an LSTM with such gates is chaotic (rounding in one step
-    flips later clipped outputs: ELMoEmbedder disagrees with itself across batch sizes by up to
-    2x a layer's largest value), which no trained model is; the trained products are what sets
-    the values float rounding acts on (the bundled model's highway pre-activations reach 172, its
-    token representations 24).
+    flips later clipped outputs: ELMoEmbedder disagrees with itself across batch sizes by as much as
+    a layer's values), which no trained model is; the trained products are what sets the values
+    float rounding acts on.
     """
     import numpy as np
     import paddle

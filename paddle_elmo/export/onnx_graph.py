@@ -128,13 +128,12 @@ def normalize_per_token(model, names, rescale_in_loops=False):
     x / r, whose rows all reach 1, with its one scale per call -- in effect one scale per token,
     which onnxruntime's DynamicQuantizeLinear cannot give (one scale per tensor, set by its
     largest value), while the product stays onnxruntime's fused DynamicQuantizeMatMul (float out;
-    a MatMulInteger with per-row scales needs a Cast and a Mul over its whole output: the whole
-    int8 model ran ~1.3x slower at the original size).
+    a MatMulInteger with per-row scales needs a Cast and a Mul over its whole output, which makes
+    the int8 model slower).
 
     rescale_in_loops: where y is read only by Gathers of Loop bodies (the LSTM input products, one
     step's rows each), multiply back there, on the step's rows, instead of over the whole
-    [time, batch, 4 * dim] product before the Loop (at the original size a pass over ~90 MB per batch
-    of 64, layer and direction).
+    [time, batch, 4 * dim] product before the Loop (a memory-bound pass over the whole product).
     -> the number wrapped."""
     from onnx import helper, numpy_helper
     targets, out, wrapped = set(names), [], 0

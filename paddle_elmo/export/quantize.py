@@ -13,33 +13,25 @@ from paddle_elmo.export.onnx_graph import (MATMUL_KINDS, constants_to_initialize
 QUANTIZE_CHOICES = ('int8',)
 
 
-# What --quantize int8 does, chosen by measurement (issue 37). The LSTMs' products in int8 with
-# QInt8 weights (with uint8 activations, onnxruntime's fast u8s8 kernels; QUInt8 ran at 0.55x of
-# it), one weight scale per matrix (per column: same agreement, 0.47x the speed); the token
-# representation float (quantizing the char CNN, highway and projection too brought the original
-# size's worst token cosine from 0.9975 to 0.949 for ~1.3x more speed). Each LSTM layer's input
-# products x @ W_x, computed for all steps before its Loop (StaticBiLM), are quantized with one
-# scale PER TOKEN (normalize_per_token): a token representation's values reach ~24 in the bundled
-# model (~50 at the original size) while most tokens' stay within 1-2, so one scale for a whole
-# call, as quantize_dynamic gives, is far too coarse for most tokens. The bundled model's worst
-# token cosine on 1,000 rt-polarity sentences: 0.979 with [x_t; h] at one scale per step (the
-# first int8 export); 0.956 with x @ W_x apart at one scale per batch; 0.9966 per token (and
-# 0.9998 at the original size). Giving h a scale of its own was not the fix (emulated: 0.971).
-# Inside the Loops, h @ W_h and the projection W_P go through quantize_dynamic as they are (h is
-# within the projection clip). Cost: ~0.9x the first int8 export's CPU time (measured on a loaded
-# machine, same process, both sizes). The per-token scale is multiplied back inside the Loops, on
-# each step's rows (rescale_in_loops; issue 55): over the whole product before the Loops it was a
-# memory-bound pass over [time, batch, 16384] floats, ~7% of int8's time at the original size on
-# the AVX-512 AMD VM; moved, the whole model ran 1.04x as fast (one thread, interleaved, loaded
-# machine), the same numbers. Re-measured there (issue 55, BENCHMARKS): per-column weight scales
-# 0.99x with the same agreement; QUInt8 weights ~0.6x; the highway and projection in int8 with
-# per-token inputs 1.16x but worst token cosine 0.982 (< 0.99); MatMulNBits 8-bit 0.5-0.9x.
+# What --quantize int8 does, and why (the alternatives are benchmarks/bench_int8_variants.py's):
+# - the LSTMs' products in int8 with QInt8 weights (uint8 activations: onnxruntime's fast u8s8
+#   kernels) and one weight scale per matrix (per column agrees no better and runs slower);
+# - the token representation (char CNN, highway, projection) stays float: in int8 it costs the
+#   worst token's cosine more than export_checks.INT8_MIN_COSINE allows;
+# - each LSTM layer's input products x @ W_x, computed for all steps before its Loop (StaticBiLM),
+#   are quantized with one scale PER TOKEN (normalize_per_token): a few tokens' representations
+#   reach values many times most tokens', so one scale for a whole call, as quantize_dynamic gives,
+#   is far too coarse for most tokens;
+# - inside the Loops, h @ W_h and the projection W_P go through quantize_dynamic as they are (h is
+#   within the projection clip);
+# - the per-token scale is multiplied back inside the Loops, on each step's rows
+#   (rescale_in_loops): before the Loops it is a memory-bound pass over [time, batch, 16384] floats.
 INT8_SETTINGS = dict(weight_type='QInt8', keep_float=('token',), per_channel=False, per_token=('lstm_input',),
                      rescale_in_loops=True)
 # On a CPU without VNNI (AVX2, AVX-512 before VNNI) onnxruntime's u8s8 products add pairs of uint8 x int8 in
 # int16, which large activations times 8-bit weights overflow; 7-bit weights (reduce_range) cannot. They cost
 # the models that do not overflow accuracy, so they are the fallback of an export whose check fails
-# (deploy.quantized_and_checked), not the default (benchmarks/results/int8_7bit_2026-11-28).
+# (deploy.quantized_and_checked), not the default.
 SEVEN_BIT_WEIGHTS = dict(INT8_SETTINGS, reduce_range=True)
 
 
