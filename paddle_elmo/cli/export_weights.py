@@ -6,7 +6,7 @@ The files load in AllenNLP (`Elmo(options_file, weight_file, ...)`) and in bilm-
 checkpoint holds a softmax, it is added as `softmax/W` and `softmax/b` (both readers ignore them;
 paddle-elmo eval uses them for perplexity) unless --no_softmax: embeddings do not need it, and for a
 100k vocabulary it is most of the file. --softmax_dtype float16 halves the softmax's size (the bundled
-models ship theirs so: it is read back as float32, and its rounding moves a perplexity by well under 0.1%).
+models ship theirs so: it is read back as float32, and its rounding barely moves a perplexity).
 """
 import os
 

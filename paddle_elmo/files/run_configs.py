@@ -127,7 +127,7 @@ def read_run_configs(directory):
         stored = read_json(recipe_file, 'recipe')
         values.update({k: v for k, v in stored.items() if k in RECIPE_FIELDS})
         if 'dropout_masks' not in stored:  # written before the field: by the kernel's code if it knew lr_decay,
-            # which came 19 minutes before the kernel (927a91d, bd5d261); before that, Paddle's dropout
+            # which came just before the kernel (927a91d, bd5d261); before that, Paddle's dropout
             values['dropout_masks'] = 'kernel' if 'lr_decay' in stored else 'paddle'
     else:  # written before recipe.json: our keys sat in options.json ('lr' before 'learning_rate')
         values.update({field: options[key] for key, field in _LEGACY_RECIPE_KEYS.items() if key in options})

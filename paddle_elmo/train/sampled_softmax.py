@@ -91,7 +91,7 @@ class Softmax(nn.Layer):
 
     def __init__(self, vocab_size, dim, kernels=kernels.CPU_KERNELS, weights=None):
         """weights: None for a new softmax (W random, b zero), or (W [vocab, dim], b [vocab]) arrays it
-        starts from (a trained one: no random draw, ~0.1 s of a 35k-word table, that they would replace)."""
+        starts from (a trained one: no random draw of a table that they would replace)."""
         super().__init__()
         self.vocab_size, self.kernels = vocab_size, kernels
         start = nn.initializer.Normal(0.0, 1.0 / math.sqrt(dim)) if weights is None else nn.initializer.Constant(0.0)

@@ -100,7 +100,7 @@ class Predictor:
     def _log_softmax(self, h, temperature=1.0):
         """h [rows, P] -> float64 numpy [rows, vocab] of log p(word), a block of rows at a time. The
         logits are Paddle's float32 product, as in training; the normalisation is numpy's, in
-        float64: Paddle's CPU log_softmax over one 35k-word row took ~1 s, numpy's takes ~1 ms."""
+        float64: Paddle's CPU log_softmax is slow over a vocabulary-long row, numpy's is not."""
         softmax = self.model.softmax
         block = max(1, MAX_LOGITS // self.vocab.size)
         parts = []
