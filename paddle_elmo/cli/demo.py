@@ -9,7 +9,7 @@ probes are a dozen sentences of our own, and none has a cue word of any sense, s
 comes from the rest of the context, not from a cue the centroids were built on. It is a small
 illustration on a few sentences, not a measurement: one probe more or less right is noise. The same
 then with the bundled model (`paddle_elmo/pretrained/`), which never saw the demo's sentences.
-Takes about two minutes on 2 CPU cores. Everything it writes goes to --output_dir (default: a new
+Takes a few minutes on 2 CPU cores. Everything it writes goes to --output_dir (default: a new
 temporary directory, whose path it prints).
 
     paddle-elmo demo --zh --model runs/zh/final --train_data_path zh-corpus/train.txt   # Chinese
@@ -33,7 +33,7 @@ from paddle_elmo.cli.arguments import Switch, output_directory, parser
 from paddle_elmo.text.corpus import SAMPLE_HELDOUT as HELDOUT, SAMPLE_TRAIN as TRAIN
 from paddle_elmo.fileio import InputError, iter_lines, make_directory, require_package
 
-# A small model that learns the sample corpus in about a minute on 2 CPU cores.
+# A small model that learns the sample corpus quickly on 2 CPU cores.
 MODEL_FLAGS = ['--projection_dim', '64', '--cell_dim', '256', '--num_layers', '2', '--char_embed_dim', '8',
                '--cnn_filters', '[[1, 16], [2, 16], [3, 32], [4, 64], [5, 64]]', '--num_highways', '1',
                '--n_negative_samples', '256', '--batch_size', '32', '--unroll_steps', '20', '--dropout', '0.1']

@@ -144,7 +144,8 @@ class TokenOps:
         holding chars k .. k + width - 1 laid out width-major as the weight (bilm-tf's
         [1, width, char_dim, n] flattened). A window made only of PAD chars gives the same value
         for every token, so the windows that start after `used` are represented by the first of
-        them (same max, a fraction of the work: a batch's longest word is ~15 chars of 50)."""
+        them (same max, a fraction of the work: most batches' longest word is far shorter than
+        max_chars)."""
         n_chars = paddle.minimum(used + max(widths), paddle.full([], max_chars, dtype='int64'))
         chars = F.embedding(char_ids[:, :n_chars], char_embed.weight)  # [tokens, n_chars, char_dim]
         windows = []

@@ -102,8 +102,8 @@ def iter_corpus_sentences(file_pattern, desc, progress=True, tokenizer='whitespa
             yield from iter_file_sentences(path, bar, tokenizer)
 
 
-# A corpus in a tokenizer's tokens comes out of it almost unchanged (lm-corpus through moses: 499
-# of its first 500 lines; zh-corpus through jieba: 482), raw text mostly not.
+# A corpus in a tokenizer's tokens comes out of it almost unchanged (lm-corpus through moses,
+# zh-corpus through jieba), raw text mostly not.
 UNTOKENIZED_SHARE = 0.2
 
 
