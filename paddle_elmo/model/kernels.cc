@@ -1,5 +1,5 @@
 // CPU kernels for what Paddle runs op by op, each op with its own single-threaded overhead, or
-// with slow scalar math: the LSTM recurrence (~30 ops per step forward and backward; here a step
+// with slow scalar math: the LSTM recurrence (dozens of ops per step forward and backward; here a step
 // is two Paddle matmuls and one vectorised pass over the gates), the char CNN's max-pool (one op
 // per window position; all widths at once in training), the highway gating, the sampled-softmax
 // cross-entropy and the softmax's row copies (Paddle's gather runs on one thread). Built and

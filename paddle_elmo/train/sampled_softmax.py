@@ -195,7 +195,7 @@ def candidate_labels(targets, candidates):
 def first_occurrences(ids, size):
     """ids: int array of values in [0, size) -> the positions where a value appears for the first
     time, ascending (np.unique(ids, return_index=True)'s, sorted, without sorting the ids: the
-    sampler runs this on every step's ~17k draws)."""
+    sampler runs this on every step's thousands of draws)."""
     first = np.full(size, len(ids), dtype=np.int64)
     np.minimum.at(first, ids, np.arange(len(ids)))
     return np.flatnonzero(first[ids] == np.arange(len(ids)))
