@@ -11,12 +11,10 @@ and is imported from there on first use, so `import paddle_elmo` (and every `pad
 does not import Paddle.
 
 Importing the package (which Python does first for any `paddle_elmo.*` import) imports
-`paddle_elmo.runtime`, the one place that sets what must be set before Paddle is imported:
-`GLOG_minloglevel=2` unless the user set it (Paddle's C++ info logs off), the user's
-OMP_NUM_THREADS noted, and Paddle's misleading ccache notice filtered (runtime's docstring). So no
-module of ours has to be imported before another, and each imports `paddle` plainly. MKL's code
-path and the threads are set by `runtime.configure()` before the first product (ELMoEmbedder, Elmo
-and the commands call it), not by any import.
+`paddle_elmo.runtime`, the one place that sets what must be set before Paddle is imported (its
+docstring says what), so no module of ours has to be imported before another, and each imports
+`paddle` plainly. MKL's code path and the threads are set by `runtime.configure()` before the first
+product (ELMoEmbedder, Elmo and the commands call it), not by any import.
 
 The library never prints: it logs through `logging.getLogger(__name__)` (all under the
 `paddle_elmo` logger; progress lines at INFO, notes that matter and problems at WARNING/ERROR) and
