@@ -56,10 +56,10 @@ class CharEncoder(nn.Layer):
     """Char ids [tokens, max_chars] -> token representations [tokens, projection_dim].
 
     Each convolution runs as one matrix multiply over the windows of the token, faster than Conv2D
-    on CPU. The reference convolves all 50 positions, PAD included, but
-    every window made only of PAD chars gives the same output whatever the token: it is computed
-    once, and only windows that start before the chunk's last non-PAD char are multiplied (a
-    5-letter word needs 7 windows, not 44). Same max, a fraction of the work.
+    on CPU. The reference convolves all 50 positions, PAD included, but every window made only of
+    PAD chars gives the same output whatever the token: it is computed once, and only windows that
+    start before the chunk's last non-PAD char are multiplied (a 5-letter word needs 7 windows, not
+    44). Same max, a fraction of the work.
     """
 
     def __init__(self, config, word_columns=0, char_table=(N_CHARACTERS, PAD_CHAR + 1)):
