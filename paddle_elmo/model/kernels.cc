@@ -67,7 +67,8 @@ Tensor Zeros(const std::vector<int64_t>& shape) {
 // most of a step); their clamps and selects become vector blends only with -fno-trapping-math
 // (kernel_build.py), without which no loop that calls them vectorises. exp: x = n ln2 + r with
 // |r| <= ln2 / 2 and Cephes' degree-6 polynomial for exp(r); relative error < 1e-7 on [-87, 88]
-// (inputs are clamped there, which sigmoid and tanh do not notice). Absolute errors: sigmoid < 1e-7, tanh < 2e-7. NaN propagates.
+// (inputs are clamped there, which sigmoid and tanh do not notice). Absolute errors: sigmoid
+// < 1e-7, tanh < 2e-7. NaN propagates.
 inline float Exp(float x) {
   x = x < -87.f ? -87.f : x;
   x = x > 88.f ? 88.f : x;
@@ -985,8 +986,8 @@ PD_BUILD_OP(elmo_adam_rows)
 // y = x * keep / (1 - p), keep = 1 where a hash of (seed, element index) is at least p. Paddle's CPU
 // dropout draws each element from a Mersenne twister one at a time, on one thread; the hash is a
 // counter-based generator (the murmur3 finaliser over a Weyl sequence), vectorised, and the
-// backward regenerates the mask from the seed instead of storing it. The seed comes from Paddle's generator (kernels.py), so paddle.seed and checkpoints govern
-// it as they governed Paddle's dropout.
+// backward regenerates the mask from the seed instead of storing it. The seed comes from Paddle's
+// generator (kernels.py), so paddle.seed and checkpoints govern it as they governed Paddle's dropout.
 inline uint32_t DropoutHash(uint32_t index, uint32_t seed_lo, uint32_t seed_hi) {
   uint32_t h = index * 0x9E3779B9u + seed_lo;
   h ^= seed_hi;

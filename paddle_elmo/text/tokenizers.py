@@ -59,11 +59,12 @@ def _jieba_tokenizer():
     tokens it returns; imported on first use, its dictionary-loading messages silenced. It is the
     process's jieba: words added with jieba.add_word / load_userdict take part.
 
-    Text already segmented this way comes out unchanged (tests/test_tokenizers.py): jieba cuts whitespace-separated chunks apart anyway, but its HMM makes words of
-    runs of single characters that, alone, it cuts into characters again (`字段` in context, `字 段`
-    alone: a dictionary word whose own score loses to its characters'). So a chunk of a text with
-    whitespace that jieba would cut into single characters only, and that its dictionary lists as a
-    word, stays whole. Text without whitespace is cut exactly as `jieba.lcut` cuts it."""
+    Text already segmented this way comes out unchanged (tests/test_tokenizers.py): jieba cuts
+    whitespace-separated chunks apart anyway, but its HMM makes words of runs of single characters
+    that, alone, it cuts into characters again (`字段` in context, `字 段` alone: a dictionary word
+    whose own score loses to its characters'). So a chunk of a text with whitespace that jieba would
+    cut into single characters only, and that its dictionary lists as a word, stays whole. Text
+    without whitespace is cut exactly as `jieba.lcut` cuts it."""
     jieba = require_package('jieba', 'zh')  # the extra pins jieba JIEBA_VERSION
     jieba.setLogLevel(logging.WARNING)  # else 'Building prefix dict ...' on stderr at the first cut
 
@@ -125,9 +126,9 @@ def _moses_tokenizer():
     Its English rules split `n't` as 1B Word does (`isn 't`; PTB's would be `is n't`):
     "It's raining, isn't it?" -> It 's raining , isn 't it ?.
 
-    Text already tokenized this way comes out unchanged (tests/test_tokenizers.py), and so do the Penn Treebank's `n't`
-    (`do n't`) and Moses's XML escapes, read as their characters (`AT&amp;T` -> `AT&T`, one token).
-    sacremoses is imported on first use."""
+    Text already tokenized this way comes out unchanged (tests/test_tokenizers.py), and so do the
+    Penn Treebank's `n't` (`do n't`) and Moses's XML escapes, read as their characters (`AT&amp;T`
+    -> `AT&T`, one token). sacremoses is imported on first use."""
     try:
         from sacremoses import MosesTokenizer
     except ImportError:
