@@ -126,9 +126,9 @@ def _moses_tokenizer():
     Its English rules split `n't` as 1B Word does (`isn 't`; PTB's would be `is n't`):
     "It's raining, isn't it?" -> It 's raining , isn 't it ?.
 
-    Text already tokenized this way comes out unchanged (tests/test_tokenizers.py), and so do the
-    Penn Treebank's `n't` (`do n't`) and Moses's XML escapes, read as their characters (`AT&amp;T`
-    -> `AT&T`, one token). sacremoses is imported on first use."""
+    Text already tokenized this way comes out unchanged, or almost (tests/test_tokenizers.py), and
+    so do the Penn Treebank's `n't` (`do n't`) and Moses's XML escapes, read as their characters
+    (`AT&amp;T` -> `AT&T`, one token). sacremoses is imported on first use."""
     try:
         from sacremoses import MosesTokenizer
     except ImportError:
