@@ -1,11 +1,13 @@
-"""Every measured figure README.md quotes, checked against the raw file it comes from (`make check-docs`).
+"""Every measured figure README.md and BENCHMARKS.md quote, checked against the raw file it comes from
+(`make check-docs`).
 
-Each row of FIGURES is a sentence of README with its figures as placeholders, the raw file(s) they
-come from (in benchmarks/results/, or the package's own files) and how each figure is read from
-them, rounded as README rounds it: the row fails when README and its file disagree, whichever
-changed. `benchmarks/results/readme_2026-11-27/run.sh` made the raw files of the figures that had
-none. A figure-like number in README's text that no row covers fails too, unless NOT_MEASURED
-names it (a version, a setting, a property of a published file): a new figure comes with its file.
+Each row of FIGURES (README's) and BENCHMARKS_FIGURES is a sentence of its document with its figures as
+placeholders, the raw file(s) they come from (in benchmarks/results/, the package's own files, or
+../shared/measurements for a machine whose raw files the repository does not copy) and how each figure
+is read from them, rounded as the document rounds it: the row fails when the document and its file
+disagree, whichever changed. `benchmarks/results/readme_2026-11-27/run.sh` made the raw files of the figures that had
+none. A figure-like number in a document's text that no row covers fails too, unless its NOT_MEASURED
+list names it (a version, a setting, a property of a published file): a new figure comes with its file.
 """
 import csv
 import dataclasses
@@ -13,12 +15,14 @@ import functools
 import json
 import os
 import re
+import sys
 from dataclasses import dataclass
 from typing import Callable
 
 import pytest
 
 from conftest import ROOT
+import doc_figures_benchmarks
 
 RESULTS = os.path.join(ROOT, 'benchmarks', 'results')
 
@@ -94,6 +98,7 @@ class Figure:
     text: str                    # README's words, its figures as str.format fields (whitespace as one space)
     source: str                  # the raw file(s) and where in them
     values: Callable[[], dict]   # the fields, read from the source
+    document: str = 'README.md'  # the document that quotes it
 
 
 def predict_top():
@@ -340,6 +345,10 @@ NOT_MEASURED = [
     '12M jieba tokens', 'over 18.7M tokens of news',
 ]
 
+# BENCHMARKS.md's rows and phrases (tests/doc_figures_benchmarks.py), read with this module's readers.
+BENCHMARKS_FIGURES = doc_figures_benchmarks.rows(sys.modules[__name__])
+BENCHMARKS_NOT_MEASURED = doc_figures_benchmarks.NOT_MEASURED
+
 FIGURE_LIKE = re.compile(r'(?<![\w.])(?:\d[\d,]*\.\d+|\d+(?:\.\d+)?%|\d+(?:\.\d+)?x\b|[\d,]+ (?:MB|GB)\b|'
                          r'\d+(?:\.\d+)?M (?:tokens|parameters)|\d+(?:-\d+)? (?:s|minutes|CPU-minutes)\b)')
 
@@ -351,6 +360,13 @@ def flat(text):
 
 def readme():
     with open(os.path.join(ROOT, 'README.md'), encoding='utf-8') as f:
+        return f.read()
+
+
+def document_text(name):
+    if name == 'README.md':
+        return readme()
+    with open(os.path.join(ROOT, name), encoding='utf-8') as f:
         return f.read()
 
 
@@ -369,26 +385,39 @@ def prose(text):
     return '\n'.join(kept)
 
 
-@pytest.mark.parametrize('figure', FIGURES, ids=[f.name for f in FIGURES])
+def all_figures():
+    return FIGURES + BENCHMARKS_FIGURES
+
+
+def documents():
+    """Each checked document: (its rows, its phrases that are no measurement)."""
+    return {'README.md': (FIGURES, NOT_MEASURED), 'BENCHMARKS.md': (BENCHMARKS_FIGURES, BENCHMARKS_NOT_MEASURED)}
+
+
+@pytest.mark.parametrize('figure', all_figures(), ids=[f'{f.document}: {f.name}' for f in all_figures()])
 def test_readme_quotes_the_figure_its_raw_file_holds(figure):
     expected = figure.text.format(**figure.values())
-    assert expected in flat(readme()), (f'README.md should say "{expected}" ({figure.name}; from {figure.source}); '
-                                        'correct README, or the raw file if the figure was measured again')
+    assert expected in flat(document_text(figure.document)), (
+        f'{figure.document} should say "{expected}" ({figure.name}; from {figure.source}); '
+        f'correct {figure.document}, or the raw file if the figure was measured again')
 
 
-def test_every_figure_like_number_in_readme_is_a_checked_figure_or_named_as_no_measurement():
-    text = flat(prose(readme()))
-    covered = [m.span() for f in FIGURES for m in re.finditer(re.escape(f.text.format(**f.values())), text)]
-    covered += [m.span() for phrase in NOT_MEASURED for m in re.finditer(re.escape(phrase), text)]
+@pytest.mark.parametrize('name', documents())
+def test_every_figure_like_number_in_readme_is_a_checked_figure_or_named_as_no_measurement(name):
+    figures, not_measured = documents()[name]
+    text = flat(prose(document_text(name)))
+    covered = [m.span() for f in figures for m in re.finditer(re.escape(f.text.format(**f.values())), text)]
+    covered += [m.span() for phrase in not_measured for m in re.finditer(re.escape(phrase), text)]
     loose = [f'"{text[max(0, m.start() - 40):m.end() + 10]}"' for m in FIGURE_LIKE.finditer(text)
              if not any(start <= m.start() and m.end() <= end for start, end in covered)]
-    assert not loose, ('figures in README.md with no raw file checked here: ' + '; '.join(loose) +
-                       ' (add a FIGURES row with its file in benchmarks/results/, or NOT_MEASURED if no measurement)')
+    assert not loose, (f'figures in {name} with no raw file checked here: ' + '; '.join(loose) +
+                       ' (add a row with its file in benchmarks/results/, or to its NOT_MEASURED if no measurement)')
 
 
-def test_each_not_measured_phrase_is_still_in_readme():
-    text = flat(prose(readme()))
-    assert not [p for p in NOT_MEASURED if p not in text]
+@pytest.mark.parametrize('name', documents())
+def test_each_not_measured_phrase_is_still_in_readme(name):
+    text = flat(prose(document_text(name)))
+    assert not [p for p in documents()[name][1] if p not in text]
 
 
 def test_the_checks_catch_a_changed_figure(monkeypatch):
