@@ -1,6 +1,7 @@
 """benchmarks/results/ is a lab a maintainer can keep: one folder per run, each with a README saying what
 was measured, when, at which commit and with which command; no code but a run's own run.sh; nothing
 loose at its root; every folder named by a document, a test or a script."""
+import fnmatch
 import glob
 import os
 import re
@@ -62,3 +63,20 @@ def test_every_run_folder_is_named_by_a_document_a_test_or_a_script():
     unnamed = [f for f in folders()
                if not any(f in text for where, text in texts.items() if where != f'benchmarks/results/{f}/README.md')]
     assert not unnamed, f'run folders nothing names: {unnamed}'
+
+
+def named_patterns(text):
+    """The names a README gives in backticks or plain words, as shell patterns (`pretrain_*.txt`,
+    `{int8,float32}.json` read as both names; a path's last part)."""
+    def expand(word):
+        m = re.search(r'\{([^{}]*)\}', word)
+        return [word] if not m else [x for alt in m.group(1).split(',') for x in expand(word[:m.start()] + alt + word[m.end():])]
+    return {p.rstrip('/').split('/')[-1] for word in re.findall(r'[\w.*{},/-]+', text) for p in expand(word)} - {''}
+
+
+@pytest.mark.parametrize('folder', folders())
+def test_each_file_of_a_run_folder_is_named_by_its_readme(folder):
+    patterns = named_patterns(read(os.path.join(RESULTS, folder, 'README.md')))
+    unnamed = [e for e in sorted(os.listdir(os.path.join(RESULTS, folder)))
+               if e != 'README.md' and not any(fnmatch.fnmatch(e, p) for p in patterns)]
+    assert not unnamed, f'{folder}/README.md does not say what these are: {unnamed}'
