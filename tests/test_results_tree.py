@@ -67,11 +67,15 @@ def test_every_run_folder_is_named_by_a_document_a_test_or_a_script():
 
 def named_patterns(text):
     """The names a README gives in backticks or plain words, as shell patterns (`pretrain_*.txt`,
-    `{int8,float32}.json` read as both names; a path's last part)."""
+    `{int8,float32}.json` read as both names; a path's last part). A pattern names something before its
+    extension: `**` and `*.txt` name nothing."""
     def expand(word):
         m = re.search(r'\{([^{}]*)\}', word)
         return [word] if not m else [x for alt in m.group(1).split(',') for x in expand(word[:m.start()] + alt + word[m.end():])]
-    return {p.rstrip('/').split('/')[-1] for word in re.findall(r'[\w.*{},/-]+', text) for p in expand(word)} - {''}
+    words = re.findall(r'[\w.*{},/-]+', text)
+    words += [stem + suffix for stem, suffix in re.findall(r'`([\w.*{},/-]+?)\.\w+` / `(\.\w+)`', text)]  # `a.json` / `.txt`
+    names = {p.rstrip('/').split('/')[-1] for word in words for p in expand(word)}
+    return {n for n in names if re.search(r'\w{2,}', n.split('.')[0])}
 
 
 @pytest.mark.parametrize('folder', folders())
