@@ -1,11 +1,13 @@
-"""Every measured figure README.md quotes, checked against the raw file it comes from (`make check-docs`).
+"""Every measured figure README.md and BENCHMARKS.md quote, checked against the raw file it comes from
+(`make check-docs`).
 
-Each row of FIGURES is a sentence of README with its figures as placeholders, the raw file(s) they
-come from (in benchmarks/results/, or the package's own files) and how each figure is read from
-them, rounded as README rounds it: the row fails when README and its file disagree, whichever
-changed. `benchmarks/results/readme_2026-11-27/run.sh` made the raw files of the figures that had
-none. A figure-like number in README's text that no row covers fails too, unless NOT_MEASURED
-names it (a version, a setting, a property of a published file): a new figure comes with its file.
+Each row of FIGURES (README's) and BENCHMARKS_FIGURES is a sentence of its document with its figures as
+placeholders, the raw file(s) they come from (in benchmarks/results/, the package's own files, or
+../shared/measurements for a machine whose raw files the repository does not copy) and how each figure
+is read from them, rounded as the document rounds it: the row fails when the document and its file
+disagree, whichever changed. `benchmarks/results/readme_2026-11-27/run.sh` made the raw files of the figures that had
+none. A figure-like number in a document's text that no row covers fails too, unless its NOT_MEASURED
+list names it (a version, a setting, a property of a published file): a new figure comes with its file.
 """
 import csv
 import dataclasses
@@ -13,12 +15,14 @@ import functools
 import json
 import os
 import re
+import sys
 from dataclasses import dataclass
 from typing import Callable
 
 import pytest
 
 from conftest import ROOT
+import doc_figures_benchmarks
 
 RESULTS = os.path.join(ROOT, 'benchmarks', 'results')
 
@@ -94,6 +98,7 @@ class Figure:
     text: str                    # README's words, its figures as str.format fields (whitespace as one space)
     source: str                  # the raw file(s) and where in them
     values: Callable[[], dict]   # the fields, read from the source
+    document: str = 'README.md'  # the document that quotes it
 
 
 def predict_top():
@@ -125,16 +130,16 @@ def bundled_finetuning():
 
 
 def one_epoch_char():
-    path = 'downstream_results.jsonl'
+    path = 'long_run_2026-11-23/downstream_results.jsonl'
     elmo, w2v, concat = (jsonl_row(path, method=m, step=18415) for m in ('elmo', 'word2vec', 'elmo+word2vec'))
     c = compare(concat, w2v)
-    return {'tokens': elmo['tokens'] / 1e6, 'minutes': float(csv_rows('long_run_train_log.csv')[-1]['train_minutes']),
+    return {'tokens': elmo['tokens'] / 1e6, 'minutes': float(csv_rows('long_run_2026-11-23/long_run_train_log.csv')[-1]['train_minutes']),
             'elmo': elmo['accuracy_mean'], 'w2v': w2v['accuracy_mean'], 'diff': points(c.mean),
             'se': points(c.corrected_se), 'p': p_text(c.corrected_p)}
 
 
 def word300():
-    path, run = 'downstream_word_3h_2026-11-25.jsonl', 'budget-word300-w2v-frozen-3h'
+    path, run = 'word_3h_2026-11-25/downstream_word_3h_2026-11-25.jsonl', 'budget-word300-w2v-frozen-3h'
     mixes = sorted(jsonl_rows(path, run=run, method='elmo', elmo_layer='mix'), key=lambda r: r['tokens'])
     w2v, concat = jsonl_row(path, run=run, method='word2vec'), jsonl_row(path, run=run, method='concat')
     last, accuracies = mixes[-1], [r['accuracy_mean'] for r in mixes]
@@ -155,9 +160,9 @@ def bundled_zh():
 
 
 def zh_news():
-    path = 'downstream_zh_sentiment_2026-11-25.jsonl'
+    path = 'zh_2026-11-24/downstream_zh_sentiment_2026-11-25.jsonl'
     w2v, elmo, concat = (jsonl_row(path, method=m, step=17990) for m in ('word2vec', 'elmo', 'elmo+word2vec'))
-    layer0 = jsonl_row('downstream_zh_concat_layer0_2026-11-25.jsonl', method='elmo+word2vec')
+    layer0 = jsonl_row('zh_2026-11-24/downstream_zh_concat_layer0_2026-11-25.jsonl', method='elmo+word2vec')
     e, c, l0 = compare(elmo, w2v), compare(concat, w2v), compare(layer0, w2v)
     return {'w2v': w2v['accuracy_mean'], 'elmo': elmo['accuracy_mean'], 'elmo_worse': 10 - e.better,
             'elmo_p': p_text(e.corrected_p), 'concat': concat['accuracy_mean'], 'concat_diff': points(c.mean),
@@ -177,7 +182,7 @@ def int8_checks():
 
 
 def int8_speed():
-    d = json_file('export_int8_2026-11-25.json')  # the AMD EPYC VM with AVX2
+    d = json_file('export_int8_2026-11-25/export_int8_2026-11-25.json')  # the AMD EPYC VM with AVX2
     row = {r['runtime']: r for r in d['speed'] if r['model'] == 'original'}
     agreement = next(a for a in d['agreement'] if a['model'] == 'original')
     avx512 = json_file('speed55_paths_2026-11-27/export_int8.json')  # the AMD EPYC VM with AVX-512, MKL's AVX-512 path
@@ -208,14 +213,14 @@ def unigram_prior():
 
 
 def word_per_token():
-    word = csv_rows('quality_budget_word_w2v_60min_curve.csv')[1]  # the 30-minute evaluation
-    char = csv_rows('long_run_train_log.csv')[-1]  # the one-epoch char run's end
+    word = csv_rows('word_input_2026-11-24/quality_budget_word_w2v_60min_curve.csv')[1]  # the 30-minute evaluation
+    char = csv_rows('long_run_2026-11-23/long_run_train_log.csv')[-1]  # the one-epoch char run's end
     return {'word': float(word['dev_perplexity']), 'word_tokens': int(word['tokens']) / 1e6,
             'char': float(char['dev_perplexity']), 'char_tokens': int(char['tokens']) / 1e6}
 
 
 def budget_hour():
-    last = csv_rows('quality_budget_60min_fastpath_curve.csv')[-1]
+    last = csv_rows('quality_fastpath_2026-11-24/quality_budget_60min_fastpath_curve.csv')[-1]
     return {'ppl': float(last['dev_perplexity']), 'tokens': int(last['tokens']) / 1e6}
 
 
@@ -271,12 +276,12 @@ FIGURES = [
     Figure('one epoch of the char model', 'one epoch of {tokens:.1f}M tokens ({minutes:.0f} minutes) gives frozen '
            'features scoring {elmo:.3f}; word2vec on the same tokens scores {w2v:.3f}. ELMo ⊕ word2vec adds '
            '{diff:+.1f} ± {se:.1f} points to word2vec, within the fold noise (p {p})',
-           'downstream_results.jsonl: the rows at step 18415; minutes: long_run_train_log.csv, last train_minutes',
+           'long_run_2026-11-23/downstream_results.jsonl: the rows at step 18415; minutes: long_run_2026-11-23/long_run_train_log.csv, last train_minutes',
            one_epoch_char),
     Figure('the 300-d word model', 'a 300-d word model\'s frozen features score {low:.3f}-{high:.3f} between '
            '{first_tokens:.0f}M and {last_tokens:.0f}M tokens, {least_below:.1f}-{most_below:.1f} points below '
            'word2vec (p {last_p} at {last_tokens:.0f}M); ELMo ⊕ word2vec gains {concat_diff:+.1f} points (p {concat_p})',
-           'downstream_word_3h_2026-11-25.jsonl: run budget-word300-w2v-frozen-3h, the elmo_layer "mix" rows, '
+           'word_3h_2026-11-25/downstream_word_3h_2026-11-25.jsonl: run budget-word300-w2v-frozen-3h, the elmo_layer "mix" rows, '
            'word2vec and concat', word300),
     Figure('bundled-zh on online_shopping', 'its frozen features + BoW give {elmo:.3f} against {w2v:.3f} for word2vec '
            'trained on the same text ({elmo_diff:+.1f} points, p {elmo_p}), and ELMo ⊕ word2vec {concat:.3f} '
@@ -286,7 +291,7 @@ FIGURES = [
            '{elmo:.3f} (worse on every fold, p {elmo_p}) and ELMo ⊕ word2vec {concat:.3f}, {concat_diff:+.1f} ± '
            '{concat_se:.1f} points over word2vec and better on all {concat_better} folds (p {concat_p}). Its word layer '
            'alone beside word2vec gives {layer0_diff:+.1f} (p {layer0_p})',
-           'downstream_zh_sentiment_2026-11-25.jsonl (step 17990) and downstream_zh_concat_layer0_2026-11-25.jsonl: '
+           'zh_2026-11-24/downstream_zh_sentiment_2026-11-25.jsonl (step 17990) and zh_2026-11-24/downstream_zh_concat_layer0_2026-11-25.jsonl: '
            'fold_accuracies', zh_news),
     Figure('int8 on the bundled model', 'The bundled model passes at {own:.4f} on its sample ({own1:.4f} / '
            '{own2:.4f} per LSTM layer; {rt1:.4f} / {rt2:.4f} on 1,000 rt-polarity sentences)',
@@ -294,7 +299,7 @@ FIGURES = [
            int8_checks),
     Figure('int8 speed on the original size', '{speedup:.2f}x (AVX2) and {speedup512:.2f}x (AVX-512, where '
            '`ELMoEmbedder` runs MKL\'s AVX-512 path) as fast as `ELMoEmbedder` on CPU, worst-token cosine {cosine:.4f}, {int8_mb:.0f} MB instead of {float_mb:.0f} MB',
-           'export_int8_2026-11-25.json and speed55_paths_2026-11-27/export_int8.json: speed (model original: x '
+           'export_int8_2026-11-25/export_int8_2026-11-25.json and speed55_paths_2026-11-27/export_int8.json: speed (model original: x '
            'library, model.onnx MB), agreement (layer k cos min)',
            int8_speed),
     Figure('int8 downstream', 'frozen ELMo + BoW: {int8:.4f} against {float32:.4f} with float32 on the same 10 folds, '
@@ -306,10 +311,10 @@ FIGURES = [
            '({recipe_6k:.0f}% at 6,000)', 'recipe45_2026-11-26/results.jsonl: dev_perplexity of r26-unigram, '
            'r26-unigram-seed2 and r26-6k against the preset before', unigram_prior),
     Figure('an hour of the budget preset', 'reaches a held-out perplexity of about {ppl:.0f} on a {tokens:.1f}M-token '
-           'English corpus', 'quality_budget_60min_fastpath_curve.csv: the last row', budget_hour),
+           'English corpus', 'quality_fastpath_2026-11-24/quality_budget_60min_fastpath_curve.csv: the last row', budget_hour),
     Figure('word input per token', 'held-out perplexity {word:.1f} after {word_tokens:.1f}M tokens, where the char '
            'model needs its whole epoch of {char_tokens:.1f}M tokens for {char:.1f}',
-           'quality_budget_word_w2v_60min_curve.csv (the 30-minute row) and long_run_train_log.csv (the last row): '
+           'word_input_2026-11-24/quality_budget_word_w2v_60min_curve.csv (the 30-minute row) and long_run_2026-11-23/long_run_train_log.csv (the last row): '
            'dev_perplexity, tokens', word_per_token),
     Figure('the unknown-token warning\'s threshold (a setting)', 'A word model whose call sees {share:.0f}% or more '
            'unknown tokens', 'paddle_elmo/use/languages.py: UNKNOWN_WARNING_SHARE', unknown_share),
@@ -340,6 +345,10 @@ NOT_MEASURED = [
     '12M jieba tokens', 'over 18.7M tokens of news',
 ]
 
+# BENCHMARKS.md's rows and phrases (tests/doc_figures_benchmarks.py), read with this module's readers.
+BENCHMARKS_FIGURES = doc_figures_benchmarks.rows(sys.modules[__name__])
+BENCHMARKS_NOT_MEASURED = doc_figures_benchmarks.NOT_MEASURED
+
 FIGURE_LIKE = re.compile(r'(?<![\w.])(?:\d[\d,]*\.\d+|\d+(?:\.\d+)?%|\d+(?:\.\d+)?x\b|[\d,]+ (?:MB|GB)\b|'
                          r'\d+(?:\.\d+)?M (?:tokens|parameters)|\d+(?:-\d+)? (?:s|minutes|CPU-minutes)\b)')
 
@@ -351,6 +360,13 @@ def flat(text):
 
 def readme():
     with open(os.path.join(ROOT, 'README.md'), encoding='utf-8') as f:
+        return f.read()
+
+
+def document_text(name):
+    if name == 'README.md':
+        return readme()
+    with open(os.path.join(ROOT, name), encoding='utf-8') as f:
         return f.read()
 
 
@@ -369,26 +385,39 @@ def prose(text):
     return '\n'.join(kept)
 
 
-@pytest.mark.parametrize('figure', FIGURES, ids=[f.name for f in FIGURES])
+def all_figures():
+    return FIGURES + BENCHMARKS_FIGURES
+
+
+def documents():
+    """Each checked document: (its rows, its phrases that are no measurement)."""
+    return {'README.md': (FIGURES, NOT_MEASURED), 'BENCHMARKS.md': (BENCHMARKS_FIGURES, BENCHMARKS_NOT_MEASURED)}
+
+
+@pytest.mark.parametrize('figure', all_figures(), ids=[f'{f.document}: {f.name}' for f in all_figures()])
 def test_readme_quotes_the_figure_its_raw_file_holds(figure):
     expected = figure.text.format(**figure.values())
-    assert expected in flat(readme()), (f'README.md should say "{expected}" ({figure.name}; from {figure.source}); '
-                                        'correct README, or the raw file if the figure was measured again')
+    assert expected in flat(document_text(figure.document)), (
+        f'{figure.document} should say "{expected}" ({figure.name}; from {figure.source}); '
+        f'correct {figure.document}, or the raw file if the figure was measured again')
 
 
-def test_every_figure_like_number_in_readme_is_a_checked_figure_or_named_as_no_measurement():
-    text = flat(prose(readme()))
-    covered = [m.span() for f in FIGURES for m in re.finditer(re.escape(f.text.format(**f.values())), text)]
-    covered += [m.span() for phrase in NOT_MEASURED for m in re.finditer(re.escape(phrase), text)]
+@pytest.mark.parametrize('name', documents())
+def test_every_figure_like_number_in_readme_is_a_checked_figure_or_named_as_no_measurement(name):
+    figures, not_measured = documents()[name]
+    text = flat(prose(document_text(name)))
+    covered = [m.span() for f in figures for m in re.finditer(re.escape(f.text.format(**f.values())), text)]
+    covered += [m.span() for phrase in not_measured for m in re.finditer(re.escape(phrase), text)]
     loose = [f'"{text[max(0, m.start() - 40):m.end() + 10]}"' for m in FIGURE_LIKE.finditer(text)
              if not any(start <= m.start() and m.end() <= end for start, end in covered)]
-    assert not loose, ('figures in README.md with no raw file checked here: ' + '; '.join(loose) +
-                       ' (add a FIGURES row with its file in benchmarks/results/, or NOT_MEASURED if no measurement)')
+    assert not loose, (f'figures in {name} with no raw file checked here: ' + '; '.join(loose) +
+                       ' (add a row with its file in benchmarks/results/, or to its NOT_MEASURED if no measurement)')
 
 
-def test_each_not_measured_phrase_is_still_in_readme():
-    text = flat(prose(readme()))
-    assert not [p for p in NOT_MEASURED if p not in text]
+@pytest.mark.parametrize('name', documents())
+def test_each_not_measured_phrase_is_still_in_readme(name):
+    text = flat(prose(document_text(name)))
+    assert not [p for p in documents()[name][1] if p not in text]
 
 
 def test_the_checks_catch_a_changed_figure(monkeypatch):

@@ -1,5 +1,5 @@
 #!/bin/bash
-# usage: lane.sh WAIT_PID "label:flags" ...   (runs the specs one after another, 1 thread each, 1,500 steps)
+# usage: run.sh WAIT_PID "label:flags" ...   (runs the specs one after another, 1 thread each, 1,500 steps)
 cd /work/main
 wait_pid=$1; shift
 while kill -0 $wait_pid 2>/dev/null; do sleep 10; done

@@ -1,0 +1,337 @@
+"""BENCHMARKS.md's rows for tests/test_doc_figures.py: each a sentence (or table row) of BENCHMARKS.md
+with its figures as placeholders, the raw file it comes from and how each figure is read from it.
+
+A speed share is read as the benchmark's table prints its parts (tokens/s, the required floor's
+GFLOP a token, the matmul rate at the run's start and end) and divided by the higher of the two
+readings: the same way for every run, whoever reads it."""
+import glob
+import os
+import re
+import statistics
+
+from conftest import SHARED, require
+
+INTEL = os.path.join(SHARED, 'measurements', 'intel-xeon-2026-11-28')
+EVENING = 'speed55_evening_2026-11-27'
+START_RATE = re.compile(r'float32 matmul (?:rate: Paddle|\[4096\]\^2[^:]*:) ([\d.]+) GFLOP/s')
+END_RATE = re.compile(r'at the end: ([\d.]+) GFLOP/s')
+
+
+def bench_table(path):
+    """(matmul rate at the start, at the end, {batch: the printed table's row as {column: cell}}) of a
+    bench_pretrain.py or bench_embed.py printout."""
+    with open(path, encoding='utf-8') as f:
+        text = f.read()
+    header, rows = None, {}
+    for line in text.splitlines():
+        cells = [c.strip() for c in line.strip().strip('|').split('|')]
+        if line.startswith('| config'):
+            header = cells
+        elif header and line.startswith('|') and cells[0] in ('small', 'original'):
+            row = dict(zip(header, cells))
+            rows[int(row['batch'])] = row
+    return float(START_RATE.search(text).group(1)), float(END_RATE.search(text).group(1)), rows
+
+
+def pretrain_shares(path):
+    """{rows: percent of the required floor at the higher of the run's two matmul readings}."""
+    start, end, rows = bench_table(path)
+    return {b: 100 * float(r['tokens/s']) * float(r['required GFLOP/token']) / max(start, end) for b, r in rows.items()}
+
+
+def embed_shares(path):
+    start, end, rows = bench_table(path)
+    return {b: 100 * float(r['ratio to required']) * start / max(start, end) for b, r in rows.items()}
+
+
+def runs(h, pattern):
+    paths = sorted(glob.glob(h.raw(pattern)))
+    assert len(paths) == 8, f'{pattern}: {len(paths)} runs'
+    return paths
+
+
+def spread(shares, batch, name):
+    values = [s[batch] for s in shares]
+    return {f'{name}_low': min(values), f'{name}_high': max(values), f'{name}_median': statistics.median(values)}
+
+
+def rates(paths):
+    readings = [r for p in paths for r in bench_table(p)[:2]]
+    return {'rate_low': min(readings), 'rate_high': max(readings)}
+
+
+def amd_pretrain(h):
+    paths = runs(h, f'{EVENING}/window*/pretrain_*.txt')
+    shares = [pretrain_shares(p) for p in paths]
+    return spread(shares, 32, 'r32') | spread(shares, 128, 'r128') | rates(paths) | {'runs': len(paths)}
+
+
+def amd_pretrain_printed(h):
+    """The runs whose start reading was the lower one: the share they printed and at the end reading."""
+    low_start = [p for p in runs(h, f'{EVENING}/window*/pretrain_*.txt') if bench_table(p)[0] < bench_table(p)[1]]
+    printed = {b: max(int(bench_table(p)[2][b]['achieved/required'].rstrip('%')) for p in low_start) for b in (32, 128)}
+    best = {b: max(low_start, key=lambda p: bench_table(p)[2][b]['achieved/required']) for b in (32, 128)}
+    return {'printed128': printed[128], 'printed32': printed[32],
+            'higher128': pretrain_shares(best[128])[128], 'higher32': pretrain_shares(best[32])[32]}
+
+
+def amd_embed(h):
+    paths = runs(h, f'{EVENING}/window*/embed_*.txt')
+    shares = [embed_shares(p) for p in paths]
+    return spread(shares, 64, 'b64') | spread(shares, 256, 'b256') | rates(paths) | {'runs': len(paths)}
+
+
+def intel(name):
+    return require(os.path.join(INTEL, name))
+
+
+def intel_pretrain():
+    paths = [intel(f'bench_pretrain_small_{i}.txt') for i in (1, 2)]
+    first, second = (pretrain_shares(p) for p in paths)
+    printed = int(bench_table(paths[1])[2][128]['achieved/required'].rstrip('%'))
+    return {'a32': first[32], 'b32': second[32], 'a128': first[128], 'b128': second[128], 'printed': printed} | rates(paths)
+
+
+def intel_embed():
+    start, end, rows = bench_table(intel('bench_embed_original.txt'))
+    assert start >= end
+    return {'b64': 100 * float(rows[64]['ratio to required']), 'b256': 100 * float(rows[256]['ratio to required']),
+            'peak': int(rows[64]['peak MB']), 'start': start, 'end': end}
+
+
+def intel_export():
+    with open(intel('bench_export_original.txt'), encoding='utf-8') as f:
+        text = f.read()
+    row = {m.group(1).strip(): m for m in re.finditer(
+        r'^\| original \|\s*([\w ]+?)\s*\|\s*(\d+)\s*\|\s*([\d.]+)\s*\|', text, re.M)}
+    return {'library': int(row['library'].group(2)), 'float': int(row['onnx float32'].group(2)),
+            'float_x': float(row['onnx float32'].group(3)), 'int8': int(row['onnx int8'].group(2)),
+            'int8_x': float(row['onnx int8'].group(3)), 'rate': float(START_RATE.search(text).group(1))}
+
+
+def export_json(h, path):
+    d = h.json_file(path)
+    row = {r['runtime']: r for r in d['speed'] if r['model'] == 'original'}
+    return {'library': row['library']['tokens/s'], 'float': row['onnx float32']['tokens/s'],
+            'float_x': row['onnx float32']['x library'], 'int8': row['onnx int8']['tokens/s'],
+            'int8_x': row['onnx int8']['x library'], 'rate': d['matmul_gflops']}
+
+
+def allennlp(h):
+    d = h.json_file('embed_2026-11-24/bench_embed_2026-11-24.json')
+    return {(r['config'], r['mode']): r for r in d['allennlp']}, d['matmul_gflops'], d['matmul_gflops_end']
+
+
+def allennlp_row(h, config, mode):
+    rows, _, _ = allennlp(h)
+    r = rows[config, mode]
+    return {'theirs': r['AllenNLP tokens/s'], 'ours': r['ours tokens/s'], 'x': r['x AllenNLP'],
+            'their_peak': r['AllenNLP peak MB'], 'our_peak': r['ours peak MB']}
+
+
+def allennlp_headline(h):
+    rows, start, end = allennlp(h)
+    o, s = rows['original', 'stateless'], rows['small', 'stateless']
+    return {'o_ours': o['ours tokens/s'], 'o_theirs': o['AllenNLP tokens/s'], 'o_x': o['x AllenNLP'],
+            's_ours': s['ours tokens/s'], 's_theirs': s['AllenNLP tokens/s'], 's_x': s['x AllenNLP'],
+            'start': start, 'end': end}
+
+
+def last_perplexity(h, path):
+    row = h.csv_rows(path)[-1]
+    return float(row['dev_perplexity']), int(row['tokens']) / 1e6
+
+
+def perplexities(h):
+    w128, w128_tokens = last_perplexity(h, 'word_3h_2026-11-25/quality_budget_word_w2v_frozen_3h_curve.csv')
+    w300, w300_tokens = last_perplexity(h, 'word_3h_2026-11-25/quality_budget_word300_w2v_frozen_3h_curve.csv')
+    zh_word, _ = last_perplexity(h, 'zh_2026-11-24/quality_zh_word_w2v_60min_curve.csv')
+    zh_char, _ = last_perplexity(h, 'zh_2026-11-24/quality_zh_char_60min_curve.csv')
+    return {'w128': w128, 'w128_tokens': w128_tokens, 'w300': w300, 'w300_tokens': w300_tokens,
+            'zh_word': zh_word, 'zh_char': zh_char}
+
+
+def printed_perplexity(h, path):
+    with open(h.raw(path), encoding='utf-8') as f:
+        return float(re.search(r'perplexity \(exp of the mean of the two losses, as bilm-tf\): ([\d.]+)', f.read()).group(1))
+
+
+def best_english(h):
+    path, run = 'word_3h_2026-11-25/downstream_word_3h_2026-11-25.jsonl', 'budget-word300-w2v-frozen-3h'
+    w2v = h.jsonl_row(path, run=run, method='word2vec')
+    elmo = h.jsonl_row(path, run=run, method='elmo', elmo_layer='mix', step=w2v['step'])
+    concat = h.jsonl_row(path, run=run, method='concat')
+    return {'elmo': elmo['accuracy_mean'], 'w2v': w2v['accuracy_mean'], 'concat': concat['accuracy_mean'],
+            'elmo_p': h.p_text(h.compare(elmo, w2v).corrected_p), 'concat_p': h.p_text(h.compare(concat, w2v).corrected_p)}
+
+
+def bundled(h):
+    return h.bundled_rows() | {'ppl': printed_perplexity(h, 'bundled_further_2026-11-26/eval_final_51200.txt')}
+
+
+def bundled_zh(h):
+    return h.bundled_zh() | {'ppl': printed_perplexity(h, 'bundled_zh_2026-11-27/eval_heldout.txt')}
+
+
+def recipe(h):
+    return h.unigram_prior()
+
+
+def commands(h):
+    d = h.json_file('speed55_2026-11-27/commands_2026-11-27.json')
+    return {'predict': d['median']['predict --top_k 5'], 'embed': d['median']['embed (one sentence)'],
+            'start': d['matmul_gflops'][0], 'end': d['matmul_gflops'][1]}
+
+
+def budget_hour(h):
+    d = h.budget_hour()
+    with open(h.raw('quality_fastpath_2026-11-24/README.md'), encoding='utf-8') as f:
+        assert '179.2 GFLOP/s at the start of the hour, 176.1 at its end' in f.read()
+    return d | {'start': 179.2, 'end': 176.1}
+
+
+def int8_downstream(h):
+    return h.int8_downstream() | {'cosine': h.int8_speed()['cosine'], 'int8_mb': h.int8_speed()['int8_mb'],
+                                  'float_mb': h.int8_speed()['float_mb']}
+
+
+EVENING_FILES = f'{EVENING}/window1-4/{{pretrain,embed}}_{{1,2}}.txt: tokens/s x required GFLOP/token (or the ratio to required) over the higher matmul reading'
+INTEL_FILES = '../shared/measurements/intel-xeon-2026-11-28/'
+
+
+def rows(h):
+    """BENCHMARKS.md's figures; `h` is tests/test_doc_figures (its readers and the Figure row)."""
+    F = h.Figure
+
+    def row(name, text, source, values):
+        return F(name, text, source, values, document='BENCHMARKS.md')
+    return [
+        # the headline table
+        row('embedding vs AllenNLP', '| Embedding speed, original size / small | {o_ours:,.0f} vs {o_theirs:,.0f} tokens/s '
+            '({o_x:.1f}x) / {s_ours:,.0f} vs {s_theirs:,.0f} tokens/s ({s_x:.1f}x) | AllenNLP 2.10.1, same weights and '
+            'sentences | AMD EPYC AVX2-only, {start:.1f} / {end:.1f} |',
+            'embed_2026-11-24/bench_embed_2026-11-24.json: allennlp, matmul_gflops(_end)', lambda: allennlp_headline(h)),
+        row('embedding share, AMD AVX-512', 'batches of 64: {b64_low:.1f}-{b64_high:.1f}% (median {b64_median:.1f}%); '
+            'of 256: {b256_low:.1f}-{b256_high:.1f}% (median {b256_median:.1f}%), {runs} runs | the required floor at the '
+            'higher matmul reading | AMD EPYC AVX-512, {rate_low:.1f}-{rate_high:.1f} |', EVENING_FILES, lambda: amd_embed(h)),
+        row('embedding share, Intel', '| The same on Intel | batches of 64: {b64:.1f}%; of 256: {b256:.1f}%; peak {peak:,} MB '
+            '| the required floor | Intel Xeon AVX-512+VNNI, {start:.1f} / {end:.1f} |',
+            INTEL_FILES + 'bench_embed_original.txt', intel_embed),
+        row('pretraining share, AMD AVX-512', '32 rows: {r32_low:.1f}-{r32_high:.1f}% (median {r32_median:.1f}%); 128 rows: '
+            '{r128_low:.1f}-{r128_high:.1f}% (median {r128_median:.1f}%), {runs} runs | the required floor at the higher '
+            'matmul reading | AMD EPYC AVX-512, {rate_low:.1f}-{rate_high:.1f} |', EVENING_FILES, lambda: amd_pretrain(h)),
+        row('pretraining share, Intel', '| The same on Intel | 32 rows: {a32:.1f}% / {b32:.1f}%; 128 rows: {a128:.1f}% / {b128:.1f}% (two '
+            'runs) | the required floor | Intel Xeon AVX-512+VNNI, {rate_low:.1f}-{rate_high:.1f} |',
+            INTEL_FILES + 'bench_pretrain_small_{1,2}.txt', intel_pretrain),
+        row('int8 by class', '| {avx2:.2f}x / {avx512:.2f}x / {intel:.2f}x the library\'s tokens/s | the float32 library, '
+            '1,000 sentences | AMD EPYC AVX2-only {avx2_rate:.1f} / AMD EPYC AVX-512 {avx512_rate:.1f} / Intel Xeon '
+            '{intel_rate:.1f} |', 'export_int8_2026-11-25/export_int8_2026-11-25.json, '
+            f'{EVENING}/export_int8.json, {INTEL_FILES}bench_export_original.txt: x library, matmul rate',
+            lambda: {'avx2': export_json(h, 'export_int8_2026-11-25/export_int8_2026-11-25.json')['int8_x'],
+                     'avx2_rate': export_json(h, 'export_int8_2026-11-25/export_int8_2026-11-25.json')['rate'],
+                     'avx512': export_json(h, f'{EVENING}/export_int8.json')['int8_x'],
+                     'avx512_rate': export_json(h, f'{EVENING}/export_int8.json')['rate'],
+                     'intel': intel_export()['int8_x'], 'intel_rate': intel_export()['rate']}),
+        row('the recipe per token', '| -{prior:.1f}% with the unigram prior (the preset\'s now); -{recipe:.1f}% with the '
+            'recipe |', 'recipe45_2026-11-26/results.jsonl: dev_perplexity (tests/test_doc_figures.unigram_prior)',
+            lambda: recipe(h)),
+        row('an hour of the budget preset', '| {ppl:.1f} ({tokens:.1f}M tokens) | lm-corpus, 100k vocabulary | AMD EPYC '
+            'AVX2-only, {start:.1f} / {end:.1f} |', 'quality_fastpath_2026-11-24/quality_budget_60min_fastpath_curve.csv: '
+            'the last row; the rates: its README', lambda: budget_hour(h)),
+        row('three hours of word input', '| 128-d: {w128:.1f} ({w128_tokens:.1f}M tokens); 300-d: {w300:.1f} '
+            '({w300_tokens:.1f}M tokens) |', 'word_3h_2026-11-25/quality_budget_word{,300}_w2v_frozen_3h_curve.csv: the '
+            'last rows', lambda: perplexities(h)),
+        row('the best English recipe on rt-polarity', '| frozen ELMo {elmo:.4f}, ELMo ⊕ word2vec {concat:.4f} | word2vec '
+            '300-d: {w2v:.4f} (p {elmo_p} / {concat_p}) |', 'word_3h_2026-11-25/downstream_word_3h_2026-11-25.jsonl: '
+            'run budget-word300-w2v-frozen-3h, the last step', lambda: best_english(h)),
+        row('the bundled model on rt-polarity', '| frozen {elmo:.3f}, ELMo ⊕ word2vec {concat:.3f}; held-out perplexity '
+            '{ppl:.1f} | its table\'s word2vec: {w2v:.3f} (p {p} / {concat_p}) |',
+            'bundled_further_2026-11-26/{elmo-final,word2vec-table,concat-final}.json, eval_final_51200.txt',
+            lambda: bundled(h) | {'concat': h.json_file('bundled_further_2026-11-26/concat-final.json')['accuracy_mean']}),
+        row('the zh word model on online_shopping', '| frozen {elmo:.4f}, ELMo ⊕ word2vec {concat:.4f} | word2vec 300-d: '
+            '{w2v:.4f} (p {elmo_p} / {concat_p}) |', 'zh_2026-11-24/downstream_zh_sentiment_2026-11-25.jsonl (step 17990)',
+            h.zh_news),
+        row('bundled-zh on online_shopping', '| frozen {elmo:.4f}, ELMo ⊕ word2vec {concat:.4f}; held-out perplexity '
+            '{ppl:.1f} | zh-open word2vec: {w2v:.4f} (p {elmo_p} / {concat_p}) |',
+            'bundled_zh_2026-11-27/{elmo,word2vec,concat}.json, eval_heldout.txt', lambda: bundled_zh(h)),
+        row('the bundled model\'s tokens', '| rt-polarity, the bundled model ({tokens:.0f}M tokens) |',
+            'the last rows of bundled_2026-11-25/train_log.csv and bundled_further_2026-11-26/train_log.csv',
+            h.bundled_rows),
+        row('the bundled model\'s tokens in its section', '{tokens:.0f}M tokens of lm-corpus',
+            'the last rows of bundled_2026-11-25/train_log.csv and bundled_further_2026-11-26/train_log.csv',
+            h.bundled_rows),
+        row('zh-corpus perplexity', '| word input from word2vec {zh_word:.1f}; char input {zh_char:.1f} |',
+            'zh_2026-11-24/quality_zh_{word_w2v,char}_60min_curve.csv: the last rows', lambda: perplexities(h)),
+        row('a command\'s wait', '`predict --top_k 5` {predict:.2f} s; `embed` of one sentence {embed:.2f} s | a new process '
+            'each, median of 5 | AMD EPYC AVX-512, 1 thread, {start:.1f} / {end:.1f} |',
+            'speed55_2026-11-27/commands_2026-11-27.json: median, matmul_gflops', lambda: commands(h)),
+        # the sections
+        row('AllenNLP section\'s rate', 'Against AllenNLP (AMD EPYC AVX2-only, {start:.1f} / {end:.1f} GFLOP/s',
+            'embed_2026-11-24/bench_embed_2026-11-24.json: matmul_gflops(_end)', lambda: allennlp_headline(h)),
+        *[row(f'AllenNLP table: {config} {mode}', f'| {config} | {mode} | {{theirs:,.0f}} | {{ours:,.0f}} | {{x:.1f}}x | '
+              '{their_peak:,.0f} | {our_peak:,.0f} |', 'embed_2026-11-24/bench_embed_2026-11-24.json: allennlp',
+              lambda config=config, mode=mode: allennlp_row(h, config, mode))
+          for config in ('original', 'small') for mode in ('stateless', 'stateful')],
+        row('embedding share in its section', 'batches of 64 {b64_low:.1f}-{b64_high:.1f}% (median {b64_median:.1f}%), of '
+            '256 {b256_low:.1f}-{b256_high:.1f}% (median {b256_median:.1f}%)', EVENING_FILES, lambda: amd_embed(h)),
+        row('embedding share on Intel in its section', 'one run: {b64:.1f}% at 64 and {b256:.1f}% at 256; there the rate '
+            'fell from {start:.1f} to {end:.1f} during the run, so the start reading is the higher, and the run printed a '
+            'peak of {peak:,} MB', INTEL_FILES + 'bench_embed_original.txt', intel_embed),
+        row('pretraining table, AMD', '| {runs} | {r32_low:.1f}-{r32_high:.1f}% (median {r32_median:.1f}%) | '
+            '{r128_low:.1f}-{r128_high:.1f}% (median {r128_median:.1f}%) | {rate_low:.1f}-{rate_high:.1f} |',
+            EVENING_FILES, lambda: amd_pretrain(h)),
+        row('pretraining table, Intel', '| 2 | {a32:.1f}% / {b32:.1f}% | {a128:.1f}% / {b128:.1f}% | '
+            '{rate_low:.1f}-{rate_high:.1f} |', INTEL_FILES + 'bench_pretrain_small_{1,2}.txt', intel_pretrain),
+        row('Intel as printed', 'the second Intel run printed {printed}% at 128 rows against its start reading',
+            INTEL_FILES + 'bench_pretrain_small_2.txt: achieved/required', intel_pretrain),
+        row('pretraining as printed at a low start reading', 'printed up to {printed128}% (128 rows) and {printed32}% '
+            '(32 rows) in the AMD windows where the start reading was the low one; divided by the end reading those runs '
+            'give {higher128:.1f}% and {higher32:.1f}%', EVENING_FILES, lambda: amd_pretrain_printed(h)),
+        *[row(f'export table: {name}', '| {library:,.0f} | {float:,.0f} ({float_x:.2f}x) | {int8:,.0f} ({int8_x:.2f}x) | '
+              '{rate:.1f} |', source, values) for name, source, values in (
+            ('AVX2', 'export_int8_2026-11-25/export_int8_2026-11-25.json: speed, matmul_gflops',
+             lambda: export_json(h, 'export_int8_2026-11-25/export_int8_2026-11-25.json')),
+            ('AVX-512', f'{EVENING}/export_int8.json: speed, matmul_gflops', lambda: export_json(h, f'{EVENING}/export_int8.json')),
+            ('Intel', INTEL_FILES + 'bench_export_original.txt', intel_export))],
+        row('int8 agreement, size and downstream', 'worst token cosine is {cosine:.4f} and its file {int8_mb:.0f} MB instead '
+            'of {float_mb:.0f} MB. Frozen ELMo + BoW on rt-polarity with int8 features scores {int8:.4f} against '
+            '{float32:.4f} with float32 on the same 10 folds (p {p};',
+            'export_int8_2026-11-25/export_int8_2026-11-25.json (agreement, model.onnx MB); '
+            'int8_downstream_2026-11-25/{int8,float32}.json', lambda: int8_downstream(h)),
+        row('the recipe table', '| -{prior:.1f}% | -{prior_6k:.1f}% |', 'recipe45_2026-11-26/results.jsonl',
+            lambda: recipe(h)),
+        row('the recipe table, the recipe', 'cosine decay, clip 100 | -{recipe:.1f}% | -{recipe_6k:.1f}% |',
+            'recipe45_2026-11-26/results.jsonl', lambda: recipe(h)),
+        row('an hour in its section', '{ppl:.1f} after 60 minutes ({tokens:.1f}M tokens;',
+            'quality_fastpath_2026-11-24/quality_budget_60min_fastpath_curve.csv', lambda: budget_hour(h)),
+        row('three hours in its section', 'held-out perplexity {w128:.1f} with a 128-d table ({w128_tokens:.1f}M tokens) '
+            'and {w300:.1f} with a 300-d one ({w300_tokens:.1f}M tokens)', 'word_3h_2026-11-25/*_3h_curve.csv',
+            lambda: perplexities(h)),
+        row('the best English recipe in its section', 'frozen features score {elmo:.4f} against {w2v:.4f} for word2vec '
+            '300-d + BoW (p {elmo_p}), and ELMo ⊕ word2vec {concat:.4f} (p {concat_p})',
+            'word_3h_2026-11-25/downstream_word_3h_2026-11-25.jsonl', lambda: best_english(h)),
+        row('the bundled model in its section', 'scores {elmo:.3f} against {w2v:.3f} for its table\'s word2vec vectors + '
+            'BoW (p {p}); ELMo ⊕ word2vec {concat:.3f} (p {concat_p} against word2vec). Held-out perplexity {ppl:.1f}',
+            'bundled_further_2026-11-26/', lambda: bundled(h) | {
+                'concat': h.json_file('bundled_further_2026-11-26/concat-final.json')['accuracy_mean']}),
+        row('zh in its section', 'held-out perplexity {zh_word:.1f} (word input from word2vec) and {zh_char:.1f} (char '
+            'input)', 'zh_2026-11-24/quality_zh_*_60min_curve.csv', lambda: perplexities(h)),
+        row('zh downstream in its section', 'frozen features score {elmo:.4f} against {w2v:.4f} for word2vec 300-d + BoW '
+            '(p {elmo_p}), and ELMo ⊕ word2vec {concat:.4f} (p {concat_p})',
+            'zh_2026-11-24/downstream_zh_sentiment_2026-11-25.jsonl', h.zh_news),
+        row('bundled-zh in its section', 'Held-out perplexity {ppl:.1f} on the whole zh-open held-out set. On '
+            'online_shopping, frozen ELMo + BoW scores {elmo:.4f} against {w2v:.4f} for word2vec trained on zh-open (p '
+            '{elmo_p}), and ELMo ⊕ word2vec {concat:.4f} (p {concat_p})', 'bundled_zh_2026-11-27/', lambda: bundled_zh(h)),
+        row('small commands in their section', '`predict --top_k 5` takes {predict:.2f} s and `embed` of one sentence '
+            '{embed:.2f} s', 'speed55_2026-11-27/commands_2026-11-27.json: median', lambda: commands(h)),
+    ]
+
+
+# Numbers in BENCHMARKS.md's text that are no measurement: versions, settings, the method's constants.
+NOT_MEASURED = [
+    'Python 3.11, Paddle 3.3.1', 'AllenNLP 2.10.1', 'n_test/n_train = 1/8.1', 'Adam 8e-3', 'beta2 0.99',
+    '1.92M tokens',  # 1,500 steps of the preset's batches of 64 x 20 tokens
+    '(10% of each training fold is dev)',
+    # training budgets (the runs' --minutes)
+    'word model from word2vec, 60 minutes', 'zh-corpus, 60 minutes', 'a char model, 60 minutes each',
+]
