@@ -55,7 +55,7 @@ import paddle
 import paddle.nn.functional as F
 from paddle.autograd import PyLayer
 
-from paddle_elmo.model import layer_math, weight_writes
+from paddle_elmo.model import layer_math
 from paddle_elmo.model.recipe import DROPOUT_MASKS
 from paddle_elmo.model.kernel_build import build
 
@@ -92,13 +92,9 @@ class Kernels:
         the kernel drew them). Both are the same distribution but different draws, so a run records
         which it used (Recipe.dropout_masks) and a resume builds its model with it again: its masks
         go on as they began.
-    keep_packs: whether the recurrence keeps each LSTM layer's MKL-packed weights across inference
-        calls until the weights change (lstm.LstmLayer.packed_weights; False: the kernel packs them
-        at every call, as before, for comparisons).
     """
     cpu: bool = True
     dropout_masks: str = 'kernel'
-    keep_packs: bool = True
 
     def __post_init__(self):
         if self.dropout_masks not in DROPOUT_MASKS:
@@ -155,14 +151,11 @@ def bias_grad(grad):
 # --------------------------------------------------------------------------------------------
 
 def recurrence(gates_x, bias, batch_sizes, h0, c0, w_hidden, w_proj, cell_clip=None, proj_clip=None,
-               kernels=CPU_KERNELS, packed=None):
+               kernels=CPU_KERNELS):
     """Run the steps -> (h [tokens, P], c [tokens, D]), packed as gates_x [tokens, 4D] (bias [4D] not added).
 
     batch_sizes: positive, non-increasing rows per step; h0 [B, P], c0 [B, D] with B >= batch_sizes[0];
     cell_clip / proj_clip: None for no clipping. Runs the kernel on CPU when `kernels` allows it.
-    packed: a function max_rows -> w_hidden and w_proj as pack_weight packed them for max_rows, or
-    None (lstm.LstmLayer.packed_weights: packs kept across calls), called only when the kernel runs
-    without gradients; without it, or when it gives None, the kernel packs them for this call.
     """
     sizes = [int(n) for n in batch_sizes]
     ops = kernels.for_tensor(gates_x)
@@ -172,19 +165,8 @@ def recurrence(gates_x, bias, batch_sizes, h0, c0, w_hidden, w_proj, cell_clip=N
     inputs = (gates_x, bias, w_hidden, w_proj, h0, c0)
     if tracks_grad(inputs):
         return _KernelRecurrence.apply(*inputs, sizes, *clips)
-    packs = packed(sizes[0]) if packed is not None else None
-    h, c, _, _ = ops.elmo_lstm_forward(*inputs, *(packs or _not_packed()), sizes, *clips, False)
+    h, c, _, _ = ops.elmo_lstm_forward(*inputs, *_not_packed(), sizes, *clips, False)
     return h, c
-
-
-def pack_weight(w, max_rows, kernels=CPU_KERNELS):
-    """w [k, n] in MKL's packed layout for the recurrence kernel's products x [<= max_rows, k] x w
-    (the layout, and so the results, depend on max_rows), for recurrence's `packed`: a float32
-    tensor whose header says what it was packed for (the kernel refuses a pack made for other
-    products); an empty tensor when the kernels were built without MKL (they multiply w itself).
-    None when `kernels` do not run for w."""
-    ops = kernels.for_tensor(w)
-    return None if ops is None else ops.elmo_pack_weight(w, int(max_rows))
 
 
 def _not_packed():
@@ -209,9 +191,6 @@ class _KernelRecurrence(PyLayer):
         h, c = saved[4], saved[5]
         grad_h = paddle.zeros_like(h) if grad_h is None else grad_h
         grad_c = paddle.zeros_like(c) if grad_c is None else grad_c
-        # Gradients of the weights: an update may follow, by any optimizer, so packs kept of them
-        # are not used again (weight_writes).
-        weight_writes.written()
         return _needed_grads(ctx, kernel().elmo_lstm_backward(*saved, grad_h, grad_c, *ctx.args))
 
 

@@ -7,7 +7,7 @@ import math
 import paddle
 from paddle import _C_ops
 
-from paddle_elmo.model import kernels, weight_writes
+from paddle_elmo.model import kernels
 from paddle_elmo.fileio import InputError
 
 
@@ -68,7 +68,6 @@ class Optimizer:
         ops = kernels.fused_updates([p for _, p in self.dense + self.sparse], self.kernels)
         self._update_dense(ops, grads[:len(self.dense)], lr, scale)
         self._update_rows(ops, table_rows, grads[len(self.dense):], lr, scale)
-        weight_writes.written()
         return norm
 
     def _update_dense(self, ops, grads, lr, scale):
