@@ -165,21 +165,15 @@ def recurrence(gates_x, bias, batch_sizes, h0, c0, w_hidden, w_proj, cell_clip=N
     inputs = (gates_x, bias, w_hidden, w_proj, h0, c0)
     if tracks_grad(inputs):
         return _KernelRecurrence.apply(*inputs, sizes, *clips)
-    h, c, _, _ = ops.elmo_lstm_forward(*inputs, *_not_packed(), sizes, *clips, False)
+    h, c, _, _ = ops.elmo_lstm_forward(*inputs, sizes, *clips, False)
     return h, c
-
-
-def _not_packed():
-    """The kernel's packed_hidden and packed_proj when it is to pack the weights itself."""
-    empty = paddle.empty([0], dtype='float32')
-    return empty, empty
 
 
 class _KernelRecurrence(PyLayer):
     @staticmethod
     def forward(ctx, gates_x, bias, w_hidden, w_proj, h0, c0, sizes, cell_clip, proj_clip):
-        h, c, acts, m = kernel().elmo_lstm_forward(gates_x, bias, w_hidden, w_proj, h0, c0, *_not_packed(), sizes,
-                                                   cell_clip, proj_clip, True)
+        h, c, acts, m = kernel().elmo_lstm_forward(gates_x, bias, w_hidden, w_proj, h0, c0, sizes, cell_clip,
+                                                   proj_clip, True)
         ctx.save_for_backward(w_hidden, w_proj, h0, c0, h, c, acts, m)
         ctx.args = (sizes, cell_clip, proj_clip)
         ctx.needs = [not t.stop_gradient for t in (gates_x, bias, w_hidden, w_proj, h0, c0)]
