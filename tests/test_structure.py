@@ -401,3 +401,15 @@ def test_below_bilm_and_the_language_model_every_part_takes_its_model_s_kernels(
         else:
             assert default == '', f'{where}: kernels={default}; take the model\'s from the caller'
 
+
+
+def test_the_model_and_its_kernels_import_no_training_recipe():
+    """The recipe (model/recipe.py) is how a run trains: a run reads it and builds its model's
+    Kernels; the kernels own the choices they carry (model/dropout_masks.py), which the recipe checks
+    a recorded value against."""
+    graph = our_imports()
+    for module in graph:
+        if module not in ENTRY_POINTS and layer_of(module) == 'model' and module != 'paddle_elmo.model.recipe':
+            assert 'paddle_elmo.model.recipe' not in graph[module], f'{module} imports the recipe'
+    assert 'paddle_elmo.model.dropout_masks' in graph['paddle_elmo.model.recipe']
+    assert 'paddle_elmo.model.dropout_masks' in graph['paddle_elmo.model.kernels']

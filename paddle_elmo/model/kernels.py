@@ -56,7 +56,7 @@ import paddle.nn.functional as F
 from paddle.autograd import PyLayer
 
 from paddle_elmo.model import layer_math
-from paddle_elmo.model.recipe import DROPOUT_MASKS
+from paddle_elmo.model.dropout_masks import DROPOUT_MASKS
 from paddle_elmo.model.kernel_build import build
 
 log = logging.getLogger(__name__)
@@ -87,11 +87,8 @@ class Kernels:
 
     cpu: the compiled kernels for float32 tensors on the CPU, when they are built (False: Paddle's
         ops everywhere, as a GPU runs them: the references the kernels are tested against).
-    dropout_masks: where training dropout's masks come from on the CPU: 'kernel' (ours: a hash of a
-        seed drawn from Paddle's generator) or 'paddle' (F.dropout's own draws, as runs made before
-        the kernel drew them). Both are the same distribution but different draws, so a run records
-        which it used (Recipe.dropout_masks) and a resume builds its model with it again: its masks
-        go on as they began.
+    dropout_masks: where training dropout's masks come from on the CPU, one of DROPOUT_MASKS
+        (dropout_masks.py: 'kernel', the kernel's, or 'paddle', F.dropout's).
     """
     cpu: bool = True
     dropout_masks: str = 'kernel'

@@ -8,6 +8,7 @@ from typing import Optional
 
 from paddle_elmo.fileio import InputError
 from paddle_elmo.model.config import MODEL_FIELDS, ORIGINAL_FILTERS, setting
+from paddle_elmo.model.dropout_masks import DROPOUT_MASKS
 
 
 @dataclass
@@ -109,7 +110,6 @@ class Recipe:
 OPTIMIZERS = ('adagrad', 'adam')
 LR_DECAYS = ('none', 'linear', 'cosine')
 SOFTMAX_BIAS_INITS = ('zero', 'unigram')
-DROPOUT_MASKS = ('kernel', 'paddle')  # kernels.Kernels.dropout_masks
 # Recipe fields that bilm-tf's train_elmo.py writes into options.json, under its names. n_tokens_vocab
 # (the vocabulary's size) goes there too; it is the data's, not a setting.
 BILM_TF_TRAINING_KEYS = {'batch_size': 'batch_size', 'unroll_steps': 'unroll_steps',
