@@ -1,5 +1,5 @@
-// CPU kernels for what Paddle runs op by op, each op 20-40 us of single-threaded overhead, or
-// with slow scalar math: the LSTM recurrence (~30 ops per step forward and backward; here a step
+// CPU kernels for what Paddle runs op by op, each op with its own single-threaded overhead, or
+// with slow scalar math: the LSTM recurrence (tens of ops per step forward and backward; here a step
 // is two Paddle matmuls and one vectorised pass over the gates), the char CNN's max-pool (one op
 // per window position; all widths at once in training), the highway gating, the sampled-softmax
 // cross-entropy and the softmax's row copies (Paddle's gather runs on one thread). Built and
@@ -11,8 +11,8 @@
 //
 // Layout (n_t = batch_sizes[t] rows run at step t, non-increasing; row r of step t is packed
 // row offset[t] + r, and row r of step t-1 is its previous state):
-//   gates_x [tokens, 4D]  x @ W_input, gate blocks i, j, f, o; bias [4D] is added here (a broadcast
-//                         add of Paddle's costs 2.6 ms for [640, 4096], its backward more)
+//   gates_x [tokens, 4D]  x @ W_input, gate blocks i, j, f, o; bias [4D] is added here (Paddle's
+//                         broadcast add is slow on CPU, its backward more)
 //   w_hidden [P, 4D], w_proj [D, P], h0 [B, P], c0 [B, D] with B >= n_0
 //   h [tokens, P] (after projection clipping), c [tokens, D] (after cell clipping)
 // A clip of 0 means no clipping. The gradient of a clip passes where |clipped value| < clip,
@@ -59,8 +59,8 @@ Tensor Zeros(const std::vector<int64_t>& shape) {
   return paddle::zeros(shape, paddle::DataType::FLOAT32, paddle::CPUPlace());
 }
 
-// exp, sigmoid and tanh written so that gcc vectorises the gate loops (scalar libm calls cost
-// ~20 ns per element, most of a step); their clamps and selects become vector blends only with
+// exp, sigmoid and tanh written so that gcc vectorises the gate loops (scalar libm calls would
+// take most of a step); their clamps and selects become vector blends only with
 // -fno-trapping-math (kernels.py), without which no loop that calls them vectorises. exp: x = n ln2 + r with |r| <= ln2 / 2 and Cephes' degree-6
 // polynomial for exp(r); relative error < 1e-7 on [-87, 88] (inputs are clamped there, which
 // sigmoid and tanh do not notice). Absolute errors: sigmoid < 1e-7, tanh < 2e-7. NaN propagates.
@@ -514,10 +514,10 @@ PD_BUILD_OP(elmo_pool_widths_relu_backward)
 
 // Sampled-softmax cross-entropy per row (lm.Softmax.sampled_loss). Row i's logits are its true
 // logit followed by the C candidate logits cand[i] + cand_bias (the bias added here: Paddle's
-// broadcast add costs 8.6 ms for [640, 8192]); labels[i] = 0 means the true column is the label,
+// broadcast add is slow on CPU); labels[i] = 0 means the true column is the label,
 // k > 0 means candidate k - 1 is the row's own target (an accidental hit): the label is that
 // column and the true column is left out. -> loss [n], lse [n] (log-sum-exp, for the backward).
-// Paddle's cross_entropy also needs the two concatenated into [n, C + 1]: 3x slower here.
+// Paddle's cross_entropy also needs the two concatenated into [n, C + 1], and is slower.
 std::vector<Tensor> SampledSoftmaxLoss(const Tensor& true_in, const Tensor& cand_in, const Tensor& bias_in,
                                        const Tensor& labels_in) {
   const Tensor true_logits = true_in.contiguous(), cand = cand_in.contiguous(), labels = labels_in.contiguous();
@@ -720,7 +720,7 @@ PD_BUILD_OP(elmo_take_rows_backward)
 // clip's factor `scale` applied on the way (as Paddle ops: a scale, then the update, per tensor;
 // and a gather, update and scatter for each table's rows). The arithmetic is Paddle's, operation
 // for operation, contraction into FMAs off, with an exactly rounded sqrt: Paddle's adagrad kernel
-// takes Eigen's fast sqrt in its vector body (an ulp off, processor-dependent), so ~1.5% of an
+// takes Eigen's fast sqrt in its vector body (an ulp off, processor-dependent), so a few of an
 // update's elements differ from it by an ulp (test_train_step.py, the fused-update test).
 #pragma GCC push_options
 #pragma GCC optimize("fp-contract=off")
@@ -773,7 +773,7 @@ void CheckSlots(const std::vector<Tensor>& params, const std::vector<std::vector
   }
 }
 
-// The tensors' data, taken once: a Tensor's data<float>() costs ~100 ns, as much as updating 128
+// The tensors' data, taken once: a Tensor's data<float>() costs as much as updating a hundred
 // values, and the loops below would take it per block or per row.
 std::vector<float*> Data(const std::vector<Tensor>& tensors) {
   std::vector<float*> data;
@@ -894,11 +894,10 @@ PD_BUILD_OP(elmo_adam_rows)
 
 // ---- Dropout ------------------------------------------------------------------------------------
 // y = x * keep / (1 - p), keep = 1 where a hash of (seed, element index) is at least p. Paddle's CPU
-// dropout draws each element from a Mersenne twister one at a time (1-2.5 ms for a [1280, 128]
-// training input); the hash is a counter-based generator (the murmur3 finaliser over a Weyl
-// sequence), vectorised, and the backward regenerates the mask from the seed instead of storing
-// it. The seed comes from Paddle's generator (kernels.py), so paddle.seed and checkpoints govern
-// it as they governed Paddle's dropout.
+// dropout draws each element from a Mersenne twister one at a time; the hash is a counter-based
+// generator (the murmur3 finaliser over a Weyl sequence), vectorised, and the backward regenerates
+// the mask from the seed instead of storing it. The seed comes from Paddle's generator (kernels.py),
+// so paddle.seed and checkpoints govern it as they governed Paddle's dropout.
 inline uint32_t DropoutHash(uint32_t index, uint32_t seed_lo, uint32_t seed_hi) {
   uint32_t h = index * 0x9E3779B9u + seed_lo;
   h ^= seed_hi;

@@ -190,8 +190,7 @@ class Adam(Optimizer):
 class Decay:
     """The learning rate's multiplier after warm-up: 1 with kind 'none' (bilm-tf: a constant rate);
     else from 1 down to `final` over `steps` updates, along a line ('linear') or a half cosine
-    ('cosine'), then `final`: a run of a known number of steps can end at a low rate (BENCHMARKS.md,
-    "A better recipe per token", has what it gave)."""
+    ('cosine'), then `final`: a run of a known number of steps can end at a low rate."""
 
     def __init__(self, kind='none', steps=0, final=0.1):
         if kind != 'none' and steps < 1:
