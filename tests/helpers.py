@@ -314,7 +314,7 @@ def readme_commands(heading):
     return [shlex.split(line, comments=True) for line in lines]  # a comment after a command is the shell's
 
 
-# ---- a tiny training case (test_train_step's, reused by test_packed_weights) ---------------------
+# ---- a tiny training case (test_train_step's, reused by test_written_weights) --------------------
 
 VOCAB, NEGATIVES, BATCH, UNROLL = 40, 9, 3, 5
 

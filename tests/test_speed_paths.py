@@ -94,7 +94,7 @@ def test_pooling_all_widths_in_one_kernel_gives_the_per_width_bits(rows):
         if fused:
             y = kernels.pool_widths_relu(xs, bias)
         else:
-            y = layer_math.TokenOps.pool_widths(EagerOps(), iter(xs), bias, F.relu)
+            y = layer_math.TokenOps.pool_widths(EagerOps(kernels.CPU_KERNELS), iter(xs), bias, F.relu)
         (y * g).sum().backward()
         results.append([y.numpy(), bias.grad.numpy()] + [x.grad.numpy() for x in xs])
     assert results[1][0][4, 8 + 7] == 0 and results[1][0][0, 3] == 0
@@ -112,10 +112,10 @@ def test_training_pools_the_char_cnn_in_one_kernel_and_inference_per_width(monke
                         fused(products, bias))
     enc = make_encoder(cnn_filters=[[1, 4], [2, 8], [3, 8]])
     ids = paddle.to_tensor(CharMapper().tokens(['a', 'movie']))
-    enc(ids, EagerOps()).sum().backward()
+    enc(ids, EagerOps(kernels.CPU_KERNELS)).sum().backward()
     assert calls == [3]
     with paddle.no_grad():
-        enc(ids, EagerOps())
+        enc(ids, EagerOps(kernels.CPU_KERNELS))
     assert calls == [3]
 
 
@@ -130,7 +130,7 @@ def test_take_rows_gives_the_gathers_bits_with_repeated_rows(columns):
     g = paddle.to_tensor((rng.normal(size=(42, columns)) * 10.0 ** rng.integers(-3, 4, size=(42, columns)))
                          .astype(np.float32))
     results = []
-    for take in (paddle.gather, kernels.take_rows):
+    for take in (paddle.gather, lambda x, index: kernels.take_rows(x, index, kernels.CPU_KERNELS)):
         x = paddle.to_tensor(x_np, stop_gradient=False)
         y = take(x, index)
         (y * g).sum().backward()
@@ -138,9 +138,10 @@ def test_take_rows_gives_the_gathers_bits_with_repeated_rows(columns):
     for gathered, taken in zip(*results):
         np.testing.assert_array_equal(taken, gathered)
     with paddle.no_grad():
-        np.testing.assert_array_equal(kernels.take_rows(paddle.to_tensor(x_np), [8, 2]).numpy(), x_np[[8, 2]])
+        taken = kernels.take_rows(paddle.to_tensor(x_np), [8, 2], kernels.CPU_KERNELS)
+        np.testing.assert_array_equal(taken.numpy(), x_np[[8, 2]])
     with pytest.raises(Exception, match=r'index 9 at position 0 is not in \[0, 9\)'):
-        kernels.take_rows(paddle.to_tensor(x_np), [9])
+        kernels.take_rows(paddle.to_tensor(x_np), [9], kernels.CPU_KERNELS)
 
 
 def make_encoder(seed=0, **overrides):
@@ -153,7 +154,7 @@ WORDS = ['a', 'of', 'the', 'movie', 'extraordinarily', 'x' * 60, 'é', '中文',
 
 @pytest.mark.parametrize('words', [WORDS, ['a', 'an', 'the'], ['y' * 48]], ids=['mixed', 'short', 'longest'])
 def test_char_encoder_skipping_pad_windows_matches_full_convolution(words, implementation):
-    enc, ops = make_encoder(cnn_filters=[[1, 4], [2, 8], [3, 8], [7, 6]]), EagerOps(kernels=implementation)
+    enc, ops = make_encoder(cnn_filters=[[1, 4], [2, 8], [3, 8], [7, 6]]), EagerOps(implementation)
     ids = paddle.to_tensor(CharMapper().tokens(words))
     with paddle.no_grad():
         np.testing.assert_allclose(enc(ids, ops).numpy(), full_window_char_encoder(enc, ids, ops).numpy(), atol=TOL,
@@ -162,7 +163,7 @@ def test_char_encoder_skipping_pad_windows_matches_full_convolution(words, imple
 
 def test_char_encoder_gradients_match_full_convolution(implementation):
     ids = paddle.to_tensor(CharMapper().tokens(['a', 'movie', 'the', 'zz']))
-    grads, ops = [], EagerOps(kernels=implementation)
+    grads, ops = [], EagerOps(implementation)
     for forward in (lambda e: e(ids, ops), lambda e: full_window_char_encoder(e, ids, ops)):
         enc = make_encoder(seed=3, cnn_filters=[[1, 4], [2, 8], [5, 6]])
         (forward(enc) ** 2).sum().backward()
@@ -532,7 +533,7 @@ def test_dropout_kernel_keeps_one_minus_p_scales_them_and_drops_the_same_gradien
     require_kernels()
     x = paddle.to_tensor(np.random.RandomState(0).uniform(1, 2, (1280, 128)).astype(np.float32), stop_gradient=False)
     paddle.seed(5)
-    y = kernels.dropout(x, 0.25)
+    y = kernels.dropout(x, 0.25, kernels.CPU_KERNELS)
     kept = y.numpy() != 0
     assert abs(kept.mean() - 0.75) < 0.005  # 163,840 draws: 5 standard errors is 0.0053
     np.testing.assert_allclose(y.numpy()[kept], x.numpy()[kept] / 0.75, rtol=1e-6)
@@ -540,7 +541,7 @@ def test_dropout_kernel_keeps_one_minus_p_scales_them_and_drops_the_same_gradien
     (y * paddle.to_tensor(weights)).sum().backward()
     np.testing.assert_allclose(x.grad.numpy(), np.where(kept, weights / 0.75, 0), rtol=1e-6)
     paddle.seed(5)
-    again, other = kernels.dropout(x, 0.25).numpy() != 0, kernels.dropout(x, 0.25).numpy() != 0
+    again, other = (kernels.dropout(x, 0.25, kernels.CPU_KERNELS).numpy() != 0 for _ in range(2))
     assert (again == kept).all() and abs((other == kept).mean() - (0.75 ** 2 + 0.25 ** 2)) < 0.01
     rows, cols = kept.mean(axis=1), kept.mean(axis=0)  # no pattern along either axis
     assert rows.std() < 3 * np.sqrt(0.75 * 0.25 / 128) and cols.std() < 3 * np.sqrt(0.75 * 0.25 / 1280)

@@ -355,3 +355,61 @@ def test_readme_s_folder_map_lists_each_folder_s_modules():
         if name not in ENTRY_POINTS and layer_of(name) != 'demo_data' and name != f'paddle_elmo.{layer_of(name)}':
             held.setdefault(layer_of(name), []).append(name.split('.')[-1])
     assert rows == {folder: sorted(modules) for folder, modules in held.items()}
+
+
+# ---- the kernels a model runs ----------------------------------------------------------------------
+# A model's kernels.Kernels (what its hot spots run on, where its dropout masks come from) is chosen
+# once: BiLM and LanguageModel take it (the public classes: CPU_KERNELS by default) and hand it to
+# their parts, so no part below them can run other kernels than its model's. The optimizers take
+# their model's unless given others (None).
+KERNELS_DEFAULTS = {'paddle_elmo.model.bilm.BiLM.__init__': 'kernels.CPU_KERNELS',
+                    'paddle_elmo.train.lm.LanguageModel.__init__': 'kernels.CPU_KERNELS'}
+
+
+def kernels_parameters():
+    """'module.Class.function' -> the source of its `kernels` parameter's default ('' for none), for
+    every function of model/ and train/ that takes one."""
+    found = {}
+
+    def visit(node, prefix):
+        for child in ast.iter_child_nodes(node):
+            if isinstance(child, (ast.FunctionDef, ast.ClassDef)):
+                if isinstance(child, ast.FunctionDef):
+                    args = child.args
+                    positional = args.posonlyargs + args.args
+                    defaults = [None] * (len(positional) - len(args.defaults)) + args.defaults
+                    for arg, default in list(zip(positional, defaults)) + list(zip(args.kwonlyargs, args.kw_defaults)):
+                        if arg.arg == 'kernels':
+                            found[prefix + child.name] = '' if default is None else ast.unparse(default)
+                visit(child, prefix + child.name + '.')
+
+    for name, path in package_modules().items():
+        if name not in ENTRY_POINTS and layer_of(name) in ('model', 'train'):
+            with open(path, encoding='utf-8') as f:
+                visit(ast.parse(f.read()), name + '.')
+    return found
+
+
+def test_below_bilm_and_the_language_model_every_part_takes_its_model_s_kernels():
+    parameters = kernels_parameters()
+    assert {'paddle_elmo.model.kernels.recurrence', 'paddle_elmo.model.lstm.LstmStack.__init__'} <= set(parameters)
+    for where, default in parameters.items():
+        if where in KERNELS_DEFAULTS:
+            assert default == KERNELS_DEFAULTS[where], where
+        elif where.startswith('paddle_elmo.train.optimizers.'):
+            assert default in ('', 'None'), f'{where}: kernels={default} (the model\'s: None)'
+        else:
+            assert default == '', f'{where}: kernels={default}; take the model\'s from the caller'
+
+
+
+def test_the_model_and_its_kernels_import_no_training_recipe():
+    """The recipe (model/recipe.py) is how a run trains: a run reads it and builds its model's
+    Kernels; the kernels own the choices they carry (model/dropout_masks.py), which the recipe checks
+    a recorded value against."""
+    graph = our_imports()
+    for module in graph:
+        if module not in ENTRY_POINTS and layer_of(module) == 'model' and module != 'paddle_elmo.model.recipe':
+            assert 'paddle_elmo.model.recipe' not in graph[module], f'{module} imports the recipe'
+    assert 'paddle_elmo.model.dropout_masks' in graph['paddle_elmo.model.recipe']
+    assert 'paddle_elmo.model.dropout_masks' in graph['paddle_elmo.model.kernels']

@@ -131,7 +131,7 @@ class BiLM(nn.Layer):
         first = ids[mode.reads[0]]
         batch, time = first.shape[:2]
         x = mode.embed(self, {name: a.reshape(batch * time, *a.shape[2:]) for name, a in ids.items()},
-                       EagerOps(chunk, word_rows, self.kernels))
+                       EagerOps(self.kernels, chunk, word_rows))
         present = first > 0 if first.ndim == 2 else (first > 0).any(axis=-1)
         return _zero_padding(x.reshape([batch, time, -1]), present)
 

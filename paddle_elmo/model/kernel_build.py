@@ -167,9 +167,8 @@ def _runtime_flags(cflags):
         return {'extra_cxx_cflags': cflags + ['-fopenmp-simd']}
     flags = {'extra_cxx_cflags': cflags + ['-fopenmp'],
              'extra_ldflags': ['-L' + libs, '-l:libiomp5.so', '-Wl,-rpath,' + libs]}
-    # The MKL Paddle's products run on: the recurrence packs its weights (per call, or once per
-    # weight version) for MKL's packed products (kernels.cc, ELMO_MKL), faster than a plain product
-    # at a step's few rows.
+    # The MKL Paddle's products run on: the recurrence packs its weights once per call for MKL's
+    # packed products (kernels.cc, ELMO_MKL), faster than a plain product at a step's few rows.
     if os.path.exists(os.path.join(libs, 'libmklml_intel.so')):
         flags['extra_cxx_cflags'].append('-DELMO_MKL')
         flags['extra_ldflags'].append('-l:libmklml_intel.so')

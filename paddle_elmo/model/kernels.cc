@@ -19,11 +19,8 @@
 // as Paddle's clip (the input equals the output there).
 #include "paddle/extension.h"
 
-#include <sys/mman.h>
-
 #include <algorithm>
 #include <cmath>
-#include <cstdlib>
 #include <cstdint>
 #include <cstring>
 #include <vector>
@@ -36,7 +33,6 @@ enum CBLAS_TRANSPOSE { CblasNoTrans = 111, CblasTrans = 112 };
 enum CBLAS_IDENTIFIER { CblasAMatrix = 161, CblasBMatrix = 162 };
 enum CBLAS_STORAGE { CblasPacked = 151 };
 float* cblas_sgemm_alloc(CBLAS_IDENTIFIER identifier, int m, int n, int k);
-size_t cblas_sgemm_pack_get_size(CBLAS_IDENTIFIER identifier, int m, int n, int k);
 void cblas_sgemm_pack(CBLAS_LAYOUT layout, CBLAS_IDENTIFIER identifier, CBLAS_TRANSPOSE trans, int m, int n, int k,
                       float alpha, const float* src, int ld, float* dest);
 void cblas_sgemm_compute(CBLAS_LAYOUT layout, int transa, int transb, int m, int n, int k, const float* a, int lda,
@@ -143,44 +139,31 @@ void CheckInputs(const Tensor& gates_x, const Tensor& w_hidden, const Tensor& w_
   }
 }
 
-// A packed right-hand matrix kept across calls (elmo_pack_weight: lstm.LstmLayer caches one per
-// weight version): a float32 tensor holding MKL's packed layout, then kPackHeader floats that say
-// what was packed (the products' max rows, n, k and the transpose flag: a pack made for other
-// products is refused, as MKL's packed layout, and with it the results, depend on max rows). Its
-// memory is asked for in huge pages (Linux's transparent huge pages, where madvise allows them):
-// every step streams the whole pack (tens of MB at the original size), and on small pages the
-// products ran slower than on MKL's own allocation, on huge pages faster.
-constexpr int64_t kPackHeader = 16;  // 64 bytes
-constexpr size_t kHugePage = size_t{2} << 20;
-constexpr int64_t kPackWhat = 4;     // of them used: max rows, n, k, transpose
-
 // C [m, n] = A [m, k] x B for one right-hand matrix B and many A of at most max_rows rows: the
 // recurrence's products (h x W_hidden, m x W_proj, and their transposes backward) at each step.
 // With MKL (ELMO_MKL: Paddle's libmklml, kernel_build.py) B is packed into MKL's internal layout
-// (here, or once per weight version by elmo_pack_weight) and each step runs cblas_sgemm_compute,
-// faster than a plain product at a step's few rows. Without it, Paddle's matmul.
+// once per call and each step runs cblas_sgemm_compute, faster than a plain product at the few
+// rows of a step. Without it, Paddle's matmul.
 class RightMatrix {
  public:
-  // b [k, n], or with transpose b [n, k] standing for its transpose; packed: elmo_pack_weight's
-  // pack of b for these products, or an empty tensor to pack here (freed with this object).
-  RightMatrix(const Tensor& b, bool transpose, int64_t max_rows, const Tensor& packed) : RightMatrix(b, transpose) {
+  // b [k, n], or with transpose b [n, k] standing for its transpose, for products of up to
+  // max_rows rows (MKL's packed layout, and with it the results, depend on max_rows).
+  RightMatrix(const Tensor& b, bool transpose, int64_t max_rows)
+      : b_(b.contiguous()), transpose_(transpose),
+        k_(transpose ? b.shape()[1] : b.shape()[0]), n_(transpose ? b.shape()[0] : b.shape()[1]) {
+    PD_CHECK(b_.is_cpu() && b_.dtype() == paddle::DataType::FLOAT32 && b_.shape().size() == 2,
+             "lstm kernel: float32 CPU weight matrices");
 #ifdef ELMO_MKL
-    if (packed.numel() > 0) {
-      packed_ = PackedLayout(packed, max_rows);
-      return;
-    }
     const float* source = b_.data<float>();  // before the allocation: nothing below throws
-    owned_ = cblas_sgemm_alloc(CblasBMatrix, max_rows, n_, k_);
-    PD_CHECK(owned_ != nullptr, "lstm kernel: MKL could not allocate a packed matrix");
-    Pack(source, max_rows, owned_);
-    packed_ = owned_;
-#else
-    PD_CHECK(packed.numel() == 0, "lstm kernel: a packed weight, but the kernels were built without MKL");
+    packed_ = cblas_sgemm_alloc(CblasBMatrix, max_rows, n_, k_);
+    PD_CHECK(packed_ != nullptr, "lstm kernel: MKL could not allocate a packed matrix");
+    cblas_sgemm_pack(CblasRowMajor, CblasBMatrix, transpose_ ? CblasTrans : CblasNoTrans, max_rows, n_, k_, 1.f,
+                     source, transpose_ ? k_ : n_, packed_);
 #endif
   }
   ~RightMatrix() {
 #ifdef ELMO_MKL
-    if (owned_ != nullptr) cblas_sgemm_free(owned_);
+    if (packed_ != nullptr) cblas_sgemm_free(packed_);
 #endif
   }
   RightMatrix(const RightMatrix&) = delete;
@@ -199,68 +182,12 @@ class RightMatrix {
 #endif
   }
 
-  // b packed for products of up to max_rows rows -> a tensor for the constructor's `packed`
-  // (the layout, then kPackHeader floats); an empty tensor without MKL (nothing to pack).
-  static Tensor PackedTensor(const Tensor& b, bool transpose, int64_t max_rows) {
-    const RightMatrix shape(b, transpose);
-#ifdef ELMO_MKL
-    const size_t bytes = cblas_sgemm_pack_get_size(CblasBMatrix, max_rows, shape.n_, shape.k_);
-    const int64_t layout = static_cast<int64_t>((bytes + 63) / 64 * 16);  // floats, a multiple of 64 bytes
-    const size_t total = (sizeof(float) * (layout + kPackHeader) + kHugePage - 1) / kHugePage * kHugePage;
-    void* memory = nullptr;
-    PD_CHECK(posix_memalign(&memory, kHugePage, total) == 0, "lstm kernel: no memory for a packed weight");
-#ifdef MADV_HUGEPAGE
-    madvise(memory, total, MADV_HUGEPAGE);  // a request: without huge pages it works all the same
-#endif
-    Tensor packed = paddle::from_blob(memory, {layout + kPackHeader}, paddle::DataType::FLOAT32,
-                                      phi::DataLayout::NCHW, paddle::CPUPlace(), [](void* p) { std::free(p); });
-    float* at = packed.data<float>();
-    const int32_t what[kPackWhat] = {static_cast<int32_t>(max_rows), static_cast<int32_t>(shape.n_),
-                                     static_cast<int32_t>(shape.k_), transpose ? 1 : 0};
-    std::fill(at + layout, at + layout + kPackHeader, 0.f);
-    std::memcpy(at + layout, what, sizeof what);
-    shape.Pack(shape.b_.data<float>(), max_rows, at);
-    return packed;
-#else
-    return Empty({0});
-#endif
-  }
-
  private:
-  // The matrix, not packed yet.
-  RightMatrix(const Tensor& b, bool transpose)
-      : b_(b.contiguous()), transpose_(transpose),
-        k_(transpose ? b.shape()[1] : b.shape()[0]), n_(transpose ? b.shape()[0] : b.shape()[1]) {
-    PD_CHECK(b_.is_cpu() && b_.dtype() == paddle::DataType::FLOAT32 && b_.shape().size() == 2,
-             "lstm kernel: float32 CPU weight matrices");
-  }
-
-#ifdef ELMO_MKL
-  void Pack(const float* source, int64_t max_rows, float* dest) const {
-    cblas_sgemm_pack(CblasRowMajor, CblasBMatrix, transpose_ ? CblasTrans : CblasNoTrans, max_rows, n_, k_, 1.f,
-                     source, transpose_ ? k_ : n_, dest);
-  }
-
-  // The layout inside PackedTensor's tensor, after checking that it was packed for these products.
-  const float* PackedLayout(const Tensor& packed, int64_t max_rows) const {
-    PD_CHECK(packed.is_cpu() && packed.dtype() == paddle::DataType::FLOAT32 && packed.numel() > kPackHeader,
-             "lstm kernel: a packed weight is a float32 CPU tensor (elmo_pack_weight's)");
-    const float* at = packed.data<float>();
-    int32_t what[kPackWhat];
-    std::memcpy(what, at + packed.numel() - kPackHeader, sizeof what);
-    PD_CHECK(what[0] == max_rows && what[1] == n_ && what[2] == k_ && what[3] == (transpose_ ? 1 : 0),
-             "lstm kernel: a packed weight made for other products (max rows, shape or transpose differ)");
-    PD_CHECK(reinterpret_cast<uintptr_t>(at) % 64 == 0, "lstm kernel: a packed weight must be 64-byte aligned");
-    return at;
-  }
-#endif
-
   Tensor b_;
   bool transpose_;
   int64_t k_, n_;
 #ifdef ELMO_MKL
-  const float* packed_ = nullptr;
-  float* owned_ = nullptr;  // packed here, freed here
+  float* packed_ = nullptr;  // b in MKL's layout, packed here, freed here
 #endif
 };
 
@@ -268,12 +195,9 @@ class RightMatrix {
 
 // -> h [tokens, P], c [tokens, D], acts [tokens, 4D] (sigmoid i, tanh j, sigmoid f, sigmoid o),
 //    m [tokens, D] (o * tanh(c), the projection's input). With save=false acts is empty and m
-//    holds only the last step's rows (inference keeps no activations). packed_hidden, packed_proj:
-//    elmo_pack_weight's packs of w_hidden and w_proj for batch_sizes[0] rows, or empty tensors to
-//    pack them here.
+//    holds only the last step's rows (inference keeps no activations).
 std::vector<Tensor> LstmForward(const Tensor& gates_x_in, const Tensor& bias_in, const Tensor& w_hidden,
                                 const Tensor& w_proj, const Tensor& h0_in, const Tensor& c0_in,
-                                const Tensor& packed_hidden, const Tensor& packed_proj,
                                 const std::vector<int64_t>& batch_sizes, float cell_clip,
                                 float proj_clip, bool save) {
   // The loops read raw rows: strided views (Paddle 3 slices may be) are copied first.
@@ -291,8 +215,8 @@ std::vector<Tensor> LstmForward(const Tensor& gates_x_in, const Tensor& bias_in,
   // and Paddle's allocations are aligned alike from call to call (malloc's are not).
   Tensor rec_t = Empty({batch_sizes[0], 4 * D});  // h_prev x W_hidden of a step
   float* rec = rec_t.data<float>();
-  const RightMatrix hidden(w_hidden, false, batch_sizes[0], packed_hidden);
-  const RightMatrix proj(w_proj, false, batch_sizes[0], packed_proj);
+  const RightMatrix hidden(w_hidden, false, batch_sizes[0]);
+  const RightMatrix proj(w_proj, false, batch_sizes[0]);
   const float *gx = gates_x.data<float>(), *b = bias.data<float>();
   float *c_out = c.data<float>(), *h_out = h.data<float>();
   for (size_t t = 0; t < batch_sizes.size(); ++t) {
@@ -352,8 +276,8 @@ std::vector<Tensor> LstmBackward(const Tensor& w_hidden, const Tensor& w_proj, c
   Tensor dh_carry_t = Empty({batch_sizes[0], P}), dm_t = Empty({batch_sizes[0], D});
   float* dh_carry = dh_carry_t.data<float>();  // [n_{t+1}, P], d loss / d h_prev of the next step
   float* dm = dm_t.data<float>();              // d loss / d m of a step
-  const RightMatrix hidden_t(w_hidden, true, batch_sizes[0], Empty({0}));
-  const RightMatrix proj_t(w_proj, true, batch_sizes[0], Empty({0}));
+  const RightMatrix hidden_t(w_hidden, true, batch_sizes[0]);
+  const RightMatrix proj_t(w_proj, true, batch_sizes[0]);
   const float *hv = h.data<float>(), *cv = c.data<float>(), *av = acts.data<float>();
   const float *gh = grad_h.data<float>(), *gc = grad_c.data<float>();
   float* dg = grad_gates.data<float>();
@@ -407,23 +331,10 @@ std::vector<Tensor> LstmBackward(const Tensor& w_hidden, const Tensor& w_proj, c
 }
 
 PD_BUILD_OP(elmo_lstm_forward)
-    .Inputs({"GatesX", "Bias", "WHidden", "WProj", "H0", "C0", "PackedHidden", "PackedProj"})
+    .Inputs({"GatesX", "Bias", "WHidden", "WProj", "H0", "C0"})
     .Outputs({"H", "C", "Acts", "M"})
     .Attrs({"batch_sizes: std::vector<int64_t>", "cell_clip: float", "proj_clip: float", "save: bool"})
     .SetKernelFn(PD_KERNEL(LstmForward));
-
-// w [k, n] packed for LstmForward's products of up to max_rows rows -> its packed_hidden or
-// packed_proj (RightMatrix::PackedTensor); an empty tensor when the kernels have no MKL.
-std::vector<Tensor> PackWeight(const Tensor& w, int64_t max_rows) {
-  PD_CHECK(max_rows > 0, "pack_weight: max_rows must be positive");
-  return {RightMatrix::PackedTensor(w, false, max_rows)};
-}
-
-PD_BUILD_OP(elmo_pack_weight)
-    .Inputs({"W"})
-    .Outputs({"Packed"})
-    .Attrs({"max_rows: int64_t"})
-    .SetKernelFn(PD_KERNEL(PackWeight));
 
 PD_BUILD_OP(elmo_lstm_backward)
     .Inputs({"WHidden", "WProj", "H0", "C0", "H", "C", "Acts", "M", "GradH", "GradC"})

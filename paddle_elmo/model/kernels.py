@@ -1,19 +1,18 @@
 """CPU kernels (kernels.cc) for the hot spots of Paddle's CPU ops, and the Paddle-op versions they replace.
 
-    h_all, c_all = recurrence(gates_x, bias, batch_sizes, h0, c0, w_hidden, w_proj, cell_clip, proj_clip)
-    best = max_over_positions(x)   # [positions, rows, n] -> [rows, n]
+    h_all, c_all = recurrence(gates_x, bias, batch_sizes, h0, c0, w_hidden, w_proj, cell_clip, proj_clip, kernels)
+    best = max_over_positions(x, kernels)   # [positions, rows, n] -> [rows, n]
     y = pool_widths_relu(products, bias)   # relu(max + bias) of each width's products, side by side
-    losses = sampled_softmax_losses(true_logits, cand_logits, cand_bias, labels)   # [n]
-    y = highway_gate(carry, carry_bias, transform, transform_bias, x)   # [tokens, dim]
+    losses = sampled_softmax_losses(true_logits, cand_logits, cand_bias, labels, kernels)   # [n]
+    y = highway_gate(carry, carry_bias, transform, transform_bias, x, kernels)   # [tokens, dim]
     y = add_bias(x, bias)          # [rows, k] + [k]
-    rows = take_rows(x, index)     # x[index], x [R, d] (paddle.gather on axis 0)
+    rows = take_rows(x, index, kernels)     # x[index], x [R, d] (paddle.gather on axis 0)
 
 recurrence: one LSTM layer in one direction on the packed time-major rows of lstm.LstmStack.
 Step t runs the first batch_sizes[t] rows; gates_x [tokens, 4D] + bias [4D] is x @ W_input + b for
 every step (gate blocks i, j, f, o); the results are h [tokens, P] and c [tokens, D] for every packed row.
-As a Python loop it costs ~30 Paddle ops per step (forward and backward), each with tens of
-microseconds of single-threaded overhead on CPU; the kernel does a step in two matmuls and one pass
-over the gates.
+As a Python loop it costs tens of Paddle ops per step (forward and backward), each with its own
+single-threaded overhead on CPU; the kernel does a step in two matmuls and one pass over the gates.
 
 max_over_positions: the char CNN's max-pool, with the gradient split equally among tied maxima
 as TensorFlow's reduce_max. As Paddle ops it is one maximum per window position. In training (relu)
@@ -30,8 +29,8 @@ a time; the kernel vectorises it and needs no concat.
 highway_gate: y = g * relu(t) + (1 - g) * x, g = sigmoid(carry + carry_bias), t = transform +
 transform_bias, on the highway's two products. As Paddle ops: eight ops forward, more backward.
 
-The kernels also add the biases themselves: Paddle's broadcast add costs 3x a same-shape add on
-CPU, and its backward (a column sum) far more; add_bias is that add with a matmul backward.
+The kernels also add the biases themselves: Paddle's broadcast add is slower than a same-shape add
+on CPU, and its backward (a column sum) far slower; add_bias is that add with a matmul backward.
 
 The kernels are compiled on first use (kernel_build.py: g++, once, cached in the toolkit's cache
 directory). Their loops over large tensors are split among OpenMP threads from Paddle's own Intel
@@ -42,8 +41,9 @@ and as the references the kernels are tested against.
 ELMO_CPU_KERNELS=0 turns the kernels off.
 
 Which of the two a model runs, and where its dropout masks come from, is a value the model carries
-(`Kernels`, passed to each function here; CPU_KERNELS by default, PADDLE_OPS for Paddle's ops
-alone), never a process-wide switch.
+(`Kernels`: CPU_KERNELS, the kernels wherever they apply, or PADDLE_OPS, Paddle's ops alone), never
+a process-wide switch: BiLM and LanguageModel take it (CPU_KERNELS by default) and hand it to their
+parts, and every function here takes it from its caller.
 """
 import logging
 import os
@@ -55,8 +55,8 @@ import paddle
 import paddle.nn.functional as F
 from paddle.autograd import PyLayer
 
-from paddle_elmo.model import layer_math, weight_writes
-from paddle_elmo.model.recipe import DROPOUT_MASKS
+from paddle_elmo.model import layer_math
+from paddle_elmo.model.dropout_masks import DROPOUT_MASKS
 from paddle_elmo.model.kernel_build import build
 
 log = logging.getLogger(__name__)
@@ -87,18 +87,11 @@ class Kernels:
 
     cpu: the compiled kernels for float32 tensors on the CPU, when they are built (False: Paddle's
         ops everywhere, as a GPU runs them: the references the kernels are tested against).
-    dropout_masks: where training dropout's masks come from on the CPU: 'kernel' (ours: a hash of a
-        seed drawn from Paddle's generator) or 'paddle' (F.dropout's own draws, as runs made before
-        the kernel drew them). Both are the same distribution but different draws, so a run records
-        which it used (Recipe.dropout_masks) and a resume builds its model with it again: its masks
-        go on as they began.
-    keep_packs: whether the recurrence keeps each LSTM layer's MKL-packed weights across inference
-        calls until the weights change (lstm.LstmLayer.packed_weights; False: the kernel packs them
-        at every call, as before, for comparisons).
+    dropout_masks: where training dropout's masks come from on the CPU, one of DROPOUT_MASKS
+        (dropout_masks.py: 'kernel', the kernel's, or 'paddle', F.dropout's).
     """
     cpu: bool = True
     dropout_masks: str = 'kernel'
-    keep_packs: bool = True
 
     def __post_init__(self):
         if self.dropout_masks not in DROPOUT_MASKS:
@@ -146,7 +139,7 @@ class _AddBias(PyLayer):
 def bias_grad(grad):
     """The gradient of a bias added to every row, from the sum's gradient [rows, k] -> [k]: a
     [1, rows] x [rows, k] product (Paddle's CPU column sum, the backward of a broadcast add, is far
-    slower: BENCHMARKS.md, "Measured choices")."""
+    slower)."""
     return paddle.matmul(paddle.ones([1, grad.shape[0]], dtype=grad.dtype), grad).reshape([grad.shape[1]])
 
 
@@ -154,15 +147,11 @@ def bias_grad(grad):
 # LSTM recurrence
 # --------------------------------------------------------------------------------------------
 
-def recurrence(gates_x, bias, batch_sizes, h0, c0, w_hidden, w_proj, cell_clip=None, proj_clip=None,
-               kernels=CPU_KERNELS, packed=None):
+def recurrence(gates_x, bias, batch_sizes, h0, c0, w_hidden, w_proj, cell_clip, proj_clip, kernels):
     """Run the steps -> (h [tokens, P], c [tokens, D]), packed as gates_x [tokens, 4D] (bias [4D] not added).
 
     batch_sizes: positive, non-increasing rows per step; h0 [B, P], c0 [B, D] with B >= batch_sizes[0];
     cell_clip / proj_clip: None for no clipping. Runs the kernel on CPU when `kernels` allows it.
-    packed: a function max_rows -> w_hidden and w_proj as pack_weight packed them for max_rows, or
-    None (lstm.LstmLayer.packed_weights: packs kept across calls), called only when the kernel runs
-    without gradients; without it, or when it gives None, the kernel packs them for this call.
     """
     sizes = [int(n) for n in batch_sizes]
     ops = kernels.for_tensor(gates_x)
@@ -172,32 +161,15 @@ def recurrence(gates_x, bias, batch_sizes, h0, c0, w_hidden, w_proj, cell_clip=N
     inputs = (gates_x, bias, w_hidden, w_proj, h0, c0)
     if tracks_grad(inputs):
         return _KernelRecurrence.apply(*inputs, sizes, *clips)
-    packs = packed(sizes[0]) if packed is not None else None
-    h, c, _, _ = ops.elmo_lstm_forward(*inputs, *(packs or _not_packed()), sizes, *clips, False)
+    h, c, _, _ = ops.elmo_lstm_forward(*inputs, sizes, *clips, False)
     return h, c
-
-
-def pack_weight(w, max_rows, kernels=CPU_KERNELS):
-    """w [k, n] in MKL's packed layout for the recurrence kernel's products x [<= max_rows, k] x w
-    (the layout, and so the results, depend on max_rows), for recurrence's `packed`: a float32
-    tensor whose header says what it was packed for (the kernel refuses a pack made for other
-    products); an empty tensor when the kernels were built without MKL (they multiply w itself).
-    None when `kernels` do not run for w."""
-    ops = kernels.for_tensor(w)
-    return None if ops is None else ops.elmo_pack_weight(w, int(max_rows))
-
-
-def _not_packed():
-    """The kernel's packed_hidden and packed_proj when it is to pack the weights itself."""
-    empty = paddle.empty([0], dtype='float32')
-    return empty, empty
 
 
 class _KernelRecurrence(PyLayer):
     @staticmethod
     def forward(ctx, gates_x, bias, w_hidden, w_proj, h0, c0, sizes, cell_clip, proj_clip):
-        h, c, acts, m = kernel().elmo_lstm_forward(gates_x, bias, w_hidden, w_proj, h0, c0, *_not_packed(), sizes,
-                                                   cell_clip, proj_clip, True)
+        h, c, acts, m = kernel().elmo_lstm_forward(gates_x, bias, w_hidden, w_proj, h0, c0, sizes, cell_clip,
+                                                   proj_clip, True)
         ctx.save_for_backward(w_hidden, w_proj, h0, c0, h, c, acts, m)
         ctx.args = (sizes, cell_clip, proj_clip)
         ctx.needs = [not t.stop_gradient for t in (gates_x, bias, w_hidden, w_proj, h0, c0)]
@@ -209,9 +181,6 @@ class _KernelRecurrence(PyLayer):
         h, c = saved[4], saved[5]
         grad_h = paddle.zeros_like(h) if grad_h is None else grad_h
         grad_c = paddle.zeros_like(c) if grad_c is None else grad_c
-        # Gradients of the weights: an update may follow, by any optimizer, so packs kept of them
-        # are not used again (weight_writes).
-        weight_writes.written()
         return _needed_grads(ctx, kernel().elmo_lstm_backward(*saved, grad_h, grad_c, *ctx.args))
 
 
@@ -234,7 +203,7 @@ def loop_recurrence(gates_x, bias, batch_sizes, h0, c0, w_hidden, w_proj, cell_c
 # Max over positions
 # --------------------------------------------------------------------------------------------
 
-def max_over_positions(x, kernels=CPU_KERNELS):
+def max_over_positions(x, kernels):
     """[positions, rows, n] -> [rows, n]: the max over positions (gradient split among ties)."""
     ops = kernels.for_tensor(x)
     if ops is None:
@@ -283,7 +252,7 @@ class _KernelPoolWidthsRelu(PyLayer):
 
 class _LoopMaxOverPositions(PyLayer):
     """Paddle's own routes are slower on CPU: max(axis)'s backward, and argmax + take_along_axis's
-    (scatter, expand) (BENCHMARKS.md, "Measured choices")."""
+    (scatter, expand)."""
 
     @staticmethod
     def forward(ctx, x):
@@ -315,7 +284,7 @@ def _running_max(x):
 NEG_INF = -1e30  # a left-out true logit: exp() of it is exactly 0 in float32
 
 
-def sampled_softmax_losses(true_logits, cand_logits, cand_bias, labels, kernels=CPU_KERNELS):
+def sampled_softmax_losses(true_logits, cand_logits, cand_bias, labels, kernels):
     """Per-row cross-entropy [n] over the logits [true_logits[i], cand_logits[i, :] + cand_bias].
 
     true_logits [n], cand_logits [n, C], cand_bias [C]; labels: int64 numpy [n], 0 when the row's target is the
@@ -352,7 +321,7 @@ class _KernelSampledSoftmaxLoss(PyLayer):
 # Highway gating
 # --------------------------------------------------------------------------------------------
 
-def highway_gate(carry, carry_bias, transform, transform_bias, x, kernels=CPU_KERNELS):
+def highway_gate(carry, carry_bias, transform, transform_bias, x, kernels):
     """y = g * relu(transform + transform_bias) + (1 - g) * x, g = sigmoid(carry + carry_bias).
 
     carry, transform, x: [tokens, dim] (carry and transform are x's two products); biases [dim].
@@ -383,7 +352,7 @@ class _KernelHighwayGate(PyLayer):
 # Rows of a table
 # --------------------------------------------------------------------------------------------
 
-def take_rows(x, index, kernels=CPU_KERNELS):
+def take_rows(x, index, kernels):
     """x [R, d] -> x[index] [len(index), d] (paddle.gather on axis 0, the same bits forward and
     backward) with the rows copied, and their gradients added, on every thread. index: int64 [n]
     in [0, R) (a tensor or numpy; no negative indices counted from the end), else an error."""
@@ -414,7 +383,7 @@ class _KernelTakeRows(PyLayer):
 # Optimizer updates
 # --------------------------------------------------------------------------------------------
 
-def fused_updates(tensors, kernels=CPU_KERNELS):
+def fused_updates(tensors, kernels):
     """The compiled module when the in-place optimizer kernels can update `tensors` (float32 on the
     CPU, `kernels` on), else None (the optimizer then runs its Paddle ops, tensor by tensor)."""
     return kernel() if all(kernels.for_tensor(t) is not None for t in tensors) else None
@@ -430,7 +399,7 @@ def dropout_masks_on(device):
     return 'kernel' if device.startswith('cpu') and kernel() is not None else 'paddle'
 
 
-def dropout(x, p, kernels=CPU_KERNELS):
+def dropout(x, p, kernels):
     """Training dropout (upscale in train, as F.dropout's default): x * keep / (1 - p), each element
     kept with probability 1 - p. On CPU the kernel's mask is a hash of a seed drawn from Paddle's
     generator (paddle.seed and checkpoints govern it) and of the element's index; elsewhere, and

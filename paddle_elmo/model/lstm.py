@@ -2,14 +2,12 @@
 direction's stack of them (`LstmStack`) on a packed, time-major layout whose recurrence runs in the
 CPU kernels (kernels.recurrence) or Paddle's ops.
 """
-import functools
-
 import numpy as np
 
 import paddle
 import paddle.nn as nn
 
-from paddle_elmo.model import kernels, weight_writes
+from paddle_elmo.model import kernels
 from paddle_elmo.model.packing import last_states, packing_indices, step_groups
 
 
@@ -20,11 +18,6 @@ class LstmLayer(nn.Layer):
     B: [4 * dim] as stored; TensorFlow's forget bias of 1.0 is added to the f block at run time
        (kept out of B so that weights round-trip bit for bit).
     W_P: [dim, projection_dim], no bias.
-
-    The recurrence kernel multiplies by W_hidden (W's last projection_dim rows) and W_P in MKL's
-    packed layout; packing them costs 16-20 ms per original-size layer (more than a tenth of an
-    embedding batch's time when done per call), so `packed_weights` keeps the packs until the
-    weights change (weight_writes).
     """
 
     def __init__(self, input_dim, dim, projection_dim):
@@ -37,32 +30,9 @@ class LstmLayer(nn.Layer):
         forget = np.zeros(4 * dim, dtype=np.float32)
         forget[2 * dim:3 * dim] = 1.0
         self.register_buffer('forget_bias', paddle.to_tensor(forget), persistable=False)
-        self._packs = None  # (key, packed W_hidden, packed W_P): packed_weights'
 
     def bias(self):
         return self.B + self.forget_bias
-
-    def packed_weights(self, max_rows, keep=True):
-        """W_hidden and W_P packed for the kernel's products of up to max_rows rows
-        (kernels.pack_weight), kept for the next calls -> (W_hidden, W_P) packed, or None (then
-        the kernel packs them per call; always when not `keep`, the model's Kernels.keep_packs).
-
-        Kept for one key: the weights' (weight_writes.key: no write to them since) and max_rows
-        (MKL's layout, and its results, depend on it); another key packs anew, so at most one pair
-        is held (~60 MB for the original size), freed with the layer. Nothing is kept while the
-        weights have a gradient: any optimizer may then update them unseen.
-        """
-        if not keep or self.W.grad is not None or self.W_P.grad is not None:
-            self._packs = None
-            return None
-        weight_writes.watch(self.W)
-        weight_writes.watch(self.W_P)
-        key = (weight_writes.key([self.W, self.W_P]), int(max_rows))
-        if self._packs is None or self._packs[0] != key:
-            self._packs = None  # the old pair is freed before the new one is made
-            w_hidden = split_rows(self.W, [self.input_dim, self.projection_dim])[1]
-            self._packs = (key, kernels.pack_weight(w_hidden, max_rows), kernels.pack_weight(self.W_P, max_rows))
-        return self._packs[1:]
 
 
 class LstmStack(nn.Layer):
@@ -71,15 +41,16 @@ class LstmStack(nn.Layer):
     The recurrence runs on a packed, time-major layout (as PyTorch's PackedSequence): step t holds
     the batch_sizes[t] rows still running, so padding is never computed and the active batch
     shrinks without copies. The input-to-gate product runs for many steps at once; only
-    h @ W_hidden stays in the loop. No parameter is sliced (Paddle's CPU slice backward is ~40x
-    slower than split's) and no broadcast op is differentiated.
+    h @ W_hidden stays in the loop. No parameter is sliced (Paddle's CPU slice backward is far
+    slower than split's) and no broadcast op is differentiated. `kernels` (kernels.Kernels): the
+    model's, which the recurrence and dropout run on.
     """
 
     GATE_BUFFER_MB = 64  # input-to-gate products per group of steps (see _run_layer)
 
-    def __init__(self, config, kernels=kernels.CPU_KERNELS):
+    def __init__(self, config, kernels):
         super().__init__()
-        self.kernels = kernels  # the model's (kernels.Kernels): the recurrence's and dropout's
+        self.kernels = kernels
         self.dim, self.projection_dim = config.cell_dim, config.projection_dim
         self.cell_clip = config.cell_clip or None  # 0 / null: no clipping
         self.proj_clip = config.proj_clip or None
@@ -122,24 +93,21 @@ class LstmStack(nn.Layer):
         """x: packed [tokens, input_dim] -> (packed outputs [tokens, P], final (h [batch, P], c [batch, D]))."""
         w_input, w_hidden = split_rows(layer.W, [layer.input_dim, layer.projection_dim])
         bias = layer.bias()
-        # Groups of steps whose [tokens, 4D] gate buffer fits GATE_BUFFER_MB: training keeps three
-        # such buffers (the gates, their activations and their gradient; a whole batch of 64
-        # rt-polarity sentences would need 780 MB at once), inference only the gates, so its groups
-        # take 3x the tokens in the same memory. Each group is a kernel call; in inference the calls
-        # reuse the layer's packed W_hidden and W_P (LstmLayer.packed_weights) while their first
-        # step's rows are the same.
+        # Groups of steps whose [tokens, 4D] gate buffer fits GATE_BUFFER_MB, so that the memory
+        # stays bounded however long the batch: training keeps three such buffers (the gates, their
+        # activations and their gradient), inference only the gates, so its groups take 3x the
+        # tokens in the same memory. Each group is a kernel call.
         tokens = (self.GATE_BUFFER_MB << 20) // (16 * self.dim)
         if not kernels.tracks_grad([x, layer.W, layer.W_P, layer.B, h, c]):
             tokens *= 3
         groups = step_groups(batch_sizes, max(int(batch_sizes[0]), tokens))
         xs = split_rows(x, [int(batch_sizes[a:b].sum()) for a, b in groups]) if len(groups) > 1 else [x]
-        packed = functools.partial(layer.packed_weights, keep=self.kernels.keep_packs)
         outputs = []
         for (first, last), x_group in zip(groups, xs):
             sizes = batch_sizes[first:last]
             gates = paddle.matmul(x_group, w_input)  # [group tokens, 4D], bias added by recurrence
             h_all, c_all = kernels.recurrence(gates, bias, sizes, h, c, w_hidden, layer.W_P,
-                                              self.cell_clip, self.proj_clip, self.kernels, packed=packed)
+                                              self.cell_clip, self.proj_clip, self.kernels)
             h, c = last_states(h_all, c_all, h, c, sizes)
             outputs.append(h_all)
         return (outputs[0] if len(outputs) == 1 else paddle.concat(outputs)), (h, c)
@@ -149,8 +117,8 @@ def split_rows(x, sizes):
     """x [sum(sizes), ...] -> its consecutive blocks of sizes[i] rows.
 
     Views (free) when no gradient flows to x, as in embedding and for frozen weights; else
-    paddle.split, whose copy costs (55 ms for an original-size W [1024, 16384]) but whose backward
-    stays linear in the number of blocks (a slice's CPU backward is ~40x slower).
+    paddle.split, which copies but whose backward stays linear in the number of blocks (a slice's
+    CPU backward is far slower).
     """
     if not kernels.tracks_grad([x]):
         ends = np.cumsum(sizes).tolist()

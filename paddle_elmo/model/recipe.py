@@ -8,6 +8,7 @@ from typing import Optional
 
 from paddle_elmo.fileio import InputError
 from paddle_elmo.model.config import MODEL_FIELDS, ORIGINAL_FILTERS, setting
+from paddle_elmo.model.dropout_masks import DROPOUT_MASKS
 
 
 @dataclass
@@ -109,7 +110,6 @@ class Recipe:
 OPTIMIZERS = ('adagrad', 'adam')
 LR_DECAYS = ('none', 'linear', 'cosine')
 SOFTMAX_BIAS_INITS = ('zero', 'unigram')
-DROPOUT_MASKS = ('kernel', 'paddle')  # kernels.Kernels.dropout_masks
 # Recipe fields that bilm-tf's train_elmo.py writes into options.json, under its names. n_tokens_vocab
 # (the vocabulary's size) goes there too; it is the data's, not a setting.
 BILM_TF_TRAINING_KEYS = {'batch_size': 'batch_size', 'unroll_steps': 'unroll_steps',
@@ -131,10 +131,10 @@ PRESETS = {
                   dropout=0.1, n_negative_samples=8192, batch_size=128, unroll_steps=20, lr=0.2,
                   max_grad_norm=10.0, optimizer='adagrad', warmup_steps=0,
                   reset_state_at_sentence_start=False, softmax_bias_init='zero'),
-    # The most held-out perplexity per hour of a 2-core CPU (BENCHMARKS.md, "Screens"): the small
-    # model with a narrower char CNN and LSTM and fewer negatives (more tokens/s), Adam with
-    # warm-up, and rows that begin a sentence start from a zero state; its softmax bias starts at
-    # the unigram prior (BENCHMARKS.md, "A better recipe per token": -11.7% at 1,500 steps, free).
+    # For the most held-out perplexity per hour of a small CPU: the small model with a narrower char
+    # CNN and LSTM and fewer negatives (more tokens/s), Adam with warm-up, and rows that begin a
+    # sentence start from a zero state; its softmax bias starts at the unigram prior, so that the
+    # first steps need not learn word frequencies.
     'budget': dict(projection_dim=128, cell_dim=256, num_layers=2, cell_clip=3.0, proj_clip=3.0,
                    use_skip_connections=True, char_embed_dim=16,
                    cnn_filters=[[1, 32], [2, 32], [3, 64], [4, 128], [5, 128]], num_highways=1,

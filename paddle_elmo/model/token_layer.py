@@ -132,13 +132,13 @@ class EagerOps(layer_math.TokenOps):
     longest token, each distinct token once, in chunks of similar lengths) and on the C++ kernels
     (kernels.py), with their fast backward on CPU.
 
-    chunk: at most this many distinct tokens per char-CNN call; table_rows: in training, the
-    TableRows of the word embedding the step reads (sampled_softmax.py), so the update touches
-    those rows only; None reads the whole embedding. kernels: the model's (kernels.Kernels).
+    kernels: the model's (kernels.Kernels); chunk: at most this many distinct tokens per char-CNN
+    call; table_rows: in training, the TableRows of the word embedding the step reads
+    (sampled_softmax.py), so the update touches those rows only; None reads the whole embedding.
     """
 
-    def __init__(self, chunk=1024, table_rows=None, kernels=kernels.CPU_KERNELS):
-        self.chunk, self.table_rows, self.kernels = chunk, table_rows, kernels
+    def __init__(self, kernels, chunk=1024, table_rows=None):
+        self.kernels, self.chunk, self.table_rows = kernels, chunk, table_rows
 
     add_bias = staticmethod(kernels.add_bias)
 
@@ -220,7 +220,7 @@ class EagerOps(layer_math.TokenOps):
         return paddle.gather(table, paddle.to_tensor(index))
 
 
-EAGER = EagerOps()
+EAGER = EagerOps(kernels.CPU_KERNELS)  # a token layer's ops when it is called alone, without the model's
 
 
 def _add_char_encoder(bilm, config, vocab):

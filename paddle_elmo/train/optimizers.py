@@ -7,7 +7,7 @@ import math
 import paddle
 from paddle import _C_ops
 
-from paddle_elmo.model import kernels, weight_writes
+from paddle_elmo.model import kernels
 from paddle_elmo.fileio import InputError
 
 
@@ -68,7 +68,6 @@ class Optimizer:
         ops = kernels.fused_updates([p for _, p in self.dense + self.sparse], self.kernels)
         self._update_dense(ops, grads[:len(self.dense)], lr, scale)
         self._update_rows(ops, table_rows, grads[len(self.dense):], lr, scale)
-        weight_writes.written()
         return norm
 
     def _update_dense(self, ops, grads, lr, scale):
@@ -191,8 +190,7 @@ class Adam(Optimizer):
 class Decay:
     """The learning rate's multiplier after warm-up: 1 with kind 'none' (bilm-tf: a constant rate);
     else from 1 down to `final` over `steps` updates, along a line ('linear') or a half cosine
-    ('cosine'), then `final`: a run of a known number of steps can end at a low rate (BENCHMARKS.md,
-    "A better recipe per token", has what it gave)."""
+    ('cosine'), then `final`: a run of a known number of steps can end at a low rate."""
 
     def __init__(self, kind='none', steps=0, final=0.1):
         if kind != 'none' and steps < 1:

@@ -89,7 +89,7 @@ class Softmax(nn.Layer):
     all of them (`full_losses`).
     """
 
-    def __init__(self, vocab_size, dim, kernels=kernels.CPU_KERNELS, weights=None):
+    def __init__(self, vocab_size, dim, kernels, weights=None):
         """weights: None for a new softmax (W random, b zero), or (W [vocab, dim], b [vocab]) arrays it
         starts from (a trained one: no random draw of a table that they would replace)."""
         super().__init__()
