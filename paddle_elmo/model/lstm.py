@@ -95,7 +95,7 @@ class LstmStack(nn.Layer):
         bias = layer.bias()
         # Groups of steps whose [tokens, 4D] gate buffer fits GATE_BUFFER_MB, so that the memory
         # stays bounded however long the batch: training keeps three such buffers (the gates, their
-        # activations and their gradient), inference only the gates, so its groups take 3x the
+        # activations and their gradient), inference only the gates, so its groups take three times the
         # tokens in the same memory. Each group is a kernel call.
         tokens = (self.GATE_BUFFER_MB << 20) // (16 * self.dim)
         if not kernels.tracks_grad([x, layer.W, layer.W_P, layer.B, h, c]):
