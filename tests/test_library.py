@@ -65,7 +65,7 @@ def test_importing_the_library_sets_no_environment_variables_or_warning_filters(
     # but GLOG_minloglevel, and that only where the user left it unset (here: they set it).
     code = ('import os, warnings; os.environ["GLOG_minloglevel"] = "0"; import paddle; env = dict(os.environ); '
             'filters = list(warnings.filters); '
-            'from paddle_elmo.train import lm; from paddle_elmo.use import classifier; from paddle_elmo.text import corpus, batches; from paddle_elmo import fileio, ELMoEmbedder, Elmo; '
+            'from paddle_elmo.train import lm; from paddle_elmo.classify import training, elmo_features; from paddle_elmo.text import corpus, batches; from paddle_elmo import fileio, ELMoEmbedder, Elmo; '
             'changed = sorted(k for k in set(env) | set(os.environ) if env.get(k) != os.environ.get(k)); '
             'print(changed, len(warnings.filters) - len(filters))')
     proc = subprocess.run([sys.executable, '-c', code], capture_output=True, text=True, cwd=ROOT,
