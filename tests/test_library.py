@@ -125,6 +125,30 @@ def test_without_a_working_compiler_the_kernels_fall_back_with_one_warning(tmp_p
     assert '\n' not in message and 'build-error.log' in message
 
 
+def test_an_in_memory_bilm_resolves_to_a_model_whose_load_is_that_very_bilm(bilm):
+    # "a BiLM or something resolve_model takes" is answered in resolve_model alone: the wrapper answers
+    # from the BiLM, and every entry point gets the caller's object back (a fine-tuned one stays theirs).
+    from paddle_elmo import BiLM, ELMoEmbedder, Elmo, resolve_model
+    from paddle_elmo.export.deploy import exported_options
+    from paddle_elmo.fileio import InputError
+    from paddle_elmo.files.hdf5_weights import model_options
+    model = resolve_model(bilm)
+    assert model.load() is bilm and model.load(stateful=True) is bilm and resolve_model(model) is model
+    assert not bilm.stateful  # its flag is its own
+    assert model.config is bilm.config and model.input_vocabulary() is bilm.vocab
+    assert model.files() == {} and model.token_table() == {} and model.own_vocabulary_file is None
+    assert exported_options(model) == model_options(bilm)  # what an export of a BiLM has always written
+    assert ELMoEmbedder(bilm=bilm).bilm is bilm and ELMoEmbedder(bilm).bilm is bilm and Elmo(bilm).bilm is bilm
+    other = BiLM(tiny_config(dropout=0.5))
+    model.load_into(other)
+    for (name, mine), theirs in zip(bilm.state_dict().items(), other.state_dict().values()):
+        np.testing.assert_array_equal(mine.numpy(), theirs.numpy(), err_msg=name)
+    with pytest.raises(InputError, match='holds no softmax'):
+        model.load_with_softmax(vocab_size=10)
+    with pytest.raises(InputError, match='carries its weights and vocabulary'):
+        resolve_model(bilm, vocab_file='vocab.txt')
+
+
 def test_a_model_is_one_value_resolved_in_one_place(tmp_path):
     from paddle_elmo.files.model_io import BUNDLED_MODEL_DIR, resolve_model
     bundled = resolve_model('bundled')
