@@ -1,7 +1,7 @@
 """The classification protocol's flags and their use, shared by `paddle-elmo finetune` and
-`paddle-elmo word2vec` (the protocol itself is paddle_elmo/classify/'s; its Paddle parts are imported
-where they are used: the flags, and so --help, need no Paddle). Their --quiet is every command's (flags.parser): no
-progress bars and no per-epoch lines (those are the log's INFO)."""
+`paddle-elmo word2vec` (the protocol itself is paddle_elmo/classify/'s; its Paddle parts are
+imported where they are used: the flags, and so --help, need no Paddle). Their --quiet is every
+command's (flags.parser): no progress bars and no per-epoch lines (those are the log's INFO)."""
 import logging
 
 from paddle_elmo.cli.arguments import (count_or_zero, file_or_stdout, float_or_zero, fraction, length_with_boundaries,
