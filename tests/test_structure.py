@@ -358,6 +358,7 @@ def test_the_classifiers_sit_above_use_and_only_the_commands_import_them():
     classify = {m for m in graph if m not in ENTRY_POINTS and layer_of(m) == 'classify'}
     assert 'paddle_elmo.classify.training' in classify
     assert any(d.startswith('paddle_elmo.use.') for m in classify for d in graph[m])  # they build on use/
+    assert not set().union(*(closure(graph, m) for m in classify)) & training_modules()  # not on pretraining
     importers = {m for m, dependencies in graph.items() if set(dependencies) & classify} - classify
     assert importers and all(is_command(m) for m in importers), importers
 
