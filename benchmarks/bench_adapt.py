@@ -35,7 +35,7 @@ CONDITIONS = ('fold1', 'all')
 def write_texts(out_dir):
     """OUT/fold1.txt, OUT/all.txt (the adaptation texts), OUT/heldout.txt (fold 1's test sentences)
     and a vocabulary per text, tokenized as run_finetune.py tokenizes them for the bundled model (moses)."""
-    from paddle_elmo.use.classifier import make_folds, read_polarity
+    from paddle_elmo.classify.data import make_folds, read_polarity
     from paddle_elmo.text.vocabulary import build_vocabulary, write_vocabulary
     import collections
     data = read_polarity(common.RT_POLARITY, tokenizer='moses')

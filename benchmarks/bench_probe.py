@@ -30,7 +30,8 @@ def elmo_sentence_means(sentences, model):
 
 def word2vec_sentence_means(sentences, path):
     """-> float32 [n_sentences, dim]: mean of the known tokens' vectors (zeros when none is known)."""
-    from paddle_elmo.text.word_vectors import load_vectors, lookup_table
+    from paddle_elmo.classify.word2vec_features import lookup_table
+    from paddle_elmo.text.word_vectors import load_vectors
     table, ids, _ = lookup_table(sentences, load_vectors(path), oov='skip')
     return np.stack([table[i].mean(axis=0) if len(i) else np.zeros(table.shape[1], np.float32) for i in ids])
 
@@ -63,7 +64,7 @@ def feature_sets(elmo, word2vec):
 
 
 def main():
-    from paddle_elmo.use.classifier import make_folds, read_polarity
+    from paddle_elmo.classify.data import make_folds, read_polarity
     p = argparse.ArgumentParser(description=__doc__.split('\n')[0])
     add_model_source(p, bundled_default=True)
     p.add_argument('--word2vec', help='also probe these word vectors (.bin / .txt), alone and beside ELMo')

@@ -115,7 +115,7 @@ def print_table(rows):
 def write_raw_polarity(out_dir):
     """rt-polarity's files detokenized (MosesDetokenizer), as UTF-8, into out_dir."""
     from sacremoses import MosesDetokenizer
-    from paddle_elmo.use.classifier import read_sentences
+    from paddle_elmo.classify.data import read_sentences
     from paddle_elmo.fileio import write_text_atomic
     detokenize = MosesDetokenizer('en').detokenize
     os.makedirs(out_dir, exist_ok=True)

@@ -70,7 +70,7 @@ def test_the_corrected_p_is_never_below_the_plain_one_and_grows_with_the_ratio()
 
 
 def test_the_ratio_is_that_of_the_folds_make_folds_draws():
-    from paddle_elmo.use.classifier import make_folds
+    from paddle_elmo.classify.data import make_folds
     assert fold_test_train_ratio() == pytest.approx(1 / 8.1) == pytest.approx(PROTOCOL_TEST_TRAIN_RATIO)
     assert fold_test_train_ratio(1) is None
     for pos, neg in ((5331, 5331), (26686, 26017)):  # rt-polarity, online_shopping

@@ -10,7 +10,9 @@ from paddle_elmo.fileio import InputError
 from conftest import FIXTURE, SHARED, one_line_error, require, tiny_config
 from helpers import (LEARN, RT, assert_learned, check_result, head_lines, run_here, run_script, save_checkpoint,
                      write_separable_polarity)
-from paddle_elmo.use.classifier import BowHead, Dataset, make_folds, make_optimizer, predict, read_polarity, train_epoch
+from paddle_elmo.classify.data import Dataset, make_folds, read_polarity
+from paddle_elmo.classify.head import BowHead
+from paddle_elmo.classify.training import make_optimizer, predict, train_epoch
 from paddle_elmo.text.tokenizers import get_tokenizer
 
 CORPUS = os.path.join(SHARED, 'data', 'lm-corpus', 'train.txt')
@@ -102,7 +104,7 @@ def test_single_split_and_too_few_sentences():
 # ---- head ------------------------------------------------------------------------------------
 
 def test_pack_keeps_the_real_tokens_and_the_head_averages_each_sentence():
-    from paddle_elmo.use.classifier import pack, sentence_means
+    from paddle_elmo.classify.head import pack, sentence_means
     x = np.random.RandomState(0).randn(3, 4, 6).astype(np.float32)
     mask = np.array([[True, True, False, False], [False] * 4, [True] * 4])
     x[0, 2:] = 1e3  # padding must not reach the features
@@ -121,7 +123,7 @@ def test_pack_keeps_the_real_tokens_and_the_head_averages_each_sentence():
 
 
 def test_dropout_and_gradients_reach_only_real_tokens():
-    from paddle_elmo.use.classifier import pack
+    from paddle_elmo.classify.head import pack
     x = paddle.to_tensor(np.ones((2, 5, 400), np.float32), stop_gradient=False)
     mask = paddle.to_tensor(np.arange(5)[None] < np.array([[2], [5]]))
     head = BowHead(input_dim=400, hidden_dim=0, dropout=0.5, feature_norm='none')
@@ -136,7 +138,7 @@ def test_dropout_and_gradients_reach_only_real_tokens():
 
 
 def test_early_stopping_restores_the_best_epochs_batch_norm_statistics_too():
-    from paddle_elmo.use.classifier import _restore, _trainable_snapshot
+    from paddle_elmo.classify.training import _restore, _trainable_snapshot
     paddle.seed(0)
     head = BowHead(input_dim=6, hidden_dim=5, dropout=0.0, feature_norm='batchnorm')
     x, lengths = paddle.randn([24, 6]), np.full(8, 3)
@@ -156,7 +158,8 @@ def test_early_stopping_restores_the_best_epochs_batch_norm_statistics_too():
 # ---- ELMo features ---------------------------------------------------------------------------
 
 def test_cache_gives_the_same_predictions_as_recomputing_the_bilm():
-    from paddle_elmo.use.features import ActivationCache, model_builder
+    from paddle_elmo.classify.elmo_features import model_builder
+    from paddle_elmo.classify.layer_cache import ActivationCache
     bilm, data = fixture_bilm(), small_dataset(15)
     cache = ActivationCache(bilm, data.sentences, progress=False)
     try:
@@ -185,7 +188,7 @@ def _largest_change(before, bilm):
 
 def _train_steps(bilm, data, steps=2, **kw):
     """A few Adam steps on short sentences (backward through the biLM is slow) -> (build, model)."""
-    from paddle_elmo.use.features import model_builder
+    from paddle_elmo.classify.elmo_features import model_builder
     build = model_builder(bilm, data.sentences, **kw)
     model = build(0)
     optimizer = make_optimizer(model, 1e-3)
@@ -242,7 +245,7 @@ def test_trainable_bilm_changes_at_its_own_rate_and_each_fold_restarts_from_the_
 
 def test_frozen_bilm_has_no_dropout_when_the_classifier_is_in_train_mode():
     from paddle_elmo import BiLM
-    from paddle_elmo.use.features import model_builder
+    from paddle_elmo.classify.elmo_features import model_builder
     paddle.seed(0)
     bilm = BiLM(tiny_config(dropout=0.5))
     sentences = [['a', 'good', 'film'], ['bad']]
@@ -262,8 +265,7 @@ def _toy_vectors():
 
 
 def test_word2vec_lookup_falls_back_on_case_and_handles_oov_as_documented():
-    from paddle_elmo.text.word_vectors import UNK, lookup_table
-    from paddle_elmo.use.features import Word2VecFeatures
+    from paddle_elmo.classify.word2vec_features import UNK, Word2VecFeatures, lookup_table
     sentences = [['the', 'spielberg', 'film'], ['zzz', 'film'], ['zzz']]
     table, ids, stats = lookup_table(sentences, _toy_vectors(), oov='unk')
     assert stats['oov_tokens'] == 2 and stats['oov_types'] == 1 and stats['tokens'] == 6

@@ -419,7 +419,7 @@ BOM = '\ufeff'
 def test_a_byte_order_mark_is_no_text_in_any_file_a_command_reads(tmp_path):
     """Notepad's and Excel's UTF-8 files begin with U+FEFF: every reader drops it, so that the first
     token is `the`, not `\\ufeffthe` (another word, another sentence key)."""
-    from paddle_elmo.use.classifier import read_sentences
+    from paddle_elmo.classify.data import read_sentences
     from paddle_elmo.text.corpus import check_has_sentence
     from paddle_elmo.fileio import iter_lines, read_text
     from paddle_elmo.files.run_configs import read_json

@@ -65,7 +65,7 @@ def test_importing_the_library_sets_no_environment_variables_or_warning_filters(
     # but GLOG_minloglevel, and that only where the user left it unset (here: they set it).
     code = ('import os, warnings; os.environ["GLOG_minloglevel"] = "0"; import paddle; env = dict(os.environ); '
             'filters = list(warnings.filters); '
-            'from paddle_elmo.train import lm; from paddle_elmo.use import classifier; from paddle_elmo.text import corpus, batches; from paddle_elmo import fileio, ELMoEmbedder, Elmo; '
+            'from paddle_elmo.train import lm; from paddle_elmo.classify import training, elmo_features; from paddle_elmo.text import corpus, batches; from paddle_elmo import fileio, ELMoEmbedder, Elmo; '
             'changed = sorted(k for k in set(env) | set(os.environ) if env.get(k) != os.environ.get(k)); '
             'print(changed, len(warnings.filters) - len(filters))')
     proc = subprocess.run([sys.executable, '-c', code], capture_output=True, text=True, cwd=ROOT,
@@ -123,6 +123,30 @@ def test_without_a_working_compiler_the_kernels_fall_back_with_one_warning(tmp_p
     count, message = proc.stdout.strip().splitlines()[-2:]
     assert count == '1' and message.startswith('CPU kernels unavailable, using Python loops of Paddle ops')
     assert '\n' not in message and 'build-error.log' in message
+
+
+def test_an_in_memory_bilm_resolves_to_a_model_whose_load_is_that_very_bilm(bilm):
+    # "a BiLM or something resolve_model takes" is answered in resolve_model alone: the wrapper answers
+    # from the BiLM, and every entry point gets the caller's object back (a fine-tuned one stays theirs).
+    from paddle_elmo import BiLM, ELMoEmbedder, Elmo, resolve_model
+    from paddle_elmo.export.deploy import exported_options
+    from paddle_elmo.fileio import InputError
+    from paddle_elmo.files.hdf5_weights import model_options
+    model = resolve_model(bilm)
+    assert model.load() is bilm and model.load(stateful=True) is bilm and resolve_model(model) is model
+    assert not bilm.stateful  # its flag is its own
+    assert model.config is bilm.config and model.input_vocabulary() is bilm.vocab
+    assert model.files() == {} and model.token_table() == {} and model.own_vocabulary_file is None
+    assert exported_options(model) == model_options(bilm)  # what an export of a BiLM has always written
+    assert ELMoEmbedder(bilm=bilm).bilm is bilm and ELMoEmbedder(bilm).bilm is bilm and Elmo(bilm).bilm is bilm
+    other = BiLM(tiny_config(dropout=0.5))
+    model.load_into(other)
+    for (name, mine), theirs in zip(bilm.state_dict().items(), other.state_dict().values()):
+        np.testing.assert_array_equal(mine.numpy(), theirs.numpy(), err_msg=name)
+    with pytest.raises(InputError, match='holds no softmax'):
+        model.load_with_softmax(vocab_size=10)
+    with pytest.raises(InputError, match='carries its weights and vocabulary'):
+        resolve_model(bilm, vocab_file='vocab.txt')
 
 
 def test_a_model_is_one_value_resolved_in_one_place(tmp_path):

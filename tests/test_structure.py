@@ -301,9 +301,11 @@ def test_modules_import_no_private_name_of_another_module():
 
 # ---- the layers ----------------------------------------------------------------------------------
 # paddle_elmo/'s folders, bottom up (README's "How the code is organised"). A module imports modules of
-# its own folder or of a lower rank: no import climbs back up, and the two folders of rank 4 (train,
-# use) import nothing of each other. '' is the package's top: the process-wide basics.
-LAYERS = {'': 0, 'demo_data': 0, 'text': 1, 'model': 2, 'files': 3, 'train': 4, 'use': 4, 'export': 5, 'cli': 6}
+# its own folder or of a lower rank: no import climbs back up, and two folders of one rank (train and
+# use; classify, the classifiers built on use, and export) import nothing of each other. '' is the
+# package's top: the process-wide basics.
+LAYERS = {'': 0, 'demo_data': 0, 'text': 1, 'model': 2, 'files': 3, 'train': 4, 'use': 4, 'classify': 5, 'export': 5,
+          'cli': 6}
 ENTRY_POINTS = ('paddle_elmo', 'paddle_elmo.__main__')  # the public API (imports on use) and `python -m`
 
 
@@ -340,6 +342,25 @@ def test_no_import_climbs_back_up():
             assert there == here or LAYERS[there] < LAYERS[here], (
                 f'{name} ({here or "top"}, rank {LAYERS[here]}) imports {imported} ({there or "top"}, rank '
                 f'{LAYERS[there]}): an import goes to its own folder or a lower rank')
+
+
+def test_text_imports_no_paddle_anywhere():
+    # text/ is what a file of sentences becomes, read in the core install: not even on use (a function's
+    # import) does it reach for Paddle; what needs Paddle is model/'s and above.
+    for name, path in package_modules().items():
+        if name not in ENTRY_POINTS and layer_of(name) == 'text':
+            paddle = sorted(n for n in imported_names(path) if n.split('.')[0] == 'paddle')
+            assert not paddle, f'{name} imports {paddle}'
+
+
+def test_the_classifiers_sit_above_use_and_only_the_commands_import_them():
+    graph = our_imports()
+    classify = {m for m in graph if m not in ENTRY_POINTS and layer_of(m) == 'classify'}
+    assert 'paddle_elmo.classify.training' in classify
+    assert any(d.startswith('paddle_elmo.use.') for m in classify for d in graph[m])  # they build on use/
+    assert not set().union(*(closure(graph, m) for m in classify)) & training_modules()  # not on pretraining
+    importers = {m for m, dependencies in graph.items() if set(dependencies) & classify} - classify
+    assert importers and all(is_command(m) for m in importers), importers
 
 
 def test_readme_s_folder_map_lists_each_folder_s_modules():

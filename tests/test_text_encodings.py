@@ -14,7 +14,7 @@ from conftest import ROOT, RT, require
 from helpers import check_result, run_here, run_script
 from paddle_elmo.fileio import InputError
 from paddle_elmo.text.encodings import LATIN_1, iter_text_lines, read_text_file, text_encoding
-from paddle_elmo.use.classifier import read_polarity, read_sentences
+from paddle_elmo.classify.data import read_polarity, read_sentences
 
 FILES = ('rt-polarity.pos', 'rt-polarity.neg')
 # The published files' encoding: the shared copy's – — … ‘ (from 0x96 0x97 0x85 0x91) are not in

@@ -12,8 +12,8 @@ Lines are split into tokens by --tokenizer, by default the one the model records
 options.json (moses for the bundled model: raw or tokenized English reviews give the same tokens;
 whitespace for bilm-tf files). Model: char ids -> biLM -> scalar mix (softmax layer
 weights and gamma, optional layer norm, L2 toward equal weights) -> dropout -> masked mean over
-real tokens -> MLP -> 2 classes (the head and protocol are classifier.py's, shared with
-word2vec_base.py).
+real tokens -> MLP -> 2 classes (the head and protocol are paddle_elmo/classify/'s, shared
+with word2vec_base.py).
 
 The biLM is frozen by default: its layers are computed once per sentence (stateless, boundaries
 removed) into an on-disk float32 cache that every epoch and every fold reuse, so an epoch costs
@@ -33,14 +33,15 @@ from paddle_elmo.cli.arguments import (Switch, add_device, add_tokenizer, float_
 from paddle_elmo.cli.glossary import option_strings
 from paddle_elmo.cli.model_flags import add_inference_model, add_model_source, model_source
 from paddle_elmo.cli.runner import run
-from paddle_elmo.cli.protocol import (add_protocol_args, check_protocol_args, data_flags, load_data, report,
-                                      runs_on_this_rank, settings, train_config)
+from paddle_elmo.cli.protocol import (add_protocol_args, check_protocol_args, data_flags, report, runs_on_this_rank,
+                                      settings, train_config)
+from paddle_elmo.classify.data import load_data, make_folds
 from paddle_elmo.text.tokenizers import model_tokenizer
 from paddle_elmo.use.languages import warn_if_mostly_unknown
 from paddle_elmo.text.vocabulary import long_tokens_report
 from paddle_elmo.fileio import InputError, require_package
 from paddle_elmo.runtime import use_device
-from paddle_elmo.text.word_vectors import check_vectors_file, lookup_table, read_word_vectors
+from paddle_elmo.text.word_vectors import check_vectors_file, read_word_vectors
 
 log = logging.getLogger(__name__)
 
@@ -135,8 +136,10 @@ def build_parser():
 
 def main(argv=None):
     a = build_parser().parse_args(argv)
-    from paddle_elmo.use.classifier import cross_validate, make_folds  # Paddle's: not needed by the flags (--help)
-    from paddle_elmo.use.features import ActivationCache, model_builder
+    from paddle_elmo.classify.training import cross_validate  # Paddle's: not needed by the flags (--help)
+    from paddle_elmo.classify.elmo_features import model_builder
+    from paddle_elmo.classify.layer_cache import ActivationCache
+    from paddle_elmo.classify.word2vec_features import lookup_table
     source = model_source(a)
     check_protocol_args(a)
     check_elmo_args(a)

@@ -1,7 +1,7 @@
 """The classification protocol's flags and their use, shared by `paddle-elmo finetune` and
-`paddle-elmo word2vec` (the protocol itself is paddle_elmo/use/classifier.py's, imported where it is
-used: the flags, and so --help, need no Paddle). Their --quiet is every command's (flags.parser): no
-progress bars and no per-epoch lines (those are the log's INFO)."""
+`paddle-elmo word2vec` (the protocol itself is paddle_elmo/classify/'s; its Paddle parts are
+imported where they are used: the flags, and so --help, need no Paddle). Their --quiet is every
+command's (flags.parser): no progress bars and no per-epoch lines (those are the log's INFO)."""
 import logging
 
 from paddle_elmo.cli.arguments import (count_or_zero, file_or_stdout, float_or_zero, fraction, length_with_boundaries,
@@ -9,7 +9,8 @@ from paddle_elmo.cli.arguments import (count_or_zero, file_or_stdout, float_or_z
 from paddle_elmo.cli.glossary import option_strings
 from paddle_elmo.cli.runner import results_stream, write_json_output
 from paddle_elmo.fileio import STDIO, InputError
-from paddle_elmo.use.head_options import FEATURE_NORMS
+from paddle_elmo.classify.choices import FEATURE_NORMS
+from paddle_elmo.classify.report import format_table, summarize
 
 log = logging.getLogger(__name__)
 
@@ -65,7 +66,7 @@ def check_protocol_args(a):
 
 
 def train_config(a):
-    from paddle_elmo.use.classifier import TrainConfig
+    from paddle_elmo.classify.training import TrainConfig
     return TrainConfig(lr=a.lr, batch_size=a.batch_size, epochs=a.epochs, patience=a.patience, seed=a.seed,
                        progress=not a.quiet, weight_decay=a.weight_decay, logging_step=a.log_freq)
 
@@ -82,36 +83,8 @@ def runs_on_this_rank(script):
     return rank == 0
 
 
-def load_data(data_dir, pos_file='rt-polarity.pos', neg_file='rt-polarity.neg', tokenizer='whitespace',
-              max_seq_len=None):
-    """Read the dataset (classifier.read_polarity's arguments: the flags of the same names), its lines
-    split by `tokenizer`, and say how each file was decoded and which empty lines were skipped (INFO;
-    WARNING when a file had empty lines, as corpus files). With max_seq_len, sentences keep their
-    first max_seq_len - 2 tokens (ELMo adds <S> and </S>; word2vec_base.py keeps the same tokens, so
-    that both scripts classify the same text), and the cut is reported (WARNING when tokens were left
-    out) and kept in `data.cut`."""
-    from paddle_elmo.use.classifier import BOUNDARY_TOKENS, read_polarity
-    data = read_polarity(data_dir, pos_file, neg_file, tokenizer)
-    for path, info in data.sources.items():
-        empty = info['empty_lines']
-        skipped = (f'; skipped {len(empty)} empty line(s): {", ".join(map(str, empty[:10]))}'
-                   f'{", ..." if len(empty) > 10 else ""}' if empty else '')
-        log.log(logging.WARNING if empty else logging.INFO, 'read %s: %d sentences (%s) split by %s%s', path,
-                info['lines'], info['encoding'], tokenizer, skipped)
-    if max_seq_len:
-        limit = max_seq_len - BOUNDARY_TOKENS
-        excess = [len(s) - limit for s in data.sentences if len(s) > limit]
-        n_tokens = sum(map(len, data.sentences))
-        data.sentences = [s[:limit] for s in data.sentences]
-        data.cut = {'max_seq_len': max_seq_len, 'sentences': len(excess), 'tokens': sum(excess)}
-        log.log(logging.WARNING if excess else logging.INFO, '--max_seq_len %d: cut %d of %d sentences to %d tokens '
-                '(%d of %d tokens left out)', max_seq_len, len(excess), len(data.sentences), limit, sum(excess),
-                n_tokens)
-    return data
-
-
 def data_flags(a):
-    """load_data's arguments from the protocol's flags (add_protocol_args) -> dict."""
+    """classify.data.load_data's arguments from the protocol's flags (add_protocol_args) -> dict."""
     return dict(data_dir=a.data_dir, pos_file=a.pos_file, neg_file=a.neg_file,
                 max_seq_len=a.max_seq_len)
 
@@ -124,7 +97,6 @@ def settings(a):
 def report(results, settings, data, features_info=None, output_json=None):
     """Print the accuracy table; write output_json (atomically) if given. Returns the summary.
     settings: what to record as the run's settings ({flag: value}: `settings(a)`)."""
-    from paddle_elmo.use.classifier import format_table, summarize
     summary = summarize(results, settings, data, features_info)
     print(format_table(summary), file=results_stream(output_json))
     if output_json:

@@ -1,7 +1,7 @@
 """word2vec + bag-of-vectors sentence classification: the baseline for paddle-elmo finetune.
 
-Same head, folds, protocol and output JSON as run_finetune.py (both use classifier.py); only the
-token features differ: frozen word2vec vectors instead of a scalar mix of biLM layers.
+Same head, folds, protocol and output JSON as run_finetune.py (both use paddle_elmo/classify/); only
+the token features differ: frozen word2vec vectors instead of a scalar mix of biLM layers.
 
     # skip-gram vectors trained on the biLM's pretraining corpus (the fair comparison), saved for reuse
     python word2vec_base.py --data_dir data/sentence-polarity-dataset-v1 \
@@ -31,13 +31,15 @@ from paddle_elmo.cli.arguments import (add_device, add_tokenizer, count_or_zero,
                                        positive_int)
 from paddle_elmo.cli.glossary import option_strings
 from paddle_elmo.cli.runner import run
-from paddle_elmo.cli.protocol import (add_protocol_args, check_protocol_args, data_flags, load_data, report,
-                                      runs_on_this_rank, settings, train_config)
+from paddle_elmo.cli.protocol import (add_protocol_args, check_protocol_args, data_flags, report, runs_on_this_rank,
+                                      settings, train_config)
+from paddle_elmo.classify.choices import OOV_MODES
+from paddle_elmo.classify.data import load_data, make_folds
 from paddle_elmo.text.corpus import check_corpus
 from paddle_elmo.fileio import InputError, require_package
 from paddle_elmo.runtime import use_device
-from paddle_elmo.text.word_vectors import (OOV_MODES, check_vectors_file, corpus_paths, is_binary,
-                                           lookup_table, read_word_vectors, save_vectors, train_word2vec)
+from paddle_elmo.text.word_vectors import (check_vectors_file, corpus_paths, is_binary, read_word_vectors, save_vectors,
+                                           train_word2vec)
 
 log = logging.getLogger(__name__)
 
@@ -134,8 +136,9 @@ def main(argv=None):
                              '(--train_data_path FILES --output_word_vectors FILE)')
         vectors_from_args(a, {})
         return 0
-    from paddle_elmo.use.classifier import SentenceClassifier, cross_validate, make_folds  # Paddle's: not the flags'
-    from paddle_elmo.use.features import Word2VecFeatures
+    from paddle_elmo.classify.head import SentenceClassifier  # Paddle's: not the flags'
+    from paddle_elmo.classify.training import cross_validate
+    from paddle_elmo.classify.word2vec_features import Word2VecFeatures, lookup_table
     data = load_data(**data_flags(a), tokenizer=a.tokenizer)  # before the (long) training, so a bad --data_dir fails at once
     folds = make_folds(data.labels, a.folds, a.seed, a.dev_fraction)
     info = {}

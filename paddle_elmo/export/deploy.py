@@ -34,9 +34,7 @@ from paddle_elmo.export.export_format import (CHAR_INPUT, MANIFEST_FILE, ONNX_FI
                                               OUTPUT_NAMES, PROGRAM_PREFIX, UNVERIFIED, WORD_INPUT, ExportError,
                                               input_names, quiet_native_output)
 from paddle_elmo.fileio import InputError, require_package, write_json_atomic
-from paddle_elmo.model.bilm import BiLM
 from paddle_elmo.model.config import ModelConfig
-from paddle_elmo.files.hdf5_weights import model_options
 from paddle_elmo.files.model_io import resolve_model
 from paddle_elmo.export.onnx_graph import drop_unused_constants
 from paddle_elmo.export.quantize import INT8_SETTINGS, SEVEN_BIT_WEIGHTS, check_quantizable, quantize_onnx
@@ -143,8 +141,11 @@ def save_onnx(directory, config):
 def exported_options(model):
     """What an export of LoadedModel `model` writes as its options.json: None for the file as it is
     (copied), or, when the model's tokenizer is not the one the file records (a named release's,
-    from model_names.MODELS), the file's options with it; for a model read from another toolkit's
-    layout (an ELMoForManyLangs directory: no options.json), the options it was read into."""
+    from model_names.MODELS), the file's options with it; for a model without an options.json of
+    bilm-tf's (an ELMoForManyLangs directory, an in-memory BiLM), the options it was read into or
+    made of (hdf5_weights.model_options)."""
+    if model.options_file is None:  # an in-memory BiLM: the options made of it, whole
+        return model.options
     if model.weights_reader is None and ModelConfig.from_options(model.options).tokenizer == model.config.tokenizer:
         return None
     return {**model.options, 'tokenizer': model.config.tokenizer}
@@ -179,9 +180,9 @@ def export_inference(model, output_dir, formats=('paddle', 'onnx'), verify=True,
                      quantize=None):
     """Write `model` as a model that runs without this code: see the module docstring.
 
-    model: a BiLM, whose options.json the export writes (hdf5_weights.model_options), or any model
-    model_io.resolve_model takes (a LoadedModel, a name, a directory, a checkpoint prefix), loaded
-    here, whose options.json as read is checked (check_exportable: a key the export does not
+    model: anything model_io.resolve_model takes: a BiLM (exported as it is, with the options.json
+    hdf5_weights.model_options makes of it), a LoadedModel, a name, a directory, a checkpoint prefix
+    (loaded here), whose options.json as read is checked (check_exportable: a key the export does not
     implement is refused by name) and written with the tokenizer it records. A word or word+char
     model's input vocabulary is written beside it (vocab.txt, run_configs.write_input_vocabulary),
     which InferenceEmbedder reads to map tokens to word ids.
@@ -207,22 +208,17 @@ def export_inference(model, output_dir, formats=('paddle', 'onnx'), verify=True,
     'onnxruntime int8' ({} unverified), quantized=quantize_onnx's result or None).
     """
     check_quantizable(quantize, formats)
-    in_memory = isinstance(model, BiLM)
-    model = model if in_memory else resolve_model(model)  # its options.json read; its weights after the checks
+    model = resolve_model(model)  # its options.json read; its weights after the checks
     if verify and quantize:
-        options_file = None if in_memory else model.options_file  # its held-out sample is beside it
-        verify_sentences = (check_sentences(default_verify_file(options_file, model.config.tokenizer),
+        # its held-out sample is beside its options.json (an in-memory BiLM has none)
+        verify_sentences = (check_sentences(default_verify_file(model.options_file, model.config.tokenizer),
                                             model.config.tokenizer)
                             if verify_sentences is None else list(verify_sentences))
         if len(verify_sentences) < INT8_CHECK_MIN_SENTENCES:
             raise InputError(f'verify_sentences: {len(verify_sentences)} sentences; an int8 export is checked on at '
                              f'least {INT8_CHECK_MIN_SENTENCES}')
-    if in_memory:
-        bilm, options = model, model_options(model)
-        check_exportable(bilm.config, source='the model')
-    else:
-        check_exportable(model.config, model.options, model.options_file)
-        bilm, options = model.load(), exported_options(model)  # loaded after the checks: a large model is slow
+    check_exportable(model.config, model.options, model.options_file or model.name)
+    bilm, options = model.load(), exported_options(model)  # loaded after the checks: a large model is slow
     tmp = temp_dir_beside(output_dir, check_output_dir(output_dir), '.tmp')
     try:
         save_paddle_program(bilm, tmp)

@@ -1,13 +1,16 @@
 """A model resolved once: `resolve_model` makes a `LoadedModel` from a model name of
 model_names.MODELS, a directory, a checkpoint, bilm-tf / AllenNLP files, an ELMoForManyLangs
-directory, or nothing (the bundled model); each kind of source is a component it asks in turn
-(MODEL_SOURCES: `recognises`, `resolve`). A LoadedModel is where a model's files are read: its options.json when it is resolved
-(its config and the tokenizer of its raw text, decided here), its weights, softmax, input
-vocabulary and token-embedding file when it is loaded (`load`, `load_with_softmax`, `token_table`).
+directory, an in-memory BiLM, or nothing (the bundled model); each kind of source a string names is
+a component it asks in turn (MODEL_SOURCES: `recognises`, `resolve`). A LoadedModel is where a
+model's files are read: its options.json when it is resolved (its config and the tokenizer of its
+raw text, decided here), its weights, softmax, input vocabulary and token-embedding file when it is
+loaded (`load`, `load_with_softmax`, `token_table`). An in-memory BiLM has no files: its LoadedModel
+answers from the BiLM, and `load` returns that very BiLM.
 
     model = resolve_model('checkpoints')          # or resolve_model('options.json', 'weights.hdf5'), resolve_model()
     bilm = model.load()
     ELMoEmbedder(model, batch_size=32); Elmo(model); load_language_model(vocab.size, model)
+    resolve_model(bilm).load() is bilm            # so every entry point takes a BiLM as it takes a model
 
 The inference path (the embedder, Elmo, the export) loads models through here, and nothing here
 imports the training objective.
@@ -25,8 +28,8 @@ from paddle_elmo.files.checkpoints import (bilm_state, check_softmax_rows, check
 from paddle_elmo.model.config import ModelConfig
 from paddle_elmo.fileio import InputError
 from paddle_elmo.logs import warn_once
-from paddle_elmo.files.hdf5_weights import (hdf5_rows, load_embedding_weight_file, load_hdf5_weights, read_hdf5_softmax,
-                                            read_token_embeddings)
+from paddle_elmo.files.hdf5_weights import (hdf5_rows, load_embedding_weight_file, load_hdf5_weights, model_options,
+                                            read_hdf5_softmax, read_token_embeddings)
 from paddle_elmo.files.efml_model import RUN_FILE, is_efml_directory, read_efml_directory
 from paddle_elmo.files.model_names import MODELS, PACKAGE_DIR, did_you_mean, is_model_name, listed_names, model_files
 from paddle_elmo.files.run_configs import (OPTIONS_FILE, RECIPE_FILE, VOCAB_FILE, WEIGHTS_FILE, read_input_vocabulary,
@@ -38,6 +41,7 @@ log = logging.getLogger(__name__)
 BUNDLED_NAME = 'bundled'
 BUNDLED_MODEL_DIR = os.path.join(PACKAGE_DIR, MODELS[BUNDLED_NAME].package_dir)
 CARD_FILE = 'README.md'  # a packaged model's card, beside its options.json
+IN_MEMORY_NAME = 'the in-memory BiLM'  # what messages call a model given as a BiLM
 
 
 @dataclass(frozen=True)
@@ -50,8 +54,9 @@ class LoadedModel:
     config: its ModelConfig, whose `tokenizer` is the one its raw text is split by: the one its
         options.json records or, for a release whose files record none (AllenNLP's), the one its
         row of model_names.MODELS gives (resolve_model decides it, once).
-    options: its options.json as read.
-    options_file: its options.json (a checkpoint's is DIR/options.json).
+    options: its options.json as read (an in-memory BiLM's: the options an export of it writes,
+        hdf5_weights.model_options).
+    options_file: its options.json (a checkpoint's is DIR/options.json); None for an in-memory BiLM.
     weight_file: its bilm-tf / AllenNLP weights.hdf5; None for a checkpoint of ours.
     params_file: its checkpoint prefix 'DIR/N' (DIR/N.pdparams); None for hdf5 weights.
     vocab_file: given apart from the model: a word model's input vocabulary (bilm-tf files have no
@@ -64,21 +69,33 @@ class LoadedModel:
     weights_reader: for a model in another toolkit's layout that reads its own files (an
         ELMoForManyLangs directory: efml_model.EfmlWeights), what gives its input vocabulary
         (`lexicon`) and fills a BiLM (`fill`); None for bilm-tf / AllenNLP hdf5 and our checkpoints.
+    bilm: for a model given as a BiLM (`of_bilm`, which resolve_model calls), that BiLM: `load`
+        returns it, not a copy (a caller fine-tuning it keeps their object), its mode and stateful
+        flag as they are; its config and input vocabulary are the BiLM's. None for a model of files.
     """
     name: str
     config: ModelConfig
     options: dict = field(repr=False, compare=False)
-    options_file: str
+    options_file: Optional[str]
     weight_file: Optional[str] = None
     params_file: Optional[str] = None
     vocab_file: Optional[str] = None
     embedding_weight_file: Optional[str] = None
     card: Optional[str] = None
     weights_reader: Optional[Any] = field(default=None, repr=False)
+    bilm: Optional[BiLM] = field(default=None, repr=False, compare=False)
+
+    @classmethod
+    def of_bilm(cls, bilm):
+        """An in-memory BiLM as a model: no files; `load` returns `bilm` itself."""
+        return cls(name=IN_MEMORY_NAME, config=bilm.config, options=model_options(bilm), options_file=None,
+                   bilm=bilm)
 
     @property
     def own_vocabulary_file(self):
         """The vocab.txt beside its options.json (a checkpoint's, an export's), or None."""
+        if self.options_file is None:
+            return None
         path = os.path.join(os.path.dirname(self.options_file) or '.', VOCAB_FILE)
         return path if os.path.isfile(path) else None
 
@@ -103,12 +120,13 @@ class LoadedModel:
                           f'{recipe_file} records none' if os.path.isfile(recipe_file) else f'{recipe_file} is absent')
         if self.own_vocabulary_file is not None:
             return self.own_vocabulary_file, None
-        looked.append(f'no {VOCAB_FILE} beside {self.options_file}')
+        looked.append(f'no {VOCAB_FILE} beside {self.options_file}' if self.options_file else
+                      f'{self.name} has no files')
         return None, '; '.join(looked)
 
     def load(self, stateful=False):
         """Its BiLM, its weights read (here only). A word model's input vocabulary is checked
-        against its embedding's rows."""
+        against its embedding's rows. An in-memory BiLM's: that BiLM, its stateful flag its own."""
         return self._load(stateful, softmax=False)[0]
 
     def load_with_softmax(self, stateful=False, vocab_size=None):
@@ -133,6 +151,8 @@ class LoadedModel:
 
     # ---- the files ----------------------------------------------------------------------------
     def _load(self, stateful, softmax, vocab_size=None):
+        if self.bilm is not None:
+            return self.bilm, self._fill(self.bilm, None, softmax, vocab_size)
         if self.params_file is not None:
             log.debug('biLM from the checkpoint %s', self.params_file)
         else:
@@ -149,6 +169,13 @@ class LoadedModel:
         return read_state(self.params_file, vocab_size, require_softmax=vocab_size is not None)
 
     def _fill(self, bilm, state, softmax, vocab_size=None):
+        if self.bilm is not None:  # a BiLM holds no softmax (a LanguageModel does)
+            if vocab_size is not None:
+                raise InputError(f'{self.name}: a BiLM holds no softmax: perplexity and word prediction need its '
+                                 f'LanguageModel or its files')
+            if bilm is not self.bilm:
+                bilm.set_state_dict(self.bilm.state_dict())
+            return None
         if self.weights_reader is not None:
             self.weights_reader.fill(bilm)
             if vocab_size is not None:
@@ -184,6 +211,8 @@ class LoadedModel:
         is not its vocabulary."""
         if self.weights_reader is not None:
             return self.weights_reader.lexicon
+        if self.bilm is not None:
+            return self.bilm.vocab
         lists_cache_rows = self.embedding_weight_file and self.config.input_mode.embedding_file == 'cache'
         vocab_file = None if lists_cache_rows and self.own_vocabulary_file else self.vocab_file
         source = source or self.params_file or self._word_embedding_file() or self.weight_file
@@ -201,10 +230,16 @@ def resolve_model(model=None, weight_file=None, *, vocab_file=None, embedding_we
         cache on first use); a checkpoint prefix 'DIR/N' (with or without .pdparams); an
         ELMoForManyLangs model directory; a directory holding options.json + weights.hdf5 (bilm-tf /
         AllenNLP files, or an export of ours); a checkpoint directory (its `final`, else its latest
-        step N); with `weight_file`, an options.json (bilm-tf / AllenNLP's pair of files); or a
-        LoadedModel (returned, with the files below when given).
-    vocab_file, embedding_weight_file: see LoadedModel.
+        step N); with `weight_file`, an options.json (bilm-tf / AllenNLP's pair of files); a
+        LoadedModel (returned, with the files below when given); or a BiLM in memory
+        (LoadedModel.of_bilm: `load` returns it).
+    vocab_file, embedding_weight_file: see LoadedModel (a BiLM carries its own vocabulary: none).
     """
+    if isinstance(model, BiLM):
+        if weight_file is not None or vocab_file is not None or embedding_weight_file is not None:
+            raise InputError(f'{IN_MEMORY_NAME}: a BiLM carries its weights and vocabulary; give no weight_file, '
+                             f'vocab_file or embedding_weight_file with it')
+        return LoadedModel.of_bilm(model)
     if isinstance(model, LoadedModel):
         if weight_file is not None:
             raise InputError(f'{model.name}: a resolved model takes no weight_file')

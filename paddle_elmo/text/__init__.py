@@ -1,3 +1,3 @@
 """Text to model input: tokenizers, token and char ids, vocabularies, corpus files, the language
-model's batches, word vectors. Imports only the package's basics.
+model's batches, word-vector files. Imports only the package's basics, and no Paddle.
 """

@@ -1,10 +1,8 @@
-"""Word vectors for the bag-of-vectors classifier: skip-gram training (gensim), word2vec files in and
-out, and the lookup table of a dataset's tokens (`lookup_table`) that use/features.Word2VecFeatures
-turns into token features. Imports no Paddle (pretrain's and the classifiers' flags check a vectors
-file, and --help answers, in the core install).
-
-Token lookup: the token itself, else its lower-case, Capitalised or UPPER-case form (rt-polarity
-is lower-cased; the corpus and GoogleNews are not).
+"""Word vectors: skip-gram training on a corpus (gensim), word-vector files in and out (word2vec,
+gensim, numpy: `read_word_vectors` reads them alike for every command), and the rows of a word
+embedding they cover. pretrain initialises a word embedding from them; the classifiers' word2vec
+features (classify/word2vec_features) look a dataset's tokens up in them. Imports no Paddle
+(pretrain's and the classifiers' flags check a vectors file, and --help answers, in the core install).
 """
 import logging
 import os
@@ -16,14 +14,8 @@ from paddle_elmo.fileio import InputError, atomic_path, list_files, require_pack
 from paddle_elmo.logs import AboveBarsHandler, show_progress_lines
 from paddle_elmo.text.encodings import iter_text_lines
 
-OOV_MODES = ('unk', 'skip')
-UNK = 0  # row of the lookup table shared by OOV tokens; word vectors start at row 1 (features are packed: no padding row)
 MAX_GENSIM_SENTENCE = 10000  # gensim cuts longer sentences: longer lines are fed in pieces instead
 
-
-# --------------------------------------------------------------------------------------------
-# Vectors: train, save, load
-# --------------------------------------------------------------------------------------------
 
 class CorpusSentences:
     """Token lists from one-sentence-per-line files (read as text.encodings decides), re-readable
@@ -179,53 +171,3 @@ def embedding_rows(kv, tokens, dim, source):
     if covered.any():
         rows[covered] = kv[[t for t, c in zip(tokens, covered) if c]]
     return rows, covered
-
-
-# --------------------------------------------------------------------------------------------
-# Sentences -> vectors
-# --------------------------------------------------------------------------------------------
-
-def vector_key(token, kv):
-    """The key of `token` in `kv`: itself, else lower / Capitalised / UPPER form; None if absent."""
-    for candidate in (token, token.lower(), token.capitalize(), token.upper()):
-        if candidate in kv.key_to_index:
-            return candidate
-    return None
-
-
-def lookup_table(sentences, kv, oov='unk'):
-    """-> (table float32 [1 + known words, dim], token ids per sentence (int64 arrays), OOV stats).
-
-    Only the words the sentences use are kept, so the table is small whatever the vocabulary.
-    Row UNK is zero; with oov='unk' OOV tokens get id UNK, with 'skip' they are left out.
-    """
-    if oov not in OOV_MODES:
-        raise InputError(f'oov must be one of {OOV_MODES}, got {oov!r}')
-    rows, keys, ids = {}, [], []
-    n_tokens = n_oov = n_empty = 0
-    oov_types = set()
-    for sentence in sentences:
-        row_ids = []
-        for token in sentence:
-            key = vector_key(token, kv)
-            if key is None:
-                n_oov += 1
-                oov_types.add(token)
-                if oov == 'unk':
-                    row_ids.append(UNK)
-                continue
-            if key not in rows:
-                rows[key] = UNK + 1 + len(keys)
-                keys.append(key)
-            row_ids.append(rows[key])
-        n_tokens += len(sentence)
-        n_empty += all(i == UNK for i in row_ids)  # no known token (an empty list counts too)
-        ids.append(np.array(row_ids, dtype=np.int64))
-    table = np.zeros((UNK + 1 + len(keys), kv.vector_size), dtype=np.float32)
-    if keys:
-        table[UNK + 1:] = kv[keys]
-    stats = {'tokens': n_tokens, 'oov_tokens': n_oov, 'oov_rate': n_oov / max(n_tokens, 1),
-             'oov_types': len(oov_types), 'sentences_without_known_tokens': int(n_empty),
-             'known_types': len(keys)}
-    return table, ids, stats
-

@@ -8,7 +8,7 @@ import paddle.nn as nn
 import paddle.nn.functional as F
 
 from paddle_elmo.runtime import configure_if_on_cpu, set_mode
-from paddle_elmo.model.bilm import BiLM, remove_sentence_boundaries
+from paddle_elmo.model.bilm import remove_sentence_boundaries
 from paddle_elmo.text.token_ids import InputMapper
 from paddle_elmo.model.token_modes import CHAR_IDS
 from paddle_elmo.text.tokenizers import as_token_lists, model_tokenizer
@@ -79,8 +79,8 @@ def _masked_layer_norm(x, mask):
 class Elmo(nn.Layer):
     """ELMo for downstream models: token ids -> one or more scalar mixes of the biLM layers + mask.
 
-    model: a BiLM, or any model model_io.resolve_model takes (a LoadedModel, a name, a directory, a
-    checkpoint prefix; its biLM is loaded here). The biLM is frozen by default (run without
+    model: anything model_io.resolve_model takes: a BiLM (used as it is), a LoadedModel, a name, a
+    directory, a checkpoint prefix (its biLM is loaded here). The biLM is frozen by default (run without
     gradients, in eval mode); `requires_grad=True` fine-tunes it. Either way the constructor sets
     `stop_gradient` on every parameter of a BiLM passed in, in place (as AllenNLP's Elmo sets
     requires_grad on its biLM's): that biLM becomes this layer's part; pass a fresh one
@@ -99,7 +99,7 @@ class Elmo(nn.Layer):
                  dropout=0.5, l2_coef=0.0, cpu_threads=None, tokenizer=None, only_layer=None):
         super().__init__()
         configure_if_on_cpu(cpu_threads)
-        self.bilm = bilm = model if isinstance(model, BiLM) else resolve_model(model).load()
+        self.bilm = bilm = resolve_model(model).load()  # a BiLM passed in is that very BiLM
         self.tokenizer = model_tokenizer(bilm.config.tokenizer, tokenizer)
         self.requires_grad = requires_grad
         for p in self.bilm.parameters():

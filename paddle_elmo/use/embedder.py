@@ -48,7 +48,7 @@ class ELMoEmbedder(SentenceEmbedder):
         of them: the bundled model (its card: paddle_elmo/pretrained/README.md), which is logged.
     model: the first argument by name (`ELMoEmbedder(model='bundled-zh')`); giving both is an InputError.
     bilm: instead, an in-memory BiLM (e.g. one being trained), whose mode and stateful flag are
-        left as they were.
+        left as they were (resolve_model takes it as it takes a model: `load` gives it back).
     batch_size: sentences per batch in `encode` / `embed_file`.
     device: 'cpu', 'gpu' or 'gpu:N': the constructor calls paddle.set_device(device), which switches
         Paddle's device for the whole process (Paddle has no per-model device for the tensors a
@@ -61,12 +61,11 @@ class ELMoEmbedder(SentenceEmbedder):
         `use_character_inputs=False`, AllenNLP's `vocab_to_cache`) gives every token it holds its
         row whatever this says: those words skip the char CNN.
     reuse_memory: call `keep_freed_memory()`, a process-wide glibc malloc setting that makes CPU
-        embedding 20-35% faster (see there); off by default because it changes the whole process.
+        embedding faster (see there); off by default because it changes the whole process.
     cpu_threads: on CPU, Paddle's threads (process-wide, as torch's default): None for
         $OMP_NUM_THREADS if you set it, else the available cores. On an AMD processor the embedder
         also sets MKL_DEBUG_CPU_TYPE unless you set it (7 with AVX-512, else 5: MKL's AVX-512 or AVX2
-        path, ~3x faster products than its generic one);
-        see `runtime.py`.
+        path rather than its slower generic one); see `runtime.py`.
     tokenizer: how raw strings become tokens, 'whitespace', 'moses', 'jieba' or 'chars'
         (tokenizers.get_tokenizer); None: the one the model records (its config's tokenizer: moses
         for the bundled model; for a named AllenNLP release, the table's; whitespace when absent,
@@ -91,11 +90,9 @@ class ELMoEmbedder(SentenceEmbedder):
         configure_if_on_cpu(cpu_threads)
         if reuse_memory:
             keep_freed_memory()
-        model = None
-        if bilm is None:
-            model = resolve_model(*release_urls_as_name(options_file, weight_file))
-            bilm = model.load(stateful=stateful)
-        self.bilm = bilm
+        source = (bilm,) if bilm is not None else release_urls_as_name(options_file, weight_file)
+        model = resolve_model(*source)  # an in-memory BiLM too: its load() gives it back as it was
+        self.bilm = bilm = model.load(stateful=stateful)
         self.tokenizer = model_tokenizer(bilm.config.tokenizer, tokenizer)
         self.batch_size = batch_size
         self.stateful = stateful
@@ -105,7 +102,7 @@ class ELMoEmbedder(SentenceEmbedder):
         self.mapper = InputMapper.of(self.bilm, max_cache=max(token_cache_size, 10000))
         self._token_cache = {}
         # The cached path: every row of the model's embedding_weight_file, kept whatever token_cache_size says.
-        self._token_table = model.token_table() if model is not None else {}
+        self._token_table = model.token_table()
 
     @classmethod
     def from_pretrained(cls, name='bundled', **kwargs):
