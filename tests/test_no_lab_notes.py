@@ -36,15 +36,6 @@ NOT_MEASUREMENTS = {
     "gensim's log lines every 30 s": "gensim's logging interval",
 }
 
-# Files other helpers of session 2026-11-29 (issue 63) clean in parallel, which still quote figures on
-# this branch. The lead empties this set once their branches are merged; an entry whose file is clean
-# (or gone) fails the test, so that the set does not outlive its files.
-EXPECTED_ELSEWHERE = {
-    'paddle_elmo/use/classifier.py',
-    'paddle_elmo/use/embedder.py',
-    'paddle_elmo/use/features.py',
-}
-
 
 def python_notes(source):
     """(line number, text) of each comment and each line of each docstring of a Python source."""
@@ -96,12 +87,9 @@ def lab_notes():
 
 def test_package_docstrings_and_comments_quote_no_measured_figure_nor_benchmarks():
     found = lab_notes()
-    new = {path: hits for path, hits in found.items() if path not in EXPECTED_ELSEWHERE}
-    assert not new, ('measured figures or BENCHMARKS pointers in docstrings or comments (say what and why; '
+    assert not found, ('measured figures or BENCHMARKS pointers in docstrings or comments (say what and why; '
                      'the figure belongs in BENCHMARKS.md and its results folder):\n' +
-                     '\n'.join(f'{path}:{hit}' for path, hits in sorted(new.items()) for hit in hits))
-    stale = sorted(EXPECTED_ELSEWHERE - set(found))
-    assert not stale, f'clean now (or moved): remove from EXPECTED_ELSEWHERE: {stale}'
+                     '\n'.join(f'{path}:{hit}' for path, hits in sorted(found.items()) for hit in hits))
 
 
 def test_the_lab_note_patterns_catch_the_figures_they_name_and_pass_what_is_no_measurement():

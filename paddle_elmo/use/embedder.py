@@ -98,7 +98,7 @@ class ELMoEmbedder(SentenceEmbedder):
         self.stateful = stateful
         self.token_cache_size = token_cache_size
         # Char ids are only needed for tokens the vector cache misses: a bound like the cache's keeps
-        # embed_file's memory flat (the mapper's default bound, 1M tokens, is ~0.5 GB of ids).
+        # embed_file's memory flat (the mapper's default bound, a million tokens of 50 char ids each, is large).
         self.mapper = InputMapper.of(self.bilm, max_cache=max(token_cache_size, 10000))
         self._token_cache = {}
         # The cached path: every row of the model's embedding_weight_file, kept whatever token_cache_size says.
