@@ -40,7 +40,6 @@ import bench_embed
 import cpu_threads
 import flop_counts
 import machine
-import markdown_tables
 import matmul_rates
 import profiling
 import roofline
@@ -158,21 +157,8 @@ def main():
     machine.print_machine_info(info)
     shapes = [(name, b) for name in bench_embed.choices(a.configs, list(CONFIGS), '--configs')
               for b in bench_embed.batch_sizes(a.batch_sizes)]
-    runs = shares.in_rounds(shapes, a.repeats, lambda shape, round_: run_shape(a, shape, round_))
-    figures, rows = {}, []
-    for (name, batch_size), shape_runs in runs.items():
-        label = f'{name}, batches of {batch_size}'
-        figures[label] = shares.profile_figures(shape_runs, 'all')
-        middle = shares.median_run(figures[label][0].values)
-        print(f'{label}: the table\'s run is run {middle + 1} of {len(shape_runs)} (the median share of the required floor)')
-        rows += table(name, shape_runs[middle])
-    markdown_tables.print_table(rows)
-    shares.print_figures(figures)
-    results = {f'{label}, run {i + 1}': r for (name, b), shape_runs in runs.items()
-               for label in [f'{name}, batches of {b}'] for i, r in enumerate(shape_runs)}
-    profiling.print_operator_tables(results)
-    if a.json_out:
-        shares.write_json(a.json_out, figures, info, threads=a.threads, results=results)
+    profiling.profile_shapes(a, shapes, run_shape, lambda shape: f'{shape[0]}, batches of {shape[1]}', 'all',
+                             lambda shape, r: table(shape[0], r), info)
 
 
 if __name__ == '__main__':

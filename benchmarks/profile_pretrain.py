@@ -50,7 +50,6 @@ import time
 import cpu_threads
 import flop_counts
 import machine
-import markdown_tables
 import matmul_rates
 import places
 import pretraining_step
@@ -247,21 +246,8 @@ def main():
     machine.print_machine_info(info)
     places.corpus_vocabulary(pretraining_step.VOCAB_SIZE)
     shapes = [(name, b) for name in a.configs.split(',') for b in pretraining_step.batch_sizes(name, a.batch_sizes)]
-    runs = shares.in_rounds(shapes, a.repeats, lambda shape, round_: run_shape(a, shape, round_))
-    figures, rows = {}, []
-    for (name, batch_size), shape_runs in runs.items():
-        label = f'{name}, {batch_size} rows'
-        figures[label] = shares.profile_figures(shape_runs, 'step')
-        middle = shares.median_run(figures[label][0].values)
-        print(f'{label}: the table\'s run is run {middle + 1} of {len(shape_runs)} (the median share of the required floor)')
-        rows += table(name, shape_runs[middle])
-    markdown_tables.print_table(rows)
-    shares.print_figures(figures)
-    results = {f'{label}, run {i + 1}': r for (name, b), shape_runs in runs.items()
-               for label in [f'{name}, {b} rows'] for i, r in enumerate(shape_runs)}
-    profiling.print_operator_tables(results)
-    if a.json_out:
-        shares.write_json(a.json_out, figures, info, threads=a.threads, steps=a.steps, results=results)
+    profiling.profile_shapes(a, shapes, run_shape, lambda shape: f'{shape[0]}, {shape[1]} rows', 'step',
+                             lambda shape, r: table(shape[0], r), info, steps=a.steps)
 
 
 if __name__ == '__main__':

@@ -2,6 +2,7 @@
 printing."""
 import time
 
+import shares
 from markdown_tables import print_table
 
 
@@ -48,3 +49,25 @@ def print_operator_tables(results):
         if r['ops']:
             print(f'\n{name}: operators by CPU time (Paddle profiler, a second pass)')
             print_table(r['ops'])
+
+
+def profile_shapes(a, shapes, run_shape, label, whole, table, info, **facts):
+    """The profile scripts' run: each shape --repeats times (run_shape(a, shape, round) -> a worker's
+    result), in rounds; then the table of each shape's run at the median share of its required
+    floor (table(shape, result) -> rows), the figures (shares.profile_figures over the step's or
+    batch's ms, `whole`), the operator tables, and with --json_out the figures, `facts` and every
+    run's result. label(shape) names a shape in the lines printed."""
+    runs = shares.in_rounds(shapes, a.repeats, lambda shape, round_: run_shape(a, shape, round_))
+    figures, rows, results = {}, [], {}
+    for shape, shape_runs in runs.items():
+        figures[label(shape)] = shares.profile_figures(shape_runs, whole)
+        middle = shares.median_run(figures[label(shape)][0].values)
+        print(f'{label(shape)}: the table\'s run is run {middle + 1} of {len(shape_runs)} (the median share of the '
+              f'required floor)')
+        rows += table(shape, shape_runs[middle])
+        results.update({f'{label(shape)}, run {i + 1}': r for i, r in enumerate(shape_runs)})
+    print_table(rows)
+    shares.print_figures(figures)
+    print_operator_tables(results)
+    if a.json_out:
+        shares.write_json(a.json_out, figures, info, threads=a.threads, results=results, **facts)
