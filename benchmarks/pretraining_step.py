@@ -9,6 +9,7 @@ preset: Adam, its own rows).
 """
 import os
 
+import flag_checks
 import places
 
 CONFIGS = {
@@ -28,7 +29,6 @@ TRAIN = os.path.join(places.LM_CORPUS, 'train.txt')
 def batch_sizes(name, given):
     """--batch_sizes (comma-separated; '' = the configuration's own: BATCH_SIZES, or the budget
     preset's for `bundled`) -> [int]."""
-    import flag_checks
     from paddle_elmo.model.recipe import PRESETS
     if given:
         return flag_checks.positive_ints(given, '--batch_sizes')

@@ -90,3 +90,13 @@ def test_the_json_file_holds_what_a_test_of_a_document_needs(tmp_path):
     assert record['values'] == pytest.approx([2 / 3, 0.8, 0.5])
     assert record['matmul_readings'] == [list(r) for r in READINGS]
     assert shares.read_figures(str(path)) == {'small, 32 rows': [figure()]}
+
+
+def test_bench_pretrain_divides_each_run_by_its_own_higher_reading():
+    # 2,000 tokens/s at 1e8 required FLOPs a token: 2e11 FLOP/s, 2/3 of 300 (run 1's higher reading),
+    # 0.8 of 250 (run 2's); the reference count (2e8 FLOPs a token) twice as much
+    bench_pretrain = benchmark_module('bench_pretrain')
+    runs = [{'tokens_per_s': 2000.0, 'readings': (300.0, 200.0)}, {'tokens_per_s': 2000.0, 'readings': (200.0, 250.0)}]
+    required, reference = bench_pretrain.shape_figures(runs, 2e8, 1e8)
+    assert required.values == pytest.approx((2 / 3, 0.8)) and reference.values == pytest.approx((4 / 3, 1.6))
+    assert required.readings == ((300.0, 200.0), (200.0, 250.0))
