@@ -7,11 +7,11 @@ its path, to see where profile_pretrain.py's "softmax, forward" row goes.
 The step is pretraining_step.py's (as bench_pretrain.py and profile_pretrain.py time it), warmed up,
 then --steps steps with timers around the sampled-softmax calls: the candidate sampler and its
 expected counts (NumPy), the union of the step's rows, the gathers of W and b rows, the candidate
-logits product ([positions, P] x [negatives + 1, P]^T), the loss kernel, and the totals that hold
-them (sampled_loss, sampled_losses). Timers nest, so the rows do not add up; the step's ms is
-beside them. Each batch size runs in its own process (the timers replace library functions there).
-No floor is divided here, so no share: profile_pretrain.py gives the part's floors.
-Replaced the probe benchmarks/results/speed55_evening_2026-11-27/smparts.py.
+logits product ([positions, P] x [negatives, P]^T), the loss kernel, and the totals that hold them
+(sampled_loss; sampled_losses, the whole forward with the biLM's). Timers nest, so the rows do not
+add up; the step's ms is beside them. Each batch size runs in its own process (the timers replace
+library functions there). No floor is divided here, so no share: profile_pretrain.py gives the
+part's floors. Replaced the probe benchmarks/results/speed55_evening_2026-11-27/smparts.py.
 """
 import argparse
 import collections
@@ -45,14 +45,14 @@ def instrument(seconds, negatives):
             (ss, 'candidate_labels', 'candidate labels (NumPy)'),
             (kernels, 'sampled_softmax_losses', 'loss kernel'),
             (ss.Softmax, 'sampled_loss', 'sampled_loss (take, logits, product, loss)'),
-            (lm.LanguageModel, 'sampled_losses', 'softmax forward (sampled_losses)')):
+            (lm.LanguageModel, 'sampled_losses', 'the forward (sampled_losses: biLM and softmax)')):
         profiling.time_calls(owner, method, seconds, part)
     inner = paddle.matmul
 
     def matmul(x, y, transpose_x=False, transpose_y=False, name=None):
         start = time.perf_counter()
         out = inner(x, y, transpose_x, transpose_y, name)
-        if transpose_y and y.shape[0] == negatives + 1:
+        if transpose_y and y.shape[0] == negatives:  # the shared candidates' rows of W
             seconds[PRODUCT] += time.perf_counter() - start
         return out
     ss.paddle.matmul = matmul
