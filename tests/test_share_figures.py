@@ -100,3 +100,21 @@ def test_bench_pretrain_divides_each_run_by_its_own_higher_reading():
     required, reference = bench_pretrain.shape_figures(runs, 2e8, 1e8)
     assert required.values == pytest.approx((2 / 3, 0.8)) and reference.values == pytest.approx((4 / 3, 1.6))
     assert required.readings == ((300.0, 200.0), (200.0, 250.0))
+
+
+def test_a_profile_prints_the_table_of_its_median_run_and_writes_every_run(tmp_path, capsys):
+    profiling = benchmark_module('profiling')
+    shares_ = [0.5, 0.7, 0.6]  # required shares of runs 1-3: the median is run 3's
+
+    def run_shape(a, shape, round_):
+        return {'ms': {'step': 100.0}, 'flops': {'total': shares_[round_] * 100e9}, 'rates': [1000.0, 900.0],
+                'roofline': None, 'ops': [], 'round': round_}
+    a = type('Args', (), {'repeats': 3, 'json_out': str(tmp_path / 'p.json'), 'threads': 2})()
+    profiling.profile_shapes(a, [('small', 32)], run_shape, lambda shape: f'{shape[0]}, {shape[1]} rows', 'step',
+                             lambda shape, r: [{'run': r['round'] + 1}], {'commit': 'abc1234'})
+    out = capsys.readouterr().out
+    assert 'the table\'s run is run 3 of 3' in out and '|   3 |' in out
+    assert 'small, 32 rows: share of required floor: 60.0% (median of 3: 50.0, 70.0, 60.0;' in out
+    data = json.loads((tmp_path / 'p.json').read_text())
+    assert sorted(data['results']) == ['small, 32 rows, run 1', 'small, 32 rows, run 2', 'small, 32 rows, run 3']
+    assert data['figures']['small, 32 rows'][0]['values'] == pytest.approx([0.5, 0.7, 0.6])
