@@ -10,7 +10,7 @@ moves by 20% within minutes); here the two versions take turns within each step 
 alternating), so drift and load fall on both alike, and the figure to read is the ratio of their
 medians, with the spread of the per-pair ratios beside it.
 
-Each version builds its own model, optimizer and batch stream (profile_pretrain.py's: the small
+Each version builds its own model, optimizer and batch stream (pretraining_step.py's: the small
 configuration, sampled softmax with 8,192 negatives, Adagrad at lr 0.2; the same seeds) and keeps
 its own state of Paddle's generator (the dropout kernel draws its seeds from it), so both train on
 the same numbers. --swap names what the base version takes from --base: Python modules
@@ -36,8 +36,12 @@ import time
 
 import numpy as np
 
-import common
-import profile_pretrain
+import cpu_threads
+import flag_checks
+import machine
+import markdown_tables
+import places
+import pretraining_step
 from paddle_elmo.cli.runner import run
 from paddle_elmo.fileio import InputError
 
@@ -52,7 +56,7 @@ BASE_PREFIX = 'base_'  # the base kernels' operators: base_elmo_... (two librari
 
 def git_show(revision, path):
     """The text of `path` at `revision` in this checkout -> str; InputError when git cannot give it."""
-    proc = subprocess.run(['git', 'show', f'{revision}:{path}'], cwd=common.ROOT, capture_output=True, text=True)
+    proc = subprocess.run(['git', 'show', f'{revision}:{path}'], cwd=places.ROOT, capture_output=True, text=True)
     if proc.returncode != 0:
         raise InputError(f'--base {revision} / --swap {path}: {proc.stderr.strip()}')
     return proc.stdout
@@ -87,7 +91,7 @@ class Swap:
 def kernels_source():
     """The working tree's kernels.cc, relative to the checkout."""
     from paddle_elmo.model import kernels
-    return os.path.relpath(kernels.SOURCE, common.ROOT)
+    return os.path.relpath(kernels.SOURCE, places.ROOT)
 
 
 def revision_tag(revision):
@@ -182,23 +186,10 @@ class Version:
     """One version's model, optimizer, batches, generator state and timings."""
 
     def __init__(self, name, swap, config_name, batch_size, max_grad_norm):
-        import bench_pretrain
         self.name, self.swap = name, swap
-        with self.active():  # the imports too: inside the swap they are the base's
-            from paddle_elmo.train.lm import LanguageModel
-            from paddle_elmo.text.batches import LMStream
-            from paddle_elmo.train.optimizers import make_optimizer
+        with self.active():  # the imports too (pretraining_step.build imports inside): inside the swap they are the base's
             import paddle
-            from paddle_elmo.runtime import use_device
-            from paddle_elmo.text.vocabulary import Vocabulary
-            use_device('cpu')
-            paddle.seed(0)
-            config, negatives, rule, lr = profile_pretrain.model_and_recipe(config_name)
-            vocab = Vocabulary(common.corpus_vocabulary(bench_pretrain.VOCAB_SIZE))
-            self.model = LanguageModel(config, vocab.size, negatives)
-            self.optimizer = make_optimizer(self.model, rule, lr, max_grad_norm)
-            self.batches = iter(LMStream(bench_pretrain.TRAIN, vocab, batch_size, bench_pretrain.UNROLL, seed=0))
-            self.model.train()
+            self.model, self.optimizer, self.batches, *_ = pretraining_step.build(config_name, batch_size, max_grad_norm)
             self.rng = paddle.get_rng_state()
         self.losses, self.ms = [], {phase: [] for phase in ('step', *PHASES)}
 
@@ -289,16 +280,16 @@ def main():
                         'kernels.cc, each as BASE_PATH:PATH when its path at --base was another')
     p.add_argument('--base_cflags', default=' '.join(BASE_CFLAGS),
                    help='compiler flags of the base kernels (default: kernel_build\'s before CFLAGS existed)')
-    p.add_argument('--config', default='small', choices=sorted(profile_pretrain.CONFIGS) + [profile_pretrain.BUNDLED])
+    p.add_argument('--config', default='small', choices=sorted(pretraining_step.CONFIGS) + [pretraining_step.BUNDLED])
     p.add_argument('--batch_size', type=int, default=32, help='rows per step')
     p.add_argument('--steps', type=int, default=12, help='timed step pairs')
     p.add_argument('--warmup', type=int, default=2, help='untimed step pairs first')
     p.add_argument('--threads', type=int, default=2, help='CPU threads')
     p.add_argument('--max_grad_norm', type=float, default=10.0, help='the clip (10: bench_pretrain\'s; 1e9: never)')
     a = p.parse_args()
-    common.check_positive(a, ['batch_size', 'steps', 'threads'])
-    common.set_threads(a.threads)
-    common.print_machine_info()
+    flag_checks.check_positive(a, ['batch_size', 'steps', 'threads'])
+    cpu_threads.set_threads(a.threads)
+    machine.print_machine_info()
     swap = make_swap(a.base, [s for s in a.swap.split(',') if s], a.base_cflags.split())
     base = Version(f'base ({a.base})', swap, a.config, a.batch_size, a.max_grad_norm)
     new = Version('new (working tree)', None, a.config, a.batch_size, a.max_grad_norm)
@@ -316,7 +307,7 @@ def main():
         pairs = np.array(new.ms[phase]) / np.array(base.ms[phase])
         rows.append({'phase': phase, 'base ms': b, 'new ms': n, 'new / base': f'{n / b:.3f}',
                      'pair ratios (min, median, max)': f'{pairs.min():.3f}, {np.median(pairs):.3f}, {pairs.max():.3f}'})
-    common.print_table(rows)
+    markdown_tables.print_table(rows)
     for line in compare(base, new):
         print(line)
 

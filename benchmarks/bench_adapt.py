@@ -27,7 +27,10 @@ import shlex
 import subprocess
 import sys
 
-import common
+import machine
+import markdown_tables
+import matmul_rates
+import places
 
 CONDITIONS = ('fold1', 'all')
 
@@ -38,7 +41,7 @@ def write_texts(out_dir):
     from paddle_elmo.classify.data import make_folds, read_polarity
     from paddle_elmo.text.vocabulary import build_vocabulary, write_vocabulary
     import collections
-    data = read_polarity(common.RT_POLARITY, tokenizer='moses')
+    data = read_polarity(places.RT_POLARITY, tokenizer='moses')
     fold = make_folds(data.labels, 10, seed=1)[0]
     texts = {'fold1': sorted(set(fold.train) | set(fold.dev)), 'all': range(len(data.sentences)),
              'heldout': fold.test}
@@ -56,7 +59,7 @@ def run(command, argv, log):
     cmd = [sys.executable, '-m', 'paddle_elmo', command] + [str(a) for a in argv]
     print(' '.join(cmd), flush=True)
     with open(log, 'a') as f:
-        proc = subprocess.run(cmd, stdout=f, stderr=subprocess.STDOUT, cwd=common.ROOT)
+        proc = subprocess.run(cmd, stdout=f, stderr=subprocess.STDOUT, cwd=places.ROOT)
     if proc.returncode != 0:
         sys.exit(f'error: paddle-elmo {command} failed (exit {proc.returncode}); see {log}')
 
@@ -85,7 +88,7 @@ def perplexity(ckpt, vocab, out_dir, log):
 
 
 def accuracy(model_flags, out_json, log):
-    run('finetune', ['--data_dir', common.RT_POLARITY, '--folds', '10', '--run_folds', '1', '--seed', '1',
+    run('finetune', ['--data_dir', places.RT_POLARITY, '--folds', '10', '--run_folds', '1', '--seed', '1',
                             '--output_json', out_json, '--quiet'] + model_flags, log)
     with open(out_json) as f:
         return json.load(f)['fold_accuracies'][0]
@@ -104,12 +107,12 @@ def main():
     p.add_argument('--minutes', type=float, nargs='+', default=[5.0, 15.0], help='adaptation budgets (cumulative)')
     p.add_argument('--softmax_minutes', type=float, default=2.0, help='the softmax alone, biLM frozen ("before")')
     p.add_argument('--conditions', nargs='+', choices=CONDITIONS, default=list(CONDITIONS))
-    p.add_argument('--out_dir', default=os.path.join(common.ROOT, '..', 'runs', 'adapt'))
+    p.add_argument('--out_dir', default=os.path.join(places.ROOT, '..', 'runs', 'adapt'))
     p.add_argument('--threads', type=int, default=2, help='CPU threads of every step (the budgets are minutes)')
     p.add_argument('--adapt_flags', default='', help='more run_pretrain.py flags for the adaptation runs, e.g. '
                    '"--from_weights_lr_scale off" (the behaviour before issue 38)')
     a = p.parse_args()
-    info, gflops = common.start_run(a.out_dir, a.threads)
+    info, gflops = machine.start_run(a.out_dir, a.threads)
     sizes = write_texts(a.out_dir)
     log = os.path.join(a.out_dir, 'log.txt')
     results, rows = os.path.join(a.out_dir, 'results.jsonl'), []
@@ -152,9 +155,9 @@ def main():
                     'heldout_ppl': perplexity(ckpt, vocab, d, log),
                     'fold1_accuracy': accuracy(['--init_from_ckpt', ckpt],
                                                os.path.join(d, f'finetune_{budget:g}min.json'), log)})
-    print(f'float32 matmul rate at the end: {common.measure_matmul_gflops():.1f} GFLOP/s')
+    print(f'float32 matmul rate at the end: {matmul_rates.measure_matmul_gflops():.1f} GFLOP/s')
     print(f'texts: {sizes}')
-    common.print_table([{k: r.get(k) for k in ('condition', 'stage', 'minutes', 'tokens', 'heldout_ppl',
+    markdown_tables.print_table([{k: r.get(k) for k in ('condition', 'stage', 'minutes', 'tokens', 'heldout_ppl',
                                                'fold1_accuracy')} for r in rows])
 
 

@@ -25,7 +25,9 @@ import sys
 import tempfile
 import time
 
-import common
+import cpu_threads
+import machine
+import matmul_rates
 
 SENTENCE = 'The stock market'
 SAMPLE_SEED = 0
@@ -80,11 +82,11 @@ def main(argv=None):
     p.add_argument('--repeats', type=int, default=5, help='runs per command (the median is reported)')
     p.add_argument('--output_json', help='also write the times here')
     a = p.parse_args(argv)
-    common.print_machine_info()
+    machine.print_machine_info()
     # The commands' threads (theirs: OMP_NUM_THREADS, else every core), at which the rate is measured.
     threads = int(os.environ.get('OMP_NUM_THREADS') or 0) or len(os.sched_getaffinity(0))
-    print(common.set_threads(threads), flush=True)
-    gflops = [common.measure_matmul_gflops()]
+    print(cpu_threads.set_threads(threads), flush=True)
+    gflops = [matmul_rates.measure_matmul_gflops()]
     prefix = command_prefix()
     print(f'command: {" ".join(prefix)}; float32 matmul rate at the start: {gflops[0]:.1f} GFLOP/s', flush=True)
     with tempfile.TemporaryDirectory() as work:
@@ -96,7 +98,7 @@ def main(argv=None):
             print(f'  {name}: wall {" ".join(f"{t:.2f}" for t in times[name])}, CPU '
                   f'{" ".join(f"{t:.2f}" for t in cpu[name])}', flush=True)
         steps = sampling_steps(os.path.join(work, 'samples.json'))
-    gflops.append(common.measure_matmul_gflops())
+    gflops.append(matmul_rates.measure_matmul_gflops())
     median = {name: statistics.median(t) for name, t in times.items()}
     median_cpu = {name: statistics.median(t) for name, t in cpu.items()}
     # The differences, of the wall medians and of the CPU medians (steadier when other work shares the cores)
@@ -117,7 +119,7 @@ def main(argv=None):
           f'{gflops[1]:.1f} at the end')
     if a.output_json:
         with open(a.output_json, 'w', encoding='utf-8') as f:
-            json.dump({'machine': common.machine_info(), 'threads': threads, 'matmul_gflops': gflops,
+            json.dump({'machine': machine.machine_info(), 'threads': threads, 'matmul_gflops': gflops,
                        'repeats': a.repeats, 'seconds': times, 'cpu_seconds': cpu, 'median': median,
                        'median_cpu': median_cpu, 'predict_minus_embed': over_embed,
                        'predict_minus_embed_cpu': over_embed_cpu, 'samples': SAMPLES, 'sampling_steps': steps,

@@ -19,16 +19,20 @@ import subprocess
 import sys
 import time
 
-import common
+import cpu_threads
+import machine
+import markdown_tables
+import matmul_rates
+import places
 
 
 def run(script, argv, log, threads):
-    cmd = [sys.executable, os.path.join(common.ROOT, script)] + [str(a) for a in argv]
+    cmd = [sys.executable, os.path.join(places.ROOT, script)] + [str(a) for a in argv]
     with open(log, 'a') as f:
         f.write('$ ' + ' '.join(cmd) + '\n')
         f.flush()
-        proc = subprocess.run(cmd, stdout=f, stderr=subprocess.STDOUT, cwd=common.ROOT,
-                              env={**os.environ, **common.thread_env(threads)})
+        proc = subprocess.run(cmd, stdout=f, stderr=subprocess.STDOUT, cwd=places.ROOT,
+                              env={**os.environ, **cpu_threads.thread_env(threads)})
     if proc.returncode != 0:
         sys.exit(f'error: {script} failed (exit {proc.returncode}); see {log}')
 
@@ -55,14 +59,14 @@ def main():
     p.add_argument('--threads', type=int, default=1)
     p.add_argument('--out_dir', required=True)
     a = p.parse_args()
-    info, gflops = common.start_run(a.out_dir, a.threads)
+    info, gflops = machine.start_run(a.out_dir, a.threads)
     log, results = os.path.join(a.out_dir, 'log.txt'), os.path.join(a.out_dir, 'results.jsonl')
     heldouts = [h.split('=', 1) for h in a.heldout]
     rows = []
 
     def record(row):
         row.update(date=info['date'], commit=info['commit'], cpu=info['cpu'], threads=a.threads,
-                   matmul_gflops_start=round(gflops, 1), load_average=common.load_average())
+                   matmul_gflops_start=round(gflops, 1), load_average=machine.load_average())
         rows.append(row)
         with open(results, 'a') as f:
             f.write(json.dumps(row) + '\n')
@@ -92,8 +96,8 @@ def main():
             record({'variant': name, 'flags': flags, 'steps': steps, 'stage_seconds': round(seconds, 1),
                     **{f'ppl_{h}': round(perplexity(ckpt, path, a.vocab_file, os.path.join(save_dir, 'eval.json'),
                                                     log, a.threads), 2) for h, path in heldouts}})
-    print(f'float32 matmul rate at the end: {common.measure_matmul_gflops():.1f} GFLOP/s', flush=True)
-    common.print_table([{k: r.get(k) for k in ['variant', 'steps'] + [f'ppl_{h}' for h, _ in heldouts]}
+    print(f'float32 matmul rate at the end: {matmul_rates.measure_matmul_gflops():.1f} GFLOP/s', flush=True)
+    markdown_tables.print_table([{k: r.get(k) for k in ['variant', 'steps'] + [f'ppl_{h}' for h, _ in heldouts]}
                         for r in rows])
 
 

@@ -19,7 +19,7 @@ same seed:
 - concat: ELMo (+) word2vec (run_finetune.py --word_vectors with that row's vectors),
   and its paired comparison with word2vec alone over the folds (mean difference, standard error,
   and the two-sided p of the corrected resampled t-test, the plain paired t-test and Wilcoxon's test:
-  common.paired; the corrected test is the headline, as the folds share most of their training data).
+  paired_folds.paired; the corrected test is the headline, as the folds share most of their training data).
 With --word2vec_file the word2vec and concat rows use those vectors at every step instead (a biLM
 whose word input started from whole-corpus vectors has seen them from step 0): the word2vec row is
 computed once and stands beside every step.
@@ -34,17 +34,22 @@ import subprocess
 import sys
 import time
 
-import common
+import cpu_threads
+import machine
+import markdown_tables
+import matmul_rates
+import paired_folds
+import places
 from paddle_elmo.fileio import atomic_path, write_csv_atomic
 
 METHODS = ('elmo', 'word2vec', 'concat')
 # name -> the classifier's data flags, the corpus the word2vec rows train on, word2vec_base's tokenizer
 DATASETS = {
-    'rt-polarity': dict(flags=['--data_dir', common.RT_POLARITY], corpus=os.path.join(common.LM_CORPUS, 'train.txt'),
+    'rt-polarity': dict(flags=['--data_dir', places.RT_POLARITY], corpus=os.path.join(places.LM_CORPUS, 'train.txt'),
                         tokenizer='whitespace'),
-    'zh-sentiment': dict(flags=['--data_dir', common.ZH_SENTIMENT, '--pos_file', 'online_shopping.pos',
+    'zh-sentiment': dict(flags=['--data_dir', places.ZH_SENTIMENT, '--pos_file', 'online_shopping.pos',
                                 '--neg_file', 'online_shopping.neg'],
-                         corpus=os.path.join(common.ZH_CORPUS, 'train.txt'), tokenizer='jieba'),
+                         corpus=os.path.join(places.ZH_CORPUS, 'train.txt'), tokenizer='jieba'),
 }
 FIELDS = ['method', 'step', 'tokens', 'heldout_ppl', 'accuracy_mean', 'accuracy_std', 'paired_diff_vs_word2vec',
           'corrected_se', 'corrected_t_p', 'plain_t_p', 'wilcoxon_p', 'seconds']
@@ -123,12 +128,12 @@ def random_init_checkpoint(run_dir, out_dir, seed):
 def run_protocol(script, extra, out_json, threads, dataset='rt-polarity', classifier_flags=()):
     data = DATASETS[dataset]
     data_flags = data['flags'] + (['--tokenizer', data['tokenizer']] if script == 'word2vec_base.py' else [])
-    cmd = [sys.executable, os.path.join(common.ROOT, script), *data_flags, '--folds', '10', '--seed', '1',
+    cmd = [sys.executable, os.path.join(places.ROOT, script), *data_flags, '--folds', '10', '--seed', '1',
            '--output_json', out_json, '--quiet', *classifier_flags] + extra
     print(' '.join(cmd), flush=True)
-    env = {**os.environ, **common.thread_env(threads)}
+    env = {**os.environ, **cpu_threads.thread_env(threads)}
     start = time.time()
-    proc = subprocess.run(cmd, env=env, cwd=common.ROOT, capture_output=True, text=True)
+    proc = subprocess.run(cmd, env=env, cwd=places.ROOT, capture_output=True, text=True)
     if proc.returncode != 0:
         sys.exit(f'error: {script} failed:\n{proc.stderr[-3000:]}')
     with open(out_json, encoding='utf-8') as f:
@@ -155,7 +160,7 @@ def main():
                    '--max_seq_len 128" (the same folds, fewer of them, fewer and shorter batches: for a large dataset)')
     p.add_argument('--threads', type=int, default=2)
     p.add_argument('--seed', type=int, default=1, help='the pretraining run\'s --seed (for step 0)')
-    p.add_argument('--test_train_ratio', type=float, default=common.PROTOCOL_TEST_TRAIN_RATIO,
+    p.add_argument('--test_train_ratio', type=float, default=paired_folds.PROTOCOL_TEST_TRAIN_RATIO,
                    help='n_test / n_train of one fold for the corrected t-test of rows that do not record it '
                    '(rows record it since issue 36; default: the protocol\'s 10 folds with a 0.1 dev split, '
                    '1 / (9 x 0.9))')
@@ -184,9 +189,9 @@ def main():
         sys.exit(f'error: {results_path} holds rows of --dataset {other[0].get("dataset", "rt-polarity")} '
                  f'--classifier_flags "{other[0].get("classifier_flags", "")}"; give another --out_dir')
     os.makedirs(out_dir, exist_ok=True)
-    common.set_threads(a.threads)
-    common.print_machine_info()
-    print(f'float32 matmul rate: {common.measure_matmul_gflops():.1f} GFLOP/s', flush=True)
+    cpu_threads.set_threads(a.threads)
+    machine.print_machine_info()
+    print(f'float32 matmul rate: {matmul_rates.measure_matmul_gflops():.1f} GFLOP/s', flush=True)
     have = {(r['method'], r['step']) for r in done}
     corpus = DATASETS[a.dataset]['corpus']
     flags = shlex.split(a.classifier_flags)
@@ -218,10 +223,10 @@ def main():
         for method, summary in rows.items():
             row = {'method': method, 'step': step, 'tokens': tokens, 'accuracy_mean': summary['accuracy_mean'],
                    'accuracy_std': summary['accuracy_std'], 'fold_accuracies': summary['fold_accuracies'],
-                   'seconds': summary['wall_seconds'], 'threads': a.threads, 'commit': common._git_commit(),
+                   'seconds': summary['wall_seconds'], 'threads': a.threads, 'commit': machine.git_commit(),
                    'vectors': vectors if method != 'elmo' else None, 'dataset': a.dataset,
                    'classifier_flags': a.classifier_flags,
-                   'test_train_ratio': common.recorded_test_train_ratio(summary),
+                   'test_train_ratio': paired_folds.recorded_test_train_ratio(summary),
                    'date': time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}
             done.append(row)
             with open(results_path, 'a', encoding='utf-8') as f:
@@ -251,14 +256,14 @@ def vs_word2vec(row, w2v, test_train_ratio):
     """
     if row['method'] == 'word2vec' or w2v is None:
         return dict.fromkeys(('paired_diff_vs_word2vec', 'corrected_se', 'corrected_t_p', 'plain_t_p', 'wilcoxon_p'))
-    c = common.paired(row['fold_accuracies'], w2v['fold_accuracies'],
-                      common.comparison_test_train_ratio((row, w2v), test_train_ratio))
+    c = paired_folds.paired(row['fold_accuracies'], w2v['fold_accuracies'],
+                      paired_folds.comparison_test_train_ratio((row, w2v), test_train_ratio))
     return {'paired_diff_vs_word2vec': _rounded(c.mean, 4), 'corrected_se': _rounded(c.corrected_se, 4),
             'corrected_t_p': _rounded(c.corrected_p, 4), 'plain_t_p': _rounded(c.plain_p, 4),
             'wilcoxon_p': _rounded(c.wilcoxon_p, 4)}
 
 
-def write_curve(rows, out_dir, perplexities, dataset, test_train_ratio=common.PROTOCOL_TEST_TRAIN_RATIO):
+def write_curve(rows, out_dir, perplexities, dataset, test_train_ratio=paired_folds.PROTOCOL_TEST_TRAIN_RATIO):
     by_key = {(r['method'], r['step']): r for r in rows}
     table = []
     for r in sorted(rows, key=lambda r: (r['step'], r['method'])):
@@ -269,7 +274,7 @@ def write_curve(rows, out_dir, perplexities, dataset, test_train_ratio=common.PR
                       **vs_word2vec(r, by_key.get(('word2vec', r['step'])), test_train_ratio),
                       'seconds': r.get('seconds')})
     write_csv_atomic(os.path.join(out_dir, 'curve.csv'), FIELDS, table)
-    common.print_table(table)
+    markdown_tables.print_table(table)
     import matplotlib
     matplotlib.use('Agg')
     import matplotlib.pyplot as plt

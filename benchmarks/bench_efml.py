@@ -14,9 +14,9 @@ import sys
 import h5py
 import numpy as np
 
-import common
+import places
 
-FIXTURE = os.path.join(common.SHARED, 'fixtures', 'efml-tiny')
+FIXTURE = os.path.join(places.SHARED, 'fixtures', 'efml-tiny')
 
 
 def references(name, n):

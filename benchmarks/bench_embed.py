@@ -23,20 +23,27 @@ empty cache. "tokens/CPU-s" divides by the process's CPU time instead of the wal
 less when other jobs share the cores.
 
 tokens/s counts real tokens (not <S> and </S>). The floor: FLOPs per token of the configuration
-(benchmarks/common.py: flops_breakdown; <S> and </S> not counted; with the cache on, the char CNN,
-highway and projection count as free) divided by the float32 matmul rate measured at the start on
-the same threads. ratio = tokens/s / floor tokens/s. "GFLOP/s" is the same counting per second.
+(flop_counts.flops_breakdown; <S> and </S> not counted; with the cache on, the char CNN, highway and
+projection count as free) divided by the float32 matmul rate on the same threads. ratio = tokens/s /
+floor tokens/s. "GFLOP/s" is the same counting per second.
 The memory bandwidth (stream.py's copy and triad) is measured after the matmul rate, in this
 process, and printed and recorded beside it: the memory side of profile_embed.py's roofline floors.
 "CNN runs/token" is the share of tokens that went through the char CNN.
 That floor counts a fixed reference per token, more than the embedder computes (it runs the char CNN
 once per distinct word of a batch, on the windows that touch a char, and not at all for cached
 words), so its ratio can pass 1. "required floor tokens/s" counts only what the run needs on these
-very batches (common.required_flops: char CNN, highway and projection once per distinct token of a
+very batches (flop_counts.required_flops: char CNN, highway and projection once per distinct token of a
 batch on the windows that touch a char, once per distinct token of the run with the cache on, none
 for the table's words; the LSTMs over every position, <S> and </S> included): "ratio to required"
 stays below 1 unless the arithmetic itself is beaten. --floor_only prints both counts for the
 sentences without timing anything (--gflops RATE: their floors at a recorded matmul rate).
+
+The figures (shares.py, the rule of every benchmark): each encode run (configuration, batch size,
+mode, cache) is a worker process; the [--matmul_size]^2 rate is read in this process just before
+and just after it, and the run is divided by the higher reading. Each runs --repeats times, in
+rounds over them; the table's ratios are the medians of the runs' (tokens/s, seconds and the
+other columns too; peak MB the largest), and each configuration's shares of the required and of
+the reference floor are printed below it with N and every run's value.
 
 Exported models (export-inference, deploy.py) beside ELMoEmbedder: for each configuration the
 same random weights are exported once (Paddle Inference program + ONNX), then each runtime of
@@ -55,19 +62,28 @@ the default) by its.
 import argparse
 import json
 import os
+import statistics
 import sys
 import tempfile
 import time
 
 from paddle_elmo.cli.arguments import add_device, parser
 from paddle_elmo.cli.runner import run
-import common
+import cpu_threads
+import flag_checks
+import flop_counts
+import machine
+import markdown_tables
+import matmul_rates
+import places
+import shares
 import stream
-from paddle_elmo.fileio import InputError, write_json_atomic
+import worker_runs
+from paddle_elmo.fileio import InputError
 
-DEFAULT_DATA = os.path.join(common.SHARED, 'data', 'rt-polarity', 'rt-polarity.pos')
-DEFAULT_CORPUS = os.path.join(common.SHARED, 'data', 'lm-corpus', 'train.txt')
-DEFAULT_ALLENNLP_PYTHON = os.path.join(common.ROOT, '..', 'allennlp-venv', 'bin', 'python')
+DEFAULT_DATA = os.path.join(places.SHARED, 'data', 'rt-polarity', 'rt-polarity.pos')
+DEFAULT_CORPUS = os.path.join(places.SHARED, 'data', 'lm-corpus', 'train.txt')
+DEFAULT_ALLENNLP_PYTHON = os.path.join(places.ROOT, '..', 'allennlp-venv', 'bin', 'python')
 CACHE_SIZE = 50000
 BATCH_SIZES = (64, 256)  # --batch_sizes' default: the encode table runs each; the other tables the first
 TABLE_VOCAB = 100_000  # --cache table: lm-corpus's most frequent words, dumped once
@@ -84,6 +100,11 @@ def config_options(name):
     from paddle_elmo.model.config import ModelConfig
     # Original filters, char embedding 16, clips 3, residual unless the config says otherwise.
     return ModelConfig(dropout=0.0, **CONFIGS[name])
+
+
+def batch_sizes(given):
+    """--batch_sizes (comma-separated; '' = BATCH_SIZES) -> [int]."""
+    return flag_checks.positive_ints(given, '--batch_sizes') if given else list(BATCH_SIZES)
 
 
 def read_sentences(path, n):
@@ -113,12 +134,12 @@ def embedder_batches(sentences, batch_size, stateful):
 
 def required_per_token(options, sentences, batch_size, stateful, cache):
     """FLOPs per real token (<S>, </S> not counted as tokens) that embedding `sentences` needs
-    (common.required_flops) -> (FLOPs per token, distinct tokens through the char CNN per token)."""
+    (flop_counts.required_flops) -> (FLOPs per token, distinct tokens through the char CNN per token)."""
     precomputed = None
     if cache == 'table':
-        with open(common.corpus_vocabulary(TABLE_VOCAB), encoding='utf-8') as f:
+        with open(places.corpus_vocabulary(TABLE_VOCAB), encoding='utf-8') as f:
             precomputed = [line.rstrip('\n') for line in f]
-    need = common.required_flops(options, embedder_batches(sentences, batch_size, stateful),
+    need = flop_counts.required_flops(options, embedder_batches(sentences, batch_size, stateful),
                                  token_cache=cache == 'on', precomputed=precomputed)
     if cache == 'on' and need['distinct'] > CACHE_SIZE:  # the cache stops adding words when full
         raise ValueError(f'{need["distinct"]} distinct tokens: more than the cache holds ({CACHE_SIZE})')
@@ -145,7 +166,7 @@ def count_char_cnn_tokens(bilm):
 
 def build_embedder(spec):
     """-> (bilm, embedder, seconds the token table took to dump, or None)."""
-    common.set_threads(spec['threads'])
+    cpu_threads.set_threads(spec['threads'])
     import paddle
     from paddle_elmo import BiLM, ELMoEmbedder, dump_token_embeddings, export_weights, resolve_model
     paddle.set_device(spec['device'])
@@ -156,7 +177,7 @@ def build_embedder(spec):
     if cache == 'table':  # the cached path: the vocabulary's token embeddings, dumped once
         directory = tempfile.mkdtemp(prefix='bench_embed_table_')
         export_weights(bilm, directory)
-        vocab, table = common.corpus_vocabulary(TABLE_VOCAB), os.path.join(directory, 'token_embeddings.hdf5')
+        vocab, table = places.corpus_vocabulary(TABLE_VOCAB), os.path.join(directory, 'token_embeddings.hdf5')
         start = time.perf_counter()
         dump_token_embeddings(vocab, directory, table)
         dump_seconds = time.perf_counter() - start
@@ -172,13 +193,13 @@ def build_embedder(spec):
 
 def time_embedding(embedder, sentences):
     """Embed `sentences` batch by batch (kept nowhere) -> dict of the timing and memory figures."""
-    model_mb = common.current_rss_mb()
+    model_mb = machine.current_rss_mb()
     start, cpu = time.perf_counter(), time.process_time()
     for _ in embedder.iter_embeddings(sentences):
         pass
     seconds, cpu = time.perf_counter() - start, time.process_time() - cpu
     return dict(tokens=sum(len(s) for s in sentences), sentences=len(sentences), seconds=seconds,
-                cpu_seconds=cpu, peak_rss_mb=common.peak_rss_mb(), model_rss_mb=model_mb)
+                cpu_seconds=cpu, peak_rss_mb=machine.peak_rss_mb(), model_rss_mb=model_mb)
 
 
 def embed_worker(spec):
@@ -191,11 +212,11 @@ def embed_worker(spec):
 
 def embed_file_worker(spec):
     _, embedder, _ = build_embedder(spec)
-    model_mb = common.current_rss_mb()
+    model_mb = machine.current_rss_mb()
     start = time.perf_counter()
     lines = embedder.embed_file(spec['input_file'], spec['output_file'], spec['output_format'], progress=False)
     seconds = time.perf_counter() - start
-    return dict(lines=lines, seconds=seconds, peak_rss_mb=common.peak_rss_mb(), model_rss_mb=model_mb)
+    return dict(lines=lines, seconds=seconds, peak_rss_mb=machine.peak_rss_mb(), model_rss_mb=model_mb)
 
 
 def export_worker(spec):
@@ -219,7 +240,7 @@ def export_inference_worker(spec):
 
 def exported_worker(spec):
     """Time an exported model as embed_worker times ELMoEmbedder (same sentences, batches, warm-up)."""
-    common.set_threads(spec['threads'])
+    cpu_threads.set_threads(spec['threads'])
     from paddle_elmo.export.inference import InferenceEmbedder
     from paddle_elmo.runtime import keep_freed_memory
     keep_freed_memory()  # as the embedder's runs (reuse_memory=True)
@@ -242,8 +263,8 @@ WORKERS = {'embed': embed_worker, 'embed_file': embed_file_worker, 'export': exp
 
 
 def run_measurement(spec):
-    env = common.thread_env(spec['threads'])
-    return common.run_worker([os.path.abspath(__file__), '--worker', json.dumps(spec)], env=env)
+    env = cpu_threads.thread_env(spec['threads'])
+    return worker_runs.run_worker([os.path.abspath(__file__), '--worker', json.dumps(spec)], env=env)
 
 
 # --------------------------------------------------------------------------------------------
@@ -256,36 +277,60 @@ def encode_runs(a):
             for mode in a.modes for cache in a.cache]
 
 
-def embed_rows(a, rate):
-    rows = []
+def embed_run(a, run_, bracket):
+    """One encode run (config, batch size, mode, cache) in its own process, bracketed by matmul
+    readings -> the worker's result with its 'readings' (start, end)."""
+    config, batch_size, mode, cache = run_
+    spec = dict(kind='embed', config=config, stateful=mode == 'stateful', cache=cache,
+                data_file=a.data_file, n_sentences=a.n_sentences, batch_size=batch_size,
+                threads=a.threads, device=a.device, seed=a.seed)
+    print(f'  {config} batch {batch_size} {mode} cache {cache} ...', end=' ', flush=True)
+    r, readings = bracket.run(lambda: run_measurement(spec))
+    load = machine.load_average()[0]
+    print(f'{r["tokens"] / r["seconds"]:.0f} tokens/s, {r["seconds"]:.1f} s; matmul {readings[0]:.1f} GFLOP/s '
+          f'before, {readings[1]:.1f} after; load {load}', flush=True)
+    return dict(r, readings=readings, load=load)
+
+
+def embed_rows(a, bracket):
+    """The encode table: each run of encode_runs --repeats times, in rounds -> (rows of medians over
+    the runs, {label: figures}, {label: runs})."""
     sentences, _ = read_sentences(a.data_file, a.n_sentences)
-    for config, batch_size, mode, cache in encode_runs(a):
+    runs = shares.in_rounds(encode_runs(a), a.repeats, lambda run_, _: embed_run(a, run_, bracket))
+    rows, figures, raw = [], {}, {}
+    for (config, batch_size, mode, cache), rs in runs.items():
         options = config_options(config)
-        spec = dict(kind='embed', config=config, stateful=mode == 'stateful', cache=cache,
-                    data_file=a.data_file, n_sentences=a.n_sentences, batch_size=batch_size,
-                    threads=a.threads, device=a.device, seed=a.seed)
-        print(f'  {config} batch {batch_size} {mode} cache {cache} ...', end=' ', flush=True)
-        r = run_measurement(spec)
-        load = common.load_average()[0]
-        print(f'{r["tokens"] / r["seconds"]:.0f} tokens/s, {r["seconds"]:.1f} s, load {load}', flush=True)
-        fpt = common.flops_per_token(options, cached_char_cnn=cache != 'off')
+        fpt = flop_counts.flops_per_token(options, cached_char_cnn=cache != 'off')
         required, _ = required_per_token(options, sentences, batch_size, mode == 'stateful', cache)
-        tps = r['tokens'] / r['seconds']
-        floor = rate * 1e9 / fpt
-        rows.append({'config': config, 'batch': batch_size, 'mode': mode, 'cache': cache, 'tokens/s': tps,
-                     'peak MB': r['peak_rss_mb'], 'GFLOP/s': tps * fpt / 1e9, 'floor tokens/s': floor,
-                     'ratio': tps / floor, 'required floor tokens/s': rate * 1e9 / required,
-                     'ratio to required': tps * required / (rate * 1e9),
-                     'CNN runs/token': r['cnn_tokens'] / r['tokens'],
-                     'tokens/CPU-s': r['tokens'] / r['cpu_seconds'], 'seconds': r['seconds'],
-                     'table dump s': r['dump_seconds'] or '', 'load (1 min)': load})
-    return rows
+        label = f'{config}, batches of {batch_size}, {mode}, cache {cache}'
+        readings = [r['readings'] for r in rs]
+        seconds_per_token = [r['seconds'] / r['tokens'] for r in rs]
+        figures[label] = [shares.rate_figure('share of required floor', [
+                              shares.share_of_floor(required, t, x) for t, x in zip(seconds_per_token, readings)],
+                              readings),
+                          shares.rate_figure('share of reference floor', [
+                              shares.share_of_floor(fpt, t, x) for t, x in zip(seconds_per_token, readings)],
+                              readings)]
+        raw[label] = rs
+        median = statistics.median
+        tps = median(r['tokens'] / r['seconds'] for r in rs)
+        rows.append({'config': config, 'batch': batch_size, 'mode': mode, 'cache': cache, 'runs': len(rs),
+                     'tokens/s': tps, 'peak MB': max(r['peak_rss_mb'] for r in rs), 'GFLOP/s': tps * fpt / 1e9,
+                     'floor tokens/s': median(shares.reference_rate(x) * 1e9 / fpt for x in readings),
+                     'ratio': figures[label][1].median,
+                     'required floor tokens/s': median(shares.reference_rate(x) * 1e9 / required for x in readings),
+                     'ratio to required': figures[label][0].median,
+                     'CNN runs/token': median(r['cnn_tokens'] / r['tokens'] for r in rs),
+                     'tokens/CPU-s': median(r['tokens'] / r['cpu_seconds'] for r in rs),
+                     'seconds': median(r['seconds'] for r in rs),
+                     'table dump s': rs[0]['dump_seconds'] or '', 'load (1 min)': max(r['load'] for r in rs)})
+    return rows, figures, raw
 
 
 def allennlp_rows(a, ours):
     """AllenNLP's embedder on the same weights, sentences, batches and threads; -> rows beside ours."""
     rows = []
-    worker = os.path.join(common.ROOT, 'benchmarks', 'allennlp_worker.py')
+    worker = os.path.join(places.ROOT, 'benchmarks', 'allennlp_worker.py')
     with tempfile.TemporaryDirectory(prefix='bench_embed_allennlp_') as tmp:
         for config in a.configs:
             run_measurement(dict(kind='export', config=config, output_dir=tmp, seed=a.seed, threads=a.threads))
@@ -295,7 +340,7 @@ def allennlp_rows(a, ours):
                         '--weight_file', os.path.join(tmp, 'weights.hdf5'), '--sentences_file', a.data_file,
                         '--n_sentences', str(a.n_sentences), '--batch_size', str(a.batch_sizes[0]),
                         '--threads', str(a.threads), '--stateful' if mode == 'stateful' else '--no-stateful']
-                r = common.run_worker(argv, python=a.allennlp_python)
+                r = worker_runs.run_worker(argv, python=a.allennlp_python)
                 tps = r['tokens'] / r['seconds']
                 print(f'{tps:.0f} tokens/s, {r["seconds"]:.1f} s', flush=True)
                 mine = next(row for row in ours if row['config'] == config and row['mode'] == mode
@@ -325,7 +370,7 @@ def exported_rows(a, ours):
                             threads=a.threads, seed=a.seed)
                 print(f'  {config} exported, {runtime} ...', end=' ', flush=True)
                 r = run_measurement(spec)
-                load = common.load_average()[0]
+                load = machine.load_average()[0]
                 tps = r['tokens'] / r['seconds']
                 print(f'{tps:.0f} tokens/s, {r["seconds"]:.1f} s, load {load}', flush=True)
                 rows.append({'config': config, 'runtime': runtime, 'tokens/s': tps, 'peak MB': r['peak_rss_mb'],
@@ -364,7 +409,7 @@ def embed_file_rows(a):
                         threads=a.threads, device=a.device, seed=a.seed)
             print(f'  embed_file {n} lines ({a.embed_file_config}) ...', end=' ', flush=True)
             r = run_measurement(spec)
-            load = common.load_average()[0]
+            load = machine.load_average()[0]
             print(f'{r["seconds"]:.0f} s, load {load}', flush=True)
             rows.append({'config': a.embed_file_config, 'lines': n, 'format': a.embed_file_format,
                          'peak MB': r['peak_rss_mb'], 'after model build MB': r['model_rss_mb'],
@@ -378,8 +423,8 @@ def embed_file_rows(a):
 def print_floors(a, rate):
     for config in a.configs:
         options = config_options(config)
-        full = common.flops_breakdown(options)
-        cached = common.flops_per_token(options, cached_char_cnn=True)
+        full = flop_counts.flops_breakdown(options)
+        cached = flop_counts.flops_per_token(options, cached_char_cnn=True)
         print(f'{config}: {full["total"] / 1e6:.1f} MFLOP/token (char CNN {full["char_cnn"] / 1e6:.1f}, highway '
               f'{full["highway"] / 1e6:.1f}, projection {full["projection"] / 1e6:.1f}, LSTMs {full["lstm"] / 1e6:.1f}) '
               f'-> floor {rate * 1e9 / full["total"]:.0f} tokens/s; with cached token vectors '
@@ -393,7 +438,7 @@ def floor_rows(a):
     rows = []
     for config, batch_size, mode, cache in encode_runs(a):
         options = config_options(config)
-        reference = common.flops_per_token(options, cached_char_cnn=cache != 'off')
+        reference = flop_counts.flops_per_token(options, cached_char_cnn=cache != 'off')
         required, distinct = required_per_token(options, sentences, batch_size, mode == 'stateful', cache)
         row = {'config': config, 'batch': batch_size, 'mode': mode, 'cache': cache,
                'tokens': sum(len(s) for s in sentences), 'CNN runs/token': distinct,
@@ -435,7 +480,7 @@ def parse_args(argv=None):
     p.add_argument('--allennlp_python', default=DEFAULT_ALLENNLP_PYTHON,
                    help='python of the venv benchmarks/setup_allennlp.sh makes: AllenNLP is timed beside us when it '
                    'exists ("none": skip)')
-    p.add_argument('--json_out', help='also write the results to this JSON file')
+    shares.add_flags(p)
     p.add_argument('--floor_only', action='store_true',
                    help='print the reference and required FLOPs per token of --configs/--modes/--cache on the '
                    'sentences and exit (no model, no timing)')
@@ -461,12 +506,12 @@ def check_args(p, a):
     a.modes = choices(a.modes, ['stateless', 'stateful'], '--modes')
     a.cache = choices(a.cache, ['on', 'off', 'table'], '--cache')
     a.exported = choices(a.exported, list(EXPORTED_RUNTIMES), '--exported')
-    a.batch_sizes = common.positive_ints(a.batch_sizes, '--batch_sizes')
+    a.batch_sizes = flag_checks.positive_ints(a.batch_sizes, '--batch_sizes')
     try:
         a.embed_file_lines = [int(v) for v in a.embed_file_lines.split(',') if v.strip()]
     except ValueError:
         raise InputError(f'--embed_file_lines: expected comma-separated integers, got {a.embed_file_lines!r}')
-    common.check_positive(a, ('n_sentences', 'threads', 'matmul_size'))
+    flag_checks.check_positive(a, ('n_sentences', 'threads', 'matmul_size', 'repeats'))
     if any(n < 1 for n in a.embed_file_lines):
         raise InputError('--embed_file_lines: counts must be >= 1')
     if a.configs and a.modes and a.cache:
@@ -477,9 +522,9 @@ def check_args(p, a):
 def main():
     a = parse_args()
     if a.worker:
-        return common.answer_worker(a.worker, WORKERS)
+        return worker_runs.answer_worker(a.worker, WORKERS)
     if a.floor_only:
-        common.print_table(floor_rows(a))
+        markdown_tables.print_table(floor_rows(a))
         return 0
     try:
         run_benchmark(a)
@@ -490,46 +535,50 @@ def main():
 
 
 def run_benchmark(a):
-    common.set_threads(a.threads)
+    cpu_threads.set_threads(a.threads)
     import paddle
     paddle.set_device(a.device)
-    info = common.machine_info()
-    common.print_machine_info(info)
-    rate = common.measure_matmul_gflops(a.matmul_size, a.matmul_seconds)
+    info = machine.machine_info()
+    machine.print_machine_info(info)
+    measure = lambda: matmul_rates.measure_matmul_gflops(a.matmul_size, a.matmul_seconds)  # noqa: E731
+    rate = measure()
     print(f'float32 matmul [{a.matmul_size}]^2, {a.threads} threads, {a.device}: {rate:.1f} GFLOP/s (best of '
-          f'{a.matmul_seconds:g} s)')
+          f'{a.matmul_seconds:g} s; read again after each run)')
     bandwidth = stream.measure_stream_gbs(a.threads)  # the memory side of profile_embed.py's roofline
     print(stream.describe(bandwidth), flush=True)
-    results = {'machine': info, 'matmul_gflops': rate, 'stream_gbs': bandwidth,
+    results = {'matmul_gflops': rate, 'stream_gbs': bandwidth,
                'args': {k: v for k, v in vars(a).items() if k != 'worker'}}
+    figures = {}
     if a.configs and a.modes and a.cache:
         print_floors(a, rate)
         _, encoding = read_sentences(a.data_file, a.n_sentences)
         print(f'encode: first {a.n_sentences} lines of {a.data_file} ({encoding}), batches of '
-              f'{", ".join(map(str, a.batch_sizes))}')
-        results['encode'] = embed_rows(a, rate)
-        common.print_table(results['encode'])
+              f'{", ".join(map(str, a.batch_sizes))}, {a.repeats} run(s) each')
+        # the stream measurement ran since `rate`: the first run reads the rate again at its start
+        results['encode'], figures, results['encode_runs'] = embed_rows(a, shares.Bracket(measure))
+        markdown_tables.print_table(results['encode'])
+        shares.print_figures(figures)
         if a.exported and a.device != 'cpu':
             print('exported models not timed: they run on the CPU here (--device cpu)')
         elif a.exported:
             print('exported models (export-inference), stateless, same sentences and batches:')
             results['exported'] = exported_rows(a, results['encode'])
-            common.print_table(results['exported'])
+            markdown_tables.print_table(results['exported'])
         if a.allennlp_python != 'none' and os.path.exists(a.allennlp_python) and 'on' in a.cache:
             results['allennlp'] = allennlp_rows(a, results['encode'])
-            common.print_table(results['allennlp'])
+            markdown_tables.print_table(results['allennlp'])
         else:
             print(f'AllenNLP not timed: {a.allennlp_python} not found (bash benchmarks/setup_allennlp.sh makes it)')
     if a.embed_file_lines:
         print(f'embed_file: lines of {a.embed_file_source}, batch {a.batch_sizes[0]}')
         results['embed_file'] = embed_file_rows(a)
-        common.print_table(results['embed_file'])
-    results['matmul_gflops_end'] = common.measure_matmul_gflops(a.matmul_size, a.matmul_seconds)
-    results['load_average_end'] = common.load_average()
+        markdown_tables.print_table(results['embed_file'])
+    results['matmul_gflops_end'] = measure()
+    results['load_average_end'] = machine.load_average()
     print(f'float32 matmul rate at the end: {results["matmul_gflops_end"]:.1f} GFLOP/s; '
           f'load average {results["load_average_end"]}')
     if a.json_out:
-        write_json_atomic(results, a.json_out)
+        shares.write_json(a.json_out, figures, info, **results)
 
 
 if __name__ == '__main__':

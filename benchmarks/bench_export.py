@@ -24,7 +24,12 @@ import tempfile
 
 from paddle_elmo.cli.arguments import parser
 from paddle_elmo.cli.runner import run
-import common
+import cpu_threads
+import flag_checks
+import machine
+import markdown_tables
+import matmul_rates
+import worker_runs
 from bench_embed import DEFAULT_DATA, config_options, read_sentences, time_embedding
 from paddle_elmo.fileio import InputError, write_json_atomic
 
@@ -47,7 +52,7 @@ def build_bilm(model, seed):
 
 def export_worker(spec):
     """Export the model in float32 and int8 -> the two directories and the verification figures."""
-    common.set_threads(spec['threads'])
+    cpu_threads.set_threads(spec['threads'])
     from paddle_elmo.export.deploy import export_inference
     bilm = build_bilm(spec['model'], spec['seed'])
     os.makedirs(spec['dir'], exist_ok=True)
@@ -62,7 +67,7 @@ def export_worker(spec):
 
 def time_worker(spec):
     """Time one runtime on the sentences (one warm-up call first) -> time_embedding's figures."""
-    common.set_threads(spec['threads'])
+    cpu_threads.set_threads(spec['threads'])
     from paddle_elmo.runtime import keep_freed_memory
     keep_freed_memory()  # as the embedder's runs (reuse_memory=True)
     sentences, _ = read_sentences(spec['data_file'], spec['n_sentences'])
@@ -81,7 +86,7 @@ def time_worker(spec):
 def agreement_worker(spec):
     """int8 model.onnx against ELMoEmbedder(stateful=False) on the sentences -> per layer: min and mean
     per-token cosine, largest difference on the layer's scale."""
-    common.set_threads(spec['threads'])
+    cpu_threads.set_threads(spec['threads'])
     from paddle_elmo.export.deploy import relative_differences, token_cosines
     from paddle_elmo.export.inference import InferenceEmbedder
     from paddle_elmo.use.embedder import ELMoEmbedder
@@ -98,8 +103,8 @@ WORKERS = {'export': export_worker, 'time': time_worker, 'agreement': agreement_
 
 
 def run_measurement(spec):
-    return common.run_worker([os.path.abspath(__file__), '--worker', json.dumps(spec)],
-                             env=common.thread_env(spec['threads']))
+    return worker_runs.run_worker([os.path.abspath(__file__), '--worker', json.dumps(spec)],
+                             env=cpu_threads.thread_env(spec['threads']))
 
 
 # --------------------------------------------------------------------------------------------
@@ -119,7 +124,7 @@ def model_rows(a, model, tmp):
         spec = dict(base, kind='time', runtime=runtime, dir=exported[precision]['dir'])
         print(f'  {model} {runtime} ...', end=' ', flush=True)
         r = run_measurement(spec)
-        tps, load = r['tokens'] / r['seconds'], common.load_average()[0]
+        tps, load = r['tokens'] / r['seconds'], machine.load_average()[0]
         library = library or tps
         print(f'{tps:.0f} tokens/s, {r["seconds"]:.1f} s, load {load}', flush=True)
         rows.append({'model': model, 'runtime': runtime, 'tokens/s': tps, 'x library': tps / library,
@@ -158,7 +163,7 @@ def parse_args(argv=None):
     bad = [c for c in a.configs if c not in MODELS]
     if bad:
         raise InputError(f'--configs: unknown value(s) {", ".join(bad)}; expected {", ".join(MODELS)}')
-    common.check_positive(a, ('n_sentences', 'batch_size', 'threads'))
+    flag_checks.check_positive(a, ('n_sentences', 'batch_size', 'threads'))
     read_sentences(a.data_file, 1)
     return a
 
@@ -166,11 +171,11 @@ def parse_args(argv=None):
 def main():
     a = parse_args()
     if a.worker:
-        return common.answer_worker(a.worker, WORKERS)
-    common.set_threads(a.threads)
-    info = common.machine_info()
-    common.print_machine_info(info)
-    rate = common.measure_matmul_gflops()
+        return worker_runs.answer_worker(a.worker, WORKERS)
+    cpu_threads.set_threads(a.threads)
+    info = machine.machine_info()
+    machine.print_machine_info(info)
+    rate = matmul_rates.measure_matmul_gflops()
     print(f'float32 matmul [4096]^2, {a.threads} threads: {rate:.1f} GFLOP/s')
     results = {'machine': info, 'matmul_gflops': rate, 'args': {k: v for k, v in vars(a).items() if k != 'worker'},
                'speed': [], 'agreement': []}
@@ -183,10 +188,10 @@ def main():
     except RuntimeError as e:  # a worker failed: its last error line, no traceback
         print(f'error: {e}', file=sys.stderr)
         return 1
-    common.print_table(results['speed'])
-    common.print_table(results['agreement'], [c for c in results['agreement'][0] if c != 'export check (4 sentences)'])
-    results['matmul_gflops_end'] = common.measure_matmul_gflops()
-    results['load_average_end'] = common.load_average()
+    markdown_tables.print_table(results['speed'])
+    markdown_tables.print_table(results['agreement'], [c for c in results['agreement'][0] if c != 'export check (4 sentences)'])
+    results['matmul_gflops_end'] = matmul_rates.measure_matmul_gflops()
+    results['load_average_end'] = machine.load_average()
     print(f'float32 matmul rate at the end: {results["matmul_gflops_end"]:.1f} GFLOP/s; '
           f'load average {results["load_average_end"]}')
     if a.json_out:

@@ -36,7 +36,10 @@ import time
 
 from paddle_elmo.cli.arguments import parser
 from paddle_elmo.cli.runner import run
-import common
+import cpu_threads
+import flag_checks
+import machine
+import markdown_tables
 from bench_embed import read_sentences
 from bench_export import add_run_flags, build_bilm
 from paddle_elmo.fileio import InputError, write_json_atomic
@@ -260,8 +263,8 @@ def print_profile(name, summary):
                  'share': f'{100 * summary["loop_self_ms"] / run:.1f}%'})
     rows.append({'where': '', 'op': '(no node: session)', 'ms': summary['outside_nodes_ms'],
                  'share': f'{100 * summary["outside_nodes_ms"] / run:.1f}%'})
-    common.print_table(rows)
-    common.print_table([{'where': p, 'op': o, 'node': n, 'ms': ms} for p, o, n, ms in summary['top_nodes']])
+    markdown_tables.print_table(rows)
+    markdown_tables.print_table([{'where': p, 'op': o, 'node': n, 'ms': ms} for p, o, n, ms in summary['top_nodes']])
 
 
 def profile_runtimes(built, names, sentences, a, tmp):
@@ -296,17 +299,17 @@ def parse_args(argv=None):
     bad = [v for v in a.variants if v not in VARIANTS]
     if bad:
         raise InputError(f'--variants: unknown value(s) {", ".join(bad)}; expected {", ".join(VARIANTS)}')
-    common.check_positive(a, ('n_sentences', 'batch_size', 'threads', 'rounds'))
+    flag_checks.check_positive(a, ('n_sentences', 'batch_size', 'threads', 'rounds'))
     read_sentences(a.data_file, 1)
     return a
 
 
 def main():
     a = parse_args()
-    common.set_threads(a.threads)
-    info = common.machine_info()
-    common.print_machine_info(info)
-    results = {'machine': info, 'args': vars(a), 'load_average_start': common.load_average()}
+    cpu_threads.set_threads(a.threads)
+    info = machine.machine_info()
+    machine.print_machine_info(info)
+    results = {'machine': info, 'args': vars(a), 'load_average_start': machine.load_average()}
     sentences, _ = read_sentences(a.data_file, a.n_sentences)
     from paddle_elmo.use.embedder import ELMoEmbedder
     bilm = build_bilm('original', a.seed)
@@ -336,9 +339,9 @@ def main():
                              'x current (CPU)': cpu['current'] / cpu[name] if 'current' in cpu else '',
                              'worst cosine': f"{min(agreement.get('min_cosine_per_layer', [1.0])):.5f}",
                              'max rel diff': f"{agreement.get('max_rel_diff', 0.0):.4f}"})
-            common.print_table(rows)
+            markdown_tables.print_table(rows)
             results.update(times=walls, cpu_times=cpus, rows=rows)
-    results['load_average_end'] = common.load_average()
+    results['load_average_end'] = machine.load_average()
     print(f'load average at the start {results["load_average_start"]}, at the end {results["load_average_end"]}')
     if a.json_out:
         write_json_atomic(results, a.json_out)

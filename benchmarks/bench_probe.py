@@ -18,7 +18,10 @@ import numpy as np
 
 from paddle_elmo.cli.model_flags import add_model_source, model_source
 from paddle_elmo.cli.runner import run
-import common
+import cpu_threads
+import machine
+import markdown_tables
+import places
 
 
 def elmo_sentence_means(sentences, model):
@@ -69,11 +72,11 @@ def main():
     add_model_source(p, bundled_default=True)
     p.add_argument('--word2vec', help='also probe these word vectors (.bin / .txt), alone and beside ELMo')
     p.add_argument('--no_elmo', action='store_true', help='word2vec only')
-    p.add_argument('--data_dir', default=common.RT_POLARITY)
+    p.add_argument('--data_dir', default=places.RT_POLARITY)
     p.add_argument('--threads', type=int, default=2)
     a = p.parse_args()
-    common.set_threads(a.threads)
-    common.print_machine_info()
+    cpu_threads.set_threads(a.threads)
+    machine.print_machine_info()
     data = read_polarity(a.data_dir)
     folds = make_folds(data.labels, 10, seed=1)
     elmo = None if a.no_elmo else elmo_sentence_means(data.sentences, model_source(a))
@@ -84,7 +87,7 @@ def main():
         rows.append({'features': name, 'dim': features.shape[1], 'accuracy_mean': round(float(np.mean(accuracies)), 4),
                      'accuracy_std': round(float(np.std(accuracies, ddof=1)), 4)})
         print(rows[-1], file=sys.stderr, flush=True)
-    common.print_table(rows)
+    markdown_tables.print_table(rows)
 
 
 if __name__ == '__main__':

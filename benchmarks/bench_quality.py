@@ -23,7 +23,11 @@ import subprocess
 import sys
 import time
 
-import common
+import cpu_threads
+import machine
+import markdown_tables
+import matmul_rates
+import places
 from paddle_elmo.fileio import atomic_path, write_csv_atomic
 
 VOCAB_SIZE, EVAL_TOKENS = 100_000, 51_200
@@ -32,7 +36,7 @@ CURVE_FIELDS = ['train_minutes', 'tokens', 'step', 'dev_forward_perplexity', 'de
 
 
 def pretrain_command(a, vocab, save_dir, extra):
-    script = os.path.join(common.ROOT, 'run_pretrain.py')
+    script = os.path.join(places.ROOT, 'run_pretrain.py')
     launch = [sys.executable]
     if a.ranks > 1:
         launch += ['-m', 'paddle.distributed.launch', '--nproc_per_node', str(a.ranks),
@@ -98,36 +102,36 @@ def main():
     p.add_argument('--threads', type=int, default=2, help='CPU threads in all (split among the ranks)')
     p.add_argument('--ranks', type=int, default=1, help='processes under paddle.distributed.launch')
     p.add_argument('--seed', type=int, default=1)
-    p.add_argument('--corpus', default=common.LM_CORPUS,
+    p.add_argument('--corpus', default=places.LM_CORPUS,
                    help='directory with train.txt and heldout.txt, segmented (tokens split by spaces), e.g. '
                    '../shared/data/zh-corpus; the vocabulary is its train.txt\'s 100k most frequent words')
     p.add_argument('--label', help='name of the run (default: the preset and the extra flags)')
     p.add_argument('--out_dir', help='checkpoints and curve (default: ../runs/quality/LABEL)')
-    p.add_argument('--results', default=os.path.join(common.ROOT, '..', 'runs', 'quality', 'results.jsonl'),
+    p.add_argument('--results', default=os.path.join(places.ROOT, '..', 'runs', 'quality', 'results.jsonl'),
                    help='summary lines are appended here')
     p.add_argument('extra', nargs='*', help='after --: more run_pretrain.py flags (they override the preset)')
     a = p.parse_args()
     a.eval_minutes = a.eval_minutes or a.minutes / 4
     label = a.label or ' '.join([a.preset, f'ranks={a.ranks}'] + a.extra)
-    out_dir = a.out_dir or os.path.join(common.ROOT, '..', 'runs', 'quality',
+    out_dir = a.out_dir or os.path.join(places.ROOT, '..', 'runs', 'quality',
                                         ''.join(c if c.isalnum() or c in '-_.=' else '_' for c in label))
     if os.path.exists(os.path.join(out_dir, 'train_log.csv')):
         sys.exit(f'error: {out_dir} already holds a run; give another --label or --out_dir')
     os.makedirs(out_dir, exist_ok=True)
-    common.set_threads(a.threads)
-    info = common.machine_info()
-    common.print_machine_info(info)
-    vocab = common.corpus_vocabulary(VOCAB_SIZE, a.corpus)
-    gflops_start = common.measure_matmul_gflops()
+    cpu_threads.set_threads(a.threads)
+    info = machine.machine_info()
+    machine.print_machine_info(info)
+    vocab = places.corpus_vocabulary(VOCAB_SIZE, a.corpus)
+    gflops_start = matmul_rates.measure_matmul_gflops()
     print(f'float32 matmul rate at the start: {gflops_start:.1f} GFLOP/s ({a.threads} threads)', flush=True)
-    env = {**os.environ, **common.thread_env(max(1, a.threads // a.ranks)), 'PYTHONUNBUFFERED': '1'}
+    env = {**os.environ, **cpu_threads.thread_env(max(1, a.threads // a.ranks)), 'PYTHONUNBUFFERED': '1'}
     cmd = pretrain_command(a, vocab, out_dir, a.extra)
     print(' '.join(cmd), flush=True)
     t0 = time.time()
     with open(os.path.join(out_dir, 'pretrain.log'), 'w') as log:
-        code = subprocess.call(cmd, stdout=log, stderr=subprocess.STDOUT, env=env, cwd=common.ROOT)
+        code = subprocess.call(cmd, stdout=log, stderr=subprocess.STDOUT, env=env, cwd=places.ROOT)
     wall = time.time() - t0
-    gflops_end = common.measure_matmul_gflops()
+    gflops_end = matmul_rates.measure_matmul_gflops()
     if code != 0:
         sys.exit(f'error: run_pretrain.py failed (exit {code}); see {os.path.join(out_dir, "pretrain.log")}')
     curve, rows = read_curve(out_dir)
@@ -142,7 +146,7 @@ def main():
                'dev_perplexity': float(final['dev_perplexity']),
                'matmul_gflops_start': round(gflops_start, 1), 'matmul_gflops_end': round(gflops_end, 1),
                'out_dir': os.path.abspath(out_dir), **{k: info[k] for k in ('date', 'commit', 'cpu_kernels', 'mkl')}}
-    common.print_table([{k: summary[k] for k in ('label', 'train_minutes', 'tokens', 'tokens_per_s',
+    markdown_tables.print_table([{k: summary[k] for k in ('label', 'train_minutes', 'tokens', 'tokens_per_s',
                                                  'dev_forward_perplexity', 'dev_backward_perplexity',
                                                  'dev_perplexity', 'matmul_gflops_start', 'matmul_gflops_end')}])
     os.makedirs(os.path.dirname(os.path.abspath(a.results)), exist_ok=True)

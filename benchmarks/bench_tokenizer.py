@@ -25,14 +25,15 @@ import json
 import os
 import sys
 
-import common
+import machine
+import places
 
-HELDOUT = os.path.join(common.LM_CORPUS, 'heldout.txt')
+HELDOUT = os.path.join(places.LM_CORPUS, 'heldout.txt')
 # (tokenizer, corpus name, held-out file in that tokenizer's tokens)
 IDEMPOTENCE_CORPORA = (('moses', 'lm-corpus', HELDOUT),
-                       ('jieba', 'zh-open', os.path.join(common.SHARED, 'data', 'zh-open', 'heldout.txt')),
-                       ('jieba', 'zh-corpus', os.path.join(common.ZH_CORPUS, 'heldout.txt')))
-BUNDLED_VOCAB = os.path.join(common.ROOT, 'paddle_elmo', 'pretrained', 'vocab.txt')
+                       ('jieba', 'zh-open', os.path.join(places.SHARED, 'data', 'zh-open', 'heldout.txt')),
+                       ('jieba', 'zh-corpus', os.path.join(places.ZH_CORPUS, 'heldout.txt')))
+BUNDLED_VOCAB = os.path.join(places.ROOT, 'paddle_elmo', 'pretrained', 'vocab.txt')
 
 
 def read_token_lines(path, n=None):
@@ -120,7 +121,7 @@ def write_raw_polarity(out_dir):
     detokenize = MosesDetokenizer('en').detokenize
     os.makedirs(out_dir, exist_ok=True)
     for name in ('rt-polarity.pos', 'rt-polarity.neg'):
-        sentences, info = read_sentences(os.path.join(common.RT_POLARITY, name))
+        sentences, info = read_sentences(os.path.join(places.RT_POLARITY, name))
         write_text_atomic(os.path.join(out_dir, name), ''.join(detokenize(s) + '\n' for s in sentences))
         print(f'wrote {os.path.join(out_dir, name)}: {len(sentences)} sentences (read as {info["encoding"]})')
 
@@ -138,7 +139,7 @@ def main(argv=None):
     if a.write_raw_polarity:
         write_raw_polarity(a.write_raw_polarity)
         return 0
-    common.print_machine_info()
+    machine.print_machine_info()
     if a.idempotence:
         print_idempotence(a.show)
         return 0

@@ -19,7 +19,8 @@ import json
 import os
 import sys
 
-import common
+import markdown_tables
+import paired_folds
 from paddle_elmo.fileio import InputError, require_package
 
 
@@ -35,7 +36,7 @@ def read_row(spec):
 
     `Tuple[str, dict, Optional[tuple]]`
         Label, the row (its fold_accuracies, and what it records of its split: see
-        common.recorded_test_train_ratio), and (folds, seed) when recorded.
+        paired_folds.recorded_test_train_ratio), and (folds, seed) when recorded.
     """
     path, _, selector = spec.partition(':')
     if not os.path.isfile(path):
@@ -65,7 +66,7 @@ def main():
     p = argparse.ArgumentParser(description=__doc__.split('\n')[0],
                                 formatter_class=argparse.ArgumentDefaultsHelpFormatter)
     p.add_argument('rows', nargs='+', help='BASELINE ROW [ROW ...]: result .json files or RESULTS.jsonl:METHOD:STEP')
-    p.add_argument('--test_train_ratio', type=float, default=common.PROTOCOL_TEST_TRAIN_RATIO,
+    p.add_argument('--test_train_ratio', type=float, default=paired_folds.PROTOCOL_TEST_TRAIN_RATIO,
                    help='n_test / n_train of one fold for the corrected t-test, when neither row records its '
                    'split (default: the protocol\'s 10 folds with a 0.1 dev split: 1 / (9 x 0.9))')
     a = p.parse_args()
@@ -84,8 +85,8 @@ def main():
         if len(accuracies) != len(base) or (split and base_split and split != base_split):
             sys.exit(f'error: {spec} ({len(accuracies)} folds, folds/seed {split}) is not on the folds of '
                      f'{a.rows[0]} ({len(base)} folds, folds/seed {base_split})')
-        ratio = common.comparison_test_train_ratio((row, base_row), a.test_train_ratio)
-        c = common.paired(accuracies, base, ratio)
+        ratio = paired_folds.comparison_test_train_ratio((row, base_row), a.test_train_ratio)
+        c = paired_folds.paired(accuracies, base, ratio)
         table.append({'row': label, 'accuracy': f'{sum(accuracies) / len(accuracies):.4f}',
                       'diff ± corrected se (points)': f'{100 * c.mean:+.2f} ± {100 * c.corrected_se:.2f}',
                       'corrected 95% interval': f'{100 * (c.mean - c.half_width_95):+.2f} to '
@@ -93,7 +94,7 @@ def main():
                       'better': f'{c.better}/{len(base)}',
                       'corrected t p': _p(c.corrected_p), 'plain t p': _p(c.plain_p), 'Wilcoxon p': _p(c.wilcoxon_p),
                       'n_test/n_train': f'{ratio:.4f}'})
-    common.print_table(table, COLUMNS)
+    markdown_tables.print_table(table, COLUMNS)
 
 
 if __name__ == '__main__':

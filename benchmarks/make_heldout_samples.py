@@ -18,12 +18,12 @@ import os
 import re
 import subprocess
 
-import common
+import places
 
 WIKI_COMMIT = '1c0fac92f29f17c1603bfffbe864e0dfdff66897'
 WIKI_FILES = [f'text/AA/wiki_{i:02d}' for i in range(55)]  # lm-corpus README: the first 55 of 400 files
 DOC = re.compile(r'<doc id="(\d+)" url="([^"]+)" title="([^"]*)">\n(.*?)</doc>', re.S)
-ZH_OPEN = os.path.join(common.SHARED, 'data', 'zh-open')
+ZH_OPEN = os.path.join(places.SHARED, 'data', 'zh-open')
 SAMPLE_FILE = 'heldout_sample.txt'
 
 
@@ -77,8 +77,8 @@ def main():
     p.add_argument('--wikipedia_git', required=True, help='a clone of jason-feng/wikiVisual holding WIKI_COMMIT')
     p.add_argument('--n', type=int, default=250, help='sentences per sample (export-inference needs >= 200)')
     a = p.parse_args()
-    package = os.path.join(common.ROOT, 'paddle_elmo')
-    english, sources = wikipedia_sentences(read_lines(os.path.join(common.LM_CORPUS, 'heldout.txt')),
+    package = os.path.join(places.ROOT, 'paddle_elmo')
+    english, sources = wikipedia_sentences(read_lines(os.path.join(places.LM_CORPUS, 'heldout.txt')),
                                            wikipedia_articles(a.wikipedia_git), a.n)
     write_lines(english, os.path.join(package, 'pretrained', SAMPLE_FILE))
     print(f'from {len(sources)} Wikipedia articles:')

@@ -16,7 +16,8 @@ dW = X^T dY when W does), is timed alone on random operands of its shapes, repea
 per step, in C++ through MKL) are not paddle.matmul calls and are not in this table: their share is
 profile_*.py's "recurrence" row.
 
-"of rate" = the product's GFLOP/s over the [4096]^2 rate measured in the same run.
+"of rate" = the product's GFLOP/s over the [4096]^2 rate read in the same worker, the higher of its
+readings before and after the products (shares.py's rule).
 
 --mkl_paths runs each worker once per MKL_DEBUG_CPU_TYPE value (MKL fixes its path at its first
 product, so one process each; a path this processor cannot run, runtime.runs_mkl_path, is
@@ -28,12 +29,17 @@ over a step is a lower bound on the step's product time: in the step the operand
 import argparse
 import collections
 import json
-import statistics
-import time
 
 import numpy as np
 
-import common
+import bench_embed
+import cpu_threads
+import machine
+import markdown_tables
+import matmul_rates
+import pretraining_step
+import shares
+import worker_runs
 
 
 def record_products(run):
@@ -54,13 +60,6 @@ def record_products(run):
     return calls
 
 
-def product_flops(x_shape, y_shape, tx, ty):
-    """FLOPs of one product (2 m n k; leading batch dimensions multiply)."""
-    m, k = (x_shape[-1], x_shape[-2]) if tx else (x_shape[-2], x_shape[-1])
-    n = y_shape[-2] if ty else y_shape[-1]
-    return 2 * int(np.prod(x_shape[:-2], dtype=np.int64)) * m * n * k
-
-
 def products_of(key, training):
     """The products one recorded call stands for -> [(label, x shape, y shape, tx, ty)]:
     the forward, and with training its backward's (the operand gradients that are needed)."""
@@ -78,56 +77,41 @@ def products_of(key, training):
     return out
 
 
-def time_product(x_shape, y_shape, tx, ty, seconds):
-    """Median seconds of one paddle.matmul on random operands of these shapes."""
-    import paddle
-    x, y = paddle.randn(list(x_shape)), paddle.randn(list(y_shape))
-    paddle.matmul(x, y, tx, ty)
-    times, spent = [], 0.0
-    while spent < seconds or len(times) < 5:
-        t0 = time.perf_counter()
-        paddle.matmul(x, y, tx, ty)
-        times.append(time.perf_counter() - t0)
-        spent += times[-1]
-    return statistics.median(times)
-
-
 def worker(spec):
     """Record one configuration's products and time them alone -> {'rows', 'rates'}."""
-    common.set_threads(spec['threads'])
+    cpu_threads.set_threads(spec['threads'])
     if spec['kind'] == 'train':
-        import profile_pretrain
         from paddle_elmo.train.lm import train_step
-        model, optimizer, batches, *_ = profile_pretrain.build(spec['config'], spec['batch_size'])
+        model, optimizer, batches, *_ = pretraining_step.build(spec['config'], spec['batch_size'])
         train_step(model, optimizer, next(batches))  # warm-up
         calls = record_products(lambda: [train_step(model, optimizer, next(batches)) for _ in range(spec['steps'])])
         per, training = spec['steps'], True
     else:
-        import bench_embed
         sentences, _ = bench_embed.read_sentences(bench_embed.DEFAULT_DATA, spec['n_sentences'])
         _, embedder, _ = bench_embed.build_embedder(dict(config=spec['config'], threads=spec['threads'], device='cpu',
                                                          seed=1, batch_size=spec['batch_size'], cache='off'))
         calls = record_products(lambda: [None for _ in embedder.iter_embeddings(sentences)])
         per, training = -(-spec['n_sentences'] // spec['batch_size']), False
-    rate = common.measure_matmul_gflops()
+    rate = matmul_rates.measure_matmul_gflops()
     rows = collections.defaultdict(lambda: [0.0, 0.0, 0.0])  # label -> [calls, flops, seconds] per step
     timed = {}
     for key, n in calls.items():
         for label, xs, ys, tx, ty in products_of(key, training):
             shape = (xs, ys, tx, ty)
             if shape not in timed:
-                timed[shape] = time_product(xs, ys, tx, ty, spec['seconds'])
+                timed[shape] = matmul_rates.time_product(xs, ys, tx, ty, spec['seconds'])
             name = f'{label} {"x".join(map(str, xs))}{"T" if tx else ""} @ {"x".join(map(str, ys))}{"T" if ty else ""}'
             row = rows[name]
             row[0] += n / per
-            row[1] += n * product_flops(xs, ys, tx, ty) / per
+            row[1] += n * matmul_rates.product_flops(xs, ys, tx, ty) / per
             row[2] += n * timed[shape] / per
-    return {'rows': dict(rows), 'rates': [rate, common.measure_matmul_gflops()]}
+    return {'rows': dict(rows), 'rates': [rate, matmul_rates.measure_matmul_gflops()]}
 
 
-def mean_rate(result):
-    """A worker's [4096]^2 rate, GFLOP/s: the mean of its readings before and after the products."""
-    return sum(result['rates']) / 2
+def reference_rate(result):
+    """A worker's [4096]^2 rate, GFLOP/s: the higher of its readings before and after the products
+    (shares.reference_rate, the rule of every benchmark)."""
+    return shares.reference_rate(result['rates'])
 
 
 def total(result, column):
@@ -137,7 +121,7 @@ def total(result, column):
 
 def table(name, result, top):
     """Rows by time, the largest `top` and the sum."""
-    rate = mean_rate(result) * 1e9
+    rate = reference_rate(result) * 1e9
     rows = sorted(result['rows'].items(), key=lambda kv: -kv[1][2])
     out = []
     for product, (calls, flops, seconds) in rows[:top]:
@@ -169,7 +153,7 @@ def path_table(name, by_path, top):
     rows = [row(p, {path: 1000 * by_path[path]['rows'][p][2] for path in paths}, 2, by_time)
             for p in sorted(first, key=lambda k: -first[k][2])[:top]]
     rows.append(row('**all products**', {path: 1000 * total(by_path[path], 2) for path in paths}, 2, by_time))
-    rates = {path: mean_rate(by_path[path]) for path in paths}
+    rates = {path: reference_rate(by_path[path]) for path in paths}
     return rows + [row("[4096]^2 rate, GFLOP/s (the floors')", rates, 1, lambda first_rate, rate: rate / first_rate)]
 
 
@@ -189,33 +173,31 @@ def main():
     p.add_argument('--worker', help=argparse.SUPPRESS)
     a = p.parse_args()
     if a.worker:
-        return common.answer_worker(a.worker, {'train': worker, 'embed': worker})
-    import profile_embed  # (they import this module's timing: not at the top)
-    import profile_pretrain
+        return worker_runs.answer_worker(a.worker, {'train': worker, 'embed': worker})
     from paddle_elmo import runtime
     runtime.ask_mkl_for_fast_path()  # the header's MKL path: the one the library runs here
-    common.print_machine_info()
+    machine.print_machine_info()
     paths = [x for x in a.mkl_paths.split(',') if x]
     for path in [x for x in paths if not runtime.runs_mkl_path(x)]:
         print(f'MKL path {path} skipped: this processor lacks its instructions')
     paths = [x for x in paths if runtime.runs_mkl_path(x)]
     for name in a.configs.split(','):
         kind = 'embed' if name == 'original' else 'train'
-        sizes = (profile_embed.batch_sizes(a.batch_sizes) if kind == 'embed'
-                 else profile_pretrain.batch_sizes(name, a.batch_sizes))
+        sizes = (bench_embed.batch_sizes(a.batch_sizes) if kind == 'embed'
+                 else pretraining_step.batch_sizes(name, a.batch_sizes))
         for batch_size in sizes:
             spec = dict(config=name, kind=kind, steps=a.steps, n_sentences=a.n_sentences, seconds=a.seconds,
                         threads=a.threads, batch_size=batch_size)
             what = 'pretraining step' if kind == 'train' else 'embedding batch'
             if paths:
-                by_path = {path: common.run_worker([__file__, '--worker', json.dumps(spec)],
+                by_path = {path: worker_runs.run_worker([__file__, '--worker', json.dumps(spec)],
                                                    env={'MKL_DEBUG_CPU_TYPE': path}) for path in paths}
-                common.print_table(path_table(f'{name} ({what} of {batch_size})', by_path, a.top))
+                markdown_tables.print_table(path_table(f'{name} ({what} of {batch_size})', by_path, a.top))
                 continue
-            result = common.run_worker([__file__, '--worker', json.dumps(spec)])
+            result = worker_runs.run_worker([__file__, '--worker', json.dumps(spec)])
             print(f'{name}, batch {batch_size}: matmul rate {result["rates"][0]:.1f} GFLOP/s before the products '
                   f'were timed, {result["rates"][1]:.1f} after')
-            common.print_table(table(f'{name} ({what} of {batch_size})', result, a.top))
+            markdown_tables.print_table(table(f'{name} ({what} of {batch_size})', result, a.top))
 
 
 if __name__ == '__main__':

@@ -13,9 +13,9 @@ own calls:
                   (h x W_hidden and m x W_proj per step, the gates) and the rest the input-to-gate
                   products, the packing gathers and the states
   other           the embedder's batching, char ids, the layers' concatenation and the copy out
-"floor ms" is the part's matrix-product FLOPs (common.required_flops on the very batches) at the
-matmul rate measured in the same run (the mean of the rates before and after); "of floor" = floor
-ms / ms. --ops N adds Paddle's profiler's N operators with the most CPU time (a second pass).
+"floor ms" is the part's matrix-product FLOPs (flop_counts.required_flops on the very batches) at the
+higher of the matmul rates read in the worker just before and just after its timed pass; "of floor"
+= floor ms / ms. --ops N adds Paddle's profiler's N operators with the most CPU time (a second pass).
 
 The roofline columns (benchmarks/roofline.py, which documents how FLOPs and bytes are counted):
 after the timed pass the worker measures the stream bandwidth (stream.py's triad) and times each
@@ -24,6 +24,12 @@ fall as sentences end); "at shape ms" is the part's products at those rates, "me
 (GFLOP and MB per batch beside them) at the bandwidth, "roofline ms" the larger, "of roofline" =
 roofline ms / ms; the batch's is the sum of its parts'. --shape_seconds sets how long each shape is
 timed (0: no roofline columns).
+
+The figures (shares.py, the rule of every benchmark): each configuration and batch size runs
+--repeats times, each run a worker process of its own, in rounds over them; the batch's share of its
+required floor (each run against the higher of its two matmul readings) and of its roofline floor
+(measured in the run's own worker) are each printed as the median of the runs, with N and every
+value. The table is the run at the median share of the required floor.
 """
 import argparse
 import collections
@@ -31,9 +37,15 @@ import json
 import time
 
 import bench_embed
-import common
+import cpu_threads
+import flop_counts
+import machine
+import matmul_rates
+import profiling
 import roofline
+import shares
 import stream
+import worker_runs
 from paddle_elmo.cli.runner import run
 
 CONFIGS = bench_embed.CONFIGS
@@ -43,7 +55,7 @@ def instrument(bilm, seconds):
     """Time the library's calls in place -> nothing (seconds accumulates per part)."""
     from paddle_elmo.model import kernels, lstm
 
-    timed = lambda owner, method, part: common.time_calls(owner, method, seconds, part)
+    timed = lambda owner, method, part: profiling.time_calls(owner, method, seconds, part)
     timed(bilm, 'token_embedding', 'token layer')
     timed(bilm.char_encoder, 'cnn', 'token layer: char CNN')
     timed(bilm, 'contextual', 'LSTMs')
@@ -51,29 +63,24 @@ def instrument(bilm, seconds):
     assert lstm.kernels is kernels
 
 
-def batch_sizes(given):
-    """--batch_sizes (comma-separated; '' = bench_embed.BATCH_SIZES) -> [int]."""
-    return common.positive_ints(given, '--batch_sizes') if given else list(bench_embed.BATCH_SIZES)
-
-
 def worker(spec):
     """Embed the sentences once timed by part (and once under Paddle's profiler with --ops)."""
     sentences, _ = bench_embed.read_sentences(spec['data_file'], spec['n_sentences'])
     bilm, embedder, _ = bench_embed.build_embedder(spec)
-    rate_before = common.measure_matmul_gflops()
+    rate_before = matmul_rates.measure_matmul_gflops()
     seconds = collections.defaultdict(float)
     instrument(bilm, seconds)
     start = time.perf_counter()
     for _ in embedder.iter_embeddings(sentences):
         pass
     seconds['all'] = time.perf_counter() - start
-    rate_after = common.measure_matmul_gflops()
+    rate_after = matmul_rates.measure_matmul_gflops()
     batches = -(-len(sentences) // spec['batch_size'])
     ms = {k: 1000 * v / batches for k, v in seconds.items()}  # before operator_table's pass adds to them
-    ops = common.operator_table(lambda: [None for _ in embedder.iter_embeddings(sentences)], batches,
+    ops = profiling.operator_table(lambda: [None for _ in embedder.iter_embeddings(sentences)], batches,
                                 spec['ops'], unit='batch') if spec['ops'] else []
     char_ids = bench_embed.embedder_batches(sentences, spec['batch_size'], False)
-    need = common.required_flops(bilm.config, char_ids)
+    need = flop_counts.required_flops(bilm.config, char_ids)
     bandwidth, roof = None, None
     if spec['shape_seconds'] > 0:
         parts = roofline.embedding_parts(bilm.config, char_ids, stream.last_level_cache_bytes())
@@ -87,10 +94,10 @@ def worker(spec):
 
 def table(name, r):
     ms, flops = r['ms'], r['flops']
-    rate = sum(r['rates']) / 2 * 1e9
+    rate = shares.reference_rate(r['rates']) * 1e9
     floor = lambda *parts: 1000 * sum(flops[p] for p in parts) / rate
     # The recurrence's share of the LSTM FLOPs: per layer and direction 2P x 4D (previous h) + 2D x P
-    # (projection) of the 2P x 4D + 2P x 4D + 2D x P (common.required_flops' lstm).
+    # (projection) of the 2P x 4D + 2P x 4D + 2D x P (flop_counts.required_flops' lstm).
     from paddle_elmo.model.config import ModelConfig
     c = ModelConfig(**CONFIGS[name])
     recurrent = (2 * c.projection_dim * 4 * c.cell_dim + 2 * c.cell_dim * c.projection_dim) / (
@@ -113,37 +120,45 @@ def table(name, r):
     return out
 
 
+def run_shape(a, shape, round_):
+    """One profile run of `shape` (configuration, sentences per batch) in its own process; Paddle's
+    profiler (--ops) in the first round only -> the worker's result."""
+    name, batch_size = shape
+    spec = dict(config=name, n_sentences=a.n_sentences, batch_size=batch_size, threads=a.threads,
+                data_file=a.data_file, ops=a.ops if round_ == 0 else 0, device='cpu', seed=0, cache='off',
+                shape_seconds=a.shape_seconds)
+    r = worker_runs.run_worker([__file__, '--worker', json.dumps(spec)], env=cpu_threads.thread_env(a.threads))
+    print(f'{name}, batches of {batch_size}, run {round_ + 1}/{a.repeats}: '
+          f'{r["tokens"] / (r["ms"]["all"] * r["batches"] / 1000):.0f} tokens/s; matmul rate {r["rates"][0]:.1f} '
+          f'GFLOP/s before, {r["rates"][1]:.1f} after' + (f'; {stream.describe(r["stream"])}' if r['stream'] else ''),
+          flush=True)
+    return r
+
+
 def main():
     p = argparse.ArgumentParser(description=__doc__.split('\n')[0])
     p.add_argument('--configs', default='original', help='comma-separated: ' + ', '.join(CONFIGS))
-    p.add_argument('--n_sentences', type=int, default=600)
+    p.add_argument('--n_sentences', type=int, default=600, help='embed the first N lines of --data_file')
     p.add_argument('--batch_sizes', default='', help='comma-separated sentences per batch (default: 64,256)')
-    p.add_argument('--threads', type=int, default=2)
-    p.add_argument('--data_file', default=bench_embed.DEFAULT_DATA)
-    p.add_argument('--ops', type=int, default=0, help='also list the N operators with the most CPU time (0: none)')
+    p.add_argument('--threads', type=int, default=2, help='CPU threads')
+    p.add_argument('--data_file', default=bench_embed.DEFAULT_DATA, help='sentences, one per line, whitespace tokens')
+    p.add_argument('--ops', type=int, default=0,
+                   help='also list the N operators with the most CPU time (first round only; 0: none)')
     p.add_argument('--shape_seconds', type=float, default=0.2,
                    help='time each product shape of the roofline for this long (0: no roofline columns)')
-    p.add_argument('--out', help='also write the results (JSON) here')
+    shares.add_flags(p, json_aliases=('--out',))
     p.add_argument('--worker', help=argparse.SUPPRESS)
     a = p.parse_args()
     if a.worker:
         return print(json.dumps(worker(json.loads(a.worker))))
-    common.set_threads(a.threads)
-    common.print_machine_info()
-    results, rows = {}, []
-    for name in bench_embed.choices(a.configs, list(CONFIGS), '--configs'):
-        for batch_size in batch_sizes(a.batch_sizes):
-            spec = dict(config=name, n_sentences=a.n_sentences, batch_size=batch_size, threads=a.threads,
-                        data_file=a.data_file, ops=a.ops, device='cpu', seed=0, cache='off',
-                        shape_seconds=a.shape_seconds)
-            r = common.run_worker([__file__, '--worker', json.dumps(spec)], env=common.thread_env(a.threads))
-            results[f'{name}, batches of {batch_size}'] = r
-            rows += table(name, r)
-            print(f'{name}, batches of {batch_size}: {r["tokens"] / (r["ms"]["all"] * r["batches"] / 1000):.0f} '
-                  f'tokens/s; matmul rate {r["rates"][0]:.1f} GFLOP/s before, {r["rates"][1]:.1f} after'
-                  + (f'; {stream.describe(r["stream"])}' if r['stream'] else ''))
-    common.print_table(rows)
-    common.report_profiles(results, a.out, threads=a.threads)
+    shares.check_repeats(a)
+    cpu_threads.set_threads(a.threads)
+    info = machine.machine_info()
+    machine.print_machine_info(info)
+    shapes = [(name, b) for name in bench_embed.choices(a.configs, list(CONFIGS), '--configs')
+              for b in bench_embed.batch_sizes(a.batch_sizes)]
+    profiling.profile_shapes(a, shapes, run_shape, lambda shape: f'{shape[0]}, batches of {shape[1]}', 'all',
+                             lambda shape, r: table(shape[0], r), info)
 
 
 if __name__ == '__main__':

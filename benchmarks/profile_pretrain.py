@@ -5,7 +5,7 @@ arithmetic needs at the machine's matmul rate.
     python benchmarks/profile_pretrain.py --configs small --steps 20 --ops 15
     python benchmarks/profile_pretrain.py --configs small --batch_sizes 32 --steps 3 --shape_seconds 0.05  # a quick look
 
-The step is bench_pretrain.py's (the same configurations, batch sizes, stream, seed, sampled
+The step is pretraining_step.py's, as bench_pretrain.py times it (the same configurations, batch sizes, stream, seed, sampled
 softmax and Adagrad; `bundled` is the bundled model's configuration and recipe: the budget preset,
 Adam, 64 rows) taken apart with timers around the library's own calls:
   data            LMStream's next batch (NumPy)
@@ -21,10 +21,10 @@ The backward is split where gradients arrive: a hook on each stack's top output 
 softmax's backward is done with it, a hook on the token layer's output when both stacks' are done.
 Paddle's engine may interleave the two directions; the split is then approximate, the total exact.
 
-"floor ms" is the part's matrix-product FLOPs on the very batches timed (common.required_flops, the
-count bench_pretrain.py's "required floor" uses; forward + backward = 3x the forward) at the float32
-matmul rate measured in the same run (the mean of the rates before and after the steps); "of floor"
-= floor ms / ms. Parts with no product (data, optimizer) have no such floor.
+"floor ms" is the part's matrix-product FLOPs on the very batches timed (flop_counts.required_flops,
+the count of bench_pretrain.py's "required floor"; forward + backward = 3x the forward) at the
+higher of the float32 matmul rates read in the worker just before and just after its timed steps;
+"of floor" = floor ms / ms. Parts with no product (data, optimizer) have no such floor.
 
 The roofline columns (benchmarks/roofline.py, which documents how FLOPs and bytes are counted):
 after the timed steps the worker measures the stream bandwidth (stream.py's triad) and times each
@@ -35,39 +35,34 @@ is the sum of its parts'; a line gives the optimizer's bandwidth (its MB over it
 triad's. --shape_seconds sets how long each shape is timed (0: no roofline).
 --ops N adds Paddle's profiler: the N operators with the most CPU time per step (a second pass
 over as many steps, profiled; the profiler adds its own overhead; ms and calls are per step).
+
+The figures (shares.py, the rule of every benchmark): each configuration and batch size runs
+--repeats times, each run a worker process of its own, in rounds over them; the step's share of its
+required floor (each run against the higher of its two matmul readings) and of its roofline floor
+(measured in the run's own worker) are each printed as the median of the runs, with N and every
+value. The table is the run at the median share of the required floor.
 """
 import argparse
 import collections
 import json
 import time
 
-import bench_pretrain
-import common
+import cpu_threads
+import flop_counts
+import machine
+import matmul_rates
+import places
+import pretraining_step
+import profiling
 import roofline
+import shares
 import stream
+import worker_runs
 from paddle_elmo.cli.runner import run
 from paddle_elmo.fileio import InputError
 
-CONFIGS = dict(bench_pretrain.CONFIGS)
-BUNDLED = 'bundled'  # the budget preset: the bundled model's configuration and recipe
-
-
-def model_and_recipe(name):
-    """-> (ModelConfig, negatives, optimizer name, lr) of configuration `name`."""
-    from paddle_elmo.model.config import ModelConfig
-    from paddle_elmo.model.recipe import PRESETS, split_fields
-    if name == BUNDLED:
-        model, recipe = split_fields(PRESETS['budget'])
-        return ModelConfig(**model), recipe['n_negative_samples'], 'adam', recipe['lr']
-    return ModelConfig(**CONFIGS[name]['model'], dropout=0.1), bench_pretrain.NEGATIVES, 'adagrad', 0.2
-
-
-def batch_sizes(name, given):
-    """--batch_sizes -> [int]: bench_pretrain's, and the budget preset's for `bundled`."""
-    from paddle_elmo.model.recipe import PRESETS
-    if given or name != BUNDLED:
-        return bench_pretrain.batch_sizes(name, given)
-    return [PRESETS['budget']['batch_size']]
+CONFIGS = [*pretraining_step.CONFIGS, pretraining_step.BUNDLED]
+REQUIRED, ROOFLINE = 'share of required floor', 'share of roofline floor'
 
 
 class Timers:
@@ -78,7 +73,7 @@ class Timers:
         self.marks = {}
 
     def wrap(self, owner, method, part):
-        return common.time_calls(owner, method, self.seconds, part)
+        return profiling.time_calls(owner, method, self.seconds, part)
 
     def mark_on_grad(self, tensor, name):
         """Record when the backward reaches `tensor` (the latest time over calls of one backward)."""
@@ -86,26 +81,6 @@ class Timers:
             self.marks[name] = time.perf_counter()
             return grad
         tensor.register_hook(hook)
-
-
-def build(name, batch_size):
-    """The model, optimizer and batch stream of configuration `name` at `batch_size` rows (bench_pretrain's
-    worker) -> (model, optimizer, batches, config, negatives, rule)."""
-    from paddle_elmo.train.lm import LanguageModel
-    from paddle_elmo.text.batches import LMStream
-    from paddle_elmo.train.optimizers import make_optimizer
-    import paddle
-    from paddle_elmo.runtime import use_device
-    from paddle_elmo.text.vocabulary import Vocabulary
-    use_device('cpu')
-    paddle.seed(0)
-    config, negatives, rule, lr = model_and_recipe(name)
-    vocab = Vocabulary(common.corpus_vocabulary(bench_pretrain.VOCAB_SIZE))
-    model = LanguageModel(config, vocab.size, negatives)
-    optimizer = make_optimizer(model, rule, lr, 10.0, warmup_steps=100 if rule == 'adam' else 0)
-    batches = iter(LMStream(bench_pretrain.TRAIN, vocab, batch_size, bench_pretrain.UNROLL, seed=0))
-    model.train()
-    return model, optimizer, batches, config, negatives, rule
 
 
 def instrument(model, timers):
@@ -158,11 +133,11 @@ def timed_step(model, optimizer, batches, timers):
 
 def worker(name, batch_size, steps, warmup, top, shape_seconds, threads):
     """Profile `steps` steps of configuration `name` at `batch_size` rows after `warmup`; print one JSON line."""
-    model, optimizer, batches, config, negatives, rule = build(name, batch_size)
+    model, optimizer, batches, config, negatives, rule = pretraining_step.build(name, batch_size)
     from paddle_elmo.train.lm import train_step
     for _ in range(warmup):
         train_step(model, optimizer, next(batches))
-    rate_before = common.measure_matmul_gflops()
+    rate_before = matmul_rates.measure_matmul_gflops()
     timers = Timers()
     instrument(model, timers)
     step_batches = []
@@ -174,8 +149,8 @@ def worker(name, batch_size, steps, warmup, top, shape_seconds, threads):
             step_batches.append(b)
             return b
     losses, table_rows = zip(*[timed_step(model, optimizer, Recording(), timers) for _ in range(steps)])
-    rate_after = common.measure_matmul_gflops()
-    need = common.required_flops(config, [common.lm_step_char_ids(b) for b in step_batches], training=True,
+    rate_after = matmul_rates.measure_matmul_gflops()
+    need = flop_counts.required_flops(config, [flop_counts.lm_step_char_ids(b) for b in step_batches], training=True,
                                  n_negative_samples=negatives)
     ms = {k: 1000 * v / steps for k, v in timers.seconds.items()}  # before operator_table's steps add to them
     bandwidth, roof = None, None
@@ -183,7 +158,7 @@ def worker(name, batch_size, steps, warmup, top, shape_seconds, threads):
         parts = roofline.training_parts(config, step_batches, negatives, sum(table_rows),
                                         sum(p.size for _, p in optimizer.dense), rule, stream.last_level_cache_bytes())
         bandwidth, roof = roofline.measure(parts, threads, shape_seconds)
-    ops = common.operator_table(lambda: [train_step(model, optimizer, next(batches)) for _ in range(steps)], steps,
+    ops = profiling.operator_table(lambda: [train_step(model, optimizer, next(batches)) for _ in range(steps)], steps,
                                 top) if top else []
     print(json.dumps({'ms': ms, 'batch_size': batch_size,
                       'flops': {k: need[k] / steps for k in ('char_cnn', 'highway', 'projection', 'lstm', 'softmax',
@@ -203,9 +178,9 @@ def optimizer_bandwidth(r):
 def table(name, r):
     """The breakdown rows of one worker's result."""
     ms, flops, roof = r['ms'], r['flops'], r['roofline']
-    rate = sum(r['rates']) / 2 * 1e9
+    rate = shares.reference_rate(r['rates']) * 1e9
     floor = lambda *parts: 1000 * sum(flops[p] for p in parts) / rate
-    # Forward and backward of a part are 1/3 and 2/3 of its FLOPs (common.required_flops' 3x).
+    # Forward and backward of a part are 1/3 and 2/3 of its FLOPs (flop_counts.required_flops' 3x).
     token_parts, lstm_parts = ('char_cnn', 'highway', 'projection'), ('lstm',)
     forward_other = ms['forward: all'] - ms['forward: token layer'] - ms['forward: LSTMs'] - ms['forward: softmax']
     rows = [('data', ms['data'], None),
@@ -229,43 +204,50 @@ def table(name, r):
     return out
 
 
+def run_shape(a, shape, round_):
+    """One profile run of `shape` (configuration, rows) in its own process; Paddle's profiler (--ops) in
+    the first round only -> the worker's result."""
+    name, batch_size = shape
+    r = worker_runs.run_worker([__file__, '--worker', name, '--batch_sizes', str(batch_size), '--steps', str(a.steps),
+                                '--warmup', str(a.warmup), '--threads', str(a.threads),
+                                '--ops', str(a.ops if round_ == 0 else 0), '--shape_seconds', str(a.shape_seconds)],
+                               env=cpu_threads.thread_env(a.threads))
+    print(f'{name}, {batch_size} rows, run {round_ + 1}/{a.repeats}: {r["ms"]["step"]:.1f} ms a step; matmul rate '
+          f'{r["rates"][0]:.1f} GFLOP/s before the timed steps, {r["rates"][1]:.1f} after; {r["distinct/step"]:.0f} '
+          f'distinct tokens per step' + (f'; {stream.describe(r["stream"])}' if r['stream'] else ''), flush=True)
+    if r['roofline']:
+        print(f'{name}, {batch_size} rows: {optimizer_bandwidth(r)}')
+    return r
+
+
 def main():
     p = argparse.ArgumentParser(description=__doc__.split('\n')[0])
-    p.add_argument('--configs', default=f'small,{BUNDLED}', help='comma-separated: ' + ', '.join([*CONFIGS, BUNDLED]))
+    p.add_argument('--configs', default=f'small,{pretraining_step.BUNDLED}', help='comma-separated: ' + ', '.join(CONFIGS))
     p.add_argument('--batch_sizes', default='',
                    help='comma-separated rows per step; default: each configuration\'s own (small: 128,32; bundled: 64)')
-    p.add_argument('--steps', type=int, default=20, help='timed steps per configuration')
+    p.add_argument('--steps', type=int, default=20, help='timed steps per run')
     p.add_argument('--warmup', type=int, default=3, help='untimed steps first')
     p.add_argument('--threads', type=int, default=2, help='CPU threads')
-    p.add_argument('--ops', type=int, default=0, help='also list the N operators with the most CPU time (0: none)')
+    p.add_argument('--ops', type=int, default=0,
+                   help='also list the N operators with the most CPU time (first round only; 0: none)')
     p.add_argument('--shape_seconds', type=float, default=0.2,
                    help='time each product shape of the roofline for this long (0: no roofline columns)')
-    p.add_argument('--out', help='also write the results (JSON) here')
+    shares.add_flags(p, json_aliases=('--out',))
     p.add_argument('--worker', help=argparse.SUPPRESS)
     a = p.parse_args()
-    unknown = [n for n in a.configs.split(',') if n not in [*CONFIGS, BUNDLED]]
+    unknown = [n for n in a.configs.split(',') if n not in CONFIGS]
     if unknown:
-        raise InputError(f'--configs: unknown {", ".join(unknown)}; expected {", ".join([*CONFIGS, BUNDLED])}')
-    common.set_threads(a.threads)
+        raise InputError(f'--configs: unknown {", ".join(unknown)}; expected {", ".join(CONFIGS)}')
+    shares.check_repeats(a)
+    cpu_threads.set_threads(a.threads)
     if a.worker:
         return worker(a.worker, int(a.batch_sizes), a.steps, a.warmup, a.ops, a.shape_seconds, a.threads)
-    common.print_machine_info()
-    common.corpus_vocabulary(bench_pretrain.VOCAB_SIZE)
-    results, rows = {}, []
-    for name in a.configs.split(','):
-        for batch_size in batch_sizes(name, a.batch_sizes):
-            r = common.run_worker([__file__, '--worker', name, '--batch_sizes', str(batch_size), '--steps', str(a.steps),
-                                   '--warmup', str(a.warmup), '--threads', str(a.threads), '--ops', str(a.ops),
-                                   '--shape_seconds', str(a.shape_seconds)], env=common.thread_env(a.threads))
-            results[f'{name}, {batch_size} rows'] = r
-            rows += table(name, r)
-            print(f'{name}, {batch_size} rows: matmul rate {r["rates"][0]:.1f} GFLOP/s before the timed steps, '
-                  f'{r["rates"][1]:.1f} after; {r["distinct/step"]:.0f} distinct tokens per step'
-                  + (f'; {stream.describe(r["stream"])}' if r['stream'] else ''))
-            if r['roofline']:
-                print(f'{name}, {batch_size} rows: {optimizer_bandwidth(r)}')
-    common.print_table(rows)
-    common.report_profiles(results, a.out, threads=a.threads, steps=a.steps)
+    info = machine.machine_info()
+    machine.print_machine_info(info)
+    places.corpus_vocabulary(pretraining_step.VOCAB_SIZE)
+    shapes = [(name, b) for name in a.configs.split(',') for b in pretraining_step.batch_sizes(name, a.batch_sizes)]
+    profiling.profile_shapes(a, shapes, run_shape, lambda shape: f'{shape[0]}, {shape[1]} rows', 'step',
+                             lambda shape, r: table(shape[0], r), info, steps=a.steps)
 
 
 if __name__ == '__main__':

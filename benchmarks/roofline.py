@@ -5,15 +5,15 @@ traffic at the machine's stream bandwidth, whichever takes longer:
     roofline ms = max(sum over its products of FLOPs / rate at the product's shape, bytes / bandwidth)
 
 profile_pretrain.py and profile_embed.py print it beside each part's required floor (the same FLOPs
-at the [4096]^2 rate: common.required_flops; the products listed here add up to exactly its count).
-The rate at a shape is the product timed alone on random operands in the same run (matmul_ceiling's
+at the [4096]^2 rate: flop_counts.required_flops; the products listed here add up to exactly its count).
+The rate at a shape is the product timed alone on random operands in the same run (matmul_rates'
 time_product; its rows rounded up to ROW_GRID, so the rate is if anything too high and the floor too
 low); the bandwidth is STREAM's triad (stream.py), measured in the same run.
 
 Products, as the code runs them (2 m n k FLOPs each; forward, and in training dX = dY W^T and
 dW = X^T dY):
   char CNN      per filter width w (n filters): [windows of width w, w C] x [w C, n], the windows
-                counted as common.required_flops counts them (per distinct token, those that touch
+                counted as flop_counts.required_flops counts them (per distinct token, those that touch
                 a char); training: dX (the char embeddings learn) and dW
   highway       per layer, carry and transform: [distinct, F] x [F, F] each
   projection    [distinct, F (+ word_dim)] x [.., P]
@@ -69,8 +69,8 @@ from typing import NamedTuple, Optional, Tuple
 
 import numpy as np
 
-import common
-import matmul_ceiling
+import flop_counts
+import matmul_rates
 
 FLOAT, INT = 4, 8  # bytes of a float32 and of a char id (int64)
 
@@ -93,7 +93,7 @@ class Product(NamedTuple):
     y_reads: Optional[float] = None
 
     def flops(self):
-        return self.calls * matmul_ceiling.product_flops(self.x, self.y, self.tx, self.ty)
+        return self.calls * matmul_rates.product_flops(self.x, self.y, self.tx, self.ty)
 
     def bytes(self):
         m = self.x[1] if self.tx else self.x[0]
@@ -153,7 +153,7 @@ def step_rows(char_ids):
 def _token_layer(config, need, cnn, rest, backward=None):
     """One batch's char CNN (its products and max into `cnn`) and de-duplication, highway and
     projection (into `rest`); with `backward` (a Part), their gradients there. need: the batch's
-    common.required_flops (its windows, distinct tokens and positions)."""
+    flop_counts.required_flops (its windows, distinct tokens and positions)."""
     F, P, C = config.n_filters, config.projection_dim, config.char_embed_dim
     U, windows, positions = need['distinct'], need['char_windows_by_width'], need['positions']
     proj_in = F + config.word_dim * (config.token_input == 'word+char')
@@ -220,8 +220,8 @@ def training_parts(config, steps, negatives, table_rows, dense_params, rule, llc
     parts = {name: Part() for name in names}
     P, classes = config.projection_dim, negatives + 1
     for batch in steps:
-        ids = common.lm_step_char_ids(batch)
-        need = common.required_flops(config, [ids], training=True, n_negative_samples=negatives)
+        ids = flop_counts.lm_step_char_ids(batch)
+        need = flop_counts.required_flops(config, [ids], training=True, n_negative_samples=negatives)
         _token_layer(config, need, parts['token layer, forward'], parts['token layer, forward'],
                      parts['token layer, backward'])
         for direction in (batch['char_ids'], batch['char_ids_reverse']):
@@ -246,7 +246,7 @@ def embedding_parts(config, batches, llc):
              'LSTMs: recurrence (kernel)', 'LSTMs: input products, packing, states')
     parts = {name: Part() for name in names}
     for ids in batches:
-        _token_layer(config, common.required_flops(config, [ids]), parts[names[0]], parts[names[1]])
+        _token_layer(config, flop_counts.required_flops(config, [ids]), parts[names[0]], parts[names[1]])
         sizes = step_rows(ids)
         for _ in range(2):  # both directions run every position
             _lstm_direction(config, sizes, llc, parts[names[2]], parts[names[3]])
@@ -256,13 +256,13 @@ def embedding_parts(config, batches, llc):
 def time_shapes(parts, seconds):
     """Each distinct timed shape of the parts' products alone -> {timed shape: seconds per call}."""
     shapes = {p.timed_shape() for part in parts.values() for p in part.products}
-    return {shape: matmul_ceiling.time_product(*shape, seconds) for shape in sorted(shapes)}
+    return {shape: matmul_rates.time_product(*shape, seconds) for shape in sorted(shapes)}
 
 
 def summary(part, shape_seconds, gbs):
     """A part's floors: {'GFLOP', 'MB', 'at shape ms' (its products at their shapes' rates),
     'memory ms' (its bytes at `gbs` GB/s), 'roofline ms' (the larger)}."""
-    compute = 1000 * sum(p.flops() / matmul_ceiling.product_flops(*p.timed_shape()) * shape_seconds[p.timed_shape()]
+    compute = 1000 * sum(p.flops() / matmul_rates.product_flops(*p.timed_shape()) * shape_seconds[p.timed_shape()]
                          for p in part.products)
     memory = 1000 * part.total_bytes() / (gbs * 1e9)
     return {'GFLOP': part.flops() / 1e9, 'MB': part.total_bytes() / 1e6, 'at shape ms': compute,

@@ -1,4 +1,4 @@
-"""Paired comparisons of classifier rows over cross-validation folds (benchmarks/common.paired and
+"""Paired comparisons of classifier rows over cross-validation folds (benchmarks/paired_folds.paired and
 the scripts that print them: compare_folds.py, bench_downstream.py's curve)."""
 import csv
 import json
@@ -12,7 +12,7 @@ import pytest
 from scipy import stats
 
 from conftest import ROOT
-from benchmarks.common import (PROTOCOL_TEST_TRAIN_RATIO, comparison_test_train_ratio, fold_test_train_ratio,
+from benchmarks.paired_folds import (PROTOCOL_TEST_TRAIN_RATIO, comparison_test_train_ratio, fold_test_train_ratio,
                                paired, resampled_t_p)
 
 COMPARE = os.path.join(ROOT, 'benchmarks', 'compare_folds.py')

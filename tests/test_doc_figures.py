@@ -58,15 +58,15 @@ def csv_rows(path):
 
 @functools.lru_cache(maxsize=None)
 def paired_test():
-    """benchmarks/common.paired: the corrected paired test every p of the documents comes from."""
+    """benchmarks/paired_folds.paired: the corrected paired test every p of the documents comes from."""
     with pytest.MonkeyPatch.context() as patch:
         patch.syspath_prepend(os.path.join(ROOT, 'benchmarks'))
-        import common
-    return common.paired
+        import paired_folds
+    return paired_folds.paired
 
 
 def compare(a, b):
-    """Row a against row b (each with its fold_accuracies, the same folds) -> common.paired's
+    """Row a against row b (each with its fold_accuracies, the same folds) -> paired_folds.paired's
     comparison: mean difference, corrected standard error, folds better, corrected p."""
     return paired_test()(a['fold_accuracies'], b['fold_accuracies'])
 

@@ -420,7 +420,7 @@ def test_full_token_cache_serves_known_words_and_computes_the_rest(tiny_bilm):
 
 
 def test_flops_per_token_counts_the_original_configuration_by_hand():
-    from benchmarks.common import flops_breakdown, flops_per_token
+    from benchmarks.flop_counts import flops_breakdown, flops_per_token
     from paddle_elmo import ModelConfig
     options = ModelConfig()  # the original ELMo: filters up to [7, 1024], 2 highways, 4096 -> 512
     parts = flops_breakdown(options)
@@ -439,7 +439,7 @@ def test_flops_per_token_counts_the_original_configuration_by_hand():
 def test_required_flops_counts_the_windows_tokens_and_positions_by_hand():
     """The floor of the arithmetic the code needs: char CNN on the windows that touch a char, once
     per distinct token of a batch, LSTMs per position, sampled softmax per training position."""
-    from benchmarks.common import required_flops, used_chars
+    from benchmarks.flop_counts import required_flops, used_chars
     from paddle_elmo import ModelConfig
     from paddle_elmo.model.packing import distinct_tokens
     # F = 3 filters (width 1 x 2, width 3 x 1), C = 4, M = 8 chars, 1 highway, P = 3, D = 5, 1 layer

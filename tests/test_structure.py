@@ -53,11 +53,9 @@ def is_command(module):
     return module == 'paddle_elmo.cli' or module.startswith('paddle_elmo.cli.')
 
 
-def test_the_import_graph_has_no_cycle_and_the_library_imports_no_command():
-    graph = our_imports()
-    for module, dependencies in graph.items():
-        if not is_command(module) and module != 'paddle_elmo.__main__':
-            assert not [d for d in dependencies if is_command(d)], f'{module} imports {dependencies}'
+def assert_no_cycle(graph, ignored=()):
+    """graph: module -> the modules it imports; fails naming the first cycle met (`ignored`: modules
+    whose imports are not followed, e.g. a parent package Python imports first anyway)."""
     state = {}
 
     def visit(module, path):
@@ -66,12 +64,30 @@ def test_the_import_graph_has_no_cycle_and_the_library_imports_no_command():
         assert state.get(module) != 'open', 'import cycle: ' + ' -> '.join(path + [module])
         state[module] = 'open'
         for dependency in graph[module]:
-            if dependency != 'paddle_elmo':  # every module's parent package, imported first by Python
+            if dependency not in ignored:
                 visit(dependency, path + [module])
         state[module] = 'done'
 
     for module in graph:
         visit(module, [])
+
+
+def test_the_import_graph_has_no_cycle_and_the_library_imports_no_command():
+    graph = our_imports()
+    for module, dependencies in graph.items():
+        if not is_command(module) and module != 'paddle_elmo.__main__':
+            assert not [d for d in dependencies if is_command(d)], f'{module} imports {dependencies}'
+    assert_no_cycle(graph, ignored=('paddle_elmo',))  # every module's parent package, imported first by Python
+
+
+def test_the_benchmarks_import_graph_has_no_cycle():
+    """benchmarks/ modules import each other by bare name (they run as scripts from there): no circle
+    (matmul_ceiling -> profile_* -> roofline -> matmul_ceiling was one)."""
+    directory = os.path.join(ROOT, 'benchmarks')
+    modules = {f[:-3]: os.path.join(directory, f) for f in os.listdir(directory) if f.endswith('.py')}
+    graph = {name: sorted(imported_names(path) & set(modules) - {name}) for name, path in modules.items()}
+    assert graph['matmul_ceiling'] and graph['roofline'], 'the graph reads no import: imported_names changed?'
+    assert_no_cycle(graph)
 
 
 def test_the_library_raises_and_only_the_command_boundary_exits():
