@@ -1,0 +1,92 @@
+"""One bench_embed.py embed worker's run (the same spec, the same code path) with its peak RSS per
+stage: at every marker (entry and exit of the char CNN, of BiLM.contextual and of each LSTM kernel
+call) VmHWM is read and reset (/proc/self/clear_refs 5): each line names a marker ('>' entry, '<'
+exit) and gives the peak RSS from it to the next marker, and the RSS there. Last line: the run's peak.
+
+    python stage_peaks.py SPEC_JSON        (from the checkout's root; SPEC as bench_embed's workers)
+
+Variants, by environment (none: the code as committed):
+    PACKS=0      the LSTM layers keep no packed weights (the kernel packs per call: what removing
+                 the kept packs gives)
+    NOREUSE=1    the embedder does not call keep_freed_memory (glibc's default thresholds)
+    MMAP_MB=N    keep_freed_memory with an mmap threshold of N MB instead of 256 (TRIM_MB: its trim threshold)
+"""
+import functools
+import json
+import os
+import sys
+
+sys.path.insert(0, 'benchmarks')
+import bench_embed  # noqa: E402
+
+LOG, label = [], ['start']
+
+
+def status_mb():
+    fields = {}
+    with open('/proc/self/status') as f:
+        for line in f:
+            key, _, value = line.partition(':')
+            if key in ('VmRSS', 'VmHWM'):
+                fields[key] = int(value.split()[0]) // 1024
+    return fields
+
+
+def mark(name):
+    s = status_mb()
+    LOG.append((label[0], s['VmHWM'], s['VmRSS']))
+    with open('/proc/self/clear_refs', 'w') as f:
+        f.write('5')  # reset VmHWM to the current RSS
+    label[0] = name
+
+
+def wrap(owner, attr, name):
+    inner = getattr(owner, attr)
+
+    @functools.wraps(inner)
+    def marked(*args, **kwargs):
+        mark(name + '>')
+        result = inner(*args, **kwargs)
+        mark(name + '<')
+        return result
+    setattr(owner, attr, marked)
+
+
+def apply_variant():
+    from paddle_elmo import runtime
+    from paddle_elmo.model import lstm
+    import paddle_elmo.use.embedder as embedder
+    if os.environ.get('PACKS') == '0':
+        def no_packs(self, max_rows, keep=True):
+            self._packs = None
+            return None
+        lstm.LstmLayer.packed_weights = no_packs
+    if os.environ.get('MMAP_MB'):
+        mmap_mb, trim_mb = int(os.environ['MMAP_MB']), int(os.environ.get('TRIM_MB', '512'))
+        embedder.keep_freed_memory = lambda: runtime.keep_freed_memory(mmap_mb, trim_mb)
+    if os.environ.get('NOREUSE'):
+        embedder.keep_freed_memory = lambda: False
+
+
+def main():
+    spec = json.loads(sys.argv[1])
+    from paddle_elmo.model import kernels
+    apply_variant()
+    sentences, _ = bench_embed.read_sentences(spec['data_file'], spec['n_sentences'])
+    mark('build')
+    bilm, embedder, _ = bench_embed.build_embedder(spec)
+    mark('built')
+    wrap(kernels, 'recurrence', 'lstm kernel')
+    wrap(bilm, 'token_embedding', 'char CNN')
+    wrap(bilm, 'contextual', 'LSTMs')
+    for _ in embedder.iter_embeddings(sentences):
+        pass
+    mark('end')
+    print('variant:', {k: os.environ[k] for k in ('PACKS', 'NOREUSE', 'MMAP_MB', 'TRIM_MB') if k in os.environ})
+    for name, peak, rss in LOG:
+        print(f'from {name:14s} peak {peak:6d} MB, RSS at the next marker {rss:6d} MB')
+    print('peak MB', max(peak for _, peak, _ in LOG))
+
+
+if __name__ == '__main__':
+    main()
