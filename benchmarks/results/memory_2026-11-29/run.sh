@@ -39,3 +39,18 @@ done
 
 # 5. A smaller gate group changes the outputs' last bits (MKL's packed products depend on the rows a pack is made for)
 $PY $R/groups_change_bits.py small 64,1,2 256 > $R/raw/groups_change_bits.txt
+
+# 6. The outputs of step 4 at the parent commit (1da44be: /tmp/before{64,256}.hdf5, made the same way from a
+#    checkout of it) and here (/tmp/out{64,256}.hdf5) compared dataset by dataset
+for b in 64 256; do $PY -c "
+import h5py, numpy as np, sys
+with h5py.File('/tmp/before$b.hdf5') as x, h5py.File('/tmp/out$b.hdf5') as y:
+    same = sorted(x) == sorted(y) and all(np.array_equal(x[k][()], y[k][()]) for k in x)
+    print($b, len(x), 'datasets', 'identical' if same else 'DIFFERENT')"; done > $R/raw/embed_outputs_1da44be_vs_2969dd5.txt
+
+# 7. paddle-elmo embed with both levers that are not in the code (no kept packs, 32 MB mmap threshold)
+for b in 64 256; do
+  PACKS=0 MMAP_MB=32 /usr/bin/time -v $PY $R/embed_with_levers.py --options_file /tmp/original/options.json \
+    --weight_file /tmp/original/weights.hdf5 --batch_size $b --cpu_threads 2 --no_progress /tmp/rt600.txt /tmp/lev$b.hdf5 \
+    > $R/raw/time_embed_levers_$(git rev-parse --short HEAD)_$b.txt 2>&1
+done
