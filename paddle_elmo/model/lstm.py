@@ -143,9 +143,8 @@ class LstmStack(nn.Layer):
             gates = gate_products(x_group, w_input, gate_buffer if inference else None)  # bias: recurrence's
             h_all, c_all = kernels.recurrence(gates, bias, sizes, h, c, w_hidden, layer.W_P,
                                               self.cell_clip, self.proj_clip, self.kernels, packed=packed)
-            del gates  # freed now, not when the next group's buffer is already made (two at once)
             h, c = last_states(h_all, c_all, h, c, sizes)
-            del c_all  # [group tokens, D]: only its last states are kept
+            del c_all  # [group tokens, D]: freed now, not after the next group's products are made
             outputs.append(h_all)
         return (outputs[0] if len(outputs) == 1 else paddle.concat(outputs)), (h, c)
 
