@@ -1,14 +1,18 @@
 """What the embedding frees and reuses as it goes, so that its peak memory holds one group's buffers,
 not two: in inference every group of steps of every LSTM layer writes its input-to-gate products
 ([group tokens, 4D]) into one buffer, and a group's cells ([group tokens, D]) are released before the
-next group's products are made."""
+next group's products are made; embed_file writes each batch as it comes."""
+import json
 import weakref
+from types import SimpleNamespace
 
+import h5py
 import numpy as np
 import paddle
 
 from paddle_elmo.model import kernels, lstm
 from paddle_elmo.model.config import ModelConfig
+from paddle_elmo.use.sentence_embedder import SentenceEmbedder, embed_file
 
 
 def grouped_case():
@@ -67,3 +71,29 @@ def test_inference_writes_every_groups_gate_products_into_one_buffer(monkeypatch
     assert len(addresses) > 2 * len(stack.layers) and len(set(addresses)) == 1
     for a, b in zip(reference, grouped):
         np.testing.assert_array_equal(a, b)
+
+
+class CountingEmbedder(SentenceEmbedder):
+    """Embeddings of ones, counting how many it returned are still alive when a batch is asked for."""
+    batch_size, stateful, tokenizer, mapper = 2, False, 'whitespace', SimpleNamespace(vocab=None)
+
+    def __init__(self):
+        self.returned, self.alive_at_batch = [], []
+
+    def _embed_token_lists(self, sentences):
+        self.alive_at_batch.append(sum(ref() is not None for ref in self.returned))
+        out = [np.ones((3, len(s), 4), np.float32) for s in sentences]
+        self.returned += [weakref.ref(e) for e in out]
+        return out
+
+
+def test_embed_file_holds_one_batch_of_embeddings_at_a_time(tmp_path):
+    lines = ['a b', 'c', 'd e f', 'g', 'h i', 'j k l m', 'n', 'o p']
+    (tmp_path / 'in.txt').write_text('\n'.join(lines) + '\n', encoding='utf-8')
+    embedder = CountingEmbedder()
+    embed_file(embedder, str(tmp_path / 'in.txt'), str(tmp_path / 'out.hdf5'), batch_size=2, progress=False)
+    assert len(embedder.alive_at_batch) == 4  # one chunk (16 batches' worth) of 4 batches
+    assert max(embedder.alive_at_batch) <= 2  # at most the batch before (the chunk's would be up to 6)
+    with h5py.File(tmp_path / 'out.hdf5', 'r') as f:
+        assert [f[str(i)].shape[1] for i in range(len(lines))] == [len(line.split()) for line in lines]
+        assert json.loads(f['sentence_to_index'][0]) == {line: str(i) for i, line in enumerate(lines)}
