@@ -46,7 +46,7 @@ for b in 64 256; do $PY -c "
 import h5py, numpy as np, sys
 with h5py.File('/tmp/before$b.hdf5') as x, h5py.File('/tmp/out$b.hdf5') as y:
     same = sorted(x) == sorted(y) and all(np.array_equal(x[k][()], y[k][()]) for k in x)
-    print($b, len(x), 'datasets', 'identical' if same else 'DIFFERENT')"; done > $R/raw/embed_outputs_1da44be_vs_2969dd5.txt
+    print($b, len(x), 'datasets', 'identical' if same else 'DIFFERENT')"; done > $R/raw/embed_outputs_1da44be_vs_$(git rev-parse --short HEAD).txt
 
 # 7. paddle-elmo embed with both levers that are not in the code (no kept packs, 32 MB mmap threshold)
 for b in 64 256; do
