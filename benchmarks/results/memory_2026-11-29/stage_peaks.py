@@ -61,11 +61,12 @@ def apply_variant():
             self._packs = None
             return None
         lstm.LstmLayer.packed_weights = no_packs
-    if os.environ.get('MMAP_MB'):
+    if os.environ.get('MMAP_MB'):  # the embedder's call, and use_device's (paddle-elmo embed)
         mmap_mb, trim_mb = int(os.environ['MMAP_MB']), int(os.environ.get('TRIM_MB', '512'))
-        embedder.keep_freed_memory = lambda: runtime.keep_freed_memory(mmap_mb, trim_mb)
+        embedder.keep_freed_memory = runtime.keep_freed_memory = functools.partial(
+            runtime.keep_freed_memory, mmap_mb, trim_mb)
     if os.environ.get('NOREUSE'):
-        embedder.keep_freed_memory = lambda: False
+        embedder.keep_freed_memory = runtime.keep_freed_memory = lambda *args: False
 
 
 def main():
