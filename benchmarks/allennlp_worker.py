@@ -14,7 +14,7 @@ state starts the same row of the next batch), as it was in ElmoEmbedder; --no-st
 state before every batch. One two-sentence call warms up first, then the state is reset.
 
 Prints one JSON line on stdout (everything else goes to stderr): tokens (real tokens, <S> and </S>
-not counted), sentences, seconds (wall), cpu_seconds (process CPU time), peak_rss_mb (ru_maxrss of
+not counted), sentences, seconds (wall), cpu_seconds (process CPU time), peak_rss_mb (VmHWM of
 the whole process: torch, and the spacy/transformers that `import allennlp` loads, included),
 model_rss_mb (RSS after loading the model, before the timed run), torch, allennlp, threads
 (torch.get_num_threads() after torch.set_num_threads), stateful, batch_size.
@@ -74,6 +74,16 @@ def read_sentences(path, n=None):
 def current_rss_mb():
     with open('/proc/self/statm') as f:
         return int(f.read().split()[1]) * os.sysconf('SC_PAGE_SIZE') / 2 ** 20
+
+
+def peak_rss_mb():
+    """This process's own peak RSS in MB: /proc's VmHWM (ru_maxrss would carry over the peak of the
+    benchmark that started it, see benchmarks/machine.py: peak_rss_mb), ru_maxrss without /proc."""
+    try:
+        with open('/proc/self/status') as f:
+            return next(int(line.split()[1]) / 1024 for line in f if line.startswith('VmHWM:'))
+    except (OSError, StopIteration):
+        return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
 
 class Embedder:
@@ -140,7 +150,7 @@ def time_embedding(a):
     seconds, cpu = time.perf_counter() - start, time.process_time() - cpu
     torch_version, allennlp_version = versions()
     return dict(tokens=sum(len(s) for s in sentences), sentences=len(sentences), seconds=seconds,
-                cpu_seconds=cpu, peak_rss_mb=resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
+                cpu_seconds=cpu, peak_rss_mb=peak_rss_mb(),
                 model_rss_mb=model_mb, torch=torch_version, allennlp=allennlp_version,
                 threads=torch.get_num_threads(), stateful=a.stateful, batch_size=a.batch_size)
 

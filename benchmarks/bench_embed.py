@@ -9,7 +9,7 @@
     bash benchmarks/setup_allennlp.sh && python benchmarks/bench_embed.py --n_sentences 1000   # + AllenNLP
 
 Every configuration (random weights: the speed does not depend on the values) runs in its own
-process, so that its peak memory (ru_maxrss: the whole process, Python and Paddle included) is its
+process, so that its peak memory (VmHWM, machine.peak_rss_mb: the whole process, Python and Paddle included) is its
 own: `iter_embeddings` (what `encode` runs; each batch's arrays are dropped as they come, as
 embed_file writes them out) over the first --n_sentences lines (whitespace tokens) in batches of
 each of --batch_sizes (64 and 256: the batch users run by default, and one where the recurrence's

@@ -8,7 +8,7 @@ For each model: `original`, the paper's size (2048-filter char CNN, 2 highway, L
 layers) with random weights of a trained model's magnitudes (paddle_elmo.export.magnitudes.realistic_bilm), and `bundled`,
 the model in pretrained/ (char CNN 384 filters, LSTM 256 -> 128). Each is exported once in float32
 and once with --quantize int8 (export_inference, verified as the script does); then, each in its
-own process (its peak memory, ru_maxrss, is its own: Python and the runtime included), the same
+own process (its peak memory, VmHWM: machine.peak_rss_mb, is its own: Python and the runtime included), the same
 sentences (the first --n_sentences lines of rt-polarity.pos) in batches of --batch_size on
 --threads threads: ELMoEmbedder (stateless, its word cache on, as bench_embed.py's default),
 onnxruntime on the float model.onnx and on the int8 one. "x library" divides by ELMoEmbedder's

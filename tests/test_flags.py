@@ -423,15 +423,15 @@ def test_every_path_a_command_writes_is_checked_as_it_is_parsed(parsers):
 
 
 class _FakeEmbedder:
-    """encode() -> one [3, n_tokens, 2] array per line: what embed_file writes, without a model."""
+    """iter_embeddings() -> (index, one [3, n_tokens, 2] array) per line: what embed_file writes, without a model."""
     tokenizer = 'whitespace'  # what tokenize does; embed_file reads the file as text of it (text.encodings)
 
     def tokenize(self, lines):
         return [line.split() for line in lines]
 
-    def encode(self, lines, batch_size):
+    def iter_embeddings(self, lines, batch_size):
         import numpy as np
-        return [np.full((3, len(tokens), 2), i, np.float32) for i, tokens in enumerate(lines)]  # tokenize's lists
+        return ((i, np.full((3, len(tokens), 2), i, np.float32)) for i, tokens in enumerate(lines))  # tokenize's lists
 
 
 def test_use_sentence_keys_and_forget_sentences_write_what_allennlp_elmo_wrote(tmp_path):

@@ -77,10 +77,11 @@ class LstmStack(nn.Layer):
         unpack = paddle.to_tensor(unpack)
         zero_row = paddle.zeros([1, self.projection_dim], dtype=x.dtype)
         outputs, finals = [], []
+        gate_buffer = {}  # inference: one buffer for the gate products of every group of every layer
         for i, (layer, (h, c)) in enumerate(zip(self.layers, states)):
             if self.training and self.dropout > 0:
                 x = kernels.dropout(x, self.dropout, self.kernels)
-            out, final = self._run_layer(layer, x, batch_sizes, h, c)
+            out, final = self._run_layer(layer, x, batch_sizes, h, c, gate_buffer)
             if self.use_skip and i > 0:
                 out = out + x
             # Back to [batch, time, P]; padding positions pick the zero row.
@@ -89,8 +90,9 @@ class LstmStack(nn.Layer):
             x = out
         return outputs, finals
 
-    def _run_layer(self, layer, x, batch_sizes, h, c):
-        """x: packed [tokens, input_dim] -> (packed outputs [tokens, P], final (h [batch, P], c [batch, D]))."""
+    def _run_layer(self, layer, x, batch_sizes, h, c, gate_buffer):
+        """x: packed [tokens, input_dim] -> (packed outputs [tokens, P], final (h [batch, P], c [batch, D])).
+        gate_buffer: forward's dict holding the inference gate buffer (gate_products)."""
         w_input, w_hidden = split_rows(layer.W, [layer.input_dim, layer.projection_dim])
         bias = layer.bias()
         # Groups of steps whose [tokens, 4D] gate buffer fits GATE_BUFFER_MB, so that the memory
@@ -98,19 +100,39 @@ class LstmStack(nn.Layer):
         # activations and their gradient), inference only the gates, so its groups take three times the
         # tokens in the same memory. Each group is a kernel call.
         tokens = (self.GATE_BUFFER_MB << 20) // (16 * self.dim)
-        if not kernels.tracks_grad([x, layer.W, layer.W_P, layer.B, h, c]):
+        inference = not kernels.tracks_grad([x, layer.W, layer.W_P, layer.B, h, c])
+        if inference:
             tokens *= 3
         groups = step_groups(batch_sizes, max(int(batch_sizes[0]), tokens))
         xs = split_rows(x, [int(batch_sizes[a:b].sum()) for a, b in groups]) if len(groups) > 1 else [x]
         outputs = []
         for (first, last), x_group in zip(groups, xs):
             sizes = batch_sizes[first:last]
-            gates = paddle.matmul(x_group, w_input)  # [group tokens, 4D], bias added by recurrence
+            gates = gate_products(x_group, w_input, gate_buffer if inference else None)  # bias: recurrence's
             h_all, c_all = kernels.recurrence(gates, bias, sizes, h, c, w_hidden, layer.W_P,
                                               self.cell_clip, self.proj_clip, self.kernels)
             h, c = last_states(h_all, c_all, h, c, sizes)
+            del c_all  # [group tokens, D]: freed now, not after the next group's products are made
             outputs.append(h_all)
         return (outputs[0] if len(outputs) == 1 else paddle.concat(outputs)), (h, c)
+
+
+def gate_products(x, w_input, buffer=None):
+    """x [n, input_dim] x w_input -> the gates' input products [n, 4D].
+
+    buffer: None (training: autograd keeps each group's products), or a dict whose 'gates' tensor
+    the products are written into (grown when too small): in inference one buffer serves every
+    group of every layer of a forward, so the largest allocation is made once, not once per group,
+    and glibc's heap (keep_freed_memory) is not fragmented by a new one every call.
+    """
+    if buffer is None:
+        return paddle.matmul(x, w_input)
+    rows = x.shape[0]
+    held = buffer.get('gates')
+    if held is None or held.shape[0] < rows:
+        buffer['gates'] = held = None  # the smaller one is freed before the larger is made
+        buffer['gates'] = held = paddle.empty([rows, w_input.shape[1]], dtype=x.dtype)
+    return paddle.matmul(x, w_input, out=held[:rows])
 
 
 def split_rows(x, sizes):

@@ -63,16 +63,24 @@ def last_states(h_all, c_all, h0, c0, batch_sizes):
     """Each row's state after its last step -> (h [B, P], c [B, D]); rows that did not run keep h0, c0.
 
     h_all [tokens, P], c_all [tokens, D]: packed outputs of steps with batch_sizes[t] rows.
+    The rows that ran are the first batch_sizes[0] (longest first): their states are gathered from
+    the outputs alone, not from the outputs joined to h0 and c0, which would copy the group's whole
+    [tokens, D] cells once more.
     """
     sizes = np.asarray(batch_sizes, dtype=np.int64)
-    rows = np.arange(h0.shape[0])
-    steps_run = (sizes[None, :] > rows[:, None]).sum(axis=1)  # [B]
+    ran, batch = (int(sizes[0]) if len(sizes) else 0), h0.shape[0]
+    if ran == 0:
+        return h0, c0
+    rows = np.arange(ran)
+    steps_run = (sizes[None, :] > rows[:, None]).sum(axis=1)  # [ran], each >= 1
     offsets = np.concatenate([[0], np.cumsum(sizes)])
-    # Index into [packed rows; h0 rows]: the row's last step, or its initial state.
-    index = np.where(steps_run > 0, offsets[np.maximum(steps_run - 1, 0)] + rows, offsets[-1] + rows)
-    index = paddle.to_tensor(index)
-    return (paddle.gather(paddle.concat([h_all, h0]), index),
-            paddle.gather(paddle.concat([c_all, c0]), index))
+    index = paddle.to_tensor(offsets[steps_run - 1] + rows)  # the row's last step
+    states = []
+    for outputs, initial in ((h_all, h0), (c_all, c0)):
+        last = paddle.gather(outputs, index)
+        # split, not a slice: its backward stays cheap when the states carry a gradient (training's groups)
+        states.append(last if ran == batch else paddle.concat([last, paddle.split(initial, [ran, batch - ran])[1]]))
+    return tuple(states)
 
 
 def used_chars(ids, pad_id):

@@ -132,8 +132,8 @@ class ELMoEmbedder(SentenceEmbedder):
         return np.stack([fresh[t] if t in fresh else known(t) for t in tokens])
 
     def _run_batch(self, sentences):
-        """One batch of token lists through the biLM -> (activations [layers, batch, time, 2P]
-        numpy, lengths)."""
+        """One batch of token lists through the biLM -> (activations: n_layers + 1 tensors
+        [batch, time, 2P], lengths)."""
         padded = [[BOS_TOKEN, *s, EOS_TOKEN] for s in sentences]
         lengths = np.array([len(s) for s in padded], dtype=np.int64)
         vocab = list(dict.fromkeys(t for s in padded for t in s))
@@ -145,15 +145,21 @@ class ELMoEmbedder(SentenceEmbedder):
         table = np.concatenate([np.zeros((1, vectors.shape[1]), np.float32), vectors])
         with inference_mode(self.bilm, self.stateful) as bilm:
             x = paddle.to_tensor(table[positions])
-            out = bilm(None, lengths, token_embeddings=x)
-            layers = np.stack([a.numpy() for a in out['activations']])
-        return layers, lengths
+            activations = bilm(None, lengths, token_embeddings=x)['activations']
+        return activations, lengths
 
     def _embed_token_lists(self, sentences):
         if not sentences:
             return []
-        layers, lengths = self._run_batch(sentences)
-        return [np.ascontiguousarray(layers[:, row, 1:n - 1]) for row, n in enumerate(lengths)]
+        activations, lengths = self._run_batch(sentences)
+        # Each sentence's array is filled layer by layer, and each layer's tensor dropped once copied:
+        # the batch's layers are never held three times over (tensors, their numpy copies, a stack).
+        out = [np.empty((len(activations), n - 2, self.dim), np.float32) for n in lengths]
+        for k in range(len(activations)):
+            layer, activations[k] = activations[k].numpy(), None
+            for row, n in enumerate(lengths):
+                out[row][k] = layer[row, 1:n - 1]
+        return out
 
     def hub_outputs(self, sentences, mix_weights=None, gamma=1.0):
         """TF-Hub-style outputs for a batch, padded to its longest sentence (numpy arrays).

@@ -202,13 +202,16 @@ def embed_file(embedder, input_file, output_file, output_format='all', batch_siz
             progress_bar(progress, log, total=n_lines, unit='sent', desc='embedding') as bar:
         for chunk in _read_chunks(input_file, batch_size * chunk_batches, embedder.tokenizer):
             tokens = embedder.tokenize([line for _, line in chunk])
-            embeddings = embedder.encode(tokens, batch_size)
-            for (i, line), sentence, emb in zip(chunk, tokens, embeddings):
-                key = _sentence_key(input_file, i, line, sentence_to_index) if use_sentence_keys else str(i)
-                dataset = fout.create_dataset(key, data=_select(emb, output_format).astype(np.float32))
-                if not forget_sentences:
-                    dataset.attrs[TOKENS_ATTRIBUTE] = json.dumps(sentence, ensure_ascii=False)
+            keys = []  # in line order, before the chunk is embedded
+            for i, line in chunk:
+                keys.append(_sentence_key(input_file, i, line, sentence_to_index) if use_sentence_keys else str(i))
                 sentence_to_index[line] = str(i)
+            # Each batch is written as it comes (the chunk's batches as encode makes them), so that
+            # one batch's embeddings are held at a time, not the chunk's.
+            for j, emb in embedder.iter_embeddings(tokens, batch_size):
+                dataset = fout.create_dataset(keys[j], data=_select(emb, output_format).astype(np.float32))
+                if not forget_sentences:
+                    dataset.attrs[TOKENS_ATTRIBUTE] = json.dumps(tokens[j], ensure_ascii=False)
             bar.update(len(chunk))
         if not (use_sentence_keys or forget_sentences):
             index = fout.create_dataset('sentence_to_index', (1,), dtype=h5py.string_dtype())
