@@ -215,7 +215,8 @@ def rows(h):
             'of 256: {b256_low:.1f}-{b256_high:.1f}% (median {b256_median:.1f}%), {runs} runs | the required floor at the '
             'higher matmul reading | AMD EPYC AVX-512, {rate_low:.1f}-{rate_high:.1f} |', EVENING_FILES, lambda: amd_embed(h)),
         row('embedding share, Intel', '| The same on Intel | batches of 64: {b64:.1f}%; of 256: {b256:.1f}%; peak {peak:,} MB '
-            '| the required floor | Intel Xeon AVX-512+VNNI, {start:.1f} / {end:.1f} |',
+            "(the benchmark's, not the embedding's: [Embedding speed](#embedding-speed)) | the required floor | "
+            'Intel Xeon AVX-512+VNNI, {start:.1f} / {end:.1f} |',
             INTEL_FILES + 'bench_embed_original.txt', intel_embed),
         row('pretraining share, AMD AVX-512', '32 rows: {r32_low:.1f}-{r32_high:.1f}% (median {r32_median:.1f}%); 128 rows: '
             '{r128_low:.1f}-{r128_high:.1f}% (median {r128_median:.1f}%), {runs} runs | the required floor at the higher '
