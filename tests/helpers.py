@@ -304,10 +304,11 @@ def assert_learned(result):
 # ---- from test_chinese ----------------------------------------------------------------------------------
 
 
-def readme_commands(heading):
-    """The bash block under `heading` in README.md -> its commands as written (lists of words), continuation
-    lines joined. command_line runs a `paddle-elmo SUBCOMMAND ...` one: command_line(*words[1:])."""
-    with open(os.path.join(ROOT, 'README.md'), encoding='utf-8') as f:
+def readme_commands(heading, doc='README.md'):
+    """The bash block under `heading` in README.md (or `doc`, a path in the checkout) -> its commands as
+    written (lists of words), continuation lines joined. command_line runs a `paddle-elmo SUBCOMMAND ...`
+    one: command_line(*words[1:])."""
+    with open(os.path.join(ROOT, doc), encoding='utf-8') as f:
         text = f.read()
     block = re.search(r'```bash\n(.*?)```', text[text.index(heading):], re.S).group(1)
     lines = [line for line in block.replace('\\\n', ' ').splitlines() if line.strip() and not line.startswith('#')]
