@@ -1,4 +1,5 @@
 """Helpers the tests share (conftest holds the fixtures): running the commands, tiny models, the reference protocol."""
+import hashlib
 import http.server
 import json
 import os
@@ -403,3 +404,12 @@ class Server:
         self.httpd.shutdown()
         self.httpd.server_close()
         self.thread.join(10)
+
+
+def sha256(path):
+    """A file's sha256, hex (what `sha256sum` prints): the model cards' hashes of the files they describe."""
+    digest = hashlib.sha256()
+    with open(path, 'rb') as f:
+        for block in iter(lambda: f.read(1 << 20), b''):
+            digest.update(block)
+    return digest.hexdigest()

@@ -8,7 +8,6 @@ fails unless NOT_MEASURED names it). Each card also says how its figures were ma
 on, which must be the shipped file's: new weights fail here until their figures are measured again.
 """
 import glob
-import hashlib
 import importlib
 import os
 import re
@@ -16,6 +15,7 @@ import re
 import pytest
 
 from conftest import ROOT
+from helpers import sha256
 
 # The reading helpers, Figure and the rules of README's figures (not restructured while BENCHMARKS' rows
 # are being added there): imported as a module, so that its tests are not collected twice.
@@ -363,14 +363,6 @@ def test_every_model_card_and_docs_page_is_checked():
 
 
 # ---- how the cards' figures were made -------------------------------------------------------------------
-
-def sha256(path):
-    h = hashlib.sha256()
-    with open(path, 'rb') as f:
-        for block in iter(lambda: f.read(1 << 20), b''):
-            h.update(block)
-    return h.hexdigest()
-
 
 def recorded_weights():
     """The cards' run: {package directory: sha256 of the weights.hdf5 it evaluated}, and its commit."""
