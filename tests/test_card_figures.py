@@ -200,17 +200,19 @@ def en_perplexity():
 
 
 def en_downstream():
-    rows = {n: json_file(EN_FURTHER + f'{n}.json') for n in ('elmo-final', 'elmo-bundled-current', 'concat-final',
-                                                            'concat-bundled-current', 'word2vec-table', 'int8-final')}
-    elmo, w2v = rows['elmo-final'], rows['word2vec-table']
-    return {'elmo': elmo['accuracy_mean'], 'elmo_sd': elmo['accuracy_std'],
-            'elmo_before': rows['elmo-bundled-current']['accuracy_mean'], 'concat': rows['concat-final']['accuracy_mean'],
-            'concat_before': rows['concat-bundled-current']['accuracy_mean'], 'w2v': w2v['accuracy_mean'],
-            'int8': rows['int8-final']['accuracy_mean'], 'short': 100 * (0.75 - elmo['accuracy_mean']),
-            **against(elmo, rows['elmo-bundled-current'], 'e'),
-            **against(rows['concat-final'], rows['concat-bundled-current'], 'c'),
-            **against(elmo, w2v, 'ew'), **against(rows['concat-final'], w2v, 'cw'),
-            **against(rows['int8-final'], elmo, 'i')}
+    """rt-polarity on the shipped weights (the cards' run), and the release before against this one, the
+    two measured the same day (2026-11-26)."""
+    elmo, concat, w2v, int8 = (json_file(CARDS + f'rt_{n}.json') for n in ('elmo', 'concat', 'word2vec', 'int8'))
+    old = {n: json_file(EN_FURTHER + f'{n}.json') for n in ('elmo-final', 'elmo-bundled-current', 'concat-final',
+                                                            'concat-bundled-current')}
+    return {'elmo': elmo['accuracy_mean'], 'elmo_sd': elmo['accuracy_std'], 'concat': concat['accuracy_mean'],
+            'w2v': w2v['accuracy_mean'], 'int8': int8['accuracy_mean'], 'short': 100 * (0.75 - elmo['accuracy_mean']),
+            'old_elmo': old['elmo-final']['accuracy_mean'], 'elmo_before': old['elmo-bundled-current']['accuracy_mean'],
+            'old_concat': old['concat-final']['accuracy_mean'],
+            'concat_before': old['concat-bundled-current']['accuracy_mean'],
+            **against(old['elmo-final'], old['elmo-bundled-current'], 'e'),
+            **against(old['concat-final'], old['concat-bundled-current'], 'c'),
+            **against(elmo, w2v, 'ew'), **against(concat, w2v, 'cw'), **against(int8, elmo, 'i')}
 
 
 def en_earlier():
@@ -249,16 +251,17 @@ EN_FIGURES = [
            '{bpc_all:.3f} bits per character', CARDS + 'eval_bundled_{51200,all}.json', en_perplexity),
     Figure('the release before\'s perplexity', 'The release before: {before:.1f} and {before_all:.1f}.',
            'bundled_softmax_2026-11-26/eval_heldout_{51200,all}.json', en_perplexity),
-    Figure('rt-polarity, frozen', 'frozen ELMo {elmo:.3f} ± {elmo_sd:.3f} (mean ± std over folds; the release '
-           'before, measured the same day the same way: {elmo_before:.3f}, {e_diff:+.2f} ± {e_se:.2f} points, corrected p '
-           '{e_p}); ELMo ⊕ the table\'s word2vec vectors {concat:.3f} (before: {concat_before:.3f}, {c_diff:+.2f} ± '
-           '{c_se:.2f}, p {c_p}); those vectors alone + BoW {w2v:.3f} (frozen ELMo {ew_diff:+.1f} ± {ew_se:.1f}, p '
-           '{ew_p}; ELMo ⊕ word2vec {cw_diff:+.1f} ± {cw_se:.1f}, p {cw_p})',
-           EN_FURTHER + '{elmo-final,elmo-bundled-current,concat-final,concat-bundled-current,word2vec-table}.json',
-           en_downstream),
+    Figure('rt-polarity, frozen', 'frozen ELMo {elmo:.3f} ± {elmo_sd:.3f} (mean ± std over folds); ELMo ⊕ the '
+           'table\'s word2vec vectors {concat:.3f}; those vectors alone + BoW {w2v:.3f} (frozen ELMo {ew_diff:+.1f} ± '
+           '{ew_se:.1f}, p {ew_p}; ELMo ⊕ word2vec {cw_diff:+.1f} ± {cw_se:.1f}, p {cw_p})',
+           CARDS + 'rt_{elmo,concat,word2vec}.json', en_downstream),
     Figure('rt-polarity, the int8 export', 'frozen {int8:.3f} against float32\'s {elmo:.3f} ({i_diff:+.2f} ± '
            '{i_se:.2f} points, corrected 95% interval {i_lo:+.2f} to {i_hi:+.2f}, p {i_p})',
-           EN_FURTHER + '{int8-final,elmo-final}.json', en_downstream),
+           CARDS + 'rt_{int8,elmo}.json', en_downstream),
+    Figure('rt-polarity, against the release before', 'frozen ELMo {old_elmo:.3f} against {elmo_before:.3f} '
+           '({e_diff:+.2f} ± {e_se:.2f} points, corrected p {e_p}), ELMo ⊕ word2vec {old_concat:.3f} against '
+           '{concat_before:.3f} ({c_diff:+.2f} ± {c_se:.2f}, p {c_p})',
+           EN_FURTHER + '{elmo-final,elmo-bundled-current,concat-final,concat-bundled-current}.json', en_downstream),
     Figure('fine-tuned, earlier', '{trainable:.3f} against {frozen:.3f} frozen ({gain:+.1f} ± {gain_se:.1f} points, '
            '{better} of 10 folds better, corrected p {gain_p}) and {w2v:.3f} for word2vec (-{below:.1f} ± {below_se:.1f}, '
            'p {below_p}), at {min_minutes:.0f}-{max_minutes:.0f} minutes per fold',
@@ -271,7 +274,7 @@ EN_FIGURES = [
            'bundled_softmax_2026-11-26, ' + CARDS + 'eval_bundled_51200.json, ' + EN_FURTHER + 'elmo-*.json',
            en_further),
     Figure('where it falls short', 'frozen it is {short:.1f} points short of 0.75 ({elmo:.3f}), and beside word2vec '
-           'it is level with word2vec alone ({cw_diff:+.1f}, not significant)', EN_FURTHER + 'elmo-final.json',
+           'it is not significantly above word2vec alone ({cw_diff:+.1f}, p {cw_p})', CARDS + 'rt_{elmo,concat,word2vec}.json',
            en_downstream),
     Figure('how much it saw', 'its contextual layers would need far more than {total:.0f}M tokens to add to them',
            EN_FIRST + 'train_log.csv and ' + EN_FURTHER + 'train_log.csv', en_training),

@@ -102,8 +102,9 @@ def predict_top():
 
 
 def bundled_rows():
+    """rt-polarity on the shipped weights (the model cards' run of 2026-11-29); its tokens: its two training runs."""
     d = 'bundled_further_2026-11-26/'
-    elmo, w2v, concat = (json_file(d + f) for f in ('elmo-final.json', 'word2vec-table.json', 'concat-final.json'))
+    elmo, w2v, concat = (json_file(f'cards_2026-11-29/rt_{f}.json') for f in ('elmo', 'word2vec', 'concat'))
     vs_w2v, concat_vs = compare(elmo, w2v), compare(concat, w2v)
     tokens = (int(csv_rows('bundled_2026-11-25/train_log.csv')[-1]['tokens'])
               + int(csv_rows(d + 'train_log.csv')[-1]['tokens']))
@@ -256,12 +257,12 @@ FIGURES = [
     Figure('the bundled model, frozen, on rt-polarity', 'on {tokens:.0f}M tokens of an English corpus on one CPU '
            'thread. It embeds any sentence without pretraining first, but it is far less trained than AllenNLP\'s '
            'models: frozen, on rt-polarity, it scores {elmo:.3f} where its own table\'s word2vec vectors score {w2v:.3f}',
-           'bundled_further_2026-11-26/{elmo-final,word2vec-table}.json: accuracy_mean; tokens: the last rows of '
+           'cards_2026-11-29/rt_{elmo,word2vec}.json: accuracy_mean; tokens: the last rows of '
            'bundled_2026-11-25/train_log.csv and bundled_further_2026-11-26/train_log.csv', bundled_rows),
     Figure('the bundled model\'s rows', 'The bundled word + char model (128-d table, {tokens:.0f}M tokens): frozen '
-           '{elmo:.3f} against its table\'s word2vec vectors\' {w2v:.3f} (p {p}), ELMo ⊕ word2vec level with word2vec '
-           '({concat_diff:+.1f}, p {concat_p})',
-           'bundled_further_2026-11-26/{elmo-final,word2vec-table,concat-final}.json: fold_accuracies', bundled_rows),
+           '{elmo:.3f} against its table\'s word2vec vectors\' {w2v:.3f} (p {p}), ELMo ⊕ word2vec not significantly above '
+           'word2vec ({concat_diff:+.1f}, p {concat_p})',
+           'cards_2026-11-29/rt_{elmo,word2vec,concat}.json: fold_accuracies', bundled_rows),
     Figure('fine-tuning the bundled model', 'checkpoint at step 10,355 ({tokens:.0f}M tokens; not re-run on the '
            'shipped model), gains {gain:+.1f} ± {gain_se:.1f} points over frozen ({better} of 10 folds, p {gain_p}) '
            'and stays below word2vec (-{below:.1f} ± {below_se:.1f}, p {below_p}), at {min_minutes:.0f}-'

@@ -67,11 +67,14 @@ $P export-inference --model bundled-zh --quantize int8 --output_dir $TMP/int8-zh
 cp $TMP/int8-zh/export.json $OUT/int8_bundled_zh.json
 $P export-inference --model bundled --quantize int8 --output_dir $TMP/int8-en 2> $OUT/int8_bundled.log
 cp $TMP/int8-en/export.json $OUT/int8_bundled.json
-# rt-polarity, frozen, 10 folds (seed 0, as the card's rows): ELMo, ELMo + the table's vectors, the int8 export
+# rt-polarity, frozen, 10 folds (seed 0, as the card's rows): ELMo, ELMo + the table's vectors, the table's
+# vectors alone (word2vec + BoW), the int8 export
 $P finetune --model bundled --data_dir $DATA/rt-polarity --cpu_threads 1 --quiet --seed 0 \
     --output_json $OUT/rt_elmo.json
 $P finetune --model bundled --data_dir $DATA/rt-polarity --cpu_threads 1 --quiet --seed 0 \
     --word_vectors $TMP/table-en.npz --output_json $OUT/rt_concat.json
+$P word2vec --data_dir $DATA/rt-polarity --word_vectors $TMP/table-en.npz --cpu_threads 1 --quiet --seed 0 \
+    --output_json $OUT/rt_word2vec.json
 $P finetune --inference_model $TMP/int8-en --inference_backend onnxruntime --data_dir $DATA/rt-polarity \
     --cpu_threads 1 --quiet --seed 0 --output_json $OUT/rt_int8.json
 # online_shopping, frozen, 10 folds (seed 1, batches of 128, reviews cut to 128 with <S> and </S>)
