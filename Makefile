@@ -1,8 +1,9 @@
 # make setup: .venv with the package installed editable and the extras the tests need;
 # make demo: the main job on a small built-in default; make test: the test suite (what CI runs);
-# make bench: the embedding benchmark (prints a table); make flags-table: README's flag table from
-# paddle_elmo/cli/glossary.py's FLAGS; make check-docs: README's and BENCHMARKS' figures against their raw files,
-# its links and its commands, and benchmarks/results/ kept as a lab (tests/test_results_tree.py).
+# make bench: the embedding benchmark (prints a table); make flags-table: docs/FLAGS.md's flag table
+# from paddle_elmo/cli/glossary.py's FLAGS; make check-docs: the figures of README, BENCHMARKS, docs/ and
+# the model cards against their raw files, the documents' links and commands, and benchmarks/results/
+# kept as a lab (tests/test_results_tree.py).
 PYTHON ?= python3
 VENV := .venv
 PY := $(VENV)/bin/python
@@ -28,7 +29,7 @@ bench: setup
 	$(PY) benchmarks/bench_embed.py
 
 check-docs: setup
-	$(PY) -m pytest -q tests/test_doc_figures.py tests/test_docs.py tests/test_results_tree.py
+	$(PY) -m pytest -q tests/test_doc_figures.py tests/test_card_figures.py tests/test_docs.py tests/test_results_tree.py
 
 flags-table: setup
-	$(PY) -c 'from paddle_elmo.cli import update_readme; update_readme("README.md")'
+	$(PY) -c 'from paddle_elmo.cli import update_flags_doc; update_flags_doc("docs/FLAGS.md")'

@@ -6,7 +6,7 @@
 Computes exactly what allenai/bilm-tf and AllenNLP compute, and reads and writes their
 `options.json` + `weights.hdf5`. The names below are the public API; each lives in the module of
 its concept (`paddle_elmo.model.config`, `.model.bilm`, `.files.model_io`, `.use.downstream`,
-`.use.embedder`, ...: README's code map)
+`.use.embedder`, ...: docs/ARCHITECTURE.md's code map)
 and is imported from there on first use, so `import paddle_elmo` (and every `paddle-elmo --help`)
 does not import Paddle.
 

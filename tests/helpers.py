@@ -1,4 +1,5 @@
 """Helpers the tests share (conftest holds the fixtures): running the commands, tiny models, the reference protocol."""
+import hashlib
 import http.server
 import json
 import os
@@ -304,10 +305,11 @@ def assert_learned(result):
 # ---- from test_chinese ----------------------------------------------------------------------------------
 
 
-def readme_commands(heading):
-    """The bash block under `heading` in README.md -> its commands as written (lists of words), continuation
-    lines joined. command_line runs a `paddle-elmo SUBCOMMAND ...` one: command_line(*words[1:])."""
-    with open(os.path.join(ROOT, 'README.md'), encoding='utf-8') as f:
+def readme_commands(heading, doc='README.md'):
+    """The bash block under `heading` in README.md (or `doc`, a path in the checkout) -> its commands as
+    written (lists of words), continuation lines joined. command_line runs a `paddle-elmo SUBCOMMAND ...`
+    one: command_line(*words[1:])."""
+    with open(os.path.join(ROOT, doc), encoding='utf-8') as f:
         text = f.read()
     block = re.search(r'```bash\n(.*?)```', text[text.index(heading):], re.S).group(1)
     lines = [line for line in block.replace('\\\n', ' ').splitlines() if line.strip() and not line.startswith('#')]
@@ -402,3 +404,12 @@ class Server:
         self.httpd.shutdown()
         self.httpd.server_close()
         self.thread.join(10)
+
+
+def sha256(path):
+    """A file's sha256, hex (what `sha256sum` prints): the model cards' hashes of the files they describe."""
+    digest = hashlib.sha256()
+    with open(path, 'rb') as f:
+        for block in iter(lambda: f.read(1 << 20), b''):
+            digest.update(block)
+    return digest.hexdigest()

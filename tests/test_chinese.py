@@ -305,7 +305,7 @@ def test_the_readme_chinese_commands_run_as_written_on_a_slice(tmp_path):
     shrink = {'pretrain': TINY_MODEL + ['--max_steps', '2'], 'build-vocab': [], 'eval': [], 'demo': [],
               'finetune': ['--folds', '2', '--epochs', '1', '--quiet'],
               'word2vec': ['--folds', '2', '--epochs', '1', '--quiet', '--w2v_dim', '8', '--min_count', '1']}
-    commands = readme_commands('### A Chinese model of your own')
+    commands = readme_commands('# A Chinese model of your own', os.path.join('docs', 'CHINESE.md'))
     assert [c[1] if c[0] == 'paddle-elmo' else c[0] for c in commands] == [
         'mkdir', 'build-vocab', 'word2vec', 'pretrain', 'eval', 'demo', 'finetune', 'word2vec', 'build-vocab']
     # The senses' cues need the whole corpus, not the slice: its lines that hold a probed word (the

@@ -134,7 +134,7 @@ def test_importing_the_library_leaves_mkl_and_threads_alone():
     assert 'ENV None' in proc.stdout and mkl_state(proc)[0] == 1  # Paddle's own default: one thread
 
 
-# What README ("What is set in your process, and when") and docs/PYPI.md say: the import sets
+# What docs/EMBEDDING.md ("What is set in your process, and when") and docs/PYPI.md say: the import sets
 # GLOG_minloglevel alone; creating an embedder sets MKL_DEBUG_CPU_TYPE (on AMD), before any
 # encode; each only where the user left the variable unset.
 ENV_CHANGES = ('import json, os, sys; before = dict(os.environ); import paddle_elmo; imported = dict(os.environ); '

@@ -107,8 +107,9 @@ def predict_top():
 
 
 def bundled_rows():
+    """rt-polarity on the shipped weights (the model cards' run of 2026-11-29); its tokens: its two training runs."""
     d = 'bundled_further_2026-11-26/'
-    elmo, w2v, concat = (json_file(d + f) for f in ('elmo-final.json', 'word2vec-table.json', 'concat-final.json'))
+    elmo, w2v, concat = (json_file(f'cards_2026-11-29/rt_{f}.json') for f in ('elmo', 'word2vec', 'concat'))
     vs_w2v, concat_vs = compare(elmo, w2v), compare(concat, w2v)
     tokens = (int(csv_rows('bundled_2026-11-25/train_log.csv')[-1]['tokens'])
               + int(csv_rows(d + 'train_log.csv')[-1]['tokens']))
@@ -261,12 +262,12 @@ FIGURES = [
     Figure('the bundled model, frozen, on rt-polarity', 'on {tokens:.0f}M tokens of an English corpus on one CPU '
            'thread. It embeds any sentence without pretraining first, but it is far less trained than AllenNLP\'s '
            'models: frozen, on rt-polarity, it scores {elmo:.3f} where its own table\'s word2vec vectors score {w2v:.3f}',
-           'bundled_further_2026-11-26/{elmo-final,word2vec-table}.json: accuracy_mean; tokens: the last rows of '
+           'cards_2026-11-29/rt_{elmo,word2vec}.json: accuracy_mean; tokens: the last rows of '
            'bundled_2026-11-25/train_log.csv and bundled_further_2026-11-26/train_log.csv', bundled_rows),
     Figure('the bundled model\'s rows', 'The bundled word + char model (128-d table, {tokens:.0f}M tokens): frozen '
-           '{elmo:.3f} against its table\'s word2vec vectors\' {w2v:.3f} (p {p}), ELMo ⊕ word2vec level with word2vec '
-           '({concat_diff:+.1f}, p {concat_p})',
-           'bundled_further_2026-11-26/{elmo-final,word2vec-table,concat-final}.json: fold_accuracies', bundled_rows),
+           '{elmo:.3f} against its table\'s word2vec vectors\' {w2v:.3f} (p {p}), ELMo ⊕ word2vec not significantly above '
+           'word2vec ({concat_diff:+.1f}, p {concat_p})',
+           'cards_2026-11-29/rt_{elmo,word2vec,concat}.json: fold_accuracies', bundled_rows),
     Figure('fine-tuning the bundled model', 'checkpoint at step 10,355 ({tokens:.0f}M tokens; not re-run on the '
            'shipped model), gains {gain:+.1f} ± {gain_se:.1f} points over frozen ({better} of 10 folds, p {gain_p}) '
            'and stays below word2vec (-{below:.1f} ± {below_se:.1f}, p {below_p}), at {min_minutes:.0f}-'
@@ -287,12 +288,6 @@ FIGURES = [
            'trained on the same text ({elmo_diff:+.1f} points, p {elmo_p}), and ELMo ⊕ word2vec {concat:.3f} '
            '({concat_diff:+.1f}, all {concat_better} folds, p {concat_p};',
            'bundled_zh_2026-11-27/{elmo,word2vec,concat}.json: fold_accuracies', bundled_zh),
-    Figure('the zh-corpus word model on online_shopping', 'word2vec + BoW scores {w2v:.3f}, frozen ELMo + BoW '
-           '{elmo:.3f} (worse on every fold, p {elmo_p}) and ELMo ⊕ word2vec {concat:.3f}, {concat_diff:+.1f} ± '
-           '{concat_se:.1f} points over word2vec and better on all {concat_better} folds (p {concat_p}). Its word layer '
-           'alone beside word2vec gives {layer0_diff:+.1f} (p {layer0_p})',
-           'zh_2026-11-24/downstream_zh_sentiment_2026-11-25.jsonl (step 17990) and zh_2026-11-24/downstream_zh_concat_layer0_2026-11-25.jsonl: '
-           'fold_accuracies', zh_news),
     Figure('int8 on the bundled model', 'The bundled model passes at {own:.4f} on its sample ({own1:.4f} / '
            '{own2:.4f} per LSTM layer; {rt1:.4f} / {rt2:.4f} on 1,000 rt-polarity sentences)',
            'readme_2026-11-27/int8_bundled_{heldout_sample,rt_polarity_1000}.json: verified["onnxruntime int8"]',
@@ -304,18 +299,6 @@ FIGURES = [
            int8_speed),
     Figure('int8 downstream', 'frozen ELMo + BoW: {int8:.4f} against {float32:.4f} with float32 on the same 10 folds, '
            'p {p};', 'int8_downstream_2026-11-25/{int8,float32}.json: fold_accuracies', int8_downstream),
-    Figure('the unigram prior', 'which gives {prior:.1f}% lower held-out perplexity after 1,500 steps ({prior_6k:.1f}% '
-           'after 6,000)', 'recipe45_2026-11-26/results.jsonl: dev_perplexity of r0-base, r19-base-seed2, '
-           'r27-base-unigram, r28-base-unigram-seed2 (1,500 steps), r0-6k-base, r29-6k-base-unigram', unigram_prior),
-    Figure('the recipe per token', '{recipe:.0f}% lower than the preset before the prior at 1,500 steps '
-           '({recipe_6k:.0f}% at 6,000)', 'recipe45_2026-11-26/results.jsonl: dev_perplexity of r26-unigram, '
-           'r26-unigram-seed2 and r26-6k against the preset before', unigram_prior),
-    Figure('an hour of the budget preset', 'reaches a held-out perplexity of about {ppl:.0f} on a {tokens:.1f}M-token '
-           'English corpus', 'quality_fastpath_2026-11-24/quality_budget_60min_fastpath_curve.csv: the last row', budget_hour),
-    Figure('word input per token', 'held-out perplexity {word:.1f} after {word_tokens:.1f}M tokens, where the char '
-           'model needs its whole epoch of {char_tokens:.1f}M tokens for {char:.1f}',
-           'word_input_2026-11-24/quality_budget_word_w2v_60min_curve.csv (the 30-minute row) and long_run_2026-11-23/long_run_train_log.csv (the last row): '
-           'dev_perplexity, tokens', word_per_token),
     Figure('the unknown-token warning\'s threshold (a setting)', 'A word model whose call sees {share:.0f}% or more '
            'unknown tokens', 'paddle_elmo/use/languages.py: UNKNOWN_WARNING_SHARE', unknown_share),
     Figure('int8\'s cosine threshold (a setting)', 'the worst token of every layer at cosine >= {cosine}',
@@ -335,14 +318,15 @@ def efml_figures():
 
 
 # Numbers in README's text that are no measurement of ours: versions, settings in commands, properties
-# of published files (AllenNLP's models, the word2vec download), each with the words around it.
+# of published files (AllenNLP's models, the word2vec download), each with the words around it. (docs/'
+# pages and the model cards: tests/test_card_figures.py.)
 NOT_MEASURED = [
-    '1802.05365', 'Python 3.11', 'PaddlePaddle 3.3', 'Python 3.10', 'jieba 0.42.1', 'paddle2onnx 2.1.0',
+    '1802.05365', 'Python 3.11', 'PaddlePaddle 3.3', 'Python 3.10', 'jieba 0.42.1',
     'original (5.5B)', 'trained on 5.5B tokens', '`original-5.5b`', '13.6M parameters', '28.0M parameters', '93.6M parameters',
-    '(word2vec, 3.6 GB)', 'Adagrad 0.2', 'Adam 4e-3', '--lr 0.008', '--adam_beta2 0.99', '(default 0.1;',
-    'CC BY 4.0', 'the first 20M tokens',
+    '(word2vec, 3.6 GB)', 'Adagrad 0.2', 'Adam 4e-3',
+    'CC BY 4.0',
     # sizes of corpora (BENCHMARKS.md, "What the data is, in tokens")
-    '12M jieba tokens', 'over 18.7M tokens of news',
+    '12M jieba tokens',
 ]
 
 # BENCHMARKS.md's rows and phrases (tests/doc_figures_benchmarks.py), read with this module's readers.

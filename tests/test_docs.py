@@ -12,8 +12,9 @@ PACKAGE = os.path.join(ROOT, 'paddle_elmo')
 
 
 def user_docs():
-    """README.md and every Markdown file inside the package (they ship with it: the model's card)."""
-    docs = ['README.md']
+    """README.md, docs/ (its reference pages) and every Markdown file inside the package (they ship with
+    it: the model's card)."""
+    docs = ['README.md', *(os.path.join('docs', f) for f in os.listdir(os.path.join(ROOT, 'docs')) if f.endswith('.md'))]
     for directory, _, files in os.walk(PACKAGE):
         docs += [os.path.relpath(os.path.join(directory, f), ROOT) for f in files if f.endswith('.md')]
     return sorted(docs)
@@ -238,3 +239,42 @@ def test_benchmarks_commands_use_download_data_s_layout_or_placeholders(pattern)
     found = [f'BENCHMARKS.md:{n}: {line.strip()}' for n, line in enumerate(read('BENCHMARKS.md').splitlines(), 1)
              if re.search(pattern, line)]
     assert not found, '\n'.join(found)
+
+
+# ---- README's install lines: the checkout or a wheel built from it (the package is on no index) -----
+
+def pip_installs(doc):
+    """(doc:line, what) of each `pip install` in the document's code blocks: the first thing installed."""
+    import shlex
+    found = []
+    for number, line in code_blocks(read(doc)):
+        words = shlex.split(line, comments=True)
+        for at in [i for i, w in enumerate(words) if w == 'install' and i and words[i - 1] == 'pip']:
+            found.append((f'{doc}:{number}', next(w for w in words[at + 1:] if not w.startswith('-'))))
+    return found
+
+
+def test_readme_installs_the_checkout_or_its_wheel_never_the_index_name():
+    """`pip install 'paddle-elmo[cpu]'` finds nothing on an index: README's code installs `.` (with its
+    extras), the wheel its own line builds (this version's file name), or another project's package
+    (Paddle's GPU build); its very first block makes an environment and installs the checkout with [cpu]."""
+    from paddle_elmo import __version__
+    wheel = f'dist/paddle_elmo-{__version__}-py3-none-any.whl'
+    installs = pip_installs('README.md')
+    assert len(installs) >= 5
+    wrong = [(where, what) for where, what in installs
+             if not (what == '.' or what.startswith(('.[', wheel + '[')) or what.startswith('paddlepaddle-gpu'))]
+    assert not wrong, wrong
+    assert [line for _, line in code_blocks(read('README.md')) if line.startswith('python -m pip wheel --no-deps -w dist . ')]
+    first = read('README.md').split('```bash\n', 1)[1].split('```', 1)[0]
+    assert first.startswith('python3 -m venv .venv && . .venv/bin/activate') and "\npip install '.[cpu]'" in first
+
+
+def test_the_index_s_page_names_no_placeholder_and_says_where_zh_needs_cpu():
+    """docs/PYPI.md (the package index's description, pyproject's readme): links are relative or to other
+    projects' sites, never the placeholder repository; Chinese is installed with [cpu,zh] (jieba alone
+    runs no model)."""
+    text = read(os.path.join('docs', 'PYPI.md'))
+    assert 'github.com/paddle-elmo' not in text
+    zh = [line for line in text.splitlines() if '[zh]' in line or 'cpu,zh' in line]
+    assert zh and any('[cpu,zh]' in line for line in zh)

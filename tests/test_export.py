@@ -256,10 +256,10 @@ def test_word_input_options_are_exportable_and_unknown_keys_still_refused_by_nam
 
 
 def readme_deploy_blocks():
-    text = open(os.path.join(ROOT, 'README.md'), encoding='utf-8').read()
-    section = text[text.index('## Deploying: Paddle Inference and ONNX'):]
-    section = section[:section.index('\n## ', 1)]
-    return re.findall(r'```python\n(.*?)```', section, re.S)
+    """docs/DEPLOYING.md's Python blocks (README's "Deploying" links it): the char ids, Paddle Inference,
+    onnxruntime."""
+    text = open(os.path.join(ROOT, 'docs', 'DEPLOYING.md'), encoding='utf-8').read()
+    return re.findall(r'```python\n(.*?)```', text, re.S)
 
 
 # Runs a README snippet as a user without this repository would: not in the checkout, and with the

@@ -1,6 +1,6 @@
 """One vocabulary of flags (issue 34): every option of every command is a name of the flag table
 (paddle_elmo.cli.glossary.FLAGS) or an alias it declares, one concept per name, one style of switch,
-every default in --help, and README's table made from the same data. Nothing here runs a command:
+every default in --help, and docs/FLAGS.md's table made from the same data. Nothing here runs a command:
 the parsers come from each command module's build_parser()."""
 import argparse
 import dataclasses
@@ -16,7 +16,7 @@ from conftest import ROOT, one_line_error
 from paddle_elmo.cli import COMMANDS, command_parsers
 from paddle_elmo.cli.arguments import Switch, underscored
 from paddle_elmo.cli.config_flags import NOT_FLAGS
-from paddle_elmo.cli.flag_table import README_END, README_START, flag_uses, flags_markdown
+from paddle_elmo.cli.flag_table import TABLE_END, TABLE_START, flag_uses, flags_markdown
 from paddle_elmo.cli.glossary import FLAGS, option_strings
 from paddle_elmo.fileio import InputError
 from paddle_elmo.model.config import ModelConfig
@@ -175,12 +175,18 @@ def test_a_flag_is_named_in_full_and_an_error_names_it_as_its_help_does(parsers,
     assert err.startswith(error) and err.count('\n') == 1, err
 
 
-def test_readme_s_flag_table_is_the_generated_one(parsers):
+def test_the_flags_document_s_table_is_the_generated_one(parsers):
+    with open(os.path.join(ROOT, 'docs', 'FLAGS.md'), encoding='utf-8') as f:
+        text = f.read()
+    assert text.startswith('# Flags\n') and text.index(TABLE_START) < text.index(TABLE_END)
+    table = text[text.index(TABLE_START) + len(TABLE_START):text.index(TABLE_END)]
+    assert table == '\n' + flags_markdown(parsers), 'docs/FLAGS.md is stale: run `make flags-table`'
+
+
+def test_readme_links_the_flags_document_and_holds_no_flag_table():
     with open(os.path.join(ROOT, 'README.md'), encoding='utf-8') as f:
         text = f.read()
-    assert text.index('\n## Flags\n') < text.index(README_START) < text.index(README_END)
-    table = text[text.index(README_START) + len(README_START):text.index(README_END)]
-    assert table == '\n' + flags_markdown(parsers), 'README.md is stale: run `make flags-table`'
+    assert '](docs/FLAGS.md)' in text and TABLE_START not in text
 
 
 @pytest.mark.parametrize('argv', [['--nproc_per_node', '2', '--max_steps', '4'], ['--max_steps', '4', '--nproc_per_node=2'],

@@ -6,8 +6,12 @@ one wheel of this checkout, doing what README says it does:
 - `[serve]`: an ONNX export embeds with InferenceEmbedder(DIR) and `embed --inference_model DIR`, no
   backend named (onnxruntime is chosen, and said), with the full install's numbers;
 - `[cpu]`: `paddle-elmo demo`, pretrain with checkpoints and a resume, eval, predict, embed and
-  export-inference all succeed, and without matplotlib (the [plot] extra) the curve is skipped in
-  one line instead of failing the run.
+  export-inference all succeed, README's first Python lines print the shape their comment gives, and
+  without matplotlib (the [plot] extra) the curve is skipped in one line instead of failing the run.
+
+The wheel is the one README's install builds (`pip wheel --no-deps -w DIR` of the checkout, conftest's
+checkout_wheel), installed with README's extras; tests/test_docs.py holds README's install lines to
+the checkout and its wheel.
 
 The environments are what makes these tests slow (pip installs from its cache: ~10-60 s each, the
 [cpu] one ~1 GB), so each is built once and kept across sessions in VENV_CACHE, keyed by the
@@ -19,6 +23,7 @@ import contextlib
 import hashlib
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -401,7 +406,7 @@ CPU_JOURNEY = textwrap.dedent('''
     step embed paddle-elmo embed "$OUT/sentences.txt" "$OUT/out.hdf5"
     step export paddle-elmo export-inference --init_from_ckpt "$OUT/run/final" --output_dir "$OUT/export"
     step embed_export paddle-elmo embed "$OUT/sentences.txt" "$OUT/export.hdf5" --inference_model "$OUT/export"
-    step quick_start python -c "from paddle_elmo import ELMoEmbedder; print(ELMoEmbedder().encode(['She paid the bank.'])[0].shape)"
+    step quick_start python "$OUT/readme_first_lines.py"
 ''')
 STEPS = ['demo', 'pretrain', 'resume', 'eval', 'predict', 'embed', 'export', 'embed_export', 'quick_start']
 
@@ -410,12 +415,19 @@ STEPS = ['demo', 'pretrain', 'resume', 'eval', 'predict', 'embed', 'export', 'em
 def cpu_journey(cpu_venv, tmp_path_factory):
     """CPU_JOURNEY run in the [cpu] environment -> (its directory, {step: exit code})."""
     out = tmp_path_factory.mktemp('cpu_journey')
+    (out / 'readme_first_lines.py').write_text(readme_first_python(), encoding='utf-8')
     start = time.time()
     proc = run_in(cpu_venv, ['bash', '-c', CPU_JOURNEY, 'journey', str(out), *TINY_MODEL], out, timeout=3600)
     assert proc.returncode == 0, proc.stderr[-3000:]
     print(f'\n[cpu] journey: {time.time() - start:.0f} s')
     codes = dict(line.split() for line in (out / 'codes').read_text().splitlines())
     return out, {step: int(code) for step, code in codes.items()}
+
+
+def readme_first_python():
+    """README's first Python block: what a user runs first after the install."""
+    with open(os.path.join(ROOT, 'README.md'), encoding='utf-8') as f:
+        return re.search(r'```python\n(.*?)```', f.read(), re.S).group(1)
 
 
 def plot_lines(text):
@@ -451,4 +463,5 @@ def test_the_cpu_install_runs_readme_s_jobs_without_the_plot_extra(cpu_venv, cpu
     assert 'run by paddle' in read('embed_export.err')
     with h5py.File(out / 'export.hdf5', 'r') as f:
         assert f['0'].shape == (3, 4, 16)  # the tiny model's tokenizer: whitespace (It's raining, isn't it?)
-    assert read('quick_start.out').strip() == '(3, 5, 256)'
+    shape = read('quick_start.out').strip()  # README's first lines: the shape their comment gives
+    assert shape == '(3, 8, 256)' and f'# {shape}: ' in readme_first_python()

@@ -140,13 +140,17 @@ def test_a_command_whose_extra_is_missing_names_it_in_one_line(blocked, command,
     assert sorted(os.listdir(tmp_path)) == ['c.txt', 'm']
 
 
-def test_the_long_description_opens_with_the_install_and_links_absolutely(wheel):
+def test_the_long_description_opens_with_the_install_and_links_only_other_projects_absolutely(wheel):
+    """The index's page (docs/PYPI.md) cannot follow a link into the source: it names the source's files
+    and links other projects' pages (the paper, bilm-tf, Paddle's install), never a repository address
+    of ours."""
     metadata = metadata_of(wheel)
     description = metadata.split('\n\n', 1)[1]
     sections = re.findall(r'^## (.+)$', description, re.M)
     assert sections[0] == 'Install' and 'make demo' not in description
     links = re.findall(r'\]\(([^)\s]+)\)', description) + re.findall(r'<(\w+:[^>]+)>', description)
     assert links and all(link.startswith('https://') for link in links), [x for x in links if not x.startswith('https')]
+    assert not [link for link in links if 'paddle-elmo' in link], links
     assert 'Apache License 2.0' in description and 'research' in description  # the data terms beside the code's
     for label in ('Repository', 'Documentation', 'Issues'):
         assert re.search(rf'^Project-URL: {label}, https://', metadata, re.M), label

@@ -3,13 +3,13 @@ the English model's and the Chinese one's) lists its files with their sha256 in 
 the files in the checkout (the ones the wheel carries) have exactly those hashes; each card states its
 data's terms beside the code's licence, and the notices those terms require ship beside the weights."""
 import glob
-import hashlib
 import os
 import re
 
 import pytest
 
 from conftest import ROOT
+from helpers import sha256
 
 CARDS = sorted(glob.glob(os.path.join(ROOT, 'paddle_elmo', 'pretrained*', 'README.md')))
 
@@ -28,14 +28,6 @@ def card_files(card):
         if digest and name:
             files[name.group(1)] = digest.group(0)
     return files
-
-
-def sha256(path):
-    digest = hashlib.sha256()
-    with open(path, 'rb') as f:
-        for block in iter(lambda: f.read(1 << 20), b''):
-            digest.update(block)
-    return digest.hexdigest()
 
 
 def test_there_is_a_card_for_the_bundled_model():

@@ -379,12 +379,12 @@ def test_the_classifiers_sit_above_use_and_only_the_commands_import_them():
     assert importers and all(is_command(m) for m in importers), importers
 
 
-def test_readme_s_folder_map_lists_each_folder_s_modules():
-    """README's table under "How the code is organised": a row per folder of code (`paddle_elmo/`: the
-    top's; demo_data/, the sample corpus and the script that made it, is the prose's), naming exactly
-    the modules the folder holds."""
-    text = open(os.path.join(ROOT, 'README.md'), encoding='utf-8').read()
-    section = text[text.index('## How the code is organised'):]
+def test_the_code_map_lists_each_folder_s_modules():
+    """docs/ARCHITECTURE.md's table (README's "How the code is organised" links it): a row per folder of
+    code (`paddle_elmo/`: the top's; demo_data/, the sample corpus and the script that made it, is the
+    prose's), naming exactly the modules the folder holds."""
+    text = open(os.path.join(ROOT, 'docs', 'ARCHITECTURE.md'), encoding='utf-8').read()
+    section = text[text.index('# How the code is organised'):]
     rows = {'' if folder == 'paddle_elmo' else folder: sorted(re.findall(r'`(\w+)`', cell))
             for folder, cell in re.findall(r'^\| `(\w+)/`[^|]*\| (.*?) \|', section, re.M)}
     held = {}

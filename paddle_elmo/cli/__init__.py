@@ -4,7 +4,7 @@ Each subcommand is a module of this package with a `build_parser()` (its flags) 
 `main(argv=None)` that parses them; the PaddleNLP example's scripts at the top of a checkout
 (`run_pretrain.py`, `run_eval.py`, `run_finetune.py`, `word2vec_base.py`) call the same `main()`.
 Only the chosen module is imported, so `paddle-elmo --help` does not import Paddle. Every flag's
-name is one of glossary.FLAGS (README's "Flags" table: `update_readme`).
+name is one of glossary.FLAGS (the table of docs/FLAGS.md: `update_flags_doc`).
 """
 import importlib
 import sys
@@ -42,12 +42,13 @@ def command_parsers():
             for name, (module, _, _) in COMMANDS.items()}
 
 
-def update_readme(path='README.md'):
-    """Rewrite README's flag table (between its flags markers) from glossary.FLAGS -> True when it changed."""
-    from paddle_elmo.cli.flag_table import README_END, README_START, flags_markdown
+def update_flags_doc(path='docs/FLAGS.md'):
+    """Rewrite the flag table of docs/FLAGS.md (between its flags markers) from glossary.FLAGS -> True
+    when it changed."""
+    from paddle_elmo.cli.flag_table import TABLE_END, TABLE_START, flags_markdown
     with open(path, encoding='utf-8') as f:
         text = f.read()
-    start, end = text.index(README_START) + len(README_START), text.index(README_END)
+    start, end = text.index(TABLE_START) + len(TABLE_START), text.index(TABLE_END)
     new = text[:start] + '\n' + flags_markdown(command_parsers()) + text[end:]
     if new != text:
         with open(path, 'w', encoding='utf-8') as f:

@@ -14,7 +14,7 @@ temporary directory, whose path it prints).
 
     paddle-elmo demo --zh --model runs/zh/final --train_data_path zh-corpus/train.txt   # Chinese
 
-With --zh and --model MODEL (a checkpoint trained on zh-corpus, see README "Chinese"; the
+With --zh and --model MODEL (a checkpoint trained on zh-corpus, see docs/CHINESE.md; the
 older spelling --init_from_ckpt DIR/N works too) it shows the same for Chinese words with two senses, 花 (flower / to
 spend) and 长 (long / the head of, as in 省长): raw probe sentences of our own split by the
 model's tokenizer, none containing any cue word, the senses' centroids from zh-corpus training

@@ -16,7 +16,7 @@ int64 [batch, time, max_characters_per_token] for a char model, `word_ids` int64
 (vocab.txt line + 1, 0 = padding) for a word model, both for word+char; outputs `layers` float32
 [batch, n_layers + 1, time - 2, 2 * projection_dim] and `mask` bool [batch, time - 2]. Before the
 directory appears, both are run on a few sentences and compared with ELMoEmbedder(stateful=False).
-README.md, "Deploying: Paddle Inference and ONNX", shows how to run them without this repository.
+docs/DEPLOYING.md shows how to run them without this repository.
 """
 import argparse
 

@@ -1,5 +1,5 @@
-"""README's flag table: made from the glossary (FLAGS) and the parsers (which commands take each
-flag); paddle_elmo.cli.update_readme writes it between the markers, `make flags-table`.
+"""The flag table of docs/FLAGS.md: made from the glossary (FLAGS) and the parsers (which commands
+take each flag); paddle_elmo.cli.update_flags_doc writes it between the markers, `make flags-table`.
 """
 import re
 
@@ -7,7 +7,7 @@ from paddle_elmo.cli.arguments import Switch
 from paddle_elmo.cli.glossary import ARGPARSE_OPTIONS, FLAGS
 
 
-README_START, README_END = '<!-- flags:start -->', '<!-- flags:end -->'
+TABLE_START, TABLE_END = '<!-- flags:start -->', '<!-- flags:end -->'
 
 
 def flag_uses(parsers):
@@ -26,8 +26,8 @@ def flag_uses(parsers):
 
 
 def flags_markdown(parsers):
-    """README's flag table, made from FLAGS and the parsers ({subcommand: parser}: which commands
-    take each flag); paddle_elmo.cli.update_readme writes it between the markers."""
+    """The flag table, made from FLAGS and the parsers ({subcommand: parser}: which commands take
+    each flag); paddle_elmo.cli.update_flags_doc writes it between the markers."""
     uses, switches = flag_uses(parsers)
     rows = ['| flag | meaning (units) | commands |', '| --- | --- | --- |']
     for name, (concept, aliases) in FLAGS.items():

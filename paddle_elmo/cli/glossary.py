@@ -1,6 +1,6 @@
 """The vocabulary of flags: one name per concept across every command, one meaning per name.
 
-README's "Flags" table is made from FLAGS (flag_table, `make flags-table`); tests/test_flags.py
+docs/FLAGS.md's table is made from FLAGS (flag_table, `make flags-table`); tests/test_flags.py
 holds every parser to it.
 """
 
