@@ -152,5 +152,6 @@ def test_the_long_description_opens_with_the_install_and_links_only_other_projec
     assert links and all(link.startswith('https://') for link in links), [x for x in links if not x.startswith('https')]
     assert not [link for link in links if 'paddle-elmo' in link], links
     assert 'Apache License 2.0' in description and 'research' in description  # the data terms beside the code's
-    for label in ('Repository', 'Documentation', 'Issues'):
-        assert re.search(rf'^Project-URL: {label}, https://', metadata, re.M), label
+    urls = re.findall(r'^Project-URL: ([^,]+), (\S+)$', metadata, re.M)
+    assert ('Paper', 'https://arxiv.org/abs/1802.05365') in urls
+    assert not [url for _, url in urls if 'paddle-elmo' in url], urls  # no address of ours until one exists
