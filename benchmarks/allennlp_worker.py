@@ -28,9 +28,10 @@ import contextlib
 import itertools
 import json
 import os
-import resource
 import sys
 import time
+
+from process_memory import current_rss_mb, peak_rss_mb  # beside this script: standard library only
 
 THREAD_ENV = ('OMP_NUM_THREADS', 'MKL_NUM_THREADS', 'OPENBLAS_NUM_THREADS')
 WARM_UP = [['A', 'warm-up', 'sentence', '.'], ['Another', 'one']]
@@ -69,21 +70,6 @@ def read_sentences(path, n=None):
     except UnicodeDecodeError:
         text = [line.decode('latin-1') for line in raw]
     return [line.split() for line in text]
-
-
-def current_rss_mb():
-    with open('/proc/self/statm') as f:
-        return int(f.read().split()[1]) * os.sysconf('SC_PAGE_SIZE') / 2 ** 20
-
-
-def peak_rss_mb():
-    """This process's own peak RSS in MB: /proc's VmHWM (ru_maxrss would carry over the peak of the
-    benchmark that started it, see benchmarks/machine.py: peak_rss_mb), ru_maxrss without /proc."""
-    try:
-        with open('/proc/self/status') as f:
-            return next(int(line.split()[1]) / 1024 for line in f if line.startswith('VmHWM:'))
-    except (OSError, StopIteration):
-        return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
 
 class Embedder:
