@@ -38,6 +38,7 @@ import statistics
 import time
 
 import cpu_threads
+import flag_checks
 import flop_counts
 import machine
 import markdown_tables
@@ -138,7 +139,7 @@ def main():
     unknown = [n for n in a.configs.split(',') if n not in CONFIGS]
     if unknown:
         raise InputError(f'--configs: unknown {", ".join(unknown)}; expected {", ".join(CONFIGS)}')
-    shares.check_repeats(a)
+    flag_checks.check_positive(a, ('repeats',))
     shapes = [(name, b) for name in a.configs.split(',') for b in pretraining_step.batch_sizes(name, a.batch_sizes)]
     if a.floor_only:
         return print_floors(a, shapes)

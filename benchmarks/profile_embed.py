@@ -38,6 +38,7 @@ import time
 
 import bench_embed
 import cpu_threads
+import flag_checks
 import flop_counts
 import machine
 import matmul_rates
@@ -151,7 +152,7 @@ def main():
     a = p.parse_args()
     if a.worker:
         return print(json.dumps(worker(json.loads(a.worker))))
-    shares.check_repeats(a)
+    flag_checks.check_positive(a, ('repeats',))
     cpu_threads.set_threads(a.threads)
     info = machine.machine_info()
     machine.print_machine_info(info)

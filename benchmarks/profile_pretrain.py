@@ -48,6 +48,7 @@ import json
 import time
 
 import cpu_threads
+import flag_checks
 import flop_counts
 import machine
 import matmul_rates
@@ -238,7 +239,7 @@ def main():
     unknown = [n for n in a.configs.split(',') if n not in CONFIGS]
     if unknown:
         raise InputError(f'--configs: unknown {", ".join(unknown)}; expected {", ".join(CONFIGS)}')
-    shares.check_repeats(a)
+    flag_checks.check_positive(a, ('repeats',))
     cpu_threads.set_threads(a.threads)
     if a.worker:
         return worker(a.worker, int(a.batch_sizes), a.steps, a.warmup, a.ops, a.shape_seconds, a.threads)

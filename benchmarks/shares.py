@@ -129,13 +129,6 @@ def add_flags(parser, json_aliases=()):
                              'and the raw results to this JSON file')
 
 
-def check_repeats(a):
-    """--repeats must be >= 1: else a one-line InputError."""
-    from paddle_elmo.fileio import InputError
-    if a.repeats < 1:
-        raise InputError(f'--repeats must be >= 1, got {a.repeats}')
-
-
 def print_figures(figures: Dict[str, Sequence[Figure]]):
     """Each label's figures, one line each: `LABEL: share of ...: 64.2% (median of 3: ...)`."""
     for label, figs in figures.items():
