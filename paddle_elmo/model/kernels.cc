@@ -513,12 +513,43 @@ PD_BUILD_OP(elmo_pool_widths_relu_backward)
     .SetInplaceMap({{"GradPre", "GradPreOut"}, {paddle::Vec("GradXs"), paddle::Vec("GradXsOut")}})
     .SetKernelFn(PD_KERNEL(PoolWidthsReluBackward));
 
-// Sampled-softmax cross-entropy per row (lm.Softmax.sampled_loss). Row i's logits are its true
-// logit followed by the C candidate logits cand[i] + cand_bias (the bias added here: Paddle's
-// broadcast add is slow on CPU); labels[i] = 0 means the true column is the label,
-// k > 0 means candidate k - 1 is the row's own target (an accidental hit): the label is that
-// column and the true column is left out. -> loss [n], lse [n] (log-sum-exp, for the backward).
+// Sampled-softmax cross-entropy per row. Row i's logits are its true logit followed by the C
+// candidate logits cand[i] + cand_bias (the bias added here: Paddle's broadcast add is slow on
+// CPU); labels[i] = 0 means the true column is the label, k > 0 means candidate k - 1 is the row's
+// own target (an accidental hit): the label is that column and the true column is left out.
 // Paddle's cross_entropy also needs the two concatenated into [n, C + 1]: slower here.
+
+// One row: -> its log-sum-exp; with probs given, each candidate's probability written there
+// (probs may be row itself: each value is read before it is written).
+inline float RowLogSumExp(const float* row, const float* bias, int64_t C, float true_logit, int64_t label,
+                          float* probs) {
+  float top = label == 0 ? true_logit : row[0] + bias[0];
+  // A NaN logit is skipped here but makes the sum below NaN. (std::fmax does not vectorise.)
+#pragma omp simd reduction(max : top)
+  for (int64_t j = 0; j < C; ++j) top = row[j] + bias[j] > top ? row[j] + bias[j] : top;
+  float sum = label == 0 ? Exp(true_logit - top) : 0.f;
+  if (probs == nullptr) {
+#pragma omp simd reduction(+ : sum)
+    for (int64_t j = 0; j < C; ++j) sum += Exp(row[j] + bias[j] - top);
+    return top + std::log(sum);
+  }
+#pragma omp simd reduction(+ : sum)
+  for (int64_t j = 0; j < C; ++j) {
+    const float e = Exp(row[j] + bias[j] - top);
+    probs[j] = e;
+    sum += e;
+  }
+  const float scale = 1.f / sum;
+#pragma omp simd
+  for (int64_t j = 0; j < C; ++j) probs[j] *= scale;
+  return top + std::log(sum);
+}
+
+void CheckLabels(const int64_t* lv, int64_t n, int64_t C) {
+  for (int64_t i = 0; i < n; ++i) PD_CHECK(lv[i] >= 0 && lv[i] <= C, "sampled_softmax_losses: label out of range");
+}
+
+// -> loss [n], lse [n] (log-sum-exp, for the backward), for lm.Softmax.full_losses.
 std::vector<Tensor> SampledSoftmaxLoss(const Tensor& true_in, const Tensor& cand_in, const Tensor& bias_in,
                                        const Tensor& labels_in) {
   const Tensor true_logits = true_in.contiguous(), cand = cand_in.contiguous(), labels = labels_in.contiguous();
@@ -534,19 +565,12 @@ std::vector<Tensor> SampledSoftmaxLoss(const Tensor& true_in, const Tensor& cand
   const float *tv = true_logits.data<float>(), *cv = cand.data<float>(), *bv = bias.data<float>();
   const int64_t* lv = labels.data<int64_t>();
   float *loss_v = loss.data<float>(), *lse_v = lse.data<float>();
-  for (int64_t i = 0; i < n; ++i) PD_CHECK(lv[i] >= 0 && lv[i] <= C, "sampled_softmax_losses: label out of range");
+  CheckLabels(lv, n, C);
 #pragma omp parallel for
   for (int64_t i = 0; i < n; ++i) {
     const int64_t label = lv[i];
     const float* row = cv + i * C;
-    float top = label == 0 ? tv[i] : row[0] + bv[0];
-    // A NaN logit is skipped here but makes the sum below NaN. (std::fmax does not vectorise.)
-#pragma omp simd reduction(max : top)
-    for (int64_t j = 0; j < C; ++j) top = row[j] + bv[j] > top ? row[j] + bv[j] : top;
-    float sum = label == 0 ? Exp(tv[i] - top) : 0.f;
-#pragma omp simd reduction(+ : sum)
-    for (int64_t j = 0; j < C; ++j) sum += Exp(row[j] + bv[j] - top);
-    lse_v[i] = top + std::log(sum);
+    lse_v[i] = RowLogSumExp(row, bv, C, tv[i], label, nullptr);
     loss_v[i] = lse_v[i] - (label == 0 ? tv[i] : row[label - 1] + bv[label - 1]);
   }
   return {loss, lse};
@@ -590,6 +614,158 @@ PD_BUILD_OP(elmo_sampled_softmax_loss_backward)
     .Inputs({"TrueLogits", "CandLogits", "CandBias", "Labels", "Lse", "GradLoss"})
     .Outputs({"GradTrue", "GradCand", "GradCandBias"})
     .SetKernelFn(PD_KERNEL(SampledSoftmaxLossBackward));
+
+// ---- The sampled softmax on a step's rows ---------------------------------------------------------
+// lm.Softmax.sampled_loss's training loss in three calls around the products that kernels.py runs
+// with Paddle's matmul (the candidate logits h W_cand^T forward; G W_cand and G^T h backward), so
+// that the true rows are never gathered into copies with gradients of their own (four gathers and
+// four scatter-adds of [rows, P] a direction), the logits go through no elementwise op of Paddle,
+// and the backward takes no exp: the forward leaves the probabilities in place of the logits and
+// the backward turns them, in place, into the logits' gradient.
+// Shapes: h [n, P]; w [R, P] and b [R, 1], the step's rows of W and b (TableRows' values);
+// true_pos [n] and cand_pos [C], int64 rows of w (cand_pos distinct); log_q_true [n] and
+// log_q_cand [C], the log expected counts subtracted from the logits; labels [n] as above.
+
+void CheckPositions(const Tensor& pos, int64_t R, const char* name) {
+  PD_CHECK(pos.dtype() == paddle::DataType::INT64 && pos.is_contiguous(), name, ": int64 positions");
+  const int64_t* pv = pos.data<int64_t>();
+  for (int64_t i = 0; i < pos.numel(); ++i) {
+    PD_CHECK(pv[i] >= 0 && pv[i] < R, name, ": position ", pv[i], " at ", i, " is not in [0, ", R, ")");
+  }
+}
+
+// Forward: logits [n, C] -> probabilities, in place; loss [n] and true_prob [n] (the true
+// column's probability, 0 for an accidental hit) written in place.
+void SampledSoftmaxProbs(Tensor& logits, const Tensor& h_in, const Tensor& w_in, const Tensor& b_in,
+                         const Tensor& true_pos, const Tensor& cand_pos, const Tensor& log_q_true,
+                         const Tensor& log_q_cand, const Tensor& labels, Tensor& loss, Tensor& true_prob) {
+  const Tensor h = h_in.contiguous(), w = w_in.contiguous(), b = b_in.contiguous();
+  PD_CHECK(logits.is_cpu() && logits.dtype() == paddle::DataType::FLOAT32 && logits.is_contiguous() &&
+               logits.shape().size() == 2 && h.shape().size() == 2 && w.shape().size() == 2,
+           "sampled_softmax: float32 CPU logits [n, C] (contiguous), h [n, P], w [R, P], b [R, 1]");
+  const int64_t n = logits.shape()[0], C = logits.shape()[1], P = h.shape()[1], R = w.shape()[0];
+  PD_CHECK(h.shape()[0] == n && w.shape()[1] == P && b.numel() == R && true_pos.numel() == n &&
+               cand_pos.numel() == C && log_q_true.numel() == n && log_q_cand.numel() == C && labels.numel() == n &&
+               loss.numel() == n && true_prob.numel() == n,
+           "sampled_softmax: shapes disagree");
+  CheckPositions(true_pos, R, "sampled_softmax: true rows");
+  CheckPositions(cand_pos, R, "sampled_softmax: candidate rows");
+  const int64_t *tp = true_pos.data<int64_t>(), *cp = cand_pos.data<int64_t>(), *lv = labels.data<int64_t>();
+  CheckLabels(lv, n, C);
+  const float *hv = h.data<float>(), *wv = w.data<float>(), *bv = b.data<float>();
+  const float *lqt = log_q_true.data<float>(), *lqc = log_q_cand.data<float>();
+  float *pv = logits.data<float>(), *loss_v = loss.data<float>(), *tprob = true_prob.data<float>();
+  std::vector<float> cand_bias(C);
+  for (int64_t j = 0; j < C; ++j) cand_bias[j] = bv[cp[j]] - lqc[j];
+#pragma omp parallel for
+  for (int64_t i = 0; i < n; ++i) {
+    const float *hi = hv + i * P, *wi = wv + tp[i] * P;
+    float dot = 0.f;
+#pragma omp simd reduction(+ : dot)
+    for (int64_t k = 0; k < P; ++k) dot += hi[k] * wi[k];
+    const float true_logit = dot + bv[tp[i]] - lqt[i];
+    float* row = pv + i * C;
+    const int64_t label = lv[i];
+    const float label_logit = label == 0 ? true_logit : row[label - 1] + cand_bias[label - 1];
+    const float lse = RowLogSumExp(row, cand_bias.data(), C, true_logit, label, row);
+    loss_v[i] = lse - label_logit;
+    tprob[i] = label == 0 ? Exp(true_logit - lse) : 0.f;
+  }
+}
+
+// Backward, the loss gradient grad [n]: probabilities -> the logits' gradient grad_i * (p - one-hot)
+// in place; grad_true [n] (the true logit's) and grad_cand_bias [C] (the candidate logits' column
+// sums) written in place. The sums add fixed blocks of rows, then the blocks in order: the same
+// bits on any number of threads.
+void SampledSoftmaxGrads(Tensor& probs, const Tensor& true_prob, const Tensor& labels, const Tensor& grad_in,
+                         Tensor& grad_true, Tensor& grad_cand_bias) {
+  const Tensor grad = grad_in.contiguous();
+  const int64_t n = probs.shape()[0], C = probs.shape()[1];
+  PD_CHECK(grad.numel() == n && grad_true.numel() == n && grad_cand_bias.numel() == C,
+           "sampled_softmax_logits_backward: shapes disagree");
+  constexpr int64_t kRows = 64;
+  const int64_t blocks = (n + kRows - 1) / kRows;
+  std::vector<float> partial(blocks * C, 0.f);
+  const float *tprob = true_prob.data<float>(), *gv = grad.data<float>();
+  const int64_t* lv = labels.data<int64_t>();
+  float *pv = probs.data<float>(), *gt = grad_true.data<float>(), *gb = grad_cand_bias.data<float>();
+#pragma omp parallel for
+  for (int64_t block = 0; block < blocks; ++block) {
+    float* sums = partial.data() + block * C;
+    for (int64_t i = block * kRows; i < std::min(n, (block + 1) * kRows); ++i) {
+      const float g = gv[i];
+      float* row = pv + i * C;
+#pragma omp simd
+      for (int64_t j = 0; j < C; ++j) row[j] *= g;
+      if (lv[i] > 0) row[lv[i] - 1] -= g;
+#pragma omp simd
+      for (int64_t j = 0; j < C; ++j) sums[j] += row[j];
+      gt[i] = lv[i] == 0 ? g * (tprob[i] - 1.f) : 0.f;
+    }
+  }
+  std::fill(gb, gb + C, 0.f);
+  ColumnSums(partial.data(), blocks, C, gb);
+}
+
+// Backward, the rows: grad_h [n, P] (G W_cand, in place) += grad_true_i * w[true_pos_i]; grad_w
+// [R, P] and grad_b [R, 1] (zeros, in place): the candidates' rows get grad_cand_w [C, P] (G^T h)
+// and grad_cand_bias, then each true row adds grad_true_i * h_i and grad_true_i, i in order (the
+// threads take blocks of columns: the same bits on any number of threads).
+void SampledSoftmaxRowGrads(Tensor& grad_h, const Tensor& grad_cand_w_in, const Tensor& grad_true,
+                            const Tensor& grad_cand_bias, const Tensor& h_in, const Tensor& w_in,
+                            const Tensor& true_pos, const Tensor& cand_pos, Tensor& grad_w, Tensor& grad_b) {
+  const Tensor grad_cand_w = grad_cand_w_in.contiguous(), h = h_in.contiguous(), w = w_in.contiguous();
+  const int64_t n = h.shape()[0], P = h.shape()[1], C = cand_pos.numel();
+  PD_CHECK(grad_h.is_contiguous() && grad_h.numel() == n * P && grad_cand_w.numel() == C * P &&
+               grad_w.is_contiguous() && grad_w.numel() == w.numel() && grad_b.numel() == w.shape()[0],
+           "sampled_softmax_rows_backward: shapes disagree");
+  const int64_t *tp = true_pos.data<int64_t>(), *cp = cand_pos.data<int64_t>();
+  const float *gt = grad_true.data<float>(), *gcb = grad_cand_bias.data<float>(), *gcw = grad_cand_w.data<float>();
+  const float *hv = h.data<float>(), *wv = w.data<float>();
+  float *gh = grad_h.data<float>(), *gw = grad_w.data<float>(), *gb = grad_b.data<float>();
+#pragma omp parallel for if (n * P >= kParallelMin)
+  for (int64_t i = 0; i < n; ++i) {
+    const float g = gt[i], *wi = wv + tp[i] * P;
+    float* out = gh + i * P;
+#pragma omp simd
+    for (int64_t k = 0; k < P; ++k) out[k] += g * wi[k];
+  }
+#pragma omp parallel for if (C * P >= kParallelMin)
+  for (int64_t j = 0; j < C; ++j) {
+    std::memcpy(gw + cp[j] * P, gcw + j * P, sizeof(float) * P);
+    gb[cp[j]] = gcb[j];
+  }
+  constexpr int64_t kColumns = 16;
+#pragma omp parallel for if (n * P >= kParallelMin)
+  for (int64_t start = 0; start < P; start += kColumns) {
+    const int64_t end = std::min(P, start + kColumns);
+    for (int64_t i = 0; i < n; ++i) {
+      const float g = gt[i], *hi = hv + i * P;
+      float* row = gw + tp[i] * P;
+#pragma omp simd
+      for (int64_t k = start; k < end; ++k) row[k] += g * hi[k];
+    }
+  }
+  for (int64_t i = 0; i < n; ++i) gb[tp[i]] += gt[i];
+}
+
+PD_BUILD_OP(elmo_sampled_softmax_probs)
+    .Inputs({"Logits", "H", "W", "B", "TruePos", "CandPos", "LogQTrue", "LogQCand", "Labels", "Loss", "TrueProb"})
+    .Outputs({"Probs", "LossOut", "TrueProbOut"})
+    .SetInplaceMap({{"Logits", "Probs"}, {"Loss", "LossOut"}, {"TrueProb", "TrueProbOut"}})
+    .SetKernelFn(PD_KERNEL(SampledSoftmaxProbs));
+
+PD_BUILD_OP(elmo_sampled_softmax_logits_backward)
+    .Inputs({"Probs", "TrueProb", "Labels", "GradLoss", "GradTrue", "GradCandBias"})
+    .Outputs({"GradLogits", "GradTrueOut", "GradCandBiasOut"})
+    .SetInplaceMap({{"Probs", "GradLogits"}, {"GradTrue", "GradTrueOut"}, {"GradCandBias", "GradCandBiasOut"}})
+    .SetKernelFn(PD_KERNEL(SampledSoftmaxGrads));
+
+PD_BUILD_OP(elmo_sampled_softmax_rows_backward)
+    .Inputs({"GradH", "GradCandW", "GradTrue", "GradCandBias", "H", "W", "TruePos", "CandPos", "GradW", "GradB"})
+    .Outputs({"GradHOut", "GradWOut", "GradBOut"})
+    .SetInplaceMap({{"GradH", "GradHOut"}, {"GradW", "GradWOut"}, {"GradB", "GradBOut"}})
+    .SetKernelFn(PD_KERNEL(SampledSoftmaxRowGrads));
 
 // The highway layer's gating (elmo.Highway), on the two products x W_carry and x W_transform:
 // y = g * relu(t) + (1 - g) * x with g = sigmoid(carry + carry_bias), t = transform + transform_bias.

@@ -4,6 +4,7 @@
     best = max_over_positions(x, kernels)   # [positions, rows, n] -> [rows, n]
     y = pool_widths_relu(products, bias)   # relu(max + bias) of each width's products, side by side
     losses = sampled_softmax_losses(true_logits, cand_logits, cand_bias, labels, kernels)   # [n]
+    losses = sampled_softmax(h, w, b, true_pos, cand_pos, log_q_true, log_q_cand, labels, kernels)  # [n]
     y = highway_gate(carry, carry_bias, transform, transform_bias, x, kernels)   # [tokens, dim]
     y = add_bias(x, bias)          # [rows, k] + [k]
     rows = take_rows(x, index, kernels)     # x[index], x [R, d] (paddle.gather on axis 0)
@@ -24,7 +25,10 @@ their gradient added in paddle.gather's order (its CPU kernels run on one thread
 
 sampled_softmax_losses: cross-entropy over [true logit, candidate logits] per row. As Paddle ops
 it is a concat into [n, C + 1] and cross_entropy, whose CPU kernel evaluates exp one element at
-a time; the kernel vectorises it and needs no concat.
+a time; the kernel vectorises it and needs no concat. sampled_softmax is the training loss on a
+step's rows of W and b, from the positions of each row's target and of the candidates: the same
+numbers as gathering those rows and taking sampled_softmax_losses, up to the order of sums, without
+the gathered copies and their gradients; its backward takes no exp.
 
 highway_gate: y = g * relu(t) + (1 - g) * x, g = sigmoid(carry + carry_bias), t = transform +
 transform_bias, on the highway's two products. As Paddle ops: eight ops forward, more backward.
@@ -315,6 +319,68 @@ class _KernelSampledSoftmaxLoss(PyLayer):
     @staticmethod
     def backward(ctx, grad):
         return _needed_grads(ctx, kernel().elmo_sampled_softmax_loss_backward(*ctx.saved_tensor(), grad))
+
+
+def sampled_softmax(h, w, b, true_pos, cand_pos, log_q_true, log_q_cand, labels, kernels):
+    """Per-row sampled-softmax loss [n] on a step's rows of the softmax.
+
+    # Parameters
+    h: [n, P], the top layer's outputs; w [R, P] and b [R, 1]: the step's rows of W and b
+        (sampled_softmax.TableRows' values); true_pos [n], cand_pos [C]: int64 numpy rows of w of
+        each row's target and of the distinct candidates; log_q_true [n], log_q_cand [C]: numpy log
+        expected counts subtracted from the logits; labels: as sampled_softmax_losses'.
+    """
+    ops = kernels.for_tensor(h)
+    consts = [paddle.to_tensor(np.ascontiguousarray(a, dtype=dtype)) for a, dtype in (
+        (true_pos, np.int64), (cand_pos, np.int64), (log_q_true, np.float32), (log_q_cand, np.float32),
+        (labels, np.int64))]
+    if ops is None or not tracks_grad([h, w, b]):
+        return _rows_softmax_losses(h, w, b, *consts, kernels)
+    return _KernelSampledSoftmax.apply(h, w, b, *consts)
+
+
+def _rows_softmax_losses(h, w, b, true_pos, cand_pos, log_q_true, log_q_cand, labels, kernels):
+    """sampled_softmax's numbers by gathering the rows (Paddle's ops, or the kernels without gradients)."""
+    w_true, b_true = take_rows(w, true_pos, kernels), take_rows(b, true_pos, kernels).squeeze(-1)
+    w_cand, b_cand = take_rows(w, cand_pos, kernels), take_rows(b, cand_pos, kernels).squeeze(-1)
+    true_logits = (h * w_true).sum(axis=-1) + b_true - log_q_true
+    cand_logits = paddle.matmul(h, w_cand, transpose_y=True)  # [n, C]
+    return sampled_softmax_losses(true_logits, cand_logits, b_cand - log_q_cand, labels.numpy(), kernels)
+
+
+class _KernelSampledSoftmax(PyLayer):
+    """The candidate rows are copied once (for the two products), the true rows read in place; the
+    logits become probabilities in the forward and the logits' gradient in the backward, in place:
+    one [n, C] buffer for both, so the graph's backward runs once (a second raises)."""
+
+    @staticmethod
+    def forward(ctx, h, w, b, true_pos, cand_pos, log_q_true, log_q_cand, labels):
+        ops = kernel()
+        w_cand = ops.elmo_take_rows(w, cand_pos)
+        probs = paddle.matmul(h, w_cand, transpose_y=True)  # the logits [n, C], then their probabilities
+        loss, true_prob = paddle.empty([h.shape[0]]), paddle.empty([h.shape[0]])
+        ops.elmo_sampled_softmax_probs(probs, h, w, b, true_pos, cand_pos, log_q_true, log_q_cand, labels,
+                                       loss, true_prob)
+        ctx.save_for_backward(h, w, w_cand, probs, true_prob, true_pos, cand_pos, labels)
+        ctx.b_shape, ctx.spent = b.shape, False
+        ctx.needs = [not t.stop_gradient for t in (h, w, b)]
+        return loss
+
+    @staticmethod
+    def backward(ctx, grad):
+        if ctx.spent:
+            raise RuntimeError('sampled_softmax: its backward runs once (retain_graph is not supported)')
+        ctx.spent = True
+        h, w, w_cand, probs, true_prob, true_pos, cand_pos, labels = ctx.saved_tensor()
+        ops = kernel()
+        grad_true, grad_cand_bias = paddle.empty([h.shape[0]]), paddle.empty([w_cand.shape[0]])
+        ops.elmo_sampled_softmax_logits_backward(probs, true_prob, labels, grad, grad_true, grad_cand_bias)
+        grad_h = paddle.matmul(probs, w_cand)  # [n, P]
+        grad_cand_w = paddle.matmul(probs, h, transpose_x=True)  # [C, P]
+        grad_w, grad_b = paddle.zeros(w.shape), paddle.zeros(ctx.b_shape)
+        ops.elmo_sampled_softmax_rows_backward(grad_h, grad_cand_w, grad_true, grad_cand_bias, h, w, true_pos, cand_pos,
+                                           grad_w, grad_b)
+        return (*_needed_grads(ctx, (grad_h, grad_w, grad_b)), None, None, None, None, None)
 
 
 # --------------------------------------------------------------------------------------------

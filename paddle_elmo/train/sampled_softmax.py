@@ -76,9 +76,13 @@ class TableRows:
             value.stop_gradient = False
         self.tables, self.ids, self.kernels = tables, ids, kernels
 
+    def positions(self, ids):
+        """ids (numpy, all among self.ids) -> their rows in `values` (int64 numpy)."""
+        return np.searchsorted(self.ids, ids)
+
     def take(self, ids):
         """ids (numpy, all among self.ids) -> the rows of each table, [len(ids), ...] each."""
-        pos = paddle.to_tensor(np.searchsorted(self.ids, ids))
+        pos = paddle.to_tensor(self.positions(ids))
         return [take_rows(value, pos, self.kernels) for value in self.values]
 
 
@@ -116,14 +120,9 @@ class Softmax(nn.Layer):
         equals the true logit, the row simply takes that candidate column as its label and drops
         its separate true column.
         """
-        w_true, b_true = rows.take(targets)
-        w_cand, b_cand = rows.take(candidates)
-        b_true, b_cand = b_true.squeeze(-1), b_cand.squeeze(-1)
-        true_logits = (h * w_true).sum(axis=-1) + b_true - paddle.to_tensor(log_q_true.astype(np.float32))
-        cand_logits = paddle.matmul(h, w_cand, transpose_y=True)  # [n, n_candidates]
-        cand_bias = b_cand - paddle.to_tensor(log_q_cand.astype(np.float32))
-        labels = candidate_labels(targets, candidates)
-        return kernels.sampled_softmax_losses(true_logits, cand_logits, cand_bias, labels, self.kernels).mean()
+        w, b = rows.values
+        return kernels.sampled_softmax(h, w, b, rows.positions(targets), rows.positions(candidates), log_q_true,
+                                       log_q_cand, candidate_labels(targets, candidates), self.kernels).mean()
 
     def full_losses(self, h, targets, max_logits=2 ** 25):
         """Per-token full-softmax losses [n]; h: [n, dim], targets: int64 numpy [n].
