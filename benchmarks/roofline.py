@@ -10,7 +10,8 @@ The rate at a shape is the product timed alone on random operands in the same ru
 up to ROW_GRID, so the rate is if anything too high and the floor too low): paddle.matmul's
 (matmul_rates.time_product), except the recurrence's per-step products where the kernels link MKL
 (kernel_build.mkl_library): the kernel packs each weight once per call for MKL's packed products
-(cblas_sgemm_pack, for the call's first step's rows) and runs every step's product by
+(cblas_sgemm_pack, for the call's first step's rows: here the batch's, though a batch the code
+cuts into several calls packs for each call's first rows) and runs every step's product by
 cblas_sgemm_compute, faster than paddle.matmul at a step's few rows, so they are timed that way
 (matmul_rates.time_packed_product; RECURRENCE_TIMED says which, and the profiles print it). The
 bandwidth is STREAM's triad (stream.py), measured in the same run.
