@@ -1,10 +1,13 @@
 """How fast this machine multiplies matrices: the float32 [4096]^2 rate every floor is counted at,
 NumPy's rate beside it, and the time of one product at a given shape (the roofline's rate at that
-shape, matmul_ceiling's products alone).
+shape, matmul_ceiling's products alone), by paddle.matmul or, as the LSTM kernel runs its per-step
+products when it links MKL, by MKL's packed products (through ctypes: Paddle ships no MKL headers).
 
 The best of repeated products is the machine's rate; a median would mostly measure whatever else
 is running.
 """
+import contextlib
+import ctypes
 import statistics
 import time
 
@@ -64,11 +67,64 @@ def time_product(x_shape, y_shape, tx, ty, seconds):
     """Median seconds of one paddle.matmul on random operands of these shapes."""
     import paddle
     x, y = paddle.randn(list(x_shape)), paddle.randn(list(y_shape))
-    paddle.matmul(x, y, tx, ty)
+    return _median_seconds(lambda: paddle.matmul(x, y, tx, ty), seconds)
+
+
+def time_packed_product(x_shape, y_shape, ty, pack_rows, seconds, library):
+    """Median seconds of one product x [m, k] x op(y) as the LSTM kernel runs it with MKL (kernels.cc's
+    RightMatrix): y packed once for products of up to pack_rows rows, then each product MKL's
+    cblas_sgemm_compute, on `library` (kernel_build.mkl_library: in a process that has loaded it,
+    the very copy the kernels and Paddle run, with its threads and code path)."""
+    import paddle
+    x, y = paddle.randn(list(x_shape)), paddle.randn(list(y_shape))
+    out = paddle.empty([x_shape[0], y_shape[0] if ty else y_shape[1]])
+    with mkl_packed(library, y, ty, pack_rows) as multiply:
+        return _median_seconds(lambda: multiply(x, out), seconds)
+
+
+def _median_seconds(call, seconds):
+    """Median seconds of call() after a warm-up call, over at least `seconds` and 5 calls."""
+    call()
     times, spent = [], 0.0
     while spent < seconds or len(times) < 5:
         t0 = time.perf_counter()
-        paddle.matmul(x, y, tx, ty)
+        call()
         times.append(time.perf_counter() - t0)
         spent += times[-1]
     return statistics.median(times)
+
+
+# MKL's CBLAS constants (mkl_cblas.h; Paddle ships the library, not its headers).
+ROW_MAJOR, NO_TRANS, TRANS, B_MATRIX, PACKED = 101, 111, 112, 162, 151
+
+
+@contextlib.contextmanager
+def mkl_packed(library, y, ty, pack_rows):
+    """y (a float32 Paddle tensor [k, n], or with ty [n, k] standing for its transpose) packed by
+    MKL for products of up to pack_rows rows, as the kernel packs a weight once per call -> a
+    function multiply(x [m, k], out [m, n]) running out = x op(y) by cblas_sgemm_compute (the
+    kernel's per-step product); the packed copy freed on exit."""
+    mkl = _packed_api(library)
+    n, k = y.shape if ty else y.shape[::-1]
+    packed = mkl.cblas_sgemm_alloc(B_MATRIX, pack_rows, n, k)
+    if not packed:
+        raise MemoryError(f'MKL could not allocate a packed [{k}, {n}] matrix')
+    try:
+        mkl.cblas_sgemm_pack(ROW_MAJOR, B_MATRIX, TRANS if ty else NO_TRANS, pack_rows, n, k, 1.0, y.data_ptr(),
+                             k if ty else n, packed)
+        yield lambda x, out: mkl.cblas_sgemm_compute(ROW_MAJOR, NO_TRANS, PACKED, x.shape[0], n, k, x.data_ptr(), k,
+                                                     packed, n, 0.0, out.data_ptr(), n)
+    finally:
+        mkl.cblas_sgemm_free(packed)
+
+
+def _packed_api(library):
+    """`library` through ctypes with the signatures of MKL's packed products (LP64: MKL_INT is int)."""
+    mkl = ctypes.CDLL(library)
+    i, f, p = ctypes.c_int, ctypes.c_float, ctypes.c_void_p
+    mkl.cblas_sgemm_alloc.argtypes, mkl.cblas_sgemm_alloc.restype = [i, i, i, i], p
+    mkl.cblas_sgemm_pack.argtypes, mkl.cblas_sgemm_pack.restype = [i, i, i, i, i, i, f, p, i, p], None
+    mkl.cblas_sgemm_compute.argtypes = [i, i, i, i, i, i, p, i, p, i, f, p, i]
+    mkl.cblas_sgemm_compute.restype = None
+    mkl.cblas_sgemm_free.argtypes, mkl.cblas_sgemm_free.restype = [p], None
+    return mkl

@@ -20,10 +20,11 @@ higher of the matmul rates read in the worker just before and just after its tim
 The roofline columns (benchmarks/roofline.py, which documents how FLOPs and bytes are counted):
 after the timed pass the worker measures the stream bandwidth (stream.py's triad) and times each
 of the batches' product shapes alone (rows rounded up to roofline.ROW_GRID: the recurrence's rows
-fall as sentences end); "at shape ms" is the part's products at those rates, "memory ms" its bytes
-(GFLOP and MB per batch beside them) at the bandwidth, "roofline ms" the larger, "of roofline" =
-roofline ms / ms; the batch's is the sum of its parts'. --shape_seconds sets how long each shape is
-timed (0: no roofline columns).
+fall as sentences end), as the code runs them: the recurrence's per-step products, where the kernels
+link MKL, as MKL's packed products, the kernel's way (each run's line says which); "at shape ms" is
+the part's products at those rates, "memory ms" its bytes (GFLOP and MB per batch beside them) at
+the bandwidth, "roofline ms" the larger, "of roofline" = roofline ms / ms; the batch's is the sum
+of its parts'. --shape_seconds sets how long each shape is timed (0: no roofline columns).
 
 The figures (shares.py, the rule of every benchmark): each configuration and batch size runs
 --repeats times, each run a worker process of its own, in rounds over them; the batch's share of its
@@ -82,12 +83,12 @@ def worker(spec):
                                 spec['ops'], unit='batch') if spec['ops'] else []
     char_ids = bench_embed.embedder_batches(sentences, spec['batch_size'], False)
     need = flop_counts.required_flops(bilm.config, char_ids)
-    bandwidth, roof = None, None
+    bandwidth, roof, timed = None, None, None
     if spec['shape_seconds'] > 0:
         parts = roofline.embedding_parts(bilm.config, char_ids, stream.last_level_cache_bytes())
-        bandwidth, roof = roofline.measure(parts, spec['threads'], spec['shape_seconds'])
+        bandwidth, roof, timed = roofline.measure(parts, spec['threads'], spec['shape_seconds'])
     return {'ms': ms, 'batches': batches, 'batch_size': spec['batch_size'], 'stream': bandwidth, 'roofline': roof,
-            'tokens': sum(len(s) for s in sentences),
+            'recurrence timed': timed, 'tokens': sum(len(s) for s in sentences),
             'flops': {k: v / batches for k, v in need.items() if k in ('char_cnn', 'highway', 'projection', 'lstm',
                                                                        'total')},
             'rates': [rate_before, rate_after], 'ops': ops}
@@ -131,7 +132,7 @@ def run_shape(a, shape, round_):
     r = worker_runs.run_worker([__file__, '--worker', json.dumps(spec)], env=cpu_threads.thread_env(a.threads))
     print(f'{name}, batches of {batch_size}, run {round_ + 1}/{a.repeats}: '
           f'{r["tokens"] / (r["ms"]["all"] * r["batches"] / 1000):.0f} tokens/s; matmul rate {r["rates"][0]:.1f} '
-          f'GFLOP/s before, {r["rates"][1]:.1f} after' + (f'; {stream.describe(r["stream"])}' if r['stream'] else ''),
+          f'GFLOP/s before, {r["rates"][1]:.1f} after' + roofline.described(r),
           flush=True)
     return r
 

@@ -28,8 +28,10 @@ higher of the float32 matmul rates read in the worker just before and just after
 
 The roofline columns (benchmarks/roofline.py, which documents how FLOPs and bytes are counted):
 after the timed steps the worker measures the stream bandwidth (stream.py's triad) and times each
-of the step's product shapes alone; "at shape ms" is the part's products at those rates, "memory
-ms" its bytes (GFLOP and MB per step beside them) at the bandwidth, "roofline ms" the larger, and
+of the step's product shapes alone, as the code runs them: the recurrence's per-step products
+(forward, and backward's through the transposed weights), where the kernels link MKL, as MKL's
+packed products, the kernel's way (each run's line says which); "at shape ms" is the part's
+products at those rates, "memory ms" its bytes (GFLOP and MB per step beside them) at the bandwidth, "roofline ms" the larger, and
 "of roofline" = roofline ms / ms. The optimizer has a roofline floor (its memory traffic); the step's
 is the sum of its parts'; a line gives the optimizer's bandwidth (its MB over its ms) beside the
 triad's. --shape_seconds sets how long each shape is timed (0: no roofline).
@@ -154,18 +156,19 @@ def worker(name, batch_size, steps, warmup, top, shape_seconds, threads):
     need = flop_counts.required_flops(config, [flop_counts.lm_step_char_ids(b) for b in step_batches], training=True,
                                  n_negative_samples=negatives)
     ms = {k: 1000 * v / steps for k, v in timers.seconds.items()}  # before operator_table's steps add to them
-    bandwidth, roof = None, None
+    bandwidth, roof, timed = None, None, None
     if shape_seconds > 0:
         parts = roofline.training_parts(config, step_batches, negatives, sum(table_rows),
                                         sum(p.size for _, p in optimizer.dense), rule, stream.last_level_cache_bytes())
-        bandwidth, roof = roofline.measure(parts, threads, shape_seconds)
+        bandwidth, roof, timed = roofline.measure(parts, threads, shape_seconds)
     ops = profiling.operator_table(lambda: [train_step(model, optimizer, next(batches)) for _ in range(steps)], steps,
                                 top) if top else []
     print(json.dumps({'ms': ms, 'batch_size': batch_size,
                       'flops': {k: need[k] / steps for k in ('char_cnn', 'highway', 'projection', 'lstm', 'softmax',
                                                              'total')},
                       'distinct/step': need['distinct'] / steps, 'losses': losses,
-                      'rates': [rate_before, rate_after], 'stream': bandwidth, 'roofline': roof, 'ops': ops}))
+                      'rates': [rate_before, rate_after], 'stream': bandwidth, 'roofline': roof,
+                      'recurrence timed': timed, 'ops': ops}))
 
 
 def optimizer_bandwidth(r):
@@ -215,7 +218,7 @@ def run_shape(a, shape, round_):
                                env=cpu_threads.thread_env(a.threads))
     print(f'{name}, {batch_size} rows, run {round_ + 1}/{a.repeats}: {r["ms"]["step"]:.1f} ms a step; matmul rate '
           f'{r["rates"][0]:.1f} GFLOP/s before the timed steps, {r["rates"][1]:.1f} after; {r["distinct/step"]:.0f} '
-          f'distinct tokens per step' + (f'; {stream.describe(r["stream"])}' if r['stream'] else ''), flush=True)
+          f'distinct tokens per step' + roofline.described(r), flush=True)
     if r['roofline']:
         print(f'{name}, {batch_size} rows: {optimizer_bandwidth(r)}')
     return r

@@ -1,14 +1,20 @@
 """Roofline floors of the parts of a pretraining step and of an embedding batch: each part's time if
-its matrix products ran at the rate Paddle's matmul reaches at their own shapes and its memory
-traffic at the machine's stream bandwidth, whichever takes longer:
+its matrix products ran at the rate they reach at their own shapes, run as the code runs them, and
+its memory traffic at the machine's stream bandwidth, whichever takes longer:
 
     roofline ms = max(sum over its products of FLOPs / rate at the product's shape, bytes / bandwidth)
 
 profile_pretrain.py and profile_embed.py print it beside each part's required floor (the same FLOPs
 at the [4096]^2 rate: flop_counts.required_flops; the products listed here add up to exactly its count).
-The rate at a shape is the product timed alone on random operands in the same run (matmul_rates'
-time_product; its rows rounded up to ROW_GRID, so the rate is if anything too high and the floor too
-low); the bandwidth is STREAM's triad (stream.py), measured in the same run.
+The rate at a shape is the product timed alone on random operands in the same run (its rows rounded
+up to ROW_GRID, so the rate is if anything too high and the floor too low): paddle.matmul's
+(matmul_rates.time_product), except the recurrence's per-step products where the kernels link MKL
+(kernel_build.mkl_library): the kernel packs each weight once per call for MKL's packed products
+(cblas_sgemm_pack, for the call's first step's rows: here the batch's, though a batch the code
+cuts into several calls packs for each call's first rows) and runs every step's product by
+cblas_sgemm_compute, faster than paddle.matmul at a step's few rows, so they are timed that way
+(matmul_rates.time_packed_product; RECURRENCE_TIMED says which, and the profiles print it). The
+bandwidth is STREAM's triad (stream.py), measured in the same run.
 
 Products, as the code runs them (2 m n k FLOPs each; forward, and in training dX = dY W^T and
 dW = X^T dY):
@@ -20,9 +26,10 @@ dW = X^T dY):
   LSTM input    per layer and direction: [positions, P] x [P, 4D] (all steps at once)
   recurrence    per layer, direction and step t with r_t rows running: [r_t, P] x [P, 4D] (h x
                 W_hidden) and [r_t, D] x [D, P] (m x W_proj); backward the same two transposed
-                per step ([r_t, 4D] x W_hidden^T, [r_t, P] x W_proj^T) and the weight gradients
+                per step ([r_t, 4D] x W_hidden^T, [r_t, P] x W_proj^T) (these four per-step
+                products MKL's packed ones where the kernels link MKL), and the weight gradients
                 once over all steps ([positions, P]^T x [positions, 4D], [positions, D]^T x
-                [positions, P])
+                [positions, P]), plain products
   softmax       per direction: [positions, P] x [P, negatives + 1]; dX and dW (the rows read)
 
 Bytes (float32, 4 bytes a value; char ids int64, 8 bytes), per call of each step of the algorithm
@@ -34,7 +41,8 @@ the code cuts into several calls reads it again, not counted) instead of once pe
 of its layer's matrices fit in the last-level cache together (the small configuration's 2.6 MB do;
 the original's 33.5 + 8.4 MB do not: those stream in at every step, ~42 MB per layer, direction and
 step). Not counted: what an implementation could avoid (repacking a weight that did not change,
-copies between layouts, Paddle's split and concat), and index arrays other than the char ids.
+copies between layouts such as the kernel's packing of its weights for MKL, Paddle's split and
+concat), and index arrays other than the char ids.
   a product          X, Y (the weight: once per step, or once per call, as above) and the result
   char CNN (max)     the products' outputs read, [distinct, F] written; backward its gradient read,
                      the products' output gradients written, the windows' gradient read once more
@@ -84,13 +92,17 @@ class Product(NamedTuple):
 
     y_reads: how many times Y comes from memory over the calls; None: at every call. (The
     recurrence's weight, when its layer's matrices fit in the last-level cache, comes once per
-    kernel call whatever the number of steps.)"""
+    kernel call whatever the number of steps.)
+    packed: a recurrence's per-step product, Y packed once per kernel call for products of up to
+    this many rows (its first step's: MKL's packed layout depends on them), when the kernels link
+    MKL; 0: a plain product."""
     x: Tuple[int, ...]
     y: Tuple[int, ...]
     tx: bool = False
     ty: bool = False
     calls: float = 1.0
     y_reads: Optional[float] = None
+    packed: int = 0
 
     def flops(self):
         return self.calls * matmul_rates.product_flops(self.x, self.y, self.tx, self.ty)
@@ -102,12 +114,17 @@ class Product(NamedTuple):
         return FLOAT * (self.calls * (np.prod(self.x) + m * n) + y_reads * np.prod(self.y))
 
     def timed_shape(self):
-        """(x, y, tx, ty) with the rows of x rounded up to ROW_GRID: the shape timed (a weight
-        gradient X^T dY, whose first dimension is the sum's, as it is)."""
+        """(x, y, tx, ty, packed) with the rows of x and the packed rows rounded up to ROW_GRID
+        (both alike, so a step's rows stay within its pack's): the shape timed (a weight gradient
+        X^T dY, whose first dimension is the sum's, as it is)."""
         if self.tx:
-            return self.x, self.y, self.tx, self.ty
-        rows = next((r for r in ROW_GRID if r >= self.x[0]), self.x[0])
-        return (rows, *self.x[1:]), self.y, self.tx, self.ty
+            return self.x, self.y, self.tx, self.ty, self.packed
+        return (_on_grid(self.x[0]), *self.x[1:]), self.y, self.tx, self.ty, self.packed and _on_grid(self.packed)
+
+
+def _on_grid(rows):
+    """rows rounded up to the next of ROW_GRID (beyond it, as they are)."""
+    return next((r for r in ROW_GRID if r >= rows), rows)
 
 
 class Part:
@@ -116,8 +133,8 @@ class Part:
     def __init__(self):
         self.products, self.bytes = [], 0.0
 
-    def add(self, x, y, tx=False, ty=False, calls=1, y_reads=None):
-        self.products.append(Product(tuple(map(int, x)), tuple(map(int, y)), tx, ty, calls, y_reads))
+    def add(self, x, y, tx=False, ty=False, calls=1, y_reads=None, packed=0):
+        self.products.append(Product(tuple(map(int, x)), tuple(map(int, y)), tx, ty, calls, y_reads, int(packed)))
 
     def add_trained(self, m, k, n, calls=1, dx=True, forward=None):
         """[m, k] x [k, n] and its backward: the forward product into `forward` (a Part), dX
@@ -184,12 +201,13 @@ def _lstm_direction(config, sizes, llc, recurrence, inputs, backward=None):
     # matrices fit in the cache together, one for the whole call (given to the first group).
     resident = FLOAT * (P * 4 * D + D * P) <= (llc or 0)
     reads = {r: (1 if i == 0 else 0) if resident else None for i, r in enumerate(steps)}
+    pack = int(np.max(sizes, initial=0))  # the kernel packs its weights for its first step's rows, the most
     training = backward is not None
     inputs.bytes += FLOAT * 2 * N * P  # packing
     for layer in range(L):
         for r, k in steps.items():
-            recurrence.add((r, P), (P, 4 * D), calls=k, y_reads=reads[r])
-            recurrence.add((r, D), (D, P), calls=k, y_reads=reads[r])
+            recurrence.add((r, P), (P, 4 * D), calls=k, y_reads=reads[r], packed=pack)
+            recurrence.add((r, D), (D, P), calls=k, y_reads=reads[r], packed=pack)
         recurrence.bytes += FLOAT * N * ((4 + 4 + 1 + 2) * D + (4 * D if training else 0) + 2 * P)
         inputs.bytes += FLOAT * N * (2 * P + (3 * P if layer > 0 else 0) + (2 * P if training else 0))
         if not training:
@@ -197,8 +215,8 @@ def _lstm_direction(config, sizes, llc, recurrence, inputs, backward=None):
             continue
         backward.add_trained(N, P, 4 * D, forward=inputs)
         for r, k in steps.items():
-            backward.add((r, 4 * D), (P, 4 * D), ty=True, calls=k, y_reads=reads[r])
-            backward.add((r, P), (D, P), ty=True, calls=k, y_reads=reads[r])
+            backward.add((r, 4 * D), (P, 4 * D), ty=True, calls=k, y_reads=reads[r], packed=pack)
+            backward.add((r, P), (D, P), ty=True, calls=k, y_reads=reads[r], packed=pack)
         backward.add((N, P), (N, 4 * D), tx=True)
         backward.add((N, D), (N, P), tx=True)
         backward.bytes += FLOAT * N * ((9 + 5 + 4) * D + 4 * P + 2 * P  # cell, dh, h_prev copy
@@ -253,16 +271,38 @@ def embedding_parts(config, batches, llc):
     return {name: part.scaled(1 / len(batches)) for name, part in parts.items()}
 
 
-def time_shapes(parts, seconds):
-    """Each distinct timed shape of the parts' products alone -> {timed shape: seconds per call}."""
+# How the recurrence's per-step products are timed: as the kernel runs them, with MKL or without.
+RECURRENCE_TIMED = {True: "MKL's packed products (cblas_sgemm_compute on weights packed once a call), as the "
+                          "LSTM kernel runs them",
+                    False: 'paddle.matmul, as the recurrence runs them without MKL (kernels off or built without it)'}
+
+
+def packed_library():
+    """The MKL the recurrence's products run on in this process (kernel_build.mkl_library) when the
+    CPU kernels are in use; None when they are off or built without it (each step's products are
+    then paddle.matmul's, in the kernel or in the Python loop)."""
+    from paddle_elmo.model import kernel_build, kernels
+    return kernel_build.mkl_library() if kernels.kernel() is not None else None
+
+
+def time_shapes(parts, seconds, library):
+    """Each distinct timed shape of the parts' products alone -> {timed shape: seconds per call}: the
+    recurrence's (packed) by MKL's packed products on `library` (packed_library) as the kernel runs
+    them, every other one and all of them without `library` by paddle.matmul."""
     shapes = {p.timed_shape() for part in parts.values() for p in part.products}
-    return {shape: matmul_rates.time_product(*shape, seconds) for shape in sorted(shapes)}
+    return {shape: _time_shape(*shape, seconds, library) for shape in sorted(shapes)}
+
+
+def _time_shape(x, y, tx, ty, packed, seconds, library):
+    if packed and library:
+        return matmul_rates.time_packed_product(x, y, ty, packed, seconds, library)
+    return matmul_rates.time_product(x, y, tx, ty, seconds)
 
 
 def summary(part, shape_seconds, gbs):
     """A part's floors: {'GFLOP', 'MB', 'at shape ms' (its products at their shapes' rates),
     'memory ms' (its bytes at `gbs` GB/s), 'roofline ms' (the larger)}."""
-    compute = 1000 * sum(p.flops() / matmul_rates.product_flops(*p.timed_shape()) * shape_seconds[p.timed_shape()]
+    compute = 1000 * sum(p.flops() / matmul_rates.product_flops(*p.timed_shape()[:4]) * shape_seconds[p.timed_shape()]
                          for p in part.products)
     memory = 1000 * part.total_bytes() / (gbs * 1e9)
     return {'GFLOP': part.flops() / 1e9, 'MB': part.total_bytes() / 1e6, 'at shape ms': compute,
@@ -286,11 +326,23 @@ def columns(summary_, ms):
     return out
 
 
+def described(result):
+    """What a profile worker's `result` measured for its roofline (its 'stream' and 'recurrence
+    timed'), as the end of its run's line: '' when it measured none."""
+    import stream
+    if not result['stream']:
+        return ''
+    return f"; {stream.describe(result['stream'])}; the recurrence's products timed by {result['recurrence timed']}"
+
+
 def measure(parts, threads, shape_seconds):
     """A profile worker's roofline, after its timed run and in its process: the stream bandwidth
-    (stream.py, the triad) and each product shape's rate (timed alone for `shape_seconds`) ->
-    (stream.measure_stream_gbs' result, {row: summary})."""
+    (stream.py, the triad) and each product shape's rate (timed alone for `shape_seconds`, the
+    recurrence's as the kernel runs them) -> (stream.measure_stream_gbs' result, {row: summary},
+    RECURRENCE_TIMED's line for how the recurrence's products were timed)."""
     import stream
     bandwidth = stream.measure_stream_gbs(threads)
-    seconds = time_shapes(parts, shape_seconds)
-    return bandwidth, {name: summary(part, seconds, bandwidth['triad']) for name, part in parts.items()}
+    library = packed_library()
+    seconds = time_shapes(parts, shape_seconds, library)
+    summaries = {name: summary(part, seconds, bandwidth['triad']) for name, part in parts.items()}
+    return bandwidth, summaries, RECURRENCE_TIMED[library is not None]

@@ -1,14 +1,15 @@
 """The roofline floors of the profile scripts (benchmarks/roofline.py) and the bandwidth they use
 (benchmarks/stream.py): the products add up to the required floor's FLOPs, the bytes are the
-documented counts (by hand here), the floor is the larger of the two times, and the stream
-kernels compute what they claim to move."""
+documented counts (by hand here), the floor is the larger of the two times, the recurrence's
+per-step products are timed as the kernel runs them (MKL's packed products where it links MKL),
+and the stream kernels compute what they claim to move."""
 import importlib
 import os
 
 import numpy as np
 import pytest
 
-from conftest import ROOT
+from conftest import ROOT, require_kernels
 from paddle_elmo import ModelConfig
 from paddle_elmo.text.token_ids import CharMapper
 
@@ -75,11 +76,13 @@ def test_a_products_bytes_are_its_operands_and_result_and_its_timed_rows_round_u
     forward = roofline.Product((5, 7), (7, 11), calls=2)
     assert forward.flops() == 2 * 2 * 5 * 7 * 11 and forward.bytes() == 4 * 2 * (5 * 7 + 7 * 11 + 5 * 11)
     assert forward._replace(y_reads=1).bytes() == 4 * (2 * (5 * 7 + 5 * 11) + 7 * 11)
-    assert forward.timed_shape() == ((6, 7), (7, 11), False, False)  # 5 rows timed as 6 (ROW_GRID)
+    assert forward.timed_shape() == ((6, 7), (7, 11), False, False, 0)  # 5 rows timed as 6 (ROW_GRID)
+    # a recurrence's step: its rows and the rows its weight is packed for rounded up alike
+    assert forward._replace(packed=5).timed_shape() == ((6, 7), (7, 11), False, False, 6)
     # dW = X^T dY: [7, 11] from [5, 7]^T [5, 11]; its sum over the 5 rows is not rounded
     dw = roofline.Product((5, 7), (5, 11), tx=True)
     assert dw.flops() == 2 * 7 * 11 * 5 and dw.bytes() == 4 * (5 * 7 + 5 * 11 + 7 * 11)
-    assert dw.timed_shape() == ((5, 7), (5, 11), True, False)
+    assert dw.timed_shape() == ((5, 7), (5, 11), True, False, 0)
 
 
 def test_the_roofline_is_the_longer_of_the_products_at_their_shapes_and_the_bytes_at_the_bandwidth():
@@ -87,7 +90,7 @@ def test_the_roofline_is_the_longer_of_the_products_at_their_shapes_and_the_byte
     part.add((6, 7), (7, 11), calls=3)
     part.add((5, 7), (7, 11))  # timed as 6 rows: 5/6 of that shape's time
     part.bytes = 1e6
-    shape = ((6, 7), (7, 11), False, False)
+    shape = ((6, 7), (7, 11), False, False, 0)
     fast = roofline.summary(part, {shape: 1e-6}, gbs=1.0)
     assert fast['at shape ms'] == pytest.approx(1000 * (3 + 5 / 6) * 1e-6)
     assert fast['memory ms'] == pytest.approx(1000 * part.total_bytes() / 1e9)
@@ -98,6 +101,82 @@ def test_the_roofline_is_the_longer_of_the_products_at_their_shapes_and_the_byte
     both = roofline.summed([fast, slow])
     assert both['roofline ms'] == pytest.approx(fast['memory ms'] + slow['at shape ms'])
     assert roofline.columns(fast, ms=2 * fast['roofline ms'])['of roofline'] == '50%'
+
+
+def products_by_packing(part):
+    """A part's products -> {rows packed for (0: plain): {(x, y, tx, ty)}}."""
+    out = {}
+    for p in part.products:
+        out.setdefault(p.packed, set()).add((p.x, p.y, p.tx, p.ty))
+    return out
+
+
+def test_the_recurrences_per_step_products_are_packed_for_the_first_steps_rows_and_no_other_product_is():
+    """As LstmForward and LstmBackward run them: h x W_hidden and m x W_proj a step, backward the same
+    two through the transposed weights, MKL-packed for the call's first step's rows (2 here: steps
+    of 2, 2, 2 and 1 rows, 7 positions); the input products and weight gradients plain."""
+    one = batches()[0]
+    steps = [{'char_ids': one, 'char_ids_reverse': one}]
+    train = roofline.training_parts(CONFIG, steps, negatives=4, table_rows=10, dense_params=100, rule='adagrad',
+                                    llc=None)
+    G = 4 * D
+    assert products_by_packing(train['LSTMs, forward']) == {
+        2: {((r, P), (P, G), False, False) for r in (2, 1)} | {((r, D), (D, P), False, False) for r in (2, 1)},
+        0: {((7, P), (P, G), False, False)}}
+    assert products_by_packing(train['LSTMs, backward']) == {
+        2: {((r, G), (P, G), False, True) for r in (2, 1)} | {((r, P), (D, P), False, True) for r in (2, 1)},
+        0: {((7, G), (P, G), False, True), ((7, P), (7, G), True, False), ((7, D), (7, P), True, False)}}
+    embed = roofline.embedding_parts(CONFIG, [one], llc=None)
+    assert set(products_by_packing(embed['LSTMs: recurrence (kernel)'])) == {2}
+    assert set(products_by_packing(embed['LSTMs: input products, packing, states'])) == {0}
+    for name in ('token layer, forward', 'token layer, backward', 'softmax, forward', 'softmax, backward'):
+        assert set(products_by_packing(train[name])) == {0}, name
+
+
+def test_with_mkl_the_packed_shapes_are_timed_by_mkls_packed_products_and_the_rest_by_paddle_matmul(monkeypatch):
+    matmul_rates = benchmark_module('matmul_rates')
+    timed = []
+    monkeypatch.setattr(matmul_rates, 'time_product', lambda x, y, tx, ty, s: timed.append(('matmul', x, y)) or 1.0)
+    monkeypatch.setattr(matmul_rates, 'time_packed_product',
+                        lambda x, y, ty, rows, s, library: timed.append((library, x, y, rows)) or 2.0)
+    part = roofline.Part()
+    part.add((3, 4), (4, 5), packed=3)
+    part.add((3, 4), (4, 5))
+    seconds = roofline.time_shapes({'a': part}, 0.0, 'libmkl.so')
+    assert seconds == {((3, 4), (4, 5), False, False, 3): 2.0, ((3, 4), (4, 5), False, False, 0): 1.0}
+    assert sorted(timed, key=str) == [('libmkl.so', (3, 4), (4, 5), 3), ('matmul', (3, 4), (4, 5))]
+    timed.clear()
+    roofline.time_shapes({'a': part}, 0.0, None)  # no MKL: the kernel's products are paddle.matmul's
+    assert timed == [('matmul', (3, 4), (4, 5))] * 2
+
+
+def test_where_the_kernels_link_mkl_the_roofline_times_the_recurrence_on_it_and_its_products_are_right():
+    """The library the roofline packs with is the one the kernels were built against (-DELMO_MKL exactly
+    when kernel_build.mkl_library finds it), and through ctypes it computes x W and x W^T."""
+    from paddle_elmo.model import kernel_build
+    require_kernels()
+    library = kernel_build.mkl_library()
+    assert ('-DELMO_MKL' in kernel_build._runtime_flags([])['extra_cxx_cflags']) == (library is not None)
+    assert roofline.packed_library() == library
+    if library is None:
+        pytest.skip("this Paddle wheel ships no MKL the kernels link: the recurrence's products are paddle.matmul's")
+    assert 'packed' in roofline.described({'stream': {'threads': 1, 'array_mb': 1, 'copy': 1.0, 'triad': 1.0},
+                                            'recurrence timed': roofline.RECURRENCE_TIMED[True]})
+    import paddle
+    matmul_rates = benchmark_module('matmul_rates')
+    x = paddle.randn([3, 4])
+    for ty, w in ((False, paddle.randn([4, 5])), (True, paddle.randn([5, 4]))):
+        out = paddle.zeros([3, 5])
+        with matmul_rates.mkl_packed(library, w, ty, 4) as multiply:  # packed for 4 rows, run on 3
+            multiply(x, out)
+        np.testing.assert_allclose(out.numpy(), x.numpy() @ (w.numpy().T if ty else w.numpy()), rtol=1e-5, atol=1e-5)
+    assert matmul_rates.time_packed_product((3, 4), (5, 4), True, 4, 0.0, library) > 0
+
+
+def test_without_the_kernels_the_recurrence_is_timed_by_paddle_matmul(monkeypatch):
+    from paddle_elmo.model import kernels
+    monkeypatch.setattr(kernels, 'kernel', lambda: None)
+    assert roofline.packed_library() is None
 
 
 def test_stream_kernels_compute_their_formulas_on_every_slice(monkeypatch):

@@ -162,17 +162,33 @@ def _runtime_flags(cflags):
     while GNU OpenMP threads would compete with them for the cores (slower than serial).
     Without libiomp5 the kernels run on one thread (and still vectorise).
     """
-    libs = os.path.join(os.path.dirname(paddle.__file__), 'libs')
+    libs = _paddle_libs()
     if not os.path.exists(os.path.join(libs, 'libiomp5.so')):
         return {'extra_cxx_cflags': cflags + ['-fopenmp-simd']}
     flags = {'extra_cxx_cflags': cflags + ['-fopenmp'],
              'extra_ldflags': ['-L' + libs, '-l:libiomp5.so', '-Wl,-rpath,' + libs]}
-    # The MKL Paddle's products run on: the recurrence packs its weights once per call for MKL's
-    # packed products (kernels.cc, ELMO_MKL), faster than a plain product at a step's few rows.
-    if os.path.exists(os.path.join(libs, 'libmklml_intel.so')):
-        flags['extra_cxx_cflags'].append('-DELMO_MKL')
+    if mkl_library():
+        flags['extra_cxx_cflags'].append('-DELMO_MKL')  # the recurrence's products packed (mkl_library)
         flags['extra_ldflags'].append('-l:libmklml_intel.so')
     return flags
+
+
+def _paddle_libs():
+    """The wheel's own shared libraries (paddle/libs): its Intel OpenMP runtime and MKL, when shipped."""
+    return os.path.join(os.path.dirname(paddle.__file__), 'libs')
+
+
+def mkl_library():
+    """The path of the MKL the kernels link (Paddle's libmklml_intel.so, when the wheel ships it
+    and the libiomp5 it runs on), else None.
+
+    The MKL Paddle's products run on: with it the recurrence packs its weights once per call for
+    MKL's packed products (kernels.cc, ELMO_MKL), faster than a plain product at a step's few rows;
+    without it each step's products are Paddle's matmul.
+    """
+    libs = _paddle_libs()
+    path = os.path.join(libs, 'libmklml_intel.so')
+    return path if os.path.exists(os.path.join(libs, 'libiomp5.so')) and os.path.exists(path) else None
 
 
 @contextlib.contextmanager
