@@ -276,6 +276,39 @@ def test_sampled_softmax_losses_kernel_matches_cross_entropy_with_accidental_hit
     assert np.all(results[0][1][hits] == 0)  # a left-out true column gets no gradient
 
 
+def step_rows(rng, R=40, P=6, n=30, C=12):
+    """A step's softmax inputs: candidates (distinct rows), targets with repeats, some of them
+    candidates (accidental hits: labels > 0), a row both a target and a candidate."""
+    cand = rng.choice(R, C, replace=False)
+    true_pos = rng.randint(0, R, n)
+    true_pos[:4], true_pos[4:7] = cand[:4], true_pos[7]  # four hits; one row the target of four
+    column = np.zeros(R, dtype=np.int64)
+    column[cand] = np.arange(1, C + 1)
+    arrays = [rng.normal(0, 1, (n, P)), rng.normal(0, 1, (R, P)), rng.normal(0, 1, (R, 1))]
+    return arrays, (true_pos, cand, rng.normal(0, 1, n), rng.normal(0, 1, C), column[true_pos])
+
+
+def test_sampled_softmax_kernels_match_gathering_the_rows_in_values_and_gradients():
+    """The three kernels (true rows read in place, probabilities turned into the logits' gradient
+    in place) against Paddle's ops on gathered rows: losses, d h, d W rows, d b rows."""
+    arrays, consts = step_rows(np.random.RandomState(6))
+    results = kernel_and_paddle_ops(lambda h, w, b, implementation: kernels.sampled_softmax(
+        h, w, b, *consts, implementation), arrays)
+    assert_kernel_matches(results, ['losses', 'd h', 'd w', 'd b'])
+    untouched = np.setdiff1d(np.arange(40), np.concatenate(consts[:2]))
+    assert len(untouched) and np.all(results[0][2][untouched] == 0) and np.all(results[0][3][untouched] == 0)
+
+
+def test_sampled_softmax_kernel_without_gradients_gives_the_same_losses():
+    require_kernels()
+    arrays, consts = step_rows(np.random.RandomState(7))
+    h, w, b = [paddle.to_tensor(np.asarray(a, dtype=np.float32), stop_gradient=False) for a in arrays]
+    loss = kernels.sampled_softmax(h, w, b, *consts, kernels.CPU_KERNELS).sum()
+    with paddle.no_grad():
+        plain = kernels.sampled_softmax(h, w, b, *consts, kernels.CPU_KERNELS).sum()
+    assert float(plain) == pytest.approx(float(loss), rel=1e-6)
+
+
 def test_highway_gate_kernel_matches_paddle_ops():
     rng = np.random.RandomState(5)
     tokens, dim = 6, 10

@@ -351,7 +351,7 @@ def _rows_softmax_losses(h, w, b, true_pos, cand_pos, log_q_true, log_q_cand, la
 class _KernelSampledSoftmax(PyLayer):
     """The candidate rows are copied once (for the two products), the true rows read in place; the
     logits become probabilities in the forward and the logits' gradient in the backward, in place:
-    one [n, C] buffer for both, so the graph's backward runs once (a second raises)."""
+    one [n, C] buffer for both (Paddle 3.3 cannot run a PyLayer's backward twice in any case)."""
 
     @staticmethod
     def forward(ctx, h, w, b, true_pos, cand_pos, log_q_true, log_q_cand, labels):
@@ -362,15 +362,12 @@ class _KernelSampledSoftmax(PyLayer):
         ops.elmo_sampled_softmax_probs(probs, h, w, b, true_pos, cand_pos, log_q_true, log_q_cand, labels,
                                        loss, true_prob)
         ctx.save_for_backward(h, w, w_cand, probs, true_prob, true_pos, cand_pos, labels)
-        ctx.b_shape, ctx.spent = b.shape, False
+        ctx.b_shape = b.shape
         ctx.needs = [not t.stop_gradient for t in (h, w, b)]
         return loss
 
     @staticmethod
     def backward(ctx, grad):
-        if ctx.spent:
-            raise RuntimeError('sampled_softmax: its backward runs once (retain_graph is not supported)')
-        ctx.spent = True
         h, w, w_cand, probs, true_prob, true_pos, cand_pos, labels = ctx.saved_tensor()
         ops = kernel()
         grad_true, grad_cand_bias = paddle.empty([h.shape[0]]), paddle.empty([w_cand.shape[0]])
