@@ -216,7 +216,7 @@ class EagerOps(layer_math.TokenOps):
         if self.table_rows is None:
             index = index.clip(0)
         else:
-            table, index = self.table_rows.values[0], np.searchsorted(self.table_rows.ids, index.clip(0))
+            table, index = self.table_rows.values[0], self.table_rows.positions(index.clip(0))
         return paddle.gather(table, paddle.to_tensor(index))
 
 

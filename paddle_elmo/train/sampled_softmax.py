@@ -80,11 +80,6 @@ class TableRows:
         """ids (numpy, all among self.ids) -> their rows in `values` (int64 numpy)."""
         return np.searchsorted(self.ids, ids)
 
-    def take(self, ids):
-        """ids (numpy, all among self.ids) -> the rows of each table, [len(ids), ...] each."""
-        pos = paddle.to_tensor(self.positions(ids))
-        return [take_rows(value, pos, self.kernels) for value in self.values]
-
 
 class Softmax(nn.Layer):
     """W [vocab, projection_dim] and b [vocab, 1] over the vocabulary, shared by both directions.
