@@ -6,9 +6,11 @@ its path, to see where profile_pretrain.py's "softmax, forward" row goes.
 
 The step is pretraining_step.py's (as bench_pretrain.py and profile_pretrain.py time it), warmed up,
 then --steps steps with timers around the sampled-softmax calls: the candidate sampler and its
-expected counts (NumPy), the union of the step's rows, the gathers of W and b rows, the candidate
-logits product ([positions, P] x [negatives, P]^T), the loss kernel, and the totals that hold them
-(sampled_loss; sampled_losses, the whole forward with the biLM's). Timers nest, so the rows do not
+expected counts (NumPy), the union of the step's rows and their positions, the row copies (the
+step's W and b rows, then the candidates' W rows: the take_rows kernel), the candidate logits
+product ([positions, P] x [negatives, P]^T), the loss kernel (probabilities in place), and the
+totals that hold them (kernels.sampled_softmax; sampled_loss; sampled_losses, the whole forward with
+the biLM's). With the kernels off (ELMO_CPU_KERNELS=0) the kernels' rows stay empty. Timers nest, so the rows do not
 add up; the step's ms is beside them. Each batch size runs in its own process (the timers replace
 library functions there). No floor is divided here, so no share: profile_pretrain.py gives the
 part's floors. Replaced the probe benchmarks/results/speed55_evening_2026-11-27/smparts.py.
@@ -36,16 +38,21 @@ def instrument(seconds, negatives):
     import paddle
     from paddle_elmo.model import kernels
     from paddle_elmo.train import lm, sampled_softmax as ss
+    ops = kernels.kernel()
     for owner, method, part in (
             (ss.LogUniformSampler, 'sample', 'sampler: sample (NumPy)'),
             (ss.LogUniformSampler, 'expected_count', 'sampler: expected counts (NumPy)'),
             (lm, 'sorted_union', 'union of the step\'s rows (NumPy)'),
-            (ss.Softmax, 'select_rows', 'select_rows: gather W, b rows'),
-            (ss.TableRows, 'take', 'take: rows of targets and candidates'),
+            (ss.Softmax, 'select_rows', 'select_rows: copy of the W, b rows'),
+            (ss.TableRows, 'positions', 'positions of targets and candidates (NumPy)'),
             (ss, 'candidate_labels', 'candidate labels (NumPy)'),
-            (kernels, 'sampled_softmax_losses', 'loss kernel'),
-            (ss.Softmax, 'sampled_loss', 'sampled_loss (take, logits, product, loss)'),
+            (ops, 'elmo_take_rows', 'row copies (take_rows kernel: the step\'s, the candidates\')'),
+            (ops, 'elmo_sampled_softmax_probs', 'loss kernel (probabilities in place)'),
+            (kernels, 'sampled_softmax', 'sampled_softmax (copies, product, loss)'),
+            (ss.Softmax, 'sampled_loss', 'sampled_loss (positions, labels, sampled_softmax)'),
             (lm.LanguageModel, 'sampled_losses', 'the forward (sampled_losses: biLM and softmax)')):
+        if owner is None:
+            continue
         profiling.time_calls(owner, method, seconds, part)
     inner = paddle.matmul
 
