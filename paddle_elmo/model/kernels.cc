@@ -475,8 +475,9 @@ PD_BUILD_OP(elmo_pool_widths_relu)
 //   dW_i[:, f] += s * windows_i[k, r, :]      dwindows_i[k, r, :] += s * W_i[:, f]
 // about 1 / positions of the arithmetic of the two dense products on the products' gradient
 // (dW = X^T G, dX = G W^T), and that [positions, rows, n] gradient is never written. The sums run
-// in another order than a product's (dW token by token, then position by position; dwindows
-// filter by filter): the same values up to float rounding, the same whatever the thread count.
+// in another order than a product's (dW over blocks of tokens, token by token within a block;
+// dwindows filter by filter): the same values up to float rounding, the same whatever the
+// thread count.
 // NaN: a NaN gradient reaches dW and dwindows at the max positions, as with the products; a NaN
 // max reaches no position (NaN == NaN is false) and gives no gradient, as TieShare gives none; a
 // NaN in a window or weight adds nothing where the share is 0 (a dense product spreads 0 * NaN).
