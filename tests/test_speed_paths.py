@@ -119,7 +119,7 @@ def test_the_char_cnns_sparse_backward_gives_the_dense_gradients(rows, reference
     require_kernels()
     case = char_cnn_case(rows)
     implementation = kernels.CPU_KERNELS if reference == 'kernels per width' else kernels.PADDLE_OPS
-    dense = char_cnn_gradients(lambda xs, ws, b: layer_math.TokenOps.char_cnn(EagerOps(implementation), xs, ws, b,
+    dense = char_cnn_gradients(lambda xs, ws, b: layer_math.TokenOps.convolve(EagerOps(implementation), xs, ws, b,
                                                                               F.relu), *case)
     sparse = char_cnn_gradients(kernels.char_cnn_relu, *case)
     np.testing.assert_array_equal(sparse[0], dense[0])

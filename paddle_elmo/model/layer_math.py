@@ -126,8 +126,8 @@ class TokenOps:
         """[tokens, windows, n] -> the max over windows [tokens, n]."""
         return paddle.max(x, axis=1)
 
-    def char_cnn(self, windows, weights, bias, activation):
-        """The char CNN (char_cnn) with this ops' pooling -> [tokens, n_filters]."""
+    def convolve(self, windows, weights, bias, activation):
+        """The char CNN on the windows (char_cnn) with this ops' pooling -> [tokens, n_filters]."""
         return char_cnn(windows, weights, bias, activation, self.pool_widths)
 
     def pool_widths(self, products, bias, activation):

@@ -111,7 +111,7 @@ class CharEncoder(nn.Layer):
         ops = ops or EAGER
         used = ops.used_chars(char_ids, self.pad_id, self.max_chars)
         windows = ops.char_windows(char_ids, used, self.widths, self.max_chars, self.char_embed)
-        return ops.char_cnn(windows, self.conv_weights, paddle.concat(list(self.conv_biases)), self.activation)
+        return ops.convolve(windows, self.conv_weights, paddle.concat(list(self.conv_biases)), self.activation)
 
     def highway(self, x, ops=None):
         """The highway layers on the char CNN's output x [tokens, n_filters] -> [tokens, n_filters]."""
@@ -147,17 +147,17 @@ class EagerOps(layer_math.TokenOps):
         """[windows, tokens, n] -> [tokens, n] (the kernel's max, TensorFlow's gradient for ties)."""
         return kernels.max_over_positions(x, self.kernels)
 
-    def char_cnn(self, windows, weights, bias, activation):
-        """As TokenOps.char_cnn; in training with relu on the kernels, the products, pooling and relu
+    def convolve(self, windows, weights, bias, activation):
+        """As TokenOps.convolve; in training with relu on the kernels, the products, pooling and relu
         as one autograd node whose backward reads the max positions only (kernels.char_cnn_relu).
         Elsewhere (no gradients, tanh, Paddle's ops) layer_math's, whose pooling takes the widths'
         products one at a time: without gradients only one is held."""
         if activation is not F.relu or not paddle.is_grad_enabled():
-            return super().char_cnn(windows, weights, bias, activation)
+            return super().convolve(windows, weights, bias, activation)
         windows, weights = list(windows), list(weights)  # a training step holds them all anyway
         if kernels.tracks_grad([*windows, *weights, bias]) and self.kernels.for_tensor(windows[0]) is not None:
             return kernels.char_cnn_relu(windows, weights, bias)
-        return super().char_cnn(windows, weights, bias, activation)
+        return super().convolve(windows, weights, bias, activation)
 
     @staticmethod
     def used_chars(char_ids, pad_id, max_chars):
