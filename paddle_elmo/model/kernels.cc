@@ -492,34 +492,42 @@ struct CnnWidth {
   int64_t positions, K, n, offset;
 };
 
-// Pass 1, token r: relu's mask of grad into masked (as Paddle's relu_grad), each filter's share
-// s = masked / ties into share, the first position reaching each max with a share into first (-1:
-// none; both [rows, N]), and dwindows[:, r, :] (every position, zeros where no max is). weight_t:
-// each width's W^T [n, K], one after another.
-void CnnRowBackward(const std::vector<CnnWidth>& widths, const float* weight_t, int64_t r, int64_t rows, int64_t N,
-                    const float* bv, const float* cv, const float* yv, const float* gv, float* mv, float* share,
-                    float* first) {
-  const int64_t row = r * N;
+// Pass 1, tokens [r0, r1): relu's mask of grad into masked (as Paddle's relu_grad), each filter's
+// share s = masked / ties into share, the first position reaching each max with a share into first
+// (-1: none; both [rows, N]), and dwindows[:, r0:r1, :] (every position, zeros where no max is).
+// weight_t: each width's W^T [n, K], one after another, read a block of filters at a time, which
+// stays in cache for the block of tokens (a token reads nearly every filter's row: all of W^T).
+void CnnRowsBackward(const std::vector<CnnWidth>& widths, const float* weight_t, int64_t r0, int64_t r1,
+                     int64_t rows, int64_t N, const float* bv, const float* cv, const float* yv, const float* gv,
+                     float* mv, float* share, float* first) {
+  constexpr int64_t kFilters = 32;
 #pragma omp simd
-  for (int64_t j = 0; j < N; ++j) {
-    mv[row + j] = gv[row + j] * (yv[row + j] > 0.f ? 1.f : 0.f);
-    share[row + j] = mv[row + j] / cv[row + j];
-    first[row + j] = -1.f;
+  for (int64_t j = r0 * N; j < r1 * N; ++j) {
+    mv[j] = gv[j] * (yv[j] > 0.f ? 1.f : 0.f);
+    share[j] = mv[j] / cv[j];
+    first[j] = -1.f;
   }
   const float* wt = weight_t;
   for (const CnnWidth& w : widths) {
-    const float *b = bv + row + w.offset, *s = share + row + w.offset;
-    float* at = first + row + w.offset;
     for (int64_t k = 0; k < w.positions; ++k) {
-      const float* xk = w.products + (k * rows + r) * w.n;
-      float* dx = w.dwindows + (k * rows + r) * w.K;
-      std::fill(dx, dx + w.K, 0.f);
-      for (int64_t f = 0; f < w.n; ++f) {
-        if (xk[f] != b[f] || s[f] == 0.f) continue;  // not a max, or no gradient (a NaN share passes)
-        if (at[f] < 0.f) at[f] = static_cast<float>(k);
-        const float* wf = wt + f * w.K;
+      std::fill(w.dwindows + (k * rows + r0) * w.K, w.dwindows + (k * rows + r1) * w.K, 0.f);
+    }
+    for (int64_t f0 = 0; f0 < w.n; f0 += kFilters) {
+      const int64_t f1 = std::min(w.n, f0 + kFilters);
+      for (int64_t r = r0; r < r1; ++r) {
+        const float *b = bv + r * N + w.offset, *s = share + r * N + w.offset;
+        float* at = first + r * N + w.offset;
+        for (int64_t k = 0; k < w.positions; ++k) {
+          const float* xk = w.products + (k * rows + r) * w.n;
+          float* dx = w.dwindows + (k * rows + r) * w.K;
+          for (int64_t f = f0; f < f1; ++f) {
+            if (xk[f] != b[f] || s[f] == 0.f) continue;  // not a max, or no gradient (a NaN share passes)
+            if (at[f] < 0.f) at[f] = static_cast<float>(k);
+            const float* wf = wt + f * w.K;
 #pragma omp simd
-        for (int64_t e = 0; e < w.K; ++e) dx[e] += s[f] * wf[e];
+            for (int64_t e = 0; e < w.K; ++e) dx[e] += s[f] * wf[e];
+          }
+        }
       }
     }
     wt += w.n * w.K;
@@ -577,6 +585,7 @@ void CharCnnReluBackward(const std::vector<Tensor>& windows_in, const std::vecto
                dweights.size() == windows.size(),
            "char_cnn_relu_backward: windows, weights, products and their gradients, one per width; GradPre [rows, N]");
   std::vector<CnnWidth> widths;
+  constexpr int64_t kRows = 32;  // pass 1's blocks of tokens
   constexpr int64_t kTokens = 64, kFilters = 16;  // pass 2's blocks
   int64_t offset = 0, weight_values = 0, work = 0, max_k = 0;
   for (size_t i = 0; i < windows.size(); ++i) {
@@ -613,7 +622,9 @@ void CharCnnReluBackward(const std::vector<Tensor>& windows_in, const std::vecto
     }
 #pragma omp barrier
 #pragma omp for
-    for (int64_t r = 0; r < rows; ++r) CnnRowBackward(widths, wt, r, rows, N, bv, cv, yv, gv, mv, sv, fv);
+    for (int64_t r0 = 0; r0 < rows; r0 += kRows) {
+      CnnRowsBackward(widths, wt, r0, std::min(rows, r0 + kRows), rows, N, bv, cv, yv, gv, mv, sv, fv);
+    }
     // Threads take blocks of filters, the same ones for every block of tokens (a static schedule of
     // the same loop assigns them alike), so no two write the same row of dW^T and no barrier is
     // needed between token blocks; a token block's windows stay in cache for its filter blocks.
