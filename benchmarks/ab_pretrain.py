@@ -15,8 +15,9 @@ configuration, sampled softmax with 8,192 negatives, Adagrad at lr 0.2; the same
 its own state of Paddle's generator (the dropout kernel draws its seeds from it), so both train on
 the same numbers. --swap names what the base version takes from --base: Python modules
 (paddle_elmo/NAME.py: that revision's functions and classes replace the working tree's while the
-base version is built and while it steps) and paddle_elmo/model/kernels.cc (that revision's
-kernels, built once as a second library with its operators renamed, with --base_cflags). A file
+base version is built and while it steps, and those the working tree removed are put back) and
+paddle_elmo/model/kernels.cc (that revision's kernels, built once as a second library with its
+operators renamed, with --base_cflags; a swapped kernels.py runs them). A file
 that had another path at --base is given as BASE_PATH:PATH. Everything else is the working tree's
 in both.
 
@@ -113,6 +114,7 @@ def base_module(revision, base_path, path):
     spec = importlib.util.spec_from_loader(name + base_suffix(revision), loader=None)
     base = importlib.util.module_from_spec(spec)
     sys.modules[spec.name] = base  # dataclasses and pickling look their module up
+    base.__file__ = current.__file__  # where it finds its files (kernels.py its kernels.cc: make_swap sets which)
     exec(compile(git_show(revision, base_path), f'{revision}:{base_path}', 'exec'), base.__dict__)
     return current, base
 
@@ -120,13 +122,18 @@ def base_module(revision, base_path, path):
 def swap_modules(swap, pairs):
     """Add to `swap` what makes each (current, base) module pair run as the base: the base's functions
     and classes wherever a loaded paddle_elmo module (the base modules too, which imported the
-    working tree's) holds the working tree's. Objects built while the swap is on are the base's
-    classes (and keep the base's methods after it)."""
+    working tree's) holds the working tree's, and on the working tree's module those it no longer
+    has (the base's other modules call them there). Objects built while the swap is on are the
+    base's classes (and keep the base's methods after it)."""
     holders = [m for n, m in list(sys.modules.items()) if n.startswith('paddle_elmo') and m is not None]
     for current, base in pairs:
         for attr, value in base.__dict__.items():
+            if getattr(value, '__module__', None) != base.__name__:
+                continue
             mine = getattr(current, attr, None)
-            if getattr(value, '__module__', None) != base.__name__ or mine is None:
+            if mine is None:
+                if inspect.isclass(value) or inspect.isfunction(value):
+                    swap.add(current, attr, value)
                 continue
             if inspect.isclass(value) and inspect.isclass(mine) or inspect.isfunction(value) and inspect.isfunction(mine):
                 for module in holders:
@@ -165,19 +172,23 @@ def make_swap(revision, items, cflags):
     new version would run them too (as it did before 2026-11-27: bilm's EagerOps, lm's Softmax)."""
     for name in VERSION_MODULES:
         importlib.import_module(name)
+    from paddle_elmo.model import kernels
     swap, modules = Swap(), []
+    ops = kernels.kernel()  # the working tree's first, so that the swap has something to restore
     for item in items:
         base_path, _, path = item.rpartition(':')
         base_path = base_path or path
         if path == kernels_source():
-            from paddle_elmo.model import kernels
-            kernels.kernel()  # the working tree's first, so that the swap has something to restore
-            swap.add(kernels, '_ops', base_kernels(revision, base_path, cflags))
+            ops = base_kernels(revision, base_path, cflags)
+            swap.add(kernels, '_ops', ops)
         elif path.startswith('paddle_elmo/') and path.endswith('.py'):
             modules.append(base_module(revision, base_path, path))
         else:
             raise InputError(f'--swap {item}: expected {kernels_source()} or paddle_elmo/.../NAME.py, each '
                              f'optionally after its path at --base and a colon')
+    for current, base in modules:
+        if current is kernels:  # the base's kernels.py runs the base version's kernels, never builds its own
+            base._ops = ops
     swap_modules(swap, modules)
     return swap
 

@@ -51,3 +51,33 @@ def test_make_swap_loads_what_a_version_imports_before_the_swap(monkeypatch):
         swap.off()
     assert bilm.EagerOps.__module__ == 'paddle_elmo.model.token_layer'
     assert ab_pretrain.base_objects_held('HEAD') == []
+
+
+def test_a_function_the_working_tree_removed_is_the_bases_during_the_swap_only():
+    """The base's other modules call what the working tree's module no longer has (a base
+    token_layer calls kernels.pool_widths_relu): it is there while the swap is on, gone after."""
+    base = base_function_module('HEAD~1')
+    assert not hasattr(token_layer, 'pool')
+    swap = ab_pretrain.Swap()
+    ab_pretrain.swap_modules(swap, [(token_layer, base)])
+    swap.on()
+    try:
+        assert token_layer.pool() == 'base'
+    finally:
+        swap.off()
+    assert not hasattr(token_layer, 'pool')
+
+
+def test_a_base_kernels_module_runs_the_kernels_the_swap_names(monkeypatch):
+    """kernels.py from the base finds its files beside the working tree's and runs the base
+    version's compiled kernels (here the working tree's: kernels.cc is not swapped), never a build
+    of its own."""
+    from conftest import require_kernels
+    from paddle_elmo.model import kernels
+    require_kernels()
+    base_name = 'paddle_elmo.model.kernels' + ab_pretrain.base_suffix('HEAD')
+    monkeypatch.setitem(sys.modules, base_name, None)  # removed again after the test
+    swap = ab_pretrain.make_swap('HEAD', ['paddle_elmo/model/kernels.py'], [])
+    base = sys.modules[base_name]
+    assert base.SOURCE == kernels.SOURCE and base.kernel() is kernels.kernel()
+    assert ab_pretrain.base_objects_held('HEAD') == [] and swap.replacements
