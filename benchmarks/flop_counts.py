@@ -88,9 +88,7 @@ def required_flops(config, batches, *, training=False, n_negative_samples=None, 
       lstm       per position and direction run (inference: 2 per position; training: 1)
       softmax    training only: per position, 2 * P * (n_negative_samples + 1) (the true word and
                  the shared candidates, lm.sampled_loss) or 2 * P * vocab_size
-    training multiplies everything by 3 (forward + backward), as flops_breakdown; the char CNN's
-    too, its backward as the reference runs it (dX and dW, two dense products), where the code's
-    gives gradient to the max positions only and runs no product (roofline.py counts its bytes).
+    training multiplies everything by 3 (forward + backward), as flops_breakdown.
     precomputed: tokens (str) whose representation is read from a table (ELMoEmbedder's
     embedding_weight_file), never computed. Elementwise work is not counted.
     -> dict of parts and 'total', plus counts: 'positions' (real token positions of all rows),

@@ -5,9 +5,7 @@ its memory traffic at the machine's stream bandwidth, whichever takes longer:
     roofline ms = max(sum over its products of FLOPs / rate at the product's shape, bytes / bandwidth)
 
 profile_pretrain.py and profile_embed.py print it beside each part's required floor (the same FLOPs
-at the [4096]^2 rate: flop_counts.required_flops; the products listed here add up to exactly its count,
-but for the char CNN's backward in training, which it counts as the reference's two dense products
-and the code runs without products: below).
+at the [4096]^2 rate: flop_counts.required_flops; the products listed here add up to exactly its count).
 The rate at a shape is the product timed alone on random operands in the same run (its rows rounded
 up to ROW_GRID, so the rate is if anything too high and the floor too low): paddle.matmul's
 (matmul_rates.time_product), except the recurrence's per-step products where the kernels link MKL
@@ -22,9 +20,7 @@ Products, as the code runs them (2 m n k FLOPs each; forward, and in training dX
 dW = X^T dY):
   char CNN      per filter width w (n filters): [windows of width w, w C] x [w C, n], the windows
                 counted as flop_counts.required_flops counts them (per distinct token, those that touch
-                a char); its backward in training is no product (kernels.char_cnn_relu: only the
-                positions that reach a filter's max get gradient, each a window row and a weight
-                column scaled and added, about 1 / windows of the dense dX and dW): its bytes only
+                a char); training: dX (the char embeddings learn) and dW
   highway       per layer, carry and transform: [distinct, F] x [F, F] each
   projection    [distinct, F (+ word_dim)] x [.., P]
   LSTM input    per layer and direction: [positions, P] x [P, 4D] (all steps at once)
@@ -48,15 +44,9 @@ step). Not counted: what an implementation could avoid (repacking a weight that 
 copies between layouts such as the kernel's packing of its weights for MKL, Paddle's split and
 concat), and index arrays other than the char ids.
   a product          X, Y (the weight: once per step, or once per call, as above) and the result
-  char CNN (max)     the products' outputs read, [distinct, F] written; backward (one kernel call,
-                     kernels.cc's CharCnnReluBackward, and the embedding's): of the pooled
-                     [distinct, F] tensors the gradient, output, tie counts and max read and the
-                     masked gradient, the shares and the first max positions written (7), then the
-                     shares, positions, tie counts and max read again by the weights' pass (4); the
-                     products read once to find the maxima; the windows read once (the rows of the
-                     max positions, at most all of them) and their gradient written, then read once
-                     more to reach the char embeddings; each weight read, transposed, and its
-                     gradient accumulated transposed and transposed back (6 values a weight)
+  char CNN (max)     the products' outputs read, [distinct, F] written; backward its gradient read,
+                     the products' output gradients written, the windows' gradient read once more
+                     to reach the char embeddings
   de-duplication     the char ids of every position read (8 M bytes each); the token vectors
                      gathered back to the positions ([positions, P] read and written); backward
                      the gradient summed back per distinct token (the same two)
@@ -184,22 +174,20 @@ def _token_layer(config, need, cnn, rest, backward=None):
     F, P, C = config.n_filters, config.projection_dim, config.char_embed_dim
     U, windows, positions = need['distinct'], need['char_windows_by_width'], need['positions']
     proj_in = F + config.word_dim * (config.token_input == 'word+char')
-    for w, n in config.cnn_filters:
-        cnn.add((windows[w], w * C), (w * C, n))  # its backward is no product (the module's docstring)
-    for m, k, n in [(U, F, F)] * (2 * config.num_highways) + [(U, proj_in, P)]:
+    products = [(cnn, windows[w], w * C, n) for w, n in config.cnn_filters]
+    products += [(rest, U, F, F)] * (2 * config.num_highways) + [(rest, U, proj_in, P)]
+    for part, m, k, n in products:
         if backward is None:
-            rest.add((m, k), (k, n))
+            part.add((m, k), (k, n))
         else:
-            backward.add_trained(m, k, n, forward=rest)
+            backward.add_trained(m, k, n, forward=part)
     outputs = sum(windows[w] * n for w, n in config.cnn_filters)  # the char CNN's products' results
     cnn.bytes += FLOAT * (outputs + U * F)
     rest.bytes += INT * positions * config.max_characters_per_token + FLOAT * (
         2 * positions * P + config.num_highways * 4 * U * F)
     if backward is not None:
-        window_values = sum(windows[w] * w * C for w, _ in config.cnn_filters)
-        weights = sum(w * C * n for w, n in config.cnn_filters)
-        backward.bytes += FLOAT * (2 * positions * P + config.num_highways * 7 * U * F  # the rest's
-                                   + (7 + 4) * U * F + outputs + 3 * window_values + 6 * weights)  # the char CNN's
+        backward.bytes += FLOAT * (2 * positions * P + config.num_highways * 7 * U * F + U * F + outputs
+                                   + sum(windows[w] * w * C for w, _ in config.cnn_filters))
 
 
 def _lstm_direction(config, sizes, llc, recurrence, inputs, backward=None):

@@ -36,8 +36,7 @@ def batches():
 
 
 def test_the_products_add_up_to_the_required_floors_flops():
-    """Every product the floor times is one the required floor counts, and none is missing but the
-    char CNN's dense backward, which the code replaces by its sparse one (no product)."""
+    """Every product the floor times is one the required floor counts, and none is missing."""
     embed = roofline.embedding_parts(CONFIG, batches(), llc=None)
     assert sum(p.flops() for p in embed.values()) * 2 == flop_counts.required_flops(CONFIG, batches())['total']
     one, two = batches()
@@ -46,35 +45,10 @@ def test_the_products_add_up_to_the_required_floors_flops():
                                     llc=None)
     need = flop_counts.required_flops(CONFIG, [flop_counts.lm_step_char_ids(s) for s in steps], training=True,
                                  n_negative_samples=4)
-    char_cnn_backward = 2 * need['char_cnn'] // 3  # the dense dX and dW the required floor counts
-    assert char_cnn_backward > 0
-    assert sum(p.flops() for p in train.values()) * 2 == need['total'] - char_cnn_backward
-    # forward : backward = 1 : 2, part by part (dX and dW of every trained product), the char CNN's aside
-    for part in ('LSTMs', 'softmax'):
+    assert sum(p.flops() for p in train.values()) * 2 == need['total']
+    # forward : backward = 1 : 2, part by part (dX and dW of every trained product)
+    for part in ('token layer', 'LSTMs', 'softmax'):
         assert train[f'{part}, backward'].flops() == 2 * train[f'{part}, forward'].flops()
-    forward = train['token layer, forward'].flops() * len(steps)  # the parts are per step
-    assert train['token layer, backward'].flops() * len(steps) == 2 * (forward - need['char_cnn'] // 3)
-
-
-def test_the_char_cnns_sparse_backward_counts_bytes_by_hand():
-    """The backward's bytes of a step: the rest's (de-duplication, highway) and the char CNN's
-    sparse backward as the module's docstring counts them."""
-    _, two = batches()
-    step = {'char_ids': two, 'char_ids_reverse': two}
-    need = flop_counts.required_flops(CONFIG, [flop_counts.lm_step_char_ids(step)], training=True,
-                                      n_negative_samples=4)
-    U, windows, positions = need['distinct'], need['char_windows_by_width'], need['positions']
-    # <S> c ab x </S> | <S> q </S>, twice: 6 distinct tokens using 3 char positions each (the word
-    # marks around one byte), ab 4: windows of width 1 and of width 3 (at most 8 - 3 + 1) alike
-    assert (U, windows, positions) == (6, {1: 19, 3: 19}, 16)
-    train = roofline.training_parts(CONFIG, [step], negatives=4, table_rows=10, dense_params=100, rule='adagrad',
-                                    llc=None)
-    F, C = 3, 4
-    outputs = windows[1] * 2 + windows[3] * 1
-    window_values = windows[1] * 1 * C + windows[3] * 3 * C
-    weights = 1 * C * 2 + 3 * C * 1
-    rest = 2 * positions * P + 1 * 7 * U * F
-    assert train['token layer, backward'].bytes == 4 * (rest + 11 * U * F + outputs + 3 * window_values + 6 * weights)
 
 
 def test_the_recurrences_weights_stream_at_every_step_unless_they_fit_the_cache():

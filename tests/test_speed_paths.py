@@ -74,116 +74,49 @@ def test_add_bias_gradients_are_the_broadcast_add_gradients():
     np.testing.assert_allclose(b.grad.numpy(), g.numpy().sum(axis=0), rtol=1e-6, atol=1e-6)
 
 
-def char_cnn_case(rows, seed=0):
-    """Windows [positions, rows, K] per width as CharEncoder makes them (a token's windows past its
-    last char all alike: ties), weights, a bias and a gradient for y -> numpy arrays."""
-    rng = np.random.default_rng(seed)
-    shapes = [(4, 1, 3), (6, 2, 5), (1, 3, 8), (9, 7, 40)]  # (positions, width, n); char_dim 4
-    windows = []
-    for positions, width, _ in shapes:
-        x = rng.uniform(-1, 1, size=(positions, rows, 4 * width)).astype(np.float32)
-        for r, used in enumerate(rng.integers(1, positions + 1, size=rows)):
-            x[used:, r, :] = 0.25  # the all-PAD window, the same for every token
-        windows.append(x)
-    weights = [rng.uniform(-0.5, 0.5, size=(4 * width, n)).astype(np.float32) for _, width, n in shapes]
-    n_filters = sum(n for *_, n in shapes)
-    bias = rng.normal(scale=0.3, size=n_filters).astype(np.float32)
-    bias[:3] = -50.0  # relu's zeros: the first width's filters never pass
-    return windows, weights, bias, rng.normal(size=(rows, n_filters)).astype(np.float32)
-
-
-def char_cnn_gradients(char_cnn, windows, weights, bias, grad):
-    """y = char_cnn(windows, weights, bias) on tensors of the arrays; backward of sum(y * grad) -> [y,
-    dbias, dwindows..., dweights...] (numpy)."""
-    tensors = [paddle.to_tensor(a, stop_gradient=False) for a in (bias, *windows, *weights)]
-    b, xs, ws = tensors[0], tensors[1:1 + len(windows)], tensors[1 + len(windows):]
-    y = char_cnn(xs, ws, b)
-    (y * paddle.to_tensor(grad)).sum().backward()
-    return [y.numpy()] + [t.grad.numpy() for t in tensors]
-
-
-# The sparse backward sums dW token by token (in blocks of 64) and dwindows filter by filter, where
-# the products' backward runs MKL's blocked sums: the same values up to float rounding, which is
-# relative to the sum's terms rather than to the result (cancellation): bounded by this share of
-# each gradient's largest value.
-SCALE_TOL = 1e-5
-
-
 @pytest.mark.parametrize('rows', [7, 400], ids=['one thread', 'threads'])  # 400: above kParallelMin
-@pytest.mark.parametrize('reference', ['kernels per width', 'paddle ops'])
-def test_the_char_cnns_sparse_backward_gives_the_dense_gradients(rows, reference):
-    """kernels.char_cnn_relu (training's char CNN: the backward at the max positions only) against
-    the path it replaces (layer_math.char_cnn: paddle.matmul's products and their dense backward,
-    pooled per width by the kernels, or by Paddle's ops with the kernels off): the same y and bias
-    gradient bits, the windows' and weights' gradients up to rounding; ties split and relu's zeros."""
+def test_pooling_all_widths_in_one_kernel_gives_the_per_width_bits(rows):
+    """kernels.pool_widths_relu against the path it replaces in training (the max kernel per width,
+    concat, add_bias, relu): the same bits forward and backward, ties, a NaN and relu's zeros included."""
     require_kernels()
-    case = char_cnn_case(rows)
-    implementation = kernels.CPU_KERNELS if reference == 'kernels per width' else kernels.PADDLE_OPS
-    dense = char_cnn_gradients(lambda xs, ws, b: layer_math.TokenOps.convolve(EagerOps(implementation), xs, ws, b,
-                                                                              F.relu), *case)
-    sparse = char_cnn_gradients(kernels.char_cnn_relu, *case)
-    np.testing.assert_array_equal(sparse[0], dense[0])
-    np.testing.assert_array_equal(sparse[1], dense[1])
-    assert not sparse[0][:, :3].any() and not sparse[1][:3].any()  # relu cut the first width
-    for got, want in zip(sparse[2:], dense[2:]):
-        np.testing.assert_allclose(got, want, rtol=SCALE_TOL, atol=SCALE_TOL * np.abs(want).max())
-    # ties: a token whose widest filters peak at its PAD windows gives each of them a share
-    windows = case[0]
-    pad = windows[3][-1, :, 0] == 0.25
-    assert pad.any() and np.abs(sparse[2 + 3][-2:, pad]).max() > 0
+    rng = np.random.default_rng(0)
+    xs_np = [rng.normal(size=(positions, rows, n)).astype(np.float32) for positions, n in [(4, 3), (6, 5), (1, 8)]]
+    xs_np[0][1:3, 2, :] = xs_np[0][0, 2, :]  # three positions tie for every filter of row 2
+    xs_np[1][:, 0, 0] = -5.0  # all positions tie, and relu cuts the result to 0
+    xs_np[2][0, 4, 7] = np.nan  # relu makes it 0, as Paddle's does
+    xs_np[1][4, 1, 1] = np.nan  # a NaN after larger values wins the max
+    bias_np = rng.normal(size=16).astype(np.float32)
+    g = paddle.to_tensor(rng.normal(size=(rows, 16)).astype(np.float32))
+    results = []
+    for fused in (False, True):
+        xs = [paddle.to_tensor(x, stop_gradient=False) for x in xs_np]
+        bias = paddle.to_tensor(bias_np, stop_gradient=False)
+        if fused:
+            y = kernels.pool_widths_relu(xs, bias)
+        else:
+            y = layer_math.TokenOps.pool_widths(EagerOps(kernels.CPU_KERNELS), iter(xs), bias, F.relu)
+        (y * g).sum().backward()
+        results.append([y.numpy(), bias.grad.numpy()] + [x.grad.numpy() for x in xs])
+    assert results[1][0][4, 8 + 7] == 0 and results[1][0][0, 3] == 0
+    for per_width, fused in zip(*results):
+        np.testing.assert_array_equal(fused, per_width)
 
 
-def test_a_nan_window_gives_zeros_forward_and_no_gradient():
-    """relu makes a NaN max 0 (as Paddle's), and a NaN max is no position's: the token passes no
-    gradient, and the weights' gradient is the other tokens' (a dense product would spread 0 * NaN
-    over it)."""
-    require_kernels()
-    windows, weights, bias, grad = char_cnn_case(5)
-    poisoned = [x.copy() for x in windows]
-    for x in poisoned:
-        x[0, 2, 0] = np.nan
-    got = char_cnn_gradients(kernels.char_cnn_relu, poisoned, weights, bias, grad)
-    assert not got[0][2].any() and not any(dx[:, 2].any() for dx in got[2:2 + len(windows)])
-    alone = char_cnn_gradients(kernels.char_cnn_relu, [np.delete(x, 2, axis=1) for x in windows], weights, bias,
-                               np.delete(grad, 2, axis=0))
-    np.testing.assert_allclose(np.delete(got[0], 2, axis=0), alone[0], rtol=1e-5, atol=1e-6)  # MKL's rows differ
-    for dw, dw_alone in zip(got[2 + len(windows):], alone[2 + len(windows):]):
-        np.testing.assert_allclose(dw, dw_alone, rtol=SCALE_TOL, atol=SCALE_TOL * np.abs(dw_alone).max())
-
-
-def test_training_runs_the_char_cnn_as_one_node_and_inference_per_width(monkeypatch):
-    """The sparse char CNN runs where gradients flow on the kernels (a training step holds every
-    width's windows anyway); without gradients each width is pooled as it is made, so only one
-    product is held; with the kernels off, Paddle's ops."""
+def test_training_pools_the_char_cnn_in_one_kernel_and_inference_per_width(monkeypatch):
+    """The fused pooling runs where gradients flow (a training step holds every width's products
+    anyway); without gradients each width is pooled as it is made, so only one is held."""
     require_kernels()
     calls = []
-    fused = kernels.char_cnn_relu
-    monkeypatch.setattr(kernels, 'char_cnn_relu', lambda windows, weights, bias: calls.append(len(windows)) or
-                        fused(windows, weights, bias))
+    fused = kernels.pool_widths_relu
+    monkeypatch.setattr(kernels, 'pool_widths_relu', lambda products, bias: calls.append(len(products)) or
+                        fused(products, bias))
     enc = make_encoder(cnn_filters=[[1, 4], [2, 8], [3, 8]])
     ids = paddle.to_tensor(CharMapper().tokens(['a', 'movie']))
     enc(ids, EagerOps(kernels.CPU_KERNELS)).sum().backward()
     assert calls == [3]
     with paddle.no_grad():
         enc(ids, EagerOps(kernels.CPU_KERNELS))
-    enc(ids, EagerOps(kernels.PADDLE_OPS)).sum().backward()
     assert calls == [3]
-
-
-def test_the_char_encoders_gradients_with_the_kernels_are_paddle_ops_up_to_rounding():
-    """The whole char encoder, its char embedding included (the windows' gradient reaches it through
-    Paddle's embedding op), with the kernels and with Paddle's ops alone."""
-    require_kernels()
-    ids = paddle.to_tensor(CharMapper().tokens(WORDS + ['an', 'movies', 'xyz']))
-    grads = []
-    for implementation in (kernels.CPU_KERNELS, kernels.PADDLE_OPS):
-        enc = make_encoder(seed=5, cnn_filters=[[1, 4], [2, 8], [3, 8], [7, 6]])
-        (enc(ids, EagerOps(implementation)) ** 2).sum().backward()
-        grads.append({n: p.grad.numpy() for n, p in enc.named_parameters() if p.grad is not None})
-    assert grads[0].keys() == grads[1].keys() and 'char_embed.weight' in grads[0]
-    for name, want in grads[1].items():
-        np.testing.assert_allclose(grads[0][name], want, rtol=SCALE_TOL, atol=SCALE_TOL * np.abs(want).max(),
-                                   err_msg=name)
 
 
 @pytest.mark.parametrize('columns', [40, 600], ids=['one thread', 'threads'])  # 600: above kParallelMin

@@ -1,8 +1,7 @@
 // CPU kernels for what Paddle runs op by op, each op with its own single-threaded overhead, or
 // with slow scalar math: the LSTM recurrence (dozens of ops per step forward and backward; here a step
 // is two Paddle matmuls and one vectorised pass over the gates), the char CNN's max-pool (one op
-// per window position; all widths at once in training, with a backward that reads the max
-// positions only), the highway gating, the sampled-softmax
+// per window position; all widths at once in training), the highway gating, the sampled-softmax
 // cross-entropy and the softmax's row copies (Paddle's gather runs on one thread). Built and
 // wrapped by kernels.py, which also holds the Paddle-op versions; large loops run on the OpenMP
 // threads of Paddle's libiomp5 when kernels.py links it (else on one thread).
@@ -461,206 +460,58 @@ std::vector<Tensor> PoolWidthsRelu(const std::vector<Tensor>& xs_in, const Tenso
   return {y, best, ties};
 }
 
+// Its gradient, written into the caller's tensors (an op's list of outputs must be in place):
+// relu's (grad * (y > 0), as Paddle's relu_grad) into masked [rows, N], the gradient before the
+// bias, whose column sums kernels.py takes as add_bias does; each width's, split among ties as
+// MaxOverPositionsBackward, into grads[i] (x_i's shape).
+void PoolWidthsReluBackward(const std::vector<Tensor>& xs_in, const Tensor& best, const Tensor& ties, const Tensor& y,
+                            const Tensor& grad_in, Tensor& masked, std::vector<Tensor>& grads) {
+  const Tensor grad = grad_in.contiguous();  // best, ties, y: the forward's own
+  std::vector<Tensor> xs;
+  for (const Tensor& x : xs_in) xs.push_back(x.contiguous());
+  const int64_t rows = best.shape()[0], N = best.shape()[1];
+  PD_CHECK(masked.is_contiguous() && masked.numel() == rows * N && grads.size() == xs.size(),
+           "pool_widths_relu_backward: GradPre [rows, N] and one GradX per width, written in place");
+  int64_t work = 0;
+  for (size_t i = 0; i < xs.size(); ++i) {
+    PD_CHECK(grads[i].is_contiguous() && grads[i].numel() == xs[i].numel(),
+             "pool_widths_relu_backward: each GradX contiguous, of its width's size");
+    work += xs[i].numel();
+  }
+  const float *bv = best.data<float>(), *cv = ties.data<float>(), *yv = y.data<float>(), *gv = grad.data<float>();
+  float* mv = masked.data<float>();
+#pragma omp parallel if (work >= kParallelMin)
+  {
+#pragma omp for
+    for (int64_t r = 0; r < rows; ++r) {
+#pragma omp simd
+      for (int64_t j = 0; j < N; ++j) mv[r * N + j] = gv[r * N + j] * (yv[r * N + j] > 0.f ? 1.f : 0.f);
+    }
+    int64_t offset = 0;
+    for (size_t i = 0; i < xs.size(); ++i) {
+      const int64_t positions = xs[i].shape()[0], n = xs[i].shape()[2];
+      const float* xv = xs[i].data<float>();
+      float* gx = grads[i].data<float>();
+#pragma omp for nowait
+      for (int64_t r = 0; r < rows; ++r) {
+        const float *b = bv + r * N + offset, *c = cv + r * N + offset, *g = mv + r * N + offset;
+        for (int64_t k = 0; k < positions; ++k) TieShare(xv + (k * rows + r) * n, b, c, g, gx + (k * rows + r) * n, n);
+      }
+      offset += n;
+    }
+  }
+}
+
 PD_BUILD_OP(elmo_pool_widths_relu)
     .Inputs({paddle::Vec("Xs"), "Bias"})
     .Outputs({"Out", "Best", "Ties"})
     .SetKernelFn(PD_KERNEL(PoolWidthsRelu));
 
-// ---- The char CNN's backward in training with relu, at the max positions only ------------------
-// The gradient of y = relu(max over positions of windows_i @ W_i + bias) (the products' pooling is
-// PoolWidthsRelu's) for the windows, the weights and (through `masked`) the bias. Only the
-// positions that reach a filter's max carry gradient (g / ties at each, split as
-// MaxOverPositionsBackward splits it), so for token r and filter f with that share s at such a
-// position k:
-//   dW_i[:, f] += s * windows_i[k, r, :]      dwindows_i[k, r, :] += s * W_i[:, f]
-// about 1 / positions of the arithmetic of the two dense products on the products' gradient
-// (dW = X^T G, dX = G W^T), and that [positions, rows, n] gradient is never written. The sums run
-// in another order than a product's (dW over blocks of tokens, token by token within a block;
-// dwindows filter by filter): the same values up to float rounding, the same whatever the
-// thread count.
-// NaN: a NaN gradient reaches dW and dwindows at the max positions, as with the products; a NaN
-// max reaches no position (NaN == NaN is false) and gives no gradient, as TieShare gives none; a
-// NaN in a window or weight adds nothing where the share is 0 (a dense product spreads 0 * NaN).
-namespace {
-
-// One filter width's tensors: windows [positions, rows, K], weight [K, n], products [positions,
-// rows, n] (windows @ weight), its gradients dwindows (the windows' shape) and dweight; offset:
-// its first column in the [rows, N] tensors of all the widths.
-struct CnnWidth {
-  const float *windows, *weight, *products;
-  float *dwindows, *dweight;
-  int64_t positions, K, n, offset;
-};
-
-// Pass 1, tokens [r0, r1): relu's mask of grad into masked (as Paddle's relu_grad), each filter's
-// share s = masked / ties into share, the first position reaching each max with a share into first
-// (-1: none; both [rows, N]), and dwindows[:, r0:r1, :] (every position, zeros where no max is).
-// weight_t: each width's W^T [n, K], one after another, read a block of filters at a time, which
-// stays in cache for the block of tokens (a token reads nearly every filter's row: all of W^T).
-void CnnRowsBackward(const std::vector<CnnWidth>& widths, const float* weight_t, int64_t r0, int64_t r1,
-                     int64_t rows, int64_t N, const float* bv, const float* cv, const float* yv, const float* gv,
-                     float* mv, float* share, float* first) {
-  constexpr int64_t kFilters = 32;
-#pragma omp simd
-  for (int64_t j = r0 * N; j < r1 * N; ++j) {
-    mv[j] = gv[j] * (yv[j] > 0.f ? 1.f : 0.f);
-    share[j] = mv[j] / cv[j];
-    first[j] = -1.f;
-  }
-  const float* wt = weight_t;
-  for (const CnnWidth& w : widths) {
-    for (int64_t k = 0; k < w.positions; ++k) {
-      std::fill(w.dwindows + (k * rows + r0) * w.K, w.dwindows + (k * rows + r1) * w.K, 0.f);
-    }
-    for (int64_t f0 = 0; f0 < w.n; f0 += kFilters) {
-      const int64_t f1 = std::min(w.n, f0 + kFilters);
-      for (int64_t r = r0; r < r1; ++r) {
-        const float *b = bv + r * N + w.offset, *s = share + r * N + w.offset;
-        float* at = first + r * N + w.offset;
-        for (int64_t k = 0; k < w.positions; ++k) {
-          const float* xk = w.products + (k * rows + r) * w.n;
-          float* dx = w.dwindows + (k * rows + r) * w.K;
-          for (int64_t f = f0; f < f1; ++f) {
-            if (xk[f] != b[f] || s[f] == 0.f) continue;  // not a max, or no gradient (a NaN share passes)
-            if (at[f] < 0.f) at[f] = static_cast<float>(k);
-            const float* wf = wt + f * w.K;
-#pragma omp simd
-            for (int64_t e = 0; e < w.K; ++e) dx[e] += s[f] * wf[e];
-          }
-        }
-      }
-    }
-    wt += w.n * w.K;
-  }
-}
-
-// Pass 2, filters [f0, f1) of width w and tokens [r0, r1): adds to acc [f1 - f0, K] (those rows
-// of dW^T) each max position's share times its window, summed token by token in `local` (the
-// same size) first: a sum in blocks of tokens, whose rounding grows with the block's and the
-// blocks' counts instead of with all the tokens'.
-void CnnFilterBackward(const CnnWidth& w, int64_t f0, int64_t f1, int64_t r0, int64_t r1, int64_t rows, int64_t N,
-                       const float* bv, const float* cv, const float* share, const float* first, float* acc,
-                       float* local) {
-  const int64_t size = (f1 - f0) * w.K;
-  std::fill(local, local + size, 0.f);
-  for (int64_t r = r0; r < r1; ++r) {
-    const int64_t at = r * N + w.offset;
-    for (int64_t f = f0; f < f1; ++f) {
-      if (first[at + f] < 0.f) continue;
-      const int64_t k0 = static_cast<int64_t>(first[at + f]);
-      const float s = share[at + f];
-      float* a = local + (f - f0) * w.K;
-      // The positions after the first that tie with it (ties counts them all): the products say which.
-      int64_t left = static_cast<int64_t>(cv[at + f]);
-      for (int64_t k = k0; k < w.positions && left > 0; ++k) {
-        if (k > k0 && w.products[(k * rows + r) * w.n + f] != bv[at + f]) continue;
-        const float* x = w.windows + (k * rows + r) * w.K;
-#pragma omp simd
-        for (int64_t e = 0; e < w.K; ++e) a[e] += s * x[e];
-        --left;
-      }
-    }
-  }
-#pragma omp simd
-  for (int64_t e = 0; e < size; ++e) acc[e] += local[e];
-}
-
-}  // namespace
-
-// Inputs: each width's windows, weight and products (the forward's), best and ties
-// (PoolWidthsRelu's), y and its gradient grad; written in place: masked [rows, N] (the gradient
-// before the bias: kernels.py takes its column sums as add_bias does), dwindows and dweights.
-void CharCnnReluBackward(const std::vector<Tensor>& windows_in, const std::vector<Tensor>& weights_in,
-                         const std::vector<Tensor>& products_in, const Tensor& best, const Tensor& ties,
-                         const Tensor& y, const Tensor& grad_in, Tensor& masked, std::vector<Tensor>& dwindows,
-                         std::vector<Tensor>& dweights) {
-  const Tensor grad = grad_in.contiguous();  // best, ties, y: the forward's own
-  std::vector<Tensor> windows, weights, products;  // kept alive while the kernel reads them
-  for (const Tensor& t : windows_in) windows.push_back(t.contiguous());
-  for (const Tensor& t : weights_in) weights.push_back(t.contiguous());
-  for (const Tensor& t : products_in) products.push_back(t.contiguous());
-  const int64_t rows = best.shape()[0], N = best.shape()[1];
-  PD_CHECK(masked.is_contiguous() && masked.numel() == rows * N && windows.size() == weights.size() &&
-               windows.size() == products.size() && dwindows.size() == windows.size() &&
-               dweights.size() == windows.size(),
-           "char_cnn_relu_backward: windows, weights, products and their gradients, one per width; GradPre [rows, N]");
-  std::vector<CnnWidth> widths;
-  constexpr int64_t kRows = 32;  // pass 1's blocks of tokens
-  constexpr int64_t kTokens = 64, kFilters = 16;  // pass 2's blocks
-  int64_t offset = 0, weight_values = 0, work = 0, max_k = 0;
-  for (size_t i = 0; i < windows.size(); ++i) {
-    const int64_t positions = windows[i].shape()[0], K = weights[i].shape()[0], n = weights[i].shape()[1];
-    PD_CHECK(windows[i].shape().size() == 3 && windows[i].shape()[1] == rows && windows[i].shape()[2] == K &&
-                 products[i].numel() == positions * rows * n && dwindows[i].is_contiguous() &&
-                 dwindows[i].numel() == windows[i].numel() && dweights[i].is_contiguous() &&
-                 dweights[i].numel() == K * n,
-             "char_cnn_relu_backward: width ", i, ": windows [positions, rows, K], weight [K, n], products "
-             "[positions, rows, n], gradients contiguous of their shapes");
-    widths.push_back({windows[i].data<float>(), weights[i].data<float>(), products[i].data<float>(),
-                      dwindows[i].data<float>(), dweights[i].data<float>(), positions, K, n, offset});
-    offset += n;
-    weight_values += K * n;
-    max_k = std::max(max_k, K);
-    work += windows[i].numel() + products[i].numel();
-  }
-  PD_CHECK(offset == N, "char_cnn_relu_backward: the widths' n add up to best's columns");
-  // W^T [n, K] per width, so that a filter's weights are contiguous; dW accumulates as dW^T.
-  Tensor weight_t = Empty({weight_values}), dweight_t = Zeros({weight_values});
-  Tensor share = Empty({rows, N}), first = Empty({rows, N});
-  float *wt = weight_t.data<float>(), *dwt = dweight_t.data<float>(), *sv = share.data<float>(),
-        *fv = first.data<float>(), *mv = masked.data<float>();
-  const float *bv = best.data<float>(), *cv = ties.data<float>(), *yv = y.data<float>(), *gv = grad.data<float>();
-#pragma omp parallel if (work >= kParallelMin)
-  {
-    int64_t base = 0;
-    for (const CnnWidth& w : widths) {
-#pragma omp for nowait
-      for (int64_t e = 0; e < w.K; ++e) {
-        for (int64_t f = 0; f < w.n; ++f) wt[base + f * w.K + e] = w.weight[e * w.n + f];
-      }
-      base += w.n * w.K;
-    }
-#pragma omp barrier
-#pragma omp for
-    for (int64_t r0 = 0; r0 < rows; r0 += kRows) {
-      CnnRowsBackward(widths, wt, r0, std::min(rows, r0 + kRows), rows, N, bv, cv, yv, gv, mv, sv, fv);
-    }
-    // Threads take blocks of filters, the same ones for every block of tokens (a static schedule of
-    // the same loop assigns them alike), so no two write the same row of dW^T and no barrier is
-    // needed between token blocks; a token block's windows stay in cache for its filter blocks.
-    std::vector<float> local(kFilters * max_k);  // this thread's sums over a block of tokens
-    for (int64_t r0 = 0; r0 < rows; r0 += kTokens) {
-      const int64_t r1 = std::min(rows, r0 + kTokens);
-      base = 0;
-      for (const CnnWidth& w : widths) {
-#pragma omp for schedule(static) nowait
-        for (int64_t f0 = 0; f0 < w.n; f0 += kFilters) {
-          const int64_t f1 = std::min(w.n, f0 + kFilters);
-          CnnFilterBackward(w, f0, f1, r0, r1, rows, N, bv, cv, sv, fv, dwt + base + f0 * w.K, local.data());
-        }
-        base += w.n * w.K;
-      }
-    }
-#pragma omp barrier
-    base = 0;
-    for (const CnnWidth& w : widths) {
-#pragma omp for nowait
-      for (int64_t e = 0; e < w.K; ++e) {
-        for (int64_t f = 0; f < w.n; ++f) w.dweight[e * w.n + f] = dwt[base + f * w.K + e];
-      }
-      base += w.n * w.K;
-    }
-  }
-}
-
-PD_BUILD_OP(elmo_char_cnn_relu_backward)
-    .Inputs({paddle::Vec("Windows"), paddle::Vec("Weights"), paddle::Vec("Products"), "Best", "Ties", "Out",
-             "GradOut", "GradPre", paddle::Vec("GradWindows"), paddle::Vec("GradWeights")})
-    .Outputs({"GradPreOut", paddle::Vec("GradWindowsOut"), paddle::Vec("GradWeightsOut")})
-    .SetInplaceMap({{"GradPre", "GradPreOut"},
-                    {paddle::Vec("GradWindows"), paddle::Vec("GradWindowsOut")},
-                    {paddle::Vec("GradWeights"), paddle::Vec("GradWeightsOut")}})
-    .SetKernelFn(PD_KERNEL(CharCnnReluBackward));
+PD_BUILD_OP(elmo_pool_widths_relu_backward)
+    .Inputs({paddle::Vec("Xs"), "Best", "Ties", "Out", "GradOut", "GradPre", paddle::Vec("GradXs")})
+    .Outputs({"GradPreOut", paddle::Vec("GradXsOut")})
+    .SetInplaceMap({{"GradPre", "GradPreOut"}, {paddle::Vec("GradXs"), paddle::Vec("GradXsOut")}})
+    .SetKernelFn(PD_KERNEL(PoolWidthsReluBackward));
 
 // Sampled-softmax cross-entropy per row. Row i's logits are its true logit followed by the C
 // candidate logits cand[i] + cand_bias (the bias added here: Paddle's broadcast add is slow on

@@ -2,7 +2,7 @@
 
     h_all, c_all = recurrence(gates_x, bias, batch_sizes, h0, c0, w_hidden, w_proj, cell_clip, proj_clip, kernels)
     best = max_over_positions(x, kernels)   # [positions, rows, n] -> [rows, n]
-    y = char_cnn_relu(windows, weights, bias)   # training: relu(max of each width's products + bias)
+    y = pool_widths_relu(products, bias)   # relu(max + bias) of each width's products, side by side
     losses = sampled_softmax_losses(true_logits, cand_logits, cand_bias, labels, kernels)   # [n]
     losses = sampled_softmax(h, w, b, true_pos, cand_pos, log_q_true, log_q_cand, labels, kernels)  # [n]
     y = highway_gate(carry, carry_bias, transform, transform_bias, x, kernels)   # [tokens, dim]
@@ -17,10 +17,8 @@ single-threaded overhead on CPU; the kernel does a step in two matmuls and one p
 
 max_over_positions: the char CNN's max-pool, with the gradient split equally among tied maxima
 as TensorFlow's reduce_max. As Paddle ops it is one maximum per window position. In training (relu)
-char_cnn_relu runs the char CNN as one autograd node: the products, then every filter width pooled
-at once with the bias and relu (the same bits as the max-pool per width, a concat, add_bias and
-relu), and a backward that reads only the max positions' windows and weights, where the products'
-backward would run two dense products on a gradient that is zero but at the maxima.
+pool_widths_relu pools every filter width of a call at once, with the bias and relu: the same bits
+as the max-pool per width, a concat, add_bias and relu, in one op instead of four per width.
 
 take_rows: the softmax's rows of a step (sampled_softmax.TableRows), copied on every thread, and
 their gradient added in paddle.gather's order (its CPU kernels run on one thread).
@@ -231,41 +229,29 @@ class _KernelMaxOverPositions(PyLayer):
         return kernel().elmo_max_over_positions_backward(*ctx.saved_tensor(), grad)
 
 
-def char_cnn_relu(windows, weights, bias):
-    """The char CNN in training with relu: relu(max over positions of windows_i @ weights_i + bias),
-    the widths side by side -> [rows, sum n_i], as one autograd node (layer_math.char_cnn's numbers
-    forward: paddle.matmul's products, then the pooling kernel's max, bias and relu for every width
-    at once). Its backward gives the windows, the weights and the bias their gradients from the max
-    positions alone (kernels.cc's CharCnnReluBackward: the dense products on the products'
-    gradient, zero but at the maxima, are not run), the same values up to float rounding.
-
-    windows: one per width [positions_i, rows, K_i]; weights: [K_i, n_i] each; bias [sum n_i].
-    Float32 CPU tensors with the kernels on: token_layer.EagerOps calls it only there."""
-    return _KernelCharCnnRelu.apply(bias, len(windows), *windows, *weights)
+def pool_widths_relu(products, bias):
+    """The char CNN's pooling in training: relu(max over positions + bias) of every filter width's
+    products [positions_i, rows, n_i] -> [rows, sum n_i], the widths side by side, in one kernel
+    (layer_math.TokenOps.pool_widths' numbers: max_over_positions per width, concat, add_bias and
+    relu, exactly). Float32 CPU tensors with the kernels on: token_layer.EagerOps calls it only
+    there."""
+    return _KernelPoolWidthsRelu.apply(bias, *products)
 
 
-class _KernelCharCnnRelu(PyLayer):
+class _KernelPoolWidthsRelu(PyLayer):
     @staticmethod
-    def forward(ctx, bias, n_widths, *tensors):
-        windows, weights = tensors[:n_widths], tensors[n_widths:]
-        products = [paddle.matmul(x, w) for x, w in zip(windows, weights)]
-        y, best, ties = kernel().elmo_pool_widths_relu(products, bias)
-        # The products tell the backward which positions reach a tied max.
-        ctx.save_for_backward(y, best, ties, *tensors, *products)
-        ctx.n_widths = n_widths
-        ctx.needs = [not t.stop_gradient for t in (bias, *tensors)]
+    def forward(ctx, bias, *products):
+        y, best, ties = kernel().elmo_pool_widths_relu(list(products), bias)
+        ctx.save_for_backward(y, best, ties, *products)
+        ctx.needs = [not t.stop_gradient for t in (bias, *products)]
         return y
 
     @staticmethod
     def backward(ctx, grad):
-        y, best, ties, *saved = ctx.saved_tensor()
-        n = ctx.n_widths
-        windows, weights, products = saved[:n], saved[n:2 * n], saved[2 * n:]
-        masked = paddle.empty_like(y)
-        dwindows, dweights = [paddle.empty_like(x) for x in windows], [paddle.empty_like(w) for w in weights]
-        kernel().elmo_char_cnn_relu_backward(windows, weights, products, best, ties, y, grad, masked, dwindows,
-                                             dweights)
-        return _needed_grads(ctx, (bias_grad(masked) if ctx.needs[0] else None, *dwindows, *dweights))
+        y, best, ties, *products = ctx.saved_tensor()
+        masked, grads = paddle.empty_like(y), [paddle.empty_like(p) for p in products]
+        kernel().elmo_pool_widths_relu_backward(products, best, ties, y, grad, masked, grads)
+        return _needed_grads(ctx, (bias_grad(masked) if ctx.needs[0] else None, *grads))
 
 
 class _LoopMaxOverPositions(PyLayer):

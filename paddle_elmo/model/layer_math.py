@@ -126,10 +126,6 @@ class TokenOps:
         """[tokens, windows, n] -> the max over windows [tokens, n]."""
         return paddle.max(x, axis=1)
 
-    def convolve(self, windows, weights, bias, activation):
-        """The char CNN on the windows (char_cnn) with this ops' pooling -> [tokens, n_filters]."""
-        return char_cnn(windows, weights, bias, activation, self.pool_widths)
-
     def pool_widths(self, products, bias, activation):
         """The char CNN's pooling: each filter width's products (an iterable of [.., n_i], positions
         on the axis max_over reduces) -> activation(max + bias), the widths side by side [tokens,

@@ -6,6 +6,7 @@ a projection: `CharEncoder`, `Highway`), its word input (an embedding table) or 
 `EagerOps` holds the token layer's steps as BiLM runs them eagerly (NumPy index plans that skip
 padding and repeated tokens, the CPU kernels), beside layer_math.TokenOps, the export's static ones.
 """
+import itertools
 import math
 
 import numpy as np
@@ -111,7 +112,8 @@ class CharEncoder(nn.Layer):
         ops = ops or EAGER
         used = ops.used_chars(char_ids, self.pad_id, self.max_chars)
         windows = ops.char_windows(char_ids, used, self.widths, self.max_chars, self.char_embed)
-        return ops.convolve(windows, self.conv_weights, paddle.concat(list(self.conv_biases)), self.activation)
+        return layer_math.char_cnn(windows, self.conv_weights, paddle.concat(list(self.conv_biases)), self.activation,
+                                   ops.pool_widths)
 
     def highway(self, x, ops=None):
         """The highway layers on the char CNN's output x [tokens, n_filters] -> [tokens, n_filters]."""
@@ -147,17 +149,18 @@ class EagerOps(layer_math.TokenOps):
         """[windows, tokens, n] -> [tokens, n] (the kernel's max, TensorFlow's gradient for ties)."""
         return kernels.max_over_positions(x, self.kernels)
 
-    def convolve(self, windows, weights, bias, activation):
-        """As TokenOps.convolve; in training with relu on the kernels, the products, pooling and relu
-        as one autograd node whose backward reads the max positions only (kernels.char_cnn_relu).
-        Elsewhere (no gradients, tanh, Paddle's ops) layer_math's, whose pooling takes the widths'
-        products one at a time: without gradients only one is held."""
+    def pool_widths(self, products, bias, activation):
+        """As TokenOps.pool_widths; in training with relu, one kernel for all the widths
+        (kernels.pool_widths_relu: the same numbers without a concat and four ops per width). Not
+        without gradients, where the widths' products are pooled one at a time so that only one
+        is held."""
         if activation is not F.relu or not paddle.is_grad_enabled():
-            return super().convolve(windows, weights, bias, activation)
-        windows, weights = list(windows), list(weights)  # a training step holds them all anyway
-        if kernels.tracks_grad([*windows, *weights, bias]) and self.kernels.for_tensor(windows[0]) is not None:
-            return kernels.char_cnn_relu(windows, weights, bias)
-        return super().convolve(windows, weights, bias, activation)
+            return super().pool_widths(products, bias, activation)
+        products = iter(products)
+        first = next(products)
+        if kernels.tracks_grad([first, bias]) and self.kernels.for_tensor(first) is not None:
+            return kernels.pool_widths_relu([first, *products], bias)
+        return super().pool_widths(itertools.chain([first], products), bias, activation)
 
     @staticmethod
     def used_chars(char_ids, pad_id, max_chars):
