@@ -50,8 +50,9 @@ PHASES = ('forward', 'backward', 'optimizer')
 # What Version imports, directly or not: loaded before the swap is made (make_swap).
 VERSION_MODULES = ('paddle_elmo.train.lm', 'paddle_elmo.train.optimizers', 'paddle_elmo.text.batches',
                    'paddle_elmo.text.vocabulary', 'paddle_elmo.runtime', 'paddle_elmo.model.recipe')
-# kernel_build's compiler flags up to 1aeb1e1 (since then kernel_build.CFLAGS, with -fno-math-errno)
-BASE_CFLAGS = ('-O3', '-march=native', '-fno-trapping-math')
+# kernel_build's compiler flags up to 1aeb1e1 (since then kernel_build.CFLAGS, with -fno-math-errno,
+# the default: a base built with other flags than the working tree's measures the flags too)
+OLD_CFLAGS = ('-O3', '-march=native', '-fno-trapping-math')
 BASE_PREFIX = 'base_'  # the base kernels' operators: base_elmo_... (two libraries cannot share op names)
 
 
@@ -284,13 +285,15 @@ def compare(base, new):
 
 
 def main():
+    from paddle_elmo.model import kernel_build
     p = argparse.ArgumentParser(description=__doc__.split('\n')[0])
     p.add_argument('--base', default='main', help='git revision of the base version')
     p.add_argument('--swap', required=True,
                    help='comma-separated files the base version takes from --base: paddle_elmo/.../NAME.py or the '
                         'kernels.cc, each as BASE_PATH:PATH when its path at --base was another')
-    p.add_argument('--base_cflags', default=' '.join(BASE_CFLAGS),
-                   help='compiler flags of the base kernels (default: kernel_build\'s before CFLAGS existed)')
+    p.add_argument('--base_cflags', default=' '.join(kernel_build.CFLAGS),
+                   help='compiler flags of the base kernels (default: the working tree\'s, kernel_build.CFLAGS; '
+                        'a base before 1aeb1e1: ' + ' '.join(OLD_CFLAGS) + ')')
     p.add_argument('--config', default='small', choices=sorted(pretraining_step.CONFIGS) + [pretraining_step.BUNDLED])
     p.add_argument('--batch_size', type=int, default=32, help='rows per step')
     p.add_argument('--steps', type=int, default=12, help='timed step pairs')
