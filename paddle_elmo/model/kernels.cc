@@ -17,6 +17,9 @@
 //   h [tokens, P] (after projection clipping), c [tokens, D] (after cell clipping)
 // A clip of 0 means no clipping. The gradient of a clip passes where |clipped value| < clip,
 // as Paddle's clip (the input equals the output there).
+// In inference (LstmInference) the kernel takes x [tokens, I] and w_input [I, 4D] instead of gates_x
+// and makes the products one block of steps at a time, so that a block's gates are alive, not the
+// layer's; it keeps no cells and returns each row's last state.
 #include "paddle/extension.h"
 
 #include <algorithm>
