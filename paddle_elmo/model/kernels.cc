@@ -306,7 +306,8 @@ std::vector<Tensor> LstmInference(const Tensor& x_in, const Tensor& w_input, con
   float *h_out = h.data<float>(), *c_state = c_last.data<float>();
   int64_t t = 0;
   for (const int64_t end : block_ends) {
-    PD_CHECK(end > t, "lstm kernel: block_ends must be increasing");
+    PD_CHECK(end > t && end <= static_cast<int64_t>(batch_sizes.size()),
+             "lstm kernel: block_ends must be increasing, up to the number of steps");
     const int64_t first = offset[t];
     Tensor rows = paddle::from_blob(const_cast<float*>(x.data<float>()) + first * I, {offset[end] - first, I},
                                     paddle::DataType::FLOAT32);
