@@ -1,7 +1,8 @@
 """Embedding's peak memory, stage by stage: one bench_embed.py embed worker's run (the same spec,
-the same code path) with its peak RSS per stage: at every marker (entry and exit of the char CNN, of BiLM.contextual and of each LSTM kernel
-call) VmHWM is read and reset (/proc/self/clear_refs 5): each line names a marker ('>' entry, '<'
-exit) and gives the peak RSS from it to the next marker, and the RSS there. Last line: the run's peak.
+the same code path) with its peak RSS per stage: at every marker (entry and exit of the char CNN, of
+BiLM.contextual and of each LSTM kernel call: kernels.streamed_recurrence on the CPU, else
+kernels.recurrence) VmHWM is read and reset (/proc/self/clear_refs 5): each line names a marker ('>'
+entry, '<' exit) and gives the peak RSS from it to the next marker, and the RSS there. Last line: the run's peak.
 
     python benchmarks/profile_memory.py --batch_size 256            # original size, 600 sentences
     python benchmarks/profile_memory.py --spec SPEC_JSON              # any bench_embed.py embed worker spec
@@ -89,6 +90,7 @@ def main():
     bilm, embedder, _ = bench_embed.build_embedder(spec)
     mark('built')
     wrap(kernels, 'recurrence', 'lstm kernel')
+    wrap(kernels, 'streamed_recurrence', 'lstm kernel')
     wrap(bilm, 'token_embedding', 'char CNN')
     wrap(bilm, 'contextual', 'LSTMs')
     for _ in embedder.iter_embeddings(sentences):

@@ -1,14 +1,21 @@
-"""What the embedding frees and reuses as it goes, so that its peak memory holds one group's buffers,
-not two: in inference every group of steps of every LSTM layer writes its input-to-gate products
-([group tokens, 4D]) into one buffer, and a group's cells ([group tokens, D]) are released before the
-next group's products are made; embed_file writes each batch as it comes."""
+"""What the embedding frees and reuses as it goes, so that its peak memory holds one block's buffers,
+not a layer's: on the CPU the recurrence kernel makes the input-to-gate products ([rows, 4D], the
+largest buffers) one block of steps at a time and keeps no cells; where Paddle's ops run the
+recurrence (GPUs, no compiler), every group of steps of every LSTM layer writes its products into
+one buffer, and a group's cells ([group tokens, D]) are released before the next group's products
+are made; embed_file writes each batch as it comes."""
 import json
+import os
+import subprocess
+import sys
+import textwrap
 import weakref
 from types import SimpleNamespace
 
 import h5py
 import numpy as np
 import paddle
+import pytest
 
 from paddle_elmo.model import kernels, lstm
 from paddle_elmo.model.config import ModelConfig
@@ -16,10 +23,10 @@ from paddle_elmo.use.sentence_embedder import SentenceEmbedder, embed_file
 
 
 def grouped_case():
-    """A two-layer stack whose inference runs several groups of one step per layer, and its inputs
-    -> (stack, x [4, 5, 4], batch_sizes, states)."""
+    """A two-layer stack on Paddle's ops whose inference runs several groups of one step per layer,
+    and its inputs -> (stack, x [4, 5, 4], batch_sizes, states)."""
     paddle.seed(0)
-    stack = lstm.LstmStack(ModelConfig(projection_dim=4, cell_dim=8, num_layers=2, dropout=0.0), kernels.CPU_KERNELS)
+    stack = lstm.LstmStack(ModelConfig(projection_dim=4, cell_dim=8, num_layers=2, dropout=0.0), kernels.PADDLE_OPS)
     stack.GATE_BUFFER_MB = 0  # groups of one step
     lengths = [5, 3, 3, 1]
     x = paddle.to_tensor(np.random.RandomState(0).uniform(-1, 1, (4, 5, 4)).astype(np.float32))
@@ -71,6 +78,78 @@ def test_inference_writes_every_groups_gate_products_into_one_buffer(monkeypatch
     assert len(addresses) > 2 * len(stack.layers) and len(set(addresses)) == 1
     for a, b in zip(reference, grouped):
         np.testing.assert_array_equal(a, b)
+
+
+# A stack whose layer's gate products would be 320 MB at once ([10,240 tokens, 4 x 2048]), run in
+# inference in a fresh process with glibc keeping freed memory as the embedders have it; prints the
+# growth of the peak resident memory over the forward (VmHWM reset first), in MB.
+STREAMED_PEAK = textwrap.dedent('''
+    import numpy as np, paddle
+    from paddle_elmo.model import kernels, lstm
+    from paddle_elmo.model.config import ModelConfig
+    from paddle_elmo.runtime import keep_freed_memory
+    keep_freed_memory()
+    paddle.seed(0)
+    stack = lstm.LstmStack(ModelConfig(projection_dim=16, cell_dim=2048, num_layers=1, dropout=0.0),
+                           kernels.CPU_KERNELS)
+    stack.GATE_BLOCK_MB = BLOCK_MB
+    def run(rows, steps):
+        x = paddle.to_tensor(np.random.RandomState(0).uniform(-1, 1, (rows, steps, 16)).astype(np.float32))
+        states = [(paddle.zeros([rows, 16]), paddle.zeros([rows, 2048]))]
+        with paddle.no_grad():
+            return stack(x, np.full(steps, rows), states)
+    run(64, 2)  # MKL's and the kernel's first-call allocations
+    def status(field):
+        return next(int(line.split()[1]) for line in open('/proc/self/status') if line.startswith(field + ':'))
+    with open('/proc/self/clear_refs', 'w') as f:
+        f.write('5')  # VmHWM := VmRSS
+    before = status('VmRSS')
+    run(64, 160)
+    print((status('VmHWM') - before) / 1024)
+''')
+
+
+def test_streamed_inference_holds_one_block_of_gate_products_not_the_layers():
+    """The kernel makes a block's products (GATE_BLOCK_MB) just before it runs its steps: the
+    forward's peak grows by a few blocks' worth, not by the layer's 320 MB (nor by the 192 MB
+    group and 48 MB of cells that the grouped path held)."""
+    if kernels.kernel() is None or not os.path.exists('/proc/self/clear_refs'):
+        pytest.skip('the CPU kernels are not built here, or no /proc (Linux) to read the peak from')
+    block_mb = 16
+    out = subprocess.run([sys.executable, '-c', f'BLOCK_MB = {block_mb}\n' + STREAMED_PEAK], capture_output=True,
+                         text=True, check=True)
+    growth_mb = float(out.stdout.split()[-1])
+    assert growth_mb < 6 * block_mb, out.stdout  # the grouped path's growth was ~240 MB
+
+
+def test_streamed_inference_matches_the_kernels_grouped_recurrence():
+    """The same values as the gates made for a whole group and kernels.recurrence (the training
+    path's kernel, under autograd here), to float32 rounding: blocks of steps change only which rows
+    one product takes, and MKL's per-row results can depend on that in the last bit."""
+    if kernels.kernel() is None:
+        pytest.skip('the CPU kernels are not built here')
+    paddle.seed(0)
+    config = ModelConfig(projection_dim=8, cell_dim=32, num_layers=2, dropout=0.0, cell_clip=2.0, proj_clip=1.0,
+                         use_skip_connections=True)
+    stack = lstm.LstmStack(config, kernels.CPU_KERNELS)
+    stack.GATE_BLOCK_MB = 0  # a block per step
+    lengths = np.array([9, 7, 7, 3, 1])
+    x = paddle.to_tensor(np.random.RandomState(0).uniform(-1, 1, (5, 10, 8)).astype(np.float32))
+    batch_sizes = (lengths[None, :] > np.arange(10)[:, None]).sum(axis=1)
+    rng = np.random.RandomState(1)
+    states = [(paddle.to_tensor(rng.normal(size=(6, 8)).astype(np.float32)),
+               paddle.to_tensor(rng.normal(size=(6, 32)).astype(np.float32))) for _ in stack.layers]
+    with paddle.no_grad():
+        streamed = stack(x, batch_sizes, states)
+    grouped = stack(x, batch_sizes, states)  # the weights track gradients: the grouped kernel path
+    for got, ref in zip(flat(streamed), flat(grouped)):
+        np.testing.assert_allclose(got, ref, rtol=0, atol=1e-6)
+
+
+def flat(result):
+    """A stack's (outputs, finals) -> its arrays: the layers' outputs, then each final h and c."""
+    outputs, finals = result
+    return [o.numpy() for o in outputs] + [t.numpy() for state in finals for t in state]
 
 
 class CountingEmbedder(SentenceEmbedder):

@@ -369,7 +369,7 @@ def make_stack(seed=0, kernels=kernels.CPU_KERNELS, **overrides):
 @pytest.mark.parametrize('lengths', [[5, 5, 5], [7, 4, 4, 1, 0], [1]], ids=['full', 'shrinking', 'one'])
 def test_packed_stack_matches_per_row_reference(lengths, buffer_mb, implementation):
     stack = make_stack(cell_clip=0.5, proj_clip=0.3, kernels=implementation)  # small clips: clipping is exercised
-    stack.GATE_BUFFER_MB = buffer_mb  # 0: input-to-gate products in groups of one or two steps
+    stack.GATE_BUFFER_MB = stack.GATE_BLOCK_MB = buffer_mb  # 0: gate products in groups (blocks) of a step or two
     time = max(lengths) + 2  # trailing padding columns too
     x, states = random_case(stack, lengths, time)
     batch_sizes = (np.array(lengths)[None, :] > np.arange(time)[:, None]).sum(axis=1)

@@ -17,6 +17,9 @@
 //   h [tokens, P] (after projection clipping), c [tokens, D] (after cell clipping)
 // A clip of 0 means no clipping. The gradient of a clip passes where |clipped value| < clip,
 // as Paddle's clip (the input equals the output there).
+// In inference (LstmInference) the kernel takes x [tokens, I] and w_input [I, 4D] instead of gates_x
+// and makes the products one block of steps at a time, so that a block's gates are alive, not the
+// layer's; it keeps no cells and returns each row's last state.
 #include "paddle/extension.h"
 
 #include <algorithm>
@@ -122,21 +125,28 @@ inline float ClipPass(float y, float clip) {
   return (clip <= 0.f || std::fabs(y) < clip) ? 1.f : 0.f;
 }
 
-void CheckInputs(const Tensor& gates_x, const Tensor& w_hidden, const Tensor& w_proj,
-                 const Tensor& h0, const Tensor& c0, const std::vector<int64_t>& offset,
-                 const std::vector<int64_t>& batch_sizes) {
-  PD_CHECK(gates_x.is_cpu() && w_hidden.is_cpu() && w_proj.is_cpu(), "lstm kernel: CPU tensors only");
-  PD_CHECK(gates_x.dtype() == paddle::DataType::FLOAT32, "lstm kernel: float32 only");
+// The recurrence's weights and initial state against batch_sizes.
+void CheckState(const Tensor& w_hidden, const Tensor& w_proj, const Tensor& h0, const Tensor& c0,
+                const std::vector<int64_t>& batch_sizes) {
+  PD_CHECK(w_hidden.is_cpu() && w_proj.is_cpu(), "lstm kernel: CPU tensors only");
   const int64_t D = w_proj.shape()[0], P = w_proj.shape()[1];
   PD_CHECK(w_hidden.shape()[0] == P && w_hidden.shape()[1] == 4 * D, "lstm kernel: w_hidden must be [P, 4D]");
-  PD_CHECK(gates_x.shape()[0] == offset.back() && gates_x.shape()[1] == 4 * D,
-           "lstm kernel: gates_x must be [sum(batch_sizes), 4D]");
   PD_CHECK(!batch_sizes.empty() && batch_sizes[0] <= h0.shape()[0] && h0.shape()[0] == c0.shape()[0],
            "lstm kernel: h0/c0 need at least batch_sizes[0] rows");
   for (size_t t = 0; t < batch_sizes.size(); ++t) {
     PD_CHECK(batch_sizes[t] > 0 && (t == 0 || batch_sizes[t] <= batch_sizes[t - 1]),
              "lstm kernel: batch_sizes must be positive and non-increasing");
   }
+}
+
+void CheckInputs(const Tensor& gates_x, const Tensor& w_hidden, const Tensor& w_proj,
+                 const Tensor& h0, const Tensor& c0, const std::vector<int64_t>& offset,
+                 const std::vector<int64_t>& batch_sizes) {
+  PD_CHECK(gates_x.is_cpu(), "lstm kernel: CPU tensors only");
+  PD_CHECK(gates_x.dtype() == paddle::DataType::FLOAT32, "lstm kernel: float32 only");
+  PD_CHECK(gates_x.shape()[0] == offset.back() && gates_x.shape()[1] == 4 * w_proj.shape()[0],
+           "lstm kernel: gates_x must be [sum(batch_sizes), 4D]");
+  CheckState(w_hidden, w_proj, h0, c0, batch_sizes);
 }
 
 // C [m, n] = A [m, k] x B for one right-hand matrix B and many A of at most max_rows rows: the
@@ -191,6 +201,41 @@ class RightMatrix {
 #endif
 };
 
+// One step of the recurrence on its n rows (rows of the previous step's state first):
+//   rec = h_prev x W_hidden, gates = gx + b + rec, c = clip(i * j + f * c_prev), m = o * tanh(c),
+//   h = clip(m x W_proj).
+// gx, acts [n, 4D]; c_prev, c_rows, m_rows [n, D]; h_prev, h_rows [n, P]; rec [n, 4D] scratch.
+// c_rows may be c_prev (an element is read before it is written).
+void ForwardStep(const RightMatrix& hidden, const RightMatrix& proj, const float* gx, const float* b,
+                 const float* h_prev, const float* c_prev, int64_t n, int64_t D, float cell_clip, float proj_clip,
+                 float* rec, float* acts, float* c_rows, float* m_rows, float* h_rows) {
+  hidden.Multiply(h_prev, n, rec);  // [n, 4D]
+  const float* r = rec;
+#pragma omp parallel for if (n * D >= kParallelMin)
+  for (int64_t row = 0; row < n; ++row) {
+    const float* g = gx + row * 4 * D;
+    const float* rr = r + row * 4 * D;
+    float* a = acts + row * 4 * D;
+    const float* cp = c_prev + row * D;
+    float* c_row = c_rows + row * D;
+    float* m_row = m_rows + row * D;
+#pragma omp simd
+    for (int64_t k = 0; k < D; ++k) {
+      const float i = Sigmoid(g[k] + b[k] + rr[k]), j = Tanh(g[D + k] + b[D + k] + rr[D + k]);
+      const float f = Sigmoid(g[2 * D + k] + b[2 * D + k] + rr[2 * D + k]);
+      const float o = Sigmoid(g[3 * D + k] + b[3 * D + k] + rr[3 * D + k]);
+      const float cell = Clip(i * j + f * cp[k], cell_clip);
+      c_row[k] = cell;
+      m_row[k] = o * Tanh(cell);
+      a[k] = i, a[D + k] = j, a[2 * D + k] = f, a[3 * D + k] = o;
+    }
+  }
+  proj.Multiply(m_rows, n, h_rows);  // [n, P]
+  const int64_t P = proj.n();
+#pragma omp simd
+  for (int64_t e = 0; e < n * P; ++e) h_rows[e] = Clip(h_rows[e], proj_clip);
+}
+
 }  // namespace
 
 // -> h [tokens, P], c [tokens, D], acts [tokens, 4D] (sigmoid i, tanh j, sigmoid f, sigmoid o),
@@ -214,7 +259,6 @@ std::vector<Tensor> LstmForward(const Tensor& gates_x_in, const Tensor& bias_in,
   // Scratch as Paddle tensors, not std::vector: MKL's results depend on its operands' alignment,
   // and Paddle's allocations are aligned alike from call to call (malloc's are not).
   Tensor rec_t = Empty({batch_sizes[0], 4 * D});  // h_prev x W_hidden of a step
-  float* rec = rec_t.data<float>();
   const RightMatrix hidden(w_hidden, false, batch_sizes[0]);
   const RightMatrix proj(w_proj, false, batch_sizes[0]);
   const float *gx = gates_x.data<float>(), *b = bias.data<float>();
@@ -223,34 +267,61 @@ std::vector<Tensor> LstmForward(const Tensor& gates_x_in, const Tensor& bias_in,
     const int64_t n = batch_sizes[t], at = offset[t];
     const float* h_prev = t == 0 ? h0.data<float>() : h_out + offset[t - 1] * P;
     const float* c_prev = t == 0 ? c0.data<float>() : c_out + offset[t - 1] * D;
-    hidden.Multiply(h_prev, n, rec);  // [n, 4D]
-    const float* r = rec;
-    float* m_rows = m.data<float>() + (save ? at : 0) * D;
-#pragma omp parallel for if (n * D >= kParallelMin)
-    for (int64_t row = 0; row < n; ++row) {
-      const float* g = gx + (at + row) * 4 * D;
-      const float* rr = r + row * 4 * D;
-      float* a = save ? acts.data<float>() + (at + row) * 4 * D : scratch.data() + row * 4 * D;
-      const float* cp = c_prev + row * D;
-      float* c_row = c_out + (at + row) * D;
-      float* m_row = m_rows + row * D;
-#pragma omp simd
-      for (int64_t k = 0; k < D; ++k) {
-        const float i = Sigmoid(g[k] + b[k] + rr[k]), j = Tanh(g[D + k] + b[D + k] + rr[D + k]);
-        const float f = Sigmoid(g[2 * D + k] + b[2 * D + k] + rr[2 * D + k]);
-        const float o = Sigmoid(g[3 * D + k] + b[3 * D + k] + rr[3 * D + k]);
-        const float cell = Clip(i * j + f * cp[k], cell_clip);
-        c_row[k] = cell;
-        m_row[k] = o * Tanh(cell);
-        a[k] = i, a[D + k] = j, a[2 * D + k] = f, a[3 * D + k] = o;
-      }
-    }
-    float* h_rows = h_out + at * P;
-    proj.Multiply(m_rows, n, h_rows);  // [n, P]
-#pragma omp simd
-    for (int64_t e = 0; e < n * P; ++e) h_rows[e] = Clip(h_rows[e], proj_clip);
+    float* a = save ? acts.data<float>() + at * 4 * D : scratch.data();
+    ForwardStep(hidden, proj, gx + at * 4 * D, b, h_prev, c_prev, n, D, cell_clip, proj_clip, rec_t.data<float>(),
+                a, c_out + at * D, m.data<float>() + (save ? at : 0) * D, h_out + at * P);
   }
   return {h, c, acts, m};
+}
+
+// The recurrence in inference from the layer's inputs x [tokens, I] and w_input [I, 4D] instead of
+// their products: each block of steps' products x x w_input are made just before its steps run, so
+// one block's [block rows, 4D] are alive, not the layer's (the largest buffer of the embedding).
+// block_ends: the step where each block ends (increasing, the last = the number of steps).
+// -> h [tokens, P], and each row's state after its last step: h_last [B, P], c_last [B, D] (rows
+// that did not run keep h0, c0). No cells are kept: c_last is the running state.
+std::vector<Tensor> LstmInference(const Tensor& x_in, const Tensor& w_input, const Tensor& bias_in,
+                                  const Tensor& w_hidden, const Tensor& w_proj, const Tensor& h0_in,
+                                  const Tensor& c0_in, const std::vector<int64_t>& batch_sizes,
+                                  const std::vector<int64_t>& block_ends, float cell_clip, float proj_clip) {
+  const Tensor x = x_in.contiguous(), w_in = w_input.contiguous(), bias = bias_in.contiguous();
+  const Tensor h0 = h0_in.contiguous(), c0 = c0_in.contiguous();
+  const auto offset = Offsets(batch_sizes);
+  const int64_t D = w_proj.shape()[0], P = w_proj.shape()[1], tokens = offset.back(), I = x.shape()[1];
+  PD_CHECK(x.is_cpu() && x.dtype() == paddle::DataType::FLOAT32 && x.shape()[0] == tokens,
+           "lstm kernel: x must be float32 [sum(batch_sizes), input_dim] on the CPU");
+  PD_CHECK(w_in.shape()[0] == I && w_in.shape()[1] == 4 * D, "lstm kernel: w_input must be [input_dim, 4D]");
+  PD_CHECK(bias.numel() == 4 * D, "lstm kernel: bias must be [4D]");
+  PD_CHECK(!block_ends.empty() && block_ends.back() == static_cast<int64_t>(batch_sizes.size()),
+           "lstm kernel: block_ends must end at the last step");
+  CheckState(w_hidden, w_proj, h0, c0, batch_sizes);
+  const int64_t B = h0.shape()[0], n0 = batch_sizes[0];
+  Tensor h = Empty({tokens, P}), h_last = Empty({B, P}), c_last = Empty({B, D});
+  std::memcpy(h_last.data<float>(), h0.data<float>(), sizeof(float) * B * P);
+  std::memcpy(c_last.data<float>(), c0.data<float>(), sizeof(float) * B * D);
+  // Scratch as Paddle tensors: aligned alike from call to call, as MKL's results need (LstmForward).
+  Tensor rec = Empty({n0, 4 * D}), acts = Empty({n0, 4 * D}), m = Empty({n0, D});
+  const RightMatrix hidden(w_hidden, false, n0);
+  const RightMatrix proj(w_proj, false, n0);
+  float *h_out = h.data<float>(), *c_state = c_last.data<float>();
+  int64_t t = 0;
+  for (const int64_t end : block_ends) {
+    PD_CHECK(end > t && end <= static_cast<int64_t>(batch_sizes.size()),
+             "lstm kernel: block_ends must be increasing, up to the number of steps");
+    const int64_t first = offset[t];
+    Tensor rows = paddle::from_blob(const_cast<float*>(x.data<float>()) + first * I, {offset[end] - first, I},
+                                    paddle::DataType::FLOAT32);
+    const Tensor gates = paddle::experimental::matmul(rows, w_in, false, false);  // [block rows, 4D]
+    for (; t < end; ++t) {
+      const int64_t n = batch_sizes[t], at = offset[t];
+      const float* h_prev = t == 0 ? h0.data<float>() : h_out + offset[t - 1] * P;
+      ForwardStep(hidden, proj, gates.data<float>() + (at - first) * 4 * D, bias.data<float>(), h_prev, c_state, n,
+                  D, cell_clip, proj_clip, rec.data<float>(), acts.data<float>(), c_state, m.data<float>(),
+                  h_out + at * P);
+      std::memcpy(h_last.data<float>(), h_out + at * P, sizeof(float) * n * P);
+    }
+  }
+  return {h, h_last, c_last};
 }
 
 // Gradients of LstmForward(save=true) from grad_h [tokens, P] and grad_c [tokens, D]
@@ -341,6 +412,13 @@ PD_BUILD_OP(elmo_lstm_backward)
     .Outputs({"GradGatesX", "GradBias", "GradWHidden", "GradWProj", "GradH0", "GradC0"})
     .Attrs({"batch_sizes: std::vector<int64_t>", "cell_clip: float", "proj_clip: float"})
     .SetKernelFn(PD_KERNEL(LstmBackward));
+
+PD_BUILD_OP(elmo_lstm_inference)
+    .Inputs({"X", "WInput", "Bias", "WHidden", "WProj", "H0", "C0"})
+    .Outputs({"H", "HLast", "CLast"})
+    .Attrs({"batch_sizes: std::vector<int64_t>", "block_ends: std::vector<int64_t>", "cell_clip: float",
+            "proj_clip: float"})
+    .SetKernelFn(PD_KERNEL(LstmInference));
 
 // One position's values xk [n] into the running max b [n] and the count c [n] of positions that
 // reach it (the first position is copied in, with c = 1). NaN wins, as a diverging run must show.

@@ -1,6 +1,8 @@
 """CPU kernels (kernels.cc) for the hot spots of Paddle's CPU ops, and the Paddle-op versions they replace.
 
     h_all, c_all = recurrence(gates_x, bias, batch_sizes, h0, c0, w_hidden, w_proj, cell_clip, proj_clip, kernels)
+    h_all, (h, c) = streamed_recurrence(x, w_input, bias, batch_sizes, block_ends, h0, c0, w_hidden, w_proj,
+                                        cell_clip, proj_clip, kernels)   # inference on CPU: block by block
     best = max_over_positions(x, kernels)   # [positions, rows, n] -> [rows, n]
     y = pool_widths_relu(products, bias)   # relu(max + bias) of each width's products, side by side
     losses = sampled_softmax_losses(true_logits, cand_logits, cand_bias, labels, kernels)   # [n]
@@ -14,6 +16,9 @@ Step t runs the first batch_sizes[t] rows; gates_x [tokens, 4D] + bias [4D] is x
 every step (gate blocks i, j, f, o); the results are h [tokens, P] and c [tokens, D] for every packed row.
 As a Python loop it costs tens of Paddle ops per step (forward and backward), each with its own
 single-threaded overhead on CPU; the kernel does a step in two matmuls and one pass over the gates.
+streamed_recurrence is its inference form: it takes the layer's inputs x [tokens, I] and W_input,
+and makes each block of steps' products just before it runs them, so that one block's gates are
+alive, not the layer's; it keeps no cells and returns each row's last state.
 
 max_over_positions: the char CNN's max-pool, with the gradient split equally among tied maxima
 as TensorFlow's reduce_max. As Paddle ops it is one maximum per window position. In training (relu)
@@ -167,6 +172,27 @@ def recurrence(gates_x, bias, batch_sizes, h0, c0, w_hidden, w_proj, cell_clip, 
         return _KernelRecurrence.apply(*inputs, sizes, *clips)
     h, c, _, _ = ops.elmo_lstm_forward(*inputs, sizes, *clips, False)
     return h, c
+
+
+def streamed_recurrence(x, w_input, bias, batch_sizes, block_ends, h0, c0, w_hidden, w_proj, cell_clip, proj_clip,
+                        kernels):
+    """recurrence() in inference (no gradient), from the layer's inputs rather than their products.
+
+    # Parameters
+    x: [tokens, input_dim], packed as recurrence's gates_x; w_input [input_dim, 4D]; bias [4D].
+    block_ends: the step at which each block of steps ends (increasing, the last len(batch_sizes)):
+        the kernel makes a block's products x @ w_input [block rows, 4D] just before it runs the
+        block, so only one block's are alive.
+    kernels: the model's, whose `for_tensor(x)` is the compiled module (the kernel alone runs it:
+        callers check that first); the other parameters are recurrence's.
+
+    Returns (h [tokens, P], (h_last [B, P], c_last [B, D])): each row's state after its last step,
+    h0 / c0 for rows that did not run (packing.last_states' values, without the cells of every step).
+    """
+    clips = (float(cell_clip or 0.0), float(proj_clip or 0.0))
+    h, h_last, c_last = kernels.for_tensor(x).elmo_lstm_inference(x, w_input, bias, w_hidden, w_proj, h0, c0,
+                                                [int(n) for n in batch_sizes], [int(e) for e in block_ends], *clips)
+    return h, (h_last, c_last)
 
 
 class _KernelRecurrence(PyLayer):

@@ -41,12 +41,14 @@ class LstmStack(nn.Layer):
     The recurrence runs on a packed, time-major layout (as PyTorch's PackedSequence): step t holds
     the batch_sizes[t] rows still running, so padding is never computed and the active batch
     shrinks without copies. The input-to-gate product runs for many steps at once; only
-    h @ W_hidden stays in the loop. No parameter is sliced (Paddle's CPU slice backward is far
+    h @ W_hidden stays in the loop. In inference on the CPU the kernel makes those products itself,
+    a block of steps at a time (kernels.streamed_recurrence), so that only one block's are alive. No parameter is sliced (Paddle's CPU slice backward is far
     slower than split's) and no broadcast op is differentiated. `kernels` (kernels.Kernels): the
     model's, which the recurrence and dropout run on.
     """
 
     GATE_BUFFER_MB = 64  # input-to-gate products per group of steps (see _run_layer)
+    GATE_BLOCK_MB = 16  # inference on CPU: the kernel's input-to-gate products per block of steps
 
     def __init__(self, config, kernels):
         super().__init__()
@@ -92,15 +94,22 @@ class LstmStack(nn.Layer):
 
     def _run_layer(self, layer, x, batch_sizes, h, c, gate_buffer):
         """x: packed [tokens, input_dim] -> (packed outputs [tokens, P], final (h [batch, P], c [batch, D])).
-        gate_buffer: forward's dict holding the inference gate buffer (gate_products)."""
+        gate_buffer: forward's dict holding the inference gate buffer (gate_products) when the
+        kernel does not run it."""
         w_input, w_hidden = split_rows(layer.W, [layer.input_dim, layer.projection_dim])
         bias = layer.bias()
+        inference = not kernels.tracks_grad([x, layer.W, layer.W_P, layer.B, h, c])
+        if inference and self.kernels.for_tensor(x) is not None:
+            # The kernel makes each block's products just before it runs it: one block's alive.
+            rows = (self.GATE_BLOCK_MB << 20) // (16 * self.dim)
+            blocks = step_groups(batch_sizes, rows)
+            return kernels.streamed_recurrence(x, w_input, bias, batch_sizes, [end for _, end in blocks], h, c,
+                                               w_hidden, layer.W_P, self.cell_clip, self.proj_clip, self.kernels)
         # Groups of steps whose [tokens, 4D] gate buffer fits GATE_BUFFER_MB, so that the memory
         # stays bounded however long the batch: training keeps three such buffers (the gates, their
         # activations and their gradient), inference only the gates, so its groups take three times the
         # tokens in the same memory. Each group is a kernel call.
         tokens = (self.GATE_BUFFER_MB << 20) // (16 * self.dim)
-        inference = not kernels.tracks_grad([x, layer.W, layer.W_P, layer.B, h, c])
         if inference:
             tokens *= 3
         groups = step_groups(batch_sizes, max(int(batch_sizes[0]), tokens))

@@ -107,3 +107,37 @@ for b in 64 256; do
     --weight_file /tmp/original/weights.hdf5 --batch_size $b --cpu_threads 2 --no_progress /tmp/rt600.txt /tmp/lev$b.hdf5 \
     > $R/raw/time_embed_levers_$(git rev-parse --short HEAD)_$b.txt 2>&1
 done
+
+# 8. (second session) The streamed gate products: the worker, the probe and paddle-elmo embed at the
+#    parent (becd48f, a `git archive` of it beside ../shared) and here, and the outputs compared
+for b in 64 256; do
+  $PY benchmarks/bench_embed.py --worker "$(spec $b)" > $R/raw/worker_$(git rev-parse --short HEAD)_$b.txt
+  $PY benchmarks/profile_memory.py --spec "$(spec $b)" > $R/raw/stages_$(git rev-parse --short HEAD)_$b.txt
+  /usr/bin/time -v $PY -m paddle_elmo embed --options_file /tmp/original/options.json --weight_file /tmp/original/weights.hdf5 \
+    --batch_size $b --cpu_threads 2 --no_progress /tmp/rt600.txt /tmp/out$b.hdf5 > $R/raw/time_embed_$(git rev-parse --short HEAD)_$b.txt 2>&1
+done
+#    (the same at becd48f gave raw/worker_becd48f_*, raw/time_embed_becd48f_* and /tmp/before*.hdf5; step 6's
+#    comparison then wrote raw/embed_outputs_becd48f_vs_ad2301f.txt, with the max abs difference and layer 0)
+#    The benchmark's sentences, the 256 longest and the 64 shortest of 600, embedded at each commit and compared:
+embed_npz() {  # $1 batch size, $2 output .npz
+$PY - $1 $2 <<'PYEOF'
+import sys, numpy as np
+sys.path.insert(0, 'benchmarks')
+import cpu_threads; cpu_threads.set_threads(2)
+import bench_embed, paddle
+from paddle_elmo import BiLM, ELMoEmbedder
+sentences, _ = bench_embed.read_sentences('../shared/data/rt-polarity/rt-polarity.pos', 600)
+sentences = sorted(sentences, key=len)[-256:] + sorted(sentences, key=len)[:64]
+paddle.seed(0)
+e = ELMoEmbedder(bilm=BiLM(bench_embed.config_options('original')), batch_size=int(sys.argv[1]), token_cache_size=0)
+np.savez(sys.argv[2], *e.encode(sentences))
+PYEOF
+}
+for b in 64 256; do embed_npz $b /tmp/streamed$b.npz; done  # and at becd48f: /tmp/grouped$b.npz
+for b in 256 64; do $PY -c "
+import numpy as np
+a, b = np.load('/tmp/grouped$b.npz'), np.load('/tmp/streamed$b.npz')
+same = all(np.array_equal(a[k], b[k]) for k in a)
+print('batch', $b, len(a), 'sentences (the 256 longest and 64 shortest of 600)', 'identical' if same else 'DIFFERENT',
+      'max abs diff', max(float(np.abs(a[k] - b[k]).max()) for k in a), 'largest |value|', max(float(np.abs(a[k]).max()) for k in a))"
+done > $R/raw/streamed_vs_grouped_bits_$(git rev-parse --short HEAD).txt
