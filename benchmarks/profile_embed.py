@@ -9,9 +9,11 @@ or --batch_sizes, stateless, the char-CNN cache off), taken apart with timers ar
 own calls:
   token layer     BiLM.token_embedding: the char CNN (CharEncoder.cnn, run per chunk of similar
                   lengths) and the highway and projection once per distinct token of a batch
-  LSTMs           BiLM.contextual: both stacks, of which "recurrence" is the kernel's step loop
-                  (h x W_hidden and m x W_proj per step, the gates) and the rest the input-to-gate
-                  products, the packing gathers and the states
+  LSTMs           BiLM.contextual: both stacks, of which "recurrence" is the kernel's call
+                  (kernels.streamed_recurrence: the input-to-gate products a block of steps at a
+                  time, then per step h x W_hidden, m x W_proj and the gates) and the rest the
+                  packing gathers and the states; with the kernels off, the recurrence's loop alone,
+                  the input-to-gate products then in the rest
   other           the embedder's batching, char ids, the layers' concatenation and the copy out
 "floor ms" is the part's matrix-product FLOPs (flop_counts.required_flops on the very batches) at the
 higher of the matmul rates read in the worker just before and just after its timed pass; "of floor"
@@ -61,7 +63,8 @@ def instrument(bilm, seconds):
     timed(bilm, 'token_embedding', 'token layer')
     timed(bilm.char_encoder, 'cnn', 'token layer: char CNN')
     timed(bilm, 'contextual', 'LSTMs')
-    timed(lstm.kernels, 'recurrence', 'LSTMs: recurrence')
+    timed(lstm.kernels, 'recurrence', 'LSTMs: recurrence')  # kernels off
+    timed(lstm.kernels, 'streamed_recurrence', 'LSTMs: recurrence')  # on: with the input products
     assert lstm.kernels is kernels
 
 
@@ -83,11 +86,14 @@ def worker(spec):
                                 spec['ops'], unit='batch') if spec['ops'] else []
     char_ids = bench_embed.embedder_batches(sentences, spec['batch_size'], False)
     need = flop_counts.required_flops(bilm.config, char_ids)
+    from paddle_elmo.model import kernels
+    streamed = kernels.kernel() is not None  # the LSTM kernel makes the input products (streamed_recurrence)
     bandwidth, roof, timed = None, None, None
     if spec['shape_seconds'] > 0:
-        parts = roofline.embedding_parts(bilm.config, char_ids, stream.last_level_cache_bytes())
+        parts = roofline.embedding_parts(bilm.config, char_ids, stream.last_level_cache_bytes(), streamed)
         bandwidth, roof, timed = roofline.measure(parts, spec['threads'], spec['shape_seconds'])
     return {'ms': ms, 'batches': batches, 'batch_size': spec['batch_size'], 'stream': bandwidth, 'roofline': roof,
+            'streamed': streamed,
             'recurrence timed': timed, 'tokens': sum(len(s) for s in sentences),
             'flops': {k: v / batches for k, v in need.items() if k in ('char_cnn', 'highway', 'projection', 'lstm',
                                                                        'total')},
@@ -102,14 +108,15 @@ def table(name, r):
     # (projection) of the 2P x 4D + 2P x 4D + 2D x P (flop_counts.required_flops' lstm).
     from paddle_elmo.model.config import ModelConfig
     c = ModelConfig(**CONFIGS[name])
-    recurrent = (2 * c.projection_dim * 4 * c.cell_dim + 2 * c.cell_dim * c.projection_dim) / (
+    # With the kernel, all of them are its (it makes the input products too).
+    recurrent = 1.0 if r['streamed'] else (2 * c.projection_dim * 4 * c.cell_dim + 2 * c.cell_dim * c.projection_dim) / (
         4 * c.projection_dim * 4 * c.cell_dim + 2 * c.cell_dim * c.projection_dim)
+    kernel, rest = roofline.EMBEDDING_PARTS[2:]
     rows = [('token layer: char CNN', ms['token layer: char CNN'], floor('char_cnn')),
             ('token layer: highway, projection, de-duplication', ms['token layer'] - ms['token layer: char CNN'],
              floor('highway', 'projection')),
-            ('LSTMs: recurrence (kernel)', ms['LSTMs: recurrence'], floor('lstm') * recurrent),
-            ('LSTMs: input products, packing, states', ms['LSTMs'] - ms['LSTMs: recurrence'],
-             floor('lstm') * (1 - recurrent)),
+            (kernel, ms['LSTMs: recurrence'], floor('lstm') * recurrent),
+            (rest, ms['LSTMs'] - ms['LSTMs: recurrence'], floor('lstm') * (1 - recurrent) or None),
             ('other (batching, char ids, layers out)', ms['all'] - ms['token layer'] - ms['LSTMs'], None)]
     roof, label = r['roofline'], f"{name}, batches of {r['batch_size']}"
     out = [{'config': label, 'part': part, 'ms/batch': t, 'share': f'{t / ms["all"]:.0%}',

@@ -190,10 +190,12 @@ def _token_layer(config, need, cnn, rest, backward=None):
                                    + sum(windows[w] * w * C for w, _ in config.cnn_filters))
 
 
-def _lstm_direction(config, sizes, llc, recurrence, inputs, backward=None):
+def _lstm_direction(config, sizes, llc, recurrence, inputs, backward=None, input_blocks=None):
     """One direction's LSTM layers over steps of `sizes` rows: the recurrence's products and cell
     into `recurrence`, the input products and packing into `inputs`; with `backward`, their
-    gradients there."""
+    gradients there. input_blocks: in inference, the rows of each block of steps whose input
+    products the kernel makes itself (kernels.streamed_recurrence): then those go to `recurrence`,
+    one product a block; None: one product over all the steps, in `inputs`."""
     P, D, L = config.projection_dim, config.cell_dim, config.num_layers
     N = int(np.sum(sizes))
     steps = collections.Counter(int(r) for r in sizes)  # {rows: steps with that many}
@@ -211,7 +213,10 @@ def _lstm_direction(config, sizes, llc, recurrence, inputs, backward=None):
         recurrence.bytes += FLOAT * N * ((4 + 4 + 1 + 2) * D + (4 * D if training else 0) + 2 * P)
         inputs.bytes += FLOAT * N * (2 * P + (3 * P if layer > 0 else 0) + (2 * P if training else 0))
         if not training:
-            inputs.add((N, P), (P, 4 * D))
+            if input_blocks is None:
+                inputs.add((N, P), (P, 4 * D))
+            for r, k in collections.Counter(input_blocks or ()).items():
+                recurrence.add((r, P), (P, 4 * D), calls=k)
             continue
         backward.add_trained(N, P, 4 * D, forward=inputs)
         for r, k in steps.items():
@@ -257,18 +262,29 @@ def training_parts(config, steps, negatives, table_rows, dense_params, rule, llc
     return {name: part.scaled(1 / len(steps)) for name, part in parts.items()}
 
 
-def embedding_parts(config, batches, llc):
+def embedding_parts(config, batches, llc, streamed=True):
     """The parts of profile_embed's batch, averaged over `batches` (bench_embed.embedder_batches:
-    char ids [rows, time, max_chars], <S> and </S> included) -> {profile row: Part}."""
-    names = ('token layer: char CNN', 'token layer: highway, projection, de-duplication',
-             'LSTMs: recurrence (kernel)', 'LSTMs: input products, packing, states')
-    parts = {name: Part() for name in names}
+    char ids [rows, time, max_chars], <S> and </S> included) -> {profile row: Part}. streamed: the
+    CPU kernels run the LSTMs, making the input products a block of steps at a time
+    (LstmStack.GATE_BLOCK_MB); else one product a layer over all the steps, before the recurrence."""
+    from paddle_elmo.model.lstm import LstmStack
+    from paddle_elmo.model.packing import step_groups
+    parts = {name: Part() for name in EMBEDDING_PARTS}
+    kernel, rest = parts[EMBEDDING_PARTS[2]], parts[EMBEDDING_PARTS[3]]
+    block_rows = (LstmStack.GATE_BLOCK_MB << 20) // (16 * config.cell_dim)
     for ids in batches:
-        _token_layer(config, flop_counts.required_flops(config, [ids]), parts[names[0]], parts[names[1]])
+        _token_layer(config, flop_counts.required_flops(config, [ids]), parts[EMBEDDING_PARTS[0]],
+                     parts[EMBEDDING_PARTS[1]])
         sizes = step_rows(ids)
+        blocks = [int(np.sum(sizes[a:b])) for a, b in step_groups(sizes, block_rows)] if streamed else None
         for _ in range(2):  # both directions run every position
-            _lstm_direction(config, sizes, llc, parts[names[2]], parts[names[3]])
+            _lstm_direction(config, sizes, llc, kernel, rest, input_blocks=blocks)
     return {name: part.scaled(1 / len(batches)) for name, part in parts.items()}
+
+
+# The input products are the recurrence's part when the kernel makes them (streamed), else the last's.
+EMBEDDING_PARTS = ('token layer: char CNN', 'token layer: highway, projection, de-duplication',
+                   'LSTMs: recurrence (kernel)', 'LSTMs: input products, packing, states')
 
 
 # How the recurrence's per-step products are timed: as the kernel runs them, with MKL or without.
