@@ -303,19 +303,26 @@ std::vector<Tensor> LstmInference(const Tensor& x_in, const Tensor& w_input, con
   Tensor rec = Empty({n0, 4 * D}), acts = Empty({n0, 4 * D}), m = Empty({n0, D});
   const RightMatrix hidden(w_hidden, false, n0);
   const RightMatrix proj(w_proj, false, n0);
-  float *h_out = h.data<float>(), *c_state = c_last.data<float>();
-  int64_t t = 0;
+  int64_t block_rows = 0, t = 0;
   for (const int64_t end : block_ends) {
     PD_CHECK(end > t && end <= static_cast<int64_t>(batch_sizes.size()),
              "lstm kernel: block_ends must be increasing, up to the number of steps");
+    block_rows = std::max(block_rows, offset[end] - offset[t]);
+    t = end;
+  }
+  // W_input packed once for every block (a plain product would pack it again at each block), and
+  // one gate buffer that every block's products overwrite.
+  const RightMatrix input(w_in, false, block_rows);
+  Tensor gate_buffer = Empty({block_rows, 4 * D});
+  float *h_out = h.data<float>(), *c_state = c_last.data<float>(), *gates = gate_buffer.data<float>();
+  t = 0;
+  for (const int64_t end : block_ends) {
     const int64_t first = offset[t];
-    Tensor rows = paddle::from_blob(const_cast<float*>(x.data<float>()) + first * I, {offset[end] - first, I},
-                                    paddle::DataType::FLOAT32);
-    const Tensor gates = paddle::experimental::matmul(rows, w_in, false, false);  // [block rows, 4D]
+    input.Multiply(x.data<float>() + first * I, offset[end] - first, gates);  // [block rows, 4D]
     for (; t < end; ++t) {
       const int64_t n = batch_sizes[t], at = offset[t];
       const float* h_prev = t == 0 ? h0.data<float>() : h_out + offset[t - 1] * P;
-      ForwardStep(hidden, proj, gates.data<float>() + (at - first) * 4 * D, bias.data<float>(), h_prev, c_state, n,
+      ForwardStep(hidden, proj, gates + (at - first) * 4 * D, bias.data<float>(), h_prev, c_state, n,
                   D, cell_clip, proj_clip, rec.data<float>(), acts.data<float>(), c_state, m.data<float>(),
                   h_out + at * P);
       std::memcpy(h_last.data<float>(), h_out + at * P, sizeof(float) * n * P);
