@@ -23,7 +23,9 @@ dW = X^T dY):
                 a char); training: dX (the char embeddings learn) and dW
   highway       per layer, carry and transform: [distinct, F] x [F, F] each
   projection    [distinct, F (+ word_dim)] x [.., P]
-  LSTM input    per layer and direction: [positions, P] x [P, 4D] (all steps at once)
+  LSTM input    per layer and direction: [positions, P] x [P, 4D] (all steps at once); in embedding
+                with the kernels, [block rows, P] x [P, 4D] a block of steps (LstmStack.GATE_BLOCK_MB),
+                packed once a call for the largest block, in the recurrence's part
   recurrence    per layer, direction and step t with r_t rows running: [r_t, P] x [P, 4D] (h x
                 W_hidden) and [r_t, D] x [D, P] (m x W_proj); backward the same two transposed
                 per step ([r_t, 4D] x W_hidden^T, [r_t, P] x W_proj^T) (these four per-step
@@ -195,7 +197,7 @@ def _lstm_direction(config, sizes, llc, recurrence, inputs, backward=None, input
     into `recurrence`, the input products and packing into `inputs`; with `backward`, their
     gradients there. input_blocks: in inference, the rows of each block of steps whose input
     products the kernel makes itself (kernels.streamed_recurrence): then those go to `recurrence`,
-    one product a block; None: one product over all the steps, in `inputs`."""
+    one packed product a block; None: one product over all the steps, in `inputs`."""
     P, D, L = config.projection_dim, config.cell_dim, config.num_layers
     N = int(np.sum(sizes))
     steps = collections.Counter(int(r) for r in sizes)  # {rows: steps with that many}
@@ -215,8 +217,8 @@ def _lstm_direction(config, sizes, llc, recurrence, inputs, backward=None, input
         if not training:
             if input_blocks is None:
                 inputs.add((N, P), (P, 4 * D))
-            for r, k in collections.Counter(input_blocks or ()).items():
-                recurrence.add((r, P), (P, 4 * D), calls=k)
+            for r, k in collections.Counter(input_blocks or ()).items():  # W_input packed for the largest block
+                recurrence.add((r, P), (P, 4 * D), calls=k, packed=max(input_blocks))
             continue
         backward.add_trained(N, P, 4 * D, forward=inputs)
         for r, k in steps.items():

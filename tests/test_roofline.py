@@ -126,12 +126,13 @@ def test_the_recurrences_per_step_products_are_packed_for_the_first_steps_rows_a
     assert products_by_packing(train['LSTMs, backward']) == {
         2: {((r, G), (P, G), False, True) for r in (2, 1)} | {((r, P), (D, P), False, True) for r in (2, 1)},
         0: {((7, G), (P, G), False, True), ((7, P), (7, G), True, False), ((7, D), (7, P), True, False)}}
-    # Embedding: with the kernels the kernel makes the input products (plain, a block of steps at a
-    # time: here one block of all 7 positions); without them, one product a layer before the loop.
+    # Embedding: with the kernels the kernel makes the input products (packed for the largest block,
+    # a block of steps at a time: here one block of all 7 positions); without them, one plain product
+    # a layer before the loop.
     kernel, rest = roofline.EMBEDDING_PARTS[2:]
     embed = roofline.embedding_parts(CONFIG, [one], llc=None)
-    assert products_by_packing(embed[kernel])[0] == {((7, P), (P, G), False, False)}
-    assert set(products_by_packing(embed[kernel])) == {0, 2} and not embed[rest].products
+    assert products_by_packing(embed[kernel])[7] == {((7, P), (P, G), False, False)}
+    assert set(products_by_packing(embed[kernel])) == {7, 2} and not embed[rest].products
     loops = roofline.embedding_parts(CONFIG, [one], llc=None, streamed=False)
     assert set(products_by_packing(loops[kernel])) == {2}
     assert products_by_packing(loops[rest]) == {0: {((7, P), (P, G), False, False)}}
