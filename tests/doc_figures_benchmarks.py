@@ -202,6 +202,7 @@ INTEL_FILES = '../shared/measurements/intel-xeon-2026-11-28/'
 
 
 SPEED64 = 'speed64_2026-11-29/'
+FUSIONS64 = 'fusions64_2026-11-29/'  # the second session of 2026-11-29, the same class
 
 
 def json_shares(h, path, label, what):
@@ -219,8 +220,8 @@ def named(figure, name):
     return {f'{name}_{k}': figure[k] for k in ('low', 'high', 'median')}
 
 
-def avx2_embed(h):
-    path = SPEED64 + 'bench_embed_original.json'
+def avx2_embed(h, folder=SPEED64):
+    path = folder + 'bench_embed_original.json'
     b64 = json_shares(h, path, 'original, batches of 64, stateless, cache off', 'share of required floor')
     b256 = json_shares(h, path, 'original, batches of 256, stateless, cache off', 'share of required floor')
     peaks = {r['batch']: r['peak MB'] for r in h.json_file(path)['encode']}
@@ -229,8 +230,8 @@ def avx2_embed(h):
             'peak256': round(peaks[256]), 'rate_low': min(readings), 'rate_high': max(readings)})
 
 
-def avx2_embed_roofline(h):
-    path = SPEED64 + 'profile_embed_original.json'
+def avx2_embed_roofline(h, folder=SPEED64):
+    path = folder + 'profile_embed_original.json'
     return {'r64': json_shares(h, path, 'original, batches of 64', 'share of roofline floor')['median'],
             'r256': json_shares(h, path, 'original, batches of 256', 'share of roofline floor')['median']}
 
@@ -244,10 +245,10 @@ def avx2_pretrain(h):
                                                         'rate_high': max(readings)})
 
 
-def avx2_pretrain_roofline(h):
-    path = SPEED64 + 'profile_pretrain_small.json'
-    return (named(json_shares(h, path, 'small, 32 rows', 'share of roofline floor'), 'r32')
-            | named(json_shares(h, path, 'small, 128 rows', 'share of roofline floor'), 'r128'))
+def avx2_pretrain_roofline(h, folder=SPEED64, what='share of roofline floor'):
+    path = folder + 'profile_pretrain_small.json'
+    return (named(json_shares(h, path, 'small, 32 rows', what), 'r32')
+            | named(json_shares(h, path, 'small, 128 rows', what), 'r128'))
 
 
 def profile_rows(path):
@@ -279,6 +280,21 @@ def rows(h):
     def row(name, text, source, values):
         return F(name, text, source, values, document='BENCHMARKS.md')
     return [
+        # the second session of 2026-11-29 on the same class (fusions64_2026-11-29)
+        row('embedding share, AVX2, streamed', '| AMD EPYC AVX2-only (2026-11-29, second session, c05a1c3) | {runs} | '
+            '{b64_low:.1f}-{b64_high:.1f}% (median {b64_median:.1f}%) | {b256_low:.1f}-{b256_high:.1f}% (median '
+            '{b256_median:.1f}%) | {peak64:,} / {peak256:,} | {rate_low:.1f}-{rate_high:.1f} |',
+            FUSIONS64 + 'bench_embed_original.json: figures, encode', lambda: avx2_embed(h, FUSIONS64)),
+        row('embedding roofline, AVX2, streamed', 'this session gives {r64:.1f}% at 64 and {r256:.1f}% at 256',
+            FUSIONS64 + 'profile_embed_original.json: figures', lambda: avx2_embed_roofline(h, FUSIONS64)),
+        row('pretraining roofline, AVX2, fused softmax', '| AMD EPYC AVX2-only (2026-11-29, second session, c4fbceb; '
+            "the recurrence timed as MKL's packed products) | {r32_low:.1f}-{r32_high:.1f}% (median {r32_median:.1f}%) | "
+            '{r128_low:.1f}-{r128_high:.1f}% (median {r128_median:.1f}%) |',
+            FUSIONS64 + 'profile_pretrain_small.json: figures', lambda: avx2_pretrain_roofline(h, FUSIONS64)),
+        row('pretraining required share, AVX2, fused softmax', 'the same runs give {r32_median:.1f}% at 32 rows and '
+            '{r128_median:.1f}% at 128 of the required floor',
+            FUSIONS64 + 'profile_pretrain_small.json: figures',
+            lambda: avx2_pretrain_roofline(h, FUSIONS64, 'share of required floor')),
         # this session's class, AMD EPYC AVX2-only (speed64_2026-11-29)
         row('embedding share, AVX2', '| AMD EPYC AVX2-only (2026-11-29, f91c9ee) | {runs} | {b64_low:.1f}-{b64_high:.1f}% '
             '(median {b64_median:.1f}%) | {b256_low:.1f}-{b256_high:.1f}% (median {b256_median:.1f}%) | {peak64:,} / '
