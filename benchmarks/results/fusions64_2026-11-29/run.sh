@@ -20,12 +20,13 @@ done
 #      for rows in 32 128; do $PY benchmarks/ab_pretrain.py --base 5bfa1a2^1 \
 #        --swap paddle_elmo/model/kernels.cc,paddle_elmo/model/kernels.py,paddle_elmo/model/token_layer.py,paddle_elmo/model/layer_math.py \
 #        --base_cflags="-O3 -march=native -fno-trapping-math -fno-math-errno" --batch_size $rows --steps 20 --warmup 3; done
-# 2. The streamed LSTM kernel (embedding): before and after, alternating.
+# 2. The streamed LSTM kernel (embedding): before and after, alternating (bench_embed_packed_*.txt;
+#    bench_embed_{1,2}.txt are the same command at c4fbceb, before W_input was packed once a call).
 EMBED="--configs original --modes stateless --cache off --n_sentences 600 --exported none"
 before benchmarks/bench_embed.py $EMBED > $D/before_bench_embed_1.txt 2>&1
-$PY benchmarks/bench_embed.py $EMBED > $D/bench_embed_1.txt 2>&1
+$PY benchmarks/bench_embed.py $EMBED > $D/bench_embed_packed_1.txt 2>&1
 before benchmarks/bench_embed.py $EMBED > $D/before_bench_embed_2.txt 2>&1
-$PY benchmarks/bench_embed.py $EMBED > $D/bench_embed_2.txt 2>&1
+$PY benchmarks/bench_embed.py $EMBED --json_out $D/bench_embed_original.json > $D/bench_embed_packed_2.txt 2>&1
 #    Separate runs minutes apart moved with the VM's drift (the before runs alone span 690-790 tokens/s at
 #    64): the two LstmStack._run_layer, 623abb1's (grouped products) and this commit's (streamed),
 #    interleaved in one process on the same embedder and sentences, 3 rounds each.
@@ -54,4 +55,5 @@ PY
 for batch in 256 64; do $PY /tmp/ab_streamed_embed.py $batch 3 $BEFORE; done > $D/ab_streamed_embed.txt 2>&1
 # 3. The figures: the step and the embedding against their required floor and their roofline.
 $PY benchmarks/profile_pretrain.py --configs small --steps 10 --repeats 3 --json_out $D/profile_pretrain_small.json > $D/profile_pretrain_small.txt 2>&1
+git rev-parse HEAD > $D/commit_embed.txt
 $PY benchmarks/profile_embed.py --configs original --n_sentences 600 --repeats 3 --json_out $D/profile_embed_original.json > $D/profile_embed_original.txt 2>&1
