@@ -401,8 +401,8 @@ class _KernelSampledSoftmax(PyLayer):
         grad_h = paddle.matmul(probs, w_cand)  # [n, P]
         grad_cand_w = paddle.matmul(probs, h, transpose_x=True)  # [C, P]
         grad_w, grad_b = paddle.zeros(w.shape), paddle.zeros(ctx.b_shape)
-        ops.elmo_sampled_softmax_rows_backward(grad_h, grad_cand_w, grad_true, grad_cand_bias, h, w, true_pos, cand_pos,
-                                           grad_w, grad_b)
+        ops.elmo_sampled_softmax_rows_backward(grad_h, grad_cand_w, grad_true, grad_cand_bias, h, w, true_pos,
+                                               cand_pos, grad_w, grad_b)
         return (*_needed_grads(ctx, (grad_h, grad_w, grad_b)), None, None, None, None, None)
 
 

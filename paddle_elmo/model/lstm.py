@@ -42,8 +42,9 @@ class LstmStack(nn.Layer):
     the batch_sizes[t] rows still running, so padding is never computed and the active batch
     shrinks without copies. The input-to-gate product runs for many steps at once; only
     h @ W_hidden stays in the loop. In inference on the CPU the kernel makes those products itself,
-    a block of steps at a time (kernels.streamed_recurrence), so that only one block's are alive. No parameter is sliced (Paddle's CPU slice backward is far
-    slower than split's) and no broadcast op is differentiated. `kernels` (kernels.Kernels): the
+    a block of steps at a time (kernels.streamed_recurrence), so that only one block's are alive. No
+    parameter is sliced (Paddle's CPU slice backward is far slower than split's) and no broadcast op
+    is differentiated. `kernels` (kernels.Kernels): the
     model's, which the recurrence and dropout run on.
     """
 

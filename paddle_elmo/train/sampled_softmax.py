@@ -110,7 +110,8 @@ class Softmax(nn.Layer):
         """Mean sampled-softmax loss over tokens.
 
         rows: the softmax's TableRows of this step (they hold every target and candidate); h: [n, dim];
-        targets: int64 numpy [n]; candidates: distinct int64 numpy [n_candidates] (shared by the batch); log_q_*: log expected counts (numpy) subtracted from the logits.
+        targets: int64 numpy [n]; candidates: distinct int64 numpy [n_candidates] (shared by the
+        batch); log_q_*: log expected counts (numpy) subtracted from the logits.
         An accidental hit (a row's target among the candidates) is not a negative: as its logit
         equals the true logit, the row simply takes that candidate column as its label and drops
         its separate true column.
