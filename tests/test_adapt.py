@@ -176,8 +176,10 @@ def test_continuing_from_weights_on_their_own_text_does_not_damage_them(demo_exp
     curve, proc = continued(demo_export, tmp_path)
     assert 'adagrad lr 0.2 x 0.1 = 0.02 (from weights, --from_weights_lr_scale)' in proc.stderr
     assert sorted(curve) == list(range(5, 501, 5))
-    # Half a percent for the platform's arithmetic: the first steps move the weights very little.
-    assert max(curve.values()) <= start * 1.005, (start, curve)
+    # The first steps move the weights very little, but the curve wobbles: its highest point over 500
+    # steps was 0.99-1.01x the start across pretraining seeds 3, 4 and 5, at becd48f and after the
+    # sampled-softmax kernels reordered sums (2026-11-29); the full rate's damage is > 1.3x (below).
+    assert max(curve.values()) <= start * 1.02, (start, curve)
     assert curve[500] < start * 0.9, (start, curve)  # and it still learns
     assert json.loads((tmp_path / 'recipe.json').read_text())['from_weights_lr_scale'] == 0.1
 
