@@ -57,3 +57,5 @@ for batch in 256 64; do $PY /tmp/ab_streamed_embed.py $batch 3 $BEFORE; done > $
 $PY benchmarks/profile_pretrain.py --configs small --steps 10 --repeats 3 --json_out $D/profile_pretrain_small.json > $D/profile_pretrain_small.txt 2>&1
 git rev-parse HEAD > $D/commit_embed.txt
 $PY benchmarks/profile_embed.py --configs original --n_sentences 600 --repeats 3 --json_out $D/profile_embed_original.json > $D/profile_embed_original.txt 2>&1
+# 4. int8 (bench_export_original_a19cd9d.txt: the same command from a checkout of a19cd9d)
+$PY benchmarks/bench_export.py --configs original --n_sentences 1000 > $D/bench_export_original.txt 2>&1
