@@ -245,7 +245,7 @@ def avx2_pretrain(h):
                                                         'rate_high': max(readings)})
 
 
-def avx2_pretrain_roofline(h, folder=SPEED64, what='share of roofline floor'):
+def profile_pretrain_shares(h, folder=SPEED64, what='share of roofline floor'):
     path = folder + 'profile_pretrain_small.json'
     return (named(json_shares(h, path, 'small, 32 rows', what), 'r32')
             | named(json_shares(h, path, 'small, 128 rows', what), 'r128'))
@@ -290,11 +290,11 @@ def rows(h):
         row('pretraining roofline, AVX2, fused softmax', '| AMD EPYC AVX2-only (2026-11-29, second session, c4fbceb; '
             "the recurrence timed as MKL's packed products) | {r32_low:.1f}-{r32_high:.1f}% (median {r32_median:.1f}%) | "
             '{r128_low:.1f}-{r128_high:.1f}% (median {r128_median:.1f}%) |',
-            FUSIONS64 + 'profile_pretrain_small.json: figures', lambda: avx2_pretrain_roofline(h, FUSIONS64)),
+            FUSIONS64 + 'profile_pretrain_small.json: figures', lambda: profile_pretrain_shares(h, FUSIONS64)),
         row('pretraining required share, AVX2, fused softmax', 'the same runs give {r32_median:.1f}% at 32 rows and '
             '{r128_median:.1f}% at 128 of the required floor',
             FUSIONS64 + 'profile_pretrain_small.json: figures',
-            lambda: avx2_pretrain_roofline(h, FUSIONS64, 'share of required floor')),
+            lambda: profile_pretrain_shares(h, FUSIONS64, 'share of required floor')),
         # this session's class, AMD EPYC AVX2-only (speed64_2026-11-29)
         row('embedding share, AVX2', '| AMD EPYC AVX2-only (2026-11-29, f91c9ee) | {runs} | {b64_low:.1f}-{b64_high:.1f}% '
             '(median {b64_median:.1f}%) | {b256_low:.1f}-{b256_high:.1f}% (median {b256_median:.1f}%) | {peak64:,} / '
@@ -307,7 +307,7 @@ def rows(h):
             '{rate_low:.1f}-{rate_high:.1f} |', SPEED64 + 'bench_pretrain_small.json: figures', lambda: avx2_pretrain(h)),
         row('pretraining roofline, AVX2', '| AMD EPYC AVX2-only (2026-11-29, f91c9ee) | {r32_low:.1f}-{r32_high:.1f}% '
             '(median {r32_median:.1f}%) | {r128_low:.1f}-{r128_high:.1f}% (median {r128_median:.1f}%) |',
-            SPEED64 + 'profile_pretrain_small.json: figures', lambda: avx2_pretrain_roofline(h)),
+            SPEED64 + 'profile_pretrain_small.json: figures', lambda: profile_pretrain_shares(h)),
         row('pretraining roofline, Intel', '| Intel Xeon AVX-512+VNNI (2026-11-28, 243c401), one run | {intel32}% | '
             '{intel128}% |', INTEL_FILES + 'profile_pretrain_small.txt: the step rows', lambda: softmax_forward_gaps(h)),
         row('softmax forward gap', '(AVX2: {avx2_ms:.1f} ms against {avx2_roofline:.1f}; Intel: {intel_ms:.1f} against '

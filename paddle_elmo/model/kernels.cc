@@ -711,11 +711,29 @@ PD_BUILD_OP(elmo_sampled_softmax_loss_backward)
 // true_pos [n] and cand_pos [C], int64 rows of w (cand_pos distinct); log_q_true [n] and
 // log_q_cand [C], the log expected counts subtracted from the logits; labels [n] as above.
 
+// Rows of a table [R, ...] given by int64 positions (contiguous), each checked to be in [0, R).
 void CheckPositions(const Tensor& pos, int64_t R, const char* name) {
   PD_CHECK(pos.dtype() == paddle::DataType::INT64 && pos.is_contiguous(), name, ": int64 positions");
   const int64_t* pv = pos.data<int64_t>();
   for (int64_t i = 0; i < pos.numel(); ++i) {
-    PD_CHECK(pv[i] >= 0 && pv[i] < R, name, ": position ", pv[i], " at ", i, " is not in [0, ", R, ")");
+    PD_CHECK(pv[i] >= 0 && pv[i] < R, name, " ", pv[i], " at position ", i, " is not in [0, ", R, ")");
+  }
+}
+
+// out[index[i]] += scale[i] * rows[i] for i in order (scale null: 1), rows [n, d], out [R, d], as
+// Paddle's gather_grad adds them (ScatterAssignAdd). The threads take blocks of columns, so every
+// element's sum runs in the same order: the same bits with repeated indices on any number of threads.
+void AddRowsInOrder(const int64_t* index, int64_t n, const float* rows, const float* scale, int64_t d, float* out) {
+  constexpr int64_t kColumns = 16;  // a thread's columns: one AVX-512 register of each row
+#pragma omp parallel for if (n * d >= kParallelMin)
+  for (int64_t start = 0; start < d; start += kColumns) {
+    const int64_t end = std::min(d, start + kColumns);
+    for (int64_t i = 0; i < n; ++i) {
+      const float s = scale == nullptr ? 1.f : scale[i], *src = rows + i * d;
+      float* row = out + index[i] * d;
+#pragma omp simd
+      for (int64_t j = start; j < end; ++j) row[j] += s * src[j];
+    }
   }
 }
 
@@ -733,8 +751,8 @@ void SampledSoftmaxProbs(Tensor& logits, const Tensor& h_in, const Tensor& w_in,
                cand_pos.numel() == C && log_q_true.numel() == n && log_q_cand.numel() == C && labels.numel() == n &&
                loss.numel() == n && true_prob.numel() == n,
            "sampled_softmax: shapes disagree");
-  CheckPositions(true_pos, R, "sampled_softmax: true rows");
-  CheckPositions(cand_pos, R, "sampled_softmax: candidate rows");
+  CheckPositions(true_pos, R, "sampled_softmax: true row");
+  CheckPositions(cand_pos, R, "sampled_softmax: candidate row");
   const int64_t *tp = true_pos.data<int64_t>(), *cp = cand_pos.data<int64_t>(), *lv = labels.data<int64_t>();
   CheckLabels(lv, n, C);
   const float *hv = h.data<float>(), *wv = w.data<float>(), *bv = b.data<float>();
@@ -762,7 +780,7 @@ void SampledSoftmaxProbs(Tensor& logits, const Tensor& h_in, const Tensor& w_in,
 // in place; grad_true [n] (the true logit's) and grad_cand_bias [C] (the candidate logits' column
 // sums) written in place. The sums add fixed blocks of rows, then the blocks in order: the same
 // bits on any number of threads.
-void SampledSoftmaxGrads(Tensor& probs, const Tensor& true_prob, const Tensor& labels, const Tensor& grad_in,
+void SampledSoftmaxLogitsBackward(Tensor& probs, const Tensor& true_prob, const Tensor& labels, const Tensor& grad_in,
                          Tensor& grad_true, Tensor& grad_cand_bias) {
   const Tensor grad = grad_in.contiguous();
   const int64_t n = probs.shape()[0], C = probs.shape()[1];
@@ -794,11 +812,11 @@ void SampledSoftmaxGrads(Tensor& probs, const Tensor& true_prob, const Tensor& l
 
 // Backward, the rows: grad_h [n, P] (G W_cand, in place) += grad_true_i * w[true_pos_i]; grad_w
 // [R, P] and grad_b [R, 1] (zeros, in place): the candidates' rows get grad_cand_w [C, P] (G^T h)
-// and grad_cand_bias, then each true row adds grad_true_i * h_i and grad_true_i, i in order (the
-// threads take blocks of columns: the same bits on any number of threads).
-void SampledSoftmaxRowGrads(Tensor& grad_h, const Tensor& grad_cand_w_in, const Tensor& grad_true,
-                            const Tensor& grad_cand_bias, const Tensor& h_in, const Tensor& w_in,
-                            const Tensor& true_pos, const Tensor& cand_pos, Tensor& grad_w, Tensor& grad_b) {
+// and grad_cand_bias, then each true row adds grad_true_i * h_i and grad_true_i, i in order
+// (AddRowsInOrder: the same bits on any number of threads).
+void SampledSoftmaxRowsBackward(Tensor& grad_h, const Tensor& grad_cand_w_in, const Tensor& grad_true,
+                                const Tensor& grad_cand_bias, const Tensor& h_in, const Tensor& w_in,
+                                const Tensor& true_pos, const Tensor& cand_pos, Tensor& grad_w, Tensor& grad_b) {
   const Tensor grad_cand_w = grad_cand_w_in.contiguous(), h = h_in.contiguous(), w = w_in.contiguous();
   const int64_t n = h.shape()[0], P = h.shape()[1], C = cand_pos.numel();
   PD_CHECK(grad_h.is_contiguous() && grad_h.numel() == n * P && grad_cand_w.numel() == C * P &&
@@ -820,17 +838,7 @@ void SampledSoftmaxRowGrads(Tensor& grad_h, const Tensor& grad_cand_w_in, const 
     std::memcpy(gw + cp[j] * P, gcw + j * P, sizeof(float) * P);
     gb[cp[j]] = gcb[j];
   }
-  constexpr int64_t kColumns = 16;
-#pragma omp parallel for if (n * P >= kParallelMin)
-  for (int64_t start = 0; start < P; start += kColumns) {
-    const int64_t end = std::min(P, start + kColumns);
-    for (int64_t i = 0; i < n; ++i) {
-      const float g = gt[i], *hi = hv + i * P;
-      float* row = gw + tp[i] * P;
-#pragma omp simd
-      for (int64_t k = start; k < end; ++k) row[k] += g * hi[k];
-    }
-  }
+  AddRowsInOrder(tp, n, hv, gt, P, gw);
   for (int64_t i = 0; i < n; ++i) gb[tp[i]] += gt[i];
 }
 
@@ -844,13 +852,13 @@ PD_BUILD_OP(elmo_sampled_softmax_logits_backward)
     .Inputs({"Probs", "TrueProb", "Labels", "GradLoss", "GradTrue", "GradCandBias"})
     .Outputs({"GradLogits", "GradTrueOut", "GradCandBiasOut"})
     .SetInplaceMap({{"Probs", "GradLogits"}, {"GradTrue", "GradTrueOut"}, {"GradCandBias", "GradCandBiasOut"}})
-    .SetKernelFn(PD_KERNEL(SampledSoftmaxGrads));
+    .SetKernelFn(PD_KERNEL(SampledSoftmaxLogitsBackward));
 
 PD_BUILD_OP(elmo_sampled_softmax_rows_backward)
     .Inputs({"GradH", "GradCandW", "GradTrue", "GradCandBias", "H", "W", "TruePos", "CandPos", "GradW", "GradB"})
     .Outputs({"GradHOut", "GradWOut", "GradBOut"})
     .SetInplaceMap({{"GradH", "GradHOut"}, {"GradW", "GradWOut"}, {"GradB", "GradBOut"}})
-    .SetKernelFn(PD_KERNEL(SampledSoftmaxRowGrads));
+    .SetKernelFn(PD_KERNEL(SampledSoftmaxRowsBackward));
 
 // The highway layer's gating (elmo.Highway), on the two products x W_carry and x W_transform:
 // y = g * relu(t) + (1 - g) * x with g = sigmoid(carry + carry_bias), t = transform + transform_bias.
@@ -925,18 +933,15 @@ PD_BUILD_OP(elmo_highway_gate_backward)
 // ---- Rows of a table ----------------------------------------------------------------------------
 // out[i] = x[index[i]] for x [R, d] (Paddle's gather on axis 0, which copies the rows on one
 // thread), and its gradient: zeros [R, d], then grad[i] added to row index[i] for i in order, as
-// Paddle's gather_grad adds them (ScatterAssignAdd). The threads take blocks of columns, so every
-// element's sum runs in the same order: the same bits with repeated indices (a step's targets).
+// Paddle's gather_grad adds them (AddRowsInOrder: the same bits with repeated indices, a step's targets).
 std::vector<Tensor> TakeRows(const Tensor& x_in, const Tensor& index_in) {
   const Tensor x = x_in.contiguous(), index = index_in.contiguous();
   PD_CHECK(x.is_cpu() && x.dtype() == paddle::DataType::FLOAT32 && x.shape().size() == 2 &&
                index.dtype() == paddle::DataType::INT64,
            "take_rows: float32 CPU x [R, d] and int64 indices");
   const int64_t R = x.shape()[0], d = x.shape()[1], n = index.numel();
+  CheckPositions(index, R, "take_rows: index");
   const int64_t* iv = index.data<int64_t>();
-  for (int64_t i = 0; i < n; ++i) {
-    PD_CHECK(iv[i] >= 0 && iv[i] < R, "take_rows: index ", iv[i], " at position ", i, " is not in [0, ", R, ")");
-  }
   Tensor out = Empty({n, d});
   const float* xv = x.data<float>();
   float* ov = out.data<float>();
@@ -949,20 +954,7 @@ std::vector<Tensor> TakeRowsBackward(const Tensor& index_in, const Tensor& grad_
   const Tensor index = index_in.contiguous(), grad = grad_in.contiguous();
   const int64_t n = index.numel(), d = grad.shape()[1];
   Tensor grad_x = Zeros({rows, d});
-  const int64_t* iv = index.data<int64_t>();
-  const float* gv = grad.data<float>();
-  float* gx = grad_x.data<float>();
-  constexpr int64_t kColumns = 16;  // a thread's columns: one AVX-512 register of each row
-#pragma omp parallel for if (n * d >= kParallelMin)
-  for (int64_t start = 0; start < d; start += kColumns) {
-    const int64_t end = std::min(d, start + kColumns);
-    for (int64_t i = 0; i < n; ++i) {
-      float* row = gx + iv[i] * d;
-      const float* g = gv + i * d;
-#pragma omp simd
-      for (int64_t j = start; j < end; ++j) row[j] += g[j];
-    }
-  }
+  AddRowsInOrder(index.data<int64_t>(), n, grad.data<float>(), nullptr, d, grad_x.data<float>());
   return {grad_x};
 }
 

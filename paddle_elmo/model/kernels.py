@@ -356,22 +356,21 @@ def sampled_softmax(h, w, b, true_pos, cand_pos, log_q_true, log_q_cand, labels,
         each row's target and of the distinct candidates; log_q_true [n], log_q_cand [C]: numpy log
         expected counts subtracted from the logits; labels: as sampled_softmax_losses'.
     """
-    ops = kernels.for_tensor(h)
     consts = [paddle.to_tensor(np.ascontiguousarray(a, dtype=dtype)) for a, dtype in (
-        (true_pos, np.int64), (cand_pos, np.int64), (log_q_true, np.float32), (log_q_cand, np.float32),
-        (labels, np.int64))]
-    if ops is None or not tracks_grad([h, w, b]):
-        return _rows_softmax_losses(h, w, b, *consts, kernels)
-    return _KernelSampledSoftmax.apply(h, w, b, *consts)
+        (true_pos, np.int64), (cand_pos, np.int64), (log_q_true, np.float32), (log_q_cand, np.float32))]
+    if kernels.for_tensor(h) is None or not tracks_grad([h, w, b]):
+        return _rows_softmax_losses(h, w, b, *consts, labels, kernels)
+    return _KernelSampledSoftmax.apply(h, w, b, *consts, paddle.to_tensor(np.asarray(labels, dtype=np.int64)))
 
 
 def _rows_softmax_losses(h, w, b, true_pos, cand_pos, log_q_true, log_q_cand, labels, kernels):
-    """sampled_softmax's numbers by gathering the rows (Paddle's ops, or the kernels without gradients)."""
+    """sampled_softmax's numbers by gathering the rows (Paddle's ops, or the kernels without gradients);
+    labels: numpy, as sampled_softmax_losses takes them."""
     w_true, b_true = take_rows(w, true_pos, kernels), take_rows(b, true_pos, kernels).squeeze(-1)
     w_cand, b_cand = take_rows(w, cand_pos, kernels), take_rows(b, cand_pos, kernels).squeeze(-1)
     true_logits = (h * w_true).sum(axis=-1) + b_true - log_q_true
     cand_logits = paddle.matmul(h, w_cand, transpose_y=True)  # [n, C]
-    return sampled_softmax_losses(true_logits, cand_logits, b_cand - log_q_cand, labels.numpy(), kernels)
+    return sampled_softmax_losses(true_logits, cand_logits, b_cand - log_q_cand, labels, kernels)
 
 
 class _KernelSampledSoftmax(PyLayer):
