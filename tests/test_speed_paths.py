@@ -7,6 +7,8 @@ implementation written here (full 50-position convolution; a per-row float64 LST
 gradients, once with the kernels and once with the loops.
 """
 
+import os
+
 import numpy as np
 import paddle
 import paddle.nn.functional as F
@@ -14,6 +16,7 @@ import pytest
 
 from paddle_elmo.model import kernels, layer_math
 from conftest import require_kernels, tiny_config
+from helpers import fixture_embedder
 from paddle_elmo.text.token_ids import CharMapper
 from paddle_elmo.model.bilm import BiLM
 from paddle_elmo.model.lstm import LstmStack
@@ -34,34 +37,38 @@ def implementation(request):
     return kernels.CPU_KERNELS
 
 
-def full_window_char_encoder(enc, char_ids, ops=None):
-    """The reference computation: every one of the max_chars positions, PAD windows included (the
-    highway on `ops`, the char encoder's token ops)."""
+def full_window_cnn(enc, char_ids):
+    """The reference char CNN: every one of the max_chars positions, PAD windows included."""
     chars = enc.char_embed(char_ids)  # [tokens, max_chars, char_dim]
     pooled = []
     for width, weight, bias in zip(enc.widths, enc.conv_weights, enc.conv_biases):
         n_windows = enc.max_chars - width + 1
         windows = paddle.concat([chars[:, k:k + n_windows] for k in range(width)], axis=-1)
         pooled.append(paddle.max(paddle.matmul(windows, weight), axis=1) + bias)
-    x = enc.activation(paddle.concat(pooled, axis=-1))
+    return enc.activation(paddle.concat(pooled, axis=-1))
+
+
+def full_window_char_encoder(enc, char_ids, ops=None):
+    """The reference computation: full_window_cnn, then the highway on `ops` (the char encoder's
+    token ops) and the projection."""
+    x = full_window_cnn(enc, char_ids)
     for highway in enc.highways:
         x = highway(x, ops)
     return enc.projection(x)
 
 
-def test_max_over_positions_splits_the_gradient_among_ties_like_reduce_max(implementation):
+def test_max_over_positions_splits_the_gradient_among_ties_like_reduce_max():
     x_np = np.random.default_rng(0).normal(size=(5, 3, 4)).astype(np.float32)
     x_np[1:4, 0, 0] = x_np[:, 0, 0].max() + 1.0  # three tied maxima
     x = paddle.to_tensor(x_np, stop_gradient=False)
     g = np.arange(12, dtype=np.float32).reshape(3, 4) + 1
-    y = max_over_positions(x, implementation)
+    y = max_over_positions(x)
     (y * paddle.to_tensor(g)).sum().backward()
     hits = x_np == x_np.max(axis=0)
     np.testing.assert_array_equal(y.numpy(), x_np.max(axis=0))
     np.testing.assert_allclose(x.grad.numpy(), hits * g / hits.sum(axis=0), rtol=1e-6)
     with paddle.no_grad():
-        np.testing.assert_array_equal(max_over_positions(paddle.to_tensor(x_np), implementation).numpy(),
-                                      x_np.max(axis=0))
+        np.testing.assert_array_equal(max_over_positions(paddle.to_tensor(x_np)).numpy(), x_np.max(axis=0))
 
 
 def test_add_bias_gradients_are_the_broadcast_add_gradients():
@@ -74,49 +81,82 @@ def test_add_bias_gradients_are_the_broadcast_add_gradients():
     np.testing.assert_allclose(b.grad.numpy(), g.numpy().sum(axis=0), rtol=1e-6, atol=1e-6)
 
 
-@pytest.mark.parametrize('rows', [7, 400], ids=['one thread', 'threads'])  # 400: above kParallelMin
-def test_pooling_all_widths_in_one_kernel_gives_the_per_width_bits(rows):
-    """kernels.pool_widths_relu against the path it replaces in training (the max kernel per width,
-    concat, add_bias, relu): the same bits forward and backward, ties, a NaN and relu's zeros included."""
+def odd_tokens(pad_id, count, seed=0):
+    """Char ids [count, 50] of tokens that test the char CNN kernel's windows: repeated chars (tied
+    windows), tokens of every length up to the longest, one whose tail holds a char other than PAD
+    (a 0 after its PAD: its windows run to the end) and one made of PAD only (no window with a char)."""
+    rng = np.random.default_rng(seed)
+    ids = np.full((count, 50), pad_id, dtype=np.int64)
+    for t in range(count):
+        length = 48 if t == 0 else int(rng.integers(1, 20))
+        ids[t, 0], ids[t, 1:length + 1], ids[t, length + 1] = 259, rng.integers(1, 4, size=length), 260
+    ids[1, 30] = 0
+    ids[2, :] = pad_id
+    return ids
+
+
+@pytest.mark.parametrize('count', [5, 300], ids=['one thread', 'threads'])  # 300 tokens: above kParallelMin
+@pytest.mark.parametrize('activation', ['relu', 'tanh'])
+def test_char_cnn_kernel_matches_the_full_convolution_and_its_gradients(count, activation):
+    """kernels.char_cnn (each token's own windows, the PAD windows once, pooled a block at a time)
+    against every one of the 50 positions in Paddle's ops: values, and gradients split among tied
+    windows as reduce_max's, for the char embedding (its padding row 0 untouched), filters and biases."""
     require_kernels()
-    rng = np.random.default_rng(0)
-    xs_np = [rng.normal(size=(positions, rows, n)).astype(np.float32) for positions, n in [(4, 3), (6, 5), (1, 8)]]
-    xs_np[0][1:3, 2, :] = xs_np[0][0, 2, :]  # three positions tie for every filter of row 2
-    xs_np[1][:, 0, 0] = -5.0  # all positions tie, and relu cuts the result to 0
-    xs_np[2][0, 4, 7] = np.nan  # relu makes it 0, as Paddle's does
-    xs_np[1][4, 1, 1] = np.nan  # a NaN after larger values wins the max
-    bias_np = rng.normal(size=16).astype(np.float32)
-    g = paddle.to_tensor(rng.normal(size=(rows, 16)).astype(np.float32))
     results = []
-    for fused in (False, True):
-        xs = [paddle.to_tensor(x, stop_gradient=False) for x in xs_np]
-        bias = paddle.to_tensor(bias_np, stop_gradient=False)
-        if fused:
-            y = kernels.pool_widths_relu(xs, bias)
-        else:
-            y = layer_math.TokenOps.pool_widths(EagerOps(kernels.CPU_KERNELS), iter(xs), bias, F.relu)
-        (y * g).sum().backward()
-        results.append([y.numpy(), bias.grad.numpy()] + [x.grad.numpy() for x in xs])
-    assert results[1][0][4, 8 + 7] == 0 and results[1][0][0, 3] == 0
-    for per_width, fused in zip(*results):
-        np.testing.assert_array_equal(fused, per_width)
+    g = np.random.default_rng(1).normal(size=(count, 4 + 8 + 8 + 6)).astype(np.float32)
+    for forward in (lambda e, ids: e.cnn(ids, EagerOps(kernels.CPU_KERNELS)),
+                    lambda e, ids: full_window_cnn(e, paddle.to_tensor(ids))):
+        enc = make_encoder(seed=3, cnn_filters=[[1, 4], [2, 8], [3, 8], [7, 6]], activation=activation)
+        y = forward(enc, odd_tokens(enc.pad_id, count))
+        (y * paddle.to_tensor(g)).sum().backward()
+        results.append([y.numpy()] + [p.grad.numpy() for p in enc.parameters() if p.grad is not None])
+    assert len(results[0]) == len(results[1]) == 1 + 1 + 4 + 4  # the embedding, 4 filters and their biases
+    assert np.all(results[0][1][0] == 0)
+    for fused, full in zip(*results):
+        np.testing.assert_allclose(fused, full, atol=1e-4 * np.abs(full).max(), rtol=0)
 
 
-def test_training_pools_the_char_cnn_in_one_kernel_and_inference_per_width(monkeypatch):
-    """The fused pooling runs where gradients flow (a training step holds every width's products
-    anyway); without gradients each width is pooled as it is made, so only one is held."""
+def test_char_cnn_kernel_gives_the_same_bits_on_every_call(fixture_dir):
+    """The threads take the blocks of tokens in a fixed order: with a dynamic schedule the fixture's
+    char CNN gave other maxima on its vocabulary in 3 to 227 of 300 calls (more under load)."""
+    require_kernels()
+    enc = fixture_embedder(fixture_dir).bilm.char_encoder
+    with open(os.path.join(fixture_dir, 'vocab_test.txt'), encoding='utf-8') as f:
+        ids = CharMapper().tokens([line.rstrip('\n') for line in f if line.rstrip('\n')])
+    with paddle.no_grad():
+        first = enc.cnn(ids, EagerOps(kernels.CPU_KERNELS)).numpy()
+        for _ in range(100):
+            np.testing.assert_array_equal(enc.cnn(ids, EagerOps(kernels.CPU_KERNELS)).numpy(), first)
+
+
+def test_char_cnn_kernel_names_a_char_id_outside_the_embedding():
+    require_kernels()
+    enc = make_encoder()
+    ids = odd_tokens(enc.pad_id, 3)
+    ids[1, 2] = 300
+    with pytest.raises(Exception, match=r'char_cnn: char id 300 is not in \[0, 262\)'):
+        with paddle.no_grad():
+            enc.cnn(ids, EagerOps(kernels.CPU_KERNELS))
+
+
+def test_with_the_kernel_distinct_tokens_run_in_even_chunks_without_the_kernel_by_length(monkeypatch):
+    """The kernel runs each token's own windows, so a call's tokens need no sorting into chunks of
+    similar lengths: one call for a training step's tokens, even pieces of at most `chunk` else.
+    Paddle's ops pad a chunk's windows to its longest token: length_chunks' split."""
     require_kernels()
     calls = []
-    fused = kernels.pool_widths_relu
-    monkeypatch.setattr(kernels, 'pool_widths_relu', lambda products, bias: calls.append(len(products)) or
-                        fused(products, bias))
-    enc = make_encoder(cnn_filters=[[1, 4], [2, 8], [3, 8]])
-    ids = paddle.to_tensor(CharMapper().tokens(['a', 'movie']))
-    enc(ids, EagerOps(kernels.CPU_KERNELS)).sum().backward()
-    assert calls == [3]
+    fused = kernels.char_cnn
+    monkeypatch.setattr(kernels, 'char_cnn', lambda ids, *args: calls.append(len(ids)) or fused(ids, *args))
+    bilm = BiLM(tiny_config())
+    words = [['a'] + ['w' * n for n in range(1, 30)]]
+    ids, _ = CharMapper().batch(words)
+    bilm.token_embedding(paddle.to_tensor(ids), chunk=64).sum().backward()
+    assert calls == [32]  # 30 words, <S> and </S>
     with paddle.no_grad():
-        enc(ids, EagerOps(kernels.CPU_KERNELS))
-    assert calls == [3]
+        bilm.token_embedding(paddle.to_tensor(ids), chunk=10)
+    assert calls[1:] == [8, 8, 8, 8]  # the fewest pieces of at most 10
+    ops = EagerOps(kernels.PADDLE_OPS, chunk=10)
+    assert ops._chunks(np.arange(32)) == length_chunks(np.arange(32), 10)
 
 
 @pytest.mark.parametrize('columns', [40, 600], ids=['one thread', 'threads'])  # 600: above kParallelMin

@@ -25,7 +25,9 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <cstdlib>
 #include <cstring>
+#include <memory>
 #include <vector>
 
 #ifdef ELMO_MKL
@@ -41,6 +43,9 @@ void cblas_sgemm_pack(CBLAS_LAYOUT layout, CBLAS_IDENTIFIER identifier, CBLAS_TR
 void cblas_sgemm_compute(CBLAS_LAYOUT layout, int transa, int transb, int m, int n, int k, const float* a, int lda,
                          const float* b, int ldb, float beta, float* c, int ldc);
 void cblas_sgemm_free(float* dest);
+int MKL_Set_Num_Threads_Local(int threads);
+void cblas_sgemm(CBLAS_LAYOUT layout, CBLAS_TRANSPOSE transa, CBLAS_TRANSPOSE transb, int m, int n, int k, float alpha,
+                 const float* a, int lda, const float* b, int ldb, float beta, float* c, int ldc);
 }
 #endif
 
@@ -430,11 +435,15 @@ PD_BUILD_OP(elmo_lstm_inference)
 // One position's values xk [n] into the running max b [n] and the count c [n] of positions that
 // reach it (the first position is copied in, with c = 1). NaN wins, as a diverging run must show.
 inline void MaxStep(const float* xk, float* b, float* c, int64_t n) {
+  // Both sides of every test are computed (| not ||) and both stores always made: a loop that
+  // stores conditionally vectorises into masked stores, microcoded and slow on AMD.
 #pragma omp simd
   for (int64_t e = 0; e < n; ++e) {
-    const bool above = xk[e] > b[e] || xk[e] != xk[e];
-    c[e] = above ? 1.f : c[e] + (xk[e] == b[e] ? 1.f : 0.f);
-    b[e] = above ? xk[e] : b[e];
+    const float x = xk[e], best = b[e];
+    const bool above = (x > best) | (x != x);
+    const float tie = x == best ? 1.f : 0.f;
+    c[e] = above ? 1.f : c[e] + tie;
+    b[e] = above ? x : best;
   }
 }
 
@@ -444,159 +453,325 @@ inline void TieShare(const float* xk, const float* b, const float* c, const floa
   for (int64_t e = 0; e < n; ++e) gk[e] = xk[e] == b[e] ? g[e] / c[e] : 0.f;
 }
 
-// Max over the leading axis of x [positions, rows, n] -> best [rows, n] and ties [rows, n], the
-// number of positions that reach it (the char CNN's max-pool; Paddle runs it as one maximum op per
-// position). Counting here saves the backward a pass over x. NaN wins, as a diverging run must show.
-std::vector<Tensor> MaxOverPositions(const Tensor& x_in) {
-  const Tensor x = x_in.contiguous();
-  PD_CHECK(x.is_cpu() && x.dtype() == paddle::DataType::FLOAT32 && x.shape().size() == 3 && x.shape()[0] > 0,
-           "max_over_positions: float32 CPU [positions, rows, n]");
-  const int64_t positions = x.shape()[0], inner = x.shape()[1] * x.shape()[2];
-  Tensor best = Empty({x.shape()[1], x.shape()[2]}), ties = Empty({x.shape()[1], x.shape()[2]});
-  const float* xv = x.data<float>();
-  float *b = best.data<float>(), *c = ties.data<float>();
-  // Threads take blocks of the [rows, n] outputs and run over all positions for them.
-#pragma omp parallel for if (positions * inner >= kParallelMin)
-  for (int64_t start = 0; start < inner; start += kBlock) {
-    const int64_t end = std::min(inner, start + kBlock);
-    std::memcpy(b + start, xv + start, sizeof(float) * (end - start));
-    std::fill(c + start, c + end, 1.f);
-    for (int64_t k = 1; k < positions; ++k) MaxStep(xv + k * inner + start, b + start, c + start, end - start);
-  }
-  return {best, ties};
+// ---- The char CNN on a call's distinct tokens ------------------------------------------------------
+// bilm-tf's char CNN, each filter's max over the windows of a token's embedded chars, in one call per
+// direction of the step: the windows of a block of tokens are built, multiplied by the filter's weight
+// and pooled while they are in cache, so that neither the windows nor (in inference) the products of
+// every window reach memory, and each token runs only its own windows (Paddle's ops pad a chunk's
+// tokens to its longest). The windows a token's chars end before are all PAD and all give one
+// value for every token: it is computed once and counted as many times as the reference has them.
+// Shapes (T tokens, M = max_chars, C = char_dim, widths w_i with n_i filters, N = sum n_i):
+//   ids [T, cols] int64 (shifted char ids, cols >= M; the first M read), spans [T] int64 (window k of
+//   token t holds a char other than PAD when k < spans[t]; M when a token's tail holds anything but
+//   PAD), embed [V, C], weights[i] [w_i * C, n_i];
+//   best [T, N] and ties [T, N]: each filter's max over the token's M - w_i + 1 windows, the widths
+//   side by side, and how many windows reach it (the PAD ones M - w_i + 1 - spans[t] at once);
+//   products[i] [R_i + 1, n_i] (training only): row WindowRows(i)[t] + k is window k of token t, the
+//   last row the PAD windows' value.
+
+// The first row of each token's windows of width w among a call's rows (the last entry, their
+// count): token t has min(M - w + 1, spans[t]) windows that hold a char.
+std::vector<int64_t> WindowRows(const int64_t* spans, int64_t T, int64_t M, int64_t w) {
+  std::vector<int64_t> rows(T + 1, 0);
+  for (int64_t t = 0; t < T; ++t) rows[t + 1] = rows[t] + std::min(M - w + 1, spans[t]);
+  return rows;
 }
 
-// Its gradient, split equally among tied maxima as TensorFlow's reduce_max (bilm-tf): ties are
-// common, every all-PAD window of a token gives the same value.
-std::vector<Tensor> MaxOverPositionsBackward(const Tensor& x_in, const Tensor& best, const Tensor& ties,
-                                             const Tensor& grad_in) {
-  const Tensor x = x_in.contiguous(), grad = grad_in.contiguous();  // best, ties: the forward's own
-  const int64_t positions = x.shape()[0], inner = x.shape()[1] * x.shape()[2];
-  Tensor grad_x = Empty(x.shape());
-  const float *xv = x.data<float>(), *b = best.data<float>(), *c = ties.data<float>(), *g = grad.data<float>();
-  float* gx = grad_x.data<float>();
-#pragma omp parallel for if (positions * inner >= kParallelMin)
-  for (int64_t start = 0; start < inner; start += kBlock) {
-    const int64_t end = std::min(inner, start + kBlock);
-    for (int64_t k = 0; k < positions; ++k) {
-      TieShare(xv + k * inner + start, b + start, c + start, g + start, gx + k * inner + start, end - start);
+// The windows of width w of tokens [t0, t1) as rows of a [rows, w * C] matrix (a window is its
+// chars' embeddings one after the other, as bilm-tf's [1, w, C, n] filter is laid out).
+void FillWindows(const int64_t* ids, int64_t cols, const int64_t* spans, int64_t t0, int64_t t1, int64_t M,
+                 int64_t w, const float* embed, int64_t C, float* out) {
+  for (int64_t t = t0; t < t1; ++t) {
+    const int64_t* chars = ids + t * cols;
+    for (int64_t k = 0; k < std::min(M - w + 1, spans[t]); ++k) {
+      for (int64_t j = 0; j < w; ++j) std::memcpy(out + j * C, embed + chars[k + j] * C, sizeof(float) * C);
+      out += w * C;
     }
   }
-  return {grad_x};
 }
 
-PD_BUILD_OP(elmo_max_over_positions)
-    .Inputs({"X"})
-    .Outputs({"Out", "Ties"})
-    .SetKernelFn(PD_KERNEL(MaxOverPositions));
-
-PD_BUILD_OP(elmo_max_over_positions_backward)
-    .Inputs({"X", "Out", "Ties", "GradOut"})
-    .Outputs({"GradX"})
-    .SetKernelFn(PD_KERNEL(MaxOverPositionsBackward));
-
-// The char CNN's pooling for all its filter widths in one call, in training with relu (bilm-tf's
-// default activation): width i's products x_i [positions_i, rows, n_i] -> y = relu(max over
-// positions + bias) [rows, sum n_i], the widths side by side, with best (the max) and ties as
-// MaxOverPositions gives them, in the same layout. The same numbers as MaxOverPositions per width,
-// a concat, a broadcast add and Paddle's relu (v > 0 ? v : 0, which makes NaN and -0 a +0), without
-// the concat's copies and four ops per width and call.
-std::vector<Tensor> PoolWidthsRelu(const std::vector<Tensor>& xs_in, const Tensor& bias_in) {
-  const Tensor bias = bias_in.contiguous();
-  std::vector<Tensor> xs;
-  for (const Tensor& x : xs_in) xs.push_back(x.contiguous());
-  PD_CHECK(!xs.empty(), "pool_widths_relu: at least one width");
-  const int64_t rows = xs[0].shape()[1];
-  int64_t width_sum = 0, work = 0;
-  for (const Tensor& x : xs) {
-    PD_CHECK(x.is_cpu() && x.dtype() == paddle::DataType::FLOAT32 && x.shape().size() == 3 && x.shape()[0] > 0 &&
-                 x.shape()[1] == rows,
-             "pool_widths_relu: float32 CPU products [positions, rows, n], the same rows for every width");
-    width_sum += x.shape()[2];
-    work += x.numel();
+// Floats at a 64-byte boundary, for MKL's operands: its sums may run in another order at another
+// alignment, and malloc's varies from run to run (a resumed run must give the same bits).
+class AlignedFloats {
+ public:
+  explicit AlignedFloats(int64_t n)
+      : data_(static_cast<float*>(std::aligned_alloc(64, (n * sizeof(float) + 127) / 64 * 64)), &std::free) {
+    PD_CHECK(data_ != nullptr, "char_cnn: out of memory");
   }
-  PD_CHECK(bias.numel() == width_sum, "pool_widths_relu: bias [sum of the widths' n]");
-  const int64_t N = width_sum;
-  Tensor y = Empty({rows, N}), best = Empty({rows, N}), ties = Empty({rows, N});
-  float *yv = y.data<float>(), *bv = best.data<float>(), *cv = ties.data<float>();
-  const float* biasv = bias.data<float>();
-#pragma omp parallel if (work >= kParallelMin)
-  {
-    int64_t offset = 0;
-    for (const Tensor& x : xs) {
-      const int64_t positions = x.shape()[0], n = x.shape()[2];
-      const float* xv = x.data<float>();
-#pragma omp for nowait
-      for (int64_t r = 0; r < rows; ++r) {
-        float *b = bv + r * N + offset, *c = cv + r * N + offset, *out = yv + r * N + offset;
-        const float* bias_r = biasv + offset;
-        std::memcpy(b, xv + r * n, sizeof(float) * n);
-        std::fill(c, c + n, 1.f);
-        for (int64_t k = 1; k < positions; ++k) MaxStep(xv + (k * rows + r) * n, b, c, n);
+  float* data() { return data_.get(); }
+
+ private:
+  std::unique_ptr<float, decltype(&std::free)> data_;
+};
+
+// Each width's filters are multiplied a block of tokens at a time, the block's products at most
+// this many floats (in L2 while they are pooled).
+constexpr int64_t kCnnBlockFloats = 65536;
+
+int64_t CnnBlockRows(int64_t M, int64_t n) { return std::max(M, kCnnBlockFloats / n); }
+
+// Tokens [t0, t1) of blocks of at most max_rows window rows (each token's rows in one block).
+std::vector<int64_t> TokenBlocks(const std::vector<int64_t>& rows, int64_t max_rows) {
+  std::vector<int64_t> starts{0};
+  const int64_t T = static_cast<int64_t>(rows.size()) - 1;
+  for (int64_t t = 0; t < T; ++t) {
+    if (rows[t + 1] - rows[starts.back()] > max_rows) starts.push_back(t);
+  }
+  starts.push_back(T);
+  return starts;
+}
+
+void CheckCharCnn(const Tensor& ids, const Tensor& spans, const Tensor& embed, const std::vector<Tensor>& weights,
+                  int64_t M, int64_t pad_id) {
+  PD_CHECK(ids.dtype() == paddle::DataType::INT64 && ids.shape().size() == 2 && ids.shape()[1] >= M &&
+               spans.dtype() == paddle::DataType::INT64 && spans.numel() == ids.shape()[0],
+           "char_cnn: int64 ids [tokens, >= max_chars] and spans [tokens]");
+  PD_CHECK(embed.is_cpu() && embed.dtype() == paddle::DataType::FLOAT32 && embed.shape().size() == 2,
+           "char_cnn: float32 CPU char embedding [V, C]");
+  const int64_t V = embed.shape()[0], C = embed.shape()[1];
+  PD_CHECK(pad_id >= 0 && pad_id < V, "char_cnn: the PAD id ", pad_id, " is not in [0, ", V, ")");
+  for (const Tensor& weight : weights) {
+    PD_CHECK(weight.dtype() == paddle::DataType::FLOAT32 && weight.shape().size() == 2 &&
+                 weight.shape()[0] % C == 0 && weight.shape()[0] / C <= M,
+             "char_cnn: each weight [width * char_dim, n] with width <= max_chars");
+  }
+  const int64_t *iv = ids.data<int64_t>(), *sv = spans.data<int64_t>();
+  for (int64_t e = 0; e < ids.numel(); ++e) {
+    PD_CHECK(iv[e] >= 0 && iv[e] < V, "char_cnn: char id ", iv[e], " is not in [0, ", V, ")");
+  }
+  for (int64_t t = 0; t < spans.numel(); ++t) {
+    PD_CHECK(sv[t] >= 0 && sv[t] <= M, "char_cnn: span ", sv[t], " of token ", t, " is not in [0, ", M, "]");
+  }
+}
+
+// The PAD windows' count into a token's max b and ties c (after its windows; count > 0).
+inline void PadStep(const float* pad, float count, bool first, float* b, float* c, int64_t n) {
 #pragma omp simd
-        for (int64_t j = 0; j < n; ++j) {
-          const float v = b[j] + bias_r[j];
-          out[j] = v > 0.f ? v : 0.f;
+  for (int64_t e = 0; e < n; ++e) {
+    const float x = pad[e], best = b[e];
+    const bool above = first | (x > best) | (x != x);
+    const float tie = x == best ? count : 0.f;
+    c[e] = above ? count : c[e] + tie;
+    b[e] = above ? x : best;
+  }
+}
+
+// MKL's products may run on many threads at once; Paddle's matmul (RightMatrix without MKL) on one
+// only. Every block's product runs on one thread (MKL takes one inside a parallel region), so that
+// the blocks, fixed by the inputs, give the same bits on any number of threads.
+#ifdef ELMO_MKL
+constexpr bool kThreadedProducts = true;
+#else
+constexpr bool kThreadedProducts = false;
+#endif
+
+// c [m, n] (leading dimension ldc) = op(a) x op(b) on this thread, row-major with leading
+// dimensions; with MKL its sgemm, else a plain loop.
+void BlockProduct(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const float* a, int64_t lda, const float* b,
+                  int64_t ldb, float* c, int64_t ldc) {
+#ifdef ELMO_MKL
+  cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans, m, n, k, 1.f, a, lda, b,
+              ldb, 0.f, c, ldc);
+#else
+  for (int64_t i = 0; i < m; ++i) {
+    float* row = c + i * ldc;
+    std::fill(row, row + n, 0.f);
+    for (int64_t p = 0; p < k; ++p) {
+      const float scale = ta ? a[p * lda + i] : a[i * lda + p];
+      for (int64_t j = 0; j < n; ++j) row[j] += scale * (tb ? b[j * ldb + p] : b[p * ldb + j]);
+    }
+  }
+#endif
+}
+
+constexpr int64_t kProductBlock = 128;  // rows or columns of a backward product's block
+
+// MKL on one thread on this thread while it lives: a weight packed for the threads of the call
+// gives other last bits when the blocks multiply it on one thread each.
+class OneMklThread {
+ public:
+#ifdef ELMO_MKL
+  OneMklThread() : before_(MKL_Set_Num_Threads_Local(1)) {}
+  ~OneMklThread() { MKL_Set_Num_Threads_Local(before_); }
+
+ private:
+  int before_;
+#endif
+};
+
+// -> best, ties and products written in place; products[i] [R_i + 1, n_i] (training: kept for the
+// backward) or [1, n_i] (inference: the PAD row only; the windows' products stay in cache).
+void CharCnn(const Tensor& ids_in, const Tensor& spans_in, const Tensor& embed_in, const std::vector<Tensor>& weights,
+             Tensor& best, Tensor& ties, std::vector<Tensor>& products, int64_t M, int64_t pad_id) {
+  const Tensor ids = ids_in.contiguous(), spans = spans_in.contiguous(), embed = embed_in.contiguous();
+  CheckCharCnn(ids, spans, embed, weights, M, pad_id);
+  const int64_t T = ids.shape()[0], cols = ids.shape()[1], C = embed.shape()[1];
+  int64_t N = 0;
+  for (const Tensor& weight : weights) N += weight.shape()[1];
+  PD_CHECK(best.is_contiguous() && ties.is_contiguous() && best.numel() == T * N && ties.numel() == T * N &&
+               products.size() == weights.size(),
+           "char_cnn: best and ties [tokens, N] and one product per width, written in place");
+  const int64_t *iv = ids.data<int64_t>(), *sv = spans.data<int64_t>();
+  const float* ev = embed.data<float>();
+  float *bv = best.data<float>(), *cv = ties.data<float>();
+  const OneMklThread one_thread;
+  int64_t offset = 0;
+  for (size_t i = 0; i < weights.size(); ++i) {
+    const int64_t K = weights[i].shape()[0], n = weights[i].shape()[1], w = K / C;
+    const std::vector<int64_t> rows = WindowRows(sv, T, M, w);
+    const bool save = products[i].numel() == (rows[T] + 1) * n;
+    PD_CHECK(products[i].is_contiguous() && (save || products[i].numel() == n),
+             "char_cnn: each product [windows + 1, n] or [1, n]");
+    const int64_t block_rows = CnnBlockRows(M, n);
+    const RightMatrix filters(weights[i], false, block_rows);
+    AlignedFloats pad_window(K);
+    for (int64_t j = 0; j < w; ++j) std::memcpy(pad_window.data() + j * C, ev + pad_id * C, sizeof(float) * C);
+    float* pad = products[i].data<float>() + (save ? rows[T] * n : 0);
+    filters.Multiply(pad_window.data(), 1, pad);
+    const std::vector<int64_t> blocks = TokenBlocks(rows, block_rows);
+    const int64_t n_blocks = static_cast<int64_t>(blocks.size()) - 1;
+#pragma omp parallel if (kThreadedProducts)
+    {
+      AlignedFloats windows(block_rows * K), scratch(save ? 1 : block_rows * n);
+      // A static schedule: with a dynamic one (gcc's OpenMP calls run by libiomp5) the same inputs
+      // gave other maxima on most calls here.
+#pragma omp for schedule(static, 1)
+      for (int64_t block = 0; block < n_blocks; ++block) {
+        const int64_t t0 = blocks[block], t1 = blocks[block + 1];
+        FillWindows(iv, cols, sv, t0, t1, M, w, ev, C, windows.data());
+        float* x = save ? products[i].data<float>() + rows[t0] * n : scratch.data();
+        filters.Multiply(windows.data(), rows[t1] - rows[t0], x);
+        for (int64_t t = t0; t < t1; ++t) {
+          float *b = bv + t * N + offset, *c = cv + t * N + offset;
+          for (int64_t k = rows[t]; k < rows[t + 1]; ++k, x += n) {
+            if (k == rows[t]) {
+              std::memcpy(b, x, sizeof(float) * n);
+              std::fill(c, c + n, 1.f);
+            } else {
+              MaxStep(x, b, c, n);
+            }
+          }
+          const int64_t pads = M - w + 1 - (rows[t + 1] - rows[t]);
+          if (pads > 0) PadStep(pad, static_cast<float>(pads), rows[t + 1] == rows[t], b, c, n);
         }
       }
-      offset += n;
     }
+    offset += n;
   }
-  return {y, best, ties};
 }
 
-// Its gradient, written into the caller's tensors (an op's list of outputs must be in place):
-// relu's (grad * (y > 0), as Paddle's relu_grad) into masked [rows, N], the gradient before the
-// bias, whose column sums kernels.py takes as add_bias does; each width's, split among ties as
-// MaxOverPositionsBackward, into grads[i] (x_i's shape).
-void PoolWidthsReluBackward(const std::vector<Tensor>& xs_in, const Tensor& best, const Tensor& ties, const Tensor& y,
-                            const Tensor& grad_in, Tensor& masked, std::vector<Tensor>& grads) {
-  const Tensor grad = grad_in.contiguous();  // best, ties, y: the forward's own
-  std::vector<Tensor> xs;
-  for (const Tensor& x : xs_in) xs.push_back(x.contiguous());
-  const int64_t rows = best.shape()[0], N = best.shape()[1];
-  PD_CHECK(masked.is_contiguous() && masked.numel() == rows * N && grads.size() == xs.size(),
-           "pool_widths_relu_backward: GradPre [rows, N] and one GradX per width, written in place");
-  int64_t work = 0;
-  for (size_t i = 0; i < xs.size(); ++i) {
-    PD_CHECK(grads[i].is_contiguous() && grads[i].numel() == xs[i].numel(),
-             "pool_widths_relu_backward: each GradX contiguous, of its width's size");
-    work += xs[i].numel();
-  }
-  const float *bv = best.data<float>(), *cv = ties.data<float>(), *yv = y.data<float>(), *gv = grad.data<float>();
-  float* mv = masked.data<float>();
-#pragma omp parallel if (work >= kParallelMin)
+// The gradient of one width's max from grad [T, N] (columns offset..offset + n): the products
+// [R + 1, n] become, in place, the gradient of each window's product, split among the windows that
+// reach the max as TensorFlow's reduce_max; the PAD row gets the share of all the PAD windows of
+// every token whose max they reach.
+void WindowGradients(const std::vector<int64_t>& rows, const int64_t* spans, int64_t M, int64_t w, const float* bv,
+                     const float* cv, const float* gv, int64_t N, int64_t offset, int64_t n, float* x) {
+  const int64_t T = static_cast<int64_t>(rows.size()) - 1;
+  float* pad = x + rows[T] * n;
+  std::vector<float> pad_grad(n, 0.f);
+  // Threads take blocks of columns of the PAD row and run over the tokens in order (the same sums
+  // on any number of threads), then tokens for the windows' rows.
+#pragma omp parallel if (rows[T] * n >= kParallelMin)
   {
 #pragma omp for
-    for (int64_t r = 0; r < rows; ++r) {
+    for (int64_t start = 0; start < n; start += 64) {
+      const int64_t end = std::min(n, start + 64);
+      for (int64_t t = 0; t < T; ++t) {
+        const float pads = static_cast<float>(M - w + 1 - (rows[t + 1] - rows[t]));
+        if (pads <= 0.f) continue;
+        const float *b = bv + t * N + offset, *c = cv + t * N + offset, *g = gv + t * N + offset;
 #pragma omp simd
-      for (int64_t j = 0; j < N; ++j) mv[r * N + j] = gv[r * N + j] * (yv[r * N + j] > 0.f ? 1.f : 0.f);
-    }
-    int64_t offset = 0;
-    for (size_t i = 0; i < xs.size(); ++i) {
-      const int64_t positions = xs[i].shape()[0], n = xs[i].shape()[2];
-      const float* xv = xs[i].data<float>();
-      float* gx = grads[i].data<float>();
-#pragma omp for nowait
-      for (int64_t r = 0; r < rows; ++r) {
-        const float *b = bv + r * N + offset, *c = cv + r * N + offset, *g = mv + r * N + offset;
-        for (int64_t k = 0; k < positions; ++k) TieShare(xv + (k * rows + r) * n, b, c, g, gx + (k * rows + r) * n, n);
+        for (int64_t e = start; e < end; ++e) pad_grad[e] += pad[e] == b[e] ? g[e] * pads / c[e] : 0.f;
       }
-      offset += n;
     }
+#pragma omp for
+    for (int64_t t = 0; t < T; ++t) {
+      const float *b = bv + t * N + offset, *c = cv + t * N + offset, *g = gv + t * N + offset;
+      for (int64_t k = rows[t]; k < rows[t + 1]; ++k) TieShare(x + k * n, b, c, g, x + k * n, n);
+    }
+  }
+  std::memcpy(pad, pad_grad.data(), sizeof(float) * n);
+}
+
+// The gradient of CharCnn's best from grad [T, N] -> grad_embed [V, C] (row 0, the padding
+// token's char, gets none, as nn.Embedding's padding_idx) and grad_weights[i] [w_i * C, n_i],
+// written in place; the products become the products' gradients (in place).
+void CharCnnBackward(const Tensor& ids_in, const Tensor& spans_in, const Tensor& embed_in,
+                     const std::vector<Tensor>& weights, const Tensor& best, const Tensor& ties, const Tensor& grad_in,
+                     std::vector<Tensor>& products, Tensor& grad_embed, std::vector<Tensor>& grad_weights, int64_t M,
+                     int64_t pad_id) {
+  const Tensor ids = ids_in.contiguous(), spans = spans_in.contiguous(), embed = embed_in.contiguous(),
+               grad = grad_in.contiguous();
+  const int64_t T = ids.shape()[0], cols = ids.shape()[1], C = embed.shape()[1], N = best.shape()[1];
+  PD_CHECK(grad.numel() == T * N && grad_embed.is_contiguous() && grad_embed.numel() == embed.numel() &&
+               grad_weights.size() == weights.size() && products.size() == weights.size(),
+           "char_cnn_backward: shapes disagree");
+  const int64_t *iv = ids.data<int64_t>(), *sv = spans.data<int64_t>();
+  const float *bv = best.data<float>(), *cv = ties.data<float>(), *gv = grad.data<float>();
+  float* de = grad_embed.data<float>();
+  std::fill(de, de + grad_embed.numel(), 0.f);
+  const OneMklThread one_thread;
+  int64_t offset = 0;
+  for (size_t i = 0; i < weights.size(); ++i) {
+    const Tensor weight = weights[i].contiguous();
+    const int64_t K = weight.shape()[0], n = weight.shape()[1], w = K / C;
+    const std::vector<int64_t> rows = WindowRows(sv, T, M, w);
+    PD_CHECK(products[i].numel() == (rows[T] + 1) * n && grad_weights[i].is_contiguous() &&
+                 grad_weights[i].numel() == K * n,
+             "char_cnn_backward: the forward's products (training) and grad_weights [w * C, n]");
+    float* x = products[i].data<float>();
+    WindowGradients(rows, sv, M, w, bv, cv, gv, N, offset, n, x);
+    AlignedFloats windows((rows[T] + 1) * K);
+    FillWindows(iv, cols, sv, 0, T, M, w, embed.data<float>(), C, windows.data());
+    for (int64_t j = 0; j < w; ++j) {
+      std::memcpy(windows.data() + rows[T] * K + j * C, embed.data<float>() + pad_id * C, sizeof(float) * C);
+    }
+    // grad W = windows^T x (sums over every window: blocks of W's columns), then the windows'
+    // gradient x W^T (blocks of windows) in place of the windows.
+    const int64_t R = rows[T] + 1;
+    float* gw = grad_weights[i].data<float>();
+#pragma omp parallel for schedule(static, 1) if (kThreadedProducts)
+    for (int64_t j = 0; j < n; j += kProductBlock) {
+      BlockProduct(true, false, K, std::min(kProductBlock, n - j), R, windows.data(), K, x + j, n, gw + j, n);
+    }
+#pragma omp parallel for schedule(static, 1) if (kThreadedProducts)
+    for (int64_t r = 0; r < R; r += kProductBlock) {
+      BlockProduct(false, true, std::min(kProductBlock, R - r), K, n, x + r * n, n, weight.data<float>(), n,
+                   windows.data() + r * K, K);
+    }
+    const float* dw = windows.data();
+    for (int64_t t = 0; t < T; ++t) {
+      for (int64_t k = 0; k < rows[t + 1] - rows[t]; ++k, dw += K) {
+        for (int64_t j = 0; j < w; ++j) {
+          const int64_t id = iv[t * cols + k + j];
+          if (id == 0) continue;
+#pragma omp simd
+          for (int64_t e = 0; e < C; ++e) de[id * C + e] += dw[j * C + e];
+        }
+      }
+    }
+    for (int64_t j = 0; j < w && pad_id != 0; ++j) {
+      for (int64_t e = 0; e < C; ++e) de[pad_id * C + e] += dw[j * C + e];
+    }
+    offset += n;
   }
 }
 
-PD_BUILD_OP(elmo_pool_widths_relu)
-    .Inputs({paddle::Vec("Xs"), "Bias"})
-    .Outputs({"Out", "Best", "Ties"})
-    .SetKernelFn(PD_KERNEL(PoolWidthsRelu));
+PD_BUILD_OP(elmo_char_cnn)
+    .Inputs({"Ids", "Spans", "Embed", paddle::Vec("Weights"), "Best", "Ties", paddle::Vec("Products")})
+    .Outputs({"BestOut", "TiesOut", paddle::Vec("ProductsOut")})
+    .Attrs({"max_chars: int64_t", "pad_id: int64_t"})
+    .SetInplaceMap({{"Best", "BestOut"}, {"Ties", "TiesOut"}, {paddle::Vec("Products"), paddle::Vec("ProductsOut")}})
+    .SetKernelFn(PD_KERNEL(CharCnn));
 
-PD_BUILD_OP(elmo_pool_widths_relu_backward)
-    .Inputs({paddle::Vec("Xs"), "Best", "Ties", "Out", "GradOut", "GradPre", paddle::Vec("GradXs")})
-    .Outputs({"GradPreOut", paddle::Vec("GradXsOut")})
-    .SetInplaceMap({{"GradPre", "GradPreOut"}, {paddle::Vec("GradXs"), paddle::Vec("GradXsOut")}})
-    .SetKernelFn(PD_KERNEL(PoolWidthsReluBackward));
+PD_BUILD_OP(elmo_char_cnn_backward)
+    .Inputs({"Ids", "Spans", "Embed", paddle::Vec("Weights"), "Best", "Ties", "GradBest", paddle::Vec("Products"),
+             "GradEmbed", paddle::Vec("GradWeights")})
+    .Outputs({paddle::Vec("ProductsOut"), "GradEmbedOut", paddle::Vec("GradWeightsOut")})
+    .Attrs({"max_chars: int64_t", "pad_id: int64_t"})
+    .SetInplaceMap({{paddle::Vec("Products"), paddle::Vec("ProductsOut")}, {"GradEmbed", "GradEmbedOut"},
+                    {paddle::Vec("GradWeights"), paddle::Vec("GradWeightsOut")}})
+    .SetKernelFn(PD_KERNEL(CharCnnBackward));
 
 // Sampled-softmax cross-entropy per row. Row i's logits are its true logit followed by the C
 // candidate logits cand[i] + cand_bias (the bias added here: Paddle's broadcast add is slow on

@@ -3,8 +3,8 @@
     h_all, c_all = recurrence(gates_x, bias, batch_sizes, h0, c0, w_hidden, w_proj, cell_clip, proj_clip, kernels)
     h_all, (h, c) = streamed_recurrence(x, w_input, bias, batch_sizes, block_ends, h0, c0, w_hidden, w_proj,
                                         cell_clip, proj_clip, kernels)   # inference on CPU: block by block
-    best = max_over_positions(x, kernels)   # [positions, rows, n] -> [rows, n]
-    y = pool_widths_relu(products, bias)   # relu(max + bias) of each width's products, side by side
+    best = char_cnn(char_ids, spans, embed, weights, max_chars, pad_id)   # [tokens, N], before bias
+    best = max_over_positions(x)   # [positions, rows, n] -> [rows, n], in Paddle's ops
     losses = sampled_softmax_losses(true_logits, cand_logits, cand_bias, labels, kernels)   # [n]
     losses = sampled_softmax(h, w, b, true_pos, cand_pos, log_q_true, log_q_cand, labels, kernels)  # [n]
     y = highway_gate(carry, carry_bias, transform, transform_bias, x, kernels)   # [tokens, dim]
@@ -20,10 +20,11 @@ streamed_recurrence is its inference form: it takes the layer's inputs x [tokens
 and makes each block of steps' products just before it runs them, so that one block's gates are
 alive, not the layer's; it keeps no cells and returns each row's last state.
 
-max_over_positions: the char CNN's max-pool, with the gradient split equally among tied maxima
-as TensorFlow's reduce_max. As Paddle ops it is one maximum per window position. In training (relu)
-pool_widths_relu pools every filter width of a call at once, with the bias and relu: the same bits
-as the max-pool per width, a concat, add_bias and relu, in one op instead of four per width.
+char_cnn: the char CNN's windows, products and max-pool (the gradient split equally among tied
+maxima as TensorFlow's reduce_max) in one call: a block of tokens' windows are built, multiplied and
+pooled while in cache, each token's own windows only. As Paddle ops: per filter width and chunk of
+tokens an embedding lookup, a product over windows padded to the chunk's longest token and one
+maximum per window position (max_over_positions, the path where the kernel does not run).
 
 take_rows: the softmax's rows of a step (sampled_softmax.TableRows), copied on every thread, and
 their gradient added in paddle.gather's order (its CPU kernels run on one thread).
@@ -230,54 +231,69 @@ def loop_recurrence(gates_x, bias, batch_sizes, h0, c0, w_hidden, w_proj, cell_c
 
 
 # --------------------------------------------------------------------------------------------
-# Max over positions
+# The char CNN
 # --------------------------------------------------------------------------------------------
 
-def max_over_positions(x, kernels):
-    """[positions, rows, n] -> [rows, n]: the max over positions (gradient split among ties)."""
-    ops = kernels.for_tensor(x)
-    if ops is None:
-        return _LoopMaxOverPositions.apply(x) if not x.stop_gradient else _running_max(x)
-    if tracks_grad([x]):
-        return _KernelMaxOverPositions.apply(x)
-    return ops.elmo_max_over_positions(x)[0]
+def char_cnn(char_ids, spans, embed, weights, max_chars, pad_id):
+    """bilm-tf's char CNN before its bias and activation: each filter's max over a token's windows
+    of embedded chars -> best [tokens, N], the widths side by side (N = sum of n_i), in one kernel
+    call (float32 CPU tensors with the kernels on: token_layer.EagerOps calls it only there).
+
+    # Parameters
+    char_ids: int64 numpy [tokens, cols >= max_chars], shifted char ids; spans: int64 numpy [tokens],
+        packing.window_spans (the windows from spans[t] on are all PAD: computed once for every
+        token, counted as many times as they are); embed [V, C], the char embedding; weights: one
+        [w_i * C, n_i] per filter width w_i; pad_id: the id of PAD inside a token.
+    The gradient is split among tied windows as TensorFlow's reduce_max (max_over_positions');
+    row 0 of embed (the padding token's char) gets none, as nn.Embedding's padding_idx.
+    """
+    ids, spans_t = (paddle.to_tensor(np.ascontiguousarray(a, dtype=np.int64)) for a in (char_ids, spans))
+    attrs = (int(max_chars), int(pad_id))
+    if tracks_grad([embed, *weights]):
+        rows = [int(np.minimum(max_chars - w.shape[0] // embed.shape[1] + 1, spans).sum()) + 1 for w in weights]
+        return _KernelCharCnn.apply(ids, spans_t, embed, rows, attrs, *weights)
+    best, ties = _pooled(ids.shape[0], weights)
+    kernel().elmo_char_cnn(ids, spans_t, embed, list(weights), best, ties, [paddle.empty([1, w.shape[1]]) for w in weights],
+                           *attrs)
+    return best
 
 
-class _KernelMaxOverPositions(PyLayer):
+def _pooled(tokens, weights):
+    """The kernel's best and ties [tokens, N], to be written in place."""
+    shape = [tokens, sum(w.shape[1] for w in weights)]
+    return paddle.empty(shape), paddle.empty(shape)
+
+
+class _KernelCharCnn(PyLayer):
+    """The forward keeps every window's product [rows_i, n_i] for the backward (which finds the
+    windows that reach each max there), and the backward turns them, in place, into their gradients."""
+
     @staticmethod
-    def forward(ctx, x):
-        best, ties = kernel().elmo_max_over_positions(x)
-        ctx.save_for_backward(x, best, ties)
+    def forward(ctx, ids, spans, embed, rows, attrs, *weights):
+        best, ties = _pooled(ids.shape[0], weights)
+        products = [paddle.empty([r, w.shape[1]]) for r, w in zip(rows, weights)]
+        kernel().elmo_char_cnn(ids, spans, embed, list(weights), best, ties, products, *attrs)
+        ctx.save_for_backward(ids, spans, embed, best, ties, *weights, *products)
+        ctx.attrs, ctx.widths = attrs, len(weights)
+        ctx.needs = [not t.stop_gradient for t in (embed, *weights)]
         return best
 
     @staticmethod
     def backward(ctx, grad):
-        return kernel().elmo_max_over_positions_backward(*ctx.saved_tensor(), grad)
+        ids, spans, embed, best, ties, *rest = ctx.saved_tensor()
+        weights, products = rest[:ctx.widths], rest[ctx.widths:]
+        grad_embed, grad_weights = paddle.empty(embed.shape), [paddle.empty(w.shape) for w in weights]
+        kernel().elmo_char_cnn_backward(ids, spans, embed, weights, best, ties, grad, products, grad_embed,
+                                        grad_weights, *ctx.attrs)
+        embed_grad, *weight_grads = _needed_grads(ctx, (grad_embed, *grad_weights))
+        return (None, None, embed_grad, *weight_grads)
 
 
-def pool_widths_relu(products, bias):
-    """The char CNN's pooling in training: relu(max over positions + bias) of every filter width's
-    products [positions_i, rows, n_i] -> [rows, sum n_i], the widths side by side, in one kernel
-    (layer_math.TokenOps.pool_widths' numbers: max_over_positions per width, concat, add_bias and
-    relu, exactly). Float32 CPU tensors with the kernels on: token_layer.EagerOps calls it only
-    there."""
-    return _KernelPoolWidthsRelu.apply(bias, *products)
-
-
-class _KernelPoolWidthsRelu(PyLayer):
-    @staticmethod
-    def forward(ctx, bias, *products):
-        y, best, ties = kernel().elmo_pool_widths_relu(list(products), bias)
-        ctx.save_for_backward(y, best, ties, *products)
-        ctx.needs = [not t.stop_gradient for t in (bias, *products)]
-        return y
-
-    @staticmethod
-    def backward(ctx, grad):
-        y, best, ties, *products = ctx.saved_tensor()
-        masked, grads = paddle.empty_like(y), [paddle.empty_like(p) for p in products]
-        kernel().elmo_pool_widths_relu_backward(products, best, ties, y, grad, masked, grads)
-        return _needed_grads(ctx, (bias_grad(masked) if ctx.needs[0] else None, *grads))
+def max_over_positions(x):
+    """[positions, rows, n] -> [rows, n]: the max over positions, its gradient split equally among
+    tied maxima as TensorFlow's reduce_max (bilm-tf), in Paddle's ops (the char CNN's max where
+    the kernel does not run)."""
+    return _LoopMaxOverPositions.apply(x) if not x.stop_gradient else _running_max(x)
 
 
 class _LoopMaxOverPositions(PyLayer):

@@ -4,7 +4,7 @@ CNN, the word + char composition, the reversal of each row within its length and
 
     h, c = lstm_step(x_gates, h, c, w_hidden, w_proj, cell_clip, proj_clip, hidden_bias=None)
     y = highway_gate(carry, carry_bias, transform, transform_bias, x, add_bias=None)
-    x = char_cnn(windows, weights, bias, activation, pool_widths)
+    x = filter_windows(windows, weights, bias, activation, pool_widths)
     steps = reversed_steps(steps, lengths, where)
     inner, mask = drop_boundaries(x, lengths, time, axis=1)
 
@@ -102,7 +102,7 @@ def last_char_position(char_ids, pad_id, max_chars):
     return paddle.maximum(last, paddle.ones([], dtype='int64'))
 
 
-def char_cnn(windows, weights, bias, activation, pool_widths):
+def filter_windows(windows, weights, bias, activation, pool_widths):
     """bilm-tf's char CNN on windows of embedded chars -> [tokens, n_filters]: for each filter the max
     over window positions of windows @ W, then activation(max + bias) (the max of the pre-activation,
     as the reference: the activation is monotonic and the bias the same at every position).
@@ -132,6 +132,15 @@ class TokenOps:
         sum n_i]."""
         pooled = [self.max_over(product) for product in products]
         return activation(self.add_bias(paddle.concat(pooled, axis=-1), bias))
+
+    def char_cnn(self, char_ids, encoder):
+        """bilm-tf's char CNN on char_ids int64 [tokens, max_chars] -> [tokens, n_filters]: the windows
+        of embedded chars, each filter's product and max over the windows, its bias and activation
+        (encoder: the token_layer.CharEncoder whose weights and shape it runs)."""
+        used = self.used_chars(char_ids, encoder.pad_id, encoder.max_chars)
+        windows = self.char_windows(char_ids, used, encoder.widths, encoder.max_chars, encoder.char_embed)
+        return filter_windows(windows, encoder.conv_weights, paddle.concat(list(encoder.conv_biases)), encoder.activation,
+                              self.pool_widths)
 
     @staticmethod
     def used_chars(char_ids, pad_id, max_chars):

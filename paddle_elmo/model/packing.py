@@ -91,6 +91,17 @@ def used_chars(ids, pad_id):
     return np.where(real.any(axis=1), ids.shape[1] - np.argmax(real[:, ::-1], axis=1), 0)
 
 
+def window_spans(ids, pad_id, max_chars):
+    """ids [tokens, max_chars or more] (real tokens) -> int64 [tokens]: the windows of the first
+    max_chars chars that start at or after a token's span hold PAD only (kernels.char_cnn computes
+    them once for every token): its used chars when every later one is `pad_id`, else max_chars
+    (no window is taken for PAD)."""
+    ids = np.asarray(ids)[:, :max_chars]
+    used = np.minimum(used_chars(ids, pad_id), max_chars)
+    after = np.arange(ids.shape[1])[None, :] >= used[:, None]
+    return np.where((ids == pad_id).all(axis=1, where=after), used, max_chars).astype(np.int64)
+
+
 def distinct_tokens(ids, pad_id):
     """ids [tokens, max_chars] (0-rows are padding) -> (distinct real tokens sorted by used chars,
     stably; their used chars (position of the last char that is not `pad_id`); slot [tokens]: 1 +
@@ -132,9 +143,14 @@ def length_chunks(used, max_size, position_cost=25, chunk_cost=100):
                 best[j], cut[j] = cost, i
     chunks, j = [], len(ends)
     while j > 0:
-        start, end = int(starts[cut[j]]), int(ends[j - 1])
-        pieces = -(-(end - start) // max_size)
-        bounds = np.linspace(start, end, pieces + 1).round().astype(int)
-        chunks[:0] = list(zip(bounds[:-1].tolist(), bounds[1:].tolist()))
+        chunks[:0] = even_chunks(int(starts[cut[j]]), int(ends[j - 1]), max_size)
         j = cut[j]
     return chunks
+
+
+def even_chunks(start, end, max_size):
+    """[start, end) cut into the fewest pieces of at most max_size, as even as they can be ->
+    list of (start, end)."""
+    pieces = -(-(end - start) // max_size)
+    bounds = np.linspace(start, end, pieces + 1).round().astype(int)
+    return list(zip(bounds[:-1].tolist(), bounds[1:].tolist()))

@@ -19,7 +19,7 @@ from paddle_elmo.model import kernels, layer_math
 from paddle_elmo.model.config import N_CHARACTERS
 from paddle_elmo.text.token_ids import PAD_CHAR
 from paddle_elmo.model.token_modes import CHAR_ENCODER, WORD_EMBEDDING
-from paddle_elmo.model.packing import distinct_tokens, length_chunks, used_chars
+from paddle_elmo.model.packing import distinct_tokens, even_chunks, length_chunks, used_chars, window_spans
 
 
 def ids_numpy(ids):
@@ -108,12 +108,8 @@ class CharEncoder(nn.Layer):
 
     def cnn(self, char_ids, ops=None):
         """char_ids: int64 [tokens, max_chars] -> the char CNN's output, float32 [tokens, n_filters]:
-        the part whose windows depend on the call's longest token (EagerOps runs it per chunk)."""
-        ops = ops or EAGER
-        used = ops.used_chars(char_ids, self.pad_id, self.max_chars)
-        windows = ops.char_windows(char_ids, used, self.widths, self.max_chars, self.char_embed)
-        return layer_math.char_cnn(windows, self.conv_weights, paddle.concat(list(self.conv_biases)), self.activation,
-                                   ops.pool_widths)
+        the part whose work depends on the tokens' lengths (EagerOps runs it per chunk)."""
+        return (ops or EAGER).char_cnn(char_ids, self)
 
     def highway(self, x, ops=None):
         """The highway layers on the char CNN's output x [tokens, n_filters] -> [tokens, n_filters]."""
@@ -145,22 +141,20 @@ class EagerOps(layer_math.TokenOps):
     def highway_gate(self, carry, carry_bias, transform, transform_bias, x):
         return kernels.highway_gate(carry, carry_bias, transform, transform_bias, x, self.kernels)
 
-    def max_over(self, x):
-        """[windows, tokens, n] -> [tokens, n] (the kernel's max, TensorFlow's gradient for ties)."""
-        return kernels.max_over_positions(x, self.kernels)
+    @staticmethod
+    def max_over(x):
+        """[windows, tokens, n] -> [tokens, n] (TensorFlow's gradient for ties, faster than paddle.max's)."""
+        return kernels.max_over_positions(x)
 
-    def pool_widths(self, products, bias, activation):
-        """As TokenOps.pool_widths; in training with relu, one kernel for all the widths
-        (kernels.pool_widths_relu: the same numbers without a concat and four ops per width). Not
-        without gradients, where the widths' products are pooled one at a time so that only one
-        is held."""
-        if activation is not F.relu or not paddle.is_grad_enabled():
-            return super().pool_widths(products, bias, activation)
-        products = iter(products)
-        first = next(products)
-        if kernels.tracks_grad([first, bias]) and self.kernels.for_tensor(first) is not None:
-            return kernels.pool_widths_relu([first, *products], bias)
-        return super().pool_widths(itertools.chain([first], products), bias, activation)
+    def char_cnn(self, char_ids, encoder):
+        """As TokenOps.char_cnn; on CPU one kernel call (kernels.char_cnn: each token's own windows,
+        built, multiplied and pooled a block of tokens at a time)."""
+        if self.kernels.for_tensor(encoder.char_embed.weight) is None:
+            return super().char_cnn(char_ids, encoder)
+        ids = ids_numpy(char_ids)
+        best = kernels.char_cnn(ids, window_spans(ids, encoder.pad_id, encoder.max_chars), encoder.char_embed.weight,
+                                list(encoder.conv_weights), encoder.max_chars, encoder.pad_id)
+        return encoder.activation(self.add_bias(best, paddle.concat(list(encoder.conv_biases))))
 
     @staticmethod
     def used_chars(char_ids, pad_id, max_chars):
@@ -199,7 +193,7 @@ class EagerOps(layer_math.TokenOps):
         distinct, used, slot = distinct_tokens(ids, pad_id)
         if len(distinct) == 0:
             return paddle.zeros([ids.shape[0], dim])
-        chunks = length_chunks(used, self.chunk)
+        chunks = self._chunks(used)
         if len(distinct) <= self.chunk:
             parts = [per_chunk(distinct[a:b]) for a, b in chunks]
             encoded = after(parts[0] if len(parts) == 1 else paddle.concat(parts))
@@ -209,6 +203,14 @@ class EagerOps(layer_math.TokenOps):
         # Row 0 of the table is the zero vector that padding positions pick.
         table = paddle.concat([paddle.zeros([1, dim], dtype=encoded.dtype), encoded])
         return paddle.gather(table, paddle.to_tensor(slot))
+
+    def _chunks(self, used):
+        """The char CNN's calls on distinct tokens sorted by `used` -> [(start, end)]: with the kernel
+        (each token runs its own windows) even pieces of at most `chunk` tokens; with Paddle's ops
+        (windows up to a chunk's longest token) length_chunks."""
+        if self.kernels.cpu and kernels.kernel() is not None and paddle.get_device() == 'cpu':
+            return even_chunks(0, len(used), self.chunk)
+        return length_chunks(used, self.chunk)
 
     def word_rows(self, table, word_ids):
         """As TokenOps.word_rows; from `table_rows` (holding every id) when given."""
