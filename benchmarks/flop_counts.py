@@ -81,7 +81,7 @@ def required_flops(config, batches, *, training=False, n_negative_samples=None, 
                  token_cache, the cache that holds every word it meets), over the windows that
                  touch at least one char that is not PAD: a token using u positions (used_chars)
                  needs min(max_chars - w + 1, u) windows of width w, each 2 * w * C * n FLOPs. The
-                 all-PAD windows give one value for every token (the code computes one per chunk)
+                 all-PAD windows give one value for every token (the code computes one per call)
                  and are not counted.
       highway    per distinct token as above (2 products of F x F per layer)
       projection per distinct token: char input F -> P; word+char (word_dim + F) -> P; word input none

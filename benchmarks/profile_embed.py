@@ -7,8 +7,9 @@ the time its arithmetic needs at the machine's matmul rate.
 The run is bench_embed.py's (random weights, rt-polarity's first sentences, batches of 64 and 256
 or --batch_sizes, stateless, the char-CNN cache off), taken apart with timers around the library's
 own calls:
-  token layer     BiLM.token_embedding: the char CNN (CharEncoder.cnn, run per chunk of similar
-                  lengths) and the highway and projection once per distinct token of a batch
+  token layer     BiLM.token_embedding: the char CNN (CharEncoder.cnn: with the kernels one call per
+                  chunk of distinct tokens, else per chunk of similar lengths) and the highway and
+                  projection once per distinct token of a batch
   LSTMs           BiLM.contextual: both stacks, of which "recurrence" is the kernel's call
                   (kernels.streamed_recurrence: the input-to-gate products a block of steps at a
                   time, then per step h x W_hidden, m x W_proj and the gates) and the rest the

@@ -46,9 +46,11 @@ step). Not counted: what an implementation could avoid (repacking a weight that 
 copies between layouts such as the kernel's packing of its weights for MKL, Paddle's split and
 concat), and index arrays other than the char ids.
   a product          X, Y (the weight: once per step, or once per call, as above) and the result
-  char CNN (max)     the products' outputs read, [distinct, F] written; backward its gradient read,
-                     the products' output gradients written, the windows' gradient read once more
-                     to reach the char embeddings
+  char CNN           one call: the windows are built and multiplied a block of tokens at a time in
+                     cache (not counted); the max and its tie counts written ([distinct, F] each),
+                     and in training every window's product (kept for the backward); backward the
+                     max's gradient read, the products' gradients written, the windows' gradient
+                     read once more to reach the char embeddings
   de-duplication     the char ids of every position read (8 M bytes each); the token vectors
                      gathered back to the positions ([positions, P] read and written); backward
                      the gradient summed back per distinct token (the same two)
@@ -184,7 +186,7 @@ def _token_layer(config, need, cnn, rest, backward=None):
         else:
             backward.add_trained(m, k, n, forward=part)
     outputs = sum(windows[w] * n for w, n in config.cnn_filters)  # the char CNN's products' results
-    cnn.bytes += FLOAT * (outputs + U * F)
+    cnn.bytes += FLOAT * (2 * U * F + (outputs if backward is not None else 0))
     rest.bytes += INT * positions * config.max_characters_per_token + FLOAT * (
         2 * positions * P + config.num_highways * 4 * U * F)
     if backward is not None:
