@@ -14,7 +14,7 @@ import paddle
 import paddle.nn.functional as F
 import pytest
 
-from paddle_elmo.model import kernels, layer_math
+from paddle_elmo.model import kernels
 from conftest import require_kernels, tiny_config
 from helpers import fixture_embedder
 from paddle_elmo.text.token_ids import CharMapper

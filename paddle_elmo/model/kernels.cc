@@ -1,8 +1,9 @@
 // CPU kernels for what Paddle runs op by op, each op with its own single-threaded overhead, or
 // with slow scalar math: the LSTM recurrence (dozens of ops per step forward and backward; here a step
-// is two Paddle matmuls and one vectorised pass over the gates), the char CNN's max-pool (one op
-// per window position; all widths at once in training), the highway gating, the sampled-softmax
-// cross-entropy and the softmax's row copies (Paddle's gather runs on one thread). Built and
+// is two Paddle matmuls and one vectorised pass over the gates), the char CNN (as Paddle ops an
+// embedding lookup, a product and a maximum per window position for each width; here one call), the
+// highway gating, the sampled-softmax cross-entropy and the softmax's row copies (Paddle's gather
+// runs on one thread). Built and
 // wrapped by kernels.py, which also holds the Paddle-op versions; large loops run on the OpenMP
 // threads of Paddle's libiomp5 when kernels.py links it (else on one thread).
 //

@@ -92,10 +92,10 @@ def used_chars(ids, pad_id):
 
 
 def window_spans(ids, pad_id, max_chars):
-    """ids [tokens, max_chars or more] (real tokens) -> int64 [tokens]: the windows of the first
-    max_chars chars that start at or after a token's span hold PAD only (kernels.char_cnn computes
-    them once for every token): its used chars when every later one is `pad_id`, else max_chars
-    (no window is taken for PAD)."""
+    """ids [tokens, max_chars or more] (real tokens) -> int64 [tokens], each token's span: its windows
+    (over its first max_chars chars) that start at or after it hold PAD only, so kernels.char_cnn
+    computes them once for every token. The span is the token's used chars when every char after
+    them is `pad_id`, else max_chars (each of its windows is then computed)."""
     ids = np.asarray(ids)[:, :max_chars]
     used = np.minimum(used_chars(ids, pad_id), max_chars)
     after = np.arange(ids.shape[1])[None, :] >= used[:, None]

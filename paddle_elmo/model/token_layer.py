@@ -6,7 +6,6 @@ a projection: `CharEncoder`, `Highway`), its word input (an embedding table) or 
 `EagerOps` holds the token layer's steps as BiLM runs them eagerly (NumPy index plans that skip
 padding and repeated tokens, the CPU kernels), beside layer_math.TokenOps, the export's static ones.
 """
-import itertools
 import math
 
 import numpy as np
@@ -55,11 +54,11 @@ class Highway(nn.Layer):
 class CharEncoder(nn.Layer):
     """Char ids [tokens, max_chars] -> token representations [tokens, projection_dim].
 
-    Each convolution runs as one matrix multiply over the windows of the token, faster than Conv2D
+    Each convolution runs as matrix products over the windows of the tokens, faster than Conv2D
     on CPU. The reference convolves all 50 positions, PAD included, but every window made only of
     PAD chars gives the same output whatever the token: it is computed once, and only windows that
-    start before the chunk's last non-PAD char are multiplied (a 5-letter word needs 7 windows, not
-    44). Same max, a fraction of the work.
+    hold a char are multiplied (a 5-letter word needs 7 windows, not 44): each token's own with the
+    CPU kernel, up to a chunk's longest token with Paddle's ops. Same max, a fraction of the work.
     """
 
     def __init__(self, config, word_columns=0, char_table=(N_CHARACTERS, PAD_CHAR + 1)):
@@ -125,8 +124,8 @@ class CharEncoder(nn.Layer):
 
 class EagerOps(layer_math.TokenOps):
     """The token layer's steps as BiLM runs them: planned in NumPy (windows up to the chunk's
-    longest token, each distinct token once, in chunks of similar lengths) and on the C++ kernels
-    (kernels.py), with their fast backward on CPU.
+    longest token, each distinct token once, in chunks) and on the C++ kernels (kernels.py), with
+    their fast backward on CPU.
 
     kernels: the model's (kernels.Kernels); chunk: at most this many distinct tokens per char-CNN
     call; table_rows: in training, the TableRows of the word embedding the step reads
