@@ -40,12 +40,17 @@ class LogUniformSampler:
         """-> (n distinct candidate ids int64, number of draws it took; None when all ids are taken)."""
         if self.n >= self.vocab_size:
             return np.arange(self.vocab_size, dtype=np.int64), None
-        draws = np.empty(0, dtype=np.int64)
-        while True:
-            draws = np.concatenate([draws, self._draw(2 * self.n + 1024)])
-            first = first_occurrences(draws, self.vocab_size)  # positions where a new id appeared, in draw order
-            if len(first) >= self.n:
-                return draws[first[:self.n]], int(first[self.n - 1]) + 1
+        seen = np.zeros(self.vocab_size, dtype=bool)
+        ids, positions, n_found, n_drawn = [], [], 0, 0  # each round's new ids, where they appeared among all draws
+        while n_found < self.n:  # a round's draws are looked at once, not again with the next round's
+            draws = self._draw(2 * self.n + 1024)
+            first = first_occurrences(draws, self.vocab_size)  # in draw order
+            first = first[~seen[draws[first]]]  # not drawn in an earlier round
+            seen[draws[first]] = True
+            ids.append(draws[first])
+            positions.append(first + n_drawn)
+            n_found, n_drawn = n_found + len(first), n_drawn + len(draws)
+        return np.concatenate(ids)[:self.n], int(np.concatenate(positions)[self.n - 1]) + 1
 
     def expected_count(self, ids, n_draws):
         if n_draws is None:
@@ -75,10 +80,17 @@ class TableRows:
         for value in self.values:
             value.stop_gradient = False
         self.tables, self.ids, self.kernels = tables, ids, kernels
+        self._row_of = None  # each table row's row in `values`, made by the first positions()
 
     def positions(self, ids):
-        """ids (numpy, all among self.ids) -> their rows in `values` (int64 numpy)."""
-        return np.searchsorted(self.ids, ids)
+        """ids (numpy, all among self.ids; others get row 0) -> their rows in `values` (int64 numpy).
+
+        A lookup in a table over the vocabulary rather than a binary search in self.ids: a step asks
+        for thousands of candidates' rows, in draw order."""
+        if self._row_of is None:
+            self._row_of = np.zeros(self.tables[0].shape[0], dtype=np.int64)
+            self._row_of[self.ids] = np.arange(len(self.ids))
+        return self._row_of[ids]
 
 
 class Softmax(nn.Layer):
