@@ -777,17 +777,21 @@ inline float RowExps(float* row, const float* bias, int64_t C, float true_logit,
     row[j] = v;
     top = v > top ? v : top;
   }
-  constexpr float kLog2e = 1.44269504088896341f;
-  *true_exp = label == 0 ? Exp2NonPositive((true_logit - top) * kLog2e) : 0.f;
+  // exp(v - top) = 2^(v log2(e) + shift), shift = -top log2(e) rounded, the exponent one FMA. The
+  // rounding, delta = top log2(e) + shift (exact by an FMA), is a factor 2^delta common to the row's
+  // exps: the probabilities divide it out, and the log-sum-exp takes delta ln 2 off.
+  constexpr float kLog2e = 1.44269504088896341f, kLn2 = 0.693147180559945309f;
+  const float shift = -top * kLog2e, delta = std::fma(top, kLog2e, shift);
+  *true_exp = label == 0 ? Exp2NonPositive(true_logit * kLog2e + shift) : 0.f;
   float sum = *true_exp;
 #pragma omp simd reduction(+ : sum)
   for (int64_t j = 0; j < C; ++j) {
-    const float e = Exp2NonPositive((row[j] - top) * kLog2e);
+    const float e = Exp2NonPositive(row[j] * kLog2e + shift);
     row[j] = e;
     sum += e;
   }
   *sum_out = sum;
-  return top + std::log(sum);
+  return top + (std::log(sum) - delta * kLn2);
 }
 
 // Rows of the forward's product made at a time, each block on one thread: 16 rows of 8k candidates'
