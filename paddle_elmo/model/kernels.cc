@@ -742,8 +742,8 @@ void AddRowsInOrder(const int64_t* index, int64_t n, const float* rows, const fl
 // y = n + r with n = round(y), so |r| <= 1/2 exactly (no two-part ln2 as Exp needs), a degree-6
 // polynomial for 2^r (a least-squares fit of relative error; < 1.1e-7 evaluated in float) and 2^n
 // added into its exponent bits instead of a multiply; y is clamped at -126 (2^-126, as Exp's clamp
-// at -87, is nothing beside the row's largest term, 1). About half the work of Exp per element, the
-// softmax's largest cost after its product. NaN propagates.
+// at -87, is nothing beside the row's largest term, 1). Fewer operations than Exp for the pass that
+// is the softmax's largest cost after its product. NaN propagates.
 inline float Exp2NonPositive(float y) {
   y = y < -126.f ? -126.f : y;
   const float n = (y + 12582912.f) - 12582912.f;  // round to nearest

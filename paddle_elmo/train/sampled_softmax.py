@@ -40,17 +40,12 @@ class LogUniformSampler:
         """-> (n distinct candidate ids int64, number of draws it took; None when all ids are taken)."""
         if self.n >= self.vocab_size:
             return np.arange(self.vocab_size, dtype=np.int64), None
-        seen = np.zeros(self.vocab_size, dtype=bool)
-        ids, positions, n_found, n_drawn = [], [], 0, 0  # each round's new ids, where they appeared among all draws
-        while n_found < self.n:  # a round's draws are looked at once, not again with the next round's
-            draws = self._draw(2 * self.n + 1024)
-            first = first_occurrences(draws, self.vocab_size)  # in draw order
-            first = first[~seen[draws[first]]]  # not drawn in an earlier round
-            seen[draws[first]] = True
-            ids.append(draws[first])
-            positions.append(first + n_drawn)
-            n_found, n_drawn = n_found + len(first), n_drawn + len(draws)
-        return np.concatenate(ids)[:self.n], int(np.concatenate(positions)[self.n - 1]) + 1
+        draws = np.empty(0, dtype=np.int64)
+        while True:
+            draws = np.concatenate([draws, self._draw(2 * self.n + 1024)])
+            first = first_occurrences(draws, self.vocab_size)  # positions where a new id appeared, in draw order
+            if len(first) >= self.n:
+                return draws[first[:self.n]], int(first[self.n - 1]) + 1
 
     def expected_count(self, ids, n_draws):
         if n_draws is None:
