@@ -836,6 +836,8 @@ std::vector<Tensor> SampledSoftmaxForward(const Tensor& h_in, const Tensor& w_in
   cand.Multiply(hv, n, ev);
 #endif
   const int64_t blocks = (n + kSoftmaxBlockRows - 1) / kSoftmaxBlockRows;
+  // The default (static) schedule: a block must run exactly once, its pass is in place. With
+  // schedule(dynamic), gcc's loop through libiomp5's GOMP interface ran the first block twice.
 #pragma omp parallel for if (n * C >= kParallelMin)
   for (int64_t block = 0; block < blocks; ++block) {
     const int64_t start = block * kSoftmaxBlockRows, end = std::min(n, start + kSoftmaxBlockRows);
