@@ -6,9 +6,9 @@ its path, to see where profile_pretrain.py's "softmax, forward" row goes.
 
 The step is pretraining_step.py's (as bench_pretrain.py and profile_pretrain.py time it), warmed up,
 then --steps steps with timers around the sampled-softmax calls: the candidate sampler and its
-expected counts (NumPy), the union of the step's rows and their positions, the row copies (the
-step's W and b rows, then the candidates' W rows: the take_rows kernel), the candidate logits
-product ([positions, P] x [negatives, P]^T), the loss kernel (probabilities in place), and the
+expected counts (NumPy), the union of the step's rows and their positions, the copy of the step's
+W and b rows (the take_rows kernel), the forward kernel (the candidates' W rows copied, the
+candidate logits product [positions, P] x [negatives, P]^T and their exps, block by block), and the
 totals that hold them (kernels.sampled_softmax; sampled_loss; sampled_losses, the whole forward with
 the biLM's). With the kernels off (ELMO_CPU_KERNELS=0) the kernels' rows stay empty. Timers nest, so the rows do not
 add up; the step's ms is beside them. Each batch size runs in its own process (the timers replace
@@ -30,12 +30,8 @@ import worker_runs
 from paddle_elmo.cli.runner import run
 from paddle_elmo.fileio import InputError
 
-PRODUCT = 'candidate logits product'
-
-
-def instrument(seconds, negatives):
+def instrument(seconds):
     """Timers around the sampled-softmax path's calls (process-wide: classes and modules)."""
-    import paddle
     from paddle_elmo.model import kernels
     from paddle_elmo.train import lm, sampled_softmax as ss
     ops = kernels.kernel()
@@ -46,33 +42,24 @@ def instrument(seconds, negatives):
             (ss.Softmax, 'select_rows', 'select_rows: copy of the W, b rows'),
             (ss.TableRows, 'positions', 'positions of targets and candidates (NumPy)'),
             (ss, 'candidate_labels', 'candidate labels (NumPy)'),
-            (ops, 'elmo_take_rows', 'row copies (take_rows kernel: the step\'s, the candidates\')'),
-            (ops, 'elmo_sampled_softmax_probs', 'loss kernel (probabilities in place)'),
-            (kernels, 'sampled_softmax', 'sampled_softmax (copies, product, loss)'),
+            (ops, 'elmo_take_rows', 'row copies (take_rows kernel: the step\'s W, b rows)'),
+            (ops, 'elmo_sampled_softmax_forward', 'forward kernel (candidate rows, logits product, exps)'),
+            (kernels, 'sampled_softmax', 'sampled_softmax (the forward kernel and its constants)'),
             (ss.Softmax, 'sampled_loss', 'sampled_loss (positions, labels, sampled_softmax)'),
             (lm.LanguageModel, 'sampled_losses', 'the forward (sampled_losses: biLM and softmax)')):
         if owner is None:
             continue
         profiling.time_calls(owner, method, seconds, part)
-    inner = paddle.matmul
-
-    def matmul(x, y, transpose_x=False, transpose_y=False, name=None):
-        start = time.perf_counter()
-        out = inner(x, y, transpose_x, transpose_y, name)
-        if transpose_y and y.shape[0] == negatives:  # the shared candidates' rows of W
-            seconds[PRODUCT] += time.perf_counter() - start
-        return out
-    ss.paddle.matmul = matmul
 
 
 def worker(name, batch_size, steps, warmup):
     """Time `steps` steps of `name` at `batch_size` rows after `warmup`, part by part -> one JSON line."""
     from paddle_elmo.train.lm import train_step
-    model, optimizer, batches, _, negatives, _ = pretraining_step.build(name, batch_size)
+    model, optimizer, batches, _, _, _ = pretraining_step.build(name, batch_size)
     for _ in range(warmup):
         train_step(model, optimizer, next(batches))
     seconds = collections.defaultdict(float)
-    instrument(seconds, negatives)
+    instrument(seconds)
     start = time.perf_counter()
     for _ in range(steps):
         train_step(model, optimizer, next(batches))

@@ -10,7 +10,7 @@ from paddle_elmo.fileio import InputError
 from paddle_elmo.model import kernels
 from paddle_elmo.train.lm import LanguageModel
 from paddle_elmo.train.optimizers import Adagrad
-from paddle_elmo.train.sampled_softmax import LogUniformSampler, Softmax
+from paddle_elmo.train.sampled_softmax import LogUniformSampler, Softmax, TableRows
 
 
 def test_sampler_draws_follow_the_log_uniform_distribution():
@@ -209,6 +209,32 @@ def test_sampler_and_labels_match_their_sorting_definitions():
         where = np.searchsorted(candidates, targets, sorter=order).clip(0, len(candidates) - 1)
         expected = np.where(candidates[order[where]] == targets, order[where] + 1, 0)
         np.testing.assert_array_equal(candidate_labels(targets, candidates), expected)
+
+
+def test_sampler_takes_the_first_distinct_ids_of_its_draws_over_rounds():
+    """sample() is np.unique(return_index) over all its draws, in draw order, also when it needs
+    several rounds of draws (990 of 1,000 ids: the rarest take many), and reports the draws it took."""
+    for vocab_size, n, seed in ((1000, 990, 3), (150_000, 8192, 4)):
+        sampler, twin = LogUniformSampler(vocab_size, n, seed), LogUniformSampler(vocab_size, n, seed)
+        ids, n_draws = sampler.sample()
+        draws = np.empty(0, dtype=np.int64)
+        while len(np.unique(draws)) < n:
+            draws = np.concatenate([draws, twin._draw(2 * n + 1024)])
+        _, first = np.unique(draws, return_index=True)
+        first = np.sort(first)[:n]
+        np.testing.assert_array_equal(ids, draws[first])
+        assert n_draws == first[-1] + 1 and (vocab_size > 1000 or len(draws) > 2 * n + 1024)
+
+
+def test_table_rows_positions_are_each_id_s_row_in_values():
+    """TableRows.positions: the row of `values` that holds each id, for ids in any order and repeated."""
+    table = paddle.to_tensor(np.arange(40, dtype=np.float32).reshape(20, 2))
+    ids = np.array([2, 5, 6, 11, 19])
+    rows = TableRows([table], ids, kernels.PADDLE_OPS)
+    asked = np.array([19, 2, 11, 11, 5, 6, 2])
+    positions = rows.positions(asked)
+    np.testing.assert_array_equal(ids[positions], asked)
+    np.testing.assert_array_equal(rows.values[0].numpy()[positions], table.numpy()[asked])
 
 
 @pytest.mark.parametrize('kind', ['linear', 'cosine'])

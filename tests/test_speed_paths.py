@@ -339,6 +339,33 @@ def test_sampled_softmax_kernels_match_gathering_the_rows_in_values_and_gradient
     assert len(untouched) and np.all(results[0][2][untouched] == 0) and np.all(results[0][3][untouched] == 0)
 
 
+def test_sampled_softmax_kernels_match_over_blocks_of_rows_and_wide_logits():
+    """The forward makes the logits and their exps (its own base-2 exp) block by block (16 rows) on
+    the threads: 70 rows (four blocks and a tail), 300 candidates (enough to use the threads), against
+    Paddle's ops; then logits spread over hundreds (exps that underflow in float32, rows whose largest
+    logit is the true one or a candidate), whose losses Paddle's cross_entropy clips at 64, against
+    float64."""
+    arrays, consts = step_rows(np.random.RandomState(8), R=400, P=8, n=70, C=300)
+    results = kernel_and_paddle_ops(lambda h, w, b, implementation: kernels.sampled_softmax(
+        h, w, b, *consts, implementation), [arrays[0] * 3, *arrays[1:]])
+    assert_kernel_matches(results, ['losses', 'd h', 'd w', 'd b'])
+    h, w, b = [np.asarray(a, dtype=np.float32) for a in (arrays[0] * 16, *arrays[1:])]
+    h[60:] = 16 * w[consts[0][60:]]  # rows whose largest logit is their true one
+    loss = kernels.sampled_softmax(*[paddle.to_tensor(a, stop_gradient=False) for a in (h, w, b)], *consts,
+                                   kernels.CPU_KERNELS)
+    h, w, b = [a.astype(np.float64) for a in (h, w, b)]
+    true_pos, cand, log_q_true, log_q_cand, labels = consts
+    log_q_true, log_q_cand = [np.float32(q).astype(np.float64) for q in (log_q_true, log_q_cand)]
+    true_logits = (h * w[true_pos]).sum(1) + b[true_pos, 0] - log_q_true
+    logits = np.concatenate([true_logits[:, None], h @ w[cand].T + b[cand, 0] - log_q_cand], axis=1)
+    logits[labels > 0, 0] = -np.inf
+    top = logits.max(1)
+    assert np.min(top - logits[:, 1:].min(1)) > 104 and len(set(logits.argmax(1) == 0)) == 2
+    expected = np.log(np.exp(logits - top[:, None]).sum(1)) + top - logits[np.arange(len(labels)), labels]
+    # a loss is a difference of log-sum-exp and logit, each up to ~250 (float32's ulp there: 1.5e-5)
+    np.testing.assert_allclose(loss.numpy(), expected, rtol=2e-6, atol=1.5e-5)
+
+
 def test_sampled_softmax_kernel_without_gradients_gives_the_same_losses():
     require_kernels()
     arrays, consts = step_rows(np.random.RandomState(7))

@@ -877,12 +877,13 @@ PD_BUILD_OP(elmo_sampled_softmax_loss_backward)
     .SetKernelFn(PD_KERNEL(SampledSoftmaxLossBackward));
 
 // ---- The sampled softmax on a step's rows ---------------------------------------------------------
-// lm.Softmax.sampled_loss's training loss in three calls around the products that kernels.py runs
-// with Paddle's matmul (the candidate logits h W_cand^T forward; G W_cand and G^T h backward), so
-// that the true rows are never gathered into copies with gradients of their own (four gathers and
-// four scatter-adds of [rows, P] a direction), the logits go through no elementwise op of Paddle,
-// and the backward takes no exp: the forward leaves the probabilities in place of the logits and
-// the backward turns them, in place, into the logits' gradient.
+// lm.Softmax.sampled_loss's training loss in three calls: the forward in one (the candidate rows,
+// the logits h W_cand^T and their exps, made block by block while in cache), the backward in two
+// around the products that kernels.py runs with Paddle's matmul (G W_cand and G^T h), so that the
+// true rows are never gathered into copies with gradients of their own (four gathers and four
+// scatter-adds of [rows, P] a direction), the logits go through no elementwise op of Paddle, and
+// the backward takes no exp: the forward leaves the exps in one [n, C] buffer and the backward
+// turns them, in place, into the logits' gradient.
 // Shapes: h [n, P]; w [R, P] and b [R, 1], the step's rows of W and b (TableRows' values);
 // true_pos [n] and cand_pos [C], int64 rows of w (cand_pos distinct); log_q_true [n] and
 // log_q_cand [C], the log expected counts subtracted from the logits; labels [n] as above.
@@ -913,69 +914,152 @@ void AddRowsInOrder(const int64_t* index, int64_t n, const float* rows, const fl
   }
 }
 
-// Forward: logits [n, C] -> probabilities, in place; loss [n] and true_prob [n] (the true
-// column's probability, 0 for an accidental hit) written in place.
-void SampledSoftmaxProbs(Tensor& logits, const Tensor& h_in, const Tensor& w_in, const Tensor& b_in,
-                         const Tensor& true_pos, const Tensor& cand_pos, const Tensor& log_q_true,
-                         const Tensor& log_q_cand, const Tensor& labels, Tensor& loss, Tensor& true_prob) {
-  const Tensor h = h_in.contiguous(), w = w_in.contiguous(), b = b_in.contiguous();
-  PD_CHECK(logits.is_cpu() && logits.dtype() == paddle::DataType::FLOAT32 && logits.is_contiguous() &&
-               logits.shape().size() == 2 && h.shape().size() == 2 && w.shape().size() == 2,
-           "sampled_softmax: float32 CPU logits [n, C] (contiguous), h [n, P], w [R, P], b [R, 1]");
-  const int64_t n = logits.shape()[0], C = logits.shape()[1], P = h.shape()[1], R = w.shape()[0];
-  PD_CHECK(h.shape()[0] == n && w.shape()[1] == P && b.numel() == R && true_pos.numel() == n &&
-               cand_pos.numel() == C && log_q_true.numel() == n && log_q_cand.numel() == C && labels.numel() == n &&
-               loss.numel() == n && true_prob.numel() == n,
-           "sampled_softmax: shapes disagree");
-  CheckPositions(true_pos, R, "sampled_softmax: true row");
-  CheckPositions(cand_pos, R, "sampled_softmax: candidate row");
-  const int64_t *tp = true_pos.data<int64_t>(), *cp = cand_pos.data<int64_t>(), *lv = labels.data<int64_t>();
-  CheckLabels(lv, n, C);
-  const float *hv = h.data<float>(), *wv = w.data<float>(), *bv = b.data<float>();
-  const float *lqt = log_q_true.data<float>(), *lqc = log_q_cand.data<float>();
-  float *pv = logits.data<float>(), *loss_v = loss.data<float>(), *tprob = true_prob.data<float>();
-  std::vector<float> cand_bias(C);
-  for (int64_t j = 0; j < C; ++j) cand_bias[j] = bv[cp[j]] - lqc[j];
-#pragma omp parallel for
-  for (int64_t i = 0; i < n; ++i) {
-    const float *hi = hv + i * P, *wi = wv + tp[i] * P;
-    float dot = 0.f;
-#pragma omp simd reduction(+ : dot)
-    for (int64_t k = 0; k < P; ++k) dot += hi[k] * wi[k];
-    const float true_logit = dot + bv[tp[i]] - lqt[i];
-    float* row = pv + i * C;
-    const int64_t label = lv[i];
-    const float label_logit = label == 0 ? true_logit : row[label - 1] + cand_bias[label - 1];
-    const float lse = RowLogSumExp(row, cand_bias.data(), C, true_logit, label, row);
-    loss_v[i] = lse - label_logit;
-    tprob[i] = label == 0 ? Exp(true_logit - lse) : 0.f;
-  }
+// 2^y for y <= 0 (or NaN), the softmax's exp (its exponents are logits minus their row's max):
+// y = n + r with n = round(y), so |r| <= 1/2 exactly (no two-part ln2 as Exp needs), a degree-6
+// polynomial for 2^r (a least-squares fit of relative error; < 1.1e-7 evaluated in float) and 2^n
+// added into its exponent bits instead of a multiply; y is clamped at -126 (2^-126, as Exp's clamp
+// at -87, is nothing beside the row's largest term, 1). Fewer operations than Exp for the pass that
+// is the softmax's largest cost after its product. NaN propagates.
+inline float Exp2NonPositive(float y) {
+  y = y < -126.f ? -126.f : y;
+  const float n = (y + 12582912.f) - 12582912.f;  // round to nearest
+  const float r = y - n;
+  float p = 1.535335905e-4f;
+  p = p * r + 1.339887502e-3f;
+  p = p * r + 9.618436918e-3f;
+  p = p * r + 5.550332367e-2f;
+  p = p * r + 2.402264774e-1f;
+  p = p * r + 6.931471825e-1f;
+  const float m = p * r + 1.f;
+  int32_t bits;
+  std::memcpy(&bits, &m, sizeof bits);
+  bits += static_cast<int32_t>(n) << 23;  // n in [-126, 0]: m * 2^n stays a normal float
+  float out;
+  std::memcpy(&out, &bits, sizeof out);
+  return out;
 }
 
-// Backward, the loss gradient grad [n]: probabilities -> the logits' gradient grad_i * (p - one-hot)
-// in place; grad_true [n] (the true logit's) and grad_cand_bias [C] (the candidate logits' column
-// sums) written in place. The sums add fixed blocks of rows, then the blocks in order: the same
-// bits on any number of threads.
-void SampledSoftmaxLogitsBackward(Tensor& probs, const Tensor& true_prob, const Tensor& labels, const Tensor& grad_in,
-                         Tensor& grad_true, Tensor& grad_cand_bias) {
+// One row of the forward: the candidate logits v[j] = row[j] + bias[j] and the true logit (left out
+// for an accidental hit, label > 0) -> row[j] = exp(v[j] - top), top the row's largest logit, in
+// place; *true_exp = exp(true_logit - top) (0 for a hit), *sum = the true and candidate exps' sum.
+// -> the log-sum-exp. The bias is added in the max pass and stored, so the exp pass reads one array.
+inline float RowExps(float* row, const float* bias, int64_t C, float true_logit, int64_t label, float* true_exp,
+                     float* sum_out) {
+  float top = label == 0 ? true_logit : row[0] + bias[0];
+  // A NaN logit is skipped here but makes the sum below NaN. (std::fmax does not vectorise.)
+#pragma omp simd reduction(max : top)
+  for (int64_t j = 0; j < C; ++j) {
+    const float v = row[j] + bias[j];
+    row[j] = v;
+    top = v > top ? v : top;
+  }
+  // exp(v - top) = 2^(v log2(e) + shift), shift = -top log2(e) rounded, the exponent one FMA. The
+  // rounding, delta = top log2(e) + shift (exact by an FMA), is a factor 2^delta common to the row's
+  // exps: the probabilities divide it out, and the log-sum-exp takes delta ln 2 off.
+  constexpr float kLog2e = 1.44269504088896341f, kLn2 = 0.693147180559945309f;
+  const float shift = -top * kLog2e, delta = std::fma(top, kLog2e, shift);
+  *true_exp = label == 0 ? Exp2NonPositive(true_logit * kLog2e + shift) : 0.f;
+  float sum = *true_exp;
+#pragma omp simd reduction(+ : sum)
+  for (int64_t j = 0; j < C; ++j) {
+    const float e = Exp2NonPositive(row[j] * kLog2e + shift);
+    row[j] = e;
+    sum += e;
+  }
+  *sum_out = sum;
+  return top + (std::log(sum) - delta * kLn2);
+}
+
+// Rows of the forward's product made at a time, each block on one thread: 16 rows of 8k candidates'
+// logits (512 KB) stay in a core's L2 cache from the product to the exps.
+constexpr int64_t kSoftmaxBlockRows = 16;
+
+std::vector<Tensor> TakeRows(const Tensor& x_in, const Tensor& index_in);  // "Rows of a table" below
+
+// Forward -> w_cand [C, P] (w's candidate rows, for the backward's products), exps [n, C] (exp(logit
+// - the row's max) of the candidate logits: the probabilities times the row's sum), row_scale [n] (1 /
+// that sum: the probabilities are exps * row_scale), loss [n] and true_prob [n] (the true column's
+// probability, 0 for an accidental hit). With MKL each block of kSoftmaxBlockRows rows runs on one
+// thread: its logits h_block w_cand^T by MKL's packed product (w_cand packed once) and then its exps,
+// while the block is in that core's cache; without MKL, Paddle's matmul makes all the logits first.
+// The backward folds row_scale into its pass over the exps (a pass fewer than normalising here).
+std::vector<Tensor> SampledSoftmaxForward(const Tensor& h_in, const Tensor& w_in, const Tensor& b_in,
+                                          const Tensor& true_pos, const Tensor& cand_pos, const Tensor& log_q_true,
+                                          const Tensor& log_q_cand, const Tensor& labels) {
+  const Tensor h = h_in.contiguous(), w = w_in.contiguous(), b = b_in.contiguous();
+  PD_CHECK(h.is_cpu() && h.dtype() == paddle::DataType::FLOAT32 && h.shape().size() == 2 && w.shape().size() == 2,
+           "sampled_softmax: float32 CPU h [n, P], w [R, P], b [R, 1]");
+  const int64_t n = h.shape()[0], C = cand_pos.numel(), P = h.shape()[1], R = w.shape()[0];
+  PD_CHECK(w.shape()[1] == P && b.numel() == R && true_pos.numel() == n && log_q_true.numel() == n &&
+               log_q_cand.numel() == C && labels.numel() == n && labels.dtype() == paddle::DataType::INT64,
+           "sampled_softmax: shapes disagree");
+  CheckPositions(true_pos, R, "sampled_softmax: true row");
+  Tensor w_cand = TakeRows(w, cand_pos)[0];  // checks the candidate rows
+  const int64_t *tp = true_pos.data<int64_t>(), *cp = cand_pos.data<int64_t>(), *lv = labels.data<int64_t>();
+  CheckLabels(lv, n, C);
+  Tensor exps = Empty({n, C}), row_scale = Empty({n}), loss = Empty({n}), true_prob = Empty({n});
+  const float *hv = h.data<float>(), *wv = w.data<float>(), *bv = b.data<float>();
+  const float *lqt = log_q_true.data<float>(), *lqc = log_q_cand.data<float>();
+  float *ev = exps.data<float>(), *scale_v = row_scale.data<float>(), *loss_v = loss.data<float>();
+  float* tprob = true_prob.data<float>();
+  std::vector<float> cand_bias(C);
+  for (int64_t j = 0; j < C; ++j) cand_bias[j] = bv[cp[j]] - lqc[j];
+  const RightMatrix cand(w_cand, true, kSoftmaxBlockRows);
+#ifdef ELMO_MKL
+  constexpr bool kProductPerBlock = true;
+#else
+  constexpr bool kProductPerBlock = false;  // RightMatrix runs Paddle's matmul: once, outside the threads
+  cand.Multiply(hv, n, ev);
+#endif
+  const int64_t blocks = (n + kSoftmaxBlockRows - 1) / kSoftmaxBlockRows;
+  // The default (static) schedule: a block must run exactly once, its pass is in place. With
+  // schedule(dynamic), gcc's loop through libiomp5's GOMP interface ran the first block twice.
+#pragma omp parallel for if (n * C >= kParallelMin)
+  for (int64_t block = 0; block < blocks; ++block) {
+    const int64_t start = block * kSoftmaxBlockRows, end = std::min(n, start + kSoftmaxBlockRows);
+    if (kProductPerBlock) cand.Multiply(hv + start * P, end - start, ev + start * C);  // on this thread
+    for (int64_t i = start; i < end; ++i) {
+      const float *hi = hv + i * P, *wi = wv + tp[i] * P;
+      float dot = 0.f;
+#pragma omp simd reduction(+ : dot)
+      for (int64_t k = 0; k < P; ++k) dot += hi[k] * wi[k];
+      const float true_logit = dot + bv[tp[i]] - lqt[i];
+      float* row = ev + i * C;
+      const int64_t label = lv[i];
+      const float label_logit = label == 0 ? true_logit : row[label - 1] + cand_bias[label - 1];
+      float true_exp, sum;
+      loss_v[i] = RowExps(row, cand_bias.data(), C, true_logit, label, &true_exp, &sum) - label_logit;
+      scale_v[i] = 1.f / sum;
+      tprob[i] = true_exp * scale_v[i];
+    }
+  }
+  return {w_cand, exps, row_scale, loss, true_prob};
+}
+
+// Backward, the loss gradient grad [n]: the forward's exps -> the logits' gradient grad_i * (p -
+// one-hot), p = exps * row_scale, in place; grad_true [n] (the true logit's) and grad_cand_bias [C]
+// (the candidate logits' column sums) written in place. The sums add fixed blocks of rows, then the
+// blocks in order: the same bits on any number of threads.
+void SampledSoftmaxLogitsBackward(Tensor& exps, const Tensor& row_scale, const Tensor& true_prob, const Tensor& labels,
+                                  const Tensor& grad_in, Tensor& grad_true, Tensor& grad_cand_bias) {
   const Tensor grad = grad_in.contiguous();
-  const int64_t n = probs.shape()[0], C = probs.shape()[1];
-  PD_CHECK(grad.numel() == n && grad_true.numel() == n && grad_cand_bias.numel() == C,
+  const int64_t n = exps.shape()[0], C = exps.shape()[1];
+  PD_CHECK(grad.numel() == n && row_scale.numel() == n && grad_true.numel() == n && grad_cand_bias.numel() == C,
            "sampled_softmax_logits_backward: shapes disagree");
   constexpr int64_t kRows = 64;
   const int64_t blocks = (n + kRows - 1) / kRows;
   std::vector<float> partial(blocks * C, 0.f);
-  const float *tprob = true_prob.data<float>(), *gv = grad.data<float>();
+  const float *tprob = true_prob.data<float>(), *gv = grad.data<float>(), *scale_v = row_scale.data<float>();
   const int64_t* lv = labels.data<int64_t>();
-  float *pv = probs.data<float>(), *gt = grad_true.data<float>(), *gb = grad_cand_bias.data<float>();
+  float *pv = exps.data<float>(), *gt = grad_true.data<float>(), *gb = grad_cand_bias.data<float>();
 #pragma omp parallel for
   for (int64_t block = 0; block < blocks; ++block) {
     float* sums = partial.data() + block * C;
     for (int64_t i = block * kRows; i < std::min(n, (block + 1) * kRows); ++i) {
-      const float g = gv[i];
+      const float g = gv[i], scale = g * scale_v[i];
       float* row = pv + i * C;
 #pragma omp simd
-      for (int64_t j = 0; j < C; ++j) row[j] *= g;
+      for (int64_t j = 0; j < C; ++j) row[j] *= scale;
       if (lv[i] > 0) row[lv[i] - 1] -= g;
 #pragma omp simd
       for (int64_t j = 0; j < C; ++j) sums[j] += row[j];
@@ -1018,16 +1102,15 @@ void SampledSoftmaxRowsBackward(Tensor& grad_h, const Tensor& grad_cand_w_in, co
   for (int64_t i = 0; i < n; ++i) gb[tp[i]] += gt[i];
 }
 
-PD_BUILD_OP(elmo_sampled_softmax_probs)
-    .Inputs({"Logits", "H", "W", "B", "TruePos", "CandPos", "LogQTrue", "LogQCand", "Labels", "Loss", "TrueProb"})
-    .Outputs({"Probs", "LossOut", "TrueProbOut"})
-    .SetInplaceMap({{"Logits", "Probs"}, {"Loss", "LossOut"}, {"TrueProb", "TrueProbOut"}})
-    .SetKernelFn(PD_KERNEL(SampledSoftmaxProbs));
+PD_BUILD_OP(elmo_sampled_softmax_forward)
+    .Inputs({"H", "W", "B", "TruePos", "CandPos", "LogQTrue", "LogQCand", "Labels"})
+    .Outputs({"WCand", "Exps", "RowScale", "Loss", "TrueProb"})
+    .SetKernelFn(PD_KERNEL(SampledSoftmaxForward));
 
 PD_BUILD_OP(elmo_sampled_softmax_logits_backward)
-    .Inputs({"Probs", "TrueProb", "Labels", "GradLoss", "GradTrue", "GradCandBias"})
+    .Inputs({"Exps", "RowScale", "TrueProb", "Labels", "GradLoss", "GradTrue", "GradCandBias"})
     .Outputs({"GradLogits", "GradTrueOut", "GradCandBiasOut"})
-    .SetInplaceMap({{"Probs", "GradLogits"}, {"GradTrue", "GradTrueOut"}, {"GradCandBias", "GradCandBiasOut"}})
+    .SetInplaceMap({{"Exps", "GradLogits"}, {"GradTrue", "GradTrueOut"}, {"GradCandBias", "GradCandBiasOut"}})
     .SetKernelFn(PD_KERNEL(SampledSoftmaxLogitsBackward));
 
 PD_BUILD_OP(elmo_sampled_softmax_rows_backward)

@@ -33,8 +33,10 @@ sampled_softmax_losses: cross-entropy over [true logit, candidate logits] per ro
 it is a concat into [n, C + 1] and cross_entropy, whose CPU kernel evaluates exp one element at
 a time; the kernel vectorises it and needs no concat. sampled_softmax is the training loss on a
 step's rows of W and b, from the positions of each row's target and of the candidates: the same
-numbers as gathering those rows and taking sampled_softmax_losses, up to the order of sums, without
-the gathered copies and their gradients; its backward takes no exp.
+numbers as gathering those rows and taking sampled_softmax_losses, up to the order of sums and the
+exp's rounding, without the gathered copies and their gradients. Its forward is one call (the
+logits' product included, made block by block and turned into exps while in cache); its backward
+takes no exp.
 
 highway_gate: y = g * relu(t) + (1 - g) * x, g = sigmoid(carry + carry_bias), t = transform +
 transform_bias, on the highway's two products. As Paddle ops: eight ops forward, more backward.
@@ -390,31 +392,29 @@ def _rows_softmax_losses(h, w, b, true_pos, cand_pos, log_q_true, log_q_cand, la
 
 
 class _KernelSampledSoftmax(PyLayer):
-    """The candidate rows are copied once (for the two products), the true rows read in place; the
-    logits become probabilities in the forward and the logits' gradient in the backward, in place:
-    one [n, C] buffer for both (Paddle 3.3 cannot run a PyLayer's backward twice in any case)."""
+    """The forward is one kernel call: the candidate rows copied once (for the backward's products),
+    the true rows read in place, the logits made and turned into exps block by block while in
+    cache. The backward turns the exps into the logits' gradient in place: one [n, C] buffer for
+    both (Paddle 3.3 cannot run a PyLayer's backward twice in any case)."""
 
     @staticmethod
     def forward(ctx, h, w, b, true_pos, cand_pos, log_q_true, log_q_cand, labels):
-        ops = kernel()
-        w_cand = ops.elmo_take_rows(w, cand_pos)
-        probs = paddle.matmul(h, w_cand, transpose_y=True)  # the logits [n, C], then their probabilities
-        loss, true_prob = paddle.empty([h.shape[0]]), paddle.empty([h.shape[0]])
-        ops.elmo_sampled_softmax_probs(probs, h, w, b, true_pos, cand_pos, log_q_true, log_q_cand, labels,
-                                       loss, true_prob)
-        ctx.save_for_backward(h, w, w_cand, probs, true_prob, true_pos, cand_pos, labels)
+        w_cand, exps, row_scale, loss, true_prob = kernel().elmo_sampled_softmax_forward(
+            h, w, b, true_pos, cand_pos, log_q_true, log_q_cand, labels)
+        ctx.save_for_backward(h, w, w_cand, exps, row_scale, true_prob, true_pos, cand_pos, labels)
         ctx.b_shape = b.shape
         ctx.needs = [not t.stop_gradient for t in (h, w, b)]
         return loss
 
     @staticmethod
     def backward(ctx, grad):
-        h, w, w_cand, probs, true_prob, true_pos, cand_pos, labels = ctx.saved_tensor()
+        h, w, w_cand, exps, row_scale, true_prob, true_pos, cand_pos, labels = ctx.saved_tensor()
         ops = kernel()
         grad_true, grad_cand_bias = paddle.empty([h.shape[0]]), paddle.empty([w_cand.shape[0]])
-        ops.elmo_sampled_softmax_logits_backward(probs, true_prob, labels, grad, grad_true, grad_cand_bias)
-        grad_h = paddle.matmul(probs, w_cand)  # [n, P]
-        grad_cand_w = paddle.matmul(probs, h, transpose_x=True)  # [C, P]
+        ops.elmo_sampled_softmax_logits_backward(exps, row_scale, true_prob, labels, grad, grad_true, grad_cand_bias)
+        grad_logits = exps  # turned into the logits' gradient in place
+        grad_h = paddle.matmul(grad_logits, w_cand)  # [n, P]
+        grad_cand_w = paddle.matmul(grad_logits, h, transpose_x=True)  # [C, P]
         grad_w, grad_b = paddle.zeros(w.shape), paddle.zeros(ctx.b_shape)
         ops.elmo_sampled_softmax_rows_backward(grad_h, grad_cand_w, grad_true, grad_cand_bias, h, w, true_pos,
                                                cand_pos, grad_w, grad_b)
