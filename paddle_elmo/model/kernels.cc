@@ -1004,6 +1004,7 @@ std::vector<Tensor> SampledSoftmaxForward(const Tensor& h_in, const Tensor& w_in
   float* tprob = true_prob.data<float>();
   std::vector<float> cand_bias(C);
   for (int64_t j = 0; j < C; ++j) cand_bias[j] = bv[cp[j]] - lqc[j];
+  const OneMklThread one_thread;  // packed and multiplied on one thread: the same bits on any number
   const RightMatrix cand(w_cand, true, kSoftmaxBlockRows);
 #ifdef ELMO_MKL
   constexpr bool kProductPerBlock = true;
