@@ -448,10 +448,11 @@ inline void MaxStep(const float* xk, float* b, float* c, int64_t n) {
   }
 }
 
-// A position's share gk [n] of the max's gradient g: g / c where its value xk reached the max b, else 0.
-inline void TieShare(const float* xk, const float* b, const float* c, const float* g, float* gk, int64_t n) {
+// A position's share gk [n] of the max's gradient: share (g / c, the max's gradient over its ties)
+// where its value xk reached the max b, else 0. gk may be xk.
+inline void TieShare(const float* xk, const float* b, const float* share, float* gk, int64_t n) {
 #pragma omp simd
-  for (int64_t e = 0; e < n; ++e) gk[e] = xk[e] == b[e] ? g[e] / c[e] : 0.f;
+  for (int64_t e = 0; e < n; ++e) gk[e] = xk[e] == b[e] ? share[e] : 0.f;
 }
 
 // ---- The char CNN on a call's distinct tokens ------------------------------------------------------
@@ -558,34 +559,28 @@ inline void PadStep(const float* pad, float count, bool first, float* b, float* 
 }
 
 // MKL's products may run on many threads at once; Paddle's matmul (RightMatrix without MKL) on one
-// only. Every block's product runs on one thread (MKL takes one inside a parallel region), so that
-// the blocks, fixed by the inputs, give the same bits on any number of threads.
+// only. In the forward every block of tokens is multiplied on one thread (MKL takes one inside a
+// parallel region), so that the blocks, fixed by the inputs, give the same bits on any number.
 #ifdef ELMO_MKL
 constexpr bool kThreadedProducts = true;
 #else
 constexpr bool kThreadedProducts = false;
 #endif
 
-// c [m, n] (leading dimension ldc) = op(a) x op(b) on this thread, row-major with leading
-// dimensions; with MKL its sgemm, else a plain loop.
-void BlockProduct(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const float* a, int64_t lda, const float* b,
-                  int64_t ldb, float* c, int64_t ldc) {
+// c [m, n] = op(a) x op(b), row-major, on MKL's threads (Paddle's matmul without MKL).
+void Product(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const float* a, const float* b, float* c) {
 #ifdef ELMO_MKL
-  cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans, m, n, k, 1.f, a, lda, b,
-              ldb, 0.f, c, ldc);
+  cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans, m, n, k, 1.f, a,
+              ta ? m : k, b, tb ? k : n, 0.f, c, n);
 #else
-  for (int64_t i = 0; i < m; ++i) {
-    float* row = c + i * ldc;
-    std::fill(row, row + n, 0.f);
-    for (int64_t p = 0; p < k; ++p) {
-      const float scale = ta ? a[p * lda + i] : a[i * lda + p];
-      for (int64_t j = 0; j < n; ++j) row[j] += scale * (tb ? b[j * ldb + p] : b[p * ldb + j]);
-    }
-  }
+  const auto shape = [](bool t, int64_t rows, int64_t cols) { return t ? std::vector<int64_t>{cols, rows}
+                                                                       : std::vector<int64_t>{rows, cols}; };
+  Tensor product = paddle::experimental::matmul(
+      paddle::from_blob(const_cast<float*>(a), shape(ta, m, k), paddle::DataType::FLOAT32),
+      paddle::from_blob(const_cast<float*>(b), shape(tb, k, n), paddle::DataType::FLOAT32), ta, tb);
+  std::memcpy(c, product.data<float>(), sizeof(float) * m * n);
 #endif
 }
-
-constexpr int64_t kProductBlock = 128;  // rows or columns of a backward product's block
 
 // MKL on one thread on this thread while it lives: a weight packed for the threads of the call
 // gives other last bits when the blocks multiply it on one thread each.
@@ -661,6 +656,8 @@ void CharCnn(const Tensor& ids_in, const Tensor& spans_in, const Tensor& embed_i
   }
 }
 
+constexpr int64_t kShareColumns = 256;  // a token's shares of one pass over its windows, on the stack
+
 // The gradient of one width's max from grad [T, N] (columns offset..offset + n): the products
 // [R + 1, n] become, in place, the gradient of each window's product, split among the windows that
 // reach the max as TensorFlow's reduce_max; the PAD row gets the share of all the PAD windows of
@@ -688,7 +685,15 @@ void WindowGradients(const std::vector<int64_t>& rows, const int64_t* spans, int
 #pragma omp for
     for (int64_t t = 0; t < T; ++t) {
       const float *b = bv + t * N + offset, *c = cv + t * N + offset, *g = gv + t * N + offset;
-      for (int64_t k = rows[t]; k < rows[t + 1]; ++k) TieShare(x + k * n, b, c, g, x + k * n, n);
+      float share[kShareColumns];  // g / c once a token, not once a window
+      for (int64_t start = 0; start < n; start += kShareColumns) {
+        const int64_t width = std::min(kShareColumns, n - start);
+#pragma omp simd
+        for (int64_t e = 0; e < width; ++e) share[e] = g[start + e] / c[start + e];
+        for (int64_t k = rows[t]; k < rows[t + 1]; ++k) {
+          TieShare(x + k * n + start, b + start, share, x + k * n + start, width);
+        }
+      }
     }
   }
   std::memcpy(pad, pad_grad.data(), sizeof(float) * n);
@@ -711,7 +716,6 @@ void CharCnnBackward(const Tensor& ids_in, const Tensor& spans_in, const Tensor&
   const float *bv = best.data<float>(), *cv = ties.data<float>(), *gv = grad.data<float>();
   float* de = grad_embed.data<float>();
   std::fill(de, de + grad_embed.numel(), 0.f);
-  const OneMklThread one_thread;
   int64_t offset = 0;
   for (size_t i = 0; i < weights.size(); ++i) {
     const Tensor weight = weights[i].contiguous();
@@ -727,19 +731,10 @@ void CharCnnBackward(const Tensor& ids_in, const Tensor& spans_in, const Tensor&
     for (int64_t j = 0; j < w; ++j) {
       std::memcpy(windows.data() + rows[T] * K + j * C, embed.data<float>() + pad_id * C, sizeof(float) * C);
     }
-    // grad W = windows^T x (sums over every window: blocks of W's columns), then the windows'
-    // gradient x W^T (blocks of windows) in place of the windows.
+    // grad W = windows^T x, then the windows' gradient x W^T in place of the windows.
     const int64_t R = rows[T] + 1;
-    float* gw = grad_weights[i].data<float>();
-#pragma omp parallel for schedule(static, 1) if (kThreadedProducts)
-    for (int64_t j = 0; j < n; j += kProductBlock) {
-      BlockProduct(true, false, K, std::min(kProductBlock, n - j), R, windows.data(), K, x + j, n, gw + j, n);
-    }
-#pragma omp parallel for schedule(static, 1) if (kThreadedProducts)
-    for (int64_t r = 0; r < R; r += kProductBlock) {
-      BlockProduct(false, true, std::min(kProductBlock, R - r), K, n, x + r * n, n, weight.data<float>(), n,
-                   windows.data() + r * K, K);
-    }
+    Product(true, false, K, n, R, windows.data(), x, grad_weights[i].data<float>());
+    Product(false, true, R, K, n, x, weight.data<float>(), windows.data());
     const float* dw = windows.data();
     for (int64_t t = 0; t < T; ++t) {
       for (int64_t k = 0; k < rows[t + 1] - rows[t]; ++k, dw += K) {
