@@ -74,17 +74,22 @@ Tensor Zeros(const std::vector<int64_t>& shape) {
 // |r| <= ln2 / 2 and Cephes' degree-6 polynomial for exp(r); relative error < 1e-7 on [-87, 88]
 // (inputs are clamped there, which sigmoid and tanh do not notice). Absolute errors: sigmoid
 // < 1e-7, tanh < 2e-7. NaN propagates.
+// c[0] + r (c[1] + r (c[2] + ...)), Horner's rule from the highest coefficient (gcc unrolls it).
+template <size_t N>
+inline float Horner(float r, const float (&c)[N]) {
+  float p = c[N - 1];
+  for (size_t i = N - 1; i-- > 0;) p = p * r + c[i];
+  return p;
+}
+
 inline float Exp(float x) {
   x = x < -87.f ? -87.f : x;
   x = x > 88.f ? 88.f : x;
   const float n = (x * 1.44269504088896341f + 12582912.f) - 12582912.f;  // round to nearest
   const float r = (x - n * 0.693359375f) + n * 2.12194440e-4f;           // x - n ln2 in two parts
-  float p = 1.9875691500e-4f;
-  p = p * r + 1.3981999507e-3f;
-  p = p * r + 8.3334519073e-3f;
-  p = p * r + 4.1665795894e-2f;
-  p = p * r + 1.6666665459e-1f;
-  p = p * r + 5.0000001201e-1f;
+  constexpr float kExpCoefficients[] = {5.0000001201e-1f, 1.6666665459e-1f, 4.1665795894e-2f,
+                                        8.3334519073e-3f, 1.3981999507e-3f, 1.9875691500e-4f};
+  const float p = Horner(r, kExpCoefficients);
   const int32_t bits = (static_cast<int32_t>(n) + 127) << 23;  // 2^n
   float two_n;
   std::memcpy(&two_n, &bits, sizeof two_n);  // a bit cast any C++11 compiler folds to a move
@@ -919,13 +924,9 @@ inline float Exp2NonPositive(float y) {
   y = y < -126.f ? -126.f : y;
   const float n = (y + 12582912.f) - 12582912.f;  // round to nearest
   const float r = y - n;
-  float p = 1.535335905e-4f;
-  p = p * r + 1.339887502e-3f;
-  p = p * r + 9.618436918e-3f;
-  p = p * r + 5.550332367e-2f;
-  p = p * r + 2.402264774e-1f;
-  p = p * r + 6.931471825e-1f;
-  const float m = p * r + 1.f;
+  constexpr float kExp2Coefficients[] = {1.f, 6.931471825e-1f, 2.402264774e-1f, 5.550332367e-2f,
+                                         9.618436918e-3f, 1.339887502e-3f, 1.535335905e-4f};
+  const float m = Horner(r, kExp2Coefficients);
   int32_t bits;
   std::memcpy(&bits, &m, sizeof bits);
   bits += static_cast<int32_t>(n) << 23;  // n in [-126, 0]: m * 2^n stays a normal float
