@@ -966,8 +966,8 @@ inline float RowExps(float* row, const float* bias, int64_t C, float true_logit,
   return top + (std::log(sum) - delta * kLn2);
 }
 
-// Rows of the forward's product made at a time, each block on one thread: 16 rows of 8k candidates'
-// logits (512 KB) stay in a core's L2 cache from the product to the exps.
+// Rows of the forward's product made at a time, each block on one thread: a block of logits (16 rows
+// of the recipe's 8,192 candidates, half a megabyte) stays in a core's L2 cache from the product to the exps.
 constexpr int64_t kSoftmaxBlockRows = 16;
 
 std::vector<Tensor> TakeRows(const Tensor& x_in, const Tensor& index_in);  // "Rows of a table" below
