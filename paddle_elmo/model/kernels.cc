@@ -498,7 +498,8 @@ void FillWindows(const int64_t* ids, int64_t cols, const int64_t* spans, int64_t
 }
 
 // Floats at a 64-byte boundary, for MKL's operands: its sums may run in another order at another
-// alignment, and malloc's varies from run to run (a resumed run must give the same bits).
+// alignment, and malloc's varies from run to run (the LSTM kernels take Paddle's tensors as scratch
+// for the same reason).
 class AlignedFloats {
  public:
   explicit AlignedFloats(int64_t n)
@@ -565,7 +566,8 @@ inline void PadStep(const float* pad, float count, bool first, float* b, float* 
 
 // MKL's products may run on many threads at once; Paddle's matmul (RightMatrix without MKL) on one
 // only. In the forward every block of tokens is multiplied on one thread (MKL takes one inside a
-// parallel region), so that the blocks, fixed by the inputs, give the same bits on any number.
+// parallel region), so that the blocks, fixed by the inputs, give the same bits on any number of
+// threads.
 #ifdef ELMO_MKL
 constexpr bool kThreadedProducts = true;
 #else
