@@ -782,29 +782,15 @@ PD_BUILD_OP(elmo_char_cnn_backward)
 // own target (an accidental hit): the label is that column and the true column is left out.
 // Paddle's cross_entropy also needs the two concatenated into [n, C + 1]: slower here.
 
-// One row: -> its log-sum-exp; with probs given, each candidate's probability written there
-// (probs may be row itself: each value is read before it is written).
-inline float RowLogSumExp(const float* row, const float* bias, int64_t C, float true_logit, int64_t label,
-                          float* probs) {
+// One row: -> its log-sum-exp.
+inline float RowLogSumExp(const float* row, const float* bias, int64_t C, float true_logit, int64_t label) {
   float top = label == 0 ? true_logit : row[0] + bias[0];
   // A NaN logit is skipped here but makes the sum below NaN. (std::fmax does not vectorise.)
 #pragma omp simd reduction(max : top)
   for (int64_t j = 0; j < C; ++j) top = row[j] + bias[j] > top ? row[j] + bias[j] : top;
   float sum = label == 0 ? Exp(true_logit - top) : 0.f;
-  if (probs == nullptr) {
 #pragma omp simd reduction(+ : sum)
-    for (int64_t j = 0; j < C; ++j) sum += Exp(row[j] + bias[j] - top);
-    return top + std::log(sum);
-  }
-#pragma omp simd reduction(+ : sum)
-  for (int64_t j = 0; j < C; ++j) {
-    const float e = Exp(row[j] + bias[j] - top);
-    probs[j] = e;
-    sum += e;
-  }
-  const float scale = 1.f / sum;
-#pragma omp simd
-  for (int64_t j = 0; j < C; ++j) probs[j] *= scale;
+  for (int64_t j = 0; j < C; ++j) sum += Exp(row[j] + bias[j] - top);
   return top + std::log(sum);
 }
 
@@ -833,7 +819,7 @@ std::vector<Tensor> SampledSoftmaxLoss(const Tensor& true_in, const Tensor& cand
   for (int64_t i = 0; i < n; ++i) {
     const int64_t label = lv[i];
     const float* row = cv + i * C;
-    lse_v[i] = RowLogSumExp(row, bv, C, tv[i], label, nullptr);
+    lse_v[i] = RowLogSumExp(row, bv, C, tv[i], label);
     loss_v[i] = lse_v[i] - (label == 0 ? tv[i] : row[label - 1] + bv[label - 1]);
   }
   return {loss, lse};
