@@ -21,9 +21,10 @@ higher of the matmul rates read in the worker just before and just after its tim
 = floor ms / ms. --ops N adds Paddle's profiler's N operators with the most CPU time (a second pass).
 
 The roofline columns (benchmarks/roofline.py, which documents how FLOPs and bytes are counted):
-after the timed pass the worker measures the stream bandwidth (stream.py's triad) and times each
-of the batches' product shapes alone (rows rounded up to roofline.ROW_GRID: the recurrence's rows
-fall as sentences end), as the code runs them: the recurrence's per-step products, where the kernels
+just before and just after the timed pass the worker measures the stream bandwidth (stream.py's
+triad) and times each of the batches' product shapes alone, the faster of the two kept per shape
+(rows rounded up to roofline.ROW_GRID: the recurrence's rows fall as sentences end), as the code
+runs them: the recurrence's per-step products, where the kernels
 link MKL, as MKL's packed products, the kernel's way (each run's line says which); "at shape ms" is
 the part's products at those rates, "memory ms" its bytes (GFLOP and MB per batch beside them) at
 the bandwidth, "roofline ms" the larger, "of roofline" = roofline ms / ms; the batch's is the sum
@@ -73,6 +74,12 @@ def worker(spec):
     """Embed the sentences once timed by part (and once under Paddle's profiler with --ops)."""
     sentences, _ = bench_embed.read_sentences(spec['data_file'], spec['n_sentences'])
     bilm, embedder, _ = bench_embed.build_embedder(spec)
+    char_ids = bench_embed.embedder_batches(sentences, spec['batch_size'], False)
+    from paddle_elmo.model import kernels
+    streamed = kernels.kernel() is not None  # the LSTM kernel makes the input products (streamed_recurrence)
+    parts = roofline.embedding_parts(bilm.config, char_ids, stream.last_level_cache_bytes(), streamed)
+    time_floor = lambda: roofline.time_floor(parts, spec['threads'], spec['shape_seconds'])
+    floor_before = time_floor() if spec['shape_seconds'] > 0 else None
     rate_before = matmul_rates.measure_matmul_gflops()
     seconds = collections.defaultdict(float)
     instrument(bilm, seconds)
@@ -81,20 +88,16 @@ def worker(spec):
         pass
     seconds['all'] = time.perf_counter() - start
     rate_after = matmul_rates.measure_matmul_gflops()
+    bandwidth, roof, timed, floors = None, None, None, None
+    if floor_before:
+        bandwidth, roof, timed, floors = roofline.measure(parts, [floor_before, time_floor()])
     batches = -(-len(sentences) // spec['batch_size'])
     ms = {k: 1000 * v / batches for k, v in seconds.items()}  # before operator_table's pass adds to them
     ops = profiling.operator_table(lambda: [None for _ in embedder.iter_embeddings(sentences)], batches,
                                 spec['ops'], unit='batch') if spec['ops'] else []
-    char_ids = bench_embed.embedder_batches(sentences, spec['batch_size'], False)
     need = flop_counts.required_flops(bilm.config, char_ids)
-    from paddle_elmo.model import kernels
-    streamed = kernels.kernel() is not None  # the LSTM kernel makes the input products (streamed_recurrence)
-    bandwidth, roof, timed = None, None, None
-    if spec['shape_seconds'] > 0:
-        parts = roofline.embedding_parts(bilm.config, char_ids, stream.last_level_cache_bytes(), streamed)
-        bandwidth, roof, timed = roofline.measure(parts, spec['threads'], spec['shape_seconds'])
     return {'ms': ms, 'batches': batches, 'batch_size': spec['batch_size'], 'stream': bandwidth, 'roofline': roof,
-            'streamed': streamed,
+            'roofline timings': floors, 'streamed': streamed,
             'recurrence timed': timed, 'tokens': sum(len(s) for s in sentences),
             'flops': {k: v / batches for k, v in need.items() if k in ('char_cnn', 'highway', 'projection', 'lstm',
                                                                        'total')},

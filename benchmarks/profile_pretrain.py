@@ -8,7 +8,7 @@ arithmetic needs at the machine's matmul rate.
 The step is pretraining_step.py's, as bench_pretrain.py times it (the same configurations, batch sizes, stream, seed, sampled
 softmax and Adagrad; `bundled` is the bundled model's configuration and recipe: the budget preset,
 Adam, 64 rows) taken apart with timers around the library's own calls:
-  data            LMStream's next batch (NumPy)
+  data            LMStream's next batch (NumPy; drawn before the timed steps, its time added to them)
   token layer     BiLM.token_embedding forward (char CNN, highway, projection once per distinct
                   token of the step's two streams) and its backward
   LSTMs           both LstmStack forwards and their backward (the recurrence kernels and the
@@ -27,8 +27,9 @@ higher of the float32 matmul rates read in the worker just before and just after
 "of floor" = floor ms / ms. Parts with no product (data, optimizer) have no such floor.
 
 The roofline columns (benchmarks/roofline.py, which documents how FLOPs and bytes are counted):
-after the timed steps the worker measures the stream bandwidth (stream.py's triad) and times each
-of the step's product shapes alone, as the code runs them: the recurrence's per-step products
+just before and just after the timed steps the worker measures the stream bandwidth (stream.py's
+triad) and times each of the step's product shapes alone, the faster of the two kept per shape, as
+the code runs them: the recurrence's per-step products
 (forward, and backward's through the transposed weights), where the kernels link MKL, as MKL's
 packed products, the kernel's way (each run's line says which); "at shape ms" is the part's
 products at those rates, "memory ms" its bytes (GFLOP and MB per step beside them) at the bandwidth, "roofline ms" the larger, and
@@ -113,19 +114,16 @@ def instrument(model, timers):
     timers.wrap(model.softmax, 'sampled_loss', 'forward: softmax')
 
 
-def timed_step(model, optimizer, batches, timers):
+def timed_step(model, optimizer, batch, timers):
     """lm.train_step, timed part by part (its phases' ends, and where the backward reaches each part)
     -> (the loss, the rows of the softmax's W and b the step read)."""
     from paddle_elmo.train.lm import train_step
     t0 = time.perf_counter()
-    batch = next(batches)
-    t1 = time.perf_counter()
     ends = {}
     out, _ = train_step(model, optimizer, batch, mark=lambda phase: ends.__setitem__(phase, time.perf_counter()))
     tops = max(timers.marks['top 0'], timers.marks['top 1'])
     s = timers.seconds
-    s['data'] += t1 - t0
-    s['forward: all'] += ends['forward'] - t1
+    s['forward: all'] += ends['forward'] - t0
     s['backward: softmax'] += tops - ends['forward']
     s['backward: LSTMs'] += timers.marks['token layer'] - tops
     s['backward: token layer'] += ends['backward'] - timers.marks['token layer']
@@ -134,33 +132,40 @@ def timed_step(model, optimizer, batches, timers):
     return float(out['loss']), len(out['table_rows'][0].ids)
 
 
+def draw(batches, steps):
+    """The timed steps' batches, drawn before them (the roofline is timed on their shapes before the
+    steps run) -> ([batch], the seconds the draws took: the step's data part)."""
+    t0 = time.perf_counter()
+    drawn = [next(batches) for _ in range(steps)]
+    return drawn, time.perf_counter() - t0
+
+
 def worker(name, batch_size, steps, warmup, top, shape_seconds, threads):
     """Profile `steps` steps of configuration `name` at `batch_size` rows after `warmup`; print one JSON line."""
     model, optimizer, batches, config, negatives, rule = pretraining_step.build(name, batch_size)
     from paddle_elmo.train.lm import train_step
     for _ in range(warmup):
         train_step(model, optimizer, next(batches))
+    step_batches, data_seconds = draw(batches, steps)
+    parts = lambda table_rows: roofline.training_parts(config, step_batches, negatives, table_rows,
+                                                       sum(p.size for _, p in optimizer.dense), rule,
+                                                       stream.last_level_cache_bytes())
+    # The product shapes do not depend on the softmax rows the steps will read (only bytes do).
+    time_floor = lambda: roofline.time_floor(parts(0), threads, shape_seconds)
+    floor_before = time_floor() if shape_seconds > 0 else None
     rate_before = matmul_rates.measure_matmul_gflops()
     timers = Timers()
     instrument(model, timers)
-    step_batches = []
-    record = batches
-
-    class Recording:  # the timed batches, for their FLOP count
-        def __next__(self):
-            b = next(record)
-            step_batches.append(b)
-            return b
-    losses, table_rows = zip(*[timed_step(model, optimizer, Recording(), timers) for _ in range(steps)])
+    losses, table_rows = zip(*[timed_step(model, optimizer, b, timers) for b in step_batches])
     rate_after = matmul_rates.measure_matmul_gflops()
+    timers.seconds['data'] += data_seconds
+    timers.seconds['step'] += data_seconds
     need = flop_counts.required_flops(config, [flop_counts.lm_step_char_ids(b) for b in step_batches], training=True,
                                  n_negative_samples=negatives)
     ms = {k: 1000 * v / steps for k, v in timers.seconds.items()}  # before operator_table's steps add to them
-    bandwidth, roof, timed = None, None, None
-    if shape_seconds > 0:
-        parts = roofline.training_parts(config, step_batches, negatives, sum(table_rows),
-                                        sum(p.size for _, p in optimizer.dense), rule, stream.last_level_cache_bytes())
-        bandwidth, roof, timed = roofline.measure(parts, threads, shape_seconds)
+    bandwidth, roof, timed, floors = None, None, None, None
+    if floor_before:
+        bandwidth, roof, timed, floors = roofline.measure(parts(sum(table_rows)), [floor_before, time_floor()])
     ops = profiling.operator_table(lambda: [train_step(model, optimizer, next(batches)) for _ in range(steps)], steps,
                                 top) if top else []
     print(json.dumps({'ms': ms, 'batch_size': batch_size,
@@ -168,7 +173,7 @@ def worker(name, batch_size, steps, warmup, top, shape_seconds, threads):
                                                              'total')},
                       'distinct/step': need['distinct'] / steps, 'losses': losses,
                       'rates': [rate_before, rate_after], 'stream': bandwidth, 'roofline': roof,
-                      'recurrence timed': timed, 'ops': ops}))
+                      'roofline timings': floors, 'recurrence timed': timed, 'ops': ops}))
 
 
 def optimizer_bandwidth(r):

@@ -6,15 +6,16 @@ its memory traffic at the machine's stream bandwidth, whichever takes longer:
 
 profile_pretrain.py and profile_embed.py print it beside each part's required floor (the same FLOPs
 at the [4096]^2 rate: flop_counts.required_flops; the products listed here add up to exactly its count).
-The rate at a shape is the product timed alone on random operands in the same run (its rows rounded
-up to ROW_GRID, so the rate is if anything too high and the floor too low): paddle.matmul's
+The rate at a shape is the product timed alone on random operands in the same process, just before
+and just after the timed run, the faster of the two kept (fastest: a floor timed once moved with a
+shared VM's drift and let parts beat it) (its rows rounded up to ROW_GRID, so the rate is if anything too high and the floor too low): paddle.matmul's
 (matmul_rates.time_product), except the recurrence's per-step products where the kernels link MKL
 (kernel_build.mkl_library): the kernel packs each weight once per call for MKL's packed products
 (cblas_sgemm_pack, for the call's first step's rows: here the batch's, though a batch the code
 cuts into several calls packs for each call's first rows) and runs every step's product by
 cblas_sgemm_compute, faster than paddle.matmul at a step's few rows, so they are timed that way
 (matmul_rates.time_packed_product; RECURRENCE_TIMED says which, and the profiles print it). The
-bandwidth is STREAM's triad (stream.py), measured in the same run.
+bandwidth is STREAM's triad (stream.py), measured in the same process, before and after, the better kept.
 
 Products, as the code runs them (2 m n k FLOPs each; forward, and in training dX = dY W^T and
 dW = X^T dY):
@@ -347,22 +348,54 @@ def columns(summary_, ms):
 
 
 def described(result):
-    """What a profile worker's `result` measured for its roofline (its 'stream' and 'recurrence
-    timed'), as the end of its run's line: '' when it measured none."""
+    """What a profile worker's `result` measured for its roofline (its 'stream', 'recurrence timed'
+    and 'roofline timings'), as the end of its run's line: '' when it measured none."""
     import stream
     if not result['stream']:
         return ''
-    return f"; {stream.describe(result['stream'])}; the recurrence's products timed by {result['recurrence timed']}"
+    before, after = result['roofline timings']
+    return (f"; {stream.describe(result['stream'])} (the better of its timings before and after the run); the "
+            f"recurrence's products timed by {result['recurrence timed']}; the roofline timed {before:.1f} ms "
+            f"before the run, {after:.1f} after (each shape at its faster kept)")
 
 
-def measure(parts, threads, shape_seconds):
-    """A profile worker's roofline, after its timed run and in its process: the stream bandwidth
-    (stream.py, the triad) and each product shape's rate (timed alone for `shape_seconds`, the
-    recurrence's as the kernel runs them) -> (stream.measure_stream_gbs' result, {row: summary},
-    RECURRENCE_TIMED's line for how the recurrence's products were timed)."""
+class Timing(NamedTuple):
+    """One timing of what the floors are counted at: the stream bandwidth and each product shape's
+    seconds per call."""
+    stream: dict                  # stream.measure_stream_gbs' result
+    seconds: dict                 # {timed shape: seconds per call}
+
+
+def time_floor(parts, threads, shape_seconds):
+    """Time the parts' floors' rates once, in this process: the stream bandwidth (stream.py, the
+    triad) and each product shape (alone for `shape_seconds`, the recurrence's as the kernel runs
+    them) -> Timing. A profile times them just before and just after its timed run (fastest)."""
     import stream
     bandwidth = stream.measure_stream_gbs(threads)
-    library = packed_library()
-    seconds = time_shapes(parts, shape_seconds, library)
-    summaries = {name: summary(part, seconds, bandwidth['triad']) for name, part in parts.items()}
-    return bandwidth, summaries, RECURRENCE_TIMED[library is not None]
+    return Timing(bandwidth, time_shapes(parts, shape_seconds, packed_library()))
+
+
+def fastest(timings):
+    """Timings taken around a run -> one Timing: each shape at its fastest, the best bandwidth of each
+    kind. Why: a shared VM's rate drifts within minutes, and a floor timed in one slow patch let
+    parts run faster than their floor; the fastest of the timings around the run is the closer
+    to what the machine could do during it (the rule of the matmul readings, shares.reference_rate)."""
+    seconds = {shape: min(t.seconds[shape] for t in timings) for shape in timings[0].seconds}
+    kinds = ('copy', 'triad')
+    bandwidth = {**timings[0].stream, **{k: max(t.stream[k] for t in timings) for k in kinds}}
+    return Timing(bandwidth, seconds)
+
+
+def floor_ms(parts, timing):
+    """The sum of the parts' roofline ms at one timing (a profile prints each timing's beside the run)."""
+    return sum(summary(part, timing.seconds, timing.stream['triad'])['roofline ms'] for part in parts.values())
+
+
+def measure(parts, timings):
+    """A profile worker's roofline from the timings taken around its run (time_floor's, before and
+    after it) -> (the stream bandwidth counted, {row: summary} at the fastest timing, RECURRENCE_TIMED's
+    line for how the recurrence's products were timed, [each timing's floor_ms])."""
+    best = fastest(timings)
+    summaries = {name: summary(part, best.seconds, best.stream['triad']) for name, part in parts.items()}
+    return (best.stream, summaries, RECURRENCE_TIMED[packed_library() is not None],
+            [floor_ms(parts, t) for t in timings])

@@ -6,8 +6,9 @@ Why: the machine's rate drifts while a run goes on (a shared VM's by a fifth wit
 figure computed against one reading depends on when that reading was taken; the higher of the two
 readings around a run is the closer to what the machine could do during it, and never credits a
 run for the machine having slowed down. One run can be lucky or unlucky; the median of N, with the
-values beside it, says how much that matters. A roofline share (its floor measured in the run's own
-process, at the run's shapes) is a median of N runs in the same way.
+values beside it, says how much that matters. A roofline share (its floor timed in the run's own
+process, at the run's shapes, just before and just after the run, each shape's faster timing kept:
+roofline.fastest, the same rule) is a median of N runs in the same way.
 """
 import json
 import statistics
@@ -15,7 +16,7 @@ from typing import Dict, NamedTuple, Sequence, Tuple
 
 DEFAULT_REPEATS = 3
 AGAINST_RATE = 'each against the higher of its start/end matmul reading'
-AGAINST_ROOFLINE = 'each against the roofline measured in its own run'
+AGAINST_ROOFLINE = 'each against the roofline timed before and after it in its own process, the faster kept'
 
 
 def reference_rate(readings):

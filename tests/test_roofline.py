@@ -103,6 +103,29 @@ def test_the_roofline_is_the_longer_of_the_products_at_their_shapes_and_the_byte
     assert roofline.columns(fast, ms=2 * fast['roofline ms'])['of roofline'] == '50%'
 
 
+def test_the_floor_keeps_each_shapes_fastest_timing_around_the_run_and_the_best_bandwidth(monkeypatch):
+    """Timed before and after the run, a floor takes each shape's faster timing (the two shapes' faster
+    ones from different timings) and the better triad; each timing's own floor is kept to show drift."""
+    a, b = ((6, 7), (7, 11), False, False, 0), ((2, 7), (7, 11), False, False, 0)
+    part = roofline.Part()
+    part.add((6, 7), (7, 11))
+    part.add((2, 7), (7, 11))
+    part.bytes = 1e6
+    stream_ = {'threads': 2, 'array_mb': 64}
+    before = roofline.Timing({**stream_, 'copy': 2.0, 'triad': 1.0}, {a: 3.0, b: 1.0})
+    after = roofline.Timing({**stream_, 'copy': 1.0, 'triad': 4.0}, {a: 2.0, b: 5.0})
+    best = roofline.fastest([before, after])
+    assert best.seconds == {a: 2.0, b: 1.0}
+    assert (best.stream['copy'], best.stream['triad'], best.stream['array_mb']) == (2.0, 4.0, 64)
+    monkeypatch.setattr(roofline, 'packed_library', lambda: None)
+    bandwidth, summaries, timed, floors = roofline.measure({'p': part}, [before, after])
+    assert bandwidth == best.stream and timed == roofline.RECURRENCE_TIMED[False]
+    assert summaries['p']['at shape ms'] == pytest.approx(3000.0)
+    assert floors == [pytest.approx(4000.0), pytest.approx(7000.0)]  # neither timing's alone is the floor
+    line = roofline.described({'stream': bandwidth, 'recurrence timed': timed, 'roofline timings': floors})
+    assert '4000.0 ms before the run, 7000.0 after' in line
+
+
 def products_by_packing(part):
     """A part's products -> {rows packed for (0: plain): {(x, y, tx, ty)}}."""
     out = {}
@@ -168,7 +191,8 @@ def test_where_the_kernels_link_mkl_the_roofline_times_the_recurrence_on_it_and_
     if library is None:
         pytest.skip("this Paddle wheel ships no MKL the kernels link: the recurrence's products are paddle.matmul's")
     assert 'packed' in roofline.described({'stream': {'threads': 1, 'array_mb': 1, 'copy': 1.0, 'triad': 1.0},
-                                            'recurrence timed': roofline.RECURRENCE_TIMED[True]})
+                                            'recurrence timed': roofline.RECURRENCE_TIMED[True],
+                                            'roofline timings': [1.0, 1.0]})
     import paddle
     matmul_rates = benchmark_module('matmul_rates')
     x = paddle.randn([3, 4])

@@ -52,7 +52,7 @@ def test_the_printed_line_gives_the_median_n_every_value_and_the_rule():
                                'higher of its start/end matmul reading)')
     roof = shares.roofline_figure('share of roofline floor', [0.78, 0.8])
     assert roof.line() == ('share of roofline floor: 79.0% (median of 2: 78.0, 80.0; each against the roofline '
-                           'measured in its own run)')
+                           'timed before and after it in its own process, the faster kept)')
 
 
 def test_a_bracket_gives_each_run_the_readings_just_before_and_after_it():
