@@ -9,7 +9,7 @@ import sys
 
 import pytest
 
-from test_share_figures import benchmark_module
+from helpers import benchmark_module
 
 bench_export = benchmark_module('bench_export')
 
@@ -108,7 +108,8 @@ def test_the_table_is_the_median_run_with_the_largest_peak_and_the_json_holds_ev
     assert [r['round'] for r in data['runs']['original, onnx int8']] == [1, 2, 3]
     assert [r['peak_rss_mb'] for r in data['runs']['original, onnx float32']] == list(PEAK_MB['onnx float32'])
     assert data['matmul_gflops'] == READINGS[0] and data['matmul_gflops_end'] == READINGS[-1]
-    assert 'original, library: tokens/s: 80.00 (median of 3: 100.00, 50.00, 80.00; each as its run measured it)' in stdout
+    assert ('original, library: tokens/s: 80.00 (median of 3: 100.00, 50.00, 80.00; each as its run measured '
+            'it)') in stdout
     assert 'original onnx int8, run 2/3 ... 100 tokens/s, 10.0 s; matmul 125.0 GFLOP/s before, 125.0 after' in stdout
 
 

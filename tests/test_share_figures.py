@@ -1,20 +1,11 @@
 """The benchmarks' robust figures (benchmarks/shares.py): a share of a floor is the median of N runs,
 each divided by the higher of the matmul readings at its start and end, with N and every value in
 the printed line and in the --json_out file."""
-import importlib
 import json
-import os
 
 import pytest
 
-from conftest import ROOT
-
-
-def benchmark_module(name):
-    """A module of benchmarks/ (they import each other by bare name, as scripts run from there)."""
-    with pytest.MonkeyPatch.context() as patch:
-        patch.syspath_prepend(os.path.join(ROOT, 'benchmarks'))
-        return importlib.import_module(name)
+from helpers import benchmark_module
 
 
 shares = benchmark_module('shares')
