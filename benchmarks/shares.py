@@ -17,6 +17,7 @@ from typing import Dict, NamedTuple, Sequence, Tuple
 DEFAULT_REPEATS = 3
 AGAINST_RATE = 'each against the higher of its start/end matmul reading'
 AGAINST_ROOFLINE = 'each against the roofline timed before and after it in its own process, the faster kept'
+AS_MEASURED = 'each as its run measured it'
 
 
 def reference_rate(readings):
@@ -36,25 +37,46 @@ class Figure(NamedTuple):
     values: Tuple[float, ...]                 # one per run
     readings: Tuple[Tuple[float, ...], ...]   # each run's (start, end) matmul GFLOP/s; () for a roofline share
     against: str = AGAINST_RATE
+    unit: str = '%'                           # '%': a share, printed in percent; 'x': a ratio; '': a number
 
     @property
     def median(self):
         return statistics.median(self.values)
 
+    def shown(self, value):
+        """One value as the line prints it: a share in percent, a ratio to 2 decimals, a number to 2
+        decimals or, when the median is 100 or more, whole (the same for every value of the line)."""
+        if self.unit == '%':
+            return f'{100 * value:.1f}'
+        return f'{value:.2f}' if self.unit == 'x' or abs(self.median) < 100 else f'{value:.0f}'
+
     def line(self):
         """`share of required floor: 64.2% (median of 3: 63.8, 64.2, 65.0; each against ...)`."""
-        values = ', '.join(f'{100 * v:.1f}' for v in self.values)
-        return f'{self.what}: {100 * self.median:.1f}% (median of {len(self.values)}: {values}; {self.against})'
+        values = ', '.join(self.shown(v) for v in self.values)
+        return (f'{self.what}: {self.shown(self.median)}{self.unit} (median of {len(self.values)}: {values}; '
+                f'{self.against})')
 
     def record(self):
-        """The figure as JSON: the median, N, the values, the readings and the rule."""
+        """The figure as JSON: the median, N, the values, the readings, the rule and the unit."""
         return {'what': self.what, 'median': self.median, 'n': len(self.values), 'values': list(self.values),
-                'matmul_readings': [list(r) for r in self.readings], 'against': self.against}
+                'matmul_readings': [list(r) for r in self.readings], 'against': self.against, 'unit': self.unit}
 
 
-def rate_figure(what, values, readings):
-    """A share against the matmul rate: `values` computed with share_of_floor from `readings`."""
-    return Figure(what, tuple(values), tuple(tuple(r) for r in readings), AGAINST_RATE)
+def rate_figure(what, values, readings, unit='%'):
+    """A share against the matmul rate: `values` computed with share_of_floor from `readings` (or, with
+    unit '', another quantity divided by reference_rate(readings), e.g. tokens/s per GFLOP/s)."""
+    return Figure(what, tuple(values), tuple(tuple(r) for r in readings), AGAINST_RATE, unit)
+
+
+def round_ratio_figure(what, values, baselines, baseline_name):
+    """Ratios paired by round: each run's value over the value of `baseline_name`'s run in the same
+    round of in_rounds (values and baselines in round order). Two runs of a round ran minutes apart,
+    so the machine's drift falls on both alike and mostly cancels in their ratio, which a ratio of the
+    two medians (runs of different rounds) would not."""
+    if len(values) != len(baselines):
+        raise ValueError(f'{what}: {len(values)} runs against {len(baselines)} of {baseline_name}')
+    return Figure(what, tuple(v / b for v, b in zip(values, baselines)), (),
+                  f"each against {baseline_name}'s run of the same round", 'x')
 
 
 def roofline_figure(what, values):
@@ -153,5 +175,5 @@ def read_figures(path):
     with open(path, encoding='utf-8') as f:
         data = json.load(f)
     return {label: [Figure(r['what'], tuple(r['values']), tuple(tuple(x) for x in r['matmul_readings']),
-                           r['against']) for r in records]
+                           r['against'], r.get('unit', '%')) for r in records]
             for label, records in data['figures'].items()}

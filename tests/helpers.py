@@ -413,3 +413,13 @@ def sha256(path):
         for block in iter(lambda: f.read(1 << 20), b''):
             digest.update(block)
     return digest.hexdigest()
+
+
+# ---- benchmarks ----------------------------------------------------------------------------------------
+
+def benchmark_module(name):
+    """A module of benchmarks/ (they import each other by bare name, as scripts run from there)."""
+    import importlib
+    with pytest.MonkeyPatch.context() as patch:
+        patch.syspath_prepend(os.path.join(ROOT, 'benchmarks'))
+        return importlib.import_module(name)

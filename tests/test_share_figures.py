@@ -1,20 +1,11 @@
 """The benchmarks' robust figures (benchmarks/shares.py): a share of a floor is the median of N runs,
 each divided by the higher of the matmul readings at its start and end, with N and every value in
 the printed line and in the --json_out file."""
-import importlib
 import json
-import os
 
 import pytest
 
-from conftest import ROOT
-
-
-def benchmark_module(name):
-    """A module of benchmarks/ (they import each other by bare name, as scripts run from there)."""
-    with pytest.MonkeyPatch.context() as patch:
-        patch.syspath_prepend(os.path.join(ROOT, 'benchmarks'))
-        return importlib.import_module(name)
+from helpers import benchmark_module
 
 
 shares = benchmark_module('shares')
@@ -118,3 +109,20 @@ def test_a_profile_prints_the_table_of_its_median_run_and_writes_every_run(tmp_p
     data = json.loads((tmp_path / 'p.json').read_text())
     assert sorted(data['results']) == ['small, 32 rows, run 1', 'small, 32 rows, run 2', 'small, 32 rows, run 3']
     assert data['figures']['small, 32 rows'][0]['values'] == pytest.approx([0.5, 0.7, 0.6])
+
+
+def test_a_ratio_figure_pairs_runs_by_round_and_keeps_its_unit_in_the_json_file(tmp_path):
+    ratio = shares.round_ratio_figure('x library', [120.0, 100.0, 150.0], [100.0, 50.0, 80.0], 'the library')
+    assert ratio.line() == ("x library: 1.88x (median of 3: 1.20, 2.00, 1.88; each against the library's run of "
+                            "the same round)")  # not 120 / 80, the ratio of the medians
+    with pytest.raises(ValueError, match='2 runs against 3'):
+        shares.round_ratio_figure('x library', [1.0, 2.0], [1.0, 1.0, 1.0], 'the library')
+    speed = shares.rate_figure('tokens/s per GFLOP/s', [4.5, 5.0, 4.0], READINGS, unit='')
+    assert speed.line().startswith('tokens/s per GFLOP/s: 4.50 (median of 3: 4.50, 5.00, 4.00; each against')
+    path = tmp_path / 'figures.json'
+    shares.write_json(str(path), {'int8': [ratio, speed], 'share': [figure()]}, {'commit': 'abc1234'})
+    assert shares.read_figures(str(path)) == {'int8': [ratio, speed], 'share': [figure()]}
+    data = json.loads(path.read_text())
+    del data['figures']['share'][0]['unit']  # a file written before figures had units: shares
+    path.write_text(json.dumps(data))
+    assert shares.read_figures(str(path))['share'] == [figure()]
