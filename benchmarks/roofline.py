@@ -33,7 +33,9 @@ dW = X^T dY):
                 products MKL's packed ones where the kernels link MKL), and the weight gradients
                 once over all steps ([positions, P]^T x [positions, 4D], [positions, D]^T x
                 [positions, P]), plain products
-  softmax       per direction: [positions, P] x [P, negatives + 1]; dX and dW (the rows read)
+  softmax       per direction: [positions, P] x [negatives + 1, P]^T (MKL's packed product where the
+                kernels link MKL, as the forward kernel runs it); dX = dY [positions, classes] x
+                [classes, P] and dW = dY^T x [positions, P] (the rows read), as the backward runs them
 
 Bytes (float32, 4 bytes a value; char ids int64, 8 bytes), per call of each step of the algorithm
 as the code structures it (products are separate calls, so a product's result goes to memory and
@@ -235,6 +237,17 @@ def _lstm_direction(config, sizes, llc, recurrence, inputs, backward=None, input
         backward.bytes += FLOAT * 2 * N * P  # packing
 
 
+def _softmax(n, P, classes, forward, backward):
+    """One direction's sampled softmax on n positions, its products in the code's layouts: the forward
+    kernel's logits h [n, P] x W_cand^T ([classes, P], MKL's packed product where the kernels link
+    MKL, packed for all the rows: the kernel's 16-row blocks on each thread reach that rate at most),
+    and backward grad_h = grad_logits [n, classes] x W_cand and grad_W_cand = grad_logits^T x h."""
+    forward.add((n, P), (classes, P), ty=True, packed=n)
+    backward.add((n, classes), (classes, P))
+    backward.add((n, classes), (n, P), tx=True)
+    forward.bytes += FLOAT * 2 * n * classes
+
+
 def training_parts(config, steps, negatives, table_rows, dense_params, rule, llc):
     """The parts of profile_pretrain's step, averaged over `steps` -> {profile row: Part}.
 
@@ -257,8 +270,7 @@ def training_parts(config, steps, negatives, table_rows, dense_params, rule, llc
             N = int(np.sum(sizes))
             _lstm_direction(config, sizes, llc, parts['LSTMs, forward'], parts['LSTMs, forward'],
                             parts['LSTMs, backward'])
-            parts['softmax, backward'].add_trained(N, P, classes, forward=parts['softmax, forward'])
-            parts['softmax, forward'].bytes += FLOAT * 2 * N * classes
+            _softmax(N, P, classes, parts['softmax, forward'], parts['softmax, backward'])
     R = table_rows
     parts['softmax, forward'].bytes += FLOAT * 2 * R * (P + 1)
     parts['softmax, backward'].bytes += FLOAT * 2 * R * (P + 1)
@@ -292,9 +304,10 @@ EMBEDDING_PARTS = ('token layer: char CNN', 'token layer: highway, projection, d
                    'LSTMs: recurrence (kernel)', 'LSTMs: input products, packing, states')
 
 
-# How the recurrence's per-step products are timed: as the kernel runs them, with MKL or without.
+# How the kernels' packed products (the recurrence's per-step ones, the softmax's logits) are timed: as
+# the kernels run them, with MKL or without.
 RECURRENCE_TIMED = {True: "MKL's packed products (cblas_sgemm_compute on weights packed once a call), as the "
-                          "LSTM kernel runs them",
+                          "LSTM kernel and the softmax's forward kernel run them",
                     False: 'paddle.matmul, as the recurrence runs them without MKL (kernels off or built without it)'}
 
 
@@ -355,7 +368,7 @@ def described(result):
         return ''
     before, after = result['roofline timings']
     return (f"; {stream.describe(result['stream'])} (the better of its timings before and after the run); the "
-            f"recurrence's products timed by {result['recurrence timed']}; the roofline timed {before:.1f} ms "
+            f"kernels' packed products timed by {result['recurrence timed']}; the roofline timed {before:.1f} ms "
             f"before the run, {after:.1f} after (each shape at its faster kept)")
 
 

@@ -134,10 +134,12 @@ def products_by_packing(part):
     return out
 
 
-def test_the_recurrences_per_step_products_are_packed_for_the_first_steps_rows_and_no_other_product_is():
+def test_the_kernels_products_are_packed_as_they_run_them_and_no_other_product_is():
     """As LstmForward and LstmBackward run them: h x W_hidden and m x W_proj a step, backward the same
     two through the transposed weights, MKL-packed for the call's first step's rows (2 here: steps
-    of 2, 2, 2 and 1 rows, 7 positions); the input products and weight gradients plain."""
+    of 2, 2, 2 and 1 rows, 7 positions); the input products and weight gradients plain. The softmax's
+    logits h x W_cand^T packed for all the direction's rows, its backward's products plain, each in
+    the layout the code multiplies."""
     one = batches()[0]
     steps = [{'char_ids': one, 'char_ids_reverse': one}]
     train = roofline.training_parts(CONFIG, steps, negatives=4, table_rows=10, dense_params=100, rule='adagrad',
@@ -159,8 +161,12 @@ def test_the_recurrences_per_step_products_are_packed_for_the_first_steps_rows_a
     loops = roofline.embedding_parts(CONFIG, [one], llc=None, streamed=False)
     assert set(products_by_packing(loops[kernel])) == {2}
     assert products_by_packing(loops[rest]) == {0: {((7, P), (P, G), False, False)}}
-    for name in ('token layer, forward', 'token layer, backward', 'softmax, forward', 'softmax, backward'):
+    for name in ('token layer, forward', 'token layer, backward', 'softmax, backward'):
         assert set(products_by_packing(train[name])) == {0}, name
+    classes = 4 + 1
+    assert products_by_packing(train['softmax, forward']) == {7: {((7, P), (classes, P), False, True)}}
+    assert products_by_packing(train['softmax, backward']) == {0: {((7, classes), (classes, P), False, False),
+                                                                   ((7, classes), (7, P), True, False)}}
 
 
 def test_with_mkl_the_packed_shapes_are_timed_by_mkls_packed_products_and_the_rest_by_paddle_matmul(monkeypatch):
