@@ -30,8 +30,8 @@ The roofline columns (benchmarks/roofline.py, which documents how FLOPs and byte
 just before and just after the timed steps the worker measures the stream bandwidth (stream.py's
 triad) and times each of the step's product shapes alone, the faster of the two kept per shape, as
 the code runs them: the recurrence's per-step products
-(forward, and backward's through the transposed weights) and the softmax's logits, where the kernels
-link MKL, as MKL's packed products, the kernels' way (each run's line says which); "at shape ms" is the part's
+(forward, and backward's through the transposed weights), the char CNN's and the softmax's logits,
+where the kernels link MKL, as MKL's packed products, the kernels' way (each run's line says which); "at shape ms" is the part's
 products at those rates, "memory ms" its bytes (GFLOP and MB per step beside them) at the bandwidth, "roofline ms" the larger, and
 "of roofline" = roofline ms / ms. The optimizer has a roofline floor (its memory traffic); the step's
 is the sum of its parts'; a line gives the optimizer's bandwidth (its MB over its ms) beside the

@@ -21,7 +21,8 @@ Products, as the code runs them (2 m n k FLOPs each; forward, and in training dX
 dW = X^T dY):
   char CNN      per filter width w (n filters): [windows of width w, w C] x [w C, n], the windows
                 counted as flop_counts.required_flops counts them (per distinct token, those that touch
-                a char); training: dX (the char embeddings learn) and dW
+                a char), MKL's packed product where the kernels link MKL (the kernel packs each
+                width's weight once a call); training: dX (the char embeddings learn) and dW
   highway       per layer, carry and transform: [distinct, F] x [F, F] each
   projection    [distinct, F (+ word_dim)] x [.., P]
   LSTM input    per layer and direction: [positions, P] x [P, 4D] (all steps at once); in embedding
@@ -143,10 +144,10 @@ class Part:
     def add(self, x, y, tx=False, ty=False, calls=1, y_reads=None, packed=0):
         self.products.append(Product(tuple(map(int, x)), tuple(map(int, y)), tx, ty, calls, y_reads, int(packed)))
 
-    def add_trained(self, m, k, n, calls=1, dx=True, forward=None):
-        """[m, k] x [k, n] and its backward: the forward product into `forward` (a Part), dX
-        (when `dx`) and dW into this one."""
-        forward.add((m, k), (k, n), calls=calls)
+    def add_trained(self, m, k, n, calls=1, dx=True, forward=None, packed=0):
+        """[m, k] x [k, n] and its backward: the forward product into `forward` (a Part; `packed` as
+        Product's), dX (when `dx`) and dW into this one."""
+        forward.add((m, k), (k, n), calls=calls, packed=packed)
         if dx:
             self.add((m, n), (k, n), ty=True, calls=calls)
         self.add((m, k), (m, n), tx=True, calls=calls)
@@ -181,13 +182,15 @@ def _token_layer(config, need, cnn, rest, backward=None):
     F, P, C = config.n_filters, config.projection_dim, config.char_embed_dim
     U, windows, positions = need['distinct'], need['char_windows_by_width'], need['positions']
     proj_in = F + config.word_dim * (config.token_input == 'word+char')
-    products = [(cnn, windows[w], w * C, n) for w, n in config.cnn_filters]
-    products += [(rest, U, F, F)] * (2 * config.num_highways) + [(rest, U, proj_in, P)]
-    for part, m, k, n in products:
+    # The char CNN kernel's products: each width's weight packed by MKL once a call (its blocks of
+    # windows at most reach the packed product's rate over all of them).
+    products = [(cnn, windows[w], w * C, n, windows[w]) for w, n in config.cnn_filters]
+    products += [(rest, U, F, F, 0)] * (2 * config.num_highways) + [(rest, U, proj_in, P, 0)]
+    for part, m, k, n, packed in products:
         if backward is None:
-            part.add((m, k), (k, n))
+            part.add((m, k), (k, n), packed=packed)
         else:
-            backward.add_trained(m, k, n, forward=part)
+            backward.add_trained(m, k, n, forward=part, packed=packed)
     outputs = sum(windows[w] * n for w, n in config.cnn_filters)  # the char CNN's products' results
     cnn.bytes += FLOAT * (2 * U * F + (outputs if backward is not None else 0))
     rest.bytes += INT * positions * config.max_characters_per_token + FLOAT * (
@@ -304,10 +307,10 @@ EMBEDDING_PARTS = ('token layer: char CNN', 'token layer: highway, projection, d
                    'LSTMs: recurrence (kernel)', 'LSTMs: input products, packing, states')
 
 
-# How the kernels' packed products (the recurrence's per-step ones, the softmax's logits) are timed: as
-# the kernels run them, with MKL or without.
+# How the kernels' packed products (the recurrence's per-step ones, the char CNN's, the softmax's
+# logits) are timed: as the kernels run them, with MKL or without.
 RECURRENCE_TIMED = {True: "MKL's packed products (cblas_sgemm_compute on weights packed once a call), as the "
-                          "LSTM kernel and the softmax's forward kernel run them",
+                          "LSTM, char CNN and softmax kernels run them",
                     False: 'paddle.matmul, as the recurrence runs them without MKL (kernels off or built without it)'}
 
 
