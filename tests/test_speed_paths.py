@@ -295,6 +295,40 @@ def test_recurrence_kernel_matches_the_loop_in_values_and_gradients():
     assert np.all(results[0][6][sizes[0]:] == 0) and np.all(results[0][7][sizes[0]:] == 0)
 
 
+@pytest.mark.parametrize('threads', [1, 2])
+def test_inference_kernel_matches_the_training_kernel_over_blocks_and_rows_ending_at_every_step(threads):
+    """streamed_recurrence (x and W_input, blocks of steps, the hidden product summed into the block's
+    gates, h_last written where a row ends) against recurrence on x @ W_input: rows that end at
+    different steps, in blocks of one to three steps, rows that never run (B > batch_sizes[0]), and
+    enough cells (n * D >= kernels.cc's kParallelMin) that the gate pass is split among the threads."""
+    from paddle_elmo.model.packing import last_states
+    from paddle_elmo import runtime
+    require_kernels()
+    rng = np.random.RandomState(11)
+    I, D, P, B = 24, 2048, 16, 10
+    sizes, block_ends = [8, 8, 7, 5, 5, 3, 2, 1], [1, 3, 6, 8]
+    x, w_input = rng.normal(0, 1, (sum(sizes), I)), rng.normal(0, 0.2, (I, 4 * D))
+    bias, w_hidden, w_proj = rng.normal(0, 1, 4 * D), rng.normal(0, 0.2, (P, 4 * D)), rng.normal(0, 0.05, (D, P))
+    h0, c0 = rng.normal(0, 1, (B, P)), rng.normal(0, 1, (B, D))
+    x, w_input, bias, w_hidden, w_proj, h0, c0 = (paddle.to_tensor(a.astype(np.float32))
+                                                  for a in (x, w_input, bias, w_hidden, w_proj, h0, c0))
+    runtime.configure(threads)
+    try:
+        with paddle.no_grad():
+            h, c = kernels.recurrence(paddle.matmul(x, w_input), bias, sizes, h0, c0, w_hidden, w_proj, 0.8, 0.5,
+                                      kernels.CPU_KERNELS)
+            h_last, c_last = last_states(h, c, h0, c0, sizes)
+            got, (got_h_last, got_c_last) = kernels.streamed_recurrence(
+                x, w_input, bias, sizes, block_ends, h0, c0, w_hidden, w_proj, 0.8, 0.5, kernels.CPU_KERNELS)
+    finally:
+        runtime.configure()
+    assert np.abs(h.numpy()).max() == np.float32(0.5) and np.abs(c.numpy()).max() == np.float32(0.8)
+    for name, value, reference in (('h', got, h), ('h_last', got_h_last, h_last), ('c_last', got_c_last, c_last)):
+        np.testing.assert_allclose(value.numpy(), reference.numpy(), atol=TOL, rtol=0, err_msg=name)
+    np.testing.assert_array_equal(got_h_last.numpy()[sizes[0]:], h0.numpy()[sizes[0]:])
+    np.testing.assert_array_equal(got_c_last.numpy()[sizes[0]:], c0.numpy()[sizes[0]:])
+
+
 def test_sampled_softmax_losses_kernel_matches_cross_entropy_with_accidental_hits():
     rng = np.random.RandomState(4)
     n, C = 7, 9

@@ -192,14 +192,21 @@ class RightMatrix {
 
   int64_t n() const { return n_; }
 
-  // c [m, n] = a [m, k] x B; a and c row-major, contiguous.
-  void Multiply(const float* a, int64_t m, float* c) const {
+  // c [m, n] = a [m, k] x B, or with accumulate c += a x B; a and c row-major, contiguous.
+  void Multiply(const float* a, int64_t m, float* c, bool accumulate = false) const {
 #ifdef ELMO_MKL
-    cblas_sgemm_compute(CblasRowMajor, CblasNoTrans, CblasPacked, m, n_, k_, a, k_, packed_, n_, 0.f, c, n_);
+    cblas_sgemm_compute(CblasRowMajor, CblasNoTrans, CblasPacked, m, n_, k_, a, k_, packed_, n_,
+                        accumulate ? 1.f : 0.f, c, n_);
 #else
     Tensor a_view = paddle::from_blob(const_cast<float*>(a), {m, k_}, paddle::DataType::FLOAT32);
     Tensor product = paddle::experimental::matmul(a_view, b_, false, transpose_);
-    std::memcpy(c, product.data<float>(), sizeof(float) * m * n_);
+    const float* pv = product.data<float>();
+    if (!accumulate) {
+      std::memcpy(c, pv, sizeof(float) * m * n_);
+      return;
+    }
+#pragma omp simd
+    for (int64_t e = 0; e < m * n_; ++e) c[e] += pv[e];
 #endif
   }
 
@@ -212,39 +219,64 @@ class RightMatrix {
 #endif
 };
 
+// How a step's gate pass reads its pre-activations and what it keeps.
+enum class Gates {
+  kSaved,    // gx + b + rec, the activations written to acts (training: the backward reads them)
+  kDropped,  // gx + b + rec, no activations (inference on gates_x: the same bits as kSaved)
+  kSummed,   // gx already holds x W_input + h_prev W_hidden (rec is not read), no activations
+};
+
+// The gates of a step's n rows: c = clip(i * j + f * c_prev), m = o * tanh(c), and with kSaved
+// acts = (i, j, f, o). kind is a template parameter so that each variant's loop vectorises alone.
+// gx, rec, acts [n, 4D]; c_prev, c_rows, m_rows [n, D]; c_rows may be c_prev.
+template <Gates kind>
+void GatePass(const float* gx, const float* rec, const float* b, const float* c_prev, int64_t n, int64_t D,
+              float cell_clip, float* acts, float* c_rows, float* m_rows) {
+#pragma omp parallel for if (n * D >= kParallelMin)
+  for (int64_t row = 0; row < n; ++row) {
+    const float* g = gx + row * 4 * D;
+    const float* rr = kind == Gates::kSummed ? g : rec + row * 4 * D;
+    float* a = kind == Gates::kSaved ? acts + row * 4 * D : nullptr;
+    const float* cp = c_prev + row * D;
+    float* c_row = c_rows + row * D;
+    float* m_row = m_rows + row * D;
+    // (gx + b) + rec; kSummed adds b to the product's (gx + rec): another order of the same sum.
+    const auto pre = [&](int64_t e) { return kind == Gates::kSummed ? g[e] + b[e] : g[e] + b[e] + rr[e]; };
+#pragma omp simd
+    for (int64_t k = 0; k < D; ++k) {
+      const float i = Sigmoid(pre(k)), j = Tanh(pre(D + k));
+      const float f = Sigmoid(pre(2 * D + k)), o = Sigmoid(pre(3 * D + k));
+      const float cell = Clip(i * j + f * cp[k], cell_clip);
+      c_row[k] = cell;
+      m_row[k] = o * Tanh(cell);
+      if (kind == Gates::kSaved) a[k] = i, a[D + k] = j, a[2 * D + k] = f, a[3 * D + k] = o;
+    }
+  }
+}
+
+// h_rows [n, P] = clip(m_rows [n, D] x W_proj).
+void Project(const RightMatrix& proj, const float* m_rows, int64_t n, float proj_clip, float* h_rows) {
+  proj.Multiply(m_rows, n, h_rows);
+  const int64_t P = proj.n();
+#pragma omp simd
+  for (int64_t e = 0; e < n * P; ++e) h_rows[e] = Clip(h_rows[e], proj_clip);
+}
+
 // One step of the recurrence on its n rows (rows of the previous step's state first):
 //   rec = h_prev x W_hidden, gates = gx + b + rec, c = clip(i * j + f * c_prev), m = o * tanh(c),
 //   h = clip(m x W_proj).
-// gx, acts [n, 4D]; c_prev, c_rows, m_rows [n, D]; h_prev, h_rows [n, P]; rec [n, 4D] scratch.
-// c_rows may be c_prev (an element is read before it is written).
+// gx, acts [n, 4D] (acts: null without save); c_prev, c_rows, m_rows [n, D]; h_prev, h_rows [n, P];
+// rec [n, 4D] scratch. c_rows may be c_prev (an element is read before it is written).
 void ForwardStep(const RightMatrix& hidden, const RightMatrix& proj, const float* gx, const float* b,
                  const float* h_prev, const float* c_prev, int64_t n, int64_t D, float cell_clip, float proj_clip,
                  float* rec, float* acts, float* c_rows, float* m_rows, float* h_rows) {
   hidden.Multiply(h_prev, n, rec);  // [n, 4D]
-  const float* r = rec;
-#pragma omp parallel for if (n * D >= kParallelMin)
-  for (int64_t row = 0; row < n; ++row) {
-    const float* g = gx + row * 4 * D;
-    const float* rr = r + row * 4 * D;
-    float* a = acts + row * 4 * D;
-    const float* cp = c_prev + row * D;
-    float* c_row = c_rows + row * D;
-    float* m_row = m_rows + row * D;
-#pragma omp simd
-    for (int64_t k = 0; k < D; ++k) {
-      const float i = Sigmoid(g[k] + b[k] + rr[k]), j = Tanh(g[D + k] + b[D + k] + rr[D + k]);
-      const float f = Sigmoid(g[2 * D + k] + b[2 * D + k] + rr[2 * D + k]);
-      const float o = Sigmoid(g[3 * D + k] + b[3 * D + k] + rr[3 * D + k]);
-      const float cell = Clip(i * j + f * cp[k], cell_clip);
-      c_row[k] = cell;
-      m_row[k] = o * Tanh(cell);
-      a[k] = i, a[D + k] = j, a[2 * D + k] = f, a[3 * D + k] = o;
-    }
+  if (acts != nullptr) {
+    GatePass<Gates::kSaved>(gx, rec, b, c_prev, n, D, cell_clip, acts, c_rows, m_rows);
+  } else {
+    GatePass<Gates::kDropped>(gx, rec, b, c_prev, n, D, cell_clip, acts, c_rows, m_rows);
   }
-  proj.Multiply(m_rows, n, h_rows);  // [n, P]
-  const int64_t P = proj.n();
-#pragma omp simd
-  for (int64_t e = 0; e < n * P; ++e) h_rows[e] = Clip(h_rows[e], proj_clip);
+  Project(proj, m_rows, n, proj_clip, h_rows);
 }
 
 }  // namespace
@@ -265,8 +297,6 @@ std::vector<Tensor> LstmForward(const Tensor& gates_x_in, const Tensor& bias_in,
   const int64_t D = w_proj.shape()[0], P = w_proj.shape()[1], tokens = offset.back();
   Tensor h = Empty({tokens, P}), c = Empty({tokens, D});
   Tensor acts = Empty({save ? tokens : 0, 4 * D}), m = Empty({save ? tokens : batch_sizes[0], D});
-  // Activations of the current step's rows, when none are kept (one row each: threads share it).
-  std::vector<float> scratch(save ? 0 : batch_sizes[0] * 4 * D);
   // Scratch as Paddle tensors, not std::vector: MKL's results depend on its operands' alignment,
   // and Paddle's allocations are aligned alike from call to call (malloc's are not).
   Tensor rec_t = Empty({batch_sizes[0], 4 * D});  // h_prev x W_hidden of a step
@@ -278,7 +308,7 @@ std::vector<Tensor> LstmForward(const Tensor& gates_x_in, const Tensor& bias_in,
     const int64_t n = batch_sizes[t], at = offset[t];
     const float* h_prev = t == 0 ? h0.data<float>() : h_out + offset[t - 1] * P;
     const float* c_prev = t == 0 ? c0.data<float>() : c_out + offset[t - 1] * D;
-    float* a = save ? acts.data<float>() + at * 4 * D : scratch.data();
+    float* a = save ? acts.data<float>() + at * 4 * D : nullptr;
     ForwardStep(hidden, proj, gx + at * 4 * D, b, h_prev, c_prev, n, D, cell_clip, proj_clip, rec_t.data<float>(),
                 a, c_out + at * D, m.data<float>() + (save ? at : 0) * D, h_out + at * P);
   }
@@ -308,10 +338,11 @@ std::vector<Tensor> LstmInference(const Tensor& x_in, const Tensor& w_input, con
   CheckState(w_hidden, w_proj, h0, c0, batch_sizes);
   const int64_t B = h0.shape()[0], n0 = batch_sizes[0];
   Tensor h = Empty({tokens, P}), h_last = Empty({B, P}), c_last = Empty({B, D});
-  std::memcpy(h_last.data<float>(), h0.data<float>(), sizeof(float) * B * P);
+  // Rows past n0 never run; every other row's h_last is written at the step where it ends.
+  std::memcpy(h_last.data<float>() + n0 * P, h0.data<float>() + n0 * P, sizeof(float) * (B - n0) * P);
   std::memcpy(c_last.data<float>(), c0.data<float>(), sizeof(float) * B * D);
-  // Scratch as Paddle tensors: aligned alike from call to call, as MKL's results need (LstmForward).
-  Tensor rec = Empty({n0, 4 * D}), acts = Empty({n0, 4 * D}), m = Empty({n0, D});
+  // Scratch as a Paddle tensor: aligned alike from call to call, as MKL's results need (LstmForward).
+  Tensor m = Empty({n0, D});
   const RightMatrix hidden(w_hidden, false, n0);
   const RightMatrix proj(w_proj, false, n0);
   int64_t block_rows = 0, t = 0;
@@ -322,10 +353,12 @@ std::vector<Tensor> LstmInference(const Tensor& x_in, const Tensor& w_input, con
     t = end;
   }
   // W_input packed once for every block (a plain product would pack it again at each block), and
-  // one gate buffer that every block's products overwrite.
+  // one gate buffer that every block's products overwrite; each step adds h_prev x W_hidden to its
+  // rows there (the buffer is read once), so that the gate pass reads one array, not two.
   const RightMatrix input(w_in, false, block_rows);
   Tensor gate_buffer = Empty({block_rows, 4 * D});
   float *h_out = h.data<float>(), *c_state = c_last.data<float>(), *gates = gate_buffer.data<float>();
+  const int64_t steps = static_cast<int64_t>(batch_sizes.size());
   t = 0;
   for (const int64_t end : block_ends) {
     const int64_t first = offset[t];
@@ -333,10 +366,14 @@ std::vector<Tensor> LstmInference(const Tensor& x_in, const Tensor& w_input, con
     for (; t < end; ++t) {
       const int64_t n = batch_sizes[t], at = offset[t];
       const float* h_prev = t == 0 ? h0.data<float>() : h_out + offset[t - 1] * P;
-      ForwardStep(hidden, proj, gates + (at - first) * 4 * D, bias.data<float>(), h_prev, c_state, n,
-                  D, cell_clip, proj_clip, rec.data<float>(), acts.data<float>(), c_state, m.data<float>(),
-                  h_out + at * P);
-      std::memcpy(h_last.data<float>(), h_out + at * P, sizeof(float) * n * P);
+      float* step_gates = gates + (at - first) * 4 * D;
+      hidden.Multiply(h_prev, n, step_gates, true);  // (x W_input + h_prev W_hidden) [n, 4D]
+      GatePass<Gates::kSummed>(step_gates, nullptr, bias.data<float>(), c_state, n, D, cell_clip, nullptr, c_state,
+                               m.data<float>());
+      Project(proj, m.data<float>(), n, proj_clip, h_out + at * P);
+      // The rows that end here (the next step runs the first n_next): their last h.
+      const int64_t n_next = t + 1 < steps ? batch_sizes[t + 1] : 0;
+      std::memcpy(h_last.data<float>() + n_next * P, h_out + (at + n_next) * P, sizeof(float) * (n - n_next) * P);
     }
   }
   return {h, h_last, c_last};
