@@ -24,11 +24,11 @@ The roofline columns (benchmarks/roofline.py, which documents how FLOPs and byte
 just before and just after the timed pass the worker measures the stream bandwidth (stream.py's
 triad) and times each of the batches' product shapes alone, the faster of the two kept per shape
 (rows rounded up to roofline.ROW_GRID: the recurrence's rows fall as sentences end), as the code
-runs them: the recurrence's per-step products and the char CNN's, where the
-kernels link MKL, as MKL's packed products, the kernels' way (each run's line says which); "at shape ms" is
-the part's products at those rates, "memory ms" its bytes (GFLOP and MB per batch beside them) at
-the bandwidth, "roofline ms" the larger, "of roofline" = roofline ms / ms; the batch's is the sum
-of its parts'. --shape_seconds sets how long each shape is timed (0: no roofline columns).
+runs them: the recurrence's per-step products and the char CNN's, where the kernels link MKL, as
+MKL's packed products, the kernels' way (each run's line says which, and both timings' floors);
+"at shape ms" is the part's products at those rates, "memory ms" its bytes (GFLOP and MB per batch
+beside them) at the bandwidth, "roofline ms" the larger, "of roofline" = roofline ms / ms; the
+batch's is the sum of its parts'. --shape_seconds sets how long each shape is timed (0: no roofline columns).
 
 The figures (shares.py, the rule of every benchmark): each configuration and batch size runs
 --repeats times, each run a worker process of its own, in rounds over them; the batch's share of its

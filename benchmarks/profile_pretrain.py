@@ -29,13 +29,13 @@ higher of the float32 matmul rates read in the worker just before and just after
 The roofline columns (benchmarks/roofline.py, which documents how FLOPs and bytes are counted):
 just before and just after the timed steps the worker measures the stream bandwidth (stream.py's
 triad) and times each of the step's product shapes alone, the faster of the two kept per shape, as
-the code runs them: the recurrence's per-step products
-(forward, and backward's through the transposed weights), the char CNN's and the softmax's logits,
-where the kernels link MKL, as MKL's packed products, the kernels' way (each run's line says which); "at shape ms" is the part's
-products at those rates, "memory ms" its bytes (GFLOP and MB per step beside them) at the bandwidth, "roofline ms" the larger, and
-"of roofline" = roofline ms / ms. The optimizer has a roofline floor (its memory traffic); the step's
-is the sum of its parts'; a line gives the optimizer's bandwidth (its MB over its ms) beside the
-triad's. --shape_seconds sets how long each shape is timed (0: no roofline).
+the code runs them: the recurrence's per-step products (forward, and backward's through the
+transposed weights), the char CNN's and the softmax's logits, where the kernels link MKL, as MKL's
+packed products, the kernels' way (each run's line says which, and both timings' floors); "at shape
+ms" is the part's products at those rates, "memory ms" its bytes (GFLOP and MB per step beside
+them) at the bandwidth, "roofline ms" the larger, and "of roofline" = roofline ms / ms. The
+optimizer has a roofline floor (its memory traffic); the step's is the sum of its parts'; a line
+gives the optimizer's bandwidth (its MB over its ms) beside the triad's. --shape_seconds sets how long each shape is timed (0: no roofline).
 --ops N adds Paddle's profiler: the N operators with the most CPU time per step (a second pass
 over as many steps, profiled; the profiler adds its own overhead; ms and calls are per step).
 

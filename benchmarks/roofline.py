@@ -7,15 +7,16 @@ its memory traffic at the machine's stream bandwidth, whichever takes longer:
 profile_pretrain.py and profile_embed.py print it beside each part's required floor (the same FLOPs
 at the [4096]^2 rate: flop_counts.required_flops; the products listed here add up to exactly its count).
 The rate at a shape is the product timed alone on random operands in the same process, just before
-and just after the timed run, the faster of the two kept (fastest: a floor timed once moved with a
-shared VM's drift and let parts beat it) (its rows rounded up to ROW_GRID, so the rate is if anything too high and the floor too low): paddle.matmul's
-(matmul_rates.time_product), except the recurrence's per-step products where the kernels link MKL
-(kernel_build.mkl_library): the kernel packs each weight once per call for MKL's packed products
-(cblas_sgemm_pack, for the call's first step's rows: here the batch's, though a batch the code
-cuts into several calls packs for each call's first rows) and runs every step's product by
-cblas_sgemm_compute, faster than paddle.matmul at a step's few rows, so they are timed that way
-(matmul_rates.time_packed_product; RECURRENCE_TIMED says which, and the profiles print it). The
-bandwidth is STREAM's triad (stream.py), measured in the same process, before and after, the better kept.
+and just after the timed run, the faster of the two kept (`fastest`: a floor timed once moved with a
+shared VM's drift and let parts beat it); its rows are rounded up to ROW_GRID, so the rate is if
+anything too high and the floor too low. It is paddle.matmul's (matmul_rates.time_product), except
+for the kernels' own products where they link MKL (kernel_build.mkl_library): the LSTM kernel packs
+each weight once per call for MKL's packed products (cblas_sgemm_pack, for the call's first step's
+rows: here the batch's, though a batch the code cuts into several calls packs for each call's first
+rows) and runs every step's product by cblas_sgemm_compute, faster than paddle.matmul at a step's
+few rows; the char CNN and the softmax's forward kernels pack their weights the same way; so they
+are timed that way (matmul_rates.time_packed_product; RECURRENCE_TIMED says which, and the profiles
+print it). The bandwidth is STREAM's triad (stream.py), timed with the products, the better kept.
 
 Products, as the code runs them (2 m n k FLOPs each; forward, and in training dX = dY W^T and
 dW = X^T dY):
