@@ -23,6 +23,7 @@ import pytest
 
 from conftest import ROOT
 import doc_figures_benchmarks
+from helpers import benchmark_module
 
 RESULTS = os.path.join(ROOT, 'benchmarks', 'results')
 
@@ -59,10 +60,7 @@ def csv_rows(path):
 @functools.lru_cache(maxsize=None)
 def paired_test():
     """benchmarks/paired_folds.paired: the corrected paired test every p of the documents comes from."""
-    with pytest.MonkeyPatch.context() as patch:
-        patch.syspath_prepend(os.path.join(ROOT, 'benchmarks'))
-        import paired_folds
-    return paired_folds.paired
+    return benchmark_module('paired_folds').paired
 
 
 def compare(a, b):

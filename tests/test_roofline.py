@@ -3,22 +3,13 @@
 documented counts (by hand here), the floor is the larger of the two times, the recurrence's
 per-step products are timed as the kernel runs them (MKL's packed products where it links MKL),
 and the stream kernels compute what they claim to move."""
-import importlib
-import os
-
 import numpy as np
 import pytest
 
-from conftest import ROOT, require_kernels
+from conftest import require_kernels
+from helpers import benchmark_module
 from paddle_elmo import ModelConfig
 from paddle_elmo.text.token_ids import CharMapper
-
-
-def benchmark_module(name):
-    """A module of benchmarks/ (they import each other by bare name, as scripts run from there)."""
-    with pytest.MonkeyPatch.context() as patch:
-        patch.syspath_prepend(os.path.join(ROOT, 'benchmarks'))
-        return importlib.import_module(name)
 
 
 flop_counts, roofline, stream = (benchmark_module(name) for name in ('flop_counts', 'roofline', 'stream'))
