@@ -151,7 +151,8 @@ def worker(name, batch_size, steps, warmup, top, shape_seconds, threads):
                                                        sum(p.size for _, p in optimizer.dense), rule,
                                                        stream.last_level_cache_bytes())
     # The product shapes do not depend on the softmax rows the steps will read (only bytes do).
-    time_floor = lambda: roofline.time_floor(parts(0), threads, shape_seconds)
+    shapes = parts(0)
+    time_floor = lambda: roofline.time_floor(shapes, threads, shape_seconds)
     floor_before = time_floor() if shape_seconds > 0 else None
     rate_before = matmul_rates.measure_matmul_gflops()
     timers = Timers()
