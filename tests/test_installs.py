@@ -268,9 +268,9 @@ CORE_PYTHON = textwrap.dedent('''
 
 @pytest.fixture(scope='module')
 def core_inputs(tmp_path_factory):
-    """What the commands read in the core tests: a sentence file, a vocabulary, polarity data, and a
-    directory that looks like an export (the bundled model's options and vocabulary, empty model
-    files: the core fails before reading them)."""
+    """What the commands read in the core tests: a sentence file, a vocabulary, polarity data, a
+    directory that looks like an export and one that looks like a checkpoint (the bundled model's options
+    and vocabulary, empty model files: the core fails before reading them, once every input is checked)."""
     d = tmp_path_factory.mktemp('core')
     (d / 'in.txt').write_text('The cat sat on the mat .\n')
     (d / 'vocab.txt').write_text('<S>\n</S>\n<UNK>\nThe\ncat\n')
@@ -282,6 +282,9 @@ def core_inputs(tmp_path_factory):
         shutil.copy(os.path.join(ROOT, 'paddle_elmo', 'pretrained', name), d / 'export' / name)
     for name in ('inference.json', 'inference.pdiparams', 'model.onnx'):
         (d / 'export' / name).write_bytes(b'')
+    (d / 'ckpt').mkdir()
+    shutil.copy(os.path.join(ROOT, 'paddle_elmo', 'pretrained', 'options.json'), d / 'ckpt' / 'options.json')
+    (d / 'ckpt' / 'final.pdparams').write_bytes(b'')
     return d
 
 
@@ -338,7 +341,7 @@ CORE_COMMANDS = {
     # its flags parse without Paddle (--help answers): the first package its work needs is gensim
     'word2vec': (['word2vec', '--data_dir', 'rt', '--train_data_path', 'in.txt'], CLASSIFY_EXTRA),
     'dump': (['dump', '--output_file', 'out.hdf5'], CPU_EXTRA),
-    'export-weights': (['export-weights', '--model', 'bundled', '--output_dir', 'out'], CPU_EXTRA),
+    'export-weights': (['export-weights', '--model', 'ckpt', '--output_dir', 'out'], CPU_EXTRA),
     'export-inference': (['export-inference', '--output_dir', 'out'], CPU_EXTRA),
     'demo': (['demo', '--output_dir', 'out'], CPU_EXTRA),
 }

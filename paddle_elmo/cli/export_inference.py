@@ -64,14 +64,14 @@ def main(argv=None):
     source = model_source(a)
     from paddle_elmo.export.export_checks import CHECK_SENTENCES, check_sentences, default_verify_file
     from paddle_elmo.export.export_dirs import check_output_dir
-    from paddle_elmo.export.quantize import check_quantizable
-    # Everything that can be checked before loading what may be a large model: the flags and the output's
-    # place, then the packages (paddle2onnx imports Paddle), then the sentences.
+    from paddle_elmo.export.quantize import check_quantize_setting
+    # Everything that can be checked before Paddle's import and the loading of what may be a large model: the
+    # flags, the output's place, the sentences (export_inference checks the packages that write the formats).
     if a.verify_file and not (a.quantize and a.verify):
         raise InputError('--verify_file: the sentences an int8 model is checked on; give it with --quantize int8 '
                          '(and without --no_verify)')
+    check_quantize_setting(a.quantize, a.formats)
     check_output_dir(a.output_dir)
-    check_quantizable(a.quantize, a.formats)
     verify_file = a.verify_file  # given only with --quantize int8 and verification (checked above)
     if a.quantize and a.verify and not verify_file:  # the model's own sentences, or English for English
         verify_file = default_verify_file(source.options_file, source.config.tokenizer)
