@@ -329,14 +329,14 @@ def test_a_run_from_efml_weights_starts_with_its_bilm_and_reads_its_dictionaries
     """The new run's biLM before its first update is the released one; its batches hold the ids the
     model's dictionaries give (InputMapper.of(bilm), as embedding), out-of-vocabulary words their own,
     and the targets the ids of --vocab_file (the softmax's vocabulary)."""
-    from paddle_elmo.cli.pretrain import build_parser, read_configs
+    from paddle_elmo.cli.pretrain import build_parser, read_configs, run_start
     from paddle_elmo.text.batches import iter_eval_batches
     from paddle_elmo.text.token_ids import InputMapper
     from paddle_elmo.train.start import set_up
     from paddle_elmo.train.sampled_softmax import unigram_log_prior
     args = efml_run_args(corpus, tmp_path / 'r', '--softmax_bias_init', 'unigram')
-    model_config, recipe, save_dir, start = read_configs(build_parser().parse_args(args))
-    run = set_up(model_config, recipe, save_dir, start)
+    model_config, recipe, save_dir, resumed = read_configs(build_parser().parse_args(args))
+    run = set_up(model_config, recipe, save_dir, run_start(resumed))
     released = resolve_model(require(MODEL)).load(stateful=True)
     ours = dict(run.model.bilm.named_parameters())
     for name, value in released.named_parameters():

@@ -268,9 +268,9 @@ CORE_PYTHON = textwrap.dedent('''
 
 @pytest.fixture(scope='module')
 def core_inputs(tmp_path_factory):
-    """What the commands read in the core tests: a sentence file, a vocabulary, polarity data, and a
-    directory that looks like an export (the bundled model's options and vocabulary, empty model
-    files: the core fails before reading them)."""
+    """What the commands read in the core tests: a sentence file, a vocabulary, polarity data, a
+    directory that looks like an export and one that looks like a checkpoint (the bundled model's options
+    and vocabulary, empty model files: the core fails before reading them, once every input is checked)."""
     d = tmp_path_factory.mktemp('core')
     (d / 'in.txt').write_text('The cat sat on the mat .\n')
     (d / 'vocab.txt').write_text('<S>\n</S>\n<UNK>\nThe\ncat\n')
@@ -282,6 +282,9 @@ def core_inputs(tmp_path_factory):
         shutil.copy(os.path.join(ROOT, 'paddle_elmo', 'pretrained', name), d / 'export' / name)
     for name in ('inference.json', 'inference.pdiparams', 'model.onnx'):
         (d / 'export' / name).write_bytes(b'')
+    (d / 'ckpt').mkdir()
+    shutil.copy(os.path.join(ROOT, 'paddle_elmo', 'pretrained', 'options.json'), d / 'ckpt' / 'options.json')
+    (d / 'ckpt' / 'final.pdparams').write_bytes(b'')
     return d
 
 
@@ -306,8 +309,10 @@ def test_the_core_install_s_python_api_names_the_extra(core_venv, core_inputs, t
     assert proc.returncode == 0, proc.stderr[-3000:]
     result = json.loads(proc.stdout)
     needs_paddle = {name: e for name, e in result['names'].items() if e is not None}
-    assert {'ELMoEmbedder', 'Elmo', 'BiLM', 'resolve_model', 'ScalarMix'} <= set(needs_paddle)
-    assert result['names']['ModelConfig'] is None and result['names']['read_model_config'] is None
+    assert {'ELMoEmbedder', 'Elmo', 'BiLM', 'ScalarMix'} <= set(needs_paddle)
+    # a model's configuration and files are read without Paddle (the commands check them before importing it)
+    assert all(result['names'][name] is None for name in ('ModelConfig', 'read_model_config', 'resolve_model',
+                                                           'LoadedModel'))
     for name, (kind, message, chain_hidden) in [*needs_paddle.items(), ('quick start', result['quick_start'])]:
         assert kind == 'MissingPackageError' and '\n' not in message, (name, message)
         assert message.startswith('paddle cannot be imported') and CPU_EXTRA in message, (name, message)
@@ -338,7 +343,7 @@ CORE_COMMANDS = {
     # its flags parse without Paddle (--help answers): the first package its work needs is gensim
     'word2vec': (['word2vec', '--data_dir', 'rt', '--train_data_path', 'in.txt'], CLASSIFY_EXTRA),
     'dump': (['dump', '--output_file', 'out.hdf5'], CPU_EXTRA),
-    'export-weights': (['export-weights', '--model', 'bundled', '--output_dir', 'out'], CPU_EXTRA),
+    'export-weights': (['export-weights', '--model', 'ckpt', '--output_dir', 'out'], CPU_EXTRA),
     'export-inference': (['export-inference', '--output_dir', 'out'], CPU_EXTRA),
     'demo': (['demo', '--output_dir', 'out'], CPU_EXTRA),
 }

@@ -128,6 +128,8 @@ def test_a_missing_optional_package_is_one_line_naming_its_extra():
      'serve')])
 def test_a_command_whose_extra_is_missing_names_it_in_one_line(blocked, command, extra, tmp_path):
     (tmp_path / 'c.txt').write_text('a b c\n')
+    for name in ('rt-polarity.pos', 'rt-polarity.neg'):  # finetune's data: read before its packages are imported
+        (tmp_path / name).write_text('a b c\n')
     (tmp_path / 'm').mkdir()  # enough of an export to reach its runtime: the bundled model's files, no real model
     for name in ('options.json', 'vocab.txt'):
         shutil.copy(os.path.join(ROOT, 'paddle_elmo', 'pretrained', name), tmp_path / 'm')
@@ -137,7 +139,7 @@ def test_a_command_whose_extra_is_missing_names_it_in_one_line(blocked, command,
                           env=dict(os.environ, PYTHONPATH=ROOT, BLOCKED_PACKAGES=blocked))
     assert f'cannot be imported (No module named \'{blocked}\'' in one_line_error(proc)
     assert f'pip install "paddle-elmo[{extra}]"' in proc.stderr
-    assert sorted(os.listdir(tmp_path)) == ['c.txt', 'm']
+    assert sorted(os.listdir(tmp_path)) == ['c.txt', 'm', 'rt-polarity.neg', 'rt-polarity.pos']
 
 
 def test_the_long_description_opens_with_the_install_and_links_only_other_projects_absolutely(wheel):

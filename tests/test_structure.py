@@ -249,6 +249,16 @@ def test_an_export_s_parts_but_its_writer_import_no_paddle_nor_onnx(module):
     assert_imports_no_optional_package_when_imported(module)
 
 
+# A model resolves (its files found, its options.json read) and a run directory is judged without Paddle,
+# so that the commands check a user's inputs before its import (tests/test_refused_before_paddle.py runs them).
+RESOLVING = ('paddle_elmo.files.model_io', 'paddle_elmo.files.run_directory')
+
+
+@pytest.mark.parametrize('module', RESOLVING)
+def test_resolving_a_model_imports_no_paddle_nor_other_optional_package(module):
+    assert_imports_no_optional_package_when_imported(module)
+
+
 def command_modules():
     from paddle_elmo.cli import COMMANDS
     return [f'paddle_elmo.cli.{module}' for module, _, _ in COMMANDS.values()] + ['paddle_elmo.cli.protocol']

@@ -39,15 +39,15 @@ def main(argv=None):
     if not a.output_dir and not a.output_file:
         raise InputError('nothing to write: give --output_dir (the .npy dumps) and/or --output_file FILE (the hdf5)')
     from paddle_elmo.text.vocabulary import Vocabulary
-    from paddle_elmo.use.embedder import dump_token_embeddings
+    source = model_source(a)
+    vocab_file = model_vocabulary(a, source)
+    vocab = Vocabulary(vocab_file) if a.output_dir else None
+    from paddle_elmo.use.embedder import dump_token_embeddings  # Paddle's: after the files are checked
     from paddle_elmo.train.lm_loading import load_language_model
     from paddle_elmo.use.predict import dump_embeddings
     from paddle_elmo.runtime import use_device
     use_device(a.device, cpu_threads=a.cpu_threads)
-    source = model_source(a)
-    vocab_file = model_vocabulary(a, source)
     if a.output_dir:
-        vocab = Vocabulary(vocab_file)
         if 'softmax' in a.embeddings:  # checks the softmax is there and has the vocabulary's size
             model = load_language_model(vocab.size, source)
             bilm, softmax = model.bilm, model.softmax

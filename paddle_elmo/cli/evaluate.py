@@ -52,15 +52,15 @@ def evaluate_on(a, dev_data_path):
     from paddle_elmo.text.corpus import check_corpus, count_tokens
     from paddle_elmo.text.batches import iter_eval_batches, target_statistics
     from paddle_elmo.text.vocabulary import Vocabulary
-    from paddle_elmo.train.lm import evaluate
-    from paddle_elmo.train.lm_loading import load_language_model
     from paddle_elmo.logs import progress_bar
-    from paddle_elmo.runtime import use_device
-    use_device(a.device, cpu_threads=a.cpu_threads)
     source = model_source(a)  # its options.json only (the weights load below): the tokenizer the data is read for
     check_corpus(dev_data_path, '--dev_data_path', source.config.tokenizer)  # a bad glob fails before a model loads
     counts = count_tokens(dev_data_path)
     vocab = Vocabulary(model_vocabulary(a, source))
+    from paddle_elmo.train.lm import evaluate  # Paddle's: after the files are checked
+    from paddle_elmo.train.lm_loading import load_language_model
+    from paddle_elmo.runtime import use_device
+    use_device(a.device, cpu_threads=a.cpu_threads)
     model = load_language_model(vocab.size, source)
     expected = counts['n_tokens'] + counts['n_sentences']  # every word and every sentence end
     with progress_bar(True, __name__, total=min(expected, a.eval_max_tokens or expected), unit='tok',

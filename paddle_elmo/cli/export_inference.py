@@ -62,21 +62,22 @@ def build_parser():
 def main(argv=None):
     a = build_parser().parse_args(argv)
     source = model_source(a)
-    from paddle_elmo.export.deploy import export_inference
     from paddle_elmo.export.export_checks import CHECK_SENTENCES, check_sentences, default_verify_file
     from paddle_elmo.export.export_dirs import check_output_dir
-    from paddle_elmo.export.quantize import check_quantizable
-    import paddle
-    # Everything that can be checked before loading what may be a large model.
-    check_output_dir(a.output_dir)
-    check_quantizable(a.quantize, a.formats)
+    from paddle_elmo.export.quantize import check_quantize_setting
+    # Everything that can be checked before Paddle's import and the loading of what may be a large model: the
+    # flags, the output's place, the sentences (export_inference checks the packages that write the formats).
     if a.verify_file and not (a.quantize and a.verify):
         raise InputError('--verify_file: the sentences an int8 model is checked on; give it with --quantize int8 '
                          '(and without --no_verify)')
+    check_quantize_setting(a.quantize, a.formats)
+    check_output_dir(a.output_dir)
     verify_file = a.verify_file  # given only with --quantize int8 and verification (checked above)
     if a.quantize and a.verify and not verify_file:  # the model's own sentences, or English for English
         verify_file = default_verify_file(source.options_file, source.config.tokenizer)
     sentences = check_sentences(verify_file, source.config.tokenizer) if verify_file else None
+    from paddle_elmo.export.deploy import export_inference
+    import paddle
     paddle.set_device('cpu')
     # A failed conversion or check (ExportError) is a runtime failure: runner.run's one line, exit 1.
     result = export_inference(source, a.output_dir, formats=a.formats, verify=a.verify, verify_sentences=sentences,

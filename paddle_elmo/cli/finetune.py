@@ -136,21 +136,22 @@ def build_parser():
 
 def main(argv=None):
     a = build_parser().parse_args(argv)
-    from paddle_elmo.classify.training import cross_validate  # Paddle's: not needed by the flags (--help)
-    from paddle_elmo.classify.elmo_features import model_builder
-    from paddle_elmo.classify.layer_cache import ActivationCache
-    from paddle_elmo.classify.word2vec_features import lookup_table
     source = model_source(a)
     check_protocol_args(a)
     check_elmo_args(a)
-    require_package('sklearn', 'classify')  # the folds: before a model loads
     if not runs_on_this_rank('paddle-elmo finetune'):
         return 0
-    use_device(a.device, cpu_threads=a.cpu_threads)
     # The text is split by the tokenizer the model records (unless --tokenizer): its options.json is
-    # read first, the weights after the data, so that a bad data file fails before they load.
+    # read first, the weights after the data, so that a bad data file fails before they load (and
+    # before Paddle is imported).
     tokenizer = model_tokenizer(source.config.tokenizer, a.tokenizer)
     data = load_data(**data_flags(a), tokenizer=tokenizer)
+    from paddle_elmo.classify.training import cross_validate  # Paddle's: after the flags and files are checked
+    from paddle_elmo.classify.elmo_features import model_builder
+    from paddle_elmo.classify.layer_cache import ActivationCache
+    from paddle_elmo.classify.word2vec_features import lookup_table
+    require_package('sklearn', 'classify')  # the folds: before a model loads
+    use_device(a.device, cpu_threads=a.cpu_threads)
     folds = make_folds(data.labels, a.folds, a.seed, a.dev_fraction)
     bilm = source.load()
     warn_if_mostly_unknown(bilm.vocab, data.sentences, tokenizer)

@@ -12,6 +12,7 @@ import os
 from paddle_elmo.fileio import STDIO, InputError
 from paddle_elmo.export.export_format import EXPORTED_FILES
 from paddle_elmo.files.checkpoint_names import OPTIMIZER_SUFFIX, PARAMS_SUFFIX
+from paddle_elmo.files.efml_model import RUN_FILE
 from paddle_elmo.files.model_names import is_model_name
 from paddle_elmo.files.run_configs import OPTIONS_FILE, RECIPE_FILE, VOCAB_FILE, WEIGHTS_FILE
 from paddle_elmo.text.dictionary_ids import CHAR_DIC, WORD_DIC
@@ -25,9 +26,8 @@ INPUT_MODELS = ('model', 'init_from_ckpt', 'init_from_weights', 'inference_model
 OUTPUT_FILES = ('output_file', 'output_corpus', 'output_json', 'output_word_vectors')
 OUTPUT_DIRS = ('output_dir',)
 # The files of a model's directory, by name and by ending: ours, bilm-tf's, an export's, a checkpoint's, and an
-# ELMoForManyLangs directory's (its config.json and *.pkl state dicts: efml_model.py's names, written here
-# again because that module imports Paddle and a command's flags are read without it)
-MODEL_FILES = {OPTIONS_FILE, WEIGHTS_FILE, VOCAB_FILE, RECIPE_FILE, *EXPORTED_FILES, CHAR_DIC, WORD_DIC, 'config.json'}
+# ELMoForManyLangs directory's (its config.json and *.pkl state dicts)
+MODEL_FILES = {OPTIONS_FILE, WEIGHTS_FILE, VOCAB_FILE, RECIPE_FILE, *EXPORTED_FILES, CHAR_DIC, WORD_DIC, RUN_FILE}
 MODEL_FILE_ENDINGS = (PARAMS_SUFFIX, OPTIMIZER_SUFFIX, '.pkl')
 # pretrain's run directory, which holds its own inputs when it resumes: files/run_directory.py's rules
 OWN_RULES = ('save_dir',)

@@ -80,11 +80,11 @@ def main(argv=None):
             log.warning('--prefix_file %s: an empty file, no prefix from it', name)
         prefixes += from_file
     from paddle_elmo.text.vocabulary import Vocabulary
-    from paddle_elmo.train.lm_loading import load_language_model
+    vocab = Vocabulary(model_vocabulary(a, source))
+    from paddle_elmo.train.lm_loading import load_language_model  # Paddle's: after the files are checked
     from paddle_elmo.runtime import use_device
     from paddle_elmo.use.predict import Predictor
     use_device(a.device, cpu_threads=a.cpu_threads)
-    vocab = Vocabulary(model_vocabulary(a, source))
     predictor = Predictor(load_language_model(vocab.size, source), vocab, a.tokenizer)
     result = {'predictions': [], 'samples': []}
     shown_on = results_stream(a.output_json)

@@ -32,7 +32,7 @@ from paddle_elmo.fileio import InputError, check_output_directory
 from paddle_elmo.train.run_plan import check_one_start, for_run
 from paddle_elmo.cli.runner import rank
 from paddle_elmo.files.checkpoint_names import checkpoint_dir, checkpoint_prefix
-from paddle_elmo.files.run_directory import claimed, new_run_directory
+from paddle_elmo.files.run_directory import check_claim, claimed, new_run_directory
 from paddle_elmo.text.corpus import check_corpus, warn_if_untokenized
 from paddle_elmo.files.model_names import did_you_mean, is_model_name
 from paddle_elmo.files.run_configs import OPTIONS_FILE, WEIGHTS_FILE, read_run_configs
@@ -44,15 +44,14 @@ log = logging.getLogger(__name__)
 # ---- configuration ---------------------------------------------------------------------------
 
 def read_configs(a):
-    """-> (ModelConfig, Recipe, save_dir, start): the files the flags name, read, then run_plan.for_run's
-    policy (a new run, a resumed one, or one from weights: its recipe names them), and how the run
-    starts, which start.set_up follows (start.NewRun or start.Resume)."""
+    """-> (ModelConfig, Recipe, save_dir, resumed): the files the flags name, read, then run_plan.for_run's
+    policy (a new run, a resumed one, or one from weights: its recipe names them), and the checkpoint
+    prefix the run resumes (None: a new run; run_start makes what start.set_up follows). Nothing here
+    imports Paddle, so that a bad flag or file fails before its import."""
     given = given_settings(a)
     if a.preset is not None:
         given['preset'] = a.preset
-    from paddle_elmo.train.start import NewRun, Resume
-    resumed = weights = None
-    start = NewRun()
+    resumed = weights = prefix = None
     save_dir = a.save_dir
     from_weights = a.init_from_weights or a.options_file or a.weight_file
     check_one_start(a.init_from_ckpt, from_weights)  # before reading either's files
@@ -68,18 +67,24 @@ def read_configs(a):
         directory = checkpoint_dir(prefix)
         resumed = (*read_run_configs(directory), os.path.join(directory, 'options.json'))
         save_dir = a.save_dir or directory
-        start = Resume(prefix)
     model, recipe = for_run(given, resumed, weights)
     if 'word_vectors' in given:  # before the corpus is counted; a resumed run's file may be gone
         check_vectors_file(recipe.word_vectors)
-    return model, recipe, save_dir or new_run_directory(), start
+    return model, recipe, save_dir or new_run_directory(), prefix
+
+
+def run_start(resumed):
+    """How the run starts, which start.set_up follows: start.Resume of checkpoint `resumed`, or start.NewRun
+    (Paddle's: imported once the flags and files are checked)."""
+    from paddle_elmo.train.start import NewRun, Resume
+    return Resume(resumed) if resumed else NewRun()
 
 
 def weights_model(init_from_weights, options_file, weight_file):
     """The weights a new run starts from: --init_from_weights NAME_OR_DIR (a named model, downloaded on
     first use, an ELMoForManyLangs model directory, or DIR/options.json + DIR/weights.hdf5), or --options_file
     with --weight_file -> model_io.LoadedModel."""
-    from paddle_elmo.files.efml_model import is_efml_directory  # Paddle's: imported on use, so --help needs none
+    from paddle_elmo.files.efml_model import is_efml_directory  # the model's reading: imported on use, not by --help
     from paddle_elmo.files.model_io import resolve_model
     if init_from_weights and (is_model_name(init_from_weights) or is_efml_directory(init_from_weights)):
         return resolve_model(init_from_weights)
@@ -107,15 +112,19 @@ def main(argv=None):
     a = build_parser().parse_args(argv)
     if a.nproc_per_node is not None:
         return launch(a, sys.argv[1:] if argv is None else list(argv))
-    model_config, recipe, save_dir, start = read_configs(a)
+    model_config, recipe, save_dir, resumed = read_configs(a)
     for flag, pattern in (('--train_data_path', recipe.train_data_path), ('--dev_data_path', recipe.dev_data_path)):
         if pattern:  # a missing --train_data_path is the configs' error (set_up)
             check_corpus(pattern, flag, model_config.tokenizer)  # text.encodings: read for the model's tokenizer
     check_output_directory(save_dir, '--save_dir')  # the default one too (a new one, or the resumed run's)
     warn_if_untokenized(recipe.train_data_path, model_config.tokenizer)
-    with owned_directory(a, save_dir, start.checkpoint, run_inputs(a, recipe)):
-        from paddle_elmo.train.start import set_up
-        from paddle_elmo.train.training import finish, train
+    inputs = run_inputs(a, recipe)
+    if rank() == 0:  # the directory's refusals (owned_directory's, asked again there), before Paddle's import
+        check_claim(save_dir, resumed, a.overwrite_save_dir, inputs)
+    start = run_start(resumed)  # Paddle's import: after every check, before the run takes its directory
+    from paddle_elmo.train.start import set_up
+    from paddle_elmo.train.training import finish, train
+    with owned_directory(a, save_dir, resumed, inputs):
         run = set_up(model_config, recipe, save_dir, start, device=a.device, cpu_threads=a.cpu_threads,
                      max_minutes=a.max_minutes)
         outcome = finish(run, train(run))

@@ -7,7 +7,7 @@ import logging
 from paddle_elmo.cli.arguments import (count_or_zero, file_or_stdout, float_or_zero, fraction, length_with_boundaries,
                                        positive_float, positive_int, probability, seed_number)
 from paddle_elmo.cli.glossary import option_strings
-from paddle_elmo.cli.runner import results_stream, write_json_output
+from paddle_elmo.cli.runner import rank, results_stream, world_size, write_json_output
 from paddle_elmo.fileio import STDIO, InputError
 from paddle_elmo.classify.choices import FEATURE_NORMS
 from paddle_elmo.classify.report import format_table, summarize
@@ -74,13 +74,11 @@ def train_config(a):
 def runs_on_this_rank(script):
     """Under paddle.distributed.launch with several ranks, only rank 0 runs the protocol (the folds
     of rt-polarity are small, and N copies would fight over one output file): -> False elsewhere."""
-    import paddle.distributed as dist
-    rank, world_size = dist.get_rank(), dist.get_world_size()
-    if world_size > 1:
+    if world_size() > 1:
         # a warning: the launch does not do what it may seem to (every rank logs it, rank 0 alone the rest)
         log.warning('%s: %d ranks launched; rank 0 runs all folds, the others exit (this is rank %d)', script,
-                    world_size, rank)
-    return rank == 0
+                    world_size(), rank())
+    return rank() == 0
 
 
 def data_flags(a):

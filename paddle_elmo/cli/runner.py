@@ -80,9 +80,19 @@ class _LogFormat(logging.Formatter):
 
 
 def rank():
-    """This process's global rank under paddle.distributed.launch (0 otherwise)."""
-    rank = os.environ.get('PADDLE_TRAINER_ID', '0').strip()
-    return int(rank) if rank.isdigit() else 0
+    """This process's global rank under paddle.distributed.launch (0 otherwise): what
+    paddle.distributed.get_rank() reads before a parallel run is set up, without importing Paddle."""
+    return _launch_number('PADDLE_TRAINER_ID', 0)
+
+
+def world_size():
+    """How many ranks paddle.distributed.launch started (1 otherwise), read as rank() is."""
+    return _launch_number('PADDLE_TRAINERS_NUM', 1)
+
+
+def _launch_number(name, default):
+    value = os.environ.get(name, '').strip()
+    return int(value) if value.isdigit() else default
 
 
 def log_level(quiet=False, verbose=False):

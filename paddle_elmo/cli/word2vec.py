@@ -89,6 +89,9 @@ def check_word2vec_args(a):
         raise InputError('--train_max_tokens goes with --train_data_path')
     if a.train_data_path:
         check_corpus(a.train_data_path, '--train_data_path')
+    if a.data_dir is None and not (a.train_data_path and a.output_word_vectors):
+        raise InputError('--data_dir is required, unless the job is to train and save vectors only '
+                         '(--train_data_path FILES --output_word_vectors FILE)')
 
 
 def vectors_from_args(a, info):
@@ -126,20 +129,18 @@ def main(argv=None):
     a = build_parser().parse_args(argv)
     check_protocol_args(a)
     check_word2vec_args(a)
-    require_package('gensim', 'classify')  # word2vec itself: before any file is read
     if not runs_on_this_rank('paddle-elmo word2vec'):
         return 0
+    # before the (long) training, and before gensim and Paddle are imported, so a bad --data_dir fails at once
+    data = load_data(**data_flags(a), tokenizer=a.tokenizer) if a.data_dir else None
+    require_package('gensim', 'classify')  # word2vec itself: before the vectors are read or trained
     use_device(a.device, cpu_threads=a.cpu_threads)
-    if a.data_dir is None:  # the vectors are the job (a word-input biLM's --word_vectors)
-        if not (a.train_data_path and a.output_word_vectors):
-            raise InputError('--data_dir is required, unless the job is to train and save vectors only '
-                             '(--train_data_path FILES --output_word_vectors FILE)')
+    if data is None:  # the vectors are the job (a word-input biLM's --word_vectors)
         vectors_from_args(a, {})
         return 0
     from paddle_elmo.classify.head import SentenceClassifier  # Paddle's: not the flags'
     from paddle_elmo.classify.training import cross_validate
     from paddle_elmo.classify.word2vec_features import Word2VecFeatures, lookup_table
-    data = load_data(**data_flags(a), tokenizer=a.tokenizer)  # before the (long) training, so a bad --data_dir fails at once
     folds = make_folds(data.labels, a.folds, a.seed, a.dev_fraction)
     info = {}
     kv = vectors_from_args(a, info)

@@ -37,10 +37,18 @@ SEVEN_BIT_WEIGHTS = dict(INT8_SETTINGS, reduce_range=True)
 
 def check_quantizable(quantize, formats):
     """InputError (one line) unless `quantize` (None or 'int8') applies to an export of `formats`
-    and the packages that write them are installed (the [onnx] extra, also in [cpu])."""
+    (check_quantize_setting) and the packages that write them are installed (the [onnx] extra, also in [cpu])."""
+    check_quantize_setting(quantize, formats)
     if 'onnx' in formats:
         for module in ('onnx', 'paddle2onnx', 'onnxruntime'):  # onnxruntime: the check runs model.onnx
             require_package(module, 'onnx')
+    if quantize is not None:
+        require_package('onnxruntime.quantization', 'onnx')
+
+
+def check_quantize_setting(quantize, formats):
+    """InputError (one line) unless `quantize` (None or 'int8') applies to an export of `formats`: the
+    settings alone, which a command checks before importing anything (paddle2onnx imports Paddle)."""
     if quantize is None:
         return
     if quantize not in QUANTIZE_CHOICES:
@@ -48,7 +56,6 @@ def check_quantizable(quantize, formats):
     if 'onnx' not in formats:
         raise InputError(f'--quantize {quantize} quantizes model.onnx (for onnxruntime); the paddle format alone '
                          f'cannot be quantized: use --formats paddle,onnx')
-    require_package('onnxruntime.quantization', 'onnx')
 
 
 def quantize_onnx(directory, weight_type='QInt8', keep_float=(), per_channel=False, per_token=(),

@@ -7,11 +7,11 @@
   the carried LSTM states and Paddle's RNG (`rank_state` / `restore_rank_state`).
 
 Everything that reads one goes through `read_state` (with its options.json: `read_checkpoint`), which
-checks the softmax against the vocabulary; `load_state_checked` checks keys and shapes.
+checks the softmax against the vocabulary; `load_state_checked` checks keys and shapes. Paddle is
+imported where a state is read or written, so that a checkpoint's files are found and its options read
+without it (model_io.resolve_model: a command's bad input fails before Paddle's import).
 """
 import os
-
-import paddle
 
 from paddle_elmo.fileio import InputError, atomic_path
 from paddle_elmo.files.checkpoint_names import OPTIMIZER_SUFFIX, PARAMS_SUFFIX, checkpoint_paths
@@ -47,6 +47,7 @@ def read_paddle_file(path, what='checkpoint'):
     """paddle.load with one-line errors for a missing, truncated or foreign file."""
     if not os.path.exists(path):
         raise FileNotFoundError(f'{path}: {what} not found')
+    import paddle
     try:
         state = paddle.load(path)
     except Exception as e:  # Paddle raises a variety of types for a damaged pickle
@@ -126,11 +127,13 @@ def state_embedding_rows(state):
 def rank_state(stream, model):
     """What one rank needs, beyond the weights, to continue exactly: its data position, sampler,
     carried LSTM states and Paddle's RNG."""
+    import paddle
     return {'stream': stream.state_dict(), 'sampler': model.sampler.state(),
             'lstm_states': model.bilm.get_states(), 'paddle_rng': paddle.get_rng_state()}
 
 
 def restore_rank_state(state, stream, model):
+    import paddle
     stream.load_state_dict(state['stream'])
     model.sampler.set_state(state['sampler'])
     model.bilm.set_states(state['lstm_states'])
@@ -148,6 +151,7 @@ def save_training_checkpoint(prefix, model, optimizer, state):
     Each file is written under a temporary name and renamed; .pdopt is renamed first, so a
     .pdparams that exists always has its .pdopt, and a kill mid-save leaves older checkpoints intact.
     """
+    import paddle
     opt_state = dict(optimizer.state_dict())
     opt_state[TRAIN_STATE] = state
     # The inner block exits first: .pdopt is renamed before .pdparams.

@@ -20,8 +20,6 @@ from dataclasses import dataclass
 
 import numpy as np
 
-import paddle
-
 from paddle_elmo.fileio import InputError
 from paddle_elmo.files.run_configs import read_json
 from paddle_elmo.files.torch_pickle import read_state_dict
@@ -181,6 +179,7 @@ def _lstm_bias(b):
 
 def _set_all(state, targets, path):
     """Set each target from its state dict entries; every entry of the file must be used."""
+    import paddle  # here, where a BiLM is filled: a directory is recognised and read without Paddle
     used = set()
     with paddle.no_grad():
         for names, pairs in targets.items():

@@ -3,13 +3,12 @@
 An export is `options.json` (the model only) and `weights.hdf5`: the biLM's datasets, and optionally
 the softmax as `softmax/W` [vocab, P] and `softmax/b` [vocab] (bilm-tf's and AllenNLP's readers
 ignore them; perplexity and prediction need them). A word model's token-mode `embedding` may live in
-its own file (bilm-tf's inference layout, `embedding_weight_file`).
+its own file (bilm-tf's inference layout, `embedding_weight_file`). Paddle is imported where a BiLM is
+filled, so that a model's files resolve without it (model_io.resolve_model).
 """
 import os
 
 import numpy as np
-
-import paddle
 
 from paddle_elmo.fileio import InputError, atomic_path, make_directory, write_json_atomic
 from paddle_elmo.files.run_configs import OPTIONS_FILE, WEIGHTS_FILE, write_input_vocabulary
@@ -85,6 +84,7 @@ def load_hdf5_weights(bilm, weight_file, embedding_weight_file=None):
 
     embedding_weight_file: a word model's `embedding` from this file instead (bilm-tf's
     `embedding_weight_file`: an hdf5 holding dataset `embedding`)."""
+    import paddle
     with _open_hdf5(weight_file) as fin, paddle.no_grad():
         for name, param, from_file, to_file in hdf5_layout(bilm):
             if not (name == HDF5_EMBEDDING and embedding_weight_file):
@@ -96,6 +96,7 @@ def load_embedding_weight_file(bilm, embedding_weight_file):
     """A word model's embedding from bilm-tf's `embedding_weight_file` (dataset `embedding`, no
     padding row), when one is given -> bilm. Any other model keeps its own token representation."""
     if embedding_weight_file and bilm.config.input_mode.embedding_file == 'embedding':
+        import paddle
         same = lambda a: a
         with _open_hdf5(embedding_weight_file) as f, paddle.no_grad():
             _set_from_dataset(bilm.word_embedding, f, HDF5_EMBEDDING, embedding_weight_file, same, same)

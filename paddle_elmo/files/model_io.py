@@ -13,15 +13,16 @@ answers from the BiLM, and `load` returns that very BiLM.
     resolve_model(bilm).load() is bilm            # so every entry point takes a BiLM as it takes a model
 
 The inference path (the embedder, Elmo, the export) loads models through here, and nothing here
-imports the training objective.
+imports the training objective. Resolving imports no Paddle (the BiLM's module is imported where one
+is made), so that a command checks its model's files, and the inputs read for its tokenizer, first.
 """
 import dataclasses
 import logging
 import os
+import sys
 from dataclasses import dataclass, field
-from typing import Any, Optional
+from typing import TYPE_CHECKING, Any, Optional
 
-from paddle_elmo.model.bilm import BiLM
 from paddle_elmo.files.checkpoint_names import PARAMS_SUFFIX, checkpoint_dir, latest_checkpoint
 from paddle_elmo.files.checkpoints import (bilm_state, check_softmax_rows, checkpoint_options_file, load_state_checked,
                                            read_state, softmax_of, state_embedding_rows)
@@ -35,6 +36,9 @@ from paddle_elmo.files.model_names import MODELS, PACKAGE_DIR, did_you_mean, is_
 from paddle_elmo.files.run_configs import (OPTIONS_FILE, RECIPE_FILE, VOCAB_FILE, WEIGHTS_FILE, read_input_vocabulary,
                                            read_json)
 from paddle_elmo.text.vocabulary import read_vocabulary_file
+
+if TYPE_CHECKING:
+    from paddle_elmo.model.bilm import BiLM
 
 log = logging.getLogger(__name__)
 
@@ -83,7 +87,7 @@ class LoadedModel:
     embedding_weight_file: Optional[str] = None
     card: Optional[str] = None
     weights_reader: Optional[Any] = field(default=None, repr=False)
-    bilm: Optional[BiLM] = field(default=None, repr=False, compare=False)
+    bilm: Optional['BiLM'] = field(default=None, repr=False, compare=False)
 
     @classmethod
     def of_bilm(cls, bilm):
@@ -159,6 +163,7 @@ class LoadedModel:
             log.debug('biLM from %s and %s', self.options_file, self.weight_file)
         state = self._checkpoint_state(vocab_size)
         rows = state_embedding_rows(state) if state is not None else self._hdf5_embedding_rows()
+        from paddle_elmo.model.bilm import BiLM
         bilm = BiLM(self.config, stateful=stateful, vocab=self.input_vocabulary(rows))
         return bilm, self._fill(bilm, state, softmax, vocab_size)
 
@@ -235,7 +240,7 @@ def resolve_model(model=None, weight_file=None, *, vocab_file=None, embedding_we
         (LoadedModel.of_bilm: `load` returns it).
     vocab_file, embedding_weight_file: see LoadedModel (a BiLM carries its own vocabulary: none).
     """
-    if isinstance(model, BiLM):
+    if _is_bilm(model):
         if weight_file is not None or vocab_file is not None or embedding_weight_file is not None:
             raise InputError(f'{IN_MEMORY_NAME}: a BiLM carries its weights and vocabulary; give no weight_file, '
                              f'vocab_file or embedding_weight_file with it')
@@ -259,6 +264,12 @@ def resolve_model(model=None, weight_file=None, *, vocab_file=None, embedding_we
         raise InputError(f'embedding_weight_file {loaded.embedding_weight_file} needs vocab_file, the tokens of its '
                          f'rows')
     return loaded
+
+
+def _is_bilm(model):
+    """Whether `model` is a BiLM, asked without importing Paddle: there is none before bilm.py is imported."""
+    bilm = sys.modules.get('paddle_elmo.model.bilm')
+    return bilm is not None and isinstance(model, bilm.BiLM)
 
 
 def _read(name, options_file, tokenizer=None, **files):

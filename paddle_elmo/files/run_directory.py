@@ -19,6 +19,7 @@ import sys
 import time
 
 from paddle_elmo.fileio import InputError, make_directory
+from paddle_elmo.files.efml_model import is_efml_directory
 from paddle_elmo.files.checkpoint_names import (OPTIMIZER_SUFFIX, PARAMS_SUFFIX, checkpoint_dir, checkpoint_names,
                                               step_order)
 from paddle_elmo.files.run_configs import OPTIONS_FILE, RECIPE_FILE, VOCAB_FILE, WEIGHTS_FILE
@@ -81,7 +82,6 @@ def check_run_directory(save_dir, resumed=None, overwrite=False, inputs=()):
                              f'({", ".join(later[-3:])}), which resuming here would replace; resume the latest '
                              f'(--init_from_ckpt {save_dir}) or give another --save_dir to branch from it')
         return
-    from paddle_elmo.files.efml_model import is_efml_directory  # Paddle's: imported on use (pretrain --help)
     if os.path.isfile(os.path.join(save_dir, WEIGHTS_FILE)) and not os.path.isfile(os.path.join(save_dir, RECIPE_FILE)):
         raise InputError(f'--save_dir {save_dir}: holds a model ({OPTIONS_FILE} + {WEIGHTS_FILE}), not a run of '
                          f'pretrain; give another --save_dir')
@@ -136,17 +136,23 @@ def new_run_directory(parent=DEFAULT_PARENT):
 
 @contextlib.contextmanager
 def claimed(save_dir, resumed=None, overwrite=False, inputs=()):
-    """A run's hold on `save_dir` for the block: refused at once, nothing changed, when another process runs
-    in it (check_not_running) or it holds what the run may not write over (check_run_directory); then
+    """A run's hold on `save_dir` for the block: refused at once, nothing changed (check_claim); then
     locked (RunLock), checked again under the lock (another run may have ended since) and, with `overwrite`,
     another run's files removed. The arguments are check_run_directory's."""
-    check_not_running(save_dir)  # first: a running run's directory is that run's, whatever it holds
-    check_run_directory(save_dir, resumed, overwrite, inputs)
+    check_claim(save_dir, resumed, overwrite, inputs)
     with RunLock(save_dir):
         check_run_directory(save_dir, resumed, overwrite, inputs)
         if overwrite and not resumes_here(save_dir, resumed):
             remove_run_files(save_dir, inputs)
         yield
+
+
+def check_claim(save_dir, resumed=None, overwrite=False, inputs=()):
+    """InputError, nothing changed, when a run may not take `save_dir`: another process runs in it
+    (check_not_running) or it holds what the run may not write over (check_run_directory, whose arguments
+    these are). A command asks it before its slow start too (Paddle's import), and claimed again."""
+    check_not_running(save_dir)  # first: a running run's directory is that run's, whatever it holds
+    check_run_directory(save_dir, resumed, overwrite, inputs)
 
 
 def check_not_running(directory):
