@@ -14,7 +14,7 @@ import paddle
 import pytest
 
 from conftest import FIXTURE, ROOT, one_line_error, require, tiny_config
-from helpers import WORDS, run_here, run_script, tiny_bilm
+from helpers import WORDS, benchmark_module, run_here, run_script, tiny_bilm
 
 # The reference's own tolerance for the fixture; the exports differ from the embedder by BLAS
 # summation order only (measured <= 1e-6), a formula slip by > 1e-3.
@@ -150,6 +150,19 @@ def test_an_onnxruntime_embedder_runs_with_the_session_options_it_is_given(fixtu
         InferenceEmbedder(model_dir, backend='paddle', session_options=options)
     with pytest.raises(InputError, match='threads and session_options: set the threads in the SessionOptions'):
         InferenceEmbedder(model_dir, backend='onnxruntime', threads=2, session_options=options)
+
+
+def test_the_int8_variants_benchmark_runs_sessions_as_the_embedder_does_unless_a_variant_says_otherwise(fixture_export):
+    # bench_int8_variants once ran every variant spinning while users' sessions sleep: its int8 ratio was not the
+    # runtime users get (issue 64)
+    from paddle_elmo.export.inference import InferenceEmbedder
+    variants = benchmark_module('bench_int8_variants')
+    spinning = 'session.intra_op.allow_spinning'
+    product = InferenceEmbedder(fixture_export[0], backend='onnxruntime', threads=2)._session.get_session_options()
+    bench = variants.session_options(variants.VARIANTS['current'][1], 2)
+    assert (bench.intra_op_num_threads, bench.get_session_config_entry(spinning)) == (
+        product.intra_op_num_threads, product.get_session_config_entry(spinning)) == (2, '0')
+    assert variants.session_options(variants.VARIANTS['spinning'][1], 2).get_session_config_entry(spinning) == '1'
 
 
 def test_original_size_outputs_are_not_trivially_equal(original_export):

@@ -61,6 +61,18 @@ def choose_backend(model_dir, backend=None):
     return backend
 
 
+def default_session_options(threads):
+    """The onnxruntime.SessionOptions an InferenceEmbedder runs with unless given others: `threads`
+    intra-op threads whose workers wait for work asleep, not spinning. A Loop step is dozens of small
+    ops, and on a busy machine spinning threads take the cores from the ones doing the work; idle,
+    sleeping costs a few percent."""
+    onnxruntime = require_package('onnxruntime', 'serve')
+    options = onnxruntime.SessionOptions()
+    options.intra_op_num_threads = threads
+    options.add_session_config_entry('session.intra_op.allow_spinning', '0')
+    return options
+
+
 def _importable(module):
     """Whether `module` imports here (imported, then, as its backend will be)."""
     try:
@@ -135,12 +147,7 @@ class InferenceEmbedder(SentenceEmbedder):
         else:
             onnxruntime = require_package('onnxruntime', 'serve')
             if session_options is None:
-                session_options = onnxruntime.SessionOptions()
-                session_options.intra_op_num_threads = threads
-                # Its worker threads wait for work asleep, not spinning: a Loop step is dozens of
-                # small ops, and on a busy machine spinning threads take the cores from the ones doing
-                # the work (and on an idle machine it is no slower).
-                session_options.add_session_config_entry('session.intra_op.allow_spinning', '0')
+                session_options = default_session_options(threads)
             self._session = onnxruntime.InferenceSession(os.path.join(model_dir, ONNX_FILE), session_options,
                                                          providers=['CPUExecutionProvider'])
             self.precision = self._session.get_modelmeta().custom_metadata_map.get(PRECISION_KEY, 'float32')
