@@ -288,6 +288,20 @@ def intel_roofline():
     return {f'intel{rows}': int(steps[(f'small, {rows} rows', '**step**')]['of roofline'].rstrip('%')) for rows in (32, 128)}
 
 
+AVX2_FLOORS = 'AMD EPYC AVX2-only (343ced8, 2026-11-29)'  # the speed tables' classes, as their rows name them
+AVX512_EVENING = 'AMD EPYC AVX-512 (feea978 to 2f341a6, 2026-11-27)'
+
+
+def ranged(name):
+    """A figure's placeholder as the speed tables print it: the median, its runs' range beside it."""
+    return f'{{{name}_median:.1f}}% ({{{name}_low:.1f}}-{{{name}_high:.1f}}%)'
+
+
+def class_row(name, *cells):
+    """A speed table's row of one CPU class: its name, the runs, the cells, the matmul readings' range."""
+    return f'| {name} | {{runs}} | ' + ' | '.join(cells) + ' | {rate_low:.1f}-{rate_high:.1f} |'
+
+
 def rows(h):
     """BENCHMARKS.md's figures; `h` is tests/test_doc_figures (its readers and the Figure row)."""
     F = h.Figure
@@ -296,13 +310,10 @@ def rows(h):
         return F(name, text, source, values, document='BENCHMARKS.md')
     return [
         # the speed sections: one row per class, the latest runs on each
-        row('embedding floors, AVX2', '| AMD EPYC AVX2-only (343ced8, 2026-11-29) | {runs} | {r64_median:.1f}% '
-            '({r64_low:.1f}-{r64_high:.1f}%) / {q64:.1f}% | {r256_median:.1f}% ({r256_low:.1f}-{r256_high:.1f}%) / '
-            '{q256:.1f}% | {rate_low:.1f}-{rate_high:.1f} |', FLOORS64 + 'profile_embed_original.json: figures',
-            lambda: embed_floors(h, FLOORS64)),
-        row('embedding floors, AMD AVX-512', '| AMD EPYC AVX-512 (feea978 to 2f341a6, 2026-11-27) | {runs} | not measured / '
-            '{b64_median:.1f}% ({b64_low:.1f}-{b64_high:.1f}%) | not measured / {b256_median:.1f}% ({b256_low:.1f}-'
-            '{b256_high:.1f}%) | {rate_low:.1f}-{rate_high:.1f} |', EVENING_FILES, lambda: amd_embed(h)),
+        row('embedding floors, AVX2', class_row(AVX2_FLOORS, f'{ranged("r64")} / {{q64:.1f}}%', f'{ranged("r256")} / {{q256:.1f}}%'),
+            FLOORS64 + 'profile_embed_original.json: figures', lambda: embed_floors(h, FLOORS64)),
+        row('embedding floors, AMD AVX-512', class_row(AVX512_EVENING, f'not measured / {ranged("b64")}',
+                                                       f'not measured / {ranged("b256")}'), EVENING_FILES, lambda: amd_embed(h)),
         row('embedding floors, Intel', '| Intel Xeon AVX-512+VNNI (243c401, 2026-11-28) | 1 | not measured / {b64:.1f}% | '
             'not measured / {b256:.1f}% | {start:.1f} / {end:.1f} |', INTEL_FILES + 'bench_embed_original.txt', intel_embed),
         row('embedding parts, AVX2', 'On AVX2 the LSTM kernel runs at {kernel_of}% of its own floor at 64 ({kernel_ms:,.0f} '
@@ -312,13 +323,10 @@ def rows(h):
             FUSIONS64 + 'bench_embed_original.json: encode', lambda: avx2_embed(h, FUSIONS64)),
         row('embedding peak, Intel', "The Intel run printed a peak of {peak:,} MB: not the embedding's",
             INTEL_FILES + 'bench_embed_original.txt', intel_embed),
-        row('pretraining floors, AVX2', '| AMD EPYC AVX2-only (343ced8, 2026-11-29) | {runs} | {r32_median:.1f}% '
-            '({r32_low:.1f}-{r32_high:.1f}%) / {q32:.1f}% | {r128_median:.1f}% ({r128_low:.1f}-{r128_high:.1f}%) / '
-            '{q128:.1f}% | {rate_low:.1f}-{rate_high:.1f} |', FLOORS64 + 'profile_pretrain_small.json: figures',
-            lambda: pretrain_floors(h, FLOORS64)),
-        row('pretraining floors, AMD AVX-512', '| AMD EPYC AVX-512 (feea978 to 2f341a6, 2026-11-27) | {runs} | not measured / '
-            '{r32_median:.1f}% ({r32_low:.1f}-{r32_high:.1f}%) | not measured / {r128_median:.1f}% ({r128_low:.1f}-'
-            '{r128_high:.1f}%) | {rate_low:.1f}-{rate_high:.1f} |', EVENING_FILES, lambda: amd_pretrain(h)),
+        row('pretraining floors, AVX2', class_row(AVX2_FLOORS, f'{ranged("r32")} / {{q32:.1f}}%', f'{ranged("r128")} / {{q128:.1f}}%'),
+            FLOORS64 + 'profile_pretrain_small.json: figures', lambda: pretrain_floors(h, FLOORS64)),
+        row('pretraining floors, AMD AVX-512', class_row(AVX512_EVENING, f'not measured / {ranged("r32")}',
+                                                         f'not measured / {ranged("r128")}'), EVENING_FILES, lambda: amd_pretrain(h)),
         row('pretraining floors, Intel', '| Intel Xeon AVX-512+VNNI (243c401, 2026-11-28) | 2 | {intel32}% (one run, the old '
             'floor) / {a32:.1f}%, {b32:.1f}% | {intel128}% (one run, the old floor) / {a128:.1f}%, {b128:.1f}% | '
             '{rate_low:.1f}-{rate_high:.1f} |', INTEL_FILES + 'profile_pretrain_small.txt: the step rows; '
