@@ -611,21 +611,6 @@ constexpr bool kThreadedProducts = true;
 constexpr bool kThreadedProducts = false;
 #endif
 
-// c [m, n] = op(a) x op(b), row-major, on MKL's threads (Paddle's matmul without MKL).
-void Product(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const float* a, const float* b, float* c) {
-#ifdef ELMO_MKL
-  cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans, m, n, k, 1.f, a,
-              ta ? m : k, b, tb ? k : n, 0.f, c, n);
-#else
-  const auto shape = [](bool t, int64_t rows, int64_t cols) { return t ? std::vector<int64_t>{cols, rows}
-                                                                       : std::vector<int64_t>{rows, cols}; };
-  Tensor product = paddle::experimental::matmul(
-      paddle::from_blob(const_cast<float*>(a), shape(ta, m, k), paddle::DataType::FLOAT32),
-      paddle::from_blob(const_cast<float*>(b), shape(tb, k, n), paddle::DataType::FLOAT32), ta, tb);
-  std::memcpy(c, product.data<float>(), sizeof(float) * m * n);
-#endif
-}
-
 // MKL on one thread on this thread while it lives: a weight packed for the threads of the call
 // gives other last bits when the blocks multiply it on one thread each.
 class OneMklThread {
@@ -700,66 +685,142 @@ void CharCnn(const Tensor& ids_in, const Tensor& spans_in, const Tensor& embed_i
   }
 }
 
-constexpr int64_t kShareColumns = 256;  // a token's shares of one pass over its windows, on the stack
+// The backward sums each window's gradient into its chars' rows, not through the windows: with G_j
+// [V, n] the sum of the products' gradients over the windows whose char j is v, grad W_j = E^T G_j
+// and the chars' gradient sum_j G_j W_j^T, products of the call's distinct chars (a few hundred)
+// instead of its windows (tens of thousands), whose windows are never built. Threads take blocks
+// of a width's columns (the same sums on any number of threads).
+constexpr int64_t kCharColumns = 64;  // the columns of one block: G_j's rows are in cache while summed
 
-// The gradient of one width's max from grad [T, N] (columns offset..offset + n): the products
-// [R + 1, n] become, in place, the gradient of each window's product, split among the windows that
-// reach the max as TensorFlow's reduce_max; the PAD row gets the share of all the PAD windows of
-// every token whose max they reach.
-void WindowGradients(const std::vector<int64_t>& rows, const int64_t* spans, int64_t M, int64_t w, const float* bv,
-                     const float* cv, const float* gv, int64_t N, int64_t offset, int64_t n, float* x) {
-  const int64_t T = static_cast<int64_t>(rows.size()) - 1;
-  float* pad = x + rows[T] * n;
-  std::vector<float> pad_grad(n, 0.f);
-  // Threads take blocks of columns of the PAD row and run over the tokens in order (the same sums
-  // on any number of threads), then tokens for the windows' rows.
-#pragma omp parallel if (rows[T] * n >= kParallelMin)
-  {
-#pragma omp for
-    for (int64_t start = 0; start < n; start += 64) {
-      const int64_t end = std::min(n, start + 64);
-      for (int64_t t = 0; t < T; ++t) {
-        const float pads = static_cast<float>(M - w + 1 - (rows[t + 1] - rows[t]));
-        if (pads <= 0.f) continue;
-        const float *b = bv + t * N + offset, *c = cv + t * N + offset, *g = gv + t * N + offset;
-#pragma omp simd
-        for (int64_t e = start; e < end; ++e) pad_grad[e] += pad[e] == b[e] ? g[e] * pads / c[e] : 0.f;
-      }
+// The chars a call's windows read (and PAD, the PAD windows'): `chars` their ids, increasing, and
+// `slots` [T, M] each window char's row among them.
+struct CallChars {
+  std::vector<int64_t> chars;
+  std::vector<int32_t> slots;
+  int32_t pad = 0;
+};
+
+CallChars ReadChars(const int64_t* ids, int64_t T, int64_t cols, int64_t M, int64_t V, int64_t pad_id) {
+  std::vector<int32_t> slot(V, -1);
+  slot[pad_id] = 0;
+  for (int64_t t = 0; t < T; ++t) {
+    for (int64_t k = 0; k < M; ++k) slot[ids[t * cols + k]] = 0;
+  }
+  CallChars out;
+  for (int64_t v = 0; v < V; ++v) {
+    if (slot[v] == 0) {
+      slot[v] = static_cast<int32_t>(out.chars.size());
+      out.chars.push_back(v);
     }
-#pragma omp for
+  }
+  out.slots.resize(T * M);
+  for (int64_t t = 0; t < T; ++t) {
+    for (int64_t k = 0; k < M; ++k) out.slots[t * M + k] = slot[ids[t * cols + k]];
+  }
+  out.pad = slot[pad_id];
+  return out;
+}
+
+// The gradient of one width's max from grad [T, N] (columns offset..offset + n) for the PAD
+// windows' row of the products x [R + 1, n]: the share of all the PAD windows of every token whose
+// max they reach.
+std::vector<float> PadGradient(const std::vector<int64_t>& rows, int64_t M, int64_t w, const float* bv,
+                               const float* cv, const float* gv, int64_t N, int64_t offset, int64_t n, const float* x) {
+  const int64_t T = static_cast<int64_t>(rows.size()) - 1;
+  const float* pad = x + rows[T] * n;
+  std::vector<float> pad_grad(n, 0.f);
+  // Threads take blocks of columns and run over the tokens in order (the same sums on any number
+  // of threads).
+#pragma omp parallel for if (T * n >= kParallelMin)
+  for (int64_t start = 0; start < n; start += 64) {
+    const int64_t end = std::min(n, start + 64);
     for (int64_t t = 0; t < T; ++t) {
+      const float pads = static_cast<float>(M - w + 1 - (rows[t + 1] - rows[t]));
+      if (pads <= 0.f) continue;
       const float *b = bv + t * N + offset, *c = cv + t * N + offset, *g = gv + t * N + offset;
-      float share[kShareColumns];  // g / c once a token, not once a window
-      for (int64_t start = 0; start < n; start += kShareColumns) {
-        const int64_t width = std::min(kShareColumns, n - start);
 #pragma omp simd
-        for (int64_t e = 0; e < width; ++e) share[e] = g[start + e] / c[start + e];
-        for (int64_t k = rows[t]; k < rows[t + 1]; ++k) {
-          TieShare(x + k * n + start, b + start, share, x + k * n + start, width);
-        }
+      for (int64_t e = start; e < end; ++e) pad_grad[e] += pad[e] == b[e] ? g[e] * pads / c[e] : 0.f;
+    }
+  }
+  return pad_grad;
+}
+
+// One block of columns [s, s + m) of one width: the windows' gradients (split among the windows that
+// reach the max as TensorFlow's reduce_max) summed by char and position into sums [w, U, m] (U =
+// the call's chars), then grad W's rows' columns and this block's part of the chars' gradient
+// part [U, C].
+void CharBlockGradients(const std::vector<int64_t>& rows, const CallChars& chars, const float* eu, int64_t M,
+                        int64_t w, int64_t C, const float* bv, const float* cv, const float* gv, int64_t N,
+                        int64_t offset, int64_t n, int64_t s, int64_t m, const float* x, const float* pad_grad,
+                        const float* weight, float* sums, float* grad_weight, float* part) {
+  const int64_t T = static_cast<int64_t>(rows.size()) - 1, U = static_cast<int64_t>(chars.chars.size());
+  std::fill(sums, sums + w * U * m, 0.f);
+  float share[kCharColumns], gk[kCharColumns];
+  for (int64_t t = 0; t < T; ++t) {
+    const float *b = bv + t * N + offset + s, *c = cv + t * N + offset + s, *g = gv + t * N + offset + s;
+#pragma omp simd
+    for (int64_t e = 0; e < m; ++e) share[e] = g[e] / c[e];  // once a token, not once a window
+    const int32_t* slots = chars.slots.data() + t * M;
+    for (int64_t k = rows[t]; k < rows[t + 1]; ++k) {
+      TieShare(x + k * n + s, b, share, gk, m);
+      for (int64_t j = 0; j < w; ++j) {
+        float* row = sums + (j * U + slots[k - rows[t] + j]) * m;
+#pragma omp simd
+        for (int64_t e = 0; e < m; ++e) row[e] += gk[e];
       }
     }
   }
-  std::memcpy(pad, pad_grad.data(), sizeof(float) * n);
+  for (int64_t j = 0; j < w; ++j) {
+    float* row = sums + (j * U + chars.pad) * m;
+#pragma omp simd
+    for (int64_t e = 0; e < m; ++e) row[e] += pad_grad[s + e];
+  }
+  // grad W_j [C, m] = E^T G_j, and part [U, C] = sum_j G_j W_j^T.
+  std::fill(part, part + U * C, 0.f);
+  for (int64_t j = 0; j < w; ++j) {
+    const float* gj = sums + j * U * m;
+    float* dw = grad_weight + j * C * n + s;
+    for (int64_t ch = 0; ch < C; ++ch) std::fill(dw + ch * n, dw + ch * n + m, 0.f);
+    for (int64_t u = 0; u < U; ++u) {
+      for (int64_t ch = 0; ch < C; ++ch) {
+        const float e_uc = eu[u * C + ch];
+#pragma omp simd
+        for (int64_t e = 0; e < m; ++e) dw[ch * n + e] += e_uc * gj[u * m + e];
+      }
+    }
+    const float* wj = weight + j * C * n + s;
+    for (int64_t u = 0; u < U; ++u) {
+      for (int64_t ch = 0; ch < C; ++ch) {
+        float dot = 0.f;
+#pragma omp simd reduction(+ : dot)
+        for (int64_t e = 0; e < m; ++e) dot += gj[u * m + e] * wj[ch * n + e];
+        part[u * C + ch] += dot;
+      }
+    }
+  }
 }
 
 // The gradient of CharCnn's best from grad [T, N] -> grad_embed [V, C] (row 0, the padding
 // token's char, gets none, as nn.Embedding's padding_idx) and grad_weights[i] [w_i * C, n_i],
-// written in place; the products become the products' gradients (in place).
+// written in place (the products are read only).
 void CharCnnBackward(const Tensor& ids_in, const Tensor& spans_in, const Tensor& embed_in,
                      const std::vector<Tensor>& weights, const Tensor& best, const Tensor& ties, const Tensor& grad_in,
                      std::vector<Tensor>& products, Tensor& grad_embed, std::vector<Tensor>& grad_weights, int64_t M,
                      int64_t pad_id) {
   const Tensor ids = ids_in.contiguous(), spans = spans_in.contiguous(), embed = embed_in.contiguous(),
                grad = grad_in.contiguous();
-  const int64_t T = ids.shape()[0], cols = ids.shape()[1], C = embed.shape()[1], N = best.shape()[1];
+  const int64_t T = ids.shape()[0], cols = ids.shape()[1], V = embed.shape()[0], C = embed.shape()[1],
+                N = best.shape()[1];
   PD_CHECK(grad.numel() == T * N && grad_embed.is_contiguous() && grad_embed.numel() == embed.numel() &&
                grad_weights.size() == weights.size() && products.size() == weights.size(),
            "char_cnn_backward: shapes disagree");
   const int64_t *iv = ids.data<int64_t>(), *sv = spans.data<int64_t>();
-  const float *bv = best.data<float>(), *cv = ties.data<float>(), *gv = grad.data<float>();
-  float* de = grad_embed.data<float>();
-  std::fill(de, de + grad_embed.numel(), 0.f);
+  const float *bv = best.data<float>(), *cv = ties.data<float>(), *gv = grad.data<float>(), *ev = embed.data<float>();
+  const CallChars chars = ReadChars(iv, T, cols, M, V, pad_id);
+  const int64_t U = static_cast<int64_t>(chars.chars.size());
+  std::vector<float> eu(U * C);  // the call's chars' embeddings
+  for (int64_t u = 0; u < U; ++u) std::memcpy(eu.data() + u * C, ev + chars.chars[u] * C, sizeof(float) * C);
+  std::vector<float> grad_chars(U * C, 0.f);
   int64_t offset = 0;
   for (size_t i = 0; i < weights.size(); ++i) {
     const Tensor weight = weights[i].contiguous();
@@ -768,32 +829,31 @@ void CharCnnBackward(const Tensor& ids_in, const Tensor& spans_in, const Tensor&
     PD_CHECK(products[i].numel() == (rows[T] + 1) * n && grad_weights[i].is_contiguous() &&
                  grad_weights[i].numel() == K * n,
              "char_cnn_backward: the forward's products (training) and grad_weights [w * C, n]");
-    float* x = products[i].data<float>();
-    WindowGradients(rows, sv, M, w, bv, cv, gv, N, offset, n, x);
-    AlignedFloats windows((rows[T] + 1) * K);
-    FillWindows(iv, cols, sv, 0, T, M, w, embed.data<float>(), C, windows.data());
-    for (int64_t j = 0; j < w; ++j) {
-      std::memcpy(windows.data() + rows[T] * K + j * C, embed.data<float>() + pad_id * C, sizeof(float) * C);
-    }
-    // grad W = windows^T x, then the windows' gradient x W^T in place of the windows.
-    const int64_t R = rows[T] + 1;
-    Product(true, false, K, n, R, windows.data(), x, grad_weights[i].data<float>());
-    Product(false, true, R, K, n, x, weight.data<float>(), windows.data());
-    const float* dw = windows.data();
-    for (int64_t t = 0; t < T; ++t) {
-      for (int64_t k = 0; k < rows[t + 1] - rows[t]; ++k, dw += K) {
-        for (int64_t j = 0; j < w; ++j) {
-          const int64_t id = iv[t * cols + k + j];
-          if (id == 0) continue;
-#pragma omp simd
-          for (int64_t e = 0; e < C; ++e) de[id * C + e] += dw[j * C + e];
-        }
+    const float* x = products[i].data<float>();
+    const std::vector<float> pad_grad = PadGradient(rows, M, w, bv, cv, gv, N, offset, n, x);
+    const int64_t n_blocks = (n + kCharColumns - 1) / kCharColumns;
+    std::vector<float> parts(n_blocks * U * C);
+#pragma omp parallel if (rows[T] * n >= kParallelMin)
+    {
+      AlignedFloats sums(w * U * kCharColumns);
+#pragma omp for schedule(static, 1)
+      for (int64_t block = 0; block < n_blocks; ++block) {
+        const int64_t s = block * kCharColumns;
+        CharBlockGradients(rows, chars, eu.data(), M, w, C, bv, cv, gv, N, offset, n, s,
+                           std::min(kCharColumns, n - s), x, pad_grad.data(), weight.data<float>(), sums.data(),
+                           grad_weights[i].data<float>(), parts.data() + block * U * C);
       }
     }
-    for (int64_t j = 0; j < w && pad_id != 0; ++j) {
-      for (int64_t e = 0; e < C; ++e) de[pad_id * C + e] += dw[j * C + e];
+    for (int64_t block = 0; block < n_blocks; ++block) {
+#pragma omp simd
+      for (int64_t e = 0; e < U * C; ++e) grad_chars[e] += parts[block * U * C + e];
     }
     offset += n;
+  }
+  float* de = grad_embed.data<float>();
+  std::fill(de, de + grad_embed.numel(), 0.f);
+  for (int64_t u = 0; u < U; ++u) {
+    if (chars.chars[u] != 0) std::memcpy(de + chars.chars[u] * C, grad_chars.data() + u * C, sizeof(float) * C);
   }
 }
 

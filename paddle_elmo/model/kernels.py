@@ -267,8 +267,8 @@ def _pooled(tokens, weights):
 
 
 class _KernelCharCnn(PyLayer):
-    """The forward keeps every window's product [rows_i, n_i] for the backward (which finds the
-    windows that reach each max there), and the backward turns them, in place, into their gradients."""
+    """The forward keeps every window's product [rows_i, n_i] for the backward, which finds the
+    windows that reach each max there and sums their gradients by char (the products are read only)."""
 
     @staticmethod
     def forward(ctx, ids, spans, embed, rows, attrs, *weights):
