@@ -116,6 +116,23 @@ def test_char_cnn_kernel_matches_the_full_convolution_and_its_gradients(count, a
         np.testing.assert_allclose(fused, full, atol=1e-4 * np.abs(full).max(), rtol=0)
 
 
+def test_char_cnn_kernel_matches_the_full_convolution_over_several_blocks_of_columns():
+    """Widths with more filters than the kernel's block of columns (64), one not a multiple of it:
+    the products kept a block of columns at a time must be found again by the backward."""
+    require_kernels()
+    results = []
+    g = np.random.default_rng(2).normal(size=(300, 100 + 70)).astype(np.float32)
+    for forward in (lambda e, ids: e.cnn(ids, EagerOps(kernels.CPU_KERNELS)),
+                    lambda e, ids: full_window_cnn(e, paddle.to_tensor(ids))):
+        enc = make_encoder(seed=4, cnn_filters=[[2, 100], [3, 70]])
+        y = forward(enc, odd_tokens(enc.pad_id, 300))
+        (y * paddle.to_tensor(g)).sum().backward()
+        results.append([y.numpy()] + [p.grad.numpy() for p in enc.parameters() if p.grad is not None])
+    assert len(results[0]) == len(results[1]) == 1 + 1 + 2 + 2
+    for fused, full in zip(*results):
+        np.testing.assert_allclose(fused, full, atol=1e-4 * np.abs(full).max(), rtol=0)
+
+
 def test_char_cnn_kernel_gives_the_same_bits_on_every_call(fixture_dir):
     """The threads take the blocks of tokens in a fixed order: with a dynamic schedule the fixture's
     char CNN gave other maxima on its vocabulary in 3 to 227 of 300 calls (more under load)."""

@@ -499,11 +499,11 @@ inline void TieShare(const float* xk, const float* b, const float* share, float*
 
 // ---- The char CNN on a call's distinct tokens ------------------------------------------------------
 // bilm-tf's char CNN, each filter's max over the windows of a token's embedded chars, in one call per
-// direction of the step: the windows of a block of tokens are built, multiplied by the filter's weight
-// and pooled while they are in cache, so that neither the windows nor (in inference) the products of
-// every window reach memory, and each token runs only its own windows (Paddle's ops pad a chunk's
-// tokens to its longest). The windows a token's chars end before are all PAD and all give one
-// value for every token: it is computed once and counted as many times as the reference has them.
+// direction of the step: each window's product is made from the call's chars (see kCharColumns)
+// and pooled while in cache, so that neither the windows nor (in inference) the products of every
+// window reach memory, and each token runs only its own windows (Paddle's ops pad a chunk's tokens
+// to its longest). The windows a token's chars end before are all PAD and all give one value for
+// every token: it is computed once and counted as many times as the reference has them.
 // Shapes (T tokens, M = max_chars, C = char_dim, widths w_i with n_i filters, N = sum n_i):
 //   ids [T, cols] int64 (shifted char ids, cols >= M; the first M read), spans [T] int64 (window k of
 //   token t holds a char other than PAD when k < spans[t]; M when a token's tail holds anything but
@@ -511,7 +511,7 @@ inline void TieShare(const float* xk, const float* b, const float* share, float*
 //   best [T, N] and ties [T, N]: each filter's max over the token's M - w_i + 1 windows, the widths
 //   side by side, and how many windows reach it (the PAD ones M - w_i + 1 - spans[t] at once);
 //   products[i] [R_i + 1, n_i] (training only): row WindowRows(i)[t] + k is window k of token t, the
-//   last row the PAD windows' value.
+//   last row the PAD windows' value, stored a block of columns at a time (kCharColumns).
 
 // The first row of each token's windows of width w among a call's rows (the last entry, their
 // count): token t has min(M - w + 1, spans[t]) windows that hold a char.
@@ -521,20 +521,7 @@ std::vector<int64_t> WindowRows(const int64_t* spans, int64_t T, int64_t M, int6
   return rows;
 }
 
-// The windows of width w of tokens [t0, t1) as rows of a [rows, w * C] matrix (a window is its
-// chars' embeddings one after the other, as bilm-tf's [1, w, C, n] filter is laid out).
-void FillWindows(const int64_t* ids, int64_t cols, const int64_t* spans, int64_t t0, int64_t t1, int64_t M,
-                 int64_t w, const float* embed, int64_t C, float* out) {
-  for (int64_t t = t0; t < t1; ++t) {
-    const int64_t* chars = ids + t * cols;
-    for (int64_t k = 0; k < std::min(M - w + 1, spans[t]); ++k) {
-      for (int64_t j = 0; j < w; ++j) std::memcpy(out + j * C, embed + chars[k + j] * C, sizeof(float) * C);
-      out += w * C;
-    }
-  }
-}
-
-// Floats at a 64-byte boundary, for MKL's operands: its sums may run in another order at another
+// Floats at a 64-byte boundary, for the kernels' scratch: sums may run in another order at another
 // alignment, and malloc's varies from run to run (the LSTM kernels take Paddle's tensors as scratch
 // for the same reason).
 class AlignedFloats {
@@ -548,23 +535,6 @@ class AlignedFloats {
  private:
   std::unique_ptr<float, decltype(&std::free)> data_;
 };
-
-// Each width's filters are multiplied a block of tokens at a time, the block's products at most
-// this many floats (in L2 while they are pooled).
-constexpr int64_t kCnnBlockFloats = 65536;
-
-int64_t CnnBlockRows(int64_t M, int64_t n) { return std::max(M, kCnnBlockFloats / n); }
-
-// Tokens [t0, t1) of blocks of at most max_rows window rows (each token's rows in one block).
-std::vector<int64_t> TokenBlocks(const std::vector<int64_t>& rows, int64_t max_rows) {
-  std::vector<int64_t> starts{0};
-  const int64_t T = static_cast<int64_t>(rows.size()) - 1;
-  for (int64_t t = 0; t < T; ++t) {
-    if (rows[t + 1] - rows[starts.back()] > max_rows) starts.push_back(t);
-  }
-  starts.push_back(T);
-  return starts;
-}
 
 void CheckCharCnn(const Tensor& ids, const Tensor& spans, const Tensor& embed, const std::vector<Tensor>& weights,
                   int64_t M, int64_t pad_id) {
@@ -601,31 +571,6 @@ inline void PadStep(const float* pad, float count, bool first, float* b, float* 
   }
 }
 
-// MKL's products may run on many threads at once; Paddle's matmul (RightMatrix without MKL) on one
-// only. In the forward every block of tokens is multiplied on one thread (MKL takes one inside a
-// parallel region), so that the blocks, fixed by the inputs, give the same bits on any number of
-// threads.
-#ifdef ELMO_MKL
-constexpr bool kThreadedProducts = true;
-#else
-constexpr bool kThreadedProducts = false;
-#endif
-
-// c [m, n] = op(a) x op(b), row-major, on MKL's threads (Paddle's matmul without MKL).
-void Product(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const float* a, const float* b, float* c) {
-#ifdef ELMO_MKL
-  cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans, m, n, k, 1.f, a,
-              ta ? m : k, b, tb ? k : n, 0.f, c, n);
-#else
-  const auto shape = [](bool t, int64_t rows, int64_t cols) { return t ? std::vector<int64_t>{cols, rows}
-                                                                       : std::vector<int64_t>{rows, cols}; };
-  Tensor product = paddle::experimental::matmul(
-      paddle::from_blob(const_cast<float*>(a), shape(ta, m, k), paddle::DataType::FLOAT32),
-      paddle::from_blob(const_cast<float*>(b), shape(tb, k, n), paddle::DataType::FLOAT32), ta, tb);
-  std::memcpy(c, product.data<float>(), sizeof(float) * m * n);
-#endif
-}
-
 // MKL on one thread on this thread while it lives: a weight packed for the threads of the call
 // gives other last bits when the blocks multiply it on one thread each.
 class OneMklThread {
@@ -639,60 +584,139 @@ class OneMklThread {
 #endif
 };
 
+// A window's product is the sum over its chars j of E[char j] W_j (W_j the rows j C .. j C + C of
+// the width's weight): with the tables P_j = E W_j of the call's distinct chars (a few hundred, not
+// the tens of thousands of windows), a product is w rows of the tables added, and the windows are
+// never built. The backward goes the same way: with G_j the sum of the windows' gradients by their
+// char j, grad W_j = E^T G_j and the chars' gradient sum_j G_j W_j^T. Threads take blocks of a
+// width's columns, whose tables (and sums) stay in cache: the same sums on any number of threads.
+// The products kept for the backward are stored a block at a time: columns s .. s + m (m =
+// kCharColumns, less in the last block) of rows 0 .. R as R + 1 rows of m floats from x + s (R + 1).
+constexpr int64_t kCharColumns = 64;
+
+// The chars a call's windows read (and PAD, the PAD windows'): `chars` their ids, increasing, and
+// `slots` [T, M] each char position's row among them.
+struct CallChars {
+  std::vector<int64_t> chars;
+  std::vector<int32_t> slots;
+  int32_t pad = 0;
+};
+
+CallChars ReadChars(const int64_t* ids, int64_t T, int64_t cols, int64_t M, int64_t V, int64_t pad_id) {
+  std::vector<int32_t> slot(V, -1);
+  slot[pad_id] = 0;
+  for (int64_t t = 0; t < T; ++t) {
+    for (int64_t k = 0; k < M; ++k) slot[ids[t * cols + k]] = 0;
+  }
+  CallChars out;
+  for (int64_t v = 0; v < V; ++v) {
+    if (slot[v] == 0) {
+      slot[v] = static_cast<int32_t>(out.chars.size());
+      out.chars.push_back(v);
+    }
+  }
+  out.slots.resize(T * M);
+  for (int64_t t = 0; t < T; ++t) {
+    for (int64_t k = 0; k < M; ++k) out.slots[t * M + k] = slot[ids[t * cols + k]];
+  }
+  out.pad = slot[pad_id];
+  return out;
+}
+
+// The call's chars' embeddings eu [U, C].
+std::vector<float> CharRows(const CallChars& chars, const float* embed, int64_t C) {
+  std::vector<float> eu(chars.chars.size() * C);
+  for (size_t u = 0; u < chars.chars.size(); ++u) std::memcpy(eu.data() + u * C, embed + chars.chars[u] * C, sizeof(float) * C);
+  return eu;
+}
+
+// The tables of one block of columns [s, s + m): tables [w, U, m], P_j[u] = eu[u] W_j[:, s .. s + m).
+void CharTables(const float* eu, int64_t U, int64_t C, int64_t w, const float* weight, int64_t n, int64_t s, int64_t m,
+                float* tables) {
+  for (int64_t j = 0; j < w; ++j) {
+    for (int64_t u = 0; u < U; ++u) {
+      float* row = tables + (j * U + u) * m;
+      std::fill(row, row + m, 0.f);
+      for (int64_t ch = 0; ch < C; ++ch) {
+        const float e_uc = eu[u * C + ch];
+        const float* wr = weight + (j * C + ch) * n + s;
+#pragma omp simd
+        for (int64_t e = 0; e < m; ++e) row[e] += e_uc * wr[e];
+      }
+    }
+  }
+}
+
+// out [m] = the sum over j of the tables' rows of the window's chars slots[0 .. w).
+inline void WindowProduct(const float* tables, const int32_t* slots, int64_t U, int64_t w, int64_t m, float* out) {
+  const float* first = tables + slots[0] * m;
+#pragma omp simd
+  for (int64_t e = 0; e < m; ++e) out[e] = first[e];
+  for (int64_t j = 1; j < w; ++j) {
+    const float* row = tables + (j * U + slots[j]) * m;
+#pragma omp simd
+    for (int64_t e = 0; e < m; ++e) out[e] += row[e];
+  }
+}
+
 // -> best, ties and products written in place; products[i] [R_i + 1, n_i] (training: kept for the
-// backward) or [1, n_i] (inference: the PAD row only; the windows' products stay in cache).
+// backward, a block of columns at a time) or [1, n_i] (inference: the PAD row only).
 void CharCnn(const Tensor& ids_in, const Tensor& spans_in, const Tensor& embed_in, const std::vector<Tensor>& weights,
              Tensor& best, Tensor& ties, std::vector<Tensor>& products, int64_t M, int64_t pad_id) {
   const Tensor ids = ids_in.contiguous(), spans = spans_in.contiguous(), embed = embed_in.contiguous();
   CheckCharCnn(ids, spans, embed, weights, M, pad_id);
-  const int64_t T = ids.shape()[0], cols = ids.shape()[1], C = embed.shape()[1];
+  const int64_t T = ids.shape()[0], cols = ids.shape()[1], V = embed.shape()[0], C = embed.shape()[1];
   int64_t N = 0;
   for (const Tensor& weight : weights) N += weight.shape()[1];
   PD_CHECK(best.is_contiguous() && ties.is_contiguous() && best.numel() == T * N && ties.numel() == T * N &&
                products.size() == weights.size(),
            "char_cnn: best and ties [tokens, N] and one product per width, written in place");
-  const int64_t *iv = ids.data<int64_t>(), *sv = spans.data<int64_t>();
-  const float* ev = embed.data<float>();
+  const int64_t* sv = spans.data<int64_t>();
   float *bv = best.data<float>(), *cv = ties.data<float>();
-  const OneMklThread one_thread;
+  const CallChars chars = ReadChars(ids.data<int64_t>(), T, cols, M, V, pad_id);
+  const int64_t U = static_cast<int64_t>(chars.chars.size());
+  const std::vector<float> eu = CharRows(chars, embed.data<float>(), C);
   int64_t offset = 0;
   for (size_t i = 0; i < weights.size(); ++i) {
-    const int64_t K = weights[i].shape()[0], n = weights[i].shape()[1], w = K / C;
+    const Tensor weight = weights[i].contiguous();
+    const int64_t K = weight.shape()[0], n = weight.shape()[1], w = K / C;
     const std::vector<int64_t> rows = WindowRows(sv, T, M, w);
     const bool save = products[i].numel() == (rows[T] + 1) * n;
     PD_CHECK(products[i].is_contiguous() && (save || products[i].numel() == n),
              "char_cnn: each product [windows + 1, n] or [1, n]");
-    const int64_t block_rows = CnnBlockRows(M, n);
-    const RightMatrix filters(weights[i], false, block_rows);
-    AlignedFloats pad_window(K);
-    for (int64_t j = 0; j < w; ++j) std::memcpy(pad_window.data() + j * C, ev + pad_id * C, sizeof(float) * C);
-    float* pad = products[i].data<float>() + (save ? rows[T] * n : 0);
-    filters.Multiply(pad_window.data(), 1, pad);
-    const std::vector<int64_t> blocks = TokenBlocks(rows, block_rows);
-    const int64_t n_blocks = static_cast<int64_t>(blocks.size()) - 1;
-#pragma omp parallel if (kThreadedProducts)
+    const int64_t n_blocks = (n + kCharColumns - 1) / kCharColumns;
+    float* xv = products[i].data<float>();
+#pragma omp parallel if (rows[T] * n >= kParallelMin)
     {
-      AlignedFloats windows(block_rows * K), scratch(save ? 1 : block_rows * n);
-      // A static schedule: with a dynamic one (gcc's OpenMP calls run by libiomp5) the same inputs
-      // gave other maxima on most calls here.
+      AlignedFloats tables(w * U * kCharColumns);
+      float value[kCharColumns], pad[kCharColumns];
 #pragma omp for schedule(static, 1)
       for (int64_t block = 0; block < n_blocks; ++block) {
-        const int64_t t0 = blocks[block], t1 = blocks[block + 1];
-        FillWindows(iv, cols, sv, t0, t1, M, w, ev, C, windows.data());
-        float* x = save ? products[i].data<float>() + rows[t0] * n : scratch.data();
-        filters.Multiply(windows.data(), rows[t1] - rows[t0], x);
-        for (int64_t t = t0; t < t1; ++t) {
-          float *b = bv + t * N + offset, *c = cv + t * N + offset;
-          for (int64_t k = rows[t]; k < rows[t + 1]; ++k, x += n) {
+        const int64_t s = block * kCharColumns, m = std::min(kCharColumns, n - s);
+        CharTables(eu.data(), U, C, w, weight.data<float>(), n, s, m, tables.data());
+        std::vector<int32_t> pad_slots(w, chars.pad);
+        WindowProduct(tables.data(), pad_slots.data(), U, w, m, pad);
+        float* x = save ? xv + s * (rows[T] + 1) : nullptr;
+        if (save) {
+          std::memcpy(x + rows[T] * m, pad, sizeof(float) * m);
+        } else {
+          std::memcpy(xv + s, pad, sizeof(float) * m);
+        }
+        for (int64_t t = 0; t < T; ++t) {
+          float *b = bv + t * N + offset + s, *c = cv + t * N + offset + s;
+          const int32_t* slots = chars.slots.data() + t * M;
+          for (int64_t k = rows[t]; k < rows[t + 1]; ++k) {
+            float* out = save ? x + k * m : value;
+            WindowProduct(tables.data(), slots + (k - rows[t]), U, w, m, out);
             if (k == rows[t]) {
-              std::memcpy(b, x, sizeof(float) * n);
-              std::fill(c, c + n, 1.f);
+              std::memcpy(b, out, sizeof(float) * m);
+              std::fill(c, c + m, 1.f);
             } else {
-              MaxStep(x, b, c, n);
+              MaxStep(out, b, c, m);
             }
           }
           const int64_t pads = M - w + 1 - (rows[t + 1] - rows[t]);
-          if (pads > 0) PadStep(pad, static_cast<float>(pads), rows[t + 1] == rows[t], b, c, n);
+          if (pads > 0) PadStep(pad, static_cast<float>(pads), rows[t + 1] == rows[t], b, c, m);
         }
       }
     }
@@ -700,66 +724,88 @@ void CharCnn(const Tensor& ids_in, const Tensor& spans_in, const Tensor& embed_i
   }
 }
 
-constexpr int64_t kShareColumns = 256;  // a token's shares of one pass over its windows, on the stack
-
-// The gradient of one width's max from grad [T, N] (columns offset..offset + n): the products
-// [R + 1, n] become, in place, the gradient of each window's product, split among the windows that
-// reach the max as TensorFlow's reduce_max; the PAD row gets the share of all the PAD windows of
-// every token whose max they reach.
-void WindowGradients(const std::vector<int64_t>& rows, const int64_t* spans, int64_t M, int64_t w, const float* bv,
-                     const float* cv, const float* gv, int64_t N, int64_t offset, int64_t n, float* x) {
-  const int64_t T = static_cast<int64_t>(rows.size()) - 1;
-  float* pad = x + rows[T] * n;
-  std::vector<float> pad_grad(n, 0.f);
-  // Threads take blocks of columns of the PAD row and run over the tokens in order (the same sums
-  // on any number of threads), then tokens for the windows' rows.
-#pragma omp parallel if (rows[T] * n >= kParallelMin)
-  {
-#pragma omp for
-    for (int64_t start = 0; start < n; start += 64) {
-      const int64_t end = std::min(n, start + 64);
-      for (int64_t t = 0; t < T; ++t) {
-        const float pads = static_cast<float>(M - w + 1 - (rows[t + 1] - rows[t]));
-        if (pads <= 0.f) continue;
-        const float *b = bv + t * N + offset, *c = cv + t * N + offset, *g = gv + t * N + offset;
+// One block of columns [s, s + m) of one width, from its products x (R + 1 rows of m floats): the
+// windows' gradients (split among the windows that reach the max as TensorFlow's reduce_max, the
+// PAD row's over all the PAD windows of every token whose max they reach) summed by char and
+// position into sums [w, U, m], then grad W's rows' columns s .. s + m and this block's part [U, C]
+// of the chars' gradient.
+void CharBlockGradients(const std::vector<int64_t>& rows, const CallChars& chars, const float* eu, int64_t M,
+                        int64_t w, int64_t C, const float* bv, const float* cv, const float* gv, int64_t N,
+                        int64_t offset, int64_t n, int64_t s, int64_t m, const float* x, const float* weight,
+                        float* sums, float* grad_weight, float* part) {
+  const int64_t T = static_cast<int64_t>(rows.size()) - 1, U = static_cast<int64_t>(chars.chars.size());
+  std::fill(sums, sums + w * U * m, 0.f);
+  const float* pad = x + rows[T] * m;
+  float share[kCharColumns], gk[kCharColumns], pad_grad[kCharColumns] = {};
+  for (int64_t t = 0; t < T; ++t) {
+    const float *b = bv + t * N + offset + s, *c = cv + t * N + offset + s, *g = gv + t * N + offset + s;
+    const float pads = static_cast<float>(M - w + 1 - (rows[t + 1] - rows[t]));
+    if (pads > 0.f) {
 #pragma omp simd
-        for (int64_t e = start; e < end; ++e) pad_grad[e] += pad[e] == b[e] ? g[e] * pads / c[e] : 0.f;
-      }
+      for (int64_t e = 0; e < m; ++e) pad_grad[e] += pad[e] == b[e] ? g[e] * pads / c[e] : 0.f;
     }
-#pragma omp for
-    for (int64_t t = 0; t < T; ++t) {
-      const float *b = bv + t * N + offset, *c = cv + t * N + offset, *g = gv + t * N + offset;
-      float share[kShareColumns];  // g / c once a token, not once a window
-      for (int64_t start = 0; start < n; start += kShareColumns) {
-        const int64_t width = std::min(kShareColumns, n - start);
 #pragma omp simd
-        for (int64_t e = 0; e < width; ++e) share[e] = g[start + e] / c[start + e];
-        for (int64_t k = rows[t]; k < rows[t + 1]; ++k) {
-          TieShare(x + k * n + start, b + start, share, x + k * n + start, width);
-        }
+    for (int64_t e = 0; e < m; ++e) share[e] = g[e] / c[e];  // once a token, not once a window
+    const int32_t* slots = chars.slots.data() + t * M;
+    for (int64_t k = rows[t]; k < rows[t + 1]; ++k) {
+      TieShare(x + k * m, b, share, gk, m);
+      for (int64_t j = 0; j < w; ++j) {
+        float* row = sums + (j * U + slots[k - rows[t] + j]) * m;
+#pragma omp simd
+        for (int64_t e = 0; e < m; ++e) row[e] += gk[e];
       }
     }
   }
-  std::memcpy(pad, pad_grad.data(), sizeof(float) * n);
+  for (int64_t j = 0; j < w; ++j) {
+    float* row = sums + (j * U + chars.pad) * m;
+#pragma omp simd
+    for (int64_t e = 0; e < m; ++e) row[e] += pad_grad[e];
+  }
+  // grad W_j [C, m] = E^T G_j, and part [U, C] = sum_j G_j W_j^T.
+  std::fill(part, part + U * C, 0.f);
+  for (int64_t j = 0; j < w; ++j) {
+    const float* gj = sums + j * U * m;
+    float* dw = grad_weight + j * C * n + s;
+    for (int64_t ch = 0; ch < C; ++ch) std::fill(dw + ch * n, dw + ch * n + m, 0.f);
+    for (int64_t u = 0; u < U; ++u) {
+      for (int64_t ch = 0; ch < C; ++ch) {
+        const float e_uc = eu[u * C + ch];
+#pragma omp simd
+        for (int64_t e = 0; e < m; ++e) dw[ch * n + e] += e_uc * gj[u * m + e];
+      }
+    }
+    const float* wj = weight + j * C * n + s;
+    for (int64_t u = 0; u < U; ++u) {
+      for (int64_t ch = 0; ch < C; ++ch) {
+        float dot = 0.f;
+#pragma omp simd reduction(+ : dot)
+        for (int64_t e = 0; e < m; ++e) dot += gj[u * m + e] * wj[ch * n + e];
+        part[u * C + ch] += dot;
+      }
+    }
+  }
 }
 
 // The gradient of CharCnn's best from grad [T, N] -> grad_embed [V, C] (row 0, the padding
 // token's char, gets none, as nn.Embedding's padding_idx) and grad_weights[i] [w_i * C, n_i],
-// written in place; the products become the products' gradients (in place).
+// written in place (the products are read only).
 void CharCnnBackward(const Tensor& ids_in, const Tensor& spans_in, const Tensor& embed_in,
                      const std::vector<Tensor>& weights, const Tensor& best, const Tensor& ties, const Tensor& grad_in,
                      std::vector<Tensor>& products, Tensor& grad_embed, std::vector<Tensor>& grad_weights, int64_t M,
                      int64_t pad_id) {
   const Tensor ids = ids_in.contiguous(), spans = spans_in.contiguous(), embed = embed_in.contiguous(),
                grad = grad_in.contiguous();
-  const int64_t T = ids.shape()[0], cols = ids.shape()[1], C = embed.shape()[1], N = best.shape()[1];
+  const int64_t T = ids.shape()[0], cols = ids.shape()[1], V = embed.shape()[0], C = embed.shape()[1],
+                N = best.shape()[1];
   PD_CHECK(grad.numel() == T * N && grad_embed.is_contiguous() && grad_embed.numel() == embed.numel() &&
                grad_weights.size() == weights.size() && products.size() == weights.size(),
            "char_cnn_backward: shapes disagree");
-  const int64_t *iv = ids.data<int64_t>(), *sv = spans.data<int64_t>();
+  const int64_t* sv = spans.data<int64_t>();
   const float *bv = best.data<float>(), *cv = ties.data<float>(), *gv = grad.data<float>();
-  float* de = grad_embed.data<float>();
-  std::fill(de, de + grad_embed.numel(), 0.f);
+  const CallChars chars = ReadChars(ids.data<int64_t>(), T, cols, M, V, pad_id);
+  const int64_t U = static_cast<int64_t>(chars.chars.size());
+  const std::vector<float> eu = CharRows(chars, embed.data<float>(), C);
+  std::vector<float> grad_chars(U * C, 0.f);
   int64_t offset = 0;
   for (size_t i = 0; i < weights.size(); ++i) {
     const Tensor weight = weights[i].contiguous();
@@ -768,32 +814,30 @@ void CharCnnBackward(const Tensor& ids_in, const Tensor& spans_in, const Tensor&
     PD_CHECK(products[i].numel() == (rows[T] + 1) * n && grad_weights[i].is_contiguous() &&
                  grad_weights[i].numel() == K * n,
              "char_cnn_backward: the forward's products (training) and grad_weights [w * C, n]");
-    float* x = products[i].data<float>();
-    WindowGradients(rows, sv, M, w, bv, cv, gv, N, offset, n, x);
-    AlignedFloats windows((rows[T] + 1) * K);
-    FillWindows(iv, cols, sv, 0, T, M, w, embed.data<float>(), C, windows.data());
-    for (int64_t j = 0; j < w; ++j) {
-      std::memcpy(windows.data() + rows[T] * K + j * C, embed.data<float>() + pad_id * C, sizeof(float) * C);
-    }
-    // grad W = windows^T x, then the windows' gradient x W^T in place of the windows.
-    const int64_t R = rows[T] + 1;
-    Product(true, false, K, n, R, windows.data(), x, grad_weights[i].data<float>());
-    Product(false, true, R, K, n, x, weight.data<float>(), windows.data());
-    const float* dw = windows.data();
-    for (int64_t t = 0; t < T; ++t) {
-      for (int64_t k = 0; k < rows[t + 1] - rows[t]; ++k, dw += K) {
-        for (int64_t j = 0; j < w; ++j) {
-          const int64_t id = iv[t * cols + k + j];
-          if (id == 0) continue;
-#pragma omp simd
-          for (int64_t e = 0; e < C; ++e) de[id * C + e] += dw[j * C + e];
-        }
+    const float* xv = products[i].data<float>();
+    const int64_t n_blocks = (n + kCharColumns - 1) / kCharColumns;
+    std::vector<float> parts(n_blocks * U * C);
+#pragma omp parallel if (rows[T] * n >= kParallelMin)
+    {
+      AlignedFloats sums(w * U * kCharColumns);
+#pragma omp for schedule(static, 1)
+      for (int64_t block = 0; block < n_blocks; ++block) {
+        const int64_t s = block * kCharColumns;
+        CharBlockGradients(rows, chars, eu.data(), M, w, C, bv, cv, gv, N, offset, n, s,
+                           std::min(kCharColumns, n - s), xv + s * (rows[T] + 1), weight.data<float>(), sums.data(),
+                           grad_weights[i].data<float>(), parts.data() + block * U * C);
       }
     }
-    for (int64_t j = 0; j < w && pad_id != 0; ++j) {
-      for (int64_t e = 0; e < C; ++e) de[pad_id * C + e] += dw[j * C + e];
+    for (int64_t block = 0; block < n_blocks; ++block) {
+#pragma omp simd
+      for (int64_t e = 0; e < U * C; ++e) grad_chars[e] += parts[block * U * C + e];
     }
     offset += n;
+  }
+  float* de = grad_embed.data<float>();
+  std::fill(de, de + grad_embed.numel(), 0.f);
+  for (int64_t u = 0; u < U; ++u) {
+    if (chars.chars[u] != 0) std::memcpy(de + chars.chars[u] * C, grad_chars.data() + u * C, sizeof(float) * C);
   }
 }
 

@@ -21,10 +21,12 @@ and makes each block of steps' products just before it runs them, so that one bl
 alive, not the layer's; it keeps no cells and returns each row's last state.
 
 char_cnn: the char CNN's windows, products and max-pool (the gradient split equally among tied
-maxima as TensorFlow's reduce_max) in one call: a block of tokens' windows are built, multiplied and
-pooled while in cache, each token's own windows only. As Paddle ops: per filter width and chunk of
-tokens an embedding lookup, a product over windows padded to the chunk's longest token and one
-maximum per window position (max_over_positions, the path where the kernel does not run).
+maxima as TensorFlow's reduce_max) in one call, each token's own windows only: a window's product is
+the sum of its chars' rows of the tables E W_j (the call's distinct chars times each char position's
+rows of the weight), so the windows are never built, and the backward sums the windows' gradients
+by char the same way. As Paddle ops: per filter width and chunk of tokens an embedding lookup, a
+product over windows padded to the chunk's longest token and one maximum per window position
+(max_over_positions, the path where the kernel does not run).
 
 take_rows: the softmax's rows of a step (sampled_softmax.TableRows), copied on every thread, and
 their gradient added in paddle.gather's order (its CPU kernels run on one thread).
@@ -267,8 +269,8 @@ def _pooled(tokens, weights):
 
 
 class _KernelCharCnn(PyLayer):
-    """The forward keeps every window's product [rows_i, n_i] for the backward (which finds the
-    windows that reach each max there), and the backward turns them, in place, into their gradients."""
+    """The forward keeps every window's product [rows_i, n_i] for the backward, which finds the
+    windows that reach each max there and sums their gradients by char (the products are read only)."""
 
     @staticmethod
     def forward(ctx, ids, spans, embed, rows, attrs, *weights):

@@ -147,7 +147,7 @@ class EagerOps(layer_math.TokenOps):
 
     def char_cnn(self, char_ids, encoder):
         """As TokenOps.char_cnn; on CPU one kernel call (kernels.char_cnn: each token's own windows,
-        built, multiplied and pooled a block of tokens at a time)."""
+        their products made from the call's distinct chars and pooled in cache)."""
         if self.kernels.for_tensor(encoder.char_embed.weight) is None:
             return super().char_cnn(char_ids, encoder)
         ids = ids_numpy(char_ids)
