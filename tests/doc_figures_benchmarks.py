@@ -192,8 +192,8 @@ EVENING_FILES = f'{EVENING}/window1-4/{{pretrain,embed}}_{{1,2}}.txt: tokens/s x
 INTEL_FILES = '../shared/measurements/intel-xeon-2026-11-28/'
 
 
-FUSIONS64 = 'fusions64_2026-11-29/'  # the second session of 2026-11-29, the same class
 FLOORS64 = 'floors64_2026-11-29/'  # the fourth session of 2026-11-29, the same class: the stricter roofline
+CHARSUMS64 = 'charsums64_2026-11-29/'  # the fifth: the char CNN from the call's distinct chars
 
 
 def json_shares(h, path, label, what):
@@ -282,13 +282,33 @@ def floors_parts(h, folder):
                'cnn_roof': float(cnn['roofline ms'])})
 
 
+def ab_steps(h, path):
+    """{rows: the step's new / base time} of an ab_pretrain.py printout holding a run at 32 and one at 128 rows."""
+    with open(h.raw(path), encoding='utf-8') as f:
+        ratios = [float(line.split('|')[4]) for line in f if re.match(r'\|\s+step\s+\|', line)]
+    assert len(ratios) == 2, f'{path}: {len(ratios)} step rows'
+    return dict(zip((32, 128), ratios))
+
+
+def charcnn_steps(h):
+    backward, forward = (ab_steps(h, f'{CHARSUMS64}ab_charcnn_{part}.txt') for part in ('backward', 'forward'))
+    return {'b32': backward[32], 'b128': backward[128], 'f32': forward[32], 'f128': forward[128]}
+
+
+def triads(h, folder):
+    """The range of the STREAM triads a profile_pretrain.py printout's runs kept (GB/s)."""
+    with open(h.raw(folder + 'profile_pretrain_small.txt'), encoding='utf-8') as f:
+        values = [float(v) for v in re.findall(r'triad ([\d.]+) GB/s \(the better', f.read())]
+    return min(values), max(values)
+
+
 def intel_roofline():
     """The Intel profile's step against its (old) roofline floor, at 32 and 128 rows."""
     steps = profile_rows(intel('profile_pretrain_small.txt'))
     return {f'intel{rows}': int(steps[(f'small, {rows} rows', '**step**')]['of roofline'].rstrip('%')) for rows in (32, 128)}
 
 
-AVX2_FLOORS = 'AMD EPYC AVX2-only (343ced8, 2026-11-29)'  # the speed tables' classes, as their rows name them
+AVX2_FLOORS = 'AMD EPYC AVX2-only (b0a9f1d, 2026-11-29)'  # the speed tables' classes, as their rows name them
 AVX512_EVENING = 'AMD EPYC AVX-512 (feea978 to 2f341a6, 2026-11-27)'
 
 
@@ -311,20 +331,21 @@ def rows(h):
     return [
         # the speed sections: one row per class, the latest runs on each
         row('embedding floors, AVX2', class_row(AVX2_FLOORS, f'{ranged("r64")} / {{q64:.1f}}%', f'{ranged("r256")} / {{q256:.1f}}%'),
-            FLOORS64 + 'profile_embed_original.json: figures', lambda: embed_floors(h, FLOORS64)),
+            CHARSUMS64 + 'profile_embed_original.json: figures', lambda: embed_floors(h, CHARSUMS64)),
         row('embedding floors, AMD AVX-512', class_row(AVX512_EVENING, f'not measured / {ranged("b64")}',
                                                        f'not measured / {ranged("b256")}'), EVENING_FILES, lambda: amd_embed(h)),
         row('embedding floors, Intel', '| Intel Xeon AVX-512+VNNI (243c401, 2026-11-28) | 1 | not measured / {b64:.1f}% | '
             'not measured / {b256:.1f}% | {start:.1f} / {end:.1f} |', INTEL_FILES + 'bench_embed_original.txt', intel_embed),
         row('embedding parts, AVX2', 'On AVX2 the LSTM kernel runs at {kernel_of}% of its own floor at 64 ({kernel_ms:,.0f} '
-            'ms against {kernel_roof:,.0f}) and is nine tenths of the batch; the char CNN takes {cnn_ms:.1f} ms against '
-            '{cnn_roof:.1f}', FLOORS64 + 'profile_embed_original.txt: the 64-row table', lambda: floors_parts(h, FLOORS64)),
-        row('embedding peak, AVX2', '0b3c6bf: {peak64:,} MB at batches of 64 and {peak256:,} MB at 256',
-            FUSIONS64 + 'bench_embed_original.json: encode', lambda: avx2_embed(h, FUSIONS64)),
+            'ms against {kernel_roof:,.0f}) and is nine tenths of the batch; the char CNN, which since the fifth session '
+            "of 2026-11-29 makes each window's product from its chars' rows of per-char tables (no windows built or "
+            'multiplied), takes {cnn_ms:.1f} ms against {cnn_roof:.1f}', CHARSUMS64 + 'profile_embed_original.txt: the 64-row table', lambda: floors_parts(h, CHARSUMS64)),
+        row('embedding peak, AVX2', 'b0a9f1d: {peak64:,} MB at batches of 64 and {peak256:,} MB at 256',
+            CHARSUMS64 + 'bench_embed_original.json: encode', lambda: avx2_embed(h, CHARSUMS64)),
         row('embedding peak, Intel', "The Intel run printed a peak of {peak:,} MB: not the embedding's",
             INTEL_FILES + 'bench_embed_original.txt', intel_embed),
         row('pretraining floors, AVX2', class_row(AVX2_FLOORS, f'{ranged("r32")} / {{q32:.1f}}%', f'{ranged("r128")} / {{q128:.1f}}%'),
-            FLOORS64 + 'profile_pretrain_small.json: figures', lambda: pretrain_floors(h, FLOORS64)),
+            CHARSUMS64 + 'profile_pretrain_small.json: figures', lambda: pretrain_floors(h, CHARSUMS64)),
         row('pretraining floors, AMD AVX-512', class_row(AVX512_EVENING, f'not measured / {ranged("r32")}',
                                                          f'not measured / {ranged("r128")}'), EVENING_FILES, lambda: amd_pretrain(h)),
         row('pretraining floors, Intel', '| Intel Xeon AVX-512+VNNI (243c401, 2026-11-28) | 2 | {intel32}% (one run, the old '
@@ -332,8 +353,14 @@ def rows(h):
             '{rate_low:.1f}-{rate_high:.1f} |', INTEL_FILES + 'profile_pretrain_small.txt: the step rows; '
             'bench_pretrain_small_{1,2}.txt', lambda: intel_pretrain() | intel_roofline()),
         row('pretraining parts, AVX2', "the LSTMs' forward {lf:.1f} against {lf_roof:.1f} and backward {lb:.0f} against "
-            "{lb_roof:.1f}, the softmax's forward {sf:.1f} against {sf_roof:.1f}, the token layer's forward {tf:.1f} against "
-            '{tf_roof:.0f}', FLOORS64 + 'profile_pretrain_small.txt: the 32-row table', lambda: floors_parts(h, FLOORS64)),
+            "{lb_roof:.0f}, the softmax's forward {sf:.1f} against {sf_roof:.1f}, the token layer's forward {tf:.0f} against "
+            '{tf_roof:.1f}', CHARSUMS64 + 'profile_pretrain_small.txt: the 32-row table', lambda: floors_parts(h, CHARSUMS64)),
+        row('the VM slower', "(STREAM triad {low:.1f}-{high:.1f} GB/s against {before_low:.1f}-{before_high:.1f})",
+            CHARSUMS64 + ' and ' + FLOORS64 + 'profile_pretrain_small.txt: the runs\' triads',
+            lambda: dict(zip(('low', 'high', 'before_low', 'before_high'), triads(h, CHARSUMS64) + triads(h, FLOORS64)))),
+        row('char CNN kernel A/B', "a step took {b32:.3f} / {b128:.3f} of its parent's time with the backward change (32 / 128 "
+            "rows) and {f32:.3f} / {f128:.3f} with the forward's", CHARSUMS64 + 'ab_charcnn_{backward,forward}.txt: the step rows',
+            lambda: charcnn_steps(h)),
         row('int8, AVX2', '| AMD EPYC AVX2-only, no VNNI (343ced8, 2026-11-29) | {runs} | {library:,.0f} | {float:,.0f} '
             '({float_x:.2f}x) | {int8:,.0f} ({int8_x:.2f}x) | {rate_low:.1f}-{rate_high:.1f} |',
             FLOORS64 + 'bench_export_original.json: figures', lambda: export_rounds(h, FLOORS64 + 'bench_export_original.json')),
@@ -367,12 +394,12 @@ def rows(h):
                'avx512_rate': export_json(h, f'{EVENING}/export_int8.json')['rate'],
                'intel': intel_export()['int8_x'], 'intel_rate': intel_export()['rate']}),
         row('roofline shares, AVX2', '| pretraining, small: {r32_median:.1f}% at 32 rows, {r128_median:.1f}% at 128; embedding, '
-            'original size: {r64_median:.1f}% at batches of 64 (medians of 3 runs) |', FLOORS64 + 'profile_{pretrain_small,'
-            'embed_original}.json: figures', lambda: pretrain_floors(h, FLOORS64) | embed_floors(h, FLOORS64)),
+            'original size: {r64_median:.1f}% at batches of 64 (medians of 3 runs) |', CHARSUMS64 + 'profile_{pretrain_small,'
+            'embed_original}.json: figures', lambda: pretrain_floors(h, CHARSUMS64) | embed_floors(h, CHARSUMS64)),
         row('roofline shares, AVX2: the rates', '| AMD EPYC AVX2-only, {rate_low:.1f}-{rate_high:.1f} / {embed_low:.1f}-'
-            '{embed_high:.1f} |', FLOORS64 + 'profile_{pretrain_small,embed_original}.json: figures',
-            lambda: pretrain_floors(h, FLOORS64) | {'embed_low': embed_floors(h, FLOORS64)['rate_low'],
-                                                    'embed_high': embed_floors(h, FLOORS64)['rate_high']}),
+            '{embed_high:.1f} |', CHARSUMS64 + 'profile_{pretrain_small,embed_original}.json: figures',
+            lambda: pretrain_floors(h, CHARSUMS64) | {'embed_low': embed_floors(h, CHARSUMS64)['rate_low'],
+                                                      'embed_high': embed_floors(h, CHARSUMS64)['rate_high']}),
         row('the recipe per token', '| -{prior:.1f}% with the unigram prior (the preset\'s now); -{recipe:.1f}% with the '
             'recipe |', 'recipe45_2026-11-26/results.jsonl: dev_perplexity (tests/test_doc_figures.unigram_prior)',
             lambda: recipe(h)),
