@@ -17,7 +17,8 @@ ELMoEmbedder (its token cache emptied each round), the float32 model.onnx and ev
 turn; a runtime's time is its median over --rounds rounds, and "x library" divides the library's
 median by it ("x library (paired)": the median over the rounds of the library's time over the runtime's
 in the same round, bench_export's figure; the two differ when one runtime's rounds drift). onnxruntime
-runs with InferenceEmbedder's session options (its threads do not spin) unless a variant says otherwise. Interleaving puts every runtime under the same load, so the ratios hold on a busy
+runs with InferenceEmbedder's session options (its threads do not spin) unless a variant says
+otherwise. Interleaving puts every runtime under the same load, so the ratios hold on a busy
 machine where the absolute tokens/s do not (pin with taskset and --threads 1 there: the medians
 of the process's CPU seconds, "x library (CPU)", are then the steadier ratio, since time spent
 waiting for the core is not counted).

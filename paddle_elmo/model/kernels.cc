@@ -626,7 +626,9 @@ CallChars ReadChars(const int64_t* ids, int64_t T, int64_t cols, int64_t M, int6
 // The call's chars' embeddings eu [U, C].
 std::vector<float> CharRows(const CallChars& chars, const float* embed, int64_t C) {
   std::vector<float> eu(chars.chars.size() * C);
-  for (size_t u = 0; u < chars.chars.size(); ++u) std::memcpy(eu.data() + u * C, embed + chars.chars[u] * C, sizeof(float) * C);
+  for (size_t u = 0; u < chars.chars.size(); ++u) {
+    std::memcpy(eu.data() + u * C, embed + chars.chars[u] * C, sizeof(float) * C);
+  }
   return eu;
 }
 
