@@ -45,8 +45,6 @@ void cblas_sgemm_compute(CBLAS_LAYOUT layout, int transa, int transb, int m, int
                          const float* b, int ldb, float beta, float* c, int ldc);
 void cblas_sgemm_free(float* dest);
 int MKL_Set_Num_Threads_Local(int threads);
-void cblas_sgemm(CBLAS_LAYOUT layout, CBLAS_TRANSPOSE transa, CBLAS_TRANSPOSE transb, int m, int n, int k, float alpha,
-                 const float* a, int lda, const float* b, int ldb, float beta, float* c, int ldc);
 }
 #endif
 
@@ -159,6 +157,19 @@ void CheckInputs(const Tensor& gates_x, const Tensor& w_hidden, const Tensor& w_
            "lstm kernel: gates_x must be [sum(batch_sizes), 4D]");
   CheckState(w_hidden, w_proj, h0, c0, batch_sizes);
 }
+
+// MKL on one thread on this thread while it lives: a weight packed for the threads of the call
+// gives other last bits when the blocks multiply it on one thread each.
+class OneMklThread {
+ public:
+#ifdef ELMO_MKL
+  OneMklThread() : before_(MKL_Set_Num_Threads_Local(1)) {}
+  ~OneMklThread() { MKL_Set_Num_Threads_Local(before_); }
+
+ private:
+  int before_;
+#endif
+};
 
 // C [m, n] = A [m, k] x B for one right-hand matrix B and many A of at most max_rows rows: the
 // recurrence's products (h x W_hidden, m x W_proj, and their transposes backward) at each step.
@@ -570,19 +581,6 @@ inline void PadStep(const float* pad, float count, bool first, float* b, float* 
     b[e] = above ? x : best;
   }
 }
-
-// MKL on one thread on this thread while it lives: a weight packed for the threads of the call
-// gives other last bits when the blocks multiply it on one thread each.
-class OneMklThread {
- public:
-#ifdef ELMO_MKL
-  OneMklThread() : before_(MKL_Set_Num_Threads_Local(1)) {}
-  ~OneMklThread() { MKL_Set_Num_Threads_Local(before_); }
-
- private:
-  int before_;
-#endif
-};
 
 // A window's product is the sum over its chars j of E[char j] W_j (W_j the rows j C .. j C + C of
 // the width's weight): with the tables P_j = E W_j of the call's distinct chars (a few hundred, not
