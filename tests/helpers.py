@@ -160,6 +160,12 @@ def run_here(command, args, capfd, cwd=ROOT):
     return subprocess.CompletedProcess([command, *args], code, out, err)
 
 
+def pretrain_here(args, capfd, cwd=ROOT):
+    """run_pretrain.py on `args` in this process (run_here) on one thread, as run() gives a child
+    (OMP_NUM_THREADS=1): for what a run trains, writes and logs, without a new interpreter's start."""
+    return run_here('run_pretrain.py', [*args, '--cpu_threads', '1'], capfd, cwd=cwd)
+
+
 def load(path):
     return {k: v.numpy() for k, v in paddle.load(str(path)).items()}
 

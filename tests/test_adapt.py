@@ -7,7 +7,11 @@ import numpy as np
 import pytest
 
 from conftest import ROOT, one_line_error
-from helpers import TINY_MODEL, load, pretrain_args, run, run_here
+from helpers import TINY_MODEL, load, main_exit, pretrain_args, pretrain_here, run_here
+
+# Every run here in this process (helpers.pretrain_here; the fixtures' through main_exit): what is tested
+# is what a run starts from, trains and records; pretrain's process (its exit codes, a launch) is
+# test_pretrain's and test_bad_inputs'.
 
 TINY = ['--batch_size', '2', '--unroll_steps', '3', '--n_negative_samples', '4', '--log_freq', '1', '--seed', '3']
 
@@ -16,10 +20,8 @@ TINY = ['--batch_size', '2', '--unroll_steps', '3', '--n_negative_samples', '4',
 def export(corpus, tmp_path_factory):
     """A tiny model trained a few steps, exported with its softmax."""
     d = tmp_path_factory.mktemp('adapt')
-    trained = run('run_pretrain.py', pretrain_args(corpus, d / 'ck', '--max_steps', '3'))
-    assert trained.returncode == 0, trained.stderr[-2000:]
-    exported = run('export-weights', ['--init_from_ckpt', str(d / 'ck' / 'final'), '--output_dir', str(d / 'exp')])
-    assert exported.returncode == 0, exported.stderr
+    assert main_exit(['pretrain', *pretrain_args(corpus, d / 'ck', '--max_steps', '3'), '--cpu_threads', '1']) == 0
+    assert main_exit(['export-weights', '--init_from_ckpt', str(d / 'ck' / 'final'), '--output_dir', str(d / 'exp')]) == 0
     return d / 'exp'
 
 
@@ -28,21 +30,22 @@ def adapt_args(corpus, save_dir, *extra, vocab=None):
             '--save_dir', str(save_dir)] + TINY + list(extra)
 
 
-def adapt(corpus, save_dir, *extra, vocab=None):
-    return run('run_pretrain.py', adapt_args(corpus, save_dir, *extra, vocab=vocab))
+def adapt(corpus, save_dir, *extra, capfd, vocab=None):
+    """run_pretrain.py of the tiny adaptation on `extra` flags, in this process (helpers.pretrain_here)."""
+    return pretrain_here(adapt_args(corpus, save_dir, *extra, vocab=vocab), capfd)
 
 
 def adapt_here(corpus, save_dir, *extra, capfd):
-    """adapt() in this process (helpers.run_here): for the refusals, which are the command's, not its process's."""
+    """adapt() as the refusals meet it (helpers.run_here, the flags as given)."""
     return run_here('run_pretrain.py', adapt_args(corpus, save_dir, *extra), capfd)
 
 
-def test_the_run_starts_from_the_files_weights_and_softmax_and_records_them(corpus, export, tmp_path):
+def test_the_run_starts_from_the_files_weights_and_softmax_and_records_them(corpus, export, tmp_path, capfd):
     from paddle_elmo import resolve_model
     # A learning rate far below float32's resolution: after one step the weights are still the file's.
     # --softmax_bias_init unigram is for a new softmax: the file's is taken whole, no prior counted.
     proc = adapt(corpus, tmp_path, '--init_from_weights', str(export), '--max_steps', '1', '--lr', '1e-30',
-                 '--softmax_bias_init', 'unigram')
+                 '--softmax_bias_init', 'unigram', capfd=capfd)
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert f'biLM: from {export / "weights.hdf5"}; softmax: from' in proc.stderr  # the log
     assert 'softmax bias:' not in proc.stderr
@@ -59,10 +62,10 @@ def test_the_run_starts_from_the_files_weights_and_softmax_and_records_them(corp
     assert recipe['init_options_file'] == str(export / 'options.json')
 
 
-def test_a_vocabulary_that_does_not_fit_the_files_softmax_gets_a_new_one(corpus, export, tmp_path):
+def test_a_vocabulary_that_does_not_fit_the_files_softmax_gets_a_new_one(corpus, export, tmp_path, capfd):
     (tmp_path / 'vocab.txt').write_text((corpus / 'vocab.txt').read_text() + 'zebra\n')
     proc = adapt(corpus, tmp_path / 'out', '--init_from_weights', str(export), '--max_steps', '1', '--lr', '1e-30',
-                 '--softmax_bias_init', 'unigram', vocab=tmp_path / 'vocab.txt')
+                 '--softmax_bias_init', 'unigram', capfd=capfd, vocab=tmp_path / 'vocab.txt')
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert 'softmax: new (' in proc.stderr and 'has one of 26 rows, the vocabulary 27 tokens)' in proc.stderr
     from paddle_elmo.train.sampled_softmax import unigram_log_prior
@@ -71,12 +74,12 @@ def test_a_vocabulary_that_does_not_fit_the_files_softmax_gets_a_new_one(corpus,
     np.testing.assert_allclose(load(tmp_path / 'out' / 'final.pdparams')['softmax.b'][:, 0], prior, atol=1e-6)
 
 
-def test_the_bundled_model_adapts_with_its_own_softmax_and_vocabulary(corpus, tmp_path):
+def test_the_bundled_model_adapts_with_its_own_softmax_and_vocabulary(corpus, tmp_path, capfd):
     # The bundled model reads words: its input table is tied to its vocabulary, which the run reads
     # from beside the weights when --vocab_file is not given; its shipped softmax has that vocabulary's
     # rows, so the run starts from it rather than from a new one.
-    proc = run('run_pretrain.py', ['--train_data_path', str(corpus / 'train.*.txt'), '--save_dir', str(tmp_path),
-                                   '--init_from_weights', 'bundled', '--preset', 'budget', '--max_steps', '2'] + TINY)
+    proc = pretrain_here(['--train_data_path', str(corpus / 'train.*.txt'), '--save_dir', str(tmp_path),
+                          '--init_from_weights', 'bundled', '--preset', 'budget', '--max_steps', '2'] + TINY, capfd)
     assert proc.returncode == 0, proc.stderr[-2000:]
     pretrained = f'{ROOT}/paddle_elmo/pretrained'
     assert f'--vocab_file: {pretrained}/vocab.txt' in proc.stderr
@@ -110,10 +113,10 @@ def test_a_directory_without_the_files_names_what_it_needs(corpus, tmp_path, cap
                     f'DIR/options.json and DIR/weights.hdf5, or a model name)')
 
 
-def test_freeze_bilm_trains_the_softmax_alone(corpus, export, tmp_path):
+def test_freeze_bilm_trains_the_softmax_alone(corpus, export, tmp_path, capfd):
     (tmp_path / 'vocab.txt').write_text((corpus / 'vocab.txt').read_text() + 'zebra\n')  # a new softmax
     proc = adapt(corpus, tmp_path / 'out', '--init_from_weights', str(export), '--max_steps', '3', '--freeze_bilm',
-                 '--lr', '0.5', vocab=tmp_path / 'vocab.txt')
+                 '--lr', '0.5', capfd=capfd, vocab=tmp_path / 'vocab.txt')
     assert proc.returncode == 0, proc.stderr[-2000:]
     from paddle_elmo import resolve_model
     state = load(tmp_path / 'out' / 'final.pdparams')
@@ -144,36 +147,33 @@ def demo_export(tmp_path_factory):
     d = tmp_path_factory.mktemp('demo')
     with open(DEMO + '/sample_train.txt', encoding='utf-8') as f:
         write_vocabulary(build_vocabulary(collections.Counter(f.read().split())), str(d / 'vocab.txt'))
-    trained = run('run_pretrain.py', ['--train_data_path', DEMO + '/sample_train.txt', '--vocab_file',
-                                      str(d / 'vocab.txt'), '--save_dir', str(d / 'ck'), '--preset', 'budget',
-                                      '--batch_size', '32', '--unroll_steps', '10', '--lr', '0.03', '--dropout', '0',
-                                      '--max_steps', '300', '--log_freq', '1000', '--seed', '3'] + TINY_MODEL[:-4])
-    assert trained.returncode == 0, trained.stderr[-2000:]
-    exported = run('export-weights', ['--init_from_ckpt', str(d / 'ck' / 'final'), '--output_dir', str(d / 'exp')])
-    assert exported.returncode == 0, exported.stderr
-    evaluated = run('run_eval.py', ['--dev_data_path', DEMO + '/sample_heldout.txt', '--vocab_file', str(d / 'vocab.txt'),
-                                    '--options_file', str(d / 'exp' / 'options.json'), '--weight_file',
-                                    str(d / 'exp' / 'weights.hdf5'), '--output_json', str(d / 'eval.json')])
-    assert evaluated.returncode == 0, evaluated.stderr[-2000:]
+    assert main_exit(['pretrain', '--train_data_path', DEMO + '/sample_train.txt', '--vocab_file', str(d / 'vocab.txt'),
+                      '--save_dir', str(d / 'ck'), '--preset', 'budget', '--batch_size', '32', '--unroll_steps', '10',
+                      '--lr', '0.03', '--dropout', '0', '--max_steps', '300', '--log_freq', '1000', '--seed', '3',
+                      '--cpu_threads', '1'] + TINY_MODEL[:-4]) == 0
+    assert main_exit(['export-weights', '--init_from_ckpt', str(d / 'ck' / 'final'), '--output_dir', str(d / 'exp')]) == 0
+    assert main_exit(['eval', '--dev_data_path', DEMO + '/sample_heldout.txt', '--vocab_file', str(d / 'vocab.txt'),
+                      '--options_file', str(d / 'exp' / 'options.json'), '--weight_file', str(d / 'exp' / 'weights.hdf5'),
+                      '--output_json', str(d / 'eval.json')]) == 0
     return d, json.loads((d / 'eval.json').read_text())['perplexity']
 
 
-def continued(demo_export, save_dir, *flags, steps=500):
+def continued(demo_export, save_dir, *flags, capfd, steps=500):
     """`steps` steps of run_pretrain.py --init_from_weights on the text the weights were trained on ->
     {step: held-out perplexity}, every 5 steps."""
     d, _ = demo_export
-    proc = run('run_pretrain.py', ['--init_from_weights', str(d / 'exp'), '--train_data_path',
-                                   DEMO + '/sample_train.txt', '--vocab_file', str(d / 'vocab.txt'), '--save_dir',
-                                   str(save_dir), '--max_steps', str(steps)] + CONTINUE + list(flags))
+    proc = pretrain_here(['--init_from_weights', str(d / 'exp'), '--train_data_path', DEMO + '/sample_train.txt',
+                          '--vocab_file', str(d / 'vocab.txt'), '--save_dir', str(save_dir), '--max_steps', str(steps)] +
+                         CONTINUE + list(flags), capfd)
     assert proc.returncode == 0, proc.stderr[-2000:]
     import csv
     with open(save_dir / 'train_log.csv', newline='') as f:
         return {int(r['step']): float(r['dev_perplexity']) for r in csv.DictReader(f) if r['dev_perplexity']}, proc
 
 
-def test_continuing_from_weights_on_their_own_text_does_not_damage_them(demo_export, tmp_path):
+def test_continuing_from_weights_on_their_own_text_does_not_damage_them(demo_export, tmp_path, capfd):
     _, start = demo_export
-    curve, proc = continued(demo_export, tmp_path)
+    curve, proc = continued(demo_export, tmp_path, capfd=capfd)
     assert 'adagrad lr 0.2 x 0.1 = 0.02 (from weights, --from_weights_lr_scale)' in proc.stderr
     assert sorted(curve) == list(range(5, 501, 5))
     # The first steps move the weights very little, but the curve wobbles: its highest point over 500
@@ -184,27 +184,27 @@ def test_continuing_from_weights_on_their_own_text_does_not_damage_them(demo_exp
     assert json.loads((tmp_path / 'recipe.json').read_text())['from_weights_lr_scale'] == 0.1
 
 
-def test_at_the_full_rate_a_fresh_optimizer_damages_the_weights(demo_export, tmp_path):
+def test_at_the_full_rate_a_fresh_optimizer_damages_the_weights(demo_export, tmp_path, capfd):
     """--from_weights_lr_scale off (1) is the behaviour before issue 38: what the default prevents."""
     _, start = demo_export
     # The damage shows in the first 50 steps; a run's first steps do not depend on its length (the
     # recipe has no decay), so 50 steps are what a longer run's first 50 were.
-    curve, proc = continued(demo_export, tmp_path, '--from_weights_lr_scale', 'off', steps=50)
+    curve, proc = continued(demo_export, tmp_path, '--from_weights_lr_scale', 'off', capfd=capfd, steps=50)
     assert 'adagrad lr 0.2:' in proc.stderr and 'from weights,' not in proc.stderr
     assert json.loads((tmp_path / 'recipe.json').read_text())['from_weights_lr_scale'] == 1.0
     assert curve[5] > start * 1.3 and curve[50] > start * 1.1, (start, curve)
 
 
-def test_a_run_from_weights_resumes_exactly_at_its_scaled_rate(corpus, export, tmp_path):
+def test_a_run_from_weights_resumes_exactly_at_its_scaled_rate(corpus, export, tmp_path, capfd):
     """The resumed run takes the scale from its recipe.json: the same rate as the uninterrupted one."""
     from helpers import assert_same_weights
     whole = adapt(corpus, tmp_path / 'whole', '--init_from_weights', str(export), '--max_steps', '6',
-                  '--from_weights_lr_scale', '0.5')
+                  '--from_weights_lr_scale', '0.5', capfd=capfd)
     assert whole.returncode == 0, whole.stderr[-2000:]
     cut = adapt(corpus, tmp_path / 'cut', '--init_from_weights', str(export), '--max_steps', '3',
-                '--from_weights_lr_scale', '0.5', '--save_freq', '3')
+                '--from_weights_lr_scale', '0.5', '--save_freq', '3', capfd=capfd)
     assert cut.returncode == 0, cut.stderr[-2000:]
-    resumed = run('run_pretrain.py', ['--init_from_ckpt', str(tmp_path / 'cut' / 'final'), '--max_steps', '6'])
+    resumed = pretrain_here(['--init_from_ckpt', str(tmp_path / 'cut' / 'final'), '--max_steps', '6'], capfd)
     assert resumed.returncode == 0, resumed.stderr[-2000:]
     assert 'lr 0.2 x 0.5 = 0.1 (from weights' in resumed.stderr
     assert_same_weights(load(tmp_path / 'whole' / 'final.pdparams'), load(tmp_path / 'cut' / 'final.pdparams'))

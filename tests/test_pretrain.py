@@ -13,7 +13,11 @@ import paddle
 import pytest
 
 from conftest import ROOT, tiny_config  # corpus: the fixture in conftest
-from helpers import ENV, TINY_MODEL, assert_same_weights, load, pretrain_args, run, run_here
+from helpers import ENV, TINY_MODEL, assert_same_weights, load, pretrain_args, pretrain_here, run, run_here
+
+# What a run writes and logs is tested in this process (pretrain_here); its process's own behaviour (a
+# launch, a kill, the exit codes) in processes of their own (the two-rank launches, the kill,
+# test_bad_arguments_fail_with_one_line).
 
 
 # Two ranks on one node, as both tests below read it: 8 steps, a checkpoint at step 4.
@@ -49,8 +53,8 @@ def test_two_process_cpu_launch_reads_disjoint_data_and_ends_with_identical_weig
     assert 'step 8/8' in logs and (d / 'ckpt' / '4.pdopt').exists()
 
 
-def test_killed_run_resumes_exactly_where_it_stopped(corpus, tmp_path):
-    whole = run('run_pretrain.py', pretrain_args(corpus, tmp_path / 'whole', '--max_steps', '16', '--save_freq', '4'))
+def test_killed_run_resumes_exactly_where_it_stopped(corpus, tmp_path, capfd):
+    whole = pretrain_here(pretrain_args(corpus, tmp_path / 'whole', '--max_steps', '16', '--save_freq', '4'), capfd)
     assert whole.returncode == 0, whole.stderr[-2000:]
     killed_dir = tmp_path / 'killed'
     proc = subprocess.Popen([sys.executable, os.path.join(ROOT, 'run_pretrain.py')] +
@@ -62,8 +66,8 @@ def test_killed_run_resumes_exactly_where_it_stopped(corpus, tmp_path):
     proc.send_signal(signal.SIGKILL)  # somewhere after checkpoint 8, maybe mid-save of 12
     proc.wait()
     assert (killed_dir / '8.pdparams').exists() and not (killed_dir / 'final.pdparams').exists()
-    resumed = run('run_pretrain.py', pretrain_args(corpus, killed_dir, '--max_steps', '16', '--save_freq', '4',
-                                                   '--init_from_ckpt', str(killed_dir)))  # its latest: 8, or 12
+    resumed = pretrain_here(pretrain_args(corpus, killed_dir, '--max_steps', '16', '--save_freq', '4',
+                                          '--init_from_ckpt', str(killed_dir)), capfd)  # its latest: 8, or 12
     assert resumed.returncode == 0, resumed.stderr[-2000:]
     assert 'step 15/16' in resumed.stderr and 'step 5/16' not in resumed.stderr  # the log
     assert_same_weights(load(tmp_path / 'whole' / 'final.pdparams'), load(killed_dir / 'final.pdparams'))
@@ -72,9 +76,9 @@ def test_killed_run_resumes_exactly_where_it_stopped(corpus, tmp_path):
     assert (killed_dir / 'train_curve.png').stat().st_size > 1000
 
 
-def test_non_finite_loss_stops_with_a_clear_message(corpus, tmp_path):
-    proc = run('run_pretrain.py', pretrain_args(corpus, tmp_path, '--max_steps', '30', '--save_freq', '2',
-                                                '--lr', '1e30', '--max_grad_norm', '1e30'))
+def test_non_finite_loss_stops_with_a_clear_message(corpus, tmp_path, capfd):
+    proc = pretrain_here(pretrain_args(corpus, tmp_path, '--max_steps', '30', '--save_freq', '2', '--lr', '1e30',
+                                       '--max_grad_norm', '1e30'), capfd)
     assert proc.returncode == 1
     assert 'non-finite loss' in proc.stderr and 'Last good checkpoint' in proc.stderr
     assert 'Traceback' not in proc.stderr
@@ -111,7 +115,7 @@ def test_eval_perplexity_of_a_uniform_model_is_the_vocabulary_size(corpus, tmp_p
 
 
 def test_eval_of_a_trained_model_is_deterministic_and_export_keeps_the_softmax(corpus, tmp_path, capfd):
-    train = run('run_pretrain.py', pretrain_args(corpus, tmp_path / 'ck', '--max_steps', '20', '--save_freq', '100'))
+    train = pretrain_here(pretrain_args(corpus, tmp_path / 'ck', '--max_steps', '20', '--save_freq', '100'), capfd)
     assert train.returncode == 0, train.stderr[-2000:]
     common = ['--dev_data_path', str(corpus / 'heldout.txt'), '--vocab_file', str(corpus / 'vocab.txt')]
     results = []
@@ -119,7 +123,8 @@ def test_eval_of_a_trained_model_is_deterministic_and_export_keeps_the_softmax(c
                                 ['--init_from_ckpt', str(tmp_path / 'ck' / 'final')], 'float32', 'float16')):
         if source in ('float32', 'float16'):
             out = tmp_path / source
-            # the export in this process (helpers.run_here: files, no arithmetic); each eval a process
+            # the export and the evals in this process (helpers.run_here); run_eval.py's own process:
+            # test_eval_perplexity_of_a_uniform_model_is_the_vocabulary_size
             exp = run_here('export-weights', ['--init_from_ckpt', str(tmp_path / 'ck' / 'final'), '--output_dir',
                                                  str(out), '--softmax_dtype', source], capfd)
             assert exp.returncode == 0, exp.stderr
@@ -130,7 +135,7 @@ def test_eval_of_a_trained_model_is_deterministic_and_export_keeps_the_softmax(c
                              else None)
                 assert biLM and set(biLM) == {np.dtype('float32')}  # the biLM stays float32
             source = ['--options_file', str(out / 'options.json'), '--weight_file', str(out / 'weights.hdf5')]
-        proc = run('run_eval.py', common + source + ['--output_json', str(tmp_path / f'{i}.json')])
+        proc = run_here('run_eval.py', common + source + ['--output_json', str(tmp_path / f'{i}.json')], capfd)
         assert proc.returncode == 0, proc.stderr[-2000:]
         results.append(json.loads((tmp_path / f'{i}.json').read_text()))
     assert results[0]['perplexity'] == results[1]['perplexity']
@@ -148,56 +153,54 @@ def test_eval_of_a_trained_model_is_deterministic_and_export_keeps_the_softmax(c
     assert first['bits_per_character'] == pytest.approx(mean_nats / math.log(2) / first['n_characters'])
 
 
-def test_max_minutes_stops_saves_a_checkpoint_that_resumes_exactly_and_exits_0(corpus, tmp_path):
+def test_max_minutes_stops_saves_a_checkpoint_that_resumes_exactly_and_exits_0(corpus, tmp_path, capfd):
     # With a decaying learning rate: its length is fixed when the run starts, and a resume keeps it.
-    whole = run('run_pretrain.py', pretrain_args(corpus, tmp_path / 'whole', '--max_steps', '12', '--lr_decay',
-                                                 'cosine'))
+    whole = pretrain_here(pretrain_args(corpus, tmp_path / 'whole', '--max_steps', '12', '--lr_decay', 'cosine'), capfd)
     assert whole.returncode == 0, whole.stderr[-2000:]
     slot = tmp_path / 'slot'
-    stopped = run('run_pretrain.py', pretrain_args(corpus, slot, '--max_steps', '12', '--max_minutes', '0.0001',
-                                                   '--dev_data_path', str(corpus / 'heldout.txt'),
-                                                   '--lr_decay', 'cosine'))
+    stopped = pretrain_here(pretrain_args(corpus, slot, '--max_steps', '12', '--max_minutes', '0.0001',
+                                          '--dev_data_path', str(corpus / 'heldout.txt'), '--lr_decay', 'cosine'), capfd)
     assert json.loads((slot / 'recipe.json').read_text())['lr_decay_steps'] == 12
     assert stopped.returncode == 0, stopped.stderr[-2000:]
     saved = [p.stem for p in slot.glob('*.pdparams')]
     assert len(saved) == 1 and saved[0] != 'final' and 1 <= int(saved[0]) < 12
     assert f'Resume with --init_from_ckpt {slot / saved[0]}' in stopped.stdout
     assert 'dev (' in stopped.stdout  # evaluated before exiting
-    resumed = run('run_pretrain.py', pretrain_args(corpus, slot, '--max_steps', '12',
-                                                   '--init_from_ckpt', str(slot / saved[0])))
+    resumed = pretrain_here(pretrain_args(corpus, slot, '--max_steps', '12', '--init_from_ckpt', str(slot / saved[0])),
+                            capfd)
     assert resumed.returncode == 0, resumed.stderr[-2000:]
     assert_same_weights(load(tmp_path / 'whole' / 'final.pdparams'), load(slot / 'final.pdparams'))
 
 
-def test_a_unigram_softmax_bias_starts_a_new_run_and_a_resume_keeps_the_checkpoints(corpus, tmp_path):
+def test_a_unigram_softmax_bias_starts_a_new_run_and_a_resume_keeps_the_checkpoints(corpus, tmp_path, capfd):
     """--softmax_bias_init unigram: the bias starts at the training targets' log prior (so after two
     Adagrad steps of at most lr each, every row is within 2 x lr of it), and a resume that names the
     flag again does not start over from the prior: it ends as the uninterrupted run."""
     from paddle_elmo.train.sampled_softmax import unigram_log_prior
     from paddle_elmo.text.vocabulary import Vocabulary
     flags = ('--max_steps', '2', '--save_freq', '1', '--softmax_bias_init', 'unigram')
-    whole = run('run_pretrain.py', pretrain_args(corpus, tmp_path / 'whole', *flags))
+    whole = pretrain_here(pretrain_args(corpus, tmp_path / 'whole', *flags), capfd)
     assert whole.returncode == 0, whole.stderr[-2000:]
     assert 'softmax bias: log unigram shares of the training targets' in whole.stderr
     prior = unigram_log_prior(Vocabulary(str(corpus / 'vocab.txt')), str(corpus / 'train.*.txt'), progress=False)
     bias = load(tmp_path / 'whole' / 'final.pdparams')['softmax.b'][:, 0]
     assert np.abs(bias - prior).max() <= 2 * 0.2 + 1e-6 and np.abs(prior).min() > 2.0  # zero would be far
-    stopped = run('run_pretrain.py', pretrain_args(corpus, tmp_path / 'slot', '--max_steps', '1',
-                                                   '--softmax_bias_init', 'unigram'))
+    stopped = pretrain_here(pretrain_args(corpus, tmp_path / 'slot', '--max_steps', '1', '--softmax_bias_init',
+                                          'unigram'), capfd)
     assert stopped.returncode == 0, stopped.stderr[-2000:]
-    resumed = run('run_pretrain.py', pretrain_args(corpus, tmp_path / 'slot', *flags, '--init_from_ckpt',
-                                                   str(tmp_path / 'slot' / 'final')))
+    resumed = pretrain_here(pretrain_args(corpus, tmp_path / 'slot', *flags, '--init_from_ckpt',
+                                          str(tmp_path / 'slot' / 'final')), capfd)
     assert resumed.returncode == 0, resumed.stderr[-2000:]
     assert 'softmax bias:' not in resumed.stderr
     assert_same_weights(load(tmp_path / 'whole' / 'final.pdparams'), load(tmp_path / 'slot' / 'final.pdparams'))
 
 
-def test_a_preset_reaches_the_model_and_an_explicit_flag_overrides_it(corpus, tmp_path):
+def test_a_preset_reaches_the_model_and_an_explicit_flag_overrides_it(corpus, tmp_path, capfd):
     from paddle_elmo.cli.config_flags import given_settings, pretrain_parser
     from paddle_elmo.model.recipe import PRESETS
     base = ['--train_data_path', str(corpus / 'train.*.txt'), '--vocab_file', str(corpus / 'vocab.txt'),
             '--save_dir', str(tmp_path), '--max_steps', '1', '--log_freq', '1']
-    proc = run('run_pretrain.py', base + ['--preset', 'budget', '--cell_dim', '64'])
+    proc = pretrain_here(base + ['--preset', 'budget', '--cell_dim', '64'], capfd)
     assert proc.returncode == 0, proc.stderr[-2000:]
     options = json.loads((tmp_path / 'options.json').read_text())
     budget = PRESETS['budget']
@@ -225,15 +228,15 @@ def test_a_preset_reaches_the_model_and_an_explicit_flag_overrides_it(corpus, tm
         m.projection_dim == 512
 
 
-def test_resuming_without_preset_keeps_the_checkpoints_recipe(corpus, tmp_path):
+def test_resuming_without_preset_keeps_the_checkpoints_recipe(corpus, tmp_path, capfd):
     small = ['--cell_dim', '16', '--projection_dim', '8', '--cnn_filters', '[[1, 4], [2, 8]]', '--batch_size', '4',
              '--unroll_steps', '5', '--n_negative_samples', '10']
     base = ['--train_data_path', str(corpus / 'train.*.txt'), '--vocab_file', str(corpus / 'vocab.txt'),
             '--save_dir', str(tmp_path), '--max_steps', '6', '--save_freq', '3', '--log_freq', '3'] + small
-    first = run('run_pretrain.py', base + ['--preset', 'budget', '--max_minutes', '0.0001'])
+    first = pretrain_here(base + ['--preset', 'budget', '--max_minutes', '0.0001'], capfd)
     assert first.returncode == 0, first.stderr[-2000:]
     step = next(p.stem for p in tmp_path.glob('*.pdparams'))
-    resumed = run('run_pretrain.py', base + ['--init_from_ckpt', str(tmp_path / step)])
+    resumed = pretrain_here(base + ['--init_from_ckpt', str(tmp_path / step)], capfd)
     assert resumed.returncode == 0, resumed.stderr[-2000:]
     assert 'preset budget, adam' in resumed.stderr
     recipe = json.loads((tmp_path / 'recipe.json').read_text())

@@ -14,7 +14,10 @@ import time
 import pytest
 
 from conftest import ROOT, SHARED, one_line_error, require  # corpus: the fixture in conftest
-from helpers import ENV, command_line, pretrain_args, run
+from helpers import ENV, command_line, main_exit, pretrain_args, pretrain_here, run, run_here
+
+# The refusals run each in a process of its own, as a user meets them; the runs that train (what they
+# write, not how their process ends) run in this process (helpers.pretrain_here, run_here).
 
 
 def snapshot(directory):
@@ -32,8 +35,8 @@ def snapshot(directory):
 def finished(corpus, tmp_path_factory):
     """A finished 6-step run (checkpoints 3 and final) -> its directory."""
     d = tmp_path_factory.mktemp('finished') / 'run1'
-    proc = run('pretrain', pretrain_args(corpus, d, '--max_steps', '6', '--save_freq', '3'))
-    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert main_exit(['pretrain', *pretrain_args(corpus, d, '--max_steps', '6', '--save_freq', '3'), '--cpu_threads',
+                      '1', '--quiet']) == 0
     return d
 
 
@@ -55,10 +58,10 @@ def test_a_new_run_into_a_finished_runs_directory_is_refused_and_changes_nothing
     assert 'holds another run' in line and snapshot(d) == before and not (d / 'launch_logs').exists()
 
 
-def test_overwrite_save_dir_removes_the_old_runs_files_before_the_new_run(corpus, finished, tmp_path):
+def test_overwrite_save_dir_removes_the_old_runs_files_before_the_new_run(corpus, finished, tmp_path, capfd):
     d = copy_run(finished, tmp_path / 'run1')
     (d / 'notes.txt').write_text('mine')  # not a run's file: kept
-    proc = run('pretrain', pretrain_args(corpus, d, '--max_steps', '2', '--save_freq', '100', '--overwrite_save_dir'))
+    proc = pretrain_here(pretrain_args(corpus, d, '--max_steps', '2', '--save_freq', '100', '--overwrite_save_dir'), capfd)
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert 'removed the' in proc.stderr
     names = {p.name for p in d.iterdir()}
@@ -66,34 +69,35 @@ def test_overwrite_save_dir_removes_the_old_runs_files_before_the_new_run(corpus
     assert json.loads((d / 'recipe.json').read_text())['max_steps'] == 2
 
 
-def test_resuming_the_latest_checkpoint_by_directory_or_suffix_writes_on_in_the_run(corpus, finished, tmp_path):
+def test_resuming_the_latest_checkpoint_by_directory_or_suffix_writes_on_in_the_run(corpus, finished, tmp_path, capfd):
     d = copy_run(finished, tmp_path / 'run1')
-    proc = run('pretrain', ['--init_from_ckpt', str(d), '--max_steps', '8', '--log_freq', '1'])
+    proc = pretrain_here(['--init_from_ckpt', str(d), '--max_steps', '8', '--log_freq', '1'], capfd)
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert f'--init_from_ckpt {d}: its latest checkpoint, {d / "final"}' in proc.stderr
     assert 'step 7/8' in proc.stderr and 'step 6/8' not in proc.stderr
-    proc = run('pretrain', ['--init_from_ckpt', str(d / 'final.pdparams'), '--max_steps', '9', '--log_freq', '1'])
+    proc = pretrain_here(['--init_from_ckpt', str(d / 'final.pdparams'), '--max_steps', '9', '--log_freq', '1'], capfd)
     assert proc.returncode == 0 and 'step 9/9' in proc.stderr, proc.stderr[-2000:]
-    proc = run('eval', ['--init_from_ckpt', str(d / 'final.pdparams'), '--dev_data_path', str(corpus / 'heldout.txt')])
+    proc = run_here('eval', ['--init_from_ckpt', str(d / 'final.pdparams'), '--dev_data_path',
+                             str(corpus / 'heldout.txt')], capfd)
     assert proc.returncode == 0 and 'perplexity' in proc.stdout, proc.stderr[-2000:]
 
 
-def test_resuming_an_earlier_checkpoint_in_place_is_refused_and_branches_elsewhere(corpus, finished, tmp_path):
+def test_resuming_an_earlier_checkpoint_in_place_is_refused_and_branches_elsewhere(corpus, finished, tmp_path, capfd):
     d = copy_run(finished, tmp_path / 'run1')
     before = snapshot(d)
     line = one_line_error(run('pretrain', ['--init_from_ckpt', str(d / '3')]))
     assert 'holds later checkpoints of this run (final)' in line and snapshot(d) == before
     branch = tmp_path / 'branch'
-    proc = run('pretrain', ['--init_from_ckpt', str(d / '3'), '--save_dir', str(branch), '--max_steps', '6'])
+    proc = pretrain_here(['--init_from_ckpt', str(d / '3'), '--save_dir', str(branch), '--max_steps', '6'], capfd)
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert (branch / 'final.pdparams').exists() and (branch / 'options.json').exists() and snapshot(d) == before
 
 
-def test_a_run_without_save_dir_gets_a_new_directory_of_its_own(corpus, tmp_path):
+def test_a_run_without_save_dir_gets_a_new_directory_of_its_own(corpus, tmp_path, capfd):
     paths = []
     for _ in range(2):
-        proc = run('pretrain', [a for a in pretrain_args(corpus, 'unused', '--max_steps', '1')
-                                if a not in ('--save_dir', 'unused')], cwd=tmp_path)
+        proc = pretrain_here([a for a in pretrain_args(corpus, 'unused', '--max_steps', '1')
+                              if a not in ('--save_dir', 'unused')], capfd, cwd=tmp_path)
         assert proc.returncode == 0, proc.stderr[-2000:]
         [made] = re.findall(r'run directory: (checkpoints/\S+) \(new\)', proc.stderr)
         paths.append(made)
@@ -109,7 +113,7 @@ def wait_for(condition, proc, seconds=120):
 
 
 def test_a_second_run_in_a_running_runs_directory_is_refused_naming_it_and_a_killed_run_blocks_nothing(
-        corpus, tmp_path):
+        corpus, tmp_path, capfd):
     d = tmp_path / 'run'
     first = subprocess.Popen(command_line('pretrain', *pretrain_args(corpus, d, '--max_steps', '100000',
                                                                      '--save_freq', '100000')),
@@ -127,11 +131,11 @@ def test_a_second_run_in_a_running_runs_directory_is_refused_naming_it_and_a_kil
     before = snapshot(d)
     line = one_line_error(run('pretrain', pretrain_args(corpus, d, '--max_steps', '2')))
     assert 'holds another run' in line and snapshot(d) == before  # the lock died with it; the run's files stay
-    proc = run('pretrain', pretrain_args(corpus, d, '--max_steps', '2', '--overwrite_save_dir'))
+    proc = pretrain_here(pretrain_args(corpus, d, '--max_steps', '2', '--overwrite_save_dir'), capfd)
     assert proc.returncode == 0, proc.stderr[-2000:]
 
 
-def test_a_model_or_an_input_in_save_dir_is_never_written_over(corpus, fixture_dir, tmp_path):
+def test_a_model_or_an_input_in_save_dir_is_never_written_over(corpus, fixture_dir, tmp_path, capfd):
     import shutil
     model = tmp_path / 'model'
     model.mkdir()
@@ -159,7 +163,7 @@ def test_a_model_or_an_input_in_save_dir_is_never_written_over(corpus, fixture_d
     (d / 'zh').mkdir()
     shutil.copy(d / 'vocab.txt', d / 'zh' / 'vocab.txt')
     for extra in ([], ['--overwrite_save_dir']):
-        proc = run('pretrain', args + extra)
+        proc = pretrain_here(args + extra, capfd)
         assert proc.returncode == 0, proc.stderr[-2000:]
         assert (d / 'zh' / 'vocab.txt').read_bytes() == before and (d / 'zh' / 'final.pdparams').exists()
 
@@ -225,12 +229,12 @@ def test_finetune_and_word2vec_refuse_to_write_results_over_their_data(rt_slice)
     assert snapshot(rt_slice) == before
 
 
-def test_an_earlier_output_beside_a_model_is_no_input(corpus, finished, tmp_path):
+def test_an_earlier_output_beside_a_model_is_no_input(corpus, finished, tmp_path, capfd):
     run_dir = copy_run(finished, tmp_path / 'run1')
     out = run_dir / 'ppl.json'
     for _ in range(2):  # the second writes over the first's result, which is no input
-        proc = run('eval', ['--model', str(run_dir), '--dev_data_path', str(corpus / 'heldout.txt'),
-                            '--output_json', str(out)])
+        proc = run_here('eval', ['--model', str(run_dir), '--dev_data_path', str(corpus / 'heldout.txt'),
+                                 '--output_json', str(out)], capfd)
         assert proc.returncode == 0, proc.stderr[-2000:]
 
 
