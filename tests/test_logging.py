@@ -10,7 +10,7 @@ import sys
 import pytest
 
 from conftest import FIXTURE, ROOT, require
-from helpers import ENV, pretrain_args, run
+from helpers import ENV, pretrain_args, pretrain_here, run, run_here
 
 PACKAGE = os.path.join(ROOT, 'paddle_elmo')
 BUNDLED_NOTE = 'no model given: using the bundled model in '
@@ -200,9 +200,11 @@ def test_verbose_shows_debug_lines(tmp_path):
     assert 'CPU: 1 thread' in proc.stderr  # the INFO lines too
 
 
-def test_pretrain_prints_where_it_saved_and_logs_its_steps_on_stderr(corpus, tmp_path):
-    talkative = run('run_pretrain.py', pretrain_args(corpus, tmp_path / 'a', '--max_steps', '6', '--dev_data_path',
-                                                     str(corpus / 'heldout.txt')))
+# The pretraining and word2vec runs below in this process (helpers.run_here): what they print and log is
+# the command's; the streams of a process of its own are the embed tests' above and below.
+def test_pretrain_prints_where_it_saved_and_logs_its_steps_on_stderr(corpus, tmp_path, capfd):
+    talkative = pretrain_here(pretrain_args(corpus, tmp_path / 'a', '--max_steps', '6', '--dev_data_path',
+                                            str(corpus / 'heldout.txt')), capfd)
     assert talkative.returncode == 0, talkative.stderr[-3000:]
     out = talkative.stdout.splitlines()
     assert len(out) == 2 and out[0].startswith('dev (') and out[1] == f'saved {tmp_path / "a" / "final"}.pdparams ' \
@@ -210,28 +212,28 @@ def test_pretrain_prints_where_it_saved_and_logs_its_steps_on_stderr(corpus, tmp
     err = talkative.stderr.splitlines()
     assert [line.split(' |')[0] for line in err if line.startswith('step ')] == ['step 5/6', 'step 6/6']
     assert any(line.startswith('preset original, adagrad lr 0.2: 1 process(es), 6 steps') for line in err)
-    quiet = run('run_pretrain.py', pretrain_args(corpus, tmp_path / 'b', '--max_steps', '6', '--quiet'))
+    quiet = pretrain_here(pretrain_args(corpus, tmp_path / 'b', '--max_steps', '6', '--quiet'), capfd)
     assert quiet.returncode == 0, quiet.stderr[-3000:]
     assert quiet.stdout == f'saved {tmp_path / "b" / "final"}.pdparams after 6 steps\n' and quiet.stderr == ''
 
 
-def test_a_setting_without_effect_is_a_warning_even_when_quiet(corpus, tmp_path):
-    proc = run('run_pretrain.py', pretrain_args(corpus, tmp_path, '--max_steps', '1', '--n_negative_samples', '50',
-                                                '--quiet'))
+def test_a_setting_without_effect_is_a_warning_even_when_quiet(corpus, tmp_path, capfd):
+    proc = pretrain_here(pretrain_args(corpus, tmp_path, '--max_steps', '1', '--n_negative_samples', '50', '--quiet'),
+                         capfd)
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert proc.stderr.splitlines() == ["warning: --n_negative_samples 50 >= the vocabulary's 26 tokens: every step "
                                         'uses the full softmax']
 
 
-def test_word2vec_quiet_prints_the_table_and_logs_no_epoch(rt_slice, tmp_path):
+def test_word2vec_quiet_prints_the_table_and_logs_no_epoch(rt_slice, tmp_path, capfd):
     corpus = tmp_path / 'corpus.txt'
     corpus.write_text((rt_slice / 'rt-polarity.pos').read_text(encoding='utf-8') * 3, encoding='utf-8')
     common = ['--data_dir', str(rt_slice), '--train_data_path', str(corpus), '--w2v_dim', '8', '--min_count',
               '1', '--w2v_epochs', '1', '--folds', '2', '--epochs', '2', '--hidden_dim', '0']
-    quiet = run('word2vec_base.py', common + ['--quiet'])
+    quiet = run_here('word2vec_base.py', common + ['--quiet'], capfd)
     assert quiet.returncode == 0, quiet.stderr[-3000:]
     assert 'accuracy' in quiet.stdout and quiet.stderr == ''
-    talkative = run('word2vec_base.py', common)
+    talkative = run_here('word2vec_base.py', common, capfd)
     assert talkative.returncode == 0, talkative.stderr[-3000:]
     assert 'accuracy' in talkative.stdout
     for said in ('read ', 'rt-polarity.pos: 100 sentences (utf-8) split by moses', 'trained word2vec on 1 file(s)',
