@@ -160,10 +160,16 @@ def run_here(command, args, capfd, cwd=ROOT):
     return subprocess.CompletedProcess([command, *args], code, out, err)
 
 
+def train_here(command, args, capfd, cwd=ROOT):
+    """A command that trains (pretrain, finetune, word2vec) on `args` in this process (run_here) on one
+    thread (--cpu_threads 1), as run() gives a child (OMP_NUM_THREADS=1): for what a run trains, writes
+    and logs, without a new interpreter's start."""
+    return run_here(command, [*args, '--cpu_threads', '1'], capfd, cwd=cwd)
+
+
 def pretrain_here(args, capfd, cwd=ROOT):
-    """run_pretrain.py on `args` in this process (run_here) on one thread, as run() gives a child
-    (OMP_NUM_THREADS=1): for what a run trains, writes and logs, without a new interpreter's start."""
-    return run_here('run_pretrain.py', [*args, '--cpu_threads', '1'], capfd, cwd=cwd)
+    """run_pretrain.py on `args` in this process on one thread (train_here)."""
+    return train_here('run_pretrain.py', args, capfd, cwd=cwd)
 
 
 def load(path):

@@ -9,7 +9,7 @@ import pytest
 from paddle_elmo.fileio import InputError
 from conftest import FIXTURE, SHARED, one_line_error, require, tiny_config
 from helpers import (LEARN, RT, assert_learned, check_result, head_lines, run_here, run_script, save_checkpoint,
-                     write_separable_polarity)
+                     train_here, write_separable_polarity)
 from paddle_elmo.classify.data import Dataset, make_folds, read_polarity
 from paddle_elmo.classify.head import BowHead
 from paddle_elmo.classify.training import make_optimizer, predict, train_epoch
@@ -324,6 +324,8 @@ def test_an_unknown_vector_file_ending_names_the_formats(tmp_path):
 
 
 # ---- the scripts, end to end -----------------------------------------------------------------
+# Each script's process: test_run_finetune_end_to_end_on_a_slice and test_bad_input_is_one_line_error_with_
+# exit_code_2; the other runs in this process (helpers.train_here): what they train and write is the test.
 
 
 def test_run_finetune_end_to_end_on_a_slice(rt_slice, tmp_path):
@@ -346,8 +348,8 @@ def test_run_finetune_elmo_layer_picks_one_layer_and_rejects_a_layer_the_model_l
     model = ['--options_file', os.path.join(FIXTURE, 'options.json'),
              '--weight_file', os.path.join(FIXTURE, 'lm_weights.hdf5')]
     out = tmp_path / 'top.json'
-    proc = run_script('run_finetune.py', '--data_dir', str(rt_slice), *model, '--elmo_layer', 'top', '--folds', '2',
-                      '--run_folds', '1', '--epochs', '1', '--output_json', str(out), '--quiet')
+    proc = train_here('run_finetune.py', ['--data_dir', str(rt_slice), *model, '--elmo_layer', 'top', '--folds', '2',
+                                          '--run_folds', '1', '--epochs', '1', '--output_json', str(out), '--quiet'], capfd)
     assert proc.returncode == 0, proc.stderr
     result = json.loads(out.read_text())
     assert result['features']['elmo_layer'] == -1 and result['layer_weights'][0]['weights'] == [0.0, 0.0, 1.0]
@@ -357,14 +359,14 @@ def test_run_finetune_elmo_layer_picks_one_layer_and_rejects_a_layer_the_model_l
         assert proc.returncode == 2 and message in proc.stderr and 'Traceback' not in proc.stderr, proc.stderr
 
 
-def test_word2vec_base_end_to_end_trains_saves_and_reuses_vectors(rt_slice, tmp_path):
+def test_word2vec_base_end_to_end_trains_saves_and_reuses_vectors(rt_slice, tmp_path, capfd):
     require(CORPUS)
     corpus = tmp_path / 'corpus.txt'
     corpus.write_text(''.join(head_lines(CORPUS, 400)), encoding='utf-8')
     saved, out = tmp_path / 'w2v.bin', tmp_path / 'w2v.json'
-    proc = run_script('word2vec_base.py', '--data_dir', str(rt_slice), '--train_data_path', str(corpus),
-                      '--w2v_dim', '16', '--min_count', '1', '--output_word_vectors', str(saved), '--folds', '1',
-                      '--epochs', '2', '--output_json', str(out), '--quiet')
+    proc = train_here('word2vec_base.py', ['--data_dir', str(rt_slice), '--train_data_path', str(corpus), '--w2v_dim',
+                                           '16', '--min_count', '1', '--output_word_vectors', str(saved), '--folds', '1',
+                                           '--epochs', '2', '--output_json', str(out), '--quiet'], capfd)
     assert proc.returncode == 0, proc.stderr
     result = check_result(out, 1)
     assert result['layer_weights'] is None and result['features']['dim'] == 16
@@ -392,16 +394,16 @@ def test_word2vec_can_train_on_a_matched_budget_of_tokens(tmp_path):
     assert sum(map(len, CorpusSentences(paths))) == 9
 
 
-def test_run_finetune_concatenates_word2vec_to_the_elmo_features(rt_slice, tmp_path):
+def test_run_finetune_concatenates_word2vec_to_the_elmo_features(rt_slice, tmp_path, capfd):
     require(FIXTURE)
     from paddle_elmo.text.word_vectors import save_vectors
     vectors = tmp_path / 'v.txt'
     save_vectors(_toy_vectors(), str(vectors))
     out = tmp_path / 'concat.json'
-    proc = run_script('run_finetune.py', '--data_dir', str(rt_slice), '--options_file',
-                      os.path.join(FIXTURE, 'options.json'), '--weight_file', os.path.join(FIXTURE, 'lm_weights.hdf5'),
-                      '--word_vectors', str(vectors), '--folds', '2', '--epochs', '1', '--output_json', str(out),
-                      '--quiet')
+    proc = train_here('run_finetune.py', ['--data_dir', str(rt_slice), '--options_file',
+                                          os.path.join(FIXTURE, 'options.json'), '--weight_file',
+                                          os.path.join(FIXTURE, 'lm_weights.hdf5'), '--word_vectors', str(vectors),
+                                          '--folds', '2', '--epochs', '1', '--output_json', str(out), '--quiet'], capfd)
     assert proc.returncode == 0, proc.stderr
     result = check_result(out, 2)
     assert result['features']['word2vec_dim'] == 3 and result['features']['concat_word2vec'] == str(vectors)
@@ -417,9 +419,9 @@ def test_run_folds_runs_the_same_fold_as_the_full_run(rt_slice, tmp_path, capfd)
     outs = {}
     for name, extra in (('all', []), ('second', ['--run_folds', '2'])):
         outs[name] = tmp_path / f'{name}.json'
-        proc = run_script('word2vec_base.py', '--data_dir', str(rt_slice), '--word_vectors',
-                          str(tmp_path / 'v.bin'), '--folds', '3', '--epochs', '2', '--output_json', str(outs[name]),
-                          '--quiet', *extra)
+        proc = train_here('word2vec_base.py', ['--data_dir', str(rt_slice), '--word_vectors', str(tmp_path / 'v.bin'),
+                                               '--folds', '3', '--epochs', '2', '--output_json', str(outs[name]),
+                                               '--quiet', *extra], capfd)
         assert proc.returncode == 0, proc.stderr
     full, second = (json.loads(outs[n].read_text()) for n in ('all', 'second'))
     assert full['folds_run'] == [1, 2, 3] and second['folds_run'] == [2]
@@ -442,14 +444,14 @@ def tiny_checkpoint(tmp_path_factory):
 
 
 @pytest.mark.parametrize('trainable', [False, True], ids=['frozen', 'trainable'])
-def test_run_finetune_learns_a_separable_toy_set(tiny_checkpoint, tmp_path, trainable):
+def test_run_finetune_learns_a_separable_toy_set(tiny_checkpoint, tmp_path, trainable, capfd):
     # test_example_commands checks word2vec and the frozen biLM through the example's commands;
     # here the fine-tuned biLM too (recomputed every batch: one fold of two, ~5 s).
     write_separable_polarity(tmp_path)
     out = tmp_path / 'result.json'
     extra = ['--trainable', '--run_folds', '1'] if trainable else []
-    proc = run_script('run_finetune.py', '--data_dir', str(tmp_path), '--init_from_ckpt', tiny_checkpoint[0],
-                      '--folds', '2', *LEARN, '--output_json', str(out), '--quiet', *extra)
+    proc = train_here('run_finetune.py', ['--data_dir', str(tmp_path), '--init_from_ckpt', tiny_checkpoint[0],
+                                          '--folds', '2', *LEARN, '--output_json', str(out), '--quiet', *extra], capfd)
     assert proc.returncode == 0, proc.stderr[-3000:]
     result = check_result(out, 1 if trainable else 2)
     assert result['features']['trainable'] is trainable
@@ -477,14 +479,14 @@ def _mix(result):
 
 
 def test_run_finetune_with_the_inference_model_of_the_same_model_gives_the_same_folds(tiny_checkpoint, tiny_exports,
-                                                                                     tmp_path):
+                                                                                     tmp_path, capfd):
     write_separable_polarity(tmp_path, n_per_class=50)
     base = ['--data_dir', str(tmp_path), '--init_from_ckpt', tiny_checkpoint[0], '--folds', '2', *LEARN, '--quiet']
     results = {}
     for name, extra in (('model', []), ('export', ['--inference_model', tiny_exports['same'],
                                                    '--inference_backend', 'onnxruntime'])):
         out = tmp_path / f'{name}.json'
-        proc = run_script('run_finetune.py', *base, '--output_json', str(out), *extra)
+        proc = train_here('run_finetune.py', [*base, '--output_json', str(out), *extra], capfd)
         assert proc.returncode == 0, proc.stderr[-3000:]
         results[name] = check_result(out, 2)
     features = results['export']['features']
