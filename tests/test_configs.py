@@ -14,7 +14,7 @@ from paddle_elmo.model.recipe import BILM_TF_TRAINING_KEYS, PRESETS, Recipe
 from paddle_elmo.model.config import ModelConfig
 from paddle_elmo.train.run_plan import for_resume, for_run, from_preset
 from paddle_elmo.fileio import InputError
-from helpers import ENV, assert_same_weights, load, pretrain_args, run, run_here
+from helpers import ENV, assert_same_weights, load, pretrain_args, pretrain_here, run, run_here
 
 LEGACY = f'{ROOT}/tests/fixtures/legacy-checkpoint'
 
@@ -90,14 +90,14 @@ def legacy(tmp_path):
     return ck
 
 
-def test_a_legacy_checkpoint_resumes_exactly_evaluates_and_exports(legacy, tmp_path):
+def test_a_legacy_checkpoint_resumes_exactly_evaluates_and_exports(legacy, tmp_path, capfd):
     corpus = legacy / 'corpus'
     # That layout recorded no data paths or step count: they are given, nothing else.
     # On the default path, the CPU kernels on: that run drew its dropout masks from Paddle's
     # dropout, and so does its resume (a checkpoint without recipe.json records dropout_masks paddle).
-    resumed = run('run_pretrain.py', ['--init_from_ckpt', str(legacy / '4'), '--train_data_path',
-                                      str(corpus / 'train.*.txt'), '--vocab_file', str(corpus / 'vocab.txt'),
-                                      '--max_steps', '8'])
+    # (The runs in this process, helpers.pretrain_here and run_here: what they read and write is the test.)
+    resumed = pretrain_here(['--init_from_ckpt', str(legacy / '4'), '--train_data_path', str(corpus / 'train.*.txt'),
+                             '--vocab_file', str(corpus / 'vocab.txt'), '--max_steps', '8'], capfd)
     assert resumed.returncode == 0, resumed.stderr[-2000:]
     assert 'CPU kernels unavailable' not in resumed.stderr
     assert 'preset budget, adam lr 0.004' in resumed.stderr  # the log
@@ -110,10 +110,10 @@ def test_a_legacy_checkpoint_resumes_exactly_evaluates_and_exports(legacy, tmp_p
     assert json.loads((legacy / 'recipe.json').read_text())['preset'] == 'budget'
     assert json.loads((legacy / 'recipe.json').read_text())['dropout_masks'] == 'paddle'
     assert json.loads((legacy / 'recipe.json').read_text())['softmax_bias_init'] == 'zero'  # not budget's today
-    evaluation = run('run_eval.py', ['--dev_data_path', str(corpus / 'heldout.txt'), '--vocab_file',
-                                     str(corpus / 'vocab.txt'), '--init_from_ckpt', f'{LEGACY}/4'])
+    evaluation = run_here('run_eval.py', ['--dev_data_path', str(corpus / 'heldout.txt'), '--vocab_file',
+                                          str(corpus / 'vocab.txt'), '--init_from_ckpt', f'{LEGACY}/4'], capfd)
     assert evaluation.returncode == 0 and 'perplexity (exp of the mean' in evaluation.stdout, evaluation.stderr
-    export = run('export-weights', ['--init_from_ckpt', f'{LEGACY}/4', '--output_dir', str(tmp_path / 'exp')])
+    export = run_here('export-weights', ['--init_from_ckpt', f'{LEGACY}/4', '--output_dir', str(tmp_path / 'exp')], capfd)
     assert export.returncode == 0, export.stderr
     from paddle_elmo import ELMoEmbedder
     sentence = ['the', 'cat', 'sat']
@@ -123,18 +123,18 @@ def test_a_legacy_checkpoint_resumes_exactly_evaluates_and_exports(legacy, tmp_p
         ELMoEmbedder(f'{LEGACY}/4').embed_sentence(sentence))
 
 
-def test_resuming_needs_only_init_from_ckpt(corpus, tmp_path):
+def test_resuming_needs_only_init_from_ckpt(corpus, tmp_path, capfd):
     """bilm-tf's restart.py: the data, model and recipe all come from the checkpoint (here a run with a
     non-default --unroll_steps, which used to stop the resume with 'stream state was saved with
     unroll_steps 10, this stream has 20')."""
     flags = ['--max_steps', '12', '--save_freq', '4', '--unroll_steps', '10', '--eval_freq', '6',
              '--dev_data_path', str(corpus / 'heldout.txt')]
-    whole = run('run_pretrain.py', pretrain_args(corpus, tmp_path / 'whole', *flags))
+    whole = pretrain_here(pretrain_args(corpus, tmp_path / 'whole', *flags), capfd)
     assert whole.returncode == 0, whole.stderr[-2000:]
-    first = run('run_pretrain.py', pretrain_args(corpus, tmp_path / 'slot', *flags, '--max_minutes', '0.0001'))
+    first = pretrain_here(pretrain_args(corpus, tmp_path / 'slot', *flags, '--max_minutes', '0.0001'), capfd)
     assert first.returncode == 0, first.stderr[-2000:]
     step = next(p.stem for p in (tmp_path / 'slot').glob('*.pdparams'))
-    resumed = run('run_pretrain.py', ['--init_from_ckpt', str(tmp_path / 'slot' / step)], cwd=tmp_path)
+    resumed = pretrain_here(['--init_from_ckpt', str(tmp_path / 'slot' / step)], capfd, cwd=tmp_path)
     assert resumed.returncode == 0, resumed.stderr[-2000:]
     assert_same_weights(load(tmp_path / 'whole' / 'final.pdparams'), load(tmp_path / 'slot' / 'final.pdparams'))
     # max_steps and dev data came along: the last step's log line, the final perplexity (a result)
@@ -142,10 +142,10 @@ def test_resuming_needs_only_init_from_ckpt(corpus, tmp_path):
 
 
 def test_a_training_flag_given_when_resuming_overrides_the_checkpoints_and_is_recorded(corpus, tmp_path, capfd):
-    first = run('run_pretrain.py', pretrain_args(corpus, tmp_path, '--max_steps', '6', '--max_minutes', '0.0001'))
+    first = pretrain_here(pretrain_args(corpus, tmp_path, '--max_steps', '6', '--max_minutes', '0.0001'), capfd)
     assert first.returncode == 0, first.stderr[-2000:]
     step = next(p.stem for p in tmp_path.glob('*.pdparams'))
-    resumed = run('run_pretrain.py', ['--init_from_ckpt', str(tmp_path / step), '--lr', '0.05'])
+    resumed = pretrain_here(['--init_from_ckpt', str(tmp_path / step), '--lr', '0.05'], capfd)
     assert resumed.returncode == 0, resumed.stderr[-2000:]
     assert 'lr 0.05' in resumed.stderr
     assert json.loads((tmp_path / 'options.json').read_text())['learning_rate'] == 0.05
