@@ -12,7 +12,7 @@ import paddle
 import pytest
 
 from conftest import ROOT
-from helpers import ENV, assert_same_weights, load, pretrain_args, run
+from helpers import ENV, assert_same_weights, load, pretrain_args, pretrain_here
 
 STEPS = '120'  # long enough to be signalled mid-run, short enough for the suite
 
@@ -29,8 +29,10 @@ def numbered_checkpoints(directory):
     return sorted(p.stem for p in directory.glob('*.pdparams') if p.stem.isdigit())
 
 
-def test_sigterm_saves_at_a_step_boundary_and_the_resumed_run_matches_an_uninterrupted_one(corpus, tmp_path):
-    whole = run('run_pretrain.py', pretrain_args(corpus, tmp_path / 'whole', '--max_steps', STEPS))
+def test_sigterm_saves_at_a_step_boundary_and_the_resumed_run_matches_an_uninterrupted_one(corpus, tmp_path, capfd):
+    # The signalled run in a process of its own; the uninterrupted run and the resume in this one
+    # (helpers.pretrain_here, on one thread as the child): their weights are what is compared.
+    whole = pretrain_here(pretrain_args(corpus, tmp_path / 'whole', '--max_steps', STEPS), capfd)
     assert whole.returncode == 0, whole.stderr[-2000:]
     cut = tmp_path / 'cut'
     proc = subprocess.Popen([sys.executable, os.path.join(ROOT, 'run_pretrain.py')] +
@@ -46,8 +48,8 @@ def test_sigterm_saves_at_a_step_boundary_and_the_resumed_run_matches_an_uninter
     assert f'stopped by SIGTERM at step {saved[0]}/{STEPS}' in out
     assert f'Resume with --init_from_ckpt {cut / saved[0]}' in out
     assert not [p for p in cut.iterdir() if '.tmp' in p.name]
-    resumed = run('run_pretrain.py', pretrain_args(corpus, cut, '--max_steps', STEPS,
-                                                   '--init_from_ckpt', str(cut / saved[0])))
+    resumed = pretrain_here(pretrain_args(corpus, cut, '--max_steps', STEPS, '--init_from_ckpt', str(cut / saved[0])),
+                            capfd)
     assert resumed.returncode == 0, resumed.stderr[-2000:]
     assert_same_weights(load(tmp_path / 'whole' / 'final.pdparams'), load(cut / 'final.pdparams'))
 

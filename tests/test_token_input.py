@@ -15,7 +15,7 @@ from paddle_elmo.text.vocabulary import Vocabulary
 from paddle_elmo import ELMoEmbedder, dump_token_embeddings, export_weights, resolve_model, token_embeddings
 from paddle_elmo.fileio import InputError
 from helpers import TOL, fixture_embedder, reference_top, run_reference_protocol
-from helpers import assert_same_weights, load, pretrain_args, run, run_here
+from helpers import assert_same_weights, load, pretrain_args, pretrain_here, run_here
 from helpers import WORDS, tiny_bilm
 
 
@@ -189,15 +189,16 @@ def test_word_input_trains_and_resumes_exactly(token_input, corpus, tmp_path, ca
     write_vectors(vectors, dim, ['the', 'cat', 'sat', 'notinvocab'])
     extra = ['--token_input', token_input, '--word_vectors', str(vectors), '--optimizer', 'adam', '--lr', '0.01',
              '--max_steps', '8'] + (['--word_dim', '6'] if token_input == 'word+char' else [])
-    whole = run('run_pretrain.py', pretrain_args(corpus, tmp_path / 'whole', *extra))
+    # (The runs in this process, helpers.pretrain_here: what they train and write is the test.)
+    whole = pretrain_here(pretrain_args(corpus, tmp_path / 'whole', *extra), capfd)
     assert whole.returncode == 0, whole.stderr[-2000:]
     assert "word embedding: 3 of the vocabulary's 26 tokens (11.5%)" in whole.stderr  # the log
-    part = run('run_pretrain.py', pretrain_args(corpus, tmp_path / 'part', *extra, '--max_minutes', '10',
-                                                 '--save_freq', '4'))
+    part = pretrain_here(pretrain_args(corpus, tmp_path / 'part', *extra, '--max_minutes', '10', '--save_freq', '4'),
+                         capfd)
     assert part.returncode == 0, part.stderr[-2000:]
     # the run finished: its step 4 resumes into a directory of its own (in place it would replace 'final')
-    resumed = run('run_pretrain.py', ['--init_from_ckpt', str(tmp_path / 'part' / '4'), '--save_dir',
-                                      str(tmp_path / 'resumed')])
+    resumed = pretrain_here(['--init_from_ckpt', str(tmp_path / 'part' / '4'), '--save_dir', str(tmp_path / 'resumed')],
+                            capfd)
     assert resumed.returncode == 0, resumed.stderr[-2000:]
     assert_same_weights(load(tmp_path / 'whole' / 'final.pdparams'), load(tmp_path / 'resumed' / 'final.pdparams'))
     assert (tmp_path / 'part' / 'vocab.txt').read_text() == (tmp_path / 'whole' / 'vocab.txt').read_text()
@@ -218,8 +219,8 @@ def test_word_input_trains_and_resumes_exactly(token_input, corpus, tmp_path, ca
 def test_word_vectors_initialise_covered_rows_and_freeze_keeps_them(corpus, tmp_path, monkeypatch, capfd):
     vectors = tmp_path / 'vectors.txt'
     kv = write_vectors(vectors, 8, ['the', 'cat'])
-    proc = run('run_pretrain.py', pretrain_args(corpus, tmp_path / 'ck', '--token_input', 'word', '--word_vectors',
-                                                str(vectors), '--freeze_word_embeddings', '--max_steps', '3'))
+    proc = pretrain_here(pretrain_args(corpus, tmp_path / 'ck', '--token_input', 'word', '--word_vectors', str(vectors),
+                                       '--freeze_word_embeddings', '--max_steps', '3'), capfd)
     assert proc.returncode == 0, proc.stderr[-2000:]
     final = load(tmp_path / 'ck' / 'final.pdparams')['bilm.word_embedding']
     vocab = Vocabulary(str(corpus / 'vocab.txt'))
