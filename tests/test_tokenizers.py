@@ -13,7 +13,10 @@ import pytest
 from sacremoses import MosesDetokenizer  # the core install's (moses, the bundled model's tokenizer)
 
 from conftest import SHARED, require, tiny_config
-from helpers import assert_same_weights, load, pretrain_args, run
+from helpers import assert_same_weights, load, pretrain_args, pretrain_here, run, run_here, train_here
+
+# The commands' runs below in this process (helpers.run_here, train_here): how they split text is the test;
+# test_run_embed_splits_raw_lines_by_the_recorded_tokenizer_unless_told runs embed in a process of its own.
 from paddle_elmo.fileio import InputError
 from paddle_elmo.text.tokenizers import get_tokenizer
 
@@ -176,7 +179,7 @@ def test_run_embed_splits_raw_lines_by_the_recorded_tokenizer_unless_told(models
     assert "tokenizer 'whitespace' differs from 'moses'" in proc.stderr
 
 
-def test_predict_splits_the_prefix_by_the_recorded_tokenizer(tmp_path):
+def test_predict_splits_the_prefix_by_the_recorded_tokenizer(tmp_path, capfd):
     from paddle_elmo.train.lm import LanguageModel
     from paddle_elmo.use.predict import Predictor
     from paddle_elmo.text.vocabulary import Vocabulary
@@ -192,9 +195,9 @@ def test_predict_splits_the_prefix_by_the_recorded_tokenizer(tmp_path):
     (tmp_path / 'ck' / 'options.json').write_text(json.dumps(model.bilm.config.to_options()))
     paddle.save(model.state_dict(), str(tmp_path / 'ck' / 'final.pdparams'))
     (tmp_path / 'vocab.txt').write_text('\n'.join(VOCAB) + '\n')
-    proc = run('predict', ['--vocab_file', str(tmp_path / 'vocab.txt'), '--init_from_ckpt',
-                                  str(tmp_path / 'ck' / 'final'), '--prefix', RAINING, '--top_k', '3',
-                                  '--output_json', str(tmp_path / 'p.json')])
+    proc = run_here('predict', ['--vocab_file', str(tmp_path / 'vocab.txt'), '--init_from_ckpt',
+                                str(tmp_path / 'ck' / 'final'), '--prefix', RAINING, '--top_k', '3',
+                                '--output_json', str(tmp_path / 'p.json')], capfd)
     assert proc.returncode == 0, proc.stderr[-2000:]
     (entry,) = json.loads((tmp_path / 'p.json').read_text())['predictions']
     expected = predictor.top(RAINING_TOKENS, 3)
@@ -202,15 +205,15 @@ def test_predict_splits_the_prefix_by_the_recorded_tokenizer(tmp_path):
     assert [t['prob'] for t in entry['top']] == pytest.approx([p for _, p in expected], abs=1e-6)
 
 
-def test_finetune_splits_raw_reviews_by_the_recorded_tokenizer(models, tmp_path):
+def test_finetune_splits_raw_reviews_by_the_recorded_tokenizer(models, tmp_path, capfd):
     pos = [RAINING, 'She paid the bank.', "Isn't it raining?", 'The bank paid her.'] * 3
     neg = ['It rained, she paid.', "The bank isn't it.", 'Paid, paid!', "She's the bank?"] * 3
     (tmp_path / 'a.pos').write_text('\n'.join(pos) + '\n', encoding='utf-8')
     (tmp_path / 'a.neg').write_text('\n'.join(neg) + '\n', encoding='utf-8')
     out = tmp_path / 'r.json'
-    proc = run('run_finetune.py', ['--data_dir', str(tmp_path), '--pos_file', 'a.pos', '--neg_file', 'a.neg',
-                                   '--options_file', models['moses'][0], '--weight_file', models['moses'][1],
-                                   '--folds', '2', '--epochs', '1', '--quiet', '--output_json', str(out)])
+    proc = train_here('run_finetune.py', ['--data_dir', str(tmp_path), '--pos_file', 'a.pos', '--neg_file', 'a.neg',
+                                          '--options_file', models['moses'][0], '--weight_file', models['moses'][1],
+                                          '--folds', '2', '--epochs', '1', '--quiet', '--output_json', str(out)], capfd)
     assert proc.returncode == 0, proc.stderr[-3000:]
     result = json.loads(out.read_text())
     assert result['data']['tokenizer'] == 'moses' and result['data']['sentences'] == 24
@@ -250,9 +253,9 @@ def test_fewer_than_30_percent_unknown_tokens_do_not_warn_and_char_models_never(
 
 # ---- pretraining: the corpus in the tokens of the tokenizer it records ---------------------------
 
-def test_pretraining_on_a_tokenized_corpus_records_its_tokenizer_and_reads_it_split_on_spaces(corpus, tmp_path):
+def test_pretraining_on_a_tokenized_corpus_records_its_tokenizer_and_reads_it_split_on_spaces(corpus, tmp_path, capfd):
     from paddle_elmo.text.corpus import count_tokens
-    proc = run('run_pretrain.py', pretrain_args(corpus, tmp_path / 'ck', '--max_steps', '4', '--tokenizer', 'moses'))
+    proc = pretrain_here(pretrain_args(corpus, tmp_path / 'ck', '--max_steps', '4', '--tokenizer', 'moses'), capfd)
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert json.loads((tmp_path / 'ck' / 'options.json').read_text())['tokenizer'] == 'moses'
     options = json.loads((tmp_path / 'ck' / 'options.json').read_text())
@@ -291,7 +294,7 @@ class _log_capture:
         logging.getLogger('paddle_elmo.text.corpus').removeHandler(self.handler)
 
 
-def test_a_checkpoint_written_before_issue_42_resumes_reading_its_corpus_as_before(corpus, tmp_path):
+def test_a_checkpoint_written_before_issue_42_resumes_reading_its_corpus_as_before(corpus, tmp_path, capfd):
     """A run started with --tokenizer jieba on a pre-segmented corpus (as zh-corpus's) resumes with
     the same data reading and still records jieba: its recipe.json has no field of this change."""
     segmented = tmp_path / 'zh'
@@ -302,11 +305,11 @@ def test_a_checkpoint_written_before_issue_42_resumes_reading_its_corpus_as_befo
         (segmented / name).write_text(''.join(' '.join(rng.choice(words, 6)) + '\n' for _ in range(40)),
                                       encoding='utf-8')
     (segmented / 'vocab.txt').write_text('\n'.join(['<S>', '</S>', '<UNK>'] + words) + '\n', encoding='utf-8')
-    whole = run('run_pretrain.py', pretrain_args(segmented, tmp_path / 'whole', '--max_steps', '8', '--save_freq',
-                                                 '4', '--tokenizer', 'jieba'))
+    whole = pretrain_here(pretrain_args(segmented, tmp_path / 'whole', '--max_steps', '8', '--save_freq', '4',
+                                        '--tokenizer', 'jieba'), capfd)
     assert whole.returncode == 0, whole.stderr[-3000:]
-    resumed = run('run_pretrain.py', ['--init_from_ckpt', str(tmp_path / 'whole' / '4'), '--save_dir',
-                                      str(tmp_path / 'resumed')])
+    resumed = pretrain_here(['--init_from_ckpt', str(tmp_path / 'whole' / '4'), '--save_dir', str(tmp_path / 'resumed')],
+                            capfd)
     assert resumed.returncode == 0, resumed.stderr[-3000:]
     assert_same_weights(load(tmp_path / 'whole' / 'final.pdparams'), load(tmp_path / 'resumed' / 'final.pdparams'))
     for run_dir in ('whole', 'resumed'):
