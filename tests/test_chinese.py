@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 from conftest import ROOT, SHARED, require, tiny_config
-from helpers import readme_commands, run_script
+from helpers import readme_commands, run_script, train_here
 from paddle_elmo.text.tokenizers import TOKENIZERS, char_tokens, get_tokenizer
 from paddle_elmo.fileio import InputError
 
@@ -244,22 +244,24 @@ def _check_zh_result(path, proc):
     return result
 
 
-def test_run_finetune_classifies_raw_chinese_reviews_split_by_the_models_tokenizer(zh_slice, tmp_path):
+# The two classifiers' runs in this process (helpers.train_here): how they split and classify is the
+# test; README's commands below run in processes of their own.
+def test_run_finetune_classifies_raw_chinese_reviews_split_by_the_models_tokenizer(zh_slice, tmp_path, capfd):
     options_file, weight_file = jieba_model(tmp_path)
     out = tmp_path / 'elmo.json'
-    proc = run_script('run_finetune.py', *zh_slice, '--options_file', options_file, '--weight_file', weight_file,
-                      '--output_json', out)
+    proc = train_here('run_finetune.py', [*map(str, zh_slice), '--options_file', str(options_file), '--weight_file',
+                                          str(weight_file), '--output_json', str(out)], capfd)
     _check_zh_result(out, proc)
     assert 'differs' not in proc.stderr
 
 
-def test_word2vec_base_classifies_raw_chinese_reviews_with_vectors_trained_on_zh_corpus(zh_slice, tmp_path):
+def test_word2vec_base_classifies_raw_chinese_reviews_with_vectors_trained_on_zh_corpus(zh_slice, tmp_path, capfd):
     corpus = tmp_path / 'corpus.txt'
     with open(require(ZH_HELDOUT), encoding='utf-8') as f:
         corpus.write_text(''.join(next(f) for _ in range(2000)), encoding='utf-8')
     out = tmp_path / 'w2v.json'
-    proc = run_script('word2vec_base.py', *zh_slice, '--tokenizer', 'jieba', '--train_data_path', corpus,
-                      '--w2v_dim', '16', '--min_count', '1', '--output_json', out)
+    proc = train_here('word2vec_base.py', [*map(str, zh_slice), '--tokenizer', 'jieba', '--train_data_path', str(corpus),
+                                           '--w2v_dim', '16', '--min_count', '1', '--output_json', str(out)], capfd)
     result = _check_zh_result(out, proc)
     assert result['features']['oov_rate'] < 0.5  # jieba's words are zh-corpus's words
 
