@@ -313,13 +313,15 @@ def test_readme_snippet_runs_without_the_repository(fixture_export, runtime, tmp
     np.testing.assert_array_equal(namespace['char_ids'](odd), CharMapper().batch(odd)[0])
 
 
+# embed --inference_model in this process (helpers.run_here) where what it writes is the test; in a
+# process of its own in test_run_embed_reads_an_int8_export_on_onnxruntime_by_default_and_says_so.
 @pytest.mark.parametrize('backend', BACKENDS)
-def test_run_embed_with_the_inference_model_writes_the_embedders_hdf5(fixture_export, backend, tmp_path):
+def test_run_embed_with_the_inference_model_writes_the_embedders_hdf5(fixture_export, backend, tmp_path, capfd):
     model_dir, bilm = fixture_export
     src = tmp_path / 'in.txt'
     src.write_text('Hello world .\n\nA second , longer sentence here\n中文 也 行\n', encoding='utf-8')
-    proc = run_script('embed', str(src), str(tmp_path / 'o.hdf5'), '--inference_model', model_dir,
-                      '--inference_backend', backend, '--batch_size', '2')
+    proc = run_here('embed', [str(src), str(tmp_path / 'o.hdf5'), '--inference_model', model_dir, '--inference_backend',
+                              backend, '--batch_size', '2'], capfd)
     assert proc.returncode == 0, proc.stderr[-3000:]
     from paddle_elmo import ELMoEmbedder
     ELMoEmbedder(bilm=bilm).embed_file(str(src), str(tmp_path / 'ref.hdf5'), progress=False)
@@ -331,12 +333,12 @@ def test_run_embed_with_the_inference_model_writes_the_embedders_hdf5(fixture_ex
             np.testing.assert_allclose(got[key][...], ref[key][...], atol=TOL, rtol=0)
 
 
-def test_run_embed_with_a_word_export_writes_the_embedders_hdf5(word_export, tmp_path):
+def test_run_embed_with_a_word_export_writes_the_embedders_hdf5(word_export, tmp_path, capfd):
     model_dir, bilm = word_export
     src = tmp_path / 'in.txt'
     src.write_text('the cat sat on a mat\n\nbirds sang unknownword songs\n中文 xyzzy\n', encoding='utf-8')
-    proc = run_script('embed', str(src), str(tmp_path / 'o.hdf5'), '--inference_model', model_dir,
-                      '--output_format', 'top')
+    proc = run_here('embed', [str(src), str(tmp_path / 'o.hdf5'), '--inference_model', model_dir, '--output_format',
+                              'top'], capfd)
     assert proc.returncode == 0, proc.stderr[-3000:]
     from paddle_elmo import ELMoEmbedder
     ELMoEmbedder(bilm=bilm).embed_file(str(src), str(tmp_path / 'ref.hdf5'), 'top', progress=False)
@@ -774,13 +776,13 @@ def test_the_api_verifies_by_default_and_unverified_exports_say_so(tmp_path, cap
         assert json.load(f) == {'verified': 'unverified', 'precision': 'float32'}
 
 
-def test_no_verify_warns_and_embed_reports_the_unverified_export(tmp_path):
+def test_no_verify_warns_and_embed_reports_the_unverified_export(tmp_path, capfd):
     out = tmp_path / 'e'
-    proc = run_script('export-inference', '--output_dir', str(out), '--no_verify', '--formats', 'paddle')
+    proc = run_here('export-inference', ['--output_dir', str(out), '--no_verify', '--formats', 'paddle'], capfd)
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert 'warning: ' in proc.stderr and 'written unverified' in proc.stderr
     (tmp_path / 's.txt').write_text('a b\n')
-    proc = run_script('embed', str(tmp_path / 's.txt'), str(tmp_path / 'o.hdf5'), '--inference_model', str(out))
+    proc = run_here('embed', [str(tmp_path / 's.txt'), str(tmp_path / 'o.hdf5'), '--inference_model', str(out)], capfd)
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert [line for line in proc.stderr.splitlines() if line.startswith('warning: ') and 'written unverified' in line]
 
