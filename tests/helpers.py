@@ -129,15 +129,20 @@ def run(command, args, cwd=ROOT, env=None, **kw):
 
 
 def main_exit(argv):
-    """paddle-elmo ARGV in this process -> its exit code (sys.argv as it was, after)."""
+    """paddle-elmo ARGV in this process -> its exit code (sys.argv and the SIGTERM and SIGINT handlers as
+    they were, after: pretraining installs its own, train.signals.StopRequest, for the process it owns)."""
+    import signal
     from paddle_elmo.cli import main
     saved = sys.argv[:]
+    handlers = {sig: signal.getsignal(sig) for sig in (signal.SIGTERM, signal.SIGINT)}
     try:
         return main(argv)
     except SystemExit as e:
         return e.code
     finally:
         sys.argv = saved
+        for sig, handler in handlers.items():
+            signal.signal(sig, handler)
 
 
 def run_here(command, args, capfd, cwd=ROOT):
