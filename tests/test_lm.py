@@ -196,12 +196,11 @@ def test_reset_state_at_sentence_start_runs_those_rows_from_zeros_and_keeps_the_
 def test_sampler_and_labels_match_their_sorting_definitions():
     """The O(n) lookups give exactly np.unique's and argsort's answers: the candidates drawn (and so
     every loss) are the same as with sorting."""
-    from paddle_elmo.train.sampled_softmax import candidate_labels, first_occurrences, sorted_union
+    from paddle_elmo.train.sampled_softmax import candidate_labels, sorted_union
     rng = np.random.default_rng(7)
     for size, n in ((50, 400), (150_000, 17_408), (3, 10)):
         ids = rng.integers(0, size, n)
         _, first = np.unique(ids, return_index=True)
-        np.testing.assert_array_equal(first_occurrences(ids, size), np.sort(first))
         np.testing.assert_array_equal(sorted_union([ids[:n // 2], ids[n // 2:]], size), np.unique(ids))
         candidates = ids[np.sort(first)]
         targets = rng.integers(0, size, 64)
@@ -224,6 +223,23 @@ def test_sampler_takes_the_first_distinct_ids_of_its_draws_over_rounds():
         first = np.sort(first)[:n]
         np.testing.assert_array_equal(ids, draws[first])
         assert n_draws == first[-1] + 1 and (vocab_size > 1000 or len(draws) > 2 * n + 1024)
+
+
+def test_sampler_calls_after_the_first_start_clean_and_counts_match_their_formula():
+    """sample() keeps a vocabulary-sized scratch between calls and expected_count a table of every
+    id's log(1 - P): each later call is still np.unique(return_index) over its own draws (nothing
+    left from the call before), and the counts are the formula's bits for the ids asked."""
+    sampler, twin = LogUniformSampler(5000, 700, 11), LogUniformSampler(5000, 700, 11)
+    for _ in range(4):
+        ids, n_draws = sampler.sample()
+        draws = np.empty(0, dtype=np.int64)
+        while len(np.unique(draws)) < 700:
+            draws = np.concatenate([draws, twin._draw(2 * 700 + 1024)])
+        _, first = np.unique(draws, return_index=True)
+        np.testing.assert_array_equal(ids, draws[np.sort(first)[:700]])
+        for asked in (ids, ids[::-3], np.array([0, 4999, 0])):
+            formula = -np.expm1(n_draws * np.log1p(-sampler.probability(asked)))
+            np.testing.assert_array_equal(sampler.expected_count(asked, n_draws), formula)
 
 
 def test_table_rows_positions_are_each_id_s_row_in_values():

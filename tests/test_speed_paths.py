@@ -417,6 +417,30 @@ def test_sampled_softmax_kernels_match_over_blocks_of_rows_and_wide_logits():
     np.testing.assert_allclose(loss.numpy(), expected, rtol=2e-6, atol=1.5e-5)
 
 
+def test_sampled_softmax_rows_backward_writes_every_element_of_its_uninitialised_gradients():
+    """The backward hands the rows kernel grad_w and grad_b uninitialised (paddle.empty): the rows no
+    target or candidate uses must come out zero whatever the buffers held, the others as from zeros."""
+    require_kernels()
+    rng = np.random.RandomState(9)
+    (h, w, _), (true_pos, cand, _, _, labels) = step_rows(rng)
+    n, P, C = len(true_pos), h.shape[1], len(cand)
+    index = paddle.to_tensor(np.concatenate([true_pos, cand, labels]).astype(np.int64))
+    grad_true, grad_cand_bias = [paddle.to_tensor(rng.normal(0, 1, k).astype(np.float32)) for k in (n, C)]
+    grad_cand_w = paddle.to_tensor(rng.normal(0, 1, (C, P)).astype(np.float32))
+    h_t, w_t = [paddle.to_tensor(np.asarray(a, dtype=np.float32)) for a in (h, w)]
+    outputs = []
+    for fill in (0.0, np.nan):
+        grad_h = paddle.zeros([n, P])
+        grad_w, grad_b = paddle.full(w_t.shape, fill), paddle.full([w_t.shape[0], 1], fill)
+        kernels.kernel().elmo_sampled_softmax_rows_backward(grad_h, grad_cand_w, grad_true, grad_cand_bias, h_t, w_t,
+                                                            index, grad_w, grad_b)
+        outputs.append((grad_w.numpy(), grad_b.numpy()))
+    untouched = np.setdiff1d(np.arange(w.shape[0]), np.concatenate([true_pos, cand]))
+    assert len(untouched) and np.all(outputs[1][0][untouched] == 0) and np.all(outputs[1][1][untouched] == 0)
+    for from_zeros, from_nan in zip(*outputs):
+        np.testing.assert_array_equal(from_nan, from_zeros)
+
+
 def test_sampled_softmax_kernel_without_gradients_gives_the_same_losses():
     require_kernels()
     arrays, consts = step_rows(np.random.RandomState(7))

@@ -954,16 +954,20 @@ PD_BUILD_OP(elmo_sampled_softmax_loss_backward)
 // the backward takes no exp: the forward leaves the exps in one [n, C] buffer and the backward
 // turns them, in place, into the logits' gradient.
 // Shapes: h [n, P]; w [R, P] and b [R, 1], the step's rows of W and b (TableRows' values);
-// true_pos [n] and cand_pos [C], int64 rows of w (cand_pos distinct); log_q_true [n] and
-// log_q_cand [C], the log expected counts subtracted from the logits; labels [n] as above.
+// index [2n + C], int64: true_pos [n] and cand_pos [C], rows of w (cand_pos distinct), then labels
+// [n] as above; log_q [n + C], the log expected counts subtracted from the logits (log_q_true [n],
+// then log_q_cand [C]). One array of each type: a call converts two arrays, not five.
 
-// Rows of a table [R, ...] given by int64 positions (contiguous), each checked to be in [0, R).
-void CheckPositions(const Tensor& pos, int64_t R, const char* name) {
-  PD_CHECK(pos.dtype() == paddle::DataType::INT64 && pos.is_contiguous(), name, ": int64 positions");
-  const int64_t* pv = pos.data<int64_t>();
-  for (int64_t i = 0; i < pos.numel(); ++i) {
+// Rows of a table [R, ...] given by n int64 positions, each checked to be in [0, R).
+void CheckPositions(const int64_t* pv, int64_t n, int64_t R, const char* name) {
+  for (int64_t i = 0; i < n; ++i) {
     PD_CHECK(pv[i] >= 0 && pv[i] < R, name, " ", pv[i], " at position ", i, " is not in [0, ", R, ")");
   }
+}
+
+void CheckPositions(const Tensor& pos, int64_t R, const char* name) {
+  PD_CHECK(pos.dtype() == paddle::DataType::INT64 && pos.is_contiguous(), name, ": int64 positions");
+  CheckPositions(pos.data<int64_t>(), pos.numel(), R, name);
 }
 
 // out[index[i]] += scale[i] * rows[i] for i in order (scale null: 1), rows [n, d], out [R, d], as
@@ -1039,7 +1043,7 @@ inline float RowExps(float* row, const float* bias, int64_t C, float true_logit,
 // of the recipe's 8,192 candidates, half a megabyte) stays in a core's L2 cache from the product to the exps.
 constexpr int64_t kSoftmaxBlockRows = 16;
 
-std::vector<Tensor> TakeRows(const Tensor& x_in, const Tensor& index_in);  // "Rows of a table" below
+Tensor CopyRows(const Tensor& x, const int64_t* index, int64_t n, const char* name);  // "Rows of a table" below
 
 // Forward -> w_cand [C, P] (w's candidate rows, for the backward's products), exps [n, C] (exp(logit
 // - the row's max) of the candidate logits: the probabilities times the row's sum), row_scale [n] (1 /
@@ -1049,22 +1053,22 @@ std::vector<Tensor> TakeRows(const Tensor& x_in, const Tensor& index_in);  // "R
 // while the block is in that core's cache; without MKL, Paddle's matmul makes all the logits first.
 // The backward folds row_scale into its pass over the exps (a pass fewer than normalising here).
 std::vector<Tensor> SampledSoftmaxForward(const Tensor& h_in, const Tensor& w_in, const Tensor& b_in,
-                                          const Tensor& true_pos, const Tensor& cand_pos, const Tensor& log_q_true,
-                                          const Tensor& log_q_cand, const Tensor& labels) {
+                                          const Tensor& index_in, const Tensor& log_q_in) {
   const Tensor h = h_in.contiguous(), w = w_in.contiguous(), b = b_in.contiguous();
+  const Tensor index = index_in.contiguous(), log_q = log_q_in.contiguous();
   PD_CHECK(h.is_cpu() && h.dtype() == paddle::DataType::FLOAT32 && h.shape().size() == 2 && w.shape().size() == 2,
            "sampled_softmax: float32 CPU h [n, P], w [R, P], b [R, 1]");
-  const int64_t n = h.shape()[0], C = cand_pos.numel(), P = h.shape()[1], R = w.shape()[0];
-  PD_CHECK(w.shape()[1] == P && b.numel() == R && true_pos.numel() == n && log_q_true.numel() == n &&
-               log_q_cand.numel() == C && labels.numel() == n && labels.dtype() == paddle::DataType::INT64,
+  const int64_t n = h.shape()[0], C = index.numel() - 2 * n, P = h.shape()[1], R = w.shape()[0];
+  PD_CHECK(w.shape()[1] == P && b.numel() == R && C >= 0 && log_q.numel() == n + C &&
+               index.dtype() == paddle::DataType::INT64 && log_q.dtype() == paddle::DataType::FLOAT32,
            "sampled_softmax: shapes disagree");
-  CheckPositions(true_pos, R, "sampled_softmax: true row");
-  Tensor w_cand = TakeRows(w, cand_pos)[0];  // checks the candidate rows
-  const int64_t *tp = true_pos.data<int64_t>(), *cp = cand_pos.data<int64_t>(), *lv = labels.data<int64_t>();
+  const int64_t *tp = index.data<int64_t>(), *cp = tp + n, *lv = cp + C;
+  CheckPositions(tp, n, R, "sampled_softmax: true row");
+  Tensor w_cand = CopyRows(w, cp, C, "sampled_softmax: candidate row");
   CheckLabels(lv, n, C);
   Tensor exps = Empty({n, C}), row_scale = Empty({n}), loss = Empty({n}), true_prob = Empty({n});
   const float *hv = h.data<float>(), *wv = w.data<float>(), *bv = b.data<float>();
-  const float *lqt = log_q_true.data<float>(), *lqc = log_q_cand.data<float>();
+  const float *lqt = log_q.data<float>(), *lqc = lqt + n;
   float *ev = exps.data<float>(), *scale_v = row_scale.data<float>(), *loss_v = loss.data<float>();
   float* tprob = true_prob.data<float>();
   std::vector<float> cand_bias(C);
@@ -1106,17 +1110,18 @@ std::vector<Tensor> SampledSoftmaxForward(const Tensor& h_in, const Tensor& w_in
 // one-hot), p = exps * row_scale, in place; grad_true [n] (the true logit's) and grad_cand_bias [C]
 // (the candidate logits' column sums) written in place. The sums add fixed blocks of rows, then the
 // blocks in order: the same bits on any number of threads.
-void SampledSoftmaxLogitsBackward(Tensor& exps, const Tensor& row_scale, const Tensor& true_prob, const Tensor& labels,
+void SampledSoftmaxLogitsBackward(Tensor& exps, const Tensor& row_scale, const Tensor& true_prob, const Tensor& index,
                                   const Tensor& grad_in, Tensor& grad_true, Tensor& grad_cand_bias) {
   const Tensor grad = grad_in.contiguous();
   const int64_t n = exps.shape()[0], C = exps.shape()[1];
-  PD_CHECK(grad.numel() == n && row_scale.numel() == n && grad_true.numel() == n && grad_cand_bias.numel() == C,
+  PD_CHECK(grad.numel() == n && row_scale.numel() == n && grad_true.numel() == n && grad_cand_bias.numel() == C &&
+               index.numel() == 2 * n + C,
            "sampled_softmax_logits_backward: shapes disagree");
   constexpr int64_t kRows = 64;
   const int64_t blocks = (n + kRows - 1) / kRows;
   std::vector<float> partial(blocks * C, 0.f);
   const float *tprob = true_prob.data<float>(), *gv = grad.data<float>(), *scale_v = row_scale.data<float>();
-  const int64_t* lv = labels.data<int64_t>();
+  const int64_t* lv = index.data<int64_t>() + n + C;  // the labels
   float *pv = exps.data<float>(), *gt = grad_true.data<float>(), *gb = grad_cand_bias.data<float>();
 #pragma omp parallel for
   for (int64_t block = 0; block < blocks; ++block) {
@@ -1137,18 +1142,20 @@ void SampledSoftmaxLogitsBackward(Tensor& exps, const Tensor& row_scale, const T
 }
 
 // Backward, the rows: grad_h [n, P] (G W_cand, in place) += grad_true_i * w[true_pos_i]; grad_w
-// [R, P] and grad_b [R, 1] (zeros, in place): the candidates' rows get grad_cand_w [C, P] (G^T h)
-// and grad_cand_bias, then each true row adds grad_true_i * h_i and grad_true_i, i in order
-// (AddRowsInOrder: the same bits on any number of threads).
+// [R, P] and grad_b [R, 1] (uninitialised, written in place): the candidates' rows get grad_cand_w
+// [C, P] (G^T h) and grad_cand_bias, the other rows zeros (here, on the threads, rather than a
+// zeroed allocation the candidates' rows then overwrite), then each true row adds grad_true_i * h_i
+// and grad_true_i, i in order (AddRowsInOrder: the same bits on any number of threads).
 void SampledSoftmaxRowsBackward(Tensor& grad_h, const Tensor& grad_cand_w_in, const Tensor& grad_true,
                                 const Tensor& grad_cand_bias, const Tensor& h_in, const Tensor& w_in,
-                                const Tensor& true_pos, const Tensor& cand_pos, Tensor& grad_w, Tensor& grad_b) {
+                                const Tensor& index, Tensor& grad_w, Tensor& grad_b) {
   const Tensor grad_cand_w = grad_cand_w_in.contiguous(), h = h_in.contiguous(), w = w_in.contiguous();
-  const int64_t n = h.shape()[0], P = h.shape()[1], C = cand_pos.numel();
+  const int64_t n = h.shape()[0], P = h.shape()[1], C = grad_cand_w.shape()[0], R = w.shape()[0];
   PD_CHECK(grad_h.is_contiguous() && grad_h.numel() == n * P && grad_cand_w.numel() == C * P &&
-               grad_w.is_contiguous() && grad_w.numel() == w.numel() && grad_b.numel() == w.shape()[0],
+               grad_w.is_contiguous() && grad_w.numel() == w.numel() && grad_b.numel() == R &&
+               index.numel() == 2 * n + C,
            "sampled_softmax_rows_backward: shapes disagree");
-  const int64_t *tp = true_pos.data<int64_t>(), *cp = cand_pos.data<int64_t>();
+  const int64_t *tp = index.data<int64_t>(), *cp = tp + n;
   const float *gt = grad_true.data<float>(), *gcb = grad_cand_bias.data<float>(), *gcw = grad_cand_w.data<float>();
   const float *hv = h.data<float>(), *wv = w.data<float>();
   float *gh = grad_h.data<float>(), *gw = grad_w.data<float>(), *gb = grad_b.data<float>();
@@ -1159,28 +1166,35 @@ void SampledSoftmaxRowsBackward(Tensor& grad_h, const Tensor& grad_cand_w_in, co
 #pragma omp simd
     for (int64_t k = 0; k < P; ++k) out[k] += g * wi[k];
   }
-#pragma omp parallel for if (C * P >= kParallelMin)
-  for (int64_t j = 0; j < C; ++j) {
-    std::memcpy(gw + cp[j] * P, gcw + j * P, sizeof(float) * P);
-    gb[cp[j]] = gcb[j];
+  std::vector<int64_t> column(R, -1);  // each row's candidate, -1 for none
+  for (int64_t j = 0; j < C; ++j) column[cp[j]] = j;
+#pragma omp parallel for if (R * P >= kParallelMin)
+  for (int64_t r = 0; r < R; ++r) {
+    const int64_t j = column[r];
+    if (j >= 0) {
+      std::memcpy(gw + r * P, gcw + j * P, sizeof(float) * P);
+    } else {
+      std::memset(gw + r * P, 0, sizeof(float) * P);
+    }
+    gb[r] = j >= 0 ? gcb[j] : 0.f;
   }
   AddRowsInOrder(tp, n, hv, gt, P, gw);
   for (int64_t i = 0; i < n; ++i) gb[tp[i]] += gt[i];
 }
 
 PD_BUILD_OP(elmo_sampled_softmax_forward)
-    .Inputs({"H", "W", "B", "TruePos", "CandPos", "LogQTrue", "LogQCand", "Labels"})
+    .Inputs({"H", "W", "B", "Index", "LogQ"})
     .Outputs({"WCand", "Exps", "RowScale", "Loss", "TrueProb"})
     .SetKernelFn(PD_KERNEL(SampledSoftmaxForward));
 
 PD_BUILD_OP(elmo_sampled_softmax_logits_backward)
-    .Inputs({"Exps", "RowScale", "TrueProb", "Labels", "GradLoss", "GradTrue", "GradCandBias"})
+    .Inputs({"Exps", "RowScale", "TrueProb", "Index", "GradLoss", "GradTrue", "GradCandBias"})
     .Outputs({"GradLogits", "GradTrueOut", "GradCandBiasOut"})
     .SetInplaceMap({{"Exps", "GradLogits"}, {"GradTrue", "GradTrueOut"}, {"GradCandBias", "GradCandBiasOut"}})
     .SetKernelFn(PD_KERNEL(SampledSoftmaxLogitsBackward));
 
 PD_BUILD_OP(elmo_sampled_softmax_rows_backward)
-    .Inputs({"GradH", "GradCandW", "GradTrue", "GradCandBias", "H", "W", "TruePos", "CandPos", "GradW", "GradB"})
+    .Inputs({"GradH", "GradCandW", "GradTrue", "GradCandBias", "H", "W", "Index", "GradW", "GradB"})
     .Outputs({"GradHOut", "GradWOut", "GradBOut"})
     .SetInplaceMap({{"GradH", "GradHOut"}, {"GradW", "GradWOut"}, {"GradB", "GradBOut"}})
     .SetKernelFn(PD_KERNEL(SampledSoftmaxRowsBackward));
@@ -1259,20 +1273,24 @@ PD_BUILD_OP(elmo_highway_gate_backward)
 // out[i] = x[index[i]] for x [R, d] (Paddle's gather on axis 0, which copies the rows on one
 // thread), and its gradient: zeros [R, d], then grad[i] added to row index[i] for i in order, as
 // Paddle's gather_grad adds them (AddRowsInOrder: the same bits with repeated indices, a step's targets).
-std::vector<Tensor> TakeRows(const Tensor& x_in, const Tensor& index_in) {
-  const Tensor x = x_in.contiguous(), index = index_in.contiguous();
-  PD_CHECK(x.is_cpu() && x.dtype() == paddle::DataType::FLOAT32 && x.shape().size() == 2 &&
-               index.dtype() == paddle::DataType::INT64,
-           "take_rows: float32 CPU x [R, d] and int64 indices");
-  const int64_t R = x.shape()[0], d = x.shape()[1], n = index.numel();
-  CheckPositions(index, R, "take_rows: index");
-  const int64_t* iv = index.data<int64_t>();
+// x[index] [n, d] for x [R, d] contiguous, the positions checked (`name` in the message).
+Tensor CopyRows(const Tensor& x, const int64_t* iv, int64_t n, const char* name) {
+  const int64_t R = x.shape()[0], d = x.shape()[1];
+  CheckPositions(iv, n, R, name);
   Tensor out = Empty({n, d});
   const float* xv = x.data<float>();
   float* ov = out.data<float>();
 #pragma omp parallel for if (n * d >= kParallelMin)
   for (int64_t i = 0; i < n; ++i) std::memcpy(ov + i * d, xv + iv[i] * d, sizeof(float) * d);
-  return {out};
+  return out;
+}
+
+std::vector<Tensor> TakeRows(const Tensor& x_in, const Tensor& index_in) {
+  const Tensor x = x_in.contiguous(), index = index_in.contiguous();
+  PD_CHECK(x.is_cpu() && x.dtype() == paddle::DataType::FLOAT32 && x.shape().size() == 2 &&
+               index.dtype() == paddle::DataType::INT64,
+           "take_rows: float32 CPU x [R, d] and int64 indices");
+  return {CopyRows(x, index.data<int64_t>(), index.numel(), "take_rows: index")};
 }
 
 std::vector<Tensor> TakeRowsBackward(const Tensor& index_in, const Tensor& grad_in, int64_t rows) {

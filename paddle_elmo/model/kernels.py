@@ -376,11 +376,14 @@ def sampled_softmax(h, w, b, true_pos, cand_pos, log_q_true, log_q_cand, labels,
         each row's target and of the distinct candidates; log_q_true [n], log_q_cand [C]: numpy log
         expected counts subtracted from the logits; labels: as sampled_softmax_losses'.
     """
-    consts = [paddle.to_tensor(np.ascontiguousarray(a, dtype=dtype)) for a, dtype in (
-        (true_pos, np.int64), (cand_pos, np.int64), (log_q_true, np.float32), (log_q_cand, np.float32))]
     if kernels.for_tensor(h) is None or not tracks_grad([h, w, b]):
+        consts = [paddle.to_tensor(np.ascontiguousarray(a, dtype=dtype)) for a, dtype in (
+            (true_pos, np.int64), (cand_pos, np.int64), (log_q_true, np.float32), (log_q_cand, np.float32))]
         return _rows_softmax_losses(h, w, b, *consts, labels, kernels)
-    return _KernelSampledSoftmax.apply(h, w, b, *consts, paddle.to_tensor(np.asarray(labels, dtype=np.int64)))
+    # the kernels' int64 constants in one array, their float32 ones in another: two conversions, not five
+    index = paddle.to_tensor(np.concatenate([true_pos, cand_pos, labels]).astype(np.int64, copy=False))
+    log_q = paddle.to_tensor(np.concatenate([log_q_true, log_q_cand]).astype(np.float32, copy=False))
+    return _KernelSampledSoftmax.apply(h, w, b, index, log_q)
 
 
 def _rows_softmax_losses(h, w, b, true_pos, cand_pos, log_q_true, log_q_cand, labels, kernels):
@@ -397,30 +400,30 @@ class _KernelSampledSoftmax(PyLayer):
     """The forward is one kernel call: the candidate rows copied once (for the backward's products),
     the true rows read in place, the logits made and turned into exps block by block while in
     cache. The backward turns the exps into the logits' gradient in place: one [n, C] buffer for
-    both (Paddle 3.3 cannot run a PyLayer's backward twice in any case)."""
+    both (Paddle 3.3 cannot run a PyLayer's backward twice in any case). index: true_pos, cand_pos
+    and labels in one int64 tensor; log_q: log_q_true and log_q_cand in one float32 tensor."""
 
     @staticmethod
-    def forward(ctx, h, w, b, true_pos, cand_pos, log_q_true, log_q_cand, labels):
-        w_cand, exps, row_scale, loss, true_prob = kernel().elmo_sampled_softmax_forward(
-            h, w, b, true_pos, cand_pos, log_q_true, log_q_cand, labels)
-        ctx.save_for_backward(h, w, w_cand, exps, row_scale, true_prob, true_pos, cand_pos, labels)
+    def forward(ctx, h, w, b, index, log_q):
+        w_cand, exps, row_scale, loss, true_prob = kernel().elmo_sampled_softmax_forward(h, w, b, index, log_q)
+        ctx.save_for_backward(h, w, w_cand, exps, row_scale, true_prob, index)
         ctx.b_shape = b.shape
         ctx.needs = [not t.stop_gradient for t in (h, w, b)]
         return loss
 
     @staticmethod
     def backward(ctx, grad):
-        h, w, w_cand, exps, row_scale, true_prob, true_pos, cand_pos, labels = ctx.saved_tensor()
+        h, w, w_cand, exps, row_scale, true_prob, index = ctx.saved_tensor()
         ops = kernel()
         grad_true, grad_cand_bias = paddle.empty([h.shape[0]]), paddle.empty([w_cand.shape[0]])
-        ops.elmo_sampled_softmax_logits_backward(exps, row_scale, true_prob, labels, grad, grad_true, grad_cand_bias)
+        ops.elmo_sampled_softmax_logits_backward(exps, row_scale, true_prob, index, grad, grad_true, grad_cand_bias)
         grad_logits = exps  # turned into the logits' gradient in place
         grad_h = paddle.matmul(grad_logits, w_cand)  # [n, P]
         grad_cand_w = paddle.matmul(grad_logits, h, transpose_x=True)  # [C, P]
-        grad_w, grad_b = paddle.zeros(w.shape), paddle.zeros(ctx.b_shape)
-        ops.elmo_sampled_softmax_rows_backward(grad_h, grad_cand_w, grad_true, grad_cand_bias, h, w, true_pos,
-                                               cand_pos, grad_w, grad_b)
-        return (*_needed_grads(ctx, (grad_h, grad_w, grad_b)), None, None, None, None, None)
+        grad_w, grad_b = paddle.empty(w.shape), paddle.empty(ctx.b_shape)  # every element written by the kernel
+        ops.elmo_sampled_softmax_rows_backward(grad_h, grad_cand_w, grad_true, grad_cand_bias, h, w, index, grad_w,
+                                               grad_b)
+        return (*_needed_grads(ctx, (grad_h, grad_w, grad_b)), None, None)
 
 
 # --------------------------------------------------------------------------------------------

@@ -16,6 +16,9 @@ from paddle_elmo.model.kernels import take_rows
 from paddle_elmo.text.corpus import iter_corpus_sentences
 
 
+NOT_DRAWN = np.iinfo(np.int32).max
+
+
 class LogUniformSampler:
     """Unique candidates from P(k) = log((k + 2) / (k + 1)) / log(V + 1) over frequency-ranked ids.
 
@@ -28,29 +31,56 @@ class LogUniformSampler:
         self.vocab_size, self.n = vocab_size, n
         self.rng = np.random.default_rng(seed)
         self._log_range = math.log(vocab_size + 1)
+        self._first = None  # sample's scratch: each id's first position among a call's draws
+        self._log1p_neg_p = None  # expected_count's log(1 - P(k)) of every id, made by its first call
 
     def probability(self, ids):
         ids = np.asarray(ids, dtype=np.float64)
         return (np.log(ids + 2) - np.log(ids + 1)) / self._log_range
 
     def _draw(self, size):
-        return (np.exp(self.rng.random(size) * self._log_range).astype(np.int64) - 1).clip(0, self.vocab_size - 1)
+        x = self.rng.random(size)
+        x *= self._log_range
+        np.exp(x, out=x)
+        ids = x.astype(np.int64)
+        ids -= 1
+        return ids.clip(0, self.vocab_size - 1, out=ids)
 
     def sample(self):
-        """-> (n distinct candidate ids int64, number of draws it took; None when all ids are taken)."""
+        """-> (n distinct candidate ids int64, number of draws it took; None when all ids are taken).
+
+        Draws in rounds of 2n + 1024 until n distinct ids are found; each round's new ids are found
+        among its own draws only (a vocabulary-sized scratch of first positions, reset afterwards
+        at the drawn ids), not again among all the draws so far."""
         if self.n >= self.vocab_size:
             return np.arange(self.vocab_size, dtype=np.int64), None
-        draws = np.empty(0, dtype=np.int64)
-        while True:
-            draws = np.concatenate([draws, self._draw(2 * self.n + 1024)])
-            first = first_occurrences(draws, self.vocab_size)  # positions where a new id appeared, in draw order
-            if len(first) >= self.n:
-                return draws[first[:self.n]], int(first[self.n - 1]) + 1
+        if self._first is None:  # NOT_DRAWN: not drawn yet this call
+            self._first = np.full(self.vocab_size, NOT_DRAWN, dtype=np.int32)
+        first, rounds, new_ids, new_pos, found, offset = self._first, [], [], [], 0, 0
+        try:
+            while found < self.n:
+                draws = self._draw(2 * self.n + 1024)
+                rounds.append(draws)
+                pos = np.arange(offset, offset + len(draws), dtype=np.int32)
+                np.minimum.at(first, draws, pos)  # an id drawn in an earlier round keeps its position
+                new = np.flatnonzero(first[draws] == pos)
+                new_ids.append(draws[new])
+                new_pos.append(new)
+                found += len(new)
+                offset += len(draws)
+        finally:
+            for draws in rounds:
+                first[draws] = NOT_DRAWN
+        last = offset - len(rounds[-1]) + new_pos[-1][self.n - 1 - (found - len(new_pos[-1]))]
+        return np.concatenate(new_ids)[:self.n], int(last) + 1
 
     def expected_count(self, ids, n_draws):
         if n_draws is None:
             return np.ones(len(ids), dtype=np.float64)
-        return -np.expm1(n_draws * np.log1p(-self.probability(ids)))
+        if self._log1p_neg_p is None:  # elementwise: the same bits as made for `ids` alone
+            self._log1p_neg_p = np.log1p(-self.probability(np.arange(self.vocab_size)))
+        counts = np.expm1(n_draws * self._log1p_neg_p[ids])
+        return np.negative(counts, out=counts)
 
     def state(self):
         return self.rng.bit_generator.state
@@ -124,8 +154,10 @@ class Softmax(nn.Layer):
         its separate true column.
         """
         w, b = rows.values
-        return kernels.sampled_softmax(h, w, b, rows.positions(targets), rows.positions(candidates), log_q_true,
-                                       log_q_cand, candidate_labels(targets, candidates), self.kernels).mean()
+        true_pos, cand_pos = rows.positions(targets), rows.positions(candidates)
+        # labels from the rows, one to one with the ids: a lookup over the step's rows, not the vocabulary
+        return kernels.sampled_softmax(h, w, b, true_pos, cand_pos, log_q_true, log_q_cand,
+                                       candidate_labels(true_pos, cand_pos), self.kernels).mean()
 
     def full_losses(self, h, targets, max_logits=2 ** 25):
         """Per-token full-softmax losses [n]; h: [n, dim], targets: int64 numpy [n].
@@ -192,15 +224,6 @@ def candidate_labels(targets, candidates):
     column = np.zeros(max(int(candidates.max(initial=0)), int(targets.max(initial=0))) + 1, dtype=np.int64)
     column[candidates] = np.arange(1, len(candidates) + 1)  # an O(n) lookup: no sort of the candidates
     return column[targets]
-
-
-def first_occurrences(ids, size):
-    """ids: int array of values in [0, size) -> the positions where a value appears for the first
-    time, ascending (np.unique(ids, return_index=True)'s, sorted, without sorting the ids: the
-    sampler runs this on every step's thousands of draws)."""
-    first = np.full(size, len(ids), dtype=np.int64)
-    np.minimum.at(first, ids, np.arange(len(ids)))
-    return np.flatnonzero(first[ids] == np.arange(len(ids)))
 
 
 def sorted_union(arrays, size):
