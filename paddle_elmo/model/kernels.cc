@@ -230,29 +230,42 @@ class RightMatrix {
 #endif
 };
 
+// row [k] += b [k], one row of a step's input products (LstmForward's training path).
+inline void AddBias(const float* b, int64_t k, float* row) {
+#pragma omp simd
+  for (int64_t e = 0; e < k; ++e) row[e] += b[e];
+}
+
 // How a step's gate pass reads its pre-activations and what it keeps.
 enum class Gates {
-  kSaved,    // gx + b + rec, the activations written to acts (training: the backward reads them)
-  kDropped,  // gx + b + rec, no activations (inference on gates_x: the same bits as kSaved)
+  kDropped,  // gx + b + rec, no activations (inference on gates_x)
   kSummed,   // gx already holds x W_input + h_prev W_hidden (rec is not read), no activations
+  kInPlace,  // gx already holds (x W_input + b) + h_prev W_hidden (rec is not read); the activations
+             // written over it (training: the backward reads them), b added to the next step's rows
 };
 
-// The gates of a step's n rows: c = clip(i * j + f * c_prev), m = o * tanh(c), and with kSaved
-// acts = (i, j, f, o). kind is a template parameter so that each variant's loop vectorises alone.
-// gx, rec, acts [n, 4D]; c_prev, c_rows, m_rows [n, D]; c_rows may be c_prev.
+// The gates of a step's n rows: c = clip(i * j + f * c_prev), m = o * tanh(c), and with kInPlace
+// acts = (i, j, f, o). kind is a template parameter so that each variant's loop
+// vectorises alone. gx, rec, acts [n, 4D]; c_prev, c_rows, m_rows [n, D]; c_rows may be c_prev.
+// kInPlace: acts is gx (each element is read before it is written), and the first n_next rows of
+// next_gx [n_next, 4D] (the next step's) get b added, while this pass has the threads.
 template <Gates kind>
 void GatePass(const float* gx, const float* rec, const float* b, const float* c_prev, int64_t n, int64_t D,
-              float cell_clip, float* acts, float* c_rows, float* m_rows) {
+              float cell_clip, float* acts, float* c_rows, float* m_rows, float* next_gx = nullptr,
+              int64_t n_next = 0) {
 #pragma omp parallel for if (n * D >= kParallelMin)
   for (int64_t row = 0; row < n; ++row) {
     const float* g = gx + row * 4 * D;
-    const float* rr = kind == Gates::kSummed ? g : rec + row * 4 * D;
-    float* a = kind == Gates::kSaved ? acts + row * 4 * D : nullptr;
+    const float* rr = kind == Gates::kDropped ? rec + row * 4 * D : g;
+    float* a = kind == Gates::kInPlace ? acts + row * 4 * D : nullptr;
     const float* cp = c_prev + row * D;
     float* c_row = c_rows + row * D;
     float* m_row = m_rows + row * D;
-    // (gx + b) + rec; kSummed adds b to the product's (gx + rec): another order of the same sum.
-    const auto pre = [&](int64_t e) { return kind == Gates::kSummed ? g[e] + b[e] : g[e] + b[e] + rr[e]; };
+    // (gx + b) + rec; kSummed adds b to the product's (gx + rec): another order of the same sum;
+    // kInPlace's gx holds (gx + b) + rec already, summed in that order (LstmForward).
+    const auto pre = [&](int64_t e) {
+      return kind == Gates::kInPlace ? g[e] : kind == Gates::kSummed ? g[e] + b[e] : g[e] + b[e] + rr[e];
+    };
 #pragma omp simd
     for (int64_t k = 0; k < D; ++k) {
       const float i = Sigmoid(pre(k)), j = Tanh(pre(D + k));
@@ -260,8 +273,9 @@ void GatePass(const float* gx, const float* rec, const float* b, const float* c_
       const float cell = Clip(i * j + f * cp[k], cell_clip);
       c_row[k] = cell;
       m_row[k] = o * Tanh(cell);
-      if (kind == Gates::kSaved) a[k] = i, a[D + k] = j, a[2 * D + k] = f, a[3 * D + k] = o;
+      if (kind == Gates::kInPlace) a[k] = i, a[D + k] = j, a[2 * D + k] = f, a[3 * D + k] = o;
     }
+    if (kind == Gates::kInPlace && row < n_next) AddBias(b, 4 * D, next_gx + row * 4 * D);
   }
 }
 
@@ -274,18 +288,24 @@ void Project(const RightMatrix& proj, const float* m_rows, int64_t n, float proj
 }
 
 // One step of the recurrence on its n rows (rows of the previous step's state first):
-//   rec = h_prev x W_hidden, gates = gx + b + rec, c = clip(i * j + f * c_prev), m = o * tanh(c),
-//   h = clip(m x W_proj).
-// gx, acts [n, 4D] (acts: null without save); c_prev, c_rows, m_rows [n, D]; h_prev, h_rows [n, P];
-// rec [n, 4D] scratch. c_rows may be c_prev (an element is read before it is written).
-void ForwardStep(const RightMatrix& hidden, const RightMatrix& proj, const float* gx, const float* b,
-                 const float* h_prev, const float* c_prev, int64_t n, int64_t D, float cell_clip, float proj_clip,
-                 float* rec, float* acts, float* c_rows, float* m_rows, float* h_rows) {
-  hidden.Multiply(h_prev, n, rec);  // [n, 4D]
-  if (acts != nullptr) {
-    GatePass<Gates::kSaved>(gx, rec, b, c_prev, n, D, cell_clip, acts, c_rows, m_rows);
+//   gates = gx + b + h_prev x W_hidden, c = clip(i * j + f * c_prev), m = o * tanh(c), h = clip(m x W_proj).
+// gx [n, 4D]; c_prev, c_rows, m_rows [n, D]; h_prev, h_rows [n, P]. c_rows may be c_prev (an
+// element is read before it is written).
+// save (training): gx holds gx + b already; h_prev x W_hidden is added into it by MKL (one array
+// for the gate pass to read, no scratch), and the activations are written over it; b is added to
+// the next step's n_next rows, which follow (gx + n * 4D). The sum's order is the one without save,
+// (gx + b) + rec: the same bits wherever MKL's accumulating product rounds as its product and then
+// an add (a step of one row may differ in the last bit).
+// Without save: rec [n, 4D] scratch takes the product, gx is only read and no activations are kept.
+void ForwardStep(const RightMatrix& hidden, const RightMatrix& proj, float* gx, const float* b, const float* h_prev,
+                 const float* c_prev, int64_t n, int64_t n_next, int64_t D, float cell_clip, float proj_clip,
+                 bool save, float* rec, float* c_rows, float* m_rows, float* h_rows) {
+  if (save) {
+    hidden.Multiply(h_prev, n, gx, true);  // [n, 4D]
+    GatePass<Gates::kInPlace>(gx, nullptr, b, c_prev, n, D, cell_clip, gx, c_rows, m_rows, gx + n * 4 * D, n_next);
   } else {
-    GatePass<Gates::kDropped>(gx, rec, b, c_prev, n, D, cell_clip, acts, c_rows, m_rows);
+    hidden.Multiply(h_prev, n, rec);  // [n, 4D]
+    GatePass<Gates::kDropped>(gx, rec, b, c_prev, n, D, cell_clip, nullptr, c_rows, m_rows);
   }
   Project(proj, m_rows, n, proj_clip, h_rows);
 }
@@ -293,37 +313,43 @@ void ForwardStep(const RightMatrix& hidden, const RightMatrix& proj, const float
 }  // namespace
 
 // -> h [tokens, P], c [tokens, D], acts [tokens, 4D] (sigmoid i, tanh j, sigmoid f, sigmoid o),
-//    m [tokens, D] (o * tanh(c), the projection's input). With save=false acts is empty and m
-//    holds only the last step's rows (inference keeps no activations).
+//    m [tokens, D] (o * tanh(c), the projection's input). With save (training) acts is gates_x
+//    itself, overwritten (the caller's tensor when it is contiguous: kernels.recurrence's gates_x is
+//    consumed), so that no second [tokens, 4D] array is written. With save=false acts is empty, m
+//    holds only the last step's rows (inference keeps no activations) and gates_x is only read.
 std::vector<Tensor> LstmForward(const Tensor& gates_x_in, const Tensor& bias_in, const Tensor& w_hidden,
                                 const Tensor& w_proj, const Tensor& h0_in, const Tensor& c0_in,
                                 const std::vector<int64_t>& batch_sizes, float cell_clip,
                                 float proj_clip, bool save) {
   // The loops read raw rows: strided views (Paddle 3 slices may be) are copied first.
-  const Tensor gates_x = gates_x_in.contiguous(), h0 = h0_in.contiguous(), c0 = c0_in.contiguous();
-  const Tensor bias = bias_in.contiguous();
+  Tensor gates_x = gates_x_in.contiguous();
+  const Tensor h0 = h0_in.contiguous(), c0 = c0_in.contiguous(), bias = bias_in.contiguous();
   const auto offset = Offsets(batch_sizes);
   CheckInputs(gates_x, w_hidden, w_proj, h0, c0, offset, batch_sizes);
   PD_CHECK(bias.numel() == gates_x.shape()[1], "lstm kernel: bias must be [4D]");
   const int64_t D = w_proj.shape()[0], P = w_proj.shape()[1], tokens = offset.back();
+  const int64_t steps = static_cast<int64_t>(batch_sizes.size());
   Tensor h = Empty({tokens, P}), c = Empty({tokens, D});
-  Tensor acts = Empty({save ? tokens : 0, 4 * D}), m = Empty({save ? tokens : batch_sizes[0], D});
+  Tensor m = Empty({save ? tokens : batch_sizes[0], D});
   // Scratch as Paddle tensors, not std::vector: MKL's results depend on its operands' alignment,
   // and Paddle's allocations are aligned alike from call to call (malloc's are not).
-  Tensor rec_t = Empty({batch_sizes[0], 4 * D});  // h_prev x W_hidden of a step
+  Tensor rec_t = Empty({save ? 0 : batch_sizes[0], 4 * D});  // h_prev x W_hidden of a step, without save
   const RightMatrix hidden(w_hidden, false, batch_sizes[0]);
   const RightMatrix proj(w_proj, false, batch_sizes[0]);
-  const float *gx = gates_x.data<float>(), *b = bias.data<float>();
-  float *c_out = c.data<float>(), *h_out = h.data<float>();
-  for (size_t t = 0; t < batch_sizes.size(); ++t) {
-    const int64_t n = batch_sizes[t], at = offset[t];
+  const float* b = bias.data<float>();
+  float *gx = gates_x.data<float>(), *c_out = c.data<float>(), *h_out = h.data<float>();
+  if (save) {  // the first step's rows get b here, every later step's in the gate pass before them
+#pragma omp parallel for if (batch_sizes[0] * D >= kParallelMin)
+    for (int64_t row = 0; row < batch_sizes[0]; ++row) AddBias(b, 4 * D, gx + row * 4 * D);
+  }
+  for (int64_t t = 0; t < steps; ++t) {
+    const int64_t n = batch_sizes[t], at = offset[t], n_next = t + 1 < steps ? batch_sizes[t + 1] : 0;
     const float* h_prev = t == 0 ? h0.data<float>() : h_out + offset[t - 1] * P;
     const float* c_prev = t == 0 ? c0.data<float>() : c_out + offset[t - 1] * D;
-    float* a = save ? acts.data<float>() + at * 4 * D : nullptr;
-    ForwardStep(hidden, proj, gx + at * 4 * D, b, h_prev, c_prev, n, D, cell_clip, proj_clip, rec_t.data<float>(),
-                a, c_out + at * D, m.data<float>() + (save ? at : 0) * D, h_out + at * P);
+    ForwardStep(hidden, proj, gx + at * 4 * D, b, h_prev, c_prev, n, n_next, D, cell_clip, proj_clip, save,
+                rec_t.data<float>(), c_out + at * D, m.data<float>() + (save ? at : 0) * D, h_out + at * P);
   }
-  return {h, c, acts, m};
+  return {h, c, save ? gates_x : Empty({0, 4 * D}), m};
 }
 
 // The recurrence in inference from the layer's inputs x [tokens, I] and w_input [I, 4D] instead of

@@ -166,6 +166,8 @@ def recurrence(gates_x, bias, batch_sizes, h0, c0, w_hidden, w_proj, cell_clip, 
 
     batch_sizes: positive, non-increasing rows per step; h0 [B, P], c0 [B, D] with B >= batch_sizes[0];
     cell_clip / proj_clip: None for no clipping. Runs the kernel on CPU when `kernels` allows it.
+    When the kernel runs with gradients, gates_x is consumed: the gate activations the backward
+    reads are written over it (no second [tokens, 4D] array), so callers pass products of their own.
     """
     sizes = [int(n) for n in batch_sizes]
     ops = kernels.for_tensor(gates_x)
@@ -203,6 +205,7 @@ def streamed_recurrence(x, w_input, bias, batch_sizes, block_ends, h0, c0, w_hid
 class _KernelRecurrence(PyLayer):
     @staticmethod
     def forward(ctx, gates_x, bias, w_hidden, w_proj, h0, c0, sizes, cell_clip, proj_clip):
+        # acts is gates_x's memory, overwritten (its matmul's backward reads x and W_input, not it)
         h, c, acts, m = kernel().elmo_lstm_forward(gates_x, bias, w_hidden, w_proj, h0, c0, sizes, cell_clip,
                                                    proj_clip, True)
         ctx.save_for_backward(w_hidden, w_proj, h0, c0, h, c, acts, m)

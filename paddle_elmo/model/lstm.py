@@ -130,7 +130,8 @@ class LstmStack(nn.Layer):
 def gate_products(x, w_input, buffer=None):
     """x [n, input_dim] x w_input -> the gates' input products [n, 4D].
 
-    buffer: None (training: autograd keeps each group's products), or a dict whose 'gates' tensor
+    buffer: None (training: each group's own products, which the kernel overwrites with the gates'
+    activations for the backward: kernels.recurrence), or a dict whose 'gates' tensor
     the products are written into (grown when too small): in inference one buffer serves every
     group of every layer of a forward, so the largest allocation is made once, not once per group,
     and glibc's heap (keep_freed_memory) is not fragmented by a new one every call.
