@@ -481,13 +481,13 @@ std::vector<Tensor> LstmBackward(const Tensor& w_hidden, const Tensor& w_proj, c
         carry[k] = dc * f;
       }
     }
+    ColumnSums(dg + at * 4 * D, n, 4 * D, db);  // the bias's gradient, while the step's rows are in cache
     hidden_t.Multiply(dg + at * 4 * D, n, dh_carry);  // [n, P]
     const float* prev = t == 0 ? h0.data<float>() : hv + offset[t - 1] * P;
     std::memcpy(h_prev_all.data<float>() + at * P, prev, sizeof(float) * n * P);
   }
   std::memcpy(grad_h0.data<float>(), dh_carry, sizeof(float) * batch_sizes[0] * P);
   std::memcpy(grad_c0.data<float>(), dc_carry.data(), sizeof(float) * batch_sizes[0] * D);
-  ColumnSums(dg, tokens, 4 * D, db);
   Tensor grad_w_hidden = paddle::experimental::matmul(h_prev_all, grad_gates, true, false);
   Tensor grad_w_proj = paddle::experimental::matmul(m, grad_h_raw, true, false);
   return {grad_gates, grad_bias, grad_w_hidden, grad_w_proj, grad_h0, grad_c0};
