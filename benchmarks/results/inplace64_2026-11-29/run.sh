@@ -1,0 +1,14 @@
+#!/bin/bash
+# Issue 64, sixth session of 2026-11-29, on this class (AMD EPYC, AVX2 only, MKL path 5), idle, two
+# threads, from the checkout's root; PY: the project's python. The session's three training changes
+# together against its start (caf0fa4), interleaved; then the pretraining step against its floors.
+set -e
+PY=${PY:-python}
+D=benchmarks/results/inplace64_2026-11-29
+git rev-parse HEAD > $D/commit.txt
+lscpu > $D/lscpu.txt
+SWAP=paddle_elmo/model/kernels.cc,paddle_elmo/model/kernels.py,paddle_elmo/model/lstm.py,paddle_elmo/train/sampled_softmax.py
+for rows in 32 128; do
+  $PY benchmarks/ab_pretrain.py --base caf0fa4 --swap $SWAP --batch_size $rows --steps 30 --warmup 3 > $D/ab_session_$rows.txt 2>&1
+done
+$PY benchmarks/profile_pretrain.py --configs small --steps 10 --repeats 3 --json_out $D/profile_pretrain_small.json > $D/profile_pretrain_small.txt 2>&1
