@@ -193,6 +193,7 @@ INTEL_FILES = '../shared/measurements/intel-xeon-2026-11-28/'
 
 FLOORS64 = 'floors64_2026-11-29/'  # the fourth session of 2026-11-29, the same class: the stricter roofline
 CHARSUMS64 = 'charsums64_2026-11-29/'  # the fifth: the char CNN from the call's distinct chars
+INPLACE64 = 'inplace64_2026-11-29/'  # the sixth: the LSTMs' passes and the softmax's Python (pretraining only)
 
 
 def json_shares(h, path, label, what):
@@ -267,11 +268,11 @@ def export_rounds(h, path):
                'rate_low': min(readings), 'rate_high': max(readings)})
 
 
-def floors_parts(h, folder):
-    """A session's profiles (`folder`'s): the parts quoted at 32 rows in pretraining, and the LSTM kernel's and the
-    char CNN's rows in embedding at 64."""
-    train = profile_rows(h.raw(folder + 'profile_pretrain_small.txt'))
-    embed = profile_rows(h.raw(folder + 'profile_embed_original.txt'))
+def floors_parts(h, train_folder, embed_folder):
+    """The latest profiles: the parts quoted at 32 rows in pretraining (`train_folder`'s), and the LSTM kernel's and
+    the char CNN's rows in embedding at 64 (`embed_folder`'s)."""
+    train = profile_rows(h.raw(train_folder + 'profile_pretrain_small.txt'))
+    embed = profile_rows(h.raw(embed_folder + 'profile_embed_original.txt'))
     kernel, cnn = (embed[('original, batches of 64', name)] for name in ('LSTMs: recurrence (kernel)', 'token layer: char CNN'))
     parts = {'lf': 'LSTMs, forward', 'lb': 'LSTMs, backward', 'sf': 'softmax, forward', 'tf': 'token layer, forward'}
     return ({name: float(train[('small, 32 rows', part)]['ms/step']) for name, part in parts.items()}
@@ -281,24 +282,21 @@ def floors_parts(h, folder):
                'cnn_roof': float(cnn['roofline ms'])})
 
 
-def ab_steps(h, path):
-    """{rows: the step's new / base time} of an ab_pretrain.py printout holding a run at 32 and one at 128 rows."""
-    with open(h.raw(path), encoding='utf-8') as f:
-        ratios = [float(line.split('|')[4]) for line in f if re.match(r'\|\s+step\s+\|', line)]
-    assert len(ratios) == 2, f'{path}: {len(ratios)} step rows'
+def ab_steps(h, *paths):
+    """{rows: the step's new / base time} of ab_pretrain.py printouts holding, in order, a run at 32 and one at 128
+    rows (one file holding both, or one file each)."""
+    ratios = []
+    for path in paths:
+        with open(h.raw(path), encoding='utf-8') as f:
+            ratios += [float(line.split('|')[4]) for line in f if re.match(r'\|\s+step\s+\|', line)]
+    assert len(ratios) == 2, f'{paths}: {len(ratios)} step rows'
     return dict(zip((32, 128), ratios))
 
 
-def charcnn_steps(h):
-    backward, forward = (ab_steps(h, f'{CHARSUMS64}ab_charcnn_{part}.txt') for part in ('backward', 'forward'))
-    return {'b32': backward[32], 'b128': backward[128], 'f32': forward[32], 'f128': forward[128]}
-
-
-def triads(h, folder):
-    """The range of the STREAM triads a profile_pretrain.py printout's runs kept (GB/s)."""
-    with open(h.raw(folder + 'profile_pretrain_small.txt'), encoding='utf-8') as f:
-        values = [float(v) for v in re.findall(r'triad ([\d.]+) GB/s \(the better', f.read())]
-    return min(values), max(values)
+def step_against(h, folder):
+    """A profile's 32-row step and its roofline (ms), as its table prints them."""
+    step = profile_rows(h.raw(folder + 'profile_pretrain_small.txt'))[('small, 32 rows', '**step**')]
+    return {'step': float(step['ms/step']), 'roof': float(step['roofline ms'])}
 
 
 def intel_roofline():
@@ -308,6 +306,7 @@ def intel_roofline():
 
 
 AVX2_FLOORS = 'AMD EPYC AVX2-only (b0a9f1d, 2026-11-29)'  # the speed tables' classes, as their rows name them
+AVX2_PRETRAIN = 'AMD EPYC AVX2-only (6696e93, 2026-11-29)'
 AVX512_EVENING = 'AMD EPYC AVX-512 (feea978 to 2f341a6, 2026-11-27)'
 
 
@@ -338,13 +337,14 @@ def rows(h):
         row('embedding parts, AVX2', 'On AVX2 the LSTM kernel runs at {kernel_of}% of its own floor at 64 ({kernel_ms:,.0f} '
             'ms against {kernel_roof:,.0f}) and is nine tenths of the batch; the char CNN, which since the fifth session '
             "of 2026-11-29 makes each window's product from its chars' rows of per-char tables (no windows built or "
-            'multiplied), takes {cnn_ms:.1f} ms against {cnn_roof:.1f}', CHARSUMS64 + 'profile_embed_original.txt: the 64-row table', lambda: floors_parts(h, CHARSUMS64)),
+            'multiplied), takes {cnn_ms:.1f} ms against {cnn_roof:.1f}', CHARSUMS64 + 'profile_embed_original.txt: the 64-row table',
+            lambda: floors_parts(h, INPLACE64, CHARSUMS64)),
         row('embedding peak, AVX2', 'b0a9f1d: {peak64:,} MB at batches of 64 and {peak256:,} MB at 256',
             CHARSUMS64 + 'bench_embed_original.json: encode', lambda: avx2_embed(h, CHARSUMS64)),
         row('embedding peak, Intel', "The Intel run printed a peak of {peak:,} MB: not the embedding's",
             INTEL_FILES + 'bench_embed_original.txt', intel_embed),
-        row('pretraining floors, AVX2', class_row(AVX2_FLOORS, f'{ranged("r32")} / {{q32:.1f}}%', f'{ranged("r128")} / {{q128:.1f}}%'),
-            CHARSUMS64 + 'profile_pretrain_small.json: figures', lambda: pretrain_floors(h, CHARSUMS64)),
+        row('pretraining floors, AVX2', class_row(AVX2_PRETRAIN, f'{ranged("r32")} / {{q32:.1f}}%', f'{ranged("r128")} / {{q128:.1f}}%'),
+            INPLACE64 + 'profile_pretrain_small.json: figures', lambda: pretrain_floors(h, INPLACE64)),
         row('pretraining floors, AMD AVX-512', class_row(AVX512_EVENING, f'not measured / {ranged("r32")}',
                                                          f'not measured / {ranged("r128")}'), EVENING_FILES, lambda: amd_pretrain(h)),
         row('pretraining floors, Intel', '| Intel Xeon AVX-512+VNNI (243c401, 2026-11-28) | 2 | {intel32}% (one run, the old '
@@ -353,13 +353,13 @@ def rows(h):
             'bench_pretrain_small_{1,2}.txt', lambda: intel_pretrain() | intel_roofline()),
         row('pretraining parts, AVX2', "the LSTMs' forward {lf:.1f} against {lf_roof:.1f} and backward {lb:.0f} against "
             "{lb_roof:.0f}, the softmax's forward {sf:.1f} against {sf_roof:.1f}, the token layer's forward {tf:.0f} against "
-            '{tf_roof:.1f}', CHARSUMS64 + 'profile_pretrain_small.txt: the 32-row table', lambda: floors_parts(h, CHARSUMS64)),
-        row('the VM slower', "(STREAM triad {low:.1f}-{high:.1f} GB/s against {before_low:.1f}-{before_high:.1f})",
-            CHARSUMS64 + ' and ' + FLOORS64 + 'profile_pretrain_small.txt: the runs\' triads',
-            lambda: dict(zip(('low', 'high', 'before_low', 'before_high'), triads(h, CHARSUMS64) + triads(h, FLOORS64)))),
-        row('char CNN kernel A/B', "a step took {b32:.3f} / {b128:.3f} of its parent's time with the backward change (32 / 128 "
-            "rows) and {f32:.3f} / {f128:.3f} with the forward's", CHARSUMS64 + 'ab_charcnn_{backward,forward}.txt: the step rows',
-            lambda: charcnn_steps(h)),
+            '{tf_roof:.1f}', INPLACE64 + 'profile_pretrain_small.txt: the 32-row table', lambda: floors_parts(h, INPLACE64, CHARSUMS64)),
+        row('32 rows against the fifth session', 'the step took {step:.0f} ms against the fifth session\'s {before_step:.0f}, but its roofline was '
+            'timed at {roof:.0f} against {before_roof:.0f}', INPLACE64 + ' and ' + CHARSUMS64 + 'profile_pretrain_small.txt: the 32-row step',
+            lambda: step_against(h, INPLACE64) | {f'before_{k}': v for k, v in step_against(h, CHARSUMS64).items()}),
+        row('the session A/B', 'Interleaved against the session\'s start, the step took {s32:.3f} / {s128:.3f} of its time',
+            INPLACE64 + 'ab_session_{32,128}.txt: the step rows',
+            lambda: (lambda r: {'s32': r[32], 's128': r[128]})(ab_steps(h, INPLACE64 + 'ab_session_32.txt', INPLACE64 + 'ab_session_128.txt'))),
         row('int8, AVX2', '| AMD EPYC AVX2-only, no VNNI (343ced8, 2026-11-29) | {runs} | {library:,.0f} | {float:,.0f} '
             '({float_x:.2f}x) | {int8:,.0f} ({int8_x:.2f}x) | {rate_low:.1f}-{rate_high:.1f} |',
             FLOORS64 + 'bench_export_original.json: figures', lambda: export_rounds(h, FLOORS64 + 'bench_export_original.json')),
@@ -393,11 +393,11 @@ def rows(h):
                'avx512_rate': export_json(h, f'{EVENING}/export_int8.json')['rate'],
                'intel': intel_export()['int8_x'], 'intel_rate': intel_export()['rate']}),
         row('roofline shares, AVX2', '| pretraining, small: {r32_median:.1f}% at 32 rows, {r128_median:.1f}% at 128; embedding, '
-            'original size: {r64_median:.1f}% at batches of 64 (medians of 3 runs) |', CHARSUMS64 + 'profile_{pretrain_small,'
-            'embed_original}.json: figures', lambda: pretrain_floors(h, CHARSUMS64) | embed_floors(h, CHARSUMS64)),
+            'original size: {r64_median:.1f}% at batches of 64 (medians of 3 runs) |', INPLACE64 + 'profile_pretrain_small.json, '
+            + CHARSUMS64 + 'profile_embed_original.json: figures', lambda: pretrain_floors(h, INPLACE64) | embed_floors(h, CHARSUMS64)),
         row('roofline shares, AVX2: the rates', '| AMD EPYC AVX2-only, {rate_low:.1f}-{rate_high:.1f} / {embed_low:.1f}-'
-            '{embed_high:.1f} |', CHARSUMS64 + 'profile_{pretrain_small,embed_original}.json: figures',
-            lambda: pretrain_floors(h, CHARSUMS64) | {'embed_low': embed_floors(h, CHARSUMS64)['rate_low'],
+            '{embed_high:.1f} |', INPLACE64 + 'profile_pretrain_small.json, ' + CHARSUMS64 + 'profile_embed_original.json: figures',
+            lambda: pretrain_floors(h, INPLACE64) | {'embed_low': embed_floors(h, CHARSUMS64)['rate_low'],
                                                       'embed_high': embed_floors(h, CHARSUMS64)['rate_high']}),
         row('the recipe per token', '| -{prior:.1f}% with the unigram prior (the preset\'s now); -{recipe:.1f}% with the '
             'recipe |', 'recipe45_2026-11-26/results.jsonl: dev_perplexity (tests/test_doc_figures.unigram_prior)',
