@@ -112,9 +112,9 @@ class LstmStack(nn.Layer):
             return kernels.streamed_recurrence(x, w_input, bias, batch_sizes, [end for _, end in blocks], h, c,
                                                w_hidden, layer.W_P, self.cell_clip, self.proj_clip, self.kernels)
         # Groups of steps whose [tokens, 4D] gate buffer fits GATE_BUFFER_MB, so that the memory
-        # stays bounded however long the batch: training keeps three such buffers (the gates, their
-        # activations and their gradient), inference only the gates, so its groups take three times the
-        # tokens in the same memory. Each group is a kernel call.
+        # stays bounded however long the batch: training keeps two such buffers (the gates, which the
+        # kernel overwrites with their activations, and their gradient), inference only the gates, so
+        # its groups take three times the tokens. Each group is a kernel call.
         tokens = (self.GATE_BUFFER_MB << 20) // (16 * self.dim)
         if inference:
             tokens *= 3
