@@ -991,11 +991,6 @@ void CheckPositions(const int64_t* pv, int64_t n, int64_t R, const char* name) {
   }
 }
 
-void CheckPositions(const Tensor& pos, int64_t R, const char* name) {
-  PD_CHECK(pos.dtype() == paddle::DataType::INT64 && pos.is_contiguous(), name, ": int64 positions");
-  CheckPositions(pos.data<int64_t>(), pos.numel(), R, name);
-}
-
 // out[index[i]] += scale[i] * rows[i] for i in order (scale null: 1), rows [n, d], out [R, d], as
 // Paddle's gather_grad adds them (ScatterAssignAdd). The threads take blocks of columns, so every
 // element's sum runs in the same order: the same bits with repeated indices on any number of threads.

@@ -65,14 +65,13 @@ class LogUniformSampler:
                 np.minimum.at(first, draws, pos)  # an id drawn in an earlier round keeps its position
                 new = np.flatnonzero(first[draws] == pos)
                 new_ids.append(draws[new])
-                new_pos.append(new)
+                new_pos.append(pos[new])  # their positions among all the call's draws
                 found += len(new)
                 offset += len(draws)
         finally:
             for draws in rounds:
                 first[draws] = NOT_DRAWN
-        last = offset - len(rounds[-1]) + new_pos[-1][self.n - 1 - (found - len(new_pos[-1]))]
-        return np.concatenate(new_ids)[:self.n], int(last) + 1
+        return np.concatenate(new_ids)[:self.n], int(np.concatenate(new_pos)[self.n - 1]) + 1
 
     def expected_count(self, ids, n_draws):
         if n_draws is None:
