@@ -123,8 +123,8 @@ def test_streamed_inference_holds_one_block_of_gate_products_not_the_layers():
 
 
 def test_streamed_inference_matches_the_kernels_grouped_recurrence():
-    """The same values as the gates made for a whole group and kernels.recurrence (the training
-    path's kernel, under autograd here), to float32 rounding: blocks of steps change only which rows
+    """The same values as the training kernel's (kernels.layer_recurrence: a group's input products
+    made at once, under autograd here), to float32 rounding: blocks of steps change only which rows
     one product takes, and MKL's per-row results can depend on that in the last bit."""
     if kernels.kernel() is None:
         pytest.skip('the CPU kernels are not built here')

@@ -291,28 +291,50 @@ def assert_kernel_matches(results, names):
 
 
 def test_recurrence_kernel_matches_the_loop_in_values_and_gradients():
-    """Rows that end early, rows that never run (B > batch_sizes[0]), clipping, and a loss on c."""
+    """The training kernel (layer_recurrence: x and the whole W, the input product made inside, W's
+    blocks' gradients joined) against W split, x @ W_input and the loop: rows that end early, rows
+    that never run (B > batch_sizes[0]), clipping, a loss on c."""
     rng = np.random.RandomState(3)
-    D, P, B, sizes = 6, 4, 5, [4, 4, 3, 1]
-    arrays = [rng.normal(0, 2, (sum(sizes), 4 * D)), rng.normal(0, 1, 4 * D), rng.normal(0, 0.5, (P, 4 * D)),
+    I, D, P, B, sizes = 3, 6, 4, 5, [4, 4, 3, 1]
+    arrays = [rng.normal(0, 2, (sum(sizes), I)), rng.normal(0, 1, 4 * D), rng.normal(0, 0.5, (I + P, 4 * D)),
               rng.normal(0, 0.5, (D, P)), rng.normal(0, 1, (B, P)), rng.normal(0, 2, (B, D))]
 
-    def run(gates, bias, w_hidden, w_proj, h0, c0, implementation):
+    def run(x, bias, w, w_proj, h0, c0, implementation):
+        w_input, w_hidden = paddle.split(w, [I, P])
         with paddle.no_grad():  # the inference path keeps no activations, and gives the same values
-            h_inf, c_inf = kernels.recurrence(gates, bias, sizes, h0, c0, w_hidden, w_proj, 1.5, 0.4, implementation)
-        # then training's, which consumes gates (the kernel writes the activations over them); its
-        # hidden product is added by MKL into the gates, which may round a one-row step's last bit
-        # otherwise than the product then the add
-        h, c = kernels.recurrence(gates, bias, sizes, h0, c0, w_hidden, w_proj, cell_clip=1.5, proj_clip=0.4,
-                                  kernels=implementation)
+            h_inf, c_inf = kernels.recurrence(paddle.matmul(x, w_input), bias, sizes, h0, c0, w_hidden, w_proj,
+                                              1.5, 0.4, implementation)
+        if implementation.cpu:
+            h, c = kernels.layer_recurrence(x, w, bias, sizes, h0, c0, w_proj, cell_clip=1.5, proj_clip=0.4)
+        else:
+            h, c = kernels.recurrence(paddle.matmul(x, w_input), bias, sizes, h0, c0, w_hidden, w_proj,
+                                      cell_clip=1.5, proj_clip=0.4, kernels=implementation)
+        # the training kernel's hidden product is added by MKL into the gates, which may round a
+        # one-row step's last bit otherwise than the product then the add
         np.testing.assert_allclose(h_inf.numpy(), h.numpy(), rtol=1e-6, atol=0)
         np.testing.assert_allclose(c_inf.numpy(), c.numpy(), rtol=1e-6, atol=0)
         return h, c
 
     results = kernel_and_paddle_ops(run, arrays)
     assert np.abs(results[0][0]).max() == np.float32(0.4) and np.abs(results[0][1]).max() == np.float32(1.5)
-    assert_kernel_matches(results, ['h', 'c', 'd gates', 'd bias', 'd w_hidden', 'd w_proj', 'd h0', 'd c0'])
+    assert_kernel_matches(results, ['h', 'c', 'd x', 'd bias', 'd w', 'd w_proj', 'd h0', 'd c0'])
     assert np.all(results[0][6][sizes[0]:] == 0) and np.all(results[0][7][sizes[0]:] == 0)
+
+
+def test_recurrence_with_gradients_on_given_products_runs_paddle_ops():
+    """kernels.recurrence on given gate products with gradients tracked runs the loop (the kernel's
+    training form takes the layer's inputs): the kernels' setting gives the same numbers as Paddle's."""
+    rng = np.random.RandomState(4)
+    D, P, B, sizes = 6, 4, 3, [3, 2]
+    arrays = [rng.normal(0, 2, (sum(sizes), 4 * D)), rng.normal(0, 1, 4 * D), rng.normal(0, 0.5, (P, 4 * D)),
+              rng.normal(0, 0.5, (D, P)), rng.normal(0, 1, (B, P)), rng.normal(0, 2, (B, D))]
+
+    def run(gates, bias, w_hidden, w_proj, h0, c0, implementation):
+        return kernels.recurrence(gates, bias, sizes, h0, c0, w_hidden, w_proj, 1.5, 0.4, implementation)
+
+    got, ref = kernel_and_paddle_ops(run, arrays)
+    for a, b in zip(got, ref):
+        np.testing.assert_array_equal(a, b)
 
 
 @pytest.mark.parametrize('threads', [1, 2])

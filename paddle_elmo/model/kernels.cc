@@ -18,6 +18,10 @@
 //   h [tokens, P] (after projection clipping), c [tokens, D] (after cell clipping)
 // A clip of 0 means no clipping. The gradient of a clip passes where |clipped value| < clip,
 // as Paddle's clip (the input equals the output there).
+// In training (LstmTrainingForward, LstmBackward) the kernel takes x [tokens, I] and the layer's whole
+// W [I + P, 4D] (W_input over W_hidden) instead of gates_x and w_hidden: it makes x W_input itself,
+// and its backward gives the two blocks' gradients in one product per step ([dx | dh_prev]) and one
+// after the loop (grad_w), with no copies of the blocks.
 // In inference (LstmInference) the kernel takes x [tokens, I] and w_input [I, 4D] instead of gates_x
 // and makes the products one block of steps at a time, so that a block's gates are alive, not the
 // layer's; it keeps no cells and returns each row's last state.
@@ -310,19 +314,19 @@ void ForwardStep(const RightMatrix& hidden, const RightMatrix& proj, float* gx, 
   Project(proj, m_rows, n, proj_clip, h_rows);
 }
 
-}  // namespace
+// The rows [first, first + rows) of a contiguous [R, C] matrix, as a tensor over its memory (no copy):
+// the layer's W [I + P, 4D] is W_input over W_hidden.
+Tensor RowsView(const Tensor& w, int64_t first, int64_t rows) {
+  const int64_t cols = w.shape()[1];
+  return paddle::from_blob(const_cast<float*>(w.data<float>()) + first * cols, {rows, cols},
+                           paddle::DataType::FLOAT32);
+}
 
-// -> h [tokens, P], c [tokens, D], acts [tokens, 4D] (sigmoid i, tanh j, sigmoid f, sigmoid o),
-//    m [tokens, D] (o * tanh(c), the projection's input). With save (training) acts is gates_x
-//    itself, overwritten (the caller's tensor when it is contiguous: kernels.recurrence's gates_x is
-//    consumed), so that no second [tokens, 4D] array is written. With save=false acts is empty, m
-//    holds only the last step's rows (inference keeps no activations) and gates_x is only read.
-std::vector<Tensor> LstmForward(const Tensor& gates_x_in, const Tensor& bias_in, const Tensor& w_hidden,
-                                const Tensor& w_proj, const Tensor& h0_in, const Tensor& c0_in,
-                                const std::vector<int64_t>& batch_sizes, float cell_clip,
-                                float proj_clip, bool save) {
-  // The loops read raw rows: strided views (Paddle 3 slices may be) are copied first.
-  Tensor gates_x = gates_x_in.contiguous();
+// The recurrence over gates_x [tokens, 4D] (contiguous; with save overwritten by the activations)
+// -> h, c, acts, m as LstmForward's and LstmTrainingForward's.
+std::vector<Tensor> Recurrence(Tensor gates_x, const Tensor& bias_in, const Tensor& w_hidden, const Tensor& w_proj,
+                               const Tensor& h0_in, const Tensor& c0_in, const std::vector<int64_t>& batch_sizes,
+                               float cell_clip, float proj_clip, bool save) {
   const Tensor h0 = h0_in.contiguous(), c0 = c0_in.contiguous(), bias = bias_in.contiguous();
   const auto offset = Offsets(batch_sizes);
   CheckInputs(gates_x, w_hidden, w_proj, h0, c0, offset, batch_sizes);
@@ -350,6 +354,45 @@ std::vector<Tensor> LstmForward(const Tensor& gates_x_in, const Tensor& bias_in,
                 rec_t.data<float>(), c_out + at * D, m.data<float>() + (save ? at : 0) * D, h_out + at * P);
   }
   return {h, c, save ? gates_x : Empty({0, 4 * D}), m};
+}
+
+// The layer's inputs x [tokens, I] and W [I + P, 4D] (W_input over W_hidden) against w_proj.
+void CheckLayerInputs(const Tensor& x, const Tensor& w, const Tensor& w_proj) {
+  PD_CHECK(x.is_cpu() && w.is_cpu() && x.dtype() == paddle::DataType::FLOAT32 &&
+               w.dtype() == paddle::DataType::FLOAT32,
+           "lstm kernel: float32 CPU tensors only");
+  PD_CHECK(x.shape().size() == 2 && w.shape().size() == 2 && w.shape()[0] == x.shape()[1] + w_proj.shape()[1] &&
+               w.shape()[1] == 4 * w_proj.shape()[0],
+           "lstm kernel: W must be [input_dim + P, 4D] for x [tokens, input_dim]");
+}
+
+}  // namespace
+
+// The recurrence without gradients on given input products gates_x [tokens, 4D] (only read)
+// -> h [tokens, P], c [tokens, D].
+std::vector<Tensor> LstmForward(const Tensor& gates_x, const Tensor& bias, const Tensor& w_hidden,
+                                const Tensor& w_proj, const Tensor& h0, const Tensor& c0,
+                                const std::vector<int64_t>& batch_sizes, float cell_clip, float proj_clip) {
+  // The loops read raw rows: strided views (Paddle 3 slices may be) are copied first.
+  auto out = Recurrence(gates_x.contiguous(), bias, w_hidden, w_proj, h0, c0, batch_sizes, cell_clip, proj_clip,
+                        false);
+  return {out[0], out[1]};
+}
+
+// The recurrence in training from the layer's inputs x [tokens, I] and its whole W [I + P, 4D]:
+// the input products x W_input are made here on W's rows (no copy of either block), into the array
+// the activations are then written over (no second [tokens, 4D] array).
+// -> h [tokens, P], c [tokens, D], acts [tokens, 4D] (sigmoid i, tanh j, sigmoid f, sigmoid o),
+//    m [tokens, D] (o * tanh(c), the projection's input), which LstmBackward reads.
+std::vector<Tensor> LstmTrainingForward(const Tensor& x_in, const Tensor& w_in, const Tensor& bias,
+                                        const Tensor& w_proj, const Tensor& h0, const Tensor& c0,
+                                        const std::vector<int64_t>& batch_sizes, float cell_clip, float proj_clip) {
+  const Tensor x = x_in.contiguous(), w = w_in.contiguous();
+  CheckLayerInputs(x, w, w_proj);
+  const int64_t I = x.shape()[1];
+  Tensor gates_x = paddle::experimental::matmul(x, RowsView(w, 0, I), false, false);  // [tokens, 4D]
+  return Recurrence(gates_x, bias, RowsView(w, I, w_proj.shape()[1]), w_proj, h0, c0, batch_sizes, cell_clip,
+                    proj_clip, true);
 }
 
 // The recurrence in inference from the layer's inputs x [tokens, I] and w_input [I, 4D] instead of
@@ -416,34 +459,39 @@ std::vector<Tensor> LstmInference(const Tensor& x_in, const Tensor& w_input, con
   return {h, h_last, c_last};
 }
 
-// Gradients of LstmForward(save=true) from grad_h [tokens, P] and grad_c [tokens, D]
-// -> grad_gates_x [tokens, 4D], grad_bias [4D], grad_w_hidden [P, 4D], grad_w_proj [D, P],
-//    grad_h0 [B, P], grad_c0 [B, D].
-std::vector<Tensor> LstmBackward(const Tensor& w_hidden, const Tensor& w_proj, const Tensor& h0_in,
+// Gradients of LstmTrainingForward from grad_h [tokens, P] and grad_c [tokens, D]
+// -> grad_x [tokens, I], grad_w [I + P, 4D], grad_bias [4D], grad_w_proj [D, P], grad_h0 [B, P],
+//    grad_c0 [B, D].
+// W's two blocks take their gradients together: each step's gate gradient dg [n, 4D] meets all of
+// W^T in one product, dg W^T = [dx | dh_prev], and after the loop grad_w = [x | h_prev]^T dg is one
+// product over all the tokens.
+std::vector<Tensor> LstmBackward(const Tensor& x_in, const Tensor& w_in, const Tensor& w_proj, const Tensor& h0_in,
                                  const Tensor& c0_in, const Tensor& h, const Tensor& c,
                                  const Tensor& acts, const Tensor& m, const Tensor& grad_h_in,
                                  const Tensor& grad_c_in, const std::vector<int64_t>& batch_sizes,
                                  float cell_clip, float proj_clip) {
-  const Tensor h0 = h0_in.contiguous(), c0 = c0_in.contiguous();
+  const Tensor x = x_in.contiguous(), w = w_in.contiguous(), h0 = h0_in.contiguous(), c0 = c0_in.contiguous();
   const Tensor grad_h = grad_h_in.contiguous(), grad_c = grad_c_in.contiguous();
+  CheckLayerInputs(x, w, w_proj);
   const auto offset = Offsets(batch_sizes);
-  const int64_t D = w_proj.shape()[0], P = w_proj.shape()[1], tokens = offset.back();
-  const int64_t B = h0.shape()[0], T = static_cast<int64_t>(batch_sizes.size());
-  PD_CHECK(acts.shape()[0] == tokens && m.shape()[0] == tokens,
-           "lstm kernel: the backward needs the forward's saved activations (save=true)");
-  Tensor grad_gates = Empty({tokens, 4 * D}), grad_h_raw = Empty({tokens, P}), h_prev_all = Empty({tokens, P});
+  const int64_t D = w_proj.shape()[0], P = w_proj.shape()[1], tokens = offset.back(), I = x.shape()[1];
+  const int64_t B = h0.shape()[0], T = static_cast<int64_t>(batch_sizes.size()), n0 = batch_sizes[0];
+  const int64_t IP = I + P;  // a row of [x | h_prev], and of its gradient [dx | dh_prev]
+  PD_CHECK(acts.shape()[0] == tokens && m.shape()[0] == tokens && x.shape()[0] == tokens,
+           "lstm kernel: the backward needs the forward's inputs and saved activations");
+  Tensor grad_gates = Empty({tokens, 4 * D}), grad_h_raw = Empty({tokens, P}), grad_x = Empty({tokens, I});
   Tensor grad_h0 = Zeros({B, P}), grad_c0 = Zeros({B, D});
-  std::vector<float> dc_carry(batch_sizes[0] * D, 0.f);  // d loss / d c of the next step's previous state
+  std::vector<float> dc_carry(n0 * D, 0.f);  // d loss / d c of the next step's previous state
   const std::vector<float> zeros(P, 0.f);
-  // Scratch as Paddle tensors (aligned alike from call to call, as MKL's results need: see LstmForward).
-  Tensor dh_carry_t = Empty({batch_sizes[0], P}), dm_t = Empty({batch_sizes[0], D});
-  float* dh_carry = dh_carry_t.data<float>();  // [n_{t+1}, P], d loss / d h_prev of the next step
-  float* dm = dm_t.data<float>();              // d loss / d m of a step
-  const RightMatrix hidden_t(w_hidden, true, batch_sizes[0]);
-  const RightMatrix proj_t(w_proj, true, batch_sizes[0]);
+  // Scratch as Paddle tensors (aligned alike from call to call, as MKL's results need: see Recurrence).
+  Tensor dxh_t = Empty({n0, IP}), dm_t = Empty({n0, D});
+  float* dxh = dxh_t.data<float>();  // [n, I + P]: a step's [dx | dh_prev]; dh_prev is carried to the step before
+  float* dm = dm_t.data<float>();    // d loss / d m of a step
+  const RightMatrix weights_t(w, true, n0);  // W^T [4D, I + P]
+  const RightMatrix proj_t(w_proj, true, n0);
   const float *hv = h.data<float>(), *cv = c.data<float>(), *av = acts.data<float>();
   const float *gh = grad_h.data<float>(), *gc = grad_c.data<float>();
-  float* dg = grad_gates.data<float>();
+  float *dg = grad_gates.data<float>(), *dx = grad_x.data<float>();
   Tensor grad_bias = Zeros({4 * D});
   float* db = grad_bias.data<float>();
   float* dhr = grad_h_raw.data<float>();
@@ -451,7 +499,7 @@ std::vector<Tensor> LstmBackward(const Tensor& w_hidden, const Tensor& w_proj, c
     const int64_t n = batch_sizes[t], at = offset[t], n_next = t + 1 < T ? batch_sizes[t + 1] : 0;
 #pragma omp parallel for if (n * P >= kParallelMin)
     for (int64_t row = 0; row < n; ++row) {
-      const float* carried = row < n_next ? dh_carry + row * P : zeros.data();
+      const float* carried = row < n_next ? dxh + row * IP + I : zeros.data();
       const int64_t e = (at + row) * P;
 #pragma omp simd
       for (int64_t p = 0; p < P; ++p) dhr[e + p] = (gh[e + p] + carried[p]) * ClipPass(hv[e + p], proj_clip);
@@ -482,26 +530,46 @@ std::vector<Tensor> LstmBackward(const Tensor& w_hidden, const Tensor& w_proj, c
       }
     }
     ColumnSums(dg + at * 4 * D, n, 4 * D, db);  // the bias's gradient, while the step's rows are in cache
-    hidden_t.Multiply(dg + at * 4 * D, n, dh_carry);  // [n, P]
-    const float* prev = t == 0 ? h0.data<float>() : hv + offset[t - 1] * P;
-    std::memcpy(h_prev_all.data<float>() + at * P, prev, sizeof(float) * n * P);
+    weights_t.Multiply(dg + at * 4 * D, n, dxh);  // [n, I + P] = [dx | dh_prev]
+    for (int64_t row = 0; row < n; ++row) std::memcpy(dx + (at + row) * I, dxh + row * IP, sizeof(float) * I);
   }
-  std::memcpy(grad_h0.data<float>(), dh_carry, sizeof(float) * batch_sizes[0] * P);
-  std::memcpy(grad_c0.data<float>(), dc_carry.data(), sizeof(float) * batch_sizes[0] * D);
-  Tensor grad_w_hidden = paddle::experimental::matmul(h_prev_all, grad_gates, true, false);
+  for (int64_t row = 0; row < n0; ++row) {
+    std::memcpy(grad_h0.data<float>() + row * P, dxh + row * IP + I, sizeof(float) * P);
+  }
+  std::memcpy(grad_c0.data<float>(), dc_carry.data(), sizeof(float) * n0 * D);
+  // [x | h_prev] [tokens, I + P]: step t's rows are x's and the previous step's h (h0 for the first).
+  Tensor xh_t = Empty({tokens, IP});
+  float* xh = xh_t.data<float>();
+  const float* xv = x.data<float>();
+#pragma omp parallel for if (tokens * IP >= kParallelMin)
+  for (int64_t t = 0; t < T; ++t) {
+    const float* prev = t == 0 ? h0.data<float>() : hv + offset[t - 1] * P;
+    for (int64_t row = 0; row < batch_sizes[t]; ++row) {
+      const int64_t r = offset[t] + row;
+      std::memcpy(xh + r * IP, xv + r * I, sizeof(float) * I);
+      std::memcpy(xh + r * IP + I, prev + row * P, sizeof(float) * P);
+    }
+  }
+  Tensor grad_w = paddle::experimental::matmul(xh_t, grad_gates, true, false);
   Tensor grad_w_proj = paddle::experimental::matmul(m, grad_h_raw, true, false);
-  return {grad_gates, grad_bias, grad_w_hidden, grad_w_proj, grad_h0, grad_c0};
+  return {grad_x, grad_w, grad_bias, grad_w_proj, grad_h0, grad_c0};
 }
 
 PD_BUILD_OP(elmo_lstm_forward)
     .Inputs({"GatesX", "Bias", "WHidden", "WProj", "H0", "C0"})
-    .Outputs({"H", "C", "Acts", "M"})
-    .Attrs({"batch_sizes: std::vector<int64_t>", "cell_clip: float", "proj_clip: float", "save: bool"})
+    .Outputs({"H", "C"})
+    .Attrs({"batch_sizes: std::vector<int64_t>", "cell_clip: float", "proj_clip: float"})
     .SetKernelFn(PD_KERNEL(LstmForward));
 
+PD_BUILD_OP(elmo_lstm_training_forward)
+    .Inputs({"X", "W", "Bias", "WProj", "H0", "C0"})
+    .Outputs({"H", "C", "Acts", "M"})
+    .Attrs({"batch_sizes: std::vector<int64_t>", "cell_clip: float", "proj_clip: float"})
+    .SetKernelFn(PD_KERNEL(LstmTrainingForward));
+
 PD_BUILD_OP(elmo_lstm_backward)
-    .Inputs({"WHidden", "WProj", "H0", "C0", "H", "C", "Acts", "M", "GradH", "GradC"})
-    .Outputs({"GradGatesX", "GradBias", "GradWHidden", "GradWProj", "GradH0", "GradC0"})
+    .Inputs({"X", "W", "WProj", "H0", "C0", "H", "C", "Acts", "M", "GradH", "GradC"})
+    .Outputs({"GradX", "GradW", "GradBias", "GradWProj", "GradH0", "GradC0"})
     .Attrs({"batch_sizes: std::vector<int64_t>", "cell_clip: float", "proj_clip: float"})
     .SetKernelFn(PD_KERNEL(LstmBackward));
 

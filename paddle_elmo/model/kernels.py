@@ -1,6 +1,7 @@
 """CPU kernels (kernels.cc) for the hot spots of Paddle's CPU ops, and the Paddle-op versions they replace.
 
     h_all, c_all = recurrence(gates_x, bias, batch_sizes, h0, c0, w_hidden, w_proj, cell_clip, proj_clip, kernels)
+    h_all, c_all = layer_recurrence(x, w, bias, batch_sizes, h0, c0, w_proj, cell_clip, proj_clip)  # training, CPU
     h_all, (h, c) = streamed_recurrence(x, w_input, bias, batch_sizes, block_ends, h0, c0, w_hidden, w_proj,
                                         cell_clip, proj_clip, kernels)   # inference on CPU: block by block
     best = char_cnn(char_ids, spans, embed, weights, max_chars, pad_id)   # [tokens, N], before bias
@@ -16,6 +17,9 @@ Step t runs the first batch_sizes[t] rows; gates_x [tokens, 4D] + bias [4D] is x
 every step (gate blocks i, j, f, o); the results are h [tokens, P] and c [tokens, D] for every packed row.
 As a Python loop it costs tens of Paddle ops per step (forward and backward), each with its own
 single-threaded overhead on CPU; the kernel does a step in two matmuls and one pass over the gates.
+layer_recurrence is the kernel's training form: it takes the layer's inputs x [tokens, I] and its
+whole W (W_input over W_hidden) and makes x @ W_input itself, so that the backward takes both
+blocks' gradients in the recurrence's own products (no split of W, no separate product's backward).
 streamed_recurrence is its inference form: it takes the layer's inputs x [tokens, I] and W_input,
 and makes each block of steps' products just before it runs them, so that one block's gates are
 alive, not the layer's; it keeps no cells and returns each row's last state.
@@ -165,20 +169,34 @@ def recurrence(gates_x, bias, batch_sizes, h0, c0, w_hidden, w_proj, cell_clip, 
     """Run the steps -> (h [tokens, P], c [tokens, D]), packed as gates_x [tokens, 4D] (bias [4D] not added).
 
     batch_sizes: positive, non-increasing rows per step; h0 [B, P], c0 [B, D] with B >= batch_sizes[0];
-    cell_clip / proj_clip: None for no clipping. Runs the kernel on CPU when `kernels` allows it.
-    When the kernel runs with gradients, gates_x is consumed: the gate activations the backward
-    reads are written over it (no second [tokens, 4D] array), so callers pass products of their own.
+    cell_clip / proj_clip: None for no clipping. Runs the kernel on CPU when `kernels` allows it and
+    no gradient is tracked (gates_x is only read); with gradients, Paddle's ops (the kernel's training
+    form takes the layer's inputs rather than their products: layer_recurrence).
     """
     sizes = [int(n) for n in batch_sizes]
     ops = kernels.for_tensor(gates_x)
-    if ops is None:
+    if ops is None or tracks_grad((gates_x, bias, w_hidden, w_proj, h0, c0)):
         return loop_recurrence(gates_x, bias, sizes, h0, c0, w_hidden, w_proj, cell_clip, proj_clip)
-    clips = (float(cell_clip or 0.0), float(proj_clip or 0.0))
-    inputs = (gates_x, bias, w_hidden, w_proj, h0, c0)
-    if tracks_grad(inputs):
-        return _KernelRecurrence.apply(*inputs, sizes, *clips)
-    h, c, _, _ = ops.elmo_lstm_forward(*inputs, sizes, *clips, False)
-    return h, c
+    return tuple(ops.elmo_lstm_forward(gates_x, bias, w_hidden, w_proj, h0, c0, sizes, *_clips(cell_clip, proj_clip)))
+
+
+def layer_recurrence(x, w, bias, batch_sizes, h0, c0, w_proj, cell_clip, proj_clip):
+    """recurrence() in training on the CPU kernel, from the layer's inputs x [tokens, input_dim] and its
+    whole W [input_dim + P, 4D] (W_input over W_hidden) -> (h [tokens, P], c [tokens, D]).
+
+    The kernel makes x @ W_input itself on W's rows, so W is never split (the split's copies and
+    its backward's concat), and its backward takes the input product's gradients with the
+    recurrence's: dg @ W^T per step gives [dx | dh_prev], and [x | h_prev]^T @ dg after the loop the
+    whole grad_W. The kernel alone runs it (callers check `kernels.for_tensor(x)` first); the
+    other parameters are recurrence's.
+    """
+    return _KernelRecurrence.apply(x, w, bias, w_proj, h0, c0, [int(n) for n in batch_sizes],
+                                   *_clips(cell_clip, proj_clip))
+
+
+def _clips(cell_clip, proj_clip):
+    """The kernels' clips: 0.0 for None (no clipping)."""
+    return float(cell_clip or 0.0), float(proj_clip or 0.0)
 
 
 def streamed_recurrence(x, w_input, bias, batch_sizes, block_ends, h0, c0, w_hidden, w_proj, cell_clip, proj_clip,
@@ -196,27 +214,25 @@ def streamed_recurrence(x, w_input, bias, batch_sizes, block_ends, h0, c0, w_hid
     Returns (h [tokens, P], (h_last [B, P], c_last [B, D])): each row's state after its last step,
     h0 / c0 for rows that did not run (packing.last_states' values, without the cells of every step).
     """
-    clips = (float(cell_clip or 0.0), float(proj_clip or 0.0))
     h, h_last, c_last = kernels.for_tensor(x).elmo_lstm_inference(x, w_input, bias, w_hidden, w_proj, h0, c0,
-                                                [int(n) for n in batch_sizes], [int(e) for e in block_ends], *clips)
+                                                [int(n) for n in batch_sizes], [int(e) for e in block_ends],
+                                                *_clips(cell_clip, proj_clip))
     return h, (h_last, c_last)
 
 
 class _KernelRecurrence(PyLayer):
     @staticmethod
-    def forward(ctx, gates_x, bias, w_hidden, w_proj, h0, c0, sizes, cell_clip, proj_clip):
-        # acts is gates_x's memory, overwritten (its matmul's backward reads x and W_input, not it)
-        h, c, acts, m = kernel().elmo_lstm_forward(gates_x, bias, w_hidden, w_proj, h0, c0, sizes, cell_clip,
-                                                   proj_clip, True)
-        ctx.save_for_backward(w_hidden, w_proj, h0, c0, h, c, acts, m)
+    def forward(ctx, x, w, bias, w_proj, h0, c0, sizes, cell_clip, proj_clip):
+        h, c, acts, m = kernel().elmo_lstm_training_forward(x, w, bias, w_proj, h0, c0, sizes, cell_clip, proj_clip)
+        ctx.save_for_backward(x, w, w_proj, h0, c0, h, c, acts, m)
         ctx.args = (sizes, cell_clip, proj_clip)
-        ctx.needs = [not t.stop_gradient for t in (gates_x, bias, w_hidden, w_proj, h0, c0)]
+        ctx.needs = [not t.stop_gradient for t in (x, w, bias, w_proj, h0, c0)]
         return h, c
 
     @staticmethod
     def backward(ctx, grad_h, grad_c):
         saved = ctx.saved_tensor()
-        h, c = saved[4], saved[5]
+        h, c = saved[5], saved[6]
         grad_h = paddle.zeros_like(h) if grad_h is None else grad_h
         grad_c = paddle.zeros_like(c) if grad_c is None else grad_c
         return _needed_grads(ctx, kernel().elmo_lstm_backward(*saved, grad_h, grad_c, *ctx.args))

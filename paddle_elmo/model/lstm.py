@@ -41,8 +41,9 @@ class LstmStack(nn.Layer):
     The recurrence runs on a packed, time-major layout (as PyTorch's PackedSequence): step t holds
     the batch_sizes[t] rows still running, so padding is never computed and the active batch
     shrinks without copies. The input-to-gate product runs for many steps at once; only
-    h @ W_hidden stays in the loop. In inference on the CPU the kernel makes those products itself,
-    a block of steps at a time (kernels.streamed_recurrence), so that only one block's are alive. No
+    h @ W_hidden stays in the loop. On the CPU the kernel makes those products itself: in training
+    from the whole W (kernels.layer_recurrence), in inference a block of steps at a time
+    (kernels.streamed_recurrence), so that only one block's are alive. No
     parameter is sliced (Paddle's CPU slice backward is far slower than split's) and no broadcast op
     is differentiated. `kernels` (kernels.Kernels): the
     model's, which the recurrence and dropout run on.
@@ -97,10 +98,14 @@ class LstmStack(nn.Layer):
         """x: packed [tokens, input_dim] -> (packed outputs [tokens, P], final (h [batch, P], c [batch, D])).
         gate_buffer: forward's dict holding the inference gate buffer (gate_products) when the
         kernel does not run it."""
-        w_input, w_hidden = split_rows(layer.W, [layer.input_dim, layer.projection_dim])
         bias = layer.bias()
         inference = not kernels.tracks_grad([x, layer.W, layer.W_P, layer.B, h, c])
-        if inference and self.kernels.for_tensor(x) is not None:
+        on_kernel = self.kernels.for_tensor(x) is not None
+        # Training on the kernel reads the whole W (layer_recurrence): no split, whose copies cost
+        # in the forward and whose concat in the backward.
+        w_input, w_hidden = (None, None) if on_kernel and not inference else split_rows(
+            layer.W, [layer.input_dim, layer.projection_dim])
+        if inference and on_kernel:
             # The kernel makes each block's products just before it runs it: one block's alive.
             rows = (self.GATE_BLOCK_MB << 20) // (16 * self.dim)
             blocks = step_groups(batch_sizes, rows)
@@ -118,9 +123,13 @@ class LstmStack(nn.Layer):
         outputs = []
         for (first, last), x_group in zip(groups, xs):
             sizes = batch_sizes[first:last]
-            gates = gate_products(x_group, w_input, gate_buffer if inference else None)  # bias: recurrence's
-            h_all, c_all = kernels.recurrence(gates, bias, sizes, h, c, w_hidden, layer.W_P,
-                                              self.cell_clip, self.proj_clip, self.kernels)
+            if w_input is None:
+                h_all, c_all = kernels.layer_recurrence(x_group, layer.W, bias, sizes, h, c, layer.W_P,
+                                                        self.cell_clip, self.proj_clip)
+            else:
+                gates = gate_products(x_group, w_input, gate_buffer if inference else None)  # bias: recurrence's
+                h_all, c_all = kernels.recurrence(gates, bias, sizes, h, c, w_hidden, layer.W_P,
+                                                  self.cell_clip, self.proj_clip, self.kernels)
             h, c = last_states(h_all, c_all, h, c, sizes)
             del c_all  # [group tokens, D]: freed now, not after the next group's products are made
             outputs.append(h_all)
@@ -130,8 +139,7 @@ class LstmStack(nn.Layer):
 def gate_products(x, w_input, buffer=None):
     """x [n, input_dim] x w_input -> the gates' input products [n, 4D].
 
-    buffer: None (training: each group's own products, which the kernel overwrites with the gates'
-    activations for the backward: kernels.recurrence), or a dict whose 'gates' tensor
+    buffer: None (training on Paddle's ops: each group's own products), or a dict whose 'gates' tensor
     the products are written into (grown when too small): in inference one buffer serves every
     group of every layer of a forward, so the largest allocation is made once, not once per group,
     and glibc's heap (keep_freed_memory) is not fragmented by a new one every call.
