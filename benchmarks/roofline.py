@@ -26,15 +26,17 @@ dW = X^T dY):
                 width's weight once a call); training: dX (the char embeddings learn) and dW
   highway       per layer, carry and transform: [distinct, F] x [F, F] each
   projection    [distinct, F (+ word_dim)] x [.., P]
-  LSTM input    per layer and direction: [positions, P] x [P, 4D] (all steps at once); in embedding
-                with the kernels, [block rows, P] x [P, 4D] a block of steps (LstmStack.GATE_BLOCK_MB),
-                packed once a call for the largest block, in the recurrence's part
+  LSTM input    per layer and direction: [positions, I] x [I, 4D] (x W_input, all steps at once;
+                the layer's input I = P); in embedding with the kernels, [block rows, I] x [I, 4D] a
+                block of steps (LstmStack.GATE_BLOCK_MB), packed once a call for the largest block,
+                in the recurrence's part. Its gradients are the recurrence's (below)
   recurrence    per layer, direction and step t with r_t rows running: [r_t, P] x [P, 4D] (h x
-                W_hidden) and [r_t, D] x [D, P] (m x W_proj); backward the same two transposed
-                per step ([r_t, 4D] x W_hidden^T, [r_t, P] x W_proj^T) (these four per-step
-                products MKL's packed ones where the kernels link MKL), and the weight gradients
-                once over all steps ([positions, P]^T x [positions, 4D], [positions, D]^T x
-                [positions, P]), plain products
+                W_hidden) and [r_t, D] x [D, P] (m x W_proj); backward, as the training kernel
+                joins W's two blocks (W = W_input over W_hidden, [I + P, 4D]), per step
+                [r_t, 4D] x W^T (dg W^T = [dx | dh_prev]) and [r_t, P] x W_proj^T (these four
+                per-step products MKL's packed ones where the kernels link MKL), and the weight
+                gradients once over all steps ([positions, I + P]^T x [positions, 4D]: [x | h_prev]^T
+                dg, the whole grad_W; [positions, D]^T x [positions, P]), plain products
   softmax       per direction: [positions, P] x [negatives + 1, P]^T (MKL's packed product where the
                 kernels link MKL, as the forward kernel runs it); dX = dY [positions, classes] x
                 [classes, P] and dW = dY^T x [positions, P] (the rows read), as the backward runs them
@@ -44,10 +46,11 @@ as the code structures it (products are separate calls, so a product's result go
 the next step reads it back). The rule: every call reads its inputs and writes its outputs once,
 and nothing stays in cache from one call to the next, with one exception: a weight matrix that the
 recurrence reuses at each step counts once per layer, direction and batch (one kernel call; a batch
-the code cuts into several calls reads it again, not counted) instead of once per step when both
-of its layer's matrices fit in the last-level cache together (the small configuration's 2.6 MB do;
-the original's 33.5 + 8.4 MB do not: those stream in at every step, ~42 MB per layer, direction and
-step). Not counted: what an implementation could avoid (repacking a weight that did not change,
+the code cuts into several calls reads it again, not counted) instead of once per step when the
+matrices a step reads (forward W_hidden and W_proj, backward the whole W and W_proj) fit in the
+last-level cache together (the small configuration's 2.6 MB, 4.7 MB backward, do; the original's
+33.5 + 8.4 MB, 67.1 + 8.4 backward, do not: those stream in at every step, ~42 MB and ~76 MB per
+layer, direction and step). Not counted: what an implementation could avoid (repacking a weight that did not change,
 copies between layouts such as the kernel's packing of its weights for MKL, Paddle's split and
 concat), and index arrays other than the char ids.
   a product          X, Y (the weight: once per step, or once per call, as above) and the result
@@ -66,7 +69,9 @@ concat), and index arrays other than the char ids.
                      kept for the backward (4D); h clipped in place (2P); backward the activations,
                      c, c_prev, dm, dc and the carried dc read (9D), dgates and the carried dc
                      written (5D), the bias gradient's column sums (4D), dh summed and clipped
-                     (3P read, P written), h_prev copied for the weight gradient (2P)
+                     (3P read, P written), [x | h_prev] assembled for the weight gradient
+                     (2 (I + P)); the kernel's copy of dx out of each step's [dx | dh_prev] is not
+                     counted (a layout copy)
   packing            per direction: x gathered into the packed layout (2P a position); per layer
                      and direction: the output unpacked to [batch, time, P] (2P), the residual add
                      from layer 1 on (3P), in training dropout on the layer's input (2P); training:
@@ -204,38 +209,45 @@ def _token_layer(config, need, cnn, rest, backward=None):
 def _lstm_direction(config, sizes, llc, recurrence, inputs, backward=None, input_blocks=None):
     """One direction's LSTM layers over steps of `sizes` rows: the recurrence's products and cell
     into `recurrence`, the input products and packing into `inputs`; with `backward`, their
-    gradients there. input_blocks: in inference, the rows of each block of steps whose input
-    products the kernel makes itself (kernels.streamed_recurrence): then those go to `recurrence`,
-    one packed product a block; None: one product over all the steps, in `inputs`."""
+    gradients there, as the training kernel takes them (kernels.layer_recurrence: W's two blocks
+    together). input_blocks: in inference, the rows of each block of steps whose input products
+    the kernel makes itself (kernels.streamed_recurrence): then those go to `recurrence`, one
+    packed product a block; None: one product over all the steps, in `inputs`."""
     P, D, L = config.projection_dim, config.cell_dim, config.num_layers
+    I = P  # every layer's input: the token layer's projection, then the layer below's h
     N = int(np.sum(sizes))
     steps = collections.Counter(int(r) for r in sizes)  # {rows: steps with that many}
-    # The weights' reads per group of steps with the same rows: each step's, or when the layer's two
-    # matrices fit in the cache together, one for the whole call (given to the first group).
-    resident = FLOAT * (P * 4 * D + D * P) <= (llc or 0)
-    reads = {r: (1 if i == 0 else 0) if resident else None for i, r in enumerate(steps)}
+    # The weights' reads per group of steps with the same rows: each step's, or when the matrices a
+    # step reads fit in the cache together, one for the whole call (given to the first group):
+    # forward W_hidden and W_proj, backward the whole W [I + P, 4D] and W_proj.
+    def reads(weights):
+        resident = FLOAT * weights <= (llc or 0)
+        return {r: (1 if i == 0 else 0) if resident else None for i, r in enumerate(steps)}
+    forward_reads, backward_reads = reads(P * 4 * D + D * P), reads((I + P) * 4 * D + D * P)
     pack = int(np.max(sizes, initial=0))  # the kernel packs its weights for its first step's rows, the most
     training = backward is not None
     inputs.bytes += FLOAT * 2 * N * P  # packing
     for layer in range(L):
         for r, k in steps.items():
-            recurrence.add((r, P), (P, 4 * D), calls=k, y_reads=reads[r], packed=pack)
-            recurrence.add((r, D), (D, P), calls=k, y_reads=reads[r], packed=pack)
+            recurrence.add((r, P), (P, 4 * D), calls=k, y_reads=forward_reads[r], packed=pack)
+            recurrence.add((r, D), (D, P), calls=k, y_reads=forward_reads[r], packed=pack)
         recurrence.bytes += FLOAT * N * ((4 + 4 + 1 + 2) * D + (4 * D if training else 0) + 2 * P)
         inputs.bytes += FLOAT * N * (2 * P + (3 * P if layer > 0 else 0) + (2 * P if training else 0))
         if not training:
             if input_blocks is None:
-                inputs.add((N, P), (P, 4 * D))
+                inputs.add((N, I), (I, 4 * D))
             for r, k in collections.Counter(input_blocks or ()).items():  # W_input packed for the largest block
-                recurrence.add((r, P), (P, 4 * D), calls=k, packed=max(input_blocks))
+                recurrence.add((r, I), (I, 4 * D), calls=k, packed=max(input_blocks))
             continue
-        backward.add_trained(N, P, 4 * D, forward=inputs)
+        # Training: the kernel makes x W_input (on W's rows) over all the steps; its backward takes
+        # each step's dg W^T = [dx | dh_prev] through the whole W, and grad_W = [x | h_prev]^T dg once.
+        inputs.add((N, I), (I, 4 * D))
         for r, k in steps.items():
-            backward.add((r, 4 * D), (P, 4 * D), ty=True, calls=k, y_reads=reads[r], packed=pack)
-            backward.add((r, P), (D, P), ty=True, calls=k, y_reads=reads[r], packed=pack)
-        backward.add((N, P), (N, 4 * D), tx=True)
+            backward.add((r, 4 * D), (I + P, 4 * D), ty=True, calls=k, y_reads=backward_reads[r], packed=pack)
+            backward.add((r, P), (D, P), ty=True, calls=k, y_reads=backward_reads[r], packed=pack)
+        backward.add((N, I + P), (N, 4 * D), tx=True)
         backward.add((N, D), (N, P), tx=True)
-        backward.bytes += FLOAT * N * ((9 + 5 + 4) * D + 4 * P + 2 * P  # cell, dh, h_prev copy
+        backward.bytes += FLOAT * N * ((9 + 5 + 4) * D + 4 * P + 2 * (I + P)  # cell, dh, [x | h_prev] assembled
                                        + 2 * P + 2 * P + (3 * P if layer > 0 else 0))  # unpack, dropout, residual
     if training:
         backward.bytes += FLOAT * 2 * N * P  # packing

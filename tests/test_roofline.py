@@ -51,6 +51,11 @@ def test_the_recurrences_weights_stream_at_every_step_unless_they_fit_the_cache(
     cached = roofline.embedding_parts(CONFIG, first, llc=1 << 20)['LSTMs: recurrence (kernel)'].total_bytes()
     # 2 directions x 2 layers: 4 steps' reads of both matrices against 1
     assert streamed - cached == 2 * 2 * (4 - 1) * WEIGHTS
+    # Training's backward reads the whole W [I + P, 4D] (I = P) and W_P at each step
+    steps = [{'char_ids': first[0], 'char_ids_reverse': first[0]}]
+    backward = [roofline.training_parts(CONFIG, steps, negatives=4, table_rows=10, dense_params=100, rule='adagrad',
+                                        llc=llc)['LSTMs, backward'].total_bytes() for llc in (None, 1 << 20)]
+    assert backward[0] - backward[1] == 2 * 2 * (4 - 1) * 4 * (2 * P * 4 * D + D * P)
 
 
 def test_the_optimizers_bytes_are_one_read_for_the_norm_then_the_rules_reads_and_writes():
@@ -126,8 +131,8 @@ def products_by_packing(part):
 
 
 def test_the_kernels_products_are_packed_as_they_run_them_and_no_other_product_is():
-    """As LstmForward and LstmBackward run them: h x W_hidden and m x W_proj a step, backward the same
-    two through the transposed weights, MKL-packed for the call's first step's rows (2 here: steps
+    """As the kernels run them: h x W_hidden and m x W_proj a step, backward through the transposed
+    whole W (W_input over W_hidden) and W_proj, MKL-packed for the call's first step's rows (2 here: steps
     of 2, 2, 2 and 1 rows, 7 positions); the input products and weight gradients plain. The softmax's
     logits h x W_cand^T packed for all the direction's rows, its backward's products plain, each in
     the layout the code multiplies."""
@@ -139,9 +144,11 @@ def test_the_kernels_products_are_packed_as_they_run_them_and_no_other_product_i
     assert products_by_packing(train['LSTMs, forward']) == {
         2: {((r, P), (P, G), False, False) for r in (2, 1)} | {((r, D), (D, P), False, False) for r in (2, 1)},
         0: {((7, P), (P, G), False, False)}}
+    # The training kernel's backward through the whole W [I + P, 4D] (I = P): dg W^T = [dx | dh_prev]
+    # a step, [x | h_prev]^T dg once; the forward's x W_input a plain product over all the steps.
     assert products_by_packing(train['LSTMs, backward']) == {
-        2: {((r, G), (P, G), False, True) for r in (2, 1)} | {((r, P), (D, P), False, True) for r in (2, 1)},
-        0: {((7, G), (P, G), False, True), ((7, P), (7, G), True, False), ((7, D), (7, P), True, False)}}
+        2: {((r, G), (2 * P, G), False, True) for r in (2, 1)} | {((r, P), (D, P), False, True) for r in (2, 1)},
+        0: {((7, 2 * P), (7, G), True, False), ((7, D), (7, P), True, False)}}
     # Embedding: with the kernels the kernel makes the input products (packed for the largest block,
     # a block of steps at a time: here one block of all 7 positions); without them, one plain product
     # a layer before the loop.
