@@ -141,7 +141,13 @@ CONTINUE = ['--batch_size', '4', '--unroll_steps', '5', '--n_negative_samples', 
 @pytest.fixture(scope='module')
 def demo_export(tmp_path_factory):
     """The tiny model pretrained 300 steps on the demo corpus (Adam, well along: held-out perplexity
-    ~7 from ~180), exported with its softmax; its held-out perplexity."""
+    ~6 from ~180), exported with its softmax; its held-out perplexity.
+
+    Adam at lr 0.01, not faster: at 0.03 the 300 steps amplified a one-ulp change of a gradient (a
+    reordered sum) into other weights (held-out perplexity 4.47-4.79 at seed 3 across four such
+    changes), and the continuation's curve from them moved with it (its highest point 0.98-1.03x the
+    start). At 0.01 the code before the joint LSTM kernel, the same with one ulp on a gradient every
+    step, and the kernel ended at the same perplexity within 5e-6 of it (2026-11-29, seeds 3, 4 and 5)."""
     from paddle_elmo.text.vocabulary import build_vocabulary, write_vocabulary
     import collections
     d = tmp_path_factory.mktemp('demo')
@@ -149,7 +155,7 @@ def demo_export(tmp_path_factory):
         write_vocabulary(build_vocabulary(collections.Counter(f.read().split())), str(d / 'vocab.txt'))
     assert main_exit(['pretrain', '--train_data_path', DEMO + '/sample_train.txt', '--vocab_file', str(d / 'vocab.txt'),
                       '--save_dir', str(d / 'ck'), '--preset', 'budget', '--batch_size', '32', '--unroll_steps', '10',
-                      '--lr', '0.03', '--dropout', '0', '--max_steps', '300', '--log_freq', '1000', '--seed', '3',
+                      '--lr', '0.01', '--dropout', '0', '--max_steps', '300', '--log_freq', '1000', '--seed', '3',
                       '--cpu_threads', '1'] + TINY_MODEL[:-4]) == 0
     assert main_exit(['export-weights', '--init_from_ckpt', str(d / 'ck' / 'final'), '--output_dir', str(d / 'exp')]) == 0
     assert main_exit(['eval', '--dev_data_path', DEMO + '/sample_heldout.txt', '--vocab_file', str(d / 'vocab.txt'),
@@ -176,10 +182,13 @@ def test_continuing_from_weights_on_their_own_text_does_not_damage_them(demo_exp
     curve, proc = continued(demo_export, tmp_path, capfd=capfd)
     assert 'adagrad lr 0.2 x 0.1 = 0.02 (from weights, --from_weights_lr_scale)' in proc.stderr
     assert sorted(curve) == list(range(5, 501, 5))
-    # The first steps move the weights very little, but the curve wobbles: its highest point over 500
-    # steps was 0.99-1.01x the start across pretraining seeds 3, 4 and 5, at becd48f and after the
-    # sampled-softmax kernels reordered sums (2026-11-29); the full rate's damage is > 1.3x (below).
-    assert max(curve.values()) <= start * 1.02, (start, curve)
+    # The first steps move the weights very little, but the curve wobbles with the weights it starts
+    # from. Its highest point over 500 steps (2026-11-29, the fixture at lr 0.01): 1.007x the start
+    # here (seed 3), the same with the joint LSTM kernel's reordered sums and with one ulp on a
+    # gradient every step; 0.96-1.06x across pretraining seeds 3-10, and up to 1.03x with the
+    # fixture at lr 0.03 and one-ulp changes. What the bound catches: twice the default rate
+    # (--from_weights_lr_scale 0.2) rose to 1.18x, the full rate (below) to 2.3-5.0x at step 5.
+    assert max(curve.values()) <= start * 1.1, (start, curve)
     assert curve[500] < start * 0.9, (start, curve)  # and it still learns
     assert json.loads((tmp_path / 'recipe.json').read_text())['from_weights_lr_scale'] == 0.1
 
