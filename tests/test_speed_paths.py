@@ -747,6 +747,121 @@ def test_dropout_kernel_keeps_one_minus_p_scales_them_and_drops_the_same_gradien
     assert rows.std() < 3 * np.sqrt(0.75 * 0.25 / 128) and cols.std() < 3 * np.sqrt(0.75 * 0.25 / 1280)
 
 
+def padded_case(stack, lengths, time, seed):
+    """random_case with large values at the padding positions of x (the stack must never read
+    them) -> (x tensor with a gradient, states, batch_sizes, weights [batch, time, P] for the loss,
+    non-zero at padding too)."""
+    x_np, states_np = random_case(stack, lengths, time, seed=seed)
+    present = np.arange(time)[None, :] < np.array(lengths)[:, None]
+    x_np[~present] = 100.0
+    weights = np.random.RandomState(seed + 1).uniform(0.5, 1.5, x_np.shape).astype(np.float32)
+    batch_sizes = (np.array(lengths)[None, :] > np.arange(time)[:, None]).sum(axis=1)
+    states = [(paddle.to_tensor(h), paddle.to_tensor(c)) for h, c in states_np]
+    return paddle.to_tensor(x_np, stop_gradient=False), states, batch_sizes, paddle.to_tensor(weights)
+
+
+@pytest.mark.parametrize('lengths', [[6, 4, 4, 1, 0], [6, 6, 6]], ids=['uneven', 'full'])
+def test_stack_in_training_reads_no_padding_and_passes_it_no_gradient(lengths, implementation):
+    """Training (dropout on the packed rows, the skip add, the unpack): the outputs at padding are
+    exactly 0, whatever x holds there, and x's gradient at padding is exactly 0 while the loss weighs
+    every position; at real positions the gradient is not 0."""
+    stack = make_stack(seed=4, dropout=0.3, kernels=implementation)
+    stack.train()
+    time = 8
+    x, states, batch_sizes, weights = padded_case(stack, lengths, time, seed=6)
+    paddle.seed(1)
+    outs, _ = stack(x, batch_sizes, states)
+    sum(((o * weights) ** 2).sum() for o in outs).backward()
+    present = np.arange(time)[None, :] < np.array(lengths)[:, None]
+    for out in outs:
+        assert np.all(out.numpy()[~present] == 0)
+    grad = x.grad.numpy()
+    assert np.all(grad[~present] == 0) and np.all(np.abs(grad[present]).sum(axis=-1) > 0)
+    x_zero = paddle.to_tensor(np.where(present[..., None], x.numpy(), 0).astype(np.float32))
+    paddle.seed(1)
+    again, _ = stack(x_zero, batch_sizes, states)  # the padding's values never reach an output
+    for out, other in zip(outs, again):
+        np.testing.assert_array_equal(out.numpy(), other.numpy())
+
+
+@pytest.mark.parametrize('lengths', [[5, 3, 3, 1], [4, 4]], ids=['uneven', 'full'])
+def test_top_only_gives_the_full_stacks_top_layer_states_and_gradients(lengths, implementation):
+    """top_only (the language model's training) unpacks the top layer alone: the same bits as the
+    full stack's top layer, final states and every gradient, dropout's masks included."""
+    results = []
+    for top_only in (False, True):
+        stack = make_stack(seed=8, dropout=0.4, kernels=implementation)
+        stack.train()
+        x, states, batch_sizes, weights = padded_case(stack, lengths, 5, seed=3)
+        paddle.seed(2)
+        outs, finals = stack(x, batch_sizes, states, top_only=top_only)
+        assert len(outs) == (1 if top_only else len(stack.layers))
+        ((outs[-1] * weights) ** 2).sum().backward()
+        results.append([outs[-1].numpy(), *(s.numpy() for f in finals for s in f), x.grad.numpy(),
+                        *(p.grad.numpy() for p in stack.parameters())])
+    for got, want in zip(*results):
+        np.testing.assert_array_equal(got, want)
+
+
+def test_unpack_rows_puts_every_packed_row_back_with_zeros_and_no_gradient_at_padding():
+    """packing_tensors' indices and unpack_rows against NumPy: lengths 3, 2, 0 of 4 steps (and a
+    batch with no padding, whose unpack is one gather), values and the packed rows' gradient."""
+    from paddle_elmo.model.packing import packing_tensors, unpack_rows
+    for lengths, time in (([3, 2, 0], 4), ([2, 2], 2)):
+        batch = len(lengths)
+        sizes = tuple(int(n) for n in (np.array(lengths)[None, :] > np.arange(time)[:, None]).sum(axis=1) if n)
+        pack, unpack = packing_tensors(sizes, batch, time, paddle.CPUPlace())
+        tokens = sum(lengths)
+        packed_np = np.random.RandomState(0).normal(size=(tokens, 3)).astype(np.float32)
+        want, row = np.zeros((batch * time, 3), dtype=np.float32), 0
+        for t in range(time):  # time-major: step t's running rows, longest first
+            for r in range(batch):
+                if t < lengths[r]:
+                    want[r * time + t], row = packed_np[row], row + 1
+        np.testing.assert_array_equal(pack.numpy(), [r * time + t for t in range(time) for r in range(batch)
+                                                      if t < lengths[r]])
+        packed = paddle.to_tensor(packed_np, stop_gradient=False)
+        got = unpack_rows(packed, unpack)
+        np.testing.assert_array_equal(got.numpy(), want)
+        upstream = np.random.RandomState(1).normal(size=want.shape).astype(np.float32)
+        (got * paddle.to_tensor(upstream)).sum().backward()
+        np.testing.assert_array_equal(packed.grad.numpy(), upstream[pack.numpy()])
+
+
+def test_last_states_read_each_rows_last_step_for_each_shape_asked_in_turn():
+    """last_states keeps one index per shape of steps (last_rows): shapes asked in turn each get
+    their own rows' last steps, and rows that did not run keep h0 and c0."""
+    from paddle_elmo.model.packing import last_states
+    rng = np.random.RandomState(5)
+    h0, c0 = (paddle.to_tensor(rng.normal(size=(4, d)).astype(np.float32)) for d in (2, 3))
+    for lengths in ([3, 2, 2, 0], [2, 2, 1, 1], [3, 2, 2, 0], [1, 1, 1, 1]):
+        sizes = [n for n in (np.array(lengths)[None, :] > np.arange(3)[:, None]).sum(axis=1) if n]
+        tokens = sum(lengths)
+        h_all, c_all = (rng.normal(size=(tokens, d)).astype(np.float32) for d in (2, 3))
+        h, c = last_states(paddle.to_tensor(h_all), paddle.to_tensor(c_all), h0, c0, sizes)
+        offsets = np.concatenate([[0], np.cumsum(sizes)])
+        for r, n in enumerate(lengths):
+            want = (h_all[offsets[n - 1] + r], c_all[offsets[n - 1] + r]) if n else (h0.numpy()[r], c0.numpy()[r])
+            np.testing.assert_array_equal(h.numpy()[r], want[0])
+            np.testing.assert_array_equal(c.numpy()[r], want[1])
+
+
+def test_a_stacks_dropout_seeds_are_the_seeds_of_dropouts_drawn_one_at_a_time():
+    """dropout_seeds draws a stack's seeds at once: the masks are those of the dropouts drawing
+    their own seeds one after another from the same generator state; F.dropout's masks draw their own."""
+    require_kernels()
+    x = paddle.to_tensor(np.ones((64, 8), dtype=np.float32))
+    paddle.seed(9)
+    one_by_one = [kernels.dropout(x, 0.5, kernels.CPU_KERNELS).numpy() for _ in range(3)]
+    paddle.seed(9)
+    seeds = kernels.dropout_seeds(x, 3, kernels.CPU_KERNELS)
+    at_once = [kernels.dropout(x, 0.5, kernels.CPU_KERNELS, seed).numpy() for seed in seeds]
+    for a, b in zip(one_by_one, at_once):
+        np.testing.assert_array_equal(a, b)
+    assert not np.array_equal(one_by_one[0], one_by_one[1])
+    assert kernels.dropout_seeds(x, 2, kernels.Kernels(dropout_masks='paddle')) == [None, None]
+
+
 def test_frozen_weights_pass_the_same_gradient_to_the_input(implementation):
     """Frozen weights are read as views (split_rows), not copies: the input's gradient is unchanged."""
     grads = []

@@ -209,9 +209,9 @@ class BiLM(nn.Layer):
         batch_sizes = np.full(time, batch)
         tops = []
         for direction, stack in enumerate((self.forward_stack, self.backward_stack)):
-            layer_outs, finals = stack(xs[direction], batch_sizes, self._initial_states(direction, batch))
+            (top,), finals = stack(xs[direction], batch_sizes, self._initial_states(direction, batch), top_only=True)
             self._store_states(direction, finals)
-            tops.append(layer_outs[-1])
+            tops.append(top)
         return tops[0], tops[1]
 
 

@@ -527,18 +527,28 @@ def dropout_masks_on(device):
     return 'kernel' if device.startswith('cpu') and kernel() is not None else 'paddle'
 
 
-def dropout(x, p, kernels):
+def dropout(x, p, kernels, seed=None):
     """Training dropout (upscale in train, as F.dropout's default): x * keep / (1 - p), each element
     kept with probability 1 - p. On CPU the kernel's mask is a hash of a seed drawn from Paddle's
     generator (paddle.seed and checkpoints govern it) and of the element's index; elsewhere, and
-    with kernels.dropout_masks 'paddle', F.dropout."""
+    with kernels.dropout_masks 'paddle', F.dropout. seed: one of dropout_seeds' for x (None: drawn here)."""
     ops = kernels.for_tensor(x) if kernels.dropout_masks == 'kernel' else None
     if ops is None or p <= 0.0:
         return F.dropout(x, p, training=True) if p > 0.0 else x
-    seed = int(paddle.randint(0, 2 ** 31 - 1, [2], dtype='int64').numpy() @ [2 ** 31, 1])  # 62 bits
+    seed = dropout_seeds(x, 1, kernels)[0] if seed is None else seed
     if tracks_grad([x]):
         return _KernelDropout.apply(x, seed, float(p))
     return ops.elmo_dropout(x, seed, float(p))
+
+
+def dropout_seeds(x, count, kernels):
+    """The seeds of `count` kernel dropouts on tensors like x, in one draw from Paddle's generator: the
+    numbers `count` calls of dropout() would draw one after another -> [int] (62 bits each), or
+    [None] * count where dropout() takes F.dropout's masks, which draw their own."""
+    if kernels.dropout_masks != 'kernel' or kernels.for_tensor(x) is None:
+        return [None] * count
+    pairs = paddle.randint(0, 2 ** 31 - 1, [2 * count], dtype='int64').numpy().reshape(count, 2)
+    return (pairs @ np.array([2 ** 31, 1])).tolist()
 
 
 class _KernelDropout(PyLayer):

@@ -8,7 +8,7 @@ import paddle
 import paddle.nn as nn
 
 from paddle_elmo.model import kernels
-from paddle_elmo.model.packing import last_states, packing_indices, step_groups
+from paddle_elmo.model.packing import last_states, packing_tensors, step_groups, unpack_rows
 
 
 class LstmLayer(nn.Layer):
@@ -63,33 +63,37 @@ class LstmStack(nn.Layer):
         self.layers = nn.LayerList([LstmLayer(self.projection_dim, self.dim, self.projection_dim)
                                     for _ in range(config.num_layers)])
 
-    def forward(self, x, batch_sizes, states):
+    def forward(self, x, batch_sizes, states, top_only=False):
         """Run the stack over rows sorted by length, longest first.
 
         x: [batch, time, projection_dim]; batch_sizes[t]: rows still running at step t
         (non-increasing; rows past their length are neither computed nor advanced);
-        states: per layer (h [batch, projection_dim], c [batch, dim]).
-        Returns (outputs per layer [batch, time, projection_dim] with zeros at padding, final states).
+        states: per layer (h [batch, projection_dim], c [batch, dim]); top_only: return the top
+        layer's outputs alone (the language model's training reads no other: the others are never
+        unpacked).
+        Returns (outputs per layer [batch, time, projection_dim] with zeros at padding, or the top
+        layer's alone in a list, final states).
         """
         batch, time = x.shape[0], x.shape[1]
         batch_sizes = np.asarray(batch_sizes, dtype=np.int64)[:time]
         batch_sizes = batch_sizes[batch_sizes > 0]
         if len(batch_sizes) == 0:  # nothing runs: zero outputs, states unchanged
-            return [paddle.zeros([batch, time, self.projection_dim]) for _ in self.layers], list(states)
-        pack, unpack = packing_indices(batch_sizes, batch, time)
-        x = paddle.gather(x.reshape([batch * time, -1]), paddle.to_tensor(pack))  # [tokens, P], packed
-        unpack = paddle.to_tensor(unpack)
-        zero_row = paddle.zeros([1, self.projection_dim], dtype=x.dtype)
+            layers = 1 if top_only else len(self.layers)
+            return [paddle.zeros([batch, time, self.projection_dim]) for _ in range(layers)], list(states)
+        pack, unpack = packing_tensors(tuple(batch_sizes.tolist()), batch, time, x.place)
+        x = paddle.gather(x.reshape([batch * time, -1]), pack)  # [tokens, P], packed
+        dropout = self.training and self.dropout > 0
+        seeds = kernels.dropout_seeds(x, len(self.layers), self.kernels) if dropout else None
         outputs, finals = [], []
         gate_buffer = {}  # inference: one buffer for the gate products of every group of every layer
         for i, (layer, (h, c)) in enumerate(zip(self.layers, states)):
-            if self.training and self.dropout > 0:
-                x = kernels.dropout(x, self.dropout, self.kernels)
+            if dropout:
+                x = kernels.dropout(x, self.dropout, self.kernels, seeds[i])
             out, final = self._run_layer(layer, x, batch_sizes, h, c, gate_buffer)
             if self.use_skip and i > 0:
                 out = out + x
-            # Back to [batch, time, P]; padding positions pick the zero row.
-            outputs.append(paddle.gather(paddle.concat([zero_row, out]), unpack).reshape([batch, time, -1]))
+            if not top_only or i == len(self.layers) - 1:  # back to [batch, time, P], zeros at padding
+                outputs.append(unpack_rows(out, unpack).reshape([batch, time, -1]))
             finals.append(final)
             x = out
         return outputs, finals

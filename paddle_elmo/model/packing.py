@@ -7,6 +7,7 @@ results are the reference's (bilm.py runs them, tests/test_speed_paths.py checks
 - The char CNN runs once per distinct token of a batch (`distinct_tokens`), in chunks of similar
   lengths (`length_chunks`), so a chunk of short words skips most all-PAD windows.
 """
+import functools
 import math
 
 import numpy as np
@@ -46,6 +47,30 @@ def packing_indices(batch_sizes, batch, time):
     return pack, unpack
 
 
+@functools.lru_cache(maxsize=4)
+def packing_tensors(batch_sizes, batch, time, place):
+    """packing_indices as int64 tensors on `place`, made once for a run of equal windows (training
+    packs the same shape every step: the indices and their conversion cost as much as the gather).
+
+    batch_sizes: a tuple. Returns (pack [tokens]; unpack [batch * time]: the packed position of each
+    row when no position is padding, else packing_indices' 1 + packed position, 0 at padding), the
+    index unpack_rows takes.
+    """
+    pack, unpack = packing_indices(batch_sizes, batch, time)
+    if len(pack) == batch * time:
+        unpack -= 1
+    return paddle.to_tensor(pack, place=place), paddle.to_tensor(unpack, place=place)
+
+
+def unpack_rows(packed, unpack):
+    """Packed rows [tokens, d] -> batch-major rows [batch * time, d], zeros at padding; unpack:
+    packing_tensors'. With no padding a single gather, else the gather reads the rows after a zero row."""
+    if packed.shape[0] == unpack.shape[0]:
+        return paddle.gather(packed, unpack)
+    zero_row = paddle.zeros([1, packed.shape[1]], dtype=packed.dtype)
+    return paddle.gather(paddle.concat([zero_row, packed]), unpack)
+
+
 def step_groups(batch_sizes, max_rows):
     """Consecutive steps in groups of at most max_rows packed rows (at least one step each)
     -> list of (first step, end step)."""
@@ -67,20 +92,27 @@ def last_states(h_all, c_all, h0, c0, batch_sizes):
     the outputs alone, not from the outputs joined to h0 and c0, which would copy the group's whole
     [tokens, D] cells once more.
     """
-    sizes = np.asarray(batch_sizes, dtype=np.int64)
-    ran, batch = (int(sizes[0]) if len(sizes) else 0), h0.shape[0]
+    ran, batch = (int(batch_sizes[0]) if len(batch_sizes) else 0), h0.shape[0]
     if ran == 0:
         return h0, c0
-    rows = np.arange(ran)
-    steps_run = (sizes[None, :] > rows[:, None]).sum(axis=1)  # [ran], each >= 1
-    offsets = np.concatenate([[0], np.cumsum(sizes)])
-    index = paddle.to_tensor(offsets[steps_run - 1] + rows)  # the row's last step
+    index = last_rows(tuple(np.asarray(batch_sizes, dtype=np.int64).tolist()), h_all.place)
     states = []
     for outputs, initial in ((h_all, h0), (c_all, c0)):
         last = paddle.gather(outputs, index)
         # split, not a slice: its backward stays cheap when the states carry a gradient (training's groups)
         states.append(last if ran == batch else paddle.concat([last, paddle.split(initial, [ran, batch - ran])[1]]))
     return tuple(states)
+
+
+@functools.lru_cache(maxsize=16)
+def last_rows(batch_sizes, place):
+    """The packed position of each running row's last step -> int64 tensor [batch_sizes[0]] on
+    `place`, made once per tuple batch_sizes (every layer and step of a training run asks for the same)."""
+    sizes = np.asarray(batch_sizes, dtype=np.int64)
+    rows = np.arange(sizes[0])
+    steps_run = (sizes[None, :] > rows[:, None]).sum(axis=1)  # each >= 1
+    offsets = np.concatenate([[0], np.cumsum(sizes)])
+    return paddle.to_tensor(offsets[steps_run - 1] + rows, place=place)
 
 
 def used_chars(ids, pad_id):
