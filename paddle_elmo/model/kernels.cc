@@ -1092,7 +1092,7 @@ std::vector<Tensor> SampledSoftmaxForward(const Tensor& h_in, const Tensor& w_in
   const Tensor h = h_in.contiguous(), w = w_in.contiguous(), b = b_in.contiguous();
   const Tensor index = index_in.contiguous(), log_q = log_q_in.contiguous();
   PD_CHECK(h.is_cpu() && h.dtype() == paddle::DataType::FLOAT32 && h.shape().size() == 2 && w.shape().size() == 2,
-           "sampled_softmax: float32 CPU h [n, P], w [R, P], b [R, 1]");
+           "sampled_softmax: float32 CPU h [n, P], w [V, P], b [V, 1]");
   const int64_t n = h.shape()[0], C = log_q.numel() - n, R = index.numel() - 2 * n - C, P = h.shape()[1];
   const int64_t V = w.shape()[0];
   PD_CHECK(w.shape()[1] == P && b.numel() == V && C >= 0 && R >= 0 && index.dtype() == paddle::DataType::INT64 &&
@@ -1180,10 +1180,10 @@ void SampledSoftmaxLogitsBackward(Tensor& exps, const Tensor& row_scale, const T
 
 // Backward, the rows: grad_h [n, P] (G W_cand, in place) += grad_true_i * w[rows[true_pos_i]] (w the
 // table); grad_w [R, P] and grad_b [R, 1], the step's rows' (uninitialised, written in place): the
-// candidates' rows get grad_cand_w
-// [C, P] (G^T h) and grad_cand_bias, the other rows zeros (here, on the threads, rather than a
-// zeroed allocation the candidates' rows then overwrite), then each true row adds grad_true_i * h_i
-// and grad_true_i, i in order (AddRowsInOrder: the same bits on any number of threads).
+// candidates' rows get grad_cand_w [C, P] (G^T h) and grad_cand_bias, the other rows zeros (here, on
+// the threads, rather than a zeroed allocation the candidates' rows then overwrite), then each true
+// row adds grad_true_i * h_i and grad_true_i, i in order (AddRowsInOrder: the same bits on any number
+// of threads).
 void SampledSoftmaxRowsBackward(Tensor& grad_h, const Tensor& grad_cand_w_in, const Tensor& grad_true,
                                 const Tensor& grad_cand_bias, const Tensor& h_in, const Tensor& w_in,
                                 const Tensor& index, Tensor& grad_w, Tensor& grad_b) {
