@@ -6,8 +6,9 @@ its path, to see where profile_pretrain.py's "softmax, forward" row goes.
 
 The step is pretraining_step.py's (as bench_pretrain.py and profile_pretrain.py time it), warmed up,
 then --steps steps with timers around the sampled-softmax calls: the candidate sampler and its
-expected counts (NumPy), the union of the step's rows and their positions, the copy of the step's
-W and b rows (the take_rows kernel), the forward kernel (the candidates' W rows copied, the
+expected counts (NumPy), the union of the step's rows and their positions, the step's W and b rows
+(gradient holders; copied by the take_rows kernel only where the softmax kernel does not run: it reads
+them from W and b in place), the forward kernel (the candidates' W rows copied, the
 candidate logits product [positions, P] x [negatives, P]^T and their exps, block by block), and the
 totals that hold them (kernels.sampled_softmax; sampled_loss; sampled_losses, the whole forward with
 the biLM's). With the kernels off (ELMO_CPU_KERNELS=0) the kernels' rows stay empty. Timers nest, so the rows do not
@@ -39,7 +40,7 @@ def instrument(seconds):
             (ss.LogUniformSampler, 'sample', 'sampler: sample (NumPy)'),
             (ss.LogUniformSampler, 'expected_count', 'sampler: expected counts (NumPy)'),
             (lm, 'sorted_union', 'union of the step\'s rows (NumPy)'),
-            (ss.Softmax, 'select_rows', 'select_rows: copy of the W, b rows'),
+            (ss.Softmax, 'select_rows', 'select_rows: the W, b rows (holders, or copies without the kernels)'),
             (ss.TableRows, 'positions', 'positions of targets and candidates (NumPy)'),
             (ss, 'candidate_labels', 'candidate labels (NumPy)'),
             (ops, 'elmo_take_rows', 'row copies (take_rows kernel: the step\'s W, b rows)'),

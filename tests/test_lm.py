@@ -80,6 +80,29 @@ def test_accidental_hits_are_removed_and_logits_corrected():
     assert float(got) == pytest.approx(want, abs=1e-5)
 
 
+def test_softmax_rows_read_in_place_by_the_kernel_give_the_copied_rows_loss_and_gradients():
+    """With the kernels the step's W and b rows are not copied (the kernel reads W and b at the rows'
+    ids): their values, NaN here, are never read, and the loss and the rows' gradients are those of
+    Paddle's ops on copied rows."""
+    rng = np.random.RandomState(1)
+    W, b = rng.normal(0, 1, (60, 6)), rng.normal(0, 1, (60, 1))
+    results = []
+    for implementation in (kernels.CPU_KERNELS, kernels.PADDLE_OPS):
+        softmax = Softmax(60, 6, implementation, weights=(W, b))
+        h = paddle.to_tensor(np.random.RandomState(2).normal(0, 1, (9, 6)).astype(np.float32), stop_gradient=False)
+        targets, cand = np.array([3, 7, 7, 50, 12, 0, 33, 41, 12]), np.array([0, 1, 2, 7, 20, 33, 59])
+        rows = softmax.select_rows(np.unique(np.concatenate([targets, cand])))
+        assert rows.copied == (implementation is kernels.PADDLE_OPS)
+        if not rows.copied:
+            for value in rows.values:
+                value.set_value(np.full(value.shape, np.nan, dtype=np.float32))
+        loss = softmax.sampled_loss(rows, h, targets, cand, np.full(9, -1.0), np.linspace(-3, 0, 7))
+        loss.backward()
+        results.append([float(loss), h.grad.numpy(), rows.values[0].grad.numpy(), rows.values[1].grad.numpy()])
+    for name, got, want in zip(['loss', 'd h', 'd W rows', 'd b rows'], *results):
+        np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6, err_msg=name)
+
+
 def test_adagrad_updates_only_the_selected_softmax_rows_with_the_tf_rule():
     paddle.seed(0)
     model = LanguageModel(tiny_config(), 1000, n_negative_samples=5)

@@ -442,6 +442,35 @@ def test_sampled_softmax_kernels_match_over_blocks_of_rows_and_wide_logits():
     np.testing.assert_allclose(loss.numpy(), expected, rtol=2e-6, atol=1.5e-5)
 
 
+def test_sampled_softmax_reading_the_tables_in_place_equals_the_copied_rows_whatever_the_values_hold():
+    """With tables=(W, b, rows) the kernels read each step row from its table row rows[position] and
+    leave w and b (uninitialised, as TableRows(copy=False) makes them: NaN here) unread: the same bits
+    in losses and every gradient as on the rows copied out of the tables; a row map off by one
+    (the neighbouring table rows) changes them."""
+    require_kernels()
+    rng = np.random.RandomState(11)
+    (h, w, b), consts = step_rows(rng)
+    V = 3 * w.shape[0]
+    rows = np.sort(rng.choice(V, w.shape[0], replace=False))  # the step's rows among the table's
+    table_w, table_b = rng.normal(0, 1, (V, w.shape[1])), rng.normal(0, 1, (V, 1))
+    table_w[rows], table_b[rows] = w, b
+
+    def run(values, tables):
+        h_t = paddle.to_tensor(np.asarray(h, dtype=np.float32), stop_gradient=False)
+        w_t, b_t = [paddle.to_tensor(np.asarray(a, dtype=np.float32), stop_gradient=False) for a in values]
+        loss = kernels.sampled_softmax(h_t, w_t, b_t, *consts, kernels.CPU_KERNELS, tables)
+        (loss * paddle.to_tensor(np.linspace(-1, 2, len(h), dtype=np.float32))).sum().backward()
+        return [loss.numpy(), h_t.grad.numpy(), w_t.grad.numpy(), b_t.grad.numpy()]
+
+    tables = [paddle.to_tensor(np.asarray(a, dtype=np.float32)) for a in (table_w, table_b)]
+    copied = run((w, b), None)
+    in_place = run((np.full(w.shape, np.nan), np.full(b.shape, np.nan)), (*tables, rows))
+    for name, got, want in zip(['losses', 'd h', 'd w', 'd b'], in_place, copied):
+        np.testing.assert_array_equal(got, want, err_msg=name)
+    shifted = run((w, b), (*tables, np.minimum(rows + 1, V - 1)))
+    assert not np.array_equal(shifted[0], copied[0])
+
+
 def test_sampled_softmax_rows_backward_writes_every_element_of_its_uninitialised_gradients():
     """The backward hands the rows kernel grad_w and grad_b uninitialised (paddle.empty): the rows no
     target or candidate uses must come out zero whatever the buffers held, the others as from zeros."""
@@ -449,7 +478,7 @@ def test_sampled_softmax_rows_backward_writes_every_element_of_its_uninitialised
     rng = np.random.RandomState(9)
     (h, w, _), (true_pos, cand, _, _, labels) = step_rows(rng)
     n, P, C = len(true_pos), h.shape[1], len(cand)
-    index = paddle.to_tensor(np.concatenate([true_pos, cand, labels]).astype(np.int64))
+    index = paddle.to_tensor(np.concatenate([true_pos, cand, labels, np.arange(w.shape[0])]).astype(np.int64))
     grad_true, grad_cand_bias = [paddle.to_tensor(rng.normal(0, 1, k).astype(np.float32)) for k in (n, C)]
     grad_cand_w = paddle.to_tensor(rng.normal(0, 1, (C, P)).astype(np.float32))
     h_t, w_t = [paddle.to_tensor(np.asarray(a, dtype=np.float32)) for a in (h, w)]

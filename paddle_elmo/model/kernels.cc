@@ -1047,16 +1047,30 @@ PD_BUILD_OP(elmo_sampled_softmax_loss_backward)
 // scatter-adds of [rows, P] a direction), the logits go through no elementwise op of Paddle, and
 // the backward takes no exp: the forward leaves the exps in one [n, C] buffer and the backward
 // turns them, in place, into the logits' gradient.
-// Shapes: h [n, P]; w [R, P] and b [R, 1], the step's rows of W and b (TableRows' values);
-// index [2n + C], int64: true_pos [n] and cand_pos [C], rows of w (cand_pos distinct), then labels
-// [n] as above; log_q [n + C], the log expected counts subtracted from the logits (log_q_true [n],
-// then log_q_cand [C]). One array of each type: a call converts two arrays, not five.
+// The step's rows are read in place from the tables W [V, P] and b [V, 1]: the step's R rows are
+// table rows `rows` [R], and positions among them name each target's and candidate's row (the rows'
+// gradients are [R, ...], TableRows' values), so no gathered copy of the step's rows is made.
+// Shapes: h [n, P]; w [V, P] and b [V, 1], the tables; index [2n + C + R], int64: true_pos [n] and
+// cand_pos [C], positions in [0, R) (cand_pos distinct), then labels [n] as above, then rows [R],
+// each position's table row; log_q [n + C], the log expected counts subtracted from the logits
+// (log_q_true [n], then log_q_cand [C]). One array of each type: a call converts two arrays, not five.
 
 // Rows of a table [R, ...] given by n int64 positions, each checked to be in [0, R).
 void CheckPositions(const int64_t* pv, int64_t n, int64_t R, const char* name) {
   for (int64_t i = 0; i < n; ++i) {
     PD_CHECK(pv[i] >= 0 && pv[i] < R, name, " ", pv[i], " at position ", i, " is not in [0, ", R, ")");
   }
+}
+
+// The table rows of n positions among a step's rows (rows [R], each a row of a table of V rows):
+// rows[pos[i]], the positions checked to be in [0, R) and the rows in [0, V).
+std::vector<int64_t> TableRowsAt(const int64_t* pos, int64_t n, const int64_t* rows, int64_t R, int64_t V,
+                                 const char* name) {
+  CheckPositions(pos, n, R, name);
+  std::vector<int64_t> out(n);
+  for (int64_t i = 0; i < n; ++i) out[i] = rows[pos[i]];
+  CheckPositions(out.data(), n, V, name);
+  return out;
 }
 
 // out[index[i]] += scale[i] * rows[i] for i in order (scale null: 1), rows [n, d], out [R, d], as
@@ -1134,7 +1148,7 @@ constexpr int64_t kSoftmaxBlockRows = 16;
 
 Tensor CopyRows(const Tensor& x, const int64_t* index, int64_t n, const char* name);  // "Rows of a table" below
 
-// Forward -> w_cand [C, P] (w's candidate rows, for the backward's products), exps [n, C] (exp(logit
+// Forward -> w_cand [C, P] (the candidates' rows of w, for the backward's products), exps [n, C] (exp(logit
 // - the row's max) of the candidate logits: the probabilities times the row's sum), row_scale [n] (1 /
 // that sum: the probabilities are exps * row_scale), loss [n] and true_prob [n] (the true column's
 // probability, 0 for an accidental hit). With MKL each block of kSoftmaxBlockRows rows runs on one
@@ -1146,14 +1160,16 @@ std::vector<Tensor> SampledSoftmaxForward(const Tensor& h_in, const Tensor& w_in
   const Tensor h = h_in.contiguous(), w = w_in.contiguous(), b = b_in.contiguous();
   const Tensor index = index_in.contiguous(), log_q = log_q_in.contiguous();
   PD_CHECK(h.is_cpu() && h.dtype() == paddle::DataType::FLOAT32 && h.shape().size() == 2 && w.shape().size() == 2,
-           "sampled_softmax: float32 CPU h [n, P], w [R, P], b [R, 1]");
-  const int64_t n = h.shape()[0], C = index.numel() - 2 * n, P = h.shape()[1], R = w.shape()[0];
-  PD_CHECK(w.shape()[1] == P && b.numel() == R && C >= 0 && log_q.numel() == n + C &&
-               index.dtype() == paddle::DataType::INT64 && log_q.dtype() == paddle::DataType::FLOAT32,
+           "sampled_softmax: float32 CPU h [n, P], w [V, P], b [V, 1]");
+  const int64_t n = h.shape()[0], C = log_q.numel() - n, R = index.numel() - 2 * n - C, P = h.shape()[1];
+  const int64_t V = w.shape()[0];
+  PD_CHECK(w.shape()[1] == P && b.numel() == V && C >= 0 && R >= 0 && index.dtype() == paddle::DataType::INT64 &&
+               log_q.dtype() == paddle::DataType::FLOAT32,
            "sampled_softmax: shapes disagree");
-  const int64_t *tp = index.data<int64_t>(), *cp = tp + n, *lv = cp + C;
-  CheckPositions(tp, n, R, "sampled_softmax: true row");
-  Tensor w_cand = CopyRows(w, cp, C, "sampled_softmax: candidate row");
+  const int64_t *tp = index.data<int64_t>(), *cp = tp + n, *lv = cp + C, *rows = lv + n;
+  const std::vector<int64_t> true_rows = TableRowsAt(tp, n, rows, R, V, "sampled_softmax: true row");
+  const std::vector<int64_t> cand_rows = TableRowsAt(cp, C, rows, R, V, "sampled_softmax: candidate row");
+  Tensor w_cand = CopyRows(w, cand_rows.data(), C, "sampled_softmax: candidate row");
   CheckLabels(lv, n, C);
   Tensor exps = Empty({n, C}), row_scale = Empty({n}), loss = Empty({n}), true_prob = Empty({n});
   const float *hv = h.data<float>(), *wv = w.data<float>(), *bv = b.data<float>();
@@ -1161,7 +1177,7 @@ std::vector<Tensor> SampledSoftmaxForward(const Tensor& h_in, const Tensor& w_in
   float *ev = exps.data<float>(), *scale_v = row_scale.data<float>(), *loss_v = loss.data<float>();
   float* tprob = true_prob.data<float>();
   std::vector<float> cand_bias(C);
-  for (int64_t j = 0; j < C; ++j) cand_bias[j] = bv[cp[j]] - lqc[j];
+  for (int64_t j = 0; j < C; ++j) cand_bias[j] = bv[cand_rows[j]] - lqc[j];
   const OneMklThread one_thread;  // packed and multiplied on one thread: the same bits on any number
   const RightMatrix cand(w_cand, true, kSoftmaxBlockRows);
 #ifdef ELMO_MKL
@@ -1178,11 +1194,11 @@ std::vector<Tensor> SampledSoftmaxForward(const Tensor& h_in, const Tensor& w_in
     const int64_t start = block * kSoftmaxBlockRows, end = std::min(n, start + kSoftmaxBlockRows);
     if (kProductPerBlock) cand.Multiply(hv + start * P, end - start, ev + start * C);  // on this thread
     for (int64_t i = start; i < end; ++i) {
-      const float *hi = hv + i * P, *wi = wv + tp[i] * P;
+      const float *hi = hv + i * P, *wi = wv + true_rows[i] * P;
       float dot = 0.f;
 #pragma omp simd reduction(+ : dot)
       for (int64_t k = 0; k < P; ++k) dot += hi[k] * wi[k];
-      const float true_logit = dot + bv[tp[i]] - lqt[i];
+      const float true_logit = dot + bv[true_rows[i]] - lqt[i];
       float* row = ev + i * C;
       const int64_t label = lv[i];
       const float label_logit = label == 0 ? true_logit : row[label - 1] + cand_bias[label - 1];
@@ -1204,7 +1220,7 @@ void SampledSoftmaxLogitsBackward(Tensor& exps, const Tensor& row_scale, const T
   const Tensor grad = grad_in.contiguous();
   const int64_t n = exps.shape()[0], C = exps.shape()[1];
   PD_CHECK(grad.numel() == n && row_scale.numel() == n && grad_true.numel() == n && grad_cand_bias.numel() == C &&
-               index.numel() == 2 * n + C,
+               index.numel() >= 2 * n + C,  // the rows follow
            "sampled_softmax_logits_backward: shapes disagree");
   constexpr int64_t kRows = 64;
   const int64_t blocks = (n + kRows - 1) / kRows;
@@ -1230,27 +1246,29 @@ void SampledSoftmaxLogitsBackward(Tensor& exps, const Tensor& row_scale, const T
   ColumnSums(partial.data(), blocks, C, gb);
 }
 
-// Backward, the rows: grad_h [n, P] (G W_cand, in place) += grad_true_i * w[true_pos_i]; grad_w
-// [R, P] and grad_b [R, 1] (uninitialised, written in place): the candidates' rows get grad_cand_w
-// [C, P] (G^T h) and grad_cand_bias, the other rows zeros (here, on the threads, rather than a
-// zeroed allocation the candidates' rows then overwrite), then each true row adds grad_true_i * h_i
-// and grad_true_i, i in order (AddRowsInOrder: the same bits on any number of threads).
+// Backward, the rows: grad_h [n, P] (G W_cand, in place) += grad_true_i * w[rows[true_pos_i]] (w the
+// table); grad_w [R, P] and grad_b [R, 1], the step's rows' (uninitialised, written in place): the
+// candidates' rows get grad_cand_w [C, P] (G^T h) and grad_cand_bias, the other rows zeros (here, on
+// the threads, rather than a zeroed allocation the candidates' rows then overwrite), then each true
+// row adds grad_true_i * h_i and grad_true_i, i in order (AddRowsInOrder: the same bits on any number
+// of threads).
 void SampledSoftmaxRowsBackward(Tensor& grad_h, const Tensor& grad_cand_w_in, const Tensor& grad_true,
                                 const Tensor& grad_cand_bias, const Tensor& h_in, const Tensor& w_in,
                                 const Tensor& index, Tensor& grad_w, Tensor& grad_b) {
   const Tensor grad_cand_w = grad_cand_w_in.contiguous(), h = h_in.contiguous(), w = w_in.contiguous();
-  const int64_t n = h.shape()[0], P = h.shape()[1], C = grad_cand_w.shape()[0], R = w.shape()[0];
+  const int64_t n = h.shape()[0], P = h.shape()[1], C = grad_cand_w.shape()[0], R = grad_w.shape()[0];
   PD_CHECK(grad_h.is_contiguous() && grad_h.numel() == n * P && grad_cand_w.numel() == C * P &&
-               grad_w.is_contiguous() && grad_w.numel() == w.numel() && grad_b.numel() == R &&
-               index.numel() == 2 * n + C,
+               grad_w.is_contiguous() && grad_w.numel() == R * P && grad_b.numel() == R && w.shape()[1] == P &&
+               index.numel() == 2 * n + C + R,
            "sampled_softmax_rows_backward: shapes disagree");
-  const int64_t *tp = index.data<int64_t>(), *cp = tp + n;
+  const int64_t *tp = index.data<int64_t>(), *cp = tp + n, *rows = cp + C + n;
+  const std::vector<int64_t> true_rows = TableRowsAt(tp, n, rows, R, w.shape()[0], "sampled_softmax: true row");
   const float *gt = grad_true.data<float>(), *gcb = grad_cand_bias.data<float>(), *gcw = grad_cand_w.data<float>();
   const float *hv = h.data<float>(), *wv = w.data<float>();
   float *gh = grad_h.data<float>(), *gw = grad_w.data<float>(), *gb = grad_b.data<float>();
 #pragma omp parallel for if (n * P >= kParallelMin)
   for (int64_t i = 0; i < n; ++i) {
-    const float g = gt[i], *wi = wv + tp[i] * P;
+    const float g = gt[i], *wi = wv + true_rows[i] * P;
     float* out = gh + i * P;
 #pragma omp simd
     for (int64_t k = 0; k < P; ++k) out[k] += g * wi[k];

@@ -7,7 +7,8 @@
     best = char_cnn(char_ids, spans, embed, weights, max_chars, pad_id)   # [tokens, N], before bias
     best = max_over_positions(x)   # [positions, rows, n] -> [rows, n], in Paddle's ops
     losses = sampled_softmax_losses(true_logits, cand_logits, cand_bias, labels, kernels)   # [n]
-    losses = sampled_softmax(h, w, b, true_pos, cand_pos, log_q_true, log_q_cand, labels, kernels)  # [n]
+    losses = sampled_softmax(h, w, b, true_pos, cand_pos, log_q_true, log_q_cand, labels, kernels,
+                             tables=None)  # [n]; tables: (W, b, rows) to read the rows in place
     y = highway_gate(carry, carry_bias, transform, transform_bias, x, kernels)   # [tokens, dim]
     y = add_bias(x, bias)          # [rows, k] + [k]
     rows = take_rows(x, index, kernels)     # x[index], x [R, d] (paddle.gather on axis 0)
@@ -40,7 +41,8 @@ it is a concat into [n, C + 1] and cross_entropy, whose CPU kernel evaluates exp
 a time; the kernel vectorises it and needs no concat. sampled_softmax is the training loss on a
 step's rows of W and b, from the positions of each row's target and of the candidates: the same
 numbers as gathering those rows and taking sampled_softmax_losses, up to the order of sums and the
-exp's rounding, without the gathered copies and their gradients. Its forward is one call (the
+exp's rounding, without the gathered copies and their gradients; given the tables, it reads the
+step's rows from them in place, and w and b only take the rows' gradients. Its forward is one call (the
 logits' product included, made block by block and turned into exps while in cache); its backward
 takes no exp.
 
@@ -386,7 +388,7 @@ class _KernelSampledSoftmaxLoss(PyLayer):
         return _needed_grads(ctx, kernel().elmo_sampled_softmax_loss_backward(*ctx.saved_tensor(), grad))
 
 
-def sampled_softmax(h, w, b, true_pos, cand_pos, log_q_true, log_q_cand, labels, kernels):
+def sampled_softmax(h, w, b, true_pos, cand_pos, log_q_true, log_q_cand, labels, kernels, tables=None):
     """Per-row sampled-softmax loss [n] on a step's rows of the softmax.
 
     # Parameters
@@ -394,15 +396,24 @@ def sampled_softmax(h, w, b, true_pos, cand_pos, log_q_true, log_q_cand, labels,
         (sampled_softmax.TableRows' values); true_pos [n], cand_pos [C]: int64 numpy rows of w of
         each row's target and of the distinct candidates; log_q_true [n], log_q_cand [C]: numpy log
         expected counts subtracted from the logits; labels: as sampled_softmax_losses'.
+    tables: None, or (W [V, P], b [V, 1], rows: int64 numpy [R], each of w's rows' row of W): the
+        kernel (which must run: float32 on the CPU, kernels on) then reads the rows from W and b in
+        place, and w and b only receive the rows' gradients (their contents are not read:
+        TableRows made with copy=False).
     """
-    if kernels.for_tensor(h) is None or not tracks_grad([h, w, b]):
-        consts = [paddle.to_tensor(np.ascontiguousarray(a, dtype=dtype)) for a, dtype in (
-            (true_pos, np.int64), (cand_pos, np.int64), (log_q_true, np.float32), (log_q_cand, np.float32))]
-        return _rows_softmax_losses(h, w, b, *consts, labels, kernels)
-    # the kernels' int64 constants in one array, their float32 ones in another: two conversions, not five
-    index = paddle.to_tensor(np.concatenate([true_pos, cand_pos, labels]).astype(np.int64, copy=False))
+    if tables is None:
+        if kernels.for_tensor(h) is None or not tracks_grad([h, w, b]):
+            consts = [paddle.to_tensor(np.ascontiguousarray(a, dtype=dtype)) for a, dtype in (
+                (true_pos, np.int64), (cand_pos, np.int64), (log_q_true, np.float32), (log_q_cand, np.float32))]
+            return _rows_softmax_losses(h, w, b, *consts, labels, kernels)
+        tables = (w, b, np.arange(w.shape[0], dtype=np.int64))
+    table_w, table_b, rows = tables
+    # the kernels' int64 constants in one array, their float32 ones in another: two conversions, not six
+    index = paddle.to_tensor(np.concatenate([true_pos, cand_pos, labels, rows]).astype(np.int64, copy=False))
     log_q = paddle.to_tensor(np.concatenate([log_q_true, log_q_cand]).astype(np.float32, copy=False))
-    return _KernelSampledSoftmax.apply(h, w, b, index, log_q)
+    if not tracks_grad([h, w, b]):
+        return kernel().elmo_sampled_softmax_forward(h, table_w, table_b, index, log_q)[3]
+    return _KernelSampledSoftmax.apply(h, w, b, table_w.detach(), table_b.detach(), index, log_q)
 
 
 def _rows_softmax_losses(h, w, b, true_pos, cand_pos, log_q_true, log_q_cand, labels, kernels):
@@ -419,30 +430,33 @@ class _KernelSampledSoftmax(PyLayer):
     """The forward is one kernel call: the candidate rows copied once (for the backward's products),
     the true rows read in place, the logits made and turned into exps block by block while in
     cache. The backward turns the exps into the logits' gradient in place: one [n, C] buffer for
-    both (Paddle 3.3 cannot run a PyLayer's backward twice in any case). index: true_pos, cand_pos
-    and labels in one int64 tensor; log_q: log_q_true and log_q_cand in one float32 tensor."""
+    both (Paddle 3.3 cannot run a PyLayer's backward twice in any case). w, b: the step's rows,
+    which take the gradients; table_w, table_b: the tables the rows are read from (without
+    gradients; w and b themselves when they hold the rows). index: true_pos, cand_pos, labels and
+    the rows' table rows in one int64 tensor; log_q: log_q_true and log_q_cand in one float32 tensor."""
 
     @staticmethod
-    def forward(ctx, h, w, b, index, log_q):
-        w_cand, exps, row_scale, loss, true_prob = kernel().elmo_sampled_softmax_forward(h, w, b, index, log_q)
-        ctx.save_for_backward(h, w, w_cand, exps, row_scale, true_prob, index)
-        ctx.b_shape = b.shape
+    def forward(ctx, h, w, b, table_w, table_b, index, log_q):
+        w_cand, exps, row_scale, loss, true_prob = kernel().elmo_sampled_softmax_forward(h, table_w, table_b, index,
+                                                                                         log_q)
+        ctx.save_for_backward(h, table_w, w_cand, exps, row_scale, true_prob, index)
+        ctx.shapes = (w.shape, b.shape)
         ctx.needs = [not t.stop_gradient for t in (h, w, b)]
         return loss
 
     @staticmethod
     def backward(ctx, grad):
-        h, w, w_cand, exps, row_scale, true_prob, index = ctx.saved_tensor()
+        h, table_w, w_cand, exps, row_scale, true_prob, index = ctx.saved_tensor()
         ops = kernel()
         grad_true, grad_cand_bias = paddle.empty([h.shape[0]]), paddle.empty([w_cand.shape[0]])
         ops.elmo_sampled_softmax_logits_backward(exps, row_scale, true_prob, index, grad, grad_true, grad_cand_bias)
         grad_logits = exps  # turned into the logits' gradient in place
         grad_h = paddle.matmul(grad_logits, w_cand)  # [n, P]
         grad_cand_w = paddle.matmul(grad_logits, h, transpose_x=True)  # [C, P]
-        grad_w, grad_b = paddle.empty(w.shape), paddle.empty(ctx.b_shape)  # every element written by the kernel
-        ops.elmo_sampled_softmax_rows_backward(grad_h, grad_cand_w, grad_true, grad_cand_bias, h, w, index, grad_w,
-                                               grad_b)
-        return (*_needed_grads(ctx, (grad_h, grad_w, grad_b)), None, None)
+        grad_w, grad_b = [paddle.empty(shape) for shape in ctx.shapes]  # every element written by the kernel
+        ops.elmo_sampled_softmax_rows_backward(grad_h, grad_cand_w, grad_true, grad_cand_bias, h, table_w, index,
+                                               grad_w, grad_b)
+        return (*_needed_grads(ctx, (grad_h, grad_w, grad_b)), None, None, None, None)
 
 
 # --------------------------------------------------------------------------------------------

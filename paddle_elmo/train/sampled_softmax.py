@@ -95,15 +95,22 @@ class TableRows:
     ranks (Paddle's sparse SelectedRows gradients cannot). The step hands them to the optimizer,
     which updates those rows of the tables only, as bilm-tf's sparse IndexedSlices updates do (the
     softmax's W and b; the word embedding of word input). Rows are copied with kernels.take_rows
-    (`kernels`: the model's)."""
+    (`kernels`: the model's).
 
-    def __init__(self, tables, ids, kernels):
-        index = paddle.to_tensor(ids)
+    copy=False when the step's only reader reads the rows from the tables in place (the
+    sampled-softmax kernel): `values` are then uninitialised [n, ...] tensors that only receive
+    the rows' gradients, and `copied` is False."""
+
+    def __init__(self, tables, ids, kernels, copy=True):
         with paddle.no_grad():
-            self.values = [take_rows(table, index, kernels) for table in tables]
+            if copy:
+                index = paddle.to_tensor(ids)
+                self.values = [take_rows(table, index, kernels) for table in tables]
+            else:
+                self.values = [paddle.empty([len(ids), *table.shape[1:]], dtype=table.dtype) for table in tables]
         for value in self.values:
             value.stop_gradient = False
-        self.tables, self.ids, self.kernels = tables, ids, kernels
+        self.tables, self.ids, self.kernels, self.copied = tables, ids, kernels, copy
         self._row_of = None  # each table row's row in `values`, made by the first positions()
 
     def positions(self, ids):
@@ -139,8 +146,9 @@ class Softmax(nn.Layer):
                 self.b.set_value(np.asarray(weights[1], dtype=np.float32).reshape(-1, 1))
 
     def select_rows(self, ids):
-        """ids: sorted unique int64 numpy array of the rows a step reads -> TableRows of W and b."""
-        return TableRows([self.W, self.b], ids, self.kernels)
+        """ids: sorted unique int64 numpy array of the rows a step reads -> TableRows of W and b, not
+        copied where the sampled-softmax kernel runs (it reads the rows from W and b in place)."""
+        return TableRows([self.W, self.b], ids, self.kernels, copy=self.kernels.for_tensor(self.W) is None)
 
     def sampled_loss(self, rows, h, targets, candidates, log_q_true, log_q_cand):
         """Mean sampled-softmax loss over tokens.
@@ -155,8 +163,9 @@ class Softmax(nn.Layer):
         w, b = rows.values
         true_pos, cand_pos = rows.positions(targets), rows.positions(candidates)
         # labels from the rows, one to one with the ids: a lookup over the step's rows, not the vocabulary
+        tables = None if rows.copied else (self.W, self.b, rows.ids)
         return kernels.sampled_softmax(h, w, b, true_pos, cand_pos, log_q_true, log_q_cand,
-                                       candidate_labels(true_pos, cand_pos), self.kernels).mean()
+                                       candidate_labels(true_pos, cand_pos), self.kernels, tables).mean()
 
     def full_losses(self, h, targets, max_logits=2 ** 25):
         """Per-token full-softmax losses [n]; h: [n, dim], targets: int64 numpy [n].
