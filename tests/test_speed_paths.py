@@ -176,6 +176,27 @@ def test_with_the_kernel_distinct_tokens_run_in_even_chunks_without_the_kernel_b
     assert ops._chunks(np.arange(32)) == length_chunks(np.arange(32), 10)
 
 
+@pytest.mark.parametrize('keys', ['hashed', 'every hash the same'])
+def test_distinct_rows_give_np_uniques_rows_order_and_inverse(monkeypatch, keys):
+    """distinct_rows tells rows apart by a hash, then sorts the distinct ones as np.unique sorts their
+    bytes: the same first occurrences, order and inverse (the tokens' order, so every sum over them,
+    is unchanged), also when rows differ only past the first columns, in ids above a byte, and when
+    every hash collides (zero keys: the byte sort's own result)."""
+    from paddle_elmo.model import packing
+    if keys != 'hashed':
+        monkeypatch.setattr(packing, '_ROW_KEYS', np.zeros(64, dtype=np.uint64))
+    rng = np.random.default_rng(3)
+    rows = rng.integers(0, 300, size=(40, 50))
+    rows[:, 30:] = 261  # a tail of PAD, as tokens have
+    rows[20:30] = rows[:10]  # repeated tokens
+    rows[30, 49], rows[31] = 7, rows[1] + 256  # the same but the last column; ids above a byte
+    ids = np.ascontiguousarray(rows[rng.permutation(40)], dtype=np.int64)
+    _, first, inverse = np.unique(ids.view(np.dtype((np.void, 400))).ravel(), return_index=True, return_inverse=True)
+    got_first, got_inverse = packing.distinct_rows(ids)
+    assert np.array_equal(got_first, first) and np.array_equal(got_inverse, inverse.reshape(-1))
+    assert len(first) == 30 and np.array_equal(ids[got_first][got_inverse], ids)
+
+
 @pytest.mark.parametrize('columns', [40, 600], ids=['one thread', 'threads'])  # 600: above kParallelMin
 def test_take_rows_gives_the_gathers_bits_with_repeated_rows(columns):
     """The softmax's row copies (kernels.take_rows) against paddle.gather: the same rows, and the
