@@ -76,9 +76,10 @@ concat), and index arrays other than the char ids.
                      and direction: the output unpacked to [batch, time, P] (2P), the residual add
                      from layer 1 on (3P), in training dropout on the layer's input (2P); training:
                      each of these again backward
-  softmax            the rows of W and b the step reads gathered (read and written: 2 R (P + 1));
-                     the loss reads the logits and writes their gradient (2 [positions, classes]
-                     a direction); backward the rows' gradients accumulated into the step's rows
+  softmax            the loss reads the logits and writes their gradient (2 [positions, classes]
+                     a direction); the kernel reads the step's rows of W and b in place (its
+                     packing of them is the product's); backward the rows' gradients accumulated
+                     into the step's gradient rows (read and written: 2 R (P + 1))
   optimizer          the global norm reads every gradient once; then per value: Adagrad reads the
                      parameter, its gradient and accumulator and writes the parameter and the
                      accumulator (5 values); Adam reads parameter, gradient, m and v and writes
@@ -288,7 +289,6 @@ def training_parts(config, steps, negatives, table_rows, dense_params, rule, llc
                             parts['LSTMs, backward'])
             _softmax(N, P, classes, parts['softmax, forward'], parts['softmax, backward'])
     R = table_rows
-    parts['softmax, forward'].bytes += FLOAT * 2 * R * (P + 1)
     parts['softmax, backward'].bytes += FLOAT * 2 * R * (P + 1)
     per_value = {'adagrad': 1 + 5, 'adam': 1 + 7}[rule]
     parts['optimizer'].bytes += FLOAT * per_value * (dense_params * len(steps) + R * (P + 1))
