@@ -102,9 +102,9 @@ def instrument(model, timers):
     for direction, stack in enumerate((bilm.forward_stack, bilm.backward_stack)):
         forward = stack.forward
 
-        def lstm(x, batch_sizes, states, forward=forward, direction=direction):
+        def lstm(*args, forward=forward, direction=direction, **kwargs):
             t0 = time.perf_counter()
-            outputs, finals = forward(x, batch_sizes, states)
+            outputs, finals = forward(*args, **kwargs)
             timers.seconds['forward: LSTMs'] += time.perf_counter() - t0
             timers.mark_on_grad(outputs[-1], f'top {direction}')
             return outputs, finals
