@@ -159,20 +159,24 @@ def distinct_rows(ids):
     rows in np.unique's order of their bytes; inverse [n]: each row's place among them), as
     np.unique(rows as bytes, return_index=True, return_inverse=True) gives them.
 
-    Why not that call: sorting rows as byte strings is slow (a few ms a training step). Rows are
+    Why not that call: it sorts every row as a byte string, comparing whole rows. Rows are
     told apart by a 64-bit hash instead, checked against the rows themselves (a collision falls
     back to the byte sort), and only the distinct rows are sorted as bytes, so that the tokens'
     order, and with it every sum over them, is unchanged."""
-    as_bytes = lambda rows: rows.view(np.dtype((np.void, rows.shape[1] * 8))).ravel()
     keys = np.resize(_ROW_KEYS, ids.shape[1])
     _, first, inverse = np.unique(ids.view(np.uint64) @ keys, return_index=True, return_inverse=True)
     if not np.array_equal(ids[first[inverse]], ids):
-        _, first, inverse = np.unique(as_bytes(ids), return_index=True, return_inverse=True)
+        _, first, inverse = np.unique(_rows_as_bytes(ids), return_index=True, return_inverse=True)
         return first, inverse.reshape(-1)
-    order = np.argsort(as_bytes(ids[first]))
+    order = np.argsort(_rows_as_bytes(ids[first]))
     rank = np.empty_like(order)
     rank[order] = np.arange(len(order))
     return first[order], rank[inverse.reshape(-1)]
+
+
+def _rows_as_bytes(rows):
+    """int64 rows [n, cols] (C-contiguous) -> [n] byte strings, which sort as np.unique orders rows."""
+    return rows.view(np.dtype((np.void, rows.shape[1] * 8))).ravel()
 
 
 def length_chunks(used, max_size, position_cost=25, chunk_cost=100):
