@@ -107,8 +107,9 @@ class LstmStack(nn.Layer):
         on_kernel = self.kernels.for_tensor(x) is not None
         # Training on the kernel reads the whole W (layer_recurrence): no split, whose copies cost
         # in the forward and whose concat in the backward.
-        w_input, w_hidden = (None, None) if on_kernel and not inference else split_rows(
-            layer.W, [layer.input_dim, layer.projection_dim])
+        whole_w = on_kernel and not inference
+        if not whole_w:
+            w_input, w_hidden = split_rows(layer.W, [layer.input_dim, layer.projection_dim])
         if inference and on_kernel:
             # The kernel makes each block's products just before it runs it: one block's alive.
             rows = (self.GATE_BLOCK_MB << 20) // (16 * self.dim)
@@ -127,7 +128,7 @@ class LstmStack(nn.Layer):
         outputs = []
         for (first, last), x_group in zip(groups, xs):
             sizes = batch_sizes[first:last]
-            if w_input is None:
+            if whole_w:
                 h_all, c_all = kernels.layer_recurrence(x_group, layer.W, bias, sizes, h, c, layer.W_P,
                                                         self.cell_clip, self.proj_clip)
             else:
