@@ -342,6 +342,40 @@ def test_recurrence_kernel_matches_the_loop_in_values_and_gradients():
     assert np.all(results[0][6][sizes[0]:] == 0) and np.all(results[0][7][sizes[0]:] == 0)
 
 
+def test_recurrence_kernel_gradients_when_no_loss_reads_the_cells():
+    """A loss on h alone (the language model's: its cells feed only the detached final states): the
+    kernel's backward gets no cell gradient (None, not Paddle's zeros) and still gives the loop's
+    gradients, with rows that end early, rows that never run and both clips active."""
+    rng = np.random.RandomState(4)
+    I, D, P, B, sizes = 3, 6, 4, 5, [4, 4, 3, 1]
+    arrays = [rng.normal(0, 2, (sum(sizes), I)), rng.normal(0, 1, 4 * D), rng.normal(0, 0.5, (I + P, 4 * D)),
+              rng.normal(0, 0.5, (D, P)), rng.normal(0, 1, (B, P)), rng.normal(0, 2, (B, D))]
+    cell_grads = []
+    backward = kernels._KernelRecurrence.backward
+
+    def recorded(ctx, grad_h, grad_c):
+        cell_grads.append(grad_c)
+        return backward(ctx, grad_h, grad_c)
+
+    def run(x, bias, w, w_proj, h0, c0, implementation):
+        if implementation.cpu:
+            h, c = kernels.layer_recurrence(x, w, bias, sizes, h0, c0, w_proj, cell_clip=1.5, proj_clip=0.4)
+        else:
+            w_input, w_hidden = paddle.split(w, [I, P])
+            h, c = kernels.recurrence(paddle.matmul(x, w_input), bias, sizes, h0, c0, w_hidden, w_proj,
+                                      cell_clip=1.5, proj_clip=0.4, kernels=implementation)
+        return h
+
+    kernels._KernelRecurrence.backward = staticmethod(recorded)
+    try:
+        results = kernel_and_paddle_ops(run, arrays)
+    finally:
+        kernels._KernelRecurrence.backward = backward
+    assert cell_grads == [None]
+    assert_kernel_matches(results, ['h', 'd x', 'd bias', 'd w', 'd w_proj', 'd h0', 'd c0'])
+    assert np.abs(results[0][6][:sizes[0]]).max() > 0  # the cells carried a gradient back to c0
+
+
 def test_recurrence_with_gradients_on_given_products_runs_paddle_ops():
     """kernels.recurrence on given gate products with gradients tracked runs the loop (the kernel's
     training form takes the layer's inputs): the kernels' setting gives the same numbers as Paddle's."""

@@ -459,7 +459,8 @@ std::vector<Tensor> LstmInference(const Tensor& x_in, const Tensor& w_input, con
   return {h, h_last, c_last};
 }
 
-// Gradients of LstmTrainingForward from grad_h [tokens, P] and grad_c [tokens, D]
+// Gradients of LstmTrainingForward from grad_h [tokens, P] and grad_c [tokens, D] (or [0, D]: no
+// loss reads the cells, their gradient is zero and never filled)
 // -> grad_x [tokens, I], grad_w [I + P, 4D], grad_bias [4D], grad_w_proj [D, P], grad_h0 [B, P],
 //    grad_c0 [B, D].
 // W's two blocks take their gradients together: each step's gate gradient dg [n, 4D] meets all of
@@ -479,10 +480,13 @@ std::vector<Tensor> LstmBackward(const Tensor& x_in, const Tensor& w_in, const T
   const int64_t IP = I + P;  // a row of [x | h_prev], and of its gradient [dx | dh_prev]
   PD_CHECK(acts.shape()[0] == tokens && m.shape()[0] == tokens && x.shape()[0] == tokens,
            "lstm kernel: the backward needs the forward's inputs and saved activations");
+  const bool cells_have_grad = grad_c.shape()[0] != 0;
+  PD_CHECK(grad_h.shape()[0] == tokens && (!cells_have_grad || grad_c.shape()[0] == tokens),
+           "lstm kernel: grad_h must be [tokens, P] and grad_c [tokens, D] or [0, D]");
   Tensor grad_gates = Empty({tokens, 4 * D}), grad_h_raw = Empty({tokens, P}), grad_x = Empty({tokens, I});
   Tensor grad_h0 = Zeros({B, P}), grad_c0 = Zeros({B, D});
   std::vector<float> dc_carry(n0 * D, 0.f);  // d loss / d c of the next step's previous state
-  const std::vector<float> zeros(P, 0.f);
+  const std::vector<float> zeros(std::max(P, D), 0.f);  // a row of h's or c's gradient where none comes
   // Scratch as Paddle tensors (aligned alike from call to call, as MKL's results need: see Recurrence).
   Tensor dxh_t = Empty({n0, IP}), dm_t = Empty({n0, D});
   float* dxh = dxh_t.data<float>();  // [n, I + P]: a step's [dx | dh_prev]; dh_prev is carried to the step before
@@ -490,7 +494,7 @@ std::vector<Tensor> LstmBackward(const Tensor& x_in, const Tensor& w_in, const T
   const RightMatrix weights_t(w, true, n0);  // W^T [4D, I + P]
   const RightMatrix proj_t(w_proj, true, n0);
   const float *hv = h.data<float>(), *cv = c.data<float>(), *av = acts.data<float>();
-  const float *gh = grad_h.data<float>(), *gc = grad_c.data<float>();
+  const float *gh = grad_h.data<float>(), *gc = cells_have_grad ? grad_c.data<float>() : nullptr;
   float *dg = grad_gates.data<float>(), *dx = grad_x.data<float>();
   Tensor grad_bias = Zeros({4 * D});
   float* db = grad_bias.data<float>();
@@ -512,7 +516,7 @@ std::vector<Tensor> LstmBackward(const Tensor& x_in, const Tensor& w_in, const T
       const float* a = av + (at + row) * 4 * D;
       const float* cp = c_prev + row * D;
       const float* cell = cv + (at + row) * D;
-      const float* gcell = gc + (at + row) * D;
+      const float* gcell = cells_have_grad ? gc + (at + row) * D : zeros.data();
       const float* dmr = dmv + row * D;
       float* d = dg + (at + row) * 4 * D;
       float* carry = dc_carry.data() + row * D;

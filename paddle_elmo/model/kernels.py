@@ -226,6 +226,9 @@ class _KernelRecurrence(PyLayer):
     @staticmethod
     def forward(ctx, x, w, bias, w_proj, h0, c0, sizes, cell_clip, proj_clip):
         h, c, acts, m = kernel().elmo_lstm_training_forward(x, w, bias, w_proj, h0, c0, sizes, cell_clip, proj_clip)
+        # An output no loss reads (the language model's cells) gets None, not a zero [tokens, D] filled
+        # by Paddle for the kernel to read: the kernel takes it as an empty gradient.
+        ctx.set_materialize_grads(False)
         ctx.save_for_backward(x, w, w_proj, h0, c0, h, c, acts, m)
         ctx.args = (sizes, cell_clip, proj_clip)
         ctx.needs = [not t.stop_gradient for t in (x, w, bias, w_proj, h0, c0)]
@@ -236,7 +239,7 @@ class _KernelRecurrence(PyLayer):
         saved = ctx.saved_tensor()
         h, c = saved[5], saved[6]
         grad_h = paddle.zeros_like(h) if grad_h is None else grad_h
-        grad_c = paddle.zeros_like(c) if grad_c is None else grad_c
+        grad_c = paddle.empty([0, c.shape[1]], dtype=c.dtype) if grad_c is None else grad_c  # zeros, unfilled
         return _needed_grads(ctx, kernel().elmo_lstm_backward(*saved, grad_h, grad_c, *ctx.args))
 
 
