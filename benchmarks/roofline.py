@@ -67,7 +67,8 @@ concat), and index arrays other than the char ids.
   LSTM cell          per position and layer-direction: forward gates_x, h x W_hidden and c_prev
                      read (4D + 4D + D), c and m written (2D), plus in training the activations
                      kept for the backward (4D); h clipped in place (2P); backward the activations,
-                     c, c_prev, dm, dc and the carried dc read (9D), dgates and the carried dc
+                     c, c_prev, dm and the carried dc read (8D: no loss reads the cells, so their
+                     own gradient is never filled nor read), dgates and the carried dc
                      written (5D), the bias gradient's column sums (4D), dh summed and clipped
                      (3P read, P written), [x | h_prev] assembled for the weight gradient
                      (2 (I + P)); the kernel's copy of dx out of each step's [dx | dh_prev] is not
@@ -248,7 +249,7 @@ def _lstm_direction(config, sizes, llc, recurrence, inputs, backward=None, input
             backward.add((r, P), (D, P), ty=True, calls=k, y_reads=backward_reads[r], packed=pack)
         backward.add((N, I + P), (N, 4 * D), tx=True)
         backward.add((N, D), (N, P), tx=True)
-        backward.bytes += FLOAT * N * ((9 + 5 + 4) * D + 4 * P + 2 * (I + P)  # cell, dh, [x | h_prev] assembled
+        backward.bytes += FLOAT * N * ((8 + 5 + 4) * D + 4 * P + 2 * (I + P)  # cell, dh, [x | h_prev] assembled
                                        + 2 * P + 2 * P + (3 * P if layer > 0 else 0))  # unpack, dropout, residual
     if training:
         backward.bytes += FLOAT * 2 * N * P  # packing
