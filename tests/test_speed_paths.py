@@ -21,7 +21,7 @@ from paddle_elmo.text.token_ids import CharMapper
 from paddle_elmo.model.bilm import BiLM
 from paddle_elmo.model.lstm import LstmStack
 from paddle_elmo.model.token_layer import CharEncoder, EagerOps
-from paddle_elmo.model.packing import length_chunks
+from paddle_elmo.model.packing import length_chunks, window_spans
 from paddle_elmo import ELMoEmbedder
 from paddle_elmo.model.kernels import add_bias, max_over_positions
 
@@ -114,6 +114,42 @@ def test_char_cnn_kernel_matches_the_full_convolution_and_its_gradients(count, a
     assert np.all(results[0][1][0] == 0)
     for fused, full in zip(*results):
         np.testing.assert_allclose(fused, full, atol=1e-4 * np.abs(full).max(), rtol=0)
+
+
+@pytest.mark.parametrize('count', [6, 300], ids=['one thread', 'threads'])
+def test_char_cnn_kernels_bias_and_relu_are_paddles_add_and_relu_bit_for_bit(count):
+    """The kernel adds each filter's bias and applies relu to the token's max itself: its outputs and
+    gradients are the same bits as its pre-activation (relu=False: the max plus the bias) through
+    Paddle's relu, also where the pre-activation is exactly 0 (relu passes no gradient there, and
+    a large gradient at that element must not reach the bias), for a token of PAD only and for a
+    padding token (char ids 0, the embedding's zero row)."""
+    require_kernels()
+    enc = make_encoder(seed=5, cnn_filters=[[1, 4], [2, 70], [3, 8]])
+    ids = odd_tokens(enc.pad_id, count)
+    ids[3, :] = 0
+    spans = window_spans(ids, enc.pad_id, enc.max_chars)
+    weights, biases = list(enc.conv_weights), list(enc.conv_biases)
+    with paddle.no_grad():
+        pre = kernels.char_cnn(ids, spans, enc.char_embed.weight, weights, biases, False, enc.max_chars, enc.pad_id)
+    # Move every bias so that token 4's pre-activation is exactly 0 in every column.
+    shift = np.split(pre.numpy()[4], np.cumsum([b.shape[0] for b in biases])[:-1])
+    for bias, s in zip(biases, shift):
+        bias.set_value(bias.numpy() - s)
+    g = np.random.default_rng(6).normal(size=pre.shape).astype(np.float32)
+    g[4] = 1e3
+    results = []
+    for relu in (True, False):
+        y = kernels.char_cnn(ids, spans, enc.char_embed.weight, weights, biases, relu, enc.max_chars, enc.pad_id)
+        y = y if relu else F.relu(y)
+        (y * paddle.to_tensor(g)).sum().backward()
+        results.append([y.numpy()] + [p.grad.numpy().copy() for p in (enc.char_embed.weight, *weights, *biases)])
+        enc.clear_gradients()
+    with paddle.no_grad():
+        at_zero = kernels.char_cnn(ids, spans, enc.char_embed.weight, weights, biases, False, enc.max_chars, enc.pad_id)
+    assert np.all(at_zero.numpy()[4] == 0) and 0.05 < (results[0][0] > 0).mean() < 0.95
+    assert np.abs(results[0][-1]).max() < 100  # token 4's gradient of 1e3 stopped at relu
+    for fused, paddles in zip(*results):
+        np.testing.assert_array_equal(fused, paddles)
 
 
 def test_char_cnn_kernel_matches_the_full_convolution_over_several_blocks_of_columns():

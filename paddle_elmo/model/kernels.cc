@@ -584,11 +584,20 @@ PD_BUILD_OP(elmo_lstm_inference)
             "proj_clip: float"})
     .SetKernelFn(PD_KERNEL(LstmInference));
 
-// One position's values xk [n] into the running max b [n] and the count c [n] of positions that
-// reach it (the first position is copied in, with c = 1). NaN wins, as a diverging run must show.
+// One position's values xk [n] into the running max b [n] and, when c is given, the count c [n] of
+// positions that reach it (the first position is copied in, with c = 1). NaN wins, as a diverging
+// run must show. The forward takes the max alone; the backward finds it again with the counts.
 inline void MaxStep(const float* xk, float* b, float* c, int64_t n) {
   // Both sides of every test are computed (| not ||) and both stores always made: a loop that
   // stores conditionally vectorises into masked stores, microcoded and slow on AMD.
+  if (c == nullptr) {
+#pragma omp simd
+    for (int64_t e = 0; e < n; ++e) {
+      const float x = xk[e], best = b[e];
+      b[e] = (x > best) | (x != x) ? x : best;
+    }
+    return;
+  }
 #pragma omp simd
   for (int64_t e = 0; e < n; ++e) {
     const float x = xk[e], best = b[e];
@@ -616,9 +625,11 @@ inline void TieShare(const float* xk, const float* b, const float* share, float*
 // Shapes (T tokens, M = max_chars, C = char_dim, widths w_i with n_i filters, N = sum n_i):
 //   ids [T, cols] int64 (shifted char ids, cols >= M; the first M read), spans [T] int64 (window k of
 //   token t holds a char other than PAD when k < spans[t]; M when a token's tail holds anything but
-//   PAD), embed [V, C], weights[i] [w_i * C, n_i];
-//   best [T, N] and ties [T, N]: each filter's max over the token's M - w_i + 1 windows, the widths
-//   side by side, and how many windows reach it (the PAD ones M - w_i + 1 - spans[t] at once);
+//   PAD), embed [V, C], weights[i] [w_i * C, n_i], biases[i] [n_i];
+//   out [T, N]: activation(each filter's max over the token's M - w_i + 1 windows + its bias), the
+//   widths side by side: the bias and relu added while the max is in cache (relu false: no
+//   activation, the caller's follows); the backward finds the max again, and how many windows reach
+//   it (the PAD ones M - w_i + 1 - spans[t] at once), from the products;
 //   products[i] [R_i + 1, n_i] (training only): row WindowRows(i)[t] + k is window k of token t, the
 //   last row the PAD windows' value, stored a block of columns at a time (kCharColumns).
 
@@ -646,7 +657,7 @@ class AlignedFloats {
 };
 
 void CheckCharCnn(const Tensor& ids, const Tensor& spans, const Tensor& embed, const std::vector<Tensor>& weights,
-                  int64_t M, int64_t pad_id) {
+                  const std::vector<Tensor>& biases, int64_t M, int64_t pad_id) {
   PD_CHECK(ids.dtype() == paddle::DataType::INT64 && ids.shape().size() == 2 && ids.shape()[1] >= M &&
                spans.dtype() == paddle::DataType::INT64 && spans.numel() == ids.shape()[0],
            "char_cnn: int64 ids [tokens, >= max_chars] and spans [tokens]");
@@ -659,6 +670,11 @@ void CheckCharCnn(const Tensor& ids, const Tensor& spans, const Tensor& embed, c
                  weight.shape()[0] % C == 0 && weight.shape()[0] / C <= M,
              "char_cnn: each weight [width * char_dim, n] with width <= max_chars");
   }
+  PD_CHECK(biases.size() == weights.size(), "char_cnn: one bias per weight");
+  for (size_t i = 0; i < biases.size(); ++i) {
+    PD_CHECK(biases[i].dtype() == paddle::DataType::FLOAT32 && biases[i].numel() == weights[i].shape()[1],
+             "char_cnn: each bias [n], its weight's columns");
+  }
   const int64_t *iv = ids.data<int64_t>(), *sv = spans.data<int64_t>();
   for (int64_t e = 0; e < ids.numel(); ++e) {
     PD_CHECK(iv[e] >= 0 && iv[e] < V, "char_cnn: char id ", iv[e], " is not in [0, ", V, ")");
@@ -668,8 +684,16 @@ void CheckCharCnn(const Tensor& ids, const Tensor& spans, const Tensor& embed, c
   }
 }
 
-// The PAD windows' count into a token's max b and ties c (after its windows; count > 0).
+// The PAD windows' count into a token's max b and (when given) ties c, after its windows (count > 0).
 inline void PadStep(const float* pad, float count, bool first, float* b, float* c, int64_t n) {
+  if (c == nullptr) {
+#pragma omp simd
+    for (int64_t e = 0; e < n; ++e) {
+      const float x = pad[e], best = b[e];
+      b[e] = first | (x > best) | (x != x) ? x : best;
+    }
+    return;
+  }
 #pragma omp simd
   for (int64_t e = 0; e < n; ++e) {
     const float x = pad[e], best = b[e];
@@ -677,6 +701,33 @@ inline void PadStep(const float* pad, float count, bool first, float* b, float* 
     const float tie = x == best ? count : 0.f;
     c[e] = above ? count : c[e] + tie;
     b[e] = above ? x : best;
+  }
+}
+
+// The backward's max of a token, found again from its windows' products (rows k0 .. k1 of a
+// block's x, m floats each) and its `pads` PAD windows (value pad) -> b [m], with the count c [m]
+// of windows that reach it: the forward's steps in its order (the same bits), which the forward
+// ran without the counts.
+inline void TokenMax(const float* x, int64_t k0, int64_t k1, const float* pad, int64_t pads, int64_t m, float* b,
+                     float* c) {
+  for (int64_t k = k0; k < k1; ++k) {
+    if (k == k0) {
+      std::memcpy(b, x + k * m, sizeof(float) * m);
+      std::fill(c, c + m, 1.f);
+    } else {
+      MaxStep(x + k * m, b, c, m);
+    }
+  }
+  if (pads > 0) PadStep(pad, static_cast<float>(pads), k1 == k0, b, c, m);
+}
+
+// The filter's bias and activation on a token's max, in place: v = b + bias, then relu(v) when
+// relu (Paddle's: v > 0 ? v : 0, NaN to 0), else v (another activation follows in Paddle's ops).
+inline void BiasActivation(const float* bias, bool relu, float* b, int64_t m) {
+#pragma omp simd
+  for (int64_t e = 0; e < m; ++e) {
+    const float v = b[e] + bias[e];
+    b[e] = relu ? (v > 0.f ? v : 0.f) : v;
   }
 }
 
@@ -757,26 +808,27 @@ inline void WindowProduct(const float* tables, const int32_t* slots, int64_t U, 
   }
 }
 
-// -> best, ties and products written in place; products[i] [R_i + 1, n_i] (training: kept for the
-// backward, a block of columns at a time) or [1, n_i] (inference: the PAD row only).
+// -> out and products written in place: out [T, N] = activation(max + bias) (BiasActivation), the
+// widths side by side; products[i] [R_i + 1, n_i] (training: kept for the backward, a block of
+// columns at a time) or [1, n_i] (inference: the PAD row only).
 void CharCnn(const Tensor& ids_in, const Tensor& spans_in, const Tensor& embed_in, const std::vector<Tensor>& weights,
-             Tensor& best, Tensor& ties, std::vector<Tensor>& products, int64_t M, int64_t pad_id) {
+             const std::vector<Tensor>& biases, Tensor& out, std::vector<Tensor>& products, int64_t M, int64_t pad_id,
+             bool relu) {
   const Tensor ids = ids_in.contiguous(), spans = spans_in.contiguous(), embed = embed_in.contiguous();
-  CheckCharCnn(ids, spans, embed, weights, M, pad_id);
+  CheckCharCnn(ids, spans, embed, weights, biases, M, pad_id);
   const int64_t T = ids.shape()[0], cols = ids.shape()[1], V = embed.shape()[0], C = embed.shape()[1];
   int64_t N = 0;
   for (const Tensor& weight : weights) N += weight.shape()[1];
-  PD_CHECK(best.is_contiguous() && ties.is_contiguous() && best.numel() == T * N && ties.numel() == T * N &&
-               products.size() == weights.size(),
-           "char_cnn: best and ties [tokens, N] and one product per width, written in place");
+  PD_CHECK(out.is_contiguous() && out.numel() == T * N && products.size() == weights.size(),
+           "char_cnn: out [tokens, N] and one product per width, written in place");
   const int64_t* sv = spans.data<int64_t>();
-  float *bv = best.data<float>(), *cv = ties.data<float>();
+  float* ov = out.data<float>();
   const CallChars chars = ReadChars(ids.data<int64_t>(), T, cols, M, V, pad_id);
   const int64_t U = static_cast<int64_t>(chars.chars.size());
   const std::vector<float> eu = CharRows(chars, embed.data<float>(), C);
   int64_t offset = 0;
   for (size_t i = 0; i < weights.size(); ++i) {
-    const Tensor weight = weights[i].contiguous();
+    const Tensor weight = weights[i].contiguous(), bias = biases[i].contiguous();
     const int64_t K = weight.shape()[0], n = weight.shape()[1], w = K / C;
     const std::vector<int64_t> rows = WindowRows(sv, T, M, w);
     const bool save = products[i].numel() == (rows[T] + 1) * n;
@@ -801,20 +853,20 @@ void CharCnn(const Tensor& ids_in, const Tensor& spans_in, const Tensor& embed_i
           std::memcpy(xv + s, pad, sizeof(float) * m);
         }
         for (int64_t t = 0; t < T; ++t) {
-          float *b = bv + t * N + offset + s, *c = cv + t * N + offset + s;
+          float* b = ov + t * N + offset + s;
           const int32_t* slots = chars.slots.data() + t * M;
           for (int64_t k = rows[t]; k < rows[t + 1]; ++k) {
-            float* out = save ? x + k * m : value;
-            WindowProduct(tables.data(), slots + (k - rows[t]), U, w, m, out);
+            float* product = save ? x + k * m : value;
+            WindowProduct(tables.data(), slots + (k - rows[t]), U, w, m, product);
             if (k == rows[t]) {
-              std::memcpy(b, out, sizeof(float) * m);
-              std::fill(c, c + m, 1.f);
+              std::memcpy(b, product, sizeof(float) * m);
             } else {
-              MaxStep(out, b, c, m);
+              MaxStep(product, b, nullptr, m);
             }
           }
           const int64_t pads = M - w + 1 - (rows[t + 1] - rows[t]);
-          if (pads > 0) PadStep(pad, static_cast<float>(pads), rows[t + 1] == rows[t], b, c, m);
+          if (pads > 0) PadStep(pad, static_cast<float>(pads), rows[t + 1] == rows[t], b, nullptr, m);
+          BiasActivation(bias.data<float>() + s, relu, b, m);
         }
       }
     }
@@ -822,25 +874,37 @@ void CharCnn(const Tensor& ids_in, const Tensor& spans_in, const Tensor& embed_i
   }
 }
 
-// One block of columns [s, s + m) of one width, from its products x (R + 1 rows of m floats): the
-// windows' gradients (split among the windows that reach the max as TensorFlow's reduce_max, the
-// PAD row's over all the PAD windows of every token whose max they reach) summed by char and
-// position into sums [w, U, m], then grad W's rows' columns s .. s + m and this block's part [U, C]
-// of the chars' gradient.
+// One block of columns [s, s + m) of one width, from its products x (R + 1 rows of m floats): each
+// token's max and ties found again (TokenMax), the output's gradient through the activation (the
+// pre-activation's, gv [T, N]'s columns offset + s ..), summed over the tokens into the bias's
+// gradient (grad_bias [m]), and the windows' gradients (split among the windows that reach the max
+// as TensorFlow's reduce_max, the PAD row's over all the PAD windows of every token whose max they
+// reach) summed by char and position into sums [w, U, m]; then grad W's rows' columns s .. s + m and
+// this block's part [U, C] of the chars' gradient.
 void CharBlockGradients(const std::vector<int64_t>& rows, const CallChars& chars, const float* eu, int64_t M,
-                        int64_t w, int64_t C, const float* bv, const float* cv, const float* gv, int64_t N,
-                        int64_t offset, int64_t n, int64_t s, int64_t m, const float* x, const float* weight,
-                        float* sums, float* grad_weight, float* part) {
+                        int64_t w, int64_t C, const float* gv, int64_t N, int64_t offset, int64_t n, int64_t s,
+                        int64_t m, const float* x, const float* weight, const float* bias, bool relu, float* sums,
+                        float* grad_weight, float* grad_bias, float* part) {
   const int64_t T = static_cast<int64_t>(rows.size()) - 1, U = static_cast<int64_t>(chars.chars.size());
   std::fill(sums, sums + w * U * m, 0.f);
+  std::fill(grad_bias, grad_bias + m, 0.f);
   const float* pad = x + rows[T] * m;
-  float share[kCharColumns], gk[kCharColumns], pad_grad[kCharColumns] = {};
+  float b[kCharColumns], c[kCharColumns], g[kCharColumns], share[kCharColumns], gk[kCharColumns];
+  float pad_grad[kCharColumns] = {};
   for (int64_t t = 0; t < T; ++t) {
-    const float *b = bv + t * N + offset + s, *c = cv + t * N + offset + s, *g = gv + t * N + offset + s;
-    const float pads = static_cast<float>(M - w + 1 - (rows[t + 1] - rows[t]));
-    if (pads > 0.f) {
+    const int64_t pads = M - w + 1 - (rows[t + 1] - rows[t]);
+    TokenMax(x, rows[t], rows[t + 1], pad, pads, m, b, c);
+    const float* grad = gv + t * N + offset + s;
+    // relu's gradient as Paddle's: where the output (v > 0 ? v : 0, v = b + bias) is positive.
 #pragma omp simd
-      for (int64_t e = 0; e < m; ++e) pad_grad[e] += pad[e] == b[e] ? g[e] * pads / c[e] : 0.f;
+    for (int64_t e = 0; e < m; ++e) {
+      g[e] = !relu || b[e] + bias[e] > 0.f ? grad[e] : 0.f;
+      grad_bias[e] += g[e];
+    }
+    if (pads > 0) {
+      const float count = static_cast<float>(pads);
+#pragma omp simd
+      for (int64_t e = 0; e < m; ++e) pad_grad[e] += pad[e] == b[e] ? g[e] * count / c[e] : 0.f;
     }
 #pragma omp simd
     for (int64_t e = 0; e < m; ++e) share[e] = g[e] / c[e];  // once a token, not once a window
@@ -884,34 +948,36 @@ void CharBlockGradients(const std::vector<int64_t>& rows, const CallChars& chars
   }
 }
 
-// The gradient of CharCnn's best from grad [T, N] -> grad_embed [V, C] (row 0, the padding
-// token's char, gets none, as nn.Embedding's padding_idx) and grad_weights[i] [w_i * C, n_i],
-// written in place (the products are read only).
+// The gradient of CharCnn's out from grad [T, N] -> grad_embed [V, C] (row 0, the padding token's
+// char, gets none, as nn.Embedding's padding_idx), grad_weights[i] [w_i * C, n_i] and
+// grad_biases[i] [n_i], written in place (the products are read only).
 void CharCnnBackward(const Tensor& ids_in, const Tensor& spans_in, const Tensor& embed_in,
-                     const std::vector<Tensor>& weights, const Tensor& best, const Tensor& ties, const Tensor& grad_in,
-                     std::vector<Tensor>& products, Tensor& grad_embed, std::vector<Tensor>& grad_weights, int64_t M,
-                     int64_t pad_id) {
+                     const std::vector<Tensor>& weights, const std::vector<Tensor>& biases, const Tensor& grad_in,
+                     std::vector<Tensor>& products, Tensor& grad_embed, std::vector<Tensor>& grad_weights,
+                     std::vector<Tensor>& grad_biases, int64_t M, int64_t pad_id, bool relu) {
   const Tensor ids = ids_in.contiguous(), spans = spans_in.contiguous(), embed = embed_in.contiguous(),
                grad = grad_in.contiguous();
-  const int64_t T = ids.shape()[0], cols = ids.shape()[1], V = embed.shape()[0], C = embed.shape()[1],
-                N = best.shape()[1];
+  const int64_t T = ids.shape()[0], cols = ids.shape()[1], V = embed.shape()[0], C = embed.shape()[1];
+  int64_t N = 0;
+  for (const Tensor& weight : weights) N += weight.shape()[1];
   PD_CHECK(grad.numel() == T * N && grad_embed.is_contiguous() && grad_embed.numel() == embed.numel() &&
-               grad_weights.size() == weights.size() && products.size() == weights.size(),
+               grad_weights.size() == weights.size() && grad_biases.size() == weights.size() &&
+               biases.size() == weights.size() && products.size() == weights.size(),
            "char_cnn_backward: shapes disagree");
   const int64_t* sv = spans.data<int64_t>();
-  const float *bv = best.data<float>(), *cv = ties.data<float>(), *gv = grad.data<float>();
+  const float* gv = grad.data<float>();
   const CallChars chars = ReadChars(ids.data<int64_t>(), T, cols, M, V, pad_id);
   const int64_t U = static_cast<int64_t>(chars.chars.size());
   const std::vector<float> eu = CharRows(chars, embed.data<float>(), C);
   std::vector<float> grad_chars(U * C, 0.f);
   int64_t offset = 0;
   for (size_t i = 0; i < weights.size(); ++i) {
-    const Tensor weight = weights[i].contiguous();
+    const Tensor weight = weights[i].contiguous(), bias = biases[i].contiguous();
     const int64_t K = weight.shape()[0], n = weight.shape()[1], w = K / C;
     const std::vector<int64_t> rows = WindowRows(sv, T, M, w);
     PD_CHECK(products[i].numel() == (rows[T] + 1) * n && grad_weights[i].is_contiguous() &&
-                 grad_weights[i].numel() == K * n,
-             "char_cnn_backward: the forward's products (training) and grad_weights [w * C, n]");
+                 grad_weights[i].numel() == K * n && grad_biases[i].is_contiguous() && grad_biases[i].numel() == n,
+             "char_cnn_backward: the forward's products (training), grad_weights [w * C, n] and grad_biases [n]");
     const float* xv = products[i].data<float>();
     const int64_t n_blocks = (n + kCharColumns - 1) / kCharColumns;
     std::vector<float> parts(n_blocks * U * C);
@@ -921,9 +987,10 @@ void CharCnnBackward(const Tensor& ids_in, const Tensor& spans_in, const Tensor&
 #pragma omp for schedule(static, 1)
       for (int64_t block = 0; block < n_blocks; ++block) {
         const int64_t s = block * kCharColumns;
-        CharBlockGradients(rows, chars, eu.data(), M, w, C, bv, cv, gv, N, offset, n, s,
-                           std::min(kCharColumns, n - s), xv + s * (rows[T] + 1), weight.data<float>(), sums.data(),
-                           grad_weights[i].data<float>(), parts.data() + block * U * C);
+        CharBlockGradients(rows, chars, eu.data(), M, w, C, gv, N, offset, n, s, std::min(kCharColumns, n - s),
+                           xv + s * (rows[T] + 1), weight.data<float>(), bias.data<float>() + s, relu, sums.data(),
+                           grad_weights[i].data<float>(), grad_biases[i].data<float>() + s,
+                           parts.data() + block * U * C);
       }
     }
     for (int64_t block = 0; block < n_blocks; ++block) {
@@ -940,19 +1007,20 @@ void CharCnnBackward(const Tensor& ids_in, const Tensor& spans_in, const Tensor&
 }
 
 PD_BUILD_OP(elmo_char_cnn)
-    .Inputs({"Ids", "Spans", "Embed", paddle::Vec("Weights"), "Best", "Ties", paddle::Vec("Products")})
-    .Outputs({"BestOut", "TiesOut", paddle::Vec("ProductsOut")})
-    .Attrs({"max_chars: int64_t", "pad_id: int64_t"})
-    .SetInplaceMap({{"Best", "BestOut"}, {"Ties", "TiesOut"}, {paddle::Vec("Products"), paddle::Vec("ProductsOut")}})
+    .Inputs({"Ids", "Spans", "Embed", paddle::Vec("Weights"), paddle::Vec("Biases"), "Out", paddle::Vec("Products")})
+    .Outputs({"OutOut", paddle::Vec("ProductsOut")})
+    .Attrs({"max_chars: int64_t", "pad_id: int64_t", "relu: bool"})
+    .SetInplaceMap({{"Out", "OutOut"}, {paddle::Vec("Products"), paddle::Vec("ProductsOut")}})
     .SetKernelFn(PD_KERNEL(CharCnn));
 
 PD_BUILD_OP(elmo_char_cnn_backward)
-    .Inputs({"Ids", "Spans", "Embed", paddle::Vec("Weights"), "Best", "Ties", "GradBest", paddle::Vec("Products"),
-             "GradEmbed", paddle::Vec("GradWeights")})
-    .Outputs({paddle::Vec("ProductsOut"), "GradEmbedOut", paddle::Vec("GradWeightsOut")})
-    .Attrs({"max_chars: int64_t", "pad_id: int64_t"})
+    .Inputs({"Ids", "Spans", "Embed", paddle::Vec("Weights"), paddle::Vec("Biases"), "GradOut",
+             paddle::Vec("Products"), "GradEmbed", paddle::Vec("GradWeights"), paddle::Vec("GradBiases")})
+    .Outputs({paddle::Vec("ProductsOut"), "GradEmbedOut", paddle::Vec("GradWeightsOut"), paddle::Vec("GradBiasesOut")})
+    .Attrs({"max_chars: int64_t", "pad_id: int64_t", "relu: bool"})
     .SetInplaceMap({{paddle::Vec("Products"), paddle::Vec("ProductsOut")}, {"GradEmbed", "GradEmbedOut"},
-                    {paddle::Vec("GradWeights"), paddle::Vec("GradWeightsOut")}})
+                    {paddle::Vec("GradWeights"), paddle::Vec("GradWeightsOut")},
+                    {paddle::Vec("GradBiases"), paddle::Vec("GradBiasesOut")}})
     .SetKernelFn(PD_KERNEL(CharCnnBackward));
 
 // Sampled-softmax cross-entropy per row. Row i's logits are its true logit followed by the C

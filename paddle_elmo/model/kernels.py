@@ -4,7 +4,7 @@
     h_all, c_all = layer_recurrence(x, w, bias, batch_sizes, h0, c0, w_proj, cell_clip, proj_clip)  # training, CPU
     h_all, (h, c) = streamed_recurrence(x, w_input, bias, batch_sizes, block_ends, h0, c0, w_hidden, w_proj,
                                         cell_clip, proj_clip, kernels)   # inference on CPU: block by block
-    best = char_cnn(char_ids, spans, embed, weights, max_chars, pad_id)   # [tokens, N], before bias
+    y = char_cnn(char_ids, spans, embed, weights, biases, relu, max_chars, pad_id)   # [tokens, N]
     best = max_over_positions(x)   # [positions, rows, n] -> [rows, n], in Paddle's ops
     losses = sampled_softmax_losses(true_logits, cand_logits, cand_bias, labels, kernels)   # [n]
     losses = sampled_softmax(h, w, b, true_pos, cand_pos, log_q_true, log_q_cand, labels, kernels,
@@ -25,8 +25,10 @@ streamed_recurrence is its inference form: it takes the layer's inputs x [tokens
 and makes each block of steps' products just before it runs them, so that one block's gates are
 alive, not the layer's; it keeps no cells and returns each row's last state.
 
-char_cnn: the char CNN's windows, products and max-pool (the gradient split equally among tied
-maxima as TensorFlow's reduce_max) in one call, each token's own windows only: a window's product is
+char_cnn: the char CNN's windows, products, max-pool (the gradient split equally among tied
+maxima as TensorFlow's reduce_max), bias and relu in one call, each token's own windows only (the
+bias and relu on each token's max while it is in cache, the backward's max and ties found again
+from the kept products, so the call writes one [tokens, N] output): a window's product is
 the sum of its chars' rows of the tables E W_j (the call's distinct chars times each char position's
 rows of the weight), so the windows are never built, and the backward sums the windows' gradients
 by char the same way. As Paddle ops: per filter width and chunk of tokens an embedding lookup, a
@@ -262,59 +264,65 @@ def loop_recurrence(gates_x, bias, batch_sizes, h0, c0, w_hidden, w_proj, cell_c
 # The char CNN
 # --------------------------------------------------------------------------------------------
 
-def char_cnn(char_ids, spans, embed, weights, max_chars, pad_id):
-    """bilm-tf's char CNN before its bias and activation: each filter's max over a token's windows
-    of embedded chars -> best [tokens, N], the widths side by side (N = sum of n_i), in one kernel
-    call (float32 CPU tensors with the kernels on: token_layer.EagerOps calls it only there).
+def char_cnn(char_ids, spans, embed, weights, biases, relu, max_chars, pad_id):
+    """bilm-tf's char CNN up to its activation: each filter's max over a token's windows of embedded
+    chars plus its bias, through relu when `relu` -> [tokens, N], the widths side by side (N = sum
+    of n_i), in one kernel call (float32 CPU tensors with the kernels on: token_layer.EagerOps calls
+    it only there). Without `relu` the caller applies its activation (tanh) on the result.
 
     # Parameters
     char_ids: int64 numpy [tokens, cols >= max_chars], shifted char ids; spans: int64 numpy [tokens],
         packing.window_spans (the windows from spans[t] on are all PAD: computed once for every
         token, counted as many times as they are); embed [V, C], the char embedding; weights: one
-        [w_i * C, n_i] per filter width w_i; pad_id: the id of PAD inside a token.
-    The gradient is split among tied windows as TensorFlow's reduce_max (max_over_positions');
-    row 0 of embed (the padding token's char) gets none, as nn.Embedding's padding_idx.
+        [w_i * C, n_i] per filter width w_i; biases: one [n_i] per width; pad_id: the id of PAD
+        inside a token.
+    The bias and relu are Paddle's add and relu (the same bits as adding and applying them after
+    the max), relu's gradient passes where its output is positive, and the max's gradient is split
+    among tied windows as TensorFlow's reduce_max (max_over_positions'); row 0 of embed (the
+    padding token's char) gets none, as nn.Embedding's padding_idx.
     """
     ids, spans_t = (paddle.to_tensor(np.ascontiguousarray(a, dtype=np.int64)) for a in (char_ids, spans))
-    attrs = (int(max_chars), int(pad_id))
-    if tracks_grad([embed, *weights]):
+    attrs = (int(max_chars), int(pad_id), bool(relu))
+    if tracks_grad([embed, *weights, *biases]):
         rows = [int(np.minimum(max_chars - w.shape[0] // embed.shape[1] + 1, spans).sum()) + 1 for w in weights]
-        return _KernelCharCnn.apply(ids, spans_t, embed, rows, attrs, *weights)
-    best, ties = _pooled(ids.shape[0], weights)
-    kernel().elmo_char_cnn(ids, spans_t, embed, list(weights), best, ties, [paddle.empty([1, w.shape[1]]) for w in weights],
-                           *attrs)
-    return best
+        return _KernelCharCnn.apply(ids, spans_t, embed, rows, attrs, len(weights), *weights, *biases)
+    out = _pooled(ids.shape[0], weights)
+    kernel().elmo_char_cnn(ids, spans_t, embed, list(weights), list(biases), out,
+                           [paddle.empty([1, w.shape[1]]) for w in weights], *attrs)
+    return out
 
 
 def _pooled(tokens, weights):
-    """The kernel's best and ties [tokens, N], to be written in place."""
-    shape = [tokens, sum(w.shape[1] for w in weights)]
-    return paddle.empty(shape), paddle.empty(shape)
+    """The kernel's output [tokens, N], to be written in place."""
+    return paddle.empty([tokens, sum(w.shape[1] for w in weights)])
 
 
 class _KernelCharCnn(PyLayer):
-    """The forward keeps every window's product [rows_i, n_i] for the backward, which finds the
-    windows that reach each max there and sums their gradients by char (the products are read only)."""
+    """The forward keeps every window's product [rows_i, n_i] for the backward, which finds each
+    token's max and the windows that reach it there and sums their gradients by char (the
+    products are read only)."""
 
     @staticmethod
-    def forward(ctx, ids, spans, embed, rows, attrs, *weights):
-        best, ties = _pooled(ids.shape[0], weights)
+    def forward(ctx, ids, spans, embed, rows, attrs, widths, *weights_and_biases):
+        weights, biases = weights_and_biases[:widths], weights_and_biases[widths:]
+        out = _pooled(ids.shape[0], weights)
         products = [paddle.empty([r, w.shape[1]]) for r, w in zip(rows, weights)]
-        kernel().elmo_char_cnn(ids, spans, embed, list(weights), best, ties, products, *attrs)
-        ctx.save_for_backward(ids, spans, embed, best, ties, *weights, *products)
-        ctx.attrs, ctx.widths = attrs, len(weights)
-        ctx.needs = [not t.stop_gradient for t in (embed, *weights)]
-        return best
+        kernel().elmo_char_cnn(ids, spans, embed, list(weights), list(biases), out, products, *attrs)
+        ctx.save_for_backward(ids, spans, embed, *weights, *biases, *products)
+        ctx.attrs, ctx.widths = attrs, widths
+        ctx.needs = [not t.stop_gradient for t in (embed, *weights, *biases)]
+        return out
 
     @staticmethod
     def backward(ctx, grad):
-        ids, spans, embed, best, ties, *rest = ctx.saved_tensor()
-        weights, products = rest[:ctx.widths], rest[ctx.widths:]
-        grad_embed, grad_weights = paddle.empty(embed.shape), [paddle.empty(w.shape) for w in weights]
-        kernel().elmo_char_cnn_backward(ids, spans, embed, weights, best, ties, grad, products, grad_embed,
-                                        grad_weights, *ctx.attrs)
-        embed_grad, *weight_grads = _needed_grads(ctx, (grad_embed, *grad_weights))
-        return (None, None, embed_grad, *weight_grads)
+        ids, spans, embed, *rest = ctx.saved_tensor()
+        n = ctx.widths
+        weights, biases, products = rest[:n], rest[n:2 * n], rest[2 * n:]
+        grad_embed = paddle.empty(embed.shape)
+        grad_weights, grad_biases = [paddle.empty(w.shape) for w in weights], [paddle.empty(b.shape) for b in biases]
+        kernel().elmo_char_cnn_backward(ids, spans, embed, weights, biases, grad, products, grad_embed, grad_weights,
+                                        grad_biases, *ctx.attrs)
+        return (None, None, *_needed_grads(ctx, (grad_embed, *grad_weights, *grad_biases)))
 
 
 def max_over_positions(x):

@@ -151,9 +151,11 @@ class EagerOps(layer_math.TokenOps):
         if self.kernels.for_tensor(encoder.char_embed.weight) is None:
             return super().char_cnn(char_ids, encoder)
         ids = ids_numpy(char_ids)
-        best = kernels.char_cnn(ids, window_spans(ids, encoder.pad_id, encoder.max_chars), encoder.char_embed.weight,
-                                list(encoder.conv_weights), encoder.max_chars, encoder.pad_id)
-        return encoder.activation(self.add_bias(best, paddle.concat(list(encoder.conv_biases))))
+        relu = encoder.activation is F.relu  # in the kernel; another activation after it
+        y = kernels.char_cnn(ids, window_spans(ids, encoder.pad_id, encoder.max_chars), encoder.char_embed.weight,
+                             list(encoder.conv_weights), list(encoder.conv_biases), relu, encoder.max_chars,
+                             encoder.pad_id)
+        return y if relu else encoder.activation(y)
 
     @staticmethod
     def used_chars(char_ids, pad_id, max_chars):
