@@ -596,13 +596,22 @@ def test_sampled_softmax_kernel_without_gradients_gives_the_same_losses():
     assert float(plain) == pytest.approx(float(loss), rel=1e-6)
 
 
-def test_highway_gate_kernel_matches_paddle_ops():
+@pytest.mark.parametrize('tokens, dim', [(6, 10), (300, 70)], ids=['one thread', 'threads'])  # 300 x 70 > kParallelMin
+def test_highway_gate_kernel_matches_paddle_ops(tokens, dim):
+    """The gate's values and gradients against Paddle's ops; its biases' gradients summed in the pass
+    that makes d carry and d transform, each thread a share of the columns (70: not a multiple of
+    the 16-column groups) over the rows in order: the bits of a row-by-row float32 sum."""
     rng = np.random.RandomState(5)
-    tokens, dim = 6, 10
     arrays = [rng.normal(0, 2, (tokens, dim)), rng.normal(0, 1, dim), rng.normal(0, 2, (tokens, dim)),
               rng.normal(0, 1, dim), rng.normal(0, 1, (tokens, dim))]
     results = kernel_and_paddle_ops(kernels.highway_gate, arrays)
     assert_kernel_matches(results, ['y', 'd carry', 'd carry bias', 'd transform', 'd transform bias', 'd x'])
+    _, d_carry, d_carry_bias, d_transform, d_transform_bias, _ = results[0]
+    for rows, summed in ((d_carry, d_carry_bias), (d_transform, d_transform_bias)):
+        in_order = np.zeros(dim, dtype=np.float32)
+        for row in rows:
+            in_order += row
+        np.testing.assert_array_equal(summed, in_order)
 
 
 def sigmoid(x):

@@ -33,6 +33,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <memory>
+#include <utility>
 #include <vector>
 
 #ifdef ELMO_MKL
@@ -1407,7 +1408,24 @@ std::vector<Tensor> HighwayGate(const Tensor& carry_in, const Tensor& carry_bias
   return {y};
 }
 
+// Inside a parallel region: this thread's contiguous share [start, end) of `cols` columns, in
+// groups of 16 (a static schedule gives each thread one run of consecutive groups; all of them on
+// one thread).
+std::pair<int64_t, int64_t> ThreadColumns(int64_t cols) {
+  constexpr int64_t kGroup = 16;
+  int64_t start = cols, end = 0;
+#pragma omp for schedule(static)
+  for (int64_t group = 0; group < (cols + kGroup - 1) / kGroup; ++group) {
+    start = std::min(start, group * kGroup);
+    end = std::max(end, std::min(cols, group * kGroup + kGroup));
+  }
+  return {start, std::max(start, end)};
+}
+
 // Its gradients -> d carry, d carry_bias, d transform, d transform_bias, d x (the gating's part).
+// Each thread takes a contiguous share of the columns (ThreadColumns) over all the rows in order, so
+// that the biases' gradients are summed in the pass that makes d carry and d transform (ColumnSums'
+// order and bits, without reading them again).
 std::vector<Tensor> HighwayGateBackward(const Tensor& carry_in, const Tensor& carry_bias_in,
                                         const Tensor& transform_in, const Tensor& transform_bias_in,
                                         const Tensor& x_in, const Tensor& grad_in) {
@@ -1422,19 +1440,25 @@ std::vector<Tensor> HighwayGateBackward(const Tensor& carry_in, const Tensor& ca
   const float *bc = carry_bias.data<float>(), *bt = transform_bias.data<float>(), *dy = grad.data<float>();
   float *da = d_carry.data<float>(), *dt = d_transform.data<float>(), *dx = d_x.data<float>();
   float *dbc = d_carry_bias.data<float>(), *dbt = d_transform_bias.data<float>();
-#pragma omp parallel for if (rows * dim >= kParallelMin)
-  for (int64_t r = 0; r < rows; ++r) {
-    const int64_t at = r * dim;
+#pragma omp parallel if (rows * dim >= kParallelMin)
+  {
+    const std::pair<int64_t, int64_t> columns = ThreadColumns(dim);
+    const int64_t start = columns.first, end = columns.second;
+    for (int64_t r = 0; r < rows; ++r) {
+      const int64_t at = r * dim;
 #pragma omp simd
-    for (int64_t k = 0; k < dim; ++k) {
-      const float g = Sigmoid(a[at + k] + bc[k]), tr = t[at + k] + bt[k], d = dy[at + k];
-      da[at + k] = d * ((tr > 0.f ? tr : 0.f) - xv[at + k]) * g * (1.f - g);
-      dt[at + k] = tr > 0.f ? d * g : 0.f;
-      dx[at + k] = d * (1.f - g);
+      for (int64_t k = start; k < end; ++k) {
+        const float g = Sigmoid(a[at + k] + bc[k]), tr = t[at + k] + bt[k], d = dy[at + k];
+        const float d_a = d * ((tr > 0.f ? tr : 0.f) - xv[at + k]) * g * (1.f - g);
+        const float d_t = tr > 0.f ? d * g : 0.f;
+        da[at + k] = d_a;
+        dt[at + k] = d_t;
+        dx[at + k] = d * (1.f - g);
+        dbc[k] += d_a;
+        dbt[k] += d_t;
+      }
     }
   }
-  ColumnSums(da, rows, dim, dbc);
-  ColumnSums(dt, rows, dim, dbt);
   return {d_carry, d_carry_bias, d_transform, d_transform_bias, d_x};
 }
 
