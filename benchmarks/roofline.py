@@ -55,8 +55,9 @@ copies between layouts such as the kernel's packing of its weights for MKL, Padd
 concat), and index arrays other than the char ids.
   a product          X, Y (the weight: once per step, or once per call, as above) and the result
   char CNN           one call: the windows are built and multiplied a block of tokens at a time in
-                     cache (not counted); the max and its tie counts written ([distinct, F] each),
-                     and in training every window's product (kept for the backward); backward the
+                     cache (not counted); its output written ([distinct, F]: the bias and relu
+                     applied to each max in cache), and in training every window's product (kept
+                     for the backward, which finds the maxima and ties there again); backward the
                      max's gradient read, the products' gradients written, the windows' gradient
                      read once more to reach the char embeddings
   de-duplication     the char ids of every position read (8 M bytes each); the token vectors
@@ -200,7 +201,7 @@ def _token_layer(config, need, cnn, rest, backward=None):
         else:
             backward.add_trained(m, k, n, forward=part, packed=packed)
     outputs = sum(windows[w] * n for w, n in config.cnn_filters)  # the char CNN's products' results
-    cnn.bytes += FLOAT * (2 * U * F + (outputs if backward is not None else 0))
+    cnn.bytes += FLOAT * (U * F + (outputs if backward is not None else 0))
     rest.bytes += INT * positions * config.max_characters_per_token + FLOAT * (
         2 * positions * P + config.num_highways * 4 * U * F)
     if backward is not None:
