@@ -193,8 +193,8 @@ INTEL_FILES = '../shared/measurements/intel-xeon-2026-11-28/'
 
 FLOORS64 = 'floors64_2026-11-29/'  # the fourth session of 2026-11-29, the same class: the stricter roofline
 CHARSUMS64 = 'charsums64_2026-11-29/'  # the fifth: the char CNN from the call's distinct chars
-INPLACE64 = 'inplace64_2026-11-29/'  # the sixth: the LSTMs' passes and the softmax's Python (pretraining only)
 JOINT64 = 'joint64_2026-11-29/'  # the seventh: the joint LSTM kernel, the ops around the kernels
+FUSED64 = 'fused64_2026-11-29/'  # the eighth: the char CNN's bias and relu in its kernel, the parts broken down
 
 
 def json_shares(h, path, label, what):
@@ -306,8 +306,8 @@ def intel_roofline():
     return {f'intel{rows}': int(steps[(f'small, {rows} rows', '**step**')]['of roofline'].rstrip('%')) for rows in (32, 128)}
 
 
-AVX2_FLOORS = 'AMD EPYC AVX2-only (ecd526e, 2026-11-29)'  # the speed tables' classes, as their rows name them
-AVX2_PRETRAIN = 'AMD EPYC AVX2-only (ecd526e, 2026-11-29)'
+AVX2_FLOORS = 'AMD EPYC AVX2-only (415cb89, 2026-11-30)'  # the speed tables' classes, as their rows name them
+AVX2_PRETRAIN = 'AMD EPYC AVX2-only (415cb89, 2026-11-30)'
 AVX512_EVENING = 'AMD EPYC AVX-512 (feea978 to 2f341a6, 2026-11-27)'
 
 
@@ -330,7 +330,7 @@ def rows(h):
     return [
         # the speed sections: one row per class, the latest runs on each
         row('embedding floors, AVX2', class_row(AVX2_FLOORS, f'{ranged("r64")} / {{q64:.1f}}%', f'{ranged("r256")} / {{q256:.1f}}%'),
-            JOINT64 + 'profile_embed_original.json: figures', lambda: embed_floors(h, JOINT64)),
+            FUSED64 + 'profile_embed_original.json: figures', lambda: embed_floors(h, FUSED64)),
         row('embedding floors, AMD AVX-512', class_row(AVX512_EVENING, f'not measured / {ranged("b64")}',
                                                        f'not measured / {ranged("b256")}'), EVENING_FILES, lambda: amd_embed(h)),
         row('embedding floors, Intel', '| Intel Xeon AVX-512+VNNI (243c401, 2026-11-28) | 1 | not measured / {b64:.1f}% | '
@@ -338,14 +338,14 @@ def rows(h):
         row('embedding parts, AVX2', 'On AVX2 the LSTM kernel runs at {kernel_of}% of its own floor at 64 ({kernel_ms:,.0f} '
             'ms against {kernel_roof:,.0f}) and is nine tenths of the batch; the char CNN, which since the fifth session '
             "of 2026-11-29 makes each window's product from its chars' rows of per-char tables (no windows built or "
-            'multiplied), takes {cnn_ms:.1f} ms against {cnn_roof:.1f}', JOINT64 + 'profile_embed_original.txt: the 64-row table',
-            lambda: floors_parts(h, JOINT64, JOINT64)),
+            'multiplied), takes {cnn_ms:.1f} ms against {cnn_roof:.1f}', FUSED64 + 'profile_embed_original.txt: the 64-row table',
+            lambda: floors_parts(h, FUSED64, FUSED64)),
         row('embedding peak, AVX2', 'b0a9f1d: {peak64:,} MB at batches of 64 and {peak256:,} MB at 256',
             CHARSUMS64 + 'bench_embed_original.json: encode', lambda: avx2_embed(h, CHARSUMS64)),
         row('embedding peak, Intel', "The Intel run printed a peak of {peak:,} MB: not the embedding's",
             INTEL_FILES + 'bench_embed_original.txt', intel_embed),
         row('pretraining floors, AVX2', class_row(AVX2_PRETRAIN, f'{ranged("r32")} / {{q32:.1f}}%', f'{ranged("r128")} / {{q128:.1f}}%'),
-            JOINT64 + 'profile_pretrain_small.json: figures', lambda: pretrain_floors(h, JOINT64)),
+            FUSED64 + 'profile_pretrain_small.json: figures', lambda: pretrain_floors(h, FUSED64)),
         row('pretraining floors, AMD AVX-512', class_row(AVX512_EVENING, f'not measured / {ranged("r32")}',
                                                          f'not measured / {ranged("r128")}'), EVENING_FILES, lambda: amd_pretrain(h)),
         row('pretraining floors, Intel', '| Intel Xeon AVX-512+VNNI (243c401, 2026-11-28) | 2 | {intel32}% (one run, the old '
@@ -354,20 +354,20 @@ def rows(h):
             'bench_pretrain_small_{1,2}.txt', lambda: intel_pretrain() | intel_roofline()),
         row('pretraining parts, AVX2', "the LSTMs' forward {lf:.1f} against {lf_roof:.1f} and backward {lb:.0f} against "
             "{lb_roof:.0f}, the softmax's forward {sf:.1f} against {sf_roof:.1f}, the token layer's forward {tf:.0f} against "
-            '{tf_roof:.1f}', JOINT64 + 'profile_pretrain_small.txt: the 32-row table', lambda: floors_parts(h, JOINT64, JOINT64)),
-        row('32 rows against the sixth session', 'At 32 rows the step took {step:.0f} ms against the sixth session\'s {before_step:.0f}, its '
-            'roofline timed at {roof:.0f} against {before_roof:.0f}: the share rose to {r32_median:.1f}%',
-            JOINT64 + ' and ' + INPLACE64 + 'profile_pretrain_small.txt: the 32-row step; ' + JOINT64 + 'profile_pretrain_small.json',
-            lambda: step_against(h, JOINT64) | {f'before_{k}': v for k, v in step_against(h, INPLACE64).items()}
-            | pretrain_floors(h, JOINT64)),
-        row('128 rows against the sixth session', 'At 128 rows the step took {step:,.0f} ms against {before_step:,.0f}, its roofline timed at '
-            '{roof:,.0f} against {before_roof:,.0f}: the share fell to {r128_median:.1f}%',
-            JOINT64 + ' and ' + INPLACE64 + 'profile_pretrain_small.txt: the 128-row step; ' + JOINT64 + 'profile_pretrain_small.json',
-            lambda: step_against(h, JOINT64, 128) | {f'before_{k}': v for k, v in step_against(h, INPLACE64, 128).items()}
-            | pretrain_floors(h, JOINT64)),
+            '{tf_roof:.1f}', FUSED64 + 'profile_pretrain_small.txt: the 32-row table', lambda: floors_parts(h, FUSED64, FUSED64)),
+        row('32 rows against the seventh session', 'At 32 rows the step took {step:.0f} ms against the seventh session\'s {before_step:.0f}, its '
+            'roofline timed at {roof:.0f} against {before_roof:.0f}: the share {r32_median:.1f}%',
+            FUSED64 + ' and ' + JOINT64 + 'profile_pretrain_small.txt: the 32-row step; ' + FUSED64 + 'profile_pretrain_small.json',
+            lambda: step_against(h, FUSED64) | {f'before_{k}': v for k, v in step_against(h, JOINT64).items()}
+            | pretrain_floors(h, FUSED64)),
+        row('128 rows against the seventh session', 'At 128 rows the step took {step:,.0f} ms against {before_step:,.0f}, its roofline timed at '
+            '{roof:,.0f} against {before_roof:,.0f}: the share rose to {r128_median:.1f}%',
+            FUSED64 + ' and ' + JOINT64 + 'profile_pretrain_small.txt: the 128-row step; ' + FUSED64 + 'profile_pretrain_small.json',
+            lambda: step_against(h, FUSED64, 128) | {f'before_{k}': v for k, v in step_against(h, JOINT64, 128).items()}
+            | pretrain_floors(h, FUSED64)),
         row('the session A/B', 'Interleaved against the session\'s start, the step took {s32:.3f} / {s128:.3f} of its time',
-            JOINT64 + 'ab_session_{32,128}.txt: the step rows',
-            lambda: (lambda r: {'s32': r[32], 's128': r[128]})(ab_steps(h, JOINT64 + 'ab_session_32.txt', JOINT64 + 'ab_session_128.txt'))),
+            FUSED64 + 'ab_session_{32,128}.txt: the step rows',
+            lambda: (lambda r: {'s32': r[32], 's128': r[128]})(ab_steps(h, FUSED64 + 'ab_session_32.txt', FUSED64 + 'ab_session_128.txt'))),
         row('int8, AVX2', '| AMD EPYC AVX2-only, no VNNI (343ced8, 2026-11-29) | {runs} | {library:,.0f} | {float:,.0f} '
             '({float_x:.2f}x) | {int8:,.0f} ({int8_x:.2f}x) | {rate_low:.1f}-{rate_high:.1f} |',
             FLOORS64 + 'bench_export_original.json: figures', lambda: export_rounds(h, FLOORS64 + 'bench_export_original.json')),
@@ -401,12 +401,12 @@ def rows(h):
                'avx512_rate': export_json(h, f'{EVENING}/export_int8.json')['rate'],
                'intel': intel_export()['int8_x'], 'intel_rate': intel_export()['rate']}),
         row('roofline shares, AVX2', '| pretraining, small: {r32_median:.1f}% at 32 rows, {r128_median:.1f}% at 128; embedding, '
-            'original size: {r64_median:.1f}% at batches of 64 (medians of 3 runs) |', JOINT64 + 'profile_pretrain_small.json, '
-            + JOINT64 + 'profile_embed_original.json: figures', lambda: pretrain_floors(h, JOINT64) | embed_floors(h, JOINT64)),
+            'original size: {r64_median:.1f}% at batches of 64 (medians of 3 runs) |', FUSED64 + 'profile_pretrain_small.json, '
+            + FUSED64 + 'profile_embed_original.json: figures', lambda: pretrain_floors(h, FUSED64) | embed_floors(h, FUSED64)),
         row('roofline shares, AVX2: the rates', '| AMD EPYC AVX2-only, {rate_low:.1f}-{rate_high:.1f} / {embed_low:.1f}-'
-            '{embed_high:.1f} |', JOINT64 + 'profile_pretrain_small.json, ' + JOINT64 + 'profile_embed_original.json: figures',
-            lambda: pretrain_floors(h, JOINT64) | {'embed_low': embed_floors(h, JOINT64)['rate_low'],
-                                                    'embed_high': embed_floors(h, JOINT64)['rate_high']}),
+            '{embed_high:.1f} |', FUSED64 + 'profile_pretrain_small.json, ' + FUSED64 + 'profile_embed_original.json: figures',
+            lambda: pretrain_floors(h, FUSED64) | {'embed_low': embed_floors(h, FUSED64)['rate_low'],
+                                                    'embed_high': embed_floors(h, FUSED64)['rate_high']}),
         row('the recipe per token', '| -{prior:.1f}% with the unigram prior (the preset\'s now); -{recipe:.1f}% with the '
             'recipe |', 'recipe45_2026-11-26/results.jsonl: dev_perplexity (tests/test_doc_figures.unigram_prior)',
             lambda: recipe(h)),
