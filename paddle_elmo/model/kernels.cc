@@ -586,9 +586,15 @@ PD_BUILD_OP(elmo_lstm_inference)
     .SetKernelFn(PD_KERNEL(LstmInference));
 
 // One position's values xk [n] into the running max b [n] and, when c is given, the count c [n] of
-// positions that reach it (the first position is copied in, with c = 1). NaN wins, as a diverging
-// run must show. The forward takes the max alone; the backward finds it again with the counts.
-inline void MaxStep(const float* xk, float* b, float* c, int64_t n) {
+// positions that reach it (the first position, `first`, is copied in, with c = 1). NaN wins, as a
+// diverging run must show. The forward takes the max alone; the backward finds it again with the
+// counts, by the same calls in the same order (the same bits).
+inline void MaxStep(const float* xk, bool first, float* b, float* c, int64_t n) {
+  if (first) {
+    std::memcpy(b, xk, sizeof(float) * n);
+    if (c != nullptr) std::fill(c, c + n, 1.f);
+    return;
+  }
   // Both sides of every test are computed (| not ||) and both stores always made: a loop that
   // stores conditionally vectorises into masked stores, microcoded and slow on AMD.
   if (c == nullptr) {
@@ -711,14 +717,7 @@ inline void PadStep(const float* pad, float count, bool first, float* b, float* 
 // ran without the counts.
 inline void TokenMax(const float* x, int64_t k0, int64_t k1, const float* pad, int64_t pads, int64_t m, float* b,
                      float* c) {
-  for (int64_t k = k0; k < k1; ++k) {
-    if (k == k0) {
-      std::memcpy(b, x + k * m, sizeof(float) * m);
-      std::fill(c, c + m, 1.f);
-    } else {
-      MaxStep(x + k * m, b, c, m);
-    }
-  }
+  for (int64_t k = k0; k < k1; ++k) MaxStep(x + k * m, k == k0, b, c, m);
   if (pads > 0) PadStep(pad, static_cast<float>(pads), k1 == k0, b, c, m);
 }
 
@@ -859,11 +858,7 @@ void CharCnn(const Tensor& ids_in, const Tensor& spans_in, const Tensor& embed_i
           for (int64_t k = rows[t]; k < rows[t + 1]; ++k) {
             float* product = save ? x + k * m : value;
             WindowProduct(tables.data(), slots + (k - rows[t]), U, w, m, product);
-            if (k == rows[t]) {
-              std::memcpy(b, product, sizeof(float) * m);
-            } else {
-              MaxStep(product, b, nullptr, m);
-            }
+            MaxStep(product, k == rows[t], b, nullptr, m);
           }
           const int64_t pads = M - w + 1 - (rows[t + 1] - rows[t]);
           if (pads > 0) PadStep(pad, static_cast<float>(pads), rows[t + 1] == rows[t], b, nullptr, m);
