@@ -21,9 +21,11 @@ demo: setup
 	$(VENV)/bin/paddle-elmo demo
 
 # One pytest worker per CPU (pytest-xdist), each test module whole on one worker (its module
-# fixtures built once). Most tests run Paddle on one thread (their commands with OMP_NUM_THREADS=1).
+# fixtures built once), the slowest modules handed out first (conftest's SLOWEST_MODULES: xdist's
+# own order, by number of tests, is turned off). Most tests run Paddle on one thread (their
+# commands with OMP_NUM_THREADS=1).
 test: setup
-	$(PY) -m pytest -q -n auto --dist loadscope tests
+	$(PY) -m pytest -q -n auto --dist loadscope --no-loadscope-reorder tests
 
 bench: setup
 	$(PY) benchmarks/bench_embed.py

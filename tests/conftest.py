@@ -1,4 +1,6 @@
-"""Shared fixtures: tiny model configs and paths into ../shared (tests needing it skip without it)."""
+"""Shared fixtures: tiny model configs and paths into ../shared (tests needing it skip without it), and
+the order in which pytest-xdist hands the modules out."""
+import collections
 import json
 import os
 
@@ -21,6 +23,33 @@ def pytest_configure(config):
     this module for its configs, and test_cpu.py's check what the library asks for, and when.)"""
     from paddle_elmo.runtime import ask_mkl_for_fast_path
     ask_mkl_for_fast_path()
+
+
+# The modules whose tests take longest together (setup included), slowest first, as measured in a
+# run of `make test` on 2 cores (2026-11-30); most of the others take a few seconds each.
+SLOWEST_MODULES = ('test_export', 'test_installs', 'test_structure', 'test_hostile_inputs', 'test_cpu', 'test_chinese',
+                   'test_logging', 'test_pretrain', 'test_bundled_zh', 'test_preemption', 'test_example_commands',
+                   'test_predict', 'test_what_users_have', 'test_efml', 'test_adapt', 'test_bad_inputs',
+                   'test_finetune', 'test_bundled_model', 'test_card_figures', 'test_configs')
+
+
+def pytest_collection_modifyitems(config, items):
+    """Under pytest-xdist, the modules in the order their workers should take them: SLOWEST_MODULES
+    first, then the others by their number of tests (xdist's own order, which `make test` turns off
+    with --no-loadscope-reorder: by that count alone the slowest modules, which have few tests, came
+    last, and a worker still running one of them kept the suite waiting while the other had nothing
+    left). Each module stays whole and its tests keep their order. Ordering only: a stale list costs
+    the balance between the workers, never a test."""
+    if not hasattr(config, 'workerinput'):  # not a pytest-xdist worker: the files' order
+        return
+    sizes = collections.Counter(item.path.stem for item in items)
+
+    def place(item):
+        module = item.path.stem
+        slow = SLOWEST_MODULES.index(module) if module in SLOWEST_MODULES else len(SLOWEST_MODULES)
+        return slow, -sizes[module], module
+
+    items.sort(key=place)  # stable: a module's tests in their order
 
 
 def skip_unless_ci(message):

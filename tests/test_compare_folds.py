@@ -9,7 +9,6 @@ import sys
 
 import numpy as np
 import pytest
-from scipy import stats
 
 from conftest import ROOT
 from benchmarks.paired_folds import (PROTOCOL_TEST_TRAIN_RATIO, comparison_test_train_ratio, fold_test_train_ratio,
@@ -27,6 +26,7 @@ def t_corrected_by_hand():
 
 
 def test_corrected_resampled_t_test_against_a_hand_computation():
+    from scipy import stats  # here, not at the top: scipy.stats is slow to import and only two tests need it
     # By hand, k = 10:
     #   mean m = 0.060 / 10 = 0.006
     #   deviations from m (x 1e-3): 4, 0, 6, -8, 2, -2, 4, -6, 0, 0; squares sum to 176e-6
@@ -85,6 +85,7 @@ def test_the_ratio_is_that_of_the_folds_make_folds_draws():
 
 
 def test_paired_comparison_of_fold_accuracies_and_its_script(tmp_path):
+    from scipy import stats
     c = paired([0.8, 0.7, 0.9, 0.6], [0.7, 0.7, 0.8, 0.7])
     assert c.mean == pytest.approx(0.025) and c.better == 2
     assert c.se == pytest.approx(np.std([0.1, 0.0, 0.1, -0.1], ddof=1) / 2)

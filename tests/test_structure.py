@@ -117,6 +117,15 @@ def test_tests_share_helpers_through_conftest_or_helpers_not_each_other_or_comma
             assert not [n for n in names if n.split('.')[0].startswith('test_')], f'{f} imports another test module'
 
 
+def test_the_modules_handed_out_first_are_test_modules_and_make_test_keeps_their_order():
+    # a renamed module would silently leave conftest's list (and go back among the last handed out)
+    from conftest import SLOWEST_MODULES
+    modules = {f[:-3] for f in os.listdir(os.path.join(ROOT, 'tests')) if f.startswith('test_') and f.endswith('.py')}
+    assert len(set(SLOWEST_MODULES)) == len(SLOWEST_MODULES) and not set(SLOWEST_MODULES) - modules
+    with open(os.path.join(ROOT, 'Makefile')) as f:  # xdist's own order (by number of tests) would replace it
+        assert '--dist loadscope --no-loadscope-reorder tests' in f.read()
+
+
 def readme_python_block(heading):
     text = open(os.path.join(ROOT, 'README.md'), encoding='utf-8').read()
     section = text[text.index(heading):]

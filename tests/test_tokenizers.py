@@ -10,7 +10,6 @@ import os
 import numpy as np
 import paddle
 import pytest
-from sacremoses import MosesDetokenizer  # the core install's (moses, the bundled model's tokenizer)
 
 from conftest import SHARED, require, tiny_config
 from helpers import assert_same_weights, load, pretrain_args, pretrain_here, run, run_here, train_here
@@ -102,6 +101,7 @@ def test_jieba_leaves_jieba_segmented_text_as_it_is_and_cuts_raw_text_as_jieba_d
 
 
 def test_detokenized_held_out_sentences_come_back_as_their_token_lists(moses):
+    from sacremoses import MosesDetokenizer  # the core install's (moses, the bundled model's tokenizer)
     detokenize = MosesDetokenizer('en').detokenize
     with open(require(HELDOUT), encoding='utf-8') as f:
         lines = [line.split() for line in itertools.islice(f, 100)]
@@ -268,6 +268,7 @@ def test_a_raw_corpus_given_to_pretraining_is_named_with_the_way_to_tokenize_it(
     with open(require(HELDOUT), encoding='utf-8') as f:
         lines = [line for line in itertools.islice(f, 200)]
     (tmp_path / 'tokenized.txt').write_text(''.join(lines), encoding='utf-8')
+    from sacremoses import MosesDetokenizer  # the core install's (moses, the bundled model's tokenizer)
     detokenize = MosesDetokenizer('en').detokenize
     (tmp_path / 'raw.txt').write_text(''.join(detokenize(line.split()) + '\n' for line in lines), encoding='utf-8')
     assert warn_if_untokenized(str(tmp_path / 'tokenized.txt'), 'moses') < 0.02
