@@ -12,6 +12,7 @@ import sys
 
 import h5py
 import numpy as np
+import pytest
 
 from conftest import ROOT, one_line_error
 from helpers import assert_elmo_reads_raw_text_as_the_embedder, readme_commands, run_here, run_script
@@ -57,23 +58,17 @@ def test_raw_chinese_gives_one_vector_per_jieba_word_and_context_moves_the_upper
     assert all(not np.allclose(layers[k, first], layers[k, second], atol=1e-3) for k in (1, 2))
 
 
-def test_predict_gives_chinese_next_words_from_the_shipped_softmax(tmp_path, capfd):
-    out = tmp_path / 'p.json'
-    proc = run_here('predict', ['--model', 'bundled-zh', '--prefix', '根据本法规定，', '--top_k', '5',
-                                       '--output_json', str(out)], capfd)
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    top = json.loads(out.read_text(encoding='utf-8'))['predictions'][0]['top']
+def test_predict_gives_chinese_next_words_from_the_shipped_softmax(readme_zh):
+    directory, runs = readme_zh  # README's `predict --model bundled-zh --prefix "根据本法规定，" --top_k 5`
+    top = json.loads((directory / 'p.json').read_text(encoding='utf-8'))['predictions'][0]['top']
     assert len(top) == 5 and [t['prob'] for t in top] == sorted((t['prob'] for t in top), reverse=True)
     assert all(IDEOGRAPH.search(t['word']) for t in top), top  # words of the corpus, not <UNK> or </S>
-    assert top[0]['word'] in proc.stdout
+    assert top[0]['word'] in runs['predict'].stdout
 
 
-def test_eval_on_the_shipped_chinese_sample(tmp_path, capfd):
-    out = tmp_path / 'e.json'
-    proc = run_here('run_eval.py', ['--model', 'bundled-zh', '--dev_data_path', SAMPLE, '--output_json', str(out)],
-                    capfd)
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    result = json.loads(out.read_text())
+def test_eval_on_the_shipped_chinese_sample(readme_zh):
+    directory, _ = readme_zh  # README's `eval --model bundled-zh --dev_data_path .../heldout_sample.txt`
+    result = json.loads((directory / 'e.json').read_text())
     assert 1 < result['perplexity'] < 1000  # a trained softmax: far below the 30,003 of a uniform guess
 
 
@@ -87,14 +82,12 @@ def test_the_sample_is_real_held_out_chinese_the_model_knows():
     assert sum(t in vocab for t in tokens) >= 0.95 * len(tokens)  # not text mostly unknown to it
 
 
-def test_int8_export_is_checked_on_the_models_own_chinese_sample(tmp_path, capfd):
-    out = tmp_path / 'int8'
-    proc = run_here('export-inference', ['--model', 'bundled-zh', '--quantize', 'int8', '--output_dir', str(out)],
-                    capfd)
-    assert proc.returncode == 0, proc.stderr[-3000:]
+def test_int8_export_is_checked_on_the_models_own_chinese_sample(readme_zh):
+    directory, runs = readme_zh  # README's `export-inference --model bundled-zh --quantize int8 --output_dir zh_int8`
+    proc = runs['export-inference']
     assert f'on 250 sentences of {SAMPLE}' in proc.stdout
     assert 'not in the model\'s vocabulary' not in proc.stderr  # the float check's English sentences say nothing
-    with open(out / 'export.json') as f:
+    with open(directory / 'zh_int8' / 'export.json') as f:
         int8 = json.load(f)['verified']['onnxruntime int8']
     assert int8['sentences'] == 250 and min(int8['min_cosine_per_layer']) >= 0.99
 
@@ -134,24 +127,36 @@ def test_readme_s_chinese_quick_start_runs_as_written():
     assert f'print(layers[0].shape)  # {proc.stdout.strip()}: ' in block  # the shape the comment gives
 
 
-def test_readme_s_bundled_zh_commands_run_as_written(tmp_path):
-    """README's block on bundled-zh, each command as written (a checkout's paths made absolute, the
-    sample standing in for the user's text, pretraining shortened to 2 steps), in a fresh directory."""
+@pytest.fixture(scope='module')
+def readme_zh(tmp_path_factory):
+    """README's block on bundled-zh, each command as written, in a process of its own, in a fresh
+    directory: a checkout's paths made absolute, the sample standing in for the user's text,
+    pretraining shortened to 2 steps, predict and eval also writing their results as JSON
+    (--output_json: p.json, e.json). The tests of predict, eval and the int8 export above check
+    what these runs wrote and printed (the same commands: each run once) -> (the directory,
+    {subcommand: its CompletedProcess})."""
+    directory = tmp_path_factory.mktemp('readme_zh')
     commands = readme_commands('## Chinese')
     assert [c[1] if c[0] == 'paddle-elmo' else c[0] for c in commands] == [
         'pip', 'printf', 'embed', 'predict', 'eval', 'export-inference', 'pretrain']
-    shutil.copy(SAMPLE, tmp_path / 'my_zh_train.txt')
+    shutil.copy(SAMPLE, directory / 'my_zh_train.txt')
+    appended = {'pretrain': ['--max_steps', '2'], 'predict': ['--output_json', 'p.json'],
+                'eval': ['--output_json', 'e.json']}
+    runs = {}
     for words in commands[1:]:  # the install is this checkout's
         if words[0] == 'printf':  # its redirection: the shell's
-            proc = subprocess.run(shlex.join(words[:-2]) + ' > ' + words[-1], shell=True, cwd=tmp_path)
+            proc = subprocess.run(shlex.join(words[:-2]) + ' > ' + words[-1], shell=True, cwd=directory)
             assert proc.returncode == 0
             continue
         command, *args = [os.path.join(ROOT, w) if w.startswith('paddle_elmo/') else w for w in words[1:]]
-        args += ['--max_steps', '2'] if command == 'pretrain' else []
-        proc = run_script(command, *args, cwd=tmp_path)
+        runs[command] = proc = run_script(command, *args, *appended.get(command, []), cwd=directory)
         assert proc.returncode == 0, (words, proc.stderr[-3000:])
-        if command == 'predict':
-            assert IDEOGRAPH.search(proc.stdout.split('\n', 1)[1].split()[1]), proc.stdout  # the top word
-    with h5py.File(tmp_path / 'zh.hdf5', 'r') as f:
+    return directory, runs
+
+
+def test_readme_s_bundled_zh_commands_run_as_written(readme_zh):
+    directory, runs = readme_zh
+    assert IDEOGRAPH.search(runs['predict'].stdout.split('\n', 1)[1].split()[1]), runs['predict'].stdout  # the top word
+    with h5py.File(directory / 'zh.hdf5', 'r') as f:
         assert f['0'].shape == (3, 12, 256)  # 这家 酒店 的 服务 很 好 ， 房间 也 很 干净 。
-    assert (tmp_path / 'zh_int8' / 'model.onnx').exists() and (tmp_path / 'zh_adapted' / 'final.pdparams').exists()
+    assert (directory / 'zh_int8' / 'model.onnx').exists() and (directory / 'zh_adapted' / 'final.pdparams').exists()
