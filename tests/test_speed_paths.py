@@ -362,7 +362,7 @@ def test_recurrence_kernel_matches_the_loop_in_values_and_gradients():
             h_inf, c_inf = kernels.recurrence(paddle.matmul(x, w_input), bias, sizes, h0, c0, w_hidden, w_proj,
                                               1.5, 0.4, implementation)
         if implementation.cpu:
-            h, c = kernels.layer_recurrence(x, w, bias, sizes, h0, c0, w_proj, cell_clip=1.5, proj_clip=0.4)
+            h, c, _ = kernels.layer_recurrence(x, w, bias, sizes, h0, c0, w_proj, cell_clip=1.5, proj_clip=0.4)
         else:
             h, c = kernels.recurrence(paddle.matmul(x, w_input), bias, sizes, h0, c0, w_hidden, w_proj,
                                       cell_clip=1.5, proj_clip=0.4, kernels=implementation)
@@ -389,13 +389,13 @@ def test_recurrence_kernel_gradients_when_no_loss_reads_the_cells():
     cell_grads = []
     backward = kernels._KernelRecurrence.backward
 
-    def recorded(ctx, grad_h, grad_c):
+    def recorded(ctx, grad_h, grad_c, *final_grads):
         cell_grads.append(grad_c)
-        return backward(ctx, grad_h, grad_c)
+        return backward(ctx, grad_h, grad_c, *final_grads)
 
     def run(x, bias, w, w_proj, h0, c0, implementation):
         if implementation.cpu:
-            h, c = kernels.layer_recurrence(x, w, bias, sizes, h0, c0, w_proj, cell_clip=1.5, proj_clip=0.4)
+            h, c, _ = kernels.layer_recurrence(x, w, bias, sizes, h0, c0, w_proj, cell_clip=1.5, proj_clip=0.4)
         else:
             w_input, w_hidden = paddle.split(w, [I, P])
             h, c = kernels.recurrence(paddle.matmul(x, w_input), bias, sizes, h0, c0, w_hidden, w_proj,
@@ -410,6 +410,33 @@ def test_recurrence_kernel_gradients_when_no_loss_reads_the_cells():
     assert cell_grads == [None]
     assert_kernel_matches(results, ['h', 'd x', 'd bias', 'd w', 'd w_proj', 'd h0', 'd c0'])
     assert np.abs(results[0][6][:sizes[0]]).max() > 0  # the cells carried a gradient back to c0
+
+
+def test_recurrence_kernel_final_states_match_last_states_in_values_and_gradients():
+    """The training kernel's final states (copied out by the kernel) against packing.last_states on the
+    loop's outputs, and the gradients of a loss on them and on h: rows that end at different steps,
+    rows that never run (B > batch_sizes[0]: their h0 and c0 carried through), both clips active."""
+    from paddle_elmo.model.packing import last_states
+    rng = np.random.RandomState(5)
+    I, D, P, B, sizes = 3, 6, 4, 5, [4, 4, 3, 1]
+    arrays = [rng.normal(0, 2, (sum(sizes), I)), rng.normal(0, 1, 4 * D), rng.normal(0, 0.5, (I + P, 4 * D)),
+              rng.normal(0, 0.5, (D, P)), rng.normal(0, 1, (B, P)), rng.normal(0, 2, (B, D))]
+
+    def run(x, bias, w, w_proj, h0, c0, implementation):
+        if implementation.cpu:
+            h, c, (h_last, c_last) = kernels.layer_recurrence(x, w, bias, sizes, h0, c0, w_proj, 1.5, 0.4)
+        else:
+            w_input, w_hidden = paddle.split(w, [I, P])
+            h, c = kernels.recurrence(paddle.matmul(x, w_input), bias, sizes, h0, c0, w_hidden, w_proj,
+                                      cell_clip=1.5, proj_clip=0.4, kernels=implementation)
+            h_last, c_last = last_states(h, c, h0, c0, sizes)
+        return h, h_last, c_last
+
+    results = kernel_and_paddle_ops(run, arrays)
+    assert_kernel_matches(results, ['h', 'h_last', 'c_last', 'd x', 'd bias', 'd w', 'd w_proj', 'd h0', 'd c0'])
+    h0, c0 = arrays[4].astype(np.float32), arrays[5].astype(np.float32)
+    np.testing.assert_array_equal(results[0][1][sizes[0]:], h0[sizes[0]:])
+    np.testing.assert_array_equal(results[0][2][sizes[0]:], c0[sizes[0]:])
 
 
 def test_recurrence_with_gradients_on_given_products_runs_paddle_ops():

@@ -357,6 +357,21 @@ std::vector<Tensor> Recurrence(Tensor gates_x, const Tensor& bias_in, const Tens
   return {h, c, save ? gates_x : Empty({0, 4 * D}), m};
 }
 
+// Each running row's packed row of its last step, of a packed [tokens, d] -> [n_0, d] (row r runs
+// the steps whose batch size exceeds r, the first ones: rows are sorted longest first).
+Tensor LastRows(const Tensor& packed, const std::vector<int64_t>& batch_sizes) {
+  const auto offset = Offsets(batch_sizes);
+  const int64_t d = packed.shape()[1], n0 = batch_sizes.empty() ? 0 : batch_sizes[0];
+  Tensor last = Empty({n0, d});
+  int64_t steps = static_cast<int64_t>(batch_sizes.size());
+  for (int64_t row = 0; row < n0; ++row) {  // a later row runs no more steps than an earlier one
+    while (batch_sizes[steps - 1] <= row) --steps;
+    std::memcpy(last.data<float>() + row * d, packed.data<float>() + (offset[steps - 1] + row) * d,
+                sizeof(float) * d);
+  }
+  return last;
+}
+
 // The layer's inputs x [tokens, I] and W [I + P, 4D] (W_input over W_hidden) against w_proj.
 void CheckLayerInputs(const Tensor& x, const Tensor& w, const Tensor& w_proj) {
   PD_CHECK(x.is_cpu() && w.is_cpu() && x.dtype() == paddle::DataType::FLOAT32 &&
@@ -384,7 +399,9 @@ std::vector<Tensor> LstmForward(const Tensor& gates_x, const Tensor& bias, const
 // the input products x W_input are made here on W's rows (no copy of either block), into the array
 // the activations are then written over (no second [tokens, 4D] array).
 // -> h [tokens, P], c [tokens, D], acts [tokens, 4D] (sigmoid i, tanh j, sigmoid f, sigmoid o),
-//    m [tokens, D] (o * tanh(c), the projection's input), which LstmBackward reads.
+//    m [tokens, D] (o * tanh(c), the projection's input), which LstmBackward reads, and
+//    h_last [n_0, P], c_last [n_0, D]: each running row's state after its last step (LastRows), so
+//    that the caller needs no gathers for the states it carries on.
 std::vector<Tensor> LstmTrainingForward(const Tensor& x_in, const Tensor& w_in, const Tensor& bias,
                                         const Tensor& w_proj, const Tensor& h0, const Tensor& c0,
                                         const std::vector<int64_t>& batch_sizes, float cell_clip, float proj_clip) {
@@ -392,8 +409,11 @@ std::vector<Tensor> LstmTrainingForward(const Tensor& x_in, const Tensor& w_in, 
   CheckLayerInputs(x, w, w_proj);
   const int64_t I = x.shape()[1];
   Tensor gates_x = paddle::experimental::matmul(x, RowsView(w, 0, I), false, false);  // [tokens, 4D]
-  return Recurrence(gates_x, bias, RowsView(w, I, w_proj.shape()[1]), w_proj, h0, c0, batch_sizes, cell_clip,
-                    proj_clip, true);
+  auto out = Recurrence(gates_x, bias, RowsView(w, I, w_proj.shape()[1]), w_proj, h0, c0, batch_sizes, cell_clip,
+                        proj_clip, true);
+  out.push_back(LastRows(out[0], batch_sizes));
+  out.push_back(LastRows(out[1], batch_sizes));
+  return out;
 }
 
 // The recurrence in inference from the layer's inputs x [tokens, I] and w_input [I, 4D] instead of
@@ -568,7 +588,7 @@ PD_BUILD_OP(elmo_lstm_forward)
 
 PD_BUILD_OP(elmo_lstm_training_forward)
     .Inputs({"X", "W", "Bias", "WProj", "H0", "C0"})
-    .Outputs({"H", "C", "Acts", "M"})
+    .Outputs({"H", "C", "Acts", "M", "HLast", "CLast"})
     .Attrs({"batch_sizes: std::vector<int64_t>", "cell_clip: float", "proj_clip: float"})
     .SetKernelFn(PD_KERNEL(LstmTrainingForward));
 

@@ -80,6 +80,7 @@ from paddle.autograd import PyLayer
 from paddle_elmo.model import layer_math
 from paddle_elmo.model.dropout_masks import DROPOUT_MASKS
 from paddle_elmo.model.kernel_build import build
+from paddle_elmo.model.packing import last_rows, with_initial_rows
 
 log = logging.getLogger(__name__)
 
@@ -186,7 +187,9 @@ def recurrence(gates_x, bias, batch_sizes, h0, c0, w_hidden, w_proj, cell_clip, 
 
 def layer_recurrence(x, w, bias, batch_sizes, h0, c0, w_proj, cell_clip, proj_clip):
     """recurrence() in training on the CPU kernel, from the layer's inputs x [tokens, input_dim] and its
-    whole W [input_dim + P, 4D] (W_input over W_hidden) -> (h [tokens, P], c [tokens, D]).
+    whole W [input_dim + P, 4D] (W_input over W_hidden) -> (h [tokens, P], c [tokens, D],
+    (h_last [B, P], c_last [B, D])): each row's state after its last step, h0 / c0 for rows that did
+    not run (packing.last_states' values; the kernel copies them out, so no gathers run).
 
     The kernel makes x @ W_input itself on W's rows, so W is never split (the split's copies and
     its backward's concat), and its backward takes the input product's gradients with the
@@ -194,8 +197,9 @@ def layer_recurrence(x, w, bias, batch_sizes, h0, c0, w_proj, cell_clip, proj_cl
     whole grad_W. The kernel alone runs it (callers check `kernels.for_tensor(x)` first); the
     other parameters are recurrence's.
     """
-    return _KernelRecurrence.apply(x, w, bias, w_proj, h0, c0, [int(n) for n in batch_sizes],
-                                   *_clips(cell_clip, proj_clip))
+    h, c, h_last, c_last = _KernelRecurrence.apply(x, w, bias, w_proj, h0, c0, [int(n) for n in batch_sizes],
+                                                   *_clips(cell_clip, proj_clip))
+    return h, c, (with_initial_rows(h_last, h0), with_initial_rows(c_last, c0))
 
 
 def _clips(cell_clip, proj_clip):
@@ -227,22 +231,33 @@ def streamed_recurrence(x, w_input, bias, batch_sizes, block_ends, h0, c0, w_hid
 class _KernelRecurrence(PyLayer):
     @staticmethod
     def forward(ctx, x, w, bias, w_proj, h0, c0, sizes, cell_clip, proj_clip):
-        h, c, acts, m = kernel().elmo_lstm_training_forward(x, w, bias, w_proj, h0, c0, sizes, cell_clip, proj_clip)
-        # An output no loss reads (the language model's cells) gets None, not a zero [tokens, D] filled
-        # by Paddle for the kernel to read: the kernel takes it as an empty gradient.
+        h, c, acts, m, h_last, c_last = kernel().elmo_lstm_training_forward(x, w, bias, w_proj, h0, c0, sizes,
+                                                                            cell_clip, proj_clip)
+        # An output no loss reads (the language model's cells, its detached final states) gets None,
+        # not a zero tensor filled by Paddle: the kernel takes an empty cell gradient as zero.
         ctx.set_materialize_grads(False)
         ctx.save_for_backward(x, w, w_proj, h0, c0, h, c, acts, m)
         ctx.args = (sizes, cell_clip, proj_clip)
         ctx.needs = [not t.stop_gradient for t in (x, w, bias, w_proj, h0, c0)]
-        return h, c
+        return h, c, h_last, c_last
 
     @staticmethod
-    def backward(ctx, grad_h, grad_c):
+    def backward(ctx, grad_h, grad_c, grad_h_last=None, grad_c_last=None):
         saved = ctx.saved_tensor()
         h, c = saved[5], saved[6]
+        if grad_h_last is not None or grad_c_last is not None:  # the final states' join their last steps' rows
+            index = last_rows(tuple(ctx.args[0]), h.place)
+            grad_h, grad_c = _add_rows(grad_h, index, grad_h_last, h), _add_rows(grad_c, index, grad_c_last, c)
         grad_h = paddle.zeros_like(h) if grad_h is None else grad_h
         grad_c = paddle.empty([0, c.shape[1]], dtype=c.dtype) if grad_c is None else grad_c  # zeros, unfilled
         return _needed_grads(ctx, kernel().elmo_lstm_backward(*saved, grad_h, grad_c, *ctx.args))
+
+
+def _add_rows(grad, index, rows, like):
+    """grad [tokens, d] (None: zeros like `like`) with rows [n, d] added at its rows index [n] (rows None: grad)."""
+    if rows is None:
+        return grad
+    return paddle.index_add(paddle.zeros_like(like) if grad is None else grad, index, 0, rows)
 
 
 def loop_recurrence(gates_x, bias, batch_sizes, h0, c0, w_hidden, w_proj, cell_clip=None, proj_clip=None):

@@ -128,14 +128,14 @@ class LstmStack(nn.Layer):
         outputs = []
         for (first, last), x_group in zip(groups, xs):
             sizes = batch_sizes[first:last]
-            if whole_w:
-                h_all, c_all = kernels.layer_recurrence(x_group, layer.W, bias, sizes, h, c, layer.W_P,
-                                                        self.cell_clip, self.proj_clip)
+            if whole_w:  # the kernel copies out the final states
+                h_all, c_all, (h, c) = kernels.layer_recurrence(x_group, layer.W, bias, sizes, h, c, layer.W_P,
+                                                                self.cell_clip, self.proj_clip)
             else:
                 gates = gate_products(x_group, w_input, gate_buffer if inference else None)  # bias: recurrence's
                 h_all, c_all = kernels.recurrence(gates, bias, sizes, h, c, w_hidden, layer.W_P,
                                                   self.cell_clip, self.proj_clip, self.kernels)
-            h, c = last_states(h_all, c_all, h, c, sizes)
+                h, c = last_states(h_all, c_all, h, c, sizes)
             del c_all  # [group tokens, D]: freed now, not after the next group's products are made
             outputs.append(h_all)
         return (outputs[0] if len(outputs) == 1 else paddle.concat(outputs)), (h, c)

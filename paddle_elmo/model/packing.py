@@ -92,16 +92,19 @@ def last_states(h_all, c_all, h0, c0, batch_sizes):
     the outputs alone, not from the outputs joined to h0 and c0, which would copy the group's whole
     [tokens, D] cells once more.
     """
-    ran, batch = (int(batch_sizes[0]) if len(batch_sizes) else 0), h0.shape[0]
-    if ran == 0:
+    if len(batch_sizes) == 0 or int(batch_sizes[0]) == 0:
         return h0, c0
     index = last_rows(tuple(np.asarray(batch_sizes, dtype=np.int64).tolist()), h_all.place)
-    states = []
-    for outputs, initial in ((h_all, h0), (c_all, c0)):
-        last = paddle.gather(outputs, index)
-        # split, not a slice: its backward stays cheap when the states carry a gradient (training's groups)
-        states.append(last if ran == batch else paddle.concat([last, paddle.split(initial, [ran, batch - ran])[1]]))
-    return tuple(states)
+    return tuple(with_initial_rows(paddle.gather(outputs, index), initial)
+                 for outputs, initial in ((h_all, h0), (c_all, c0)))
+
+
+def with_initial_rows(last, initial):
+    """The states of the rows that ran, last [ran, d], then the initial states [B, d] of the rows
+    that did not -> [B, d] (last itself when every row ran)."""
+    ran, batch = last.shape[0], initial.shape[0]
+    # split, not a slice: its backward stays cheap when the states carry a gradient (training's groups)
+    return last if ran == batch else paddle.concat([last, paddle.split(initial, [ran, batch - ran])[1]])
 
 
 @functools.lru_cache(maxsize=16)
