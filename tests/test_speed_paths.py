@@ -439,6 +439,47 @@ def test_recurrence_kernel_final_states_match_last_states_in_values_and_gradient
     np.testing.assert_array_equal(results[0][2][sizes[0]:], c0[sizes[0]:])
 
 
+@pytest.mark.parametrize('final_loss', [False, True], ids=['loss-on-outputs', 'loss-on-final-states-too'])
+@pytest.mark.parametrize('residual', [False, True], ids=['plain', 'residual'])
+def test_training_kernel_drops_its_input_and_adds_the_residual_as_the_ops_did(residual, final_loss):
+    """layer_recurrence with the input's dropout (a later group of steps of the dropped tensor: its
+    first element's index carried in) and the residual inside the kernel: the same bits, values and
+    gradients, as kernels.dropout on the whole input, the group's rows split off, the kernel without
+    either and Paddle's add of the dropped input; rows that end early and that never run, both
+    clips active, a loss on the outputs alone (the language model's) or on the final states too."""
+    rng = np.random.RandomState(6)
+    I = P = 4
+    D, B, sizes, before = 6, 5, [4, 4, 3, 1], 3  # `before` rows of the dropped tensor precede the group
+    arrays = [rng.normal(0, 2, (before + sum(sizes), I)), rng.normal(0, 1, 4 * D),
+              rng.normal(0, 0.5, (I + P, 4 * D)), rng.normal(0, 0.5, (D, P)), rng.normal(0, 1, (B, P)),
+              rng.normal(0, 2, (B, D))]
+    seed, p = 123456789012, 0.3
+    results = []
+    for fused in (True, False):
+        x_all, bias, w, w_proj, h0, c0 = [paddle.to_tensor(a.astype(np.float32), stop_gradient=False)
+                                          for a in arrays]
+        x = paddle.split(x_all, [before, sum(sizes)])[1]
+        if fused:
+            out, c, (h_last, c_last) = kernels.layer_recurrence(x, w, bias, sizes, h0, c0, w_proj, 1.5, 0.4,
+                                                                (seed, p, before * I), residual)
+        else:
+            dropped = paddle.split(kernels.dropout(x_all, p, kernels.CPU_KERNELS, seed), [before, sum(sizes)])[1]
+            out, c, (h_last, c_last) = kernels.layer_recurrence(dropped, w, bias, sizes, h0, c0, w_proj, 1.5, 0.4)
+            out = out + dropped if residual else out  # bilm-tf's dropout wraps the residual cell
+        loss_rng = np.random.RandomState(9)
+        loss = sum((t * paddle.to_tensor(loss_rng.normal(size=t.shape).astype(np.float32))).sum()
+                   for t in ((out, h_last, c_last) if final_loss else (out,)))
+        loss.backward()
+        results.append([out.numpy(), h_last.numpy(), c_last.numpy()] +
+                       [t.grad.numpy() for t in (x_all, bias, w, w_proj, h0, c0)])
+    names = ['out', 'h_last', 'c_last', 'd x', 'd bias', 'd w', 'd w_proj', 'd h0', 'd c0']
+    for name, got, want in zip(names, *results):
+        np.testing.assert_array_equal(got, want, err_msg=name)
+    d_x = results[0][3]
+    assert np.all(d_x[:before] == 0)  # rows before the group get no gradient
+    assert residual or 0 < (d_x[before:] == 0).mean() < 0.8  # some elements dropped, not all
+
+
 def test_recurrence_with_gradients_on_given_products_runs_paddle_ops():
     """kernels.recurrence on given gate products with gradients tracked runs the loop (the kernel's
     training form takes the layer's inputs): the kernels' setting gives the same numbers as Paddle's."""
@@ -750,6 +791,39 @@ def test_packed_stack_gradients_match_naive_steps(buffer_mb, implementation):
         grads.append(named)
     for name in grads[0]:
         np.testing.assert_allclose(grads[0][name], grads[1][name], atol=1e-5, rtol=1e-4, err_msg=name)
+
+
+@pytest.mark.parametrize('buffer_mb', [64, 0], ids=['one-group', 'step-groups'])
+def test_training_stack_on_the_kernel_drops_and_adds_in_the_kernel_with_the_ops_bits(buffer_mb):
+    """A training stack with dropout and residual connections on the kernel (the dropout of each
+    layer's input and the residual inside its calls, a group of steps' masks from its first
+    element's index on) against the same stack running kernels.dropout and Paddle's add around the
+    calls: the same bits, the top layer's outputs (the language model's loss reads no other), final
+    states and every gradient, in one group of steps or several. (With a loss on a lower layer's
+    outputs too, their gradient's three terms are summed in another order: the last bits may differ.)"""
+    require_kernels()
+    lengths, batch_sizes = [4, 2, 1], np.array([3, 2, 1, 1])
+    results = []
+    for fused in (True, False):
+        stack = make_stack(seed=5, cell_clip=0.5, proj_clip=0.3, dropout=0.4, use_skip_connections=True)
+        stack.GATE_BUFFER_MB = buffer_mb
+        stack.train()
+        if not fused:
+            stack._trains_on_kernel = lambda *args: False  # the layers still run the training kernel
+        x_np, states_np = random_case(stack, lengths, 4, seed=2)
+        x = paddle.to_tensor(x_np, stop_gradient=False)
+        states = [(paddle.to_tensor(h, stop_gradient=False), paddle.to_tensor(c, stop_gradient=False))
+                  for h, c in states_np]
+        paddle.seed(11)
+        outs, finals = stack(x, batch_sizes, states, top_only=True)
+        loss = (outs[0] ** 2).sum() + sum(h.sum() + c.sum() for h, c in finals[:1])
+        loss.backward()
+        results.append([o.numpy() for o in outs] + [t.numpy() for final in finals for t in final] +
+                       [p.grad.numpy() for p in stack.parameters()] + [x.grad.numpy()] +
+                       [t.grad.numpy() for state in states for t in state])
+    for i, (got, want) in enumerate(zip(*results)):
+        np.testing.assert_array_equal(got, want, err_msg=f'result {i}')
+    assert (results[0][0] == 0).mean() < 0.5 and (results[0][-5] == 0).any()  # x's gradient: some dropped
 
 
 def test_stateful_embedder_gives_same_results_with_and_without_token_cache(tiny_bilm):

@@ -357,6 +357,53 @@ std::vector<Tensor> Recurrence(Tensor gates_x, const Tensor& bias_in, const Tens
   return {h, c, save ? gates_x : Empty({0, 4 * D}), m};
 }
 
+// ---- Dropout's mask (the Dropout kernel below; the training recurrence drops its inputs with it) ----
+// keep = 1 where a hash of (seed, element index) is at least p: the murmur3 finaliser over a Weyl
+// sequence, a counter-based generator (see "Dropout" below).
+inline uint32_t DropoutHash(uint32_t index, uint32_t seed_lo, uint32_t seed_hi) {
+  uint32_t h = index * 0x9E3779B9u + seed_lo;
+  h ^= seed_hi;
+  h ^= h >> 16;
+  h *= 0x85EBCA6Bu;
+  h ^= h >> 13;
+  h *= 0xC2B2AE35u;
+  h ^= h >> 16;
+  return h;
+}
+
+void CheckDropout(int64_t numel, float p) {
+  PD_CHECK(p >= 0.f && p < 1.f, "dropout kernel: p in [0, 1)");
+  PD_CHECK(numel < (int64_t{1} << 32), "dropout kernel: at most 2^32 elements");
+}
+
+// The mask of one seed and p: an element is kept when the hash's top 24 bits, as a fraction of
+// 2^24, are >= p, and then scaled by 1 / (1 - p).
+struct DropoutMask {
+  DropoutMask(int64_t seed, float p)
+      : lo(static_cast<uint32_t>(seed)), hi(static_cast<uint32_t>(static_cast<uint64_t>(seed) >> 32)),
+        threshold(static_cast<uint32_t>(std::ceil(static_cast<double>(p) * 16777216.0))), scale(1.f / (1.f - p)) {}
+
+  // y [n] = x [n] through the mask, x [0] being element `first` of the masked tensor.
+  void Apply(const float* x, int64_t first, int64_t n, float* y) const {
+#pragma omp simd
+    for (int64_t i = 0; i < n; ++i) {
+      const uint32_t u = DropoutHash(static_cast<uint32_t>(first + i), lo, hi) >> 8;
+      y[i] = u >= threshold ? x[i] * scale : 0.f;
+    }
+  }
+
+  uint32_t lo, hi, threshold;
+  float scale;
+};
+
+// y [n] = x [n] through the mask (x [0] being element `first`), in blocks among the threads.
+void DropoutInto(const float* x, int64_t n, int64_t first, const DropoutMask& mask, float* y) {
+#pragma omp parallel for if (n >= kParallelMin)
+  for (int64_t start = 0; start < n; start += kBlock) {
+    mask.Apply(x + start, first + start, std::min(kBlock, n - start), y + start);
+  }
+}
+
 // Each running row's packed row of its last step, of a packed [tokens, d] -> [n_0, d] (row r runs
 // the steps whose batch size exceeds r, the first ones: rows are sorted longest first).
 Tensor LastRows(const Tensor& packed, const std::vector<int64_t>& batch_sizes) {
@@ -402,17 +449,35 @@ std::vector<Tensor> LstmForward(const Tensor& gates_x, const Tensor& bias, const
 //    m [tokens, D] (o * tanh(c), the projection's input), which LstmBackward reads, and
 //    h_last [n_0, P], c_last [n_0, D]: each running row's state after its last step (LastRows), so
 //    that the caller needs no gathers for the states it carries on.
+// With p > 0 the layer's input is dropped first (the Dropout kernel's mask of seed and p, x [0, 0]
+// being element `first` of the masked tensor: a group of steps' rows of the layer's input), and
+// dropped [tokens, I], the product's input, is returned for the backward. With residual (I = P),
+// sum [tokens, P] = h + the product's input (dropped, as bilm-tf's dropout wraps its residual
+// cell), the layer's output of a residual connection.
 std::vector<Tensor> LstmTrainingForward(const Tensor& x_in, const Tensor& w_in, const Tensor& bias,
                                         const Tensor& w_proj, const Tensor& h0, const Tensor& c0,
-                                        const std::vector<int64_t>& batch_sizes, float cell_clip, float proj_clip) {
+                                        const std::vector<int64_t>& batch_sizes, float cell_clip, float proj_clip,
+                                        int64_t seed, float p, int64_t first, bool residual) {
   const Tensor x = x_in.contiguous(), w = w_in.contiguous();
   CheckLayerInputs(x, w, w_proj);
-  const int64_t I = x.shape()[1];
-  Tensor gates_x = paddle::experimental::matmul(x, RowsView(w, 0, I), false, false);  // [tokens, 4D]
-  auto out = Recurrence(gates_x, bias, RowsView(w, I, w_proj.shape()[1]), w_proj, h0, c0, batch_sizes, cell_clip,
-                        proj_clip, true);
+  const int64_t I = x.shape()[1], P = w_proj.shape()[1];
+  PD_CHECK(!residual || I == P, "lstm kernel: a residual connection needs input_dim = P");
+  Tensor dropped = Empty({p > 0.f ? x.shape()[0] : 0, I});
+  if (p > 0.f) {
+    CheckDropout(first + x.numel(), p);
+    DropoutInto(x.data<float>(), x.numel(), first, DropoutMask(seed, p), dropped.data<float>());
+  }
+  Tensor gates_x = paddle::experimental::matmul(p > 0.f ? dropped : x, RowsView(w, 0, I), false, false);  // [tokens, 4D]
+  auto out = Recurrence(gates_x, bias, RowsView(w, I, P), w_proj, h0, c0, batch_sizes, cell_clip, proj_clip, true);
   out.push_back(LastRows(out[0], batch_sizes));
   out.push_back(LastRows(out[1], batch_sizes));
+  Tensor sum = Empty({residual ? x.shape()[0] : 0, P});
+  const float *hv = out[0].data<float>(), *xv = p > 0.f ? dropped.data<float>() : x.data<float>();
+  float* sv = sum.data<float>();
+#pragma omp parallel for simd if (sum.numel() >= kParallelMin)
+  for (int64_t e = 0; e < sum.numel(); ++e) sv[e] = hv[e] + xv[e];
+  out.push_back(sum);
+  out.push_back(dropped);
   return out;
 }
 
@@ -481,7 +546,10 @@ std::vector<Tensor> LstmInference(const Tensor& x_in, const Tensor& w_input, con
 }
 
 // Gradients of LstmTrainingForward from grad_h [tokens, P] and grad_c [tokens, D] (or [0, D]: no
-// loss reads the cells, their gradient is zero and never filled)
+// loss reads the cells, their gradient is zero and never filled), and grad_skip [tokens, P] (or
+// [0, P]: none), the gradient of a residual connection's output, which x (the product's input,
+// x [tokens, I] here, dropped by the forward when p > 0) takes too. With p > 0 x's gradient goes
+// through the forward's dropout mask (its seed, p and first) to the layer's undropped input.
 // -> grad_x [tokens, I], grad_w [I + P, 4D], grad_bias [4D], grad_w_proj [D, P], grad_h0 [B, P],
 //    grad_c0 [B, D].
 // W's two blocks take their gradients together: each step's gate gradient dg [n, 4D] meets all of
@@ -490,8 +558,9 @@ std::vector<Tensor> LstmInference(const Tensor& x_in, const Tensor& w_input, con
 std::vector<Tensor> LstmBackward(const Tensor& x_in, const Tensor& w_in, const Tensor& w_proj, const Tensor& h0_in,
                                  const Tensor& c0_in, const Tensor& h, const Tensor& c,
                                  const Tensor& acts, const Tensor& m, const Tensor& grad_h_in,
-                                 const Tensor& grad_c_in, const std::vector<int64_t>& batch_sizes,
-                                 float cell_clip, float proj_clip) {
+                                 const Tensor& grad_c_in, const Tensor& grad_skip_in,
+                                 const std::vector<int64_t>& batch_sizes, float cell_clip, float proj_clip,
+                                 int64_t seed, float p, int64_t first) {
   const Tensor x = x_in.contiguous(), w = w_in.contiguous(), h0 = h0_in.contiguous(), c0 = c0_in.contiguous();
   const Tensor grad_h = grad_h_in.contiguous(), grad_c = grad_c_in.contiguous();
   CheckLayerInputs(x, w, w_proj);
@@ -502,6 +571,12 @@ std::vector<Tensor> LstmBackward(const Tensor& x_in, const Tensor& w_in, const T
   PD_CHECK(acts.shape()[0] == tokens && m.shape()[0] == tokens && x.shape()[0] == tokens,
            "lstm kernel: the backward needs the forward's inputs and saved activations");
   const bool cells_have_grad = grad_c.shape()[0] != 0;
+  const Tensor grad_skip = grad_skip_in.contiguous();
+  const bool skip_has_grad = grad_skip.shape()[0] != 0;
+  PD_CHECK(!skip_has_grad || (I == P && grad_skip.shape()[0] == tokens && grad_skip.shape()[1] == P),
+           "lstm kernel: grad_skip must be [tokens, P] (a residual connection: input_dim = P) or [0, P]");
+  const float* gs = skip_has_grad ? grad_skip.data<float>() : nullptr;
+  const DropoutMask mask(seed, p > 0.f ? p : 0.f);
   PD_CHECK(grad_h.shape()[0] == tokens && (!cells_have_grad || grad_c.shape()[0] == tokens),
            "lstm kernel: grad_h must be [tokens, P] and grad_c [tokens, D] or [0, D]");
   Tensor grad_gates = Empty({tokens, 4 * D}), grad_h_raw = Empty({tokens, P}), grad_x = Empty({tokens, I});
@@ -556,7 +631,19 @@ std::vector<Tensor> LstmBackward(const Tensor& x_in, const Tensor& w_in, const T
     }
     ColumnSums(dg + at * 4 * D, n, 4 * D, db);  // the bias's gradient, while the step's rows are in cache
     weights_t.Multiply(dg + at * 4 * D, n, dxh);  // [n, I + P] = [dx | dh_prev]
-    for (int64_t row = 0; row < n; ++row) std::memcpy(dx + (at + row) * I, dxh + row * IP, sizeof(float) * I);
+    for (int64_t row = 0; row < n; ++row) {  // dx (+ the residual's gradient) through the dropout mask
+      if (skip_has_grad) {  // the product's input is also added to the output: the two gradients summed, as Paddle's
+        float* dxr = dxh + row * IP;
+        const float* ghr = gs + (at + row) * P;
+#pragma omp simd
+        for (int64_t k = 0; k < I; ++k) dxr[k] += ghr[k];
+      }
+      if (p > 0.f) {
+        mask.Apply(dxh + row * IP, first + (at + row) * I, I, dx + (at + row) * I);
+      } else {
+        std::memcpy(dx + (at + row) * I, dxh + row * IP, sizeof(float) * I);
+      }
+    }
   }
   for (int64_t row = 0; row < n0; ++row) {
     std::memcpy(grad_h0.data<float>() + row * P, dxh + row * IP + I, sizeof(float) * P);
@@ -588,14 +675,16 @@ PD_BUILD_OP(elmo_lstm_forward)
 
 PD_BUILD_OP(elmo_lstm_training_forward)
     .Inputs({"X", "W", "Bias", "WProj", "H0", "C0"})
-    .Outputs({"H", "C", "Acts", "M", "HLast", "CLast"})
-    .Attrs({"batch_sizes: std::vector<int64_t>", "cell_clip: float", "proj_clip: float"})
+    .Outputs({"H", "C", "Acts", "M", "HLast", "CLast", "Sum", "Dropped"})
+    .Attrs({"batch_sizes: std::vector<int64_t>", "cell_clip: float", "proj_clip: float", "seed: int64_t",
+            "p: float", "first: int64_t", "residual: bool"})
     .SetKernelFn(PD_KERNEL(LstmTrainingForward));
 
 PD_BUILD_OP(elmo_lstm_backward)
-    .Inputs({"X", "W", "WProj", "H0", "C0", "H", "C", "Acts", "M", "GradH", "GradC"})
+    .Inputs({"X", "W", "WProj", "H0", "C0", "H", "C", "Acts", "M", "GradH", "GradC", "GradSkip"})
     .Outputs({"GradX", "GradW", "GradBias", "GradWProj", "GradH0", "GradC0"})
-    .Attrs({"batch_sizes: std::vector<int64_t>", "cell_clip: float", "proj_clip: float"})
+    .Attrs({"batch_sizes: std::vector<int64_t>", "cell_clip: float", "proj_clip: float", "seed: int64_t",
+            "p: float", "first: int64_t"})
     .SetKernelFn(PD_KERNEL(LstmBackward));
 
 PD_BUILD_OP(elmo_lstm_inference)
@@ -1713,39 +1802,12 @@ PD_BUILD_OP(elmo_adam_rows)
 // counter-based generator (the murmur3 finaliser over a Weyl sequence), vectorised, and the
 // backward regenerates the mask from the seed instead of storing it. The seed comes from Paddle's
 // generator (kernels.py), so paddle.seed and checkpoints govern it as they governed Paddle's dropout.
-inline uint32_t DropoutHash(uint32_t index, uint32_t seed_lo, uint32_t seed_hi) {
-  uint32_t h = index * 0x9E3779B9u + seed_lo;
-  h ^= seed_hi;
-  h ^= h >> 16;
-  h *= 0x85EBCA6Bu;
-  h ^= h >> 13;
-  h *= 0xC2B2AE35u;
-  h ^= h >> 16;
-  return h;
-}
-
 std::vector<Tensor> Dropout(const Tensor& x_in, int64_t seed, float p) {
   const Tensor x = x_in.contiguous();
   PD_CHECK(x.is_cpu() && x.dtype() == paddle::DataType::FLOAT32, "dropout kernel: float32 CPU tensors");
-  PD_CHECK(p >= 0.f && p < 1.f, "dropout kernel: p in [0, 1)");
-  PD_CHECK(x.numel() < (int64_t{1} << 32), "dropout kernel: at most 2^32 elements");
+  CheckDropout(x.numel(), p);
   Tensor y = Empty(x.shape());
-  const float* xv = x.data<float>();
-  float* yv = y.data<float>();
-  const int64_t n = x.numel();
-  // keep when the hash's top 24 bits, as a fraction of 2^24, are >= p
-  const uint32_t threshold = static_cast<uint32_t>(std::ceil(static_cast<double>(p) * 16777216.0));
-  const float scale = 1.f / (1.f - p);
-  const uint32_t lo = static_cast<uint32_t>(seed), hi = static_cast<uint32_t>(static_cast<uint64_t>(seed) >> 32);
-#pragma omp parallel for if (n >= kParallelMin)
-  for (int64_t start = 0; start < n; start += kBlock) {
-    const int64_t end = std::min(n, start + kBlock);
-#pragma omp simd
-    for (int64_t i = start; i < end; ++i) {
-      const uint32_t u = DropoutHash(static_cast<uint32_t>(i), lo, hi) >> 8;
-      yv[i] = u >= threshold ? xv[i] * scale : 0.f;
-    }
-  }
+  DropoutInto(x.data<float>(), x.numel(), 0, DropoutMask(seed, p), y.data<float>());
   return {y};
 }
 

@@ -185,11 +185,18 @@ def recurrence(gates_x, bias, batch_sizes, h0, c0, w_hidden, w_proj, cell_clip, 
     return tuple(ops.elmo_lstm_forward(gates_x, bias, w_hidden, w_proj, h0, c0, sizes, *_clips(cell_clip, proj_clip)))
 
 
-def layer_recurrence(x, w, bias, batch_sizes, h0, c0, w_proj, cell_clip, proj_clip):
+def layer_recurrence(x, w, bias, batch_sizes, h0, c0, w_proj, cell_clip, proj_clip, dropout=None, residual=False):
     """recurrence() in training on the CPU kernel, from the layer's inputs x [tokens, input_dim] and its
     whole W [input_dim + P, 4D] (W_input over W_hidden) -> (h [tokens, P], c [tokens, D],
     (h_last [B, P], c_last [B, D])): each row's state after its last step, h0 / c0 for rows that did
     not run (packing.last_states' values; the kernel copies them out, so no gathers run).
+
+    dropout: None, or (seed, p, first): the kernel drops x first, with dropout()'s kernel mask of
+    that seed and p, x's first element being element `first` of the tensor dropout() would drop
+    (the same numbers as dropout() on the layer's input, split into groups of steps after it).
+    residual: the first result is h + x after its dropout (input_dim = P), as a residual connection's
+    output (bilm-tf's dropout wraps the residual cell). Both run inside the kernel's two calls, with
+    no op of their own forward or backward.
 
     The kernel makes x @ W_input itself on W's rows, so W is never split (the split's copies and
     its backward's concat), and its backward takes the input product's gradients with the
@@ -197,8 +204,10 @@ def layer_recurrence(x, w, bias, batch_sizes, h0, c0, w_proj, cell_clip, proj_cl
     whole grad_W. The kernel alone runs it (callers check `kernels.for_tensor(x)` first); the
     other parameters are recurrence's.
     """
+    seed, p, first = dropout if dropout is not None else (0, 0.0, 0)
     h, c, h_last, c_last = _KernelRecurrence.apply(x, w, bias, w_proj, h0, c0, [int(n) for n in batch_sizes],
-                                                   *_clips(cell_clip, proj_clip))
+                                                   *_clips(cell_clip, proj_clip), int(seed), float(p), int(first),
+                                                   bool(residual))
     return h, c, (with_initial_rows(h_last, h0), with_initial_rows(c_last, c0))
 
 
@@ -229,28 +238,36 @@ def streamed_recurrence(x, w_input, bias, batch_sizes, block_ends, h0, c0, w_hid
 
 
 class _KernelRecurrence(PyLayer):
+    """layer_recurrence's op: the first output is h, or h + x with a residual; the backward reads the
+    product's input (x, or the kernel's dropped copy of it) and h."""
+
     @staticmethod
-    def forward(ctx, x, w, bias, w_proj, h0, c0, sizes, cell_clip, proj_clip):
-        h, c, acts, m, h_last, c_last = kernel().elmo_lstm_training_forward(x, w, bias, w_proj, h0, c0, sizes,
-                                                                            cell_clip, proj_clip)
+    def forward(ctx, x, w, bias, w_proj, h0, c0, sizes, cell_clip, proj_clip, seed, p, first, residual):
+        args = (sizes, cell_clip, proj_clip, seed, p, first, residual)
+        h, c, acts, m, h_last, c_last, out, dropped = kernel().elmo_lstm_training_forward(x, w, bias, w_proj, h0,
+                                                                                          c0, *args)
         # An output no loss reads (the language model's cells, its detached final states) gets None,
         # not a zero tensor filled by Paddle: the kernel takes an empty cell gradient as zero.
         ctx.set_materialize_grads(False)
-        ctx.save_for_backward(x, w, w_proj, h0, c0, h, c, acts, m)
-        ctx.args = (sizes, cell_clip, proj_clip)
+        ctx.save_for_backward(dropped if p > 0 else x, w, w_proj, h0, c0, h, c, acts, m)
+        ctx.args = args
         ctx.needs = [not t.stop_gradient for t in (x, w, bias, w_proj, h0, c0)]
-        return h, c, h_last, c_last
+        return out if residual else h, c, h_last, c_last
 
     @staticmethod
-    def backward(ctx, grad_h, grad_c, grad_h_last=None, grad_c_last=None):
+    def backward(ctx, grad_out, grad_c, grad_h_last=None, grad_c_last=None):
         saved = ctx.saved_tensor()
         h, c = saved[5], saved[6]
+        *args, residual = ctx.args
+        grad_h = grad_out
         if grad_h_last is not None or grad_c_last is not None:  # the final states' join their last steps' rows
-            index = last_rows(tuple(ctx.args[0]), h.place)
+            index = last_rows(tuple(args[0]), h.place)
             grad_h, grad_c = _add_rows(grad_h, index, grad_h_last, h), _add_rows(grad_c, index, grad_c_last, c)
+        empty = lambda t: paddle.empty([0, t.shape[1]], dtype=t.dtype)  # a zero gradient, unfilled
+        grad_skip = grad_out if residual and grad_out is not None else empty(h)  # the residual's input's
         grad_h = paddle.zeros_like(h) if grad_h is None else grad_h
-        grad_c = paddle.empty([0, c.shape[1]], dtype=c.dtype) if grad_c is None else grad_c  # zeros, unfilled
-        return _needed_grads(ctx, kernel().elmo_lstm_backward(*saved, grad_h, grad_c, *ctx.args))
+        grad_c = empty(c) if grad_c is None else grad_c
+        return _needed_grads(ctx, kernel().elmo_lstm_backward(*saved, grad_h, grad_c, grad_skip, *args))
 
 
 def _add_rows(grad, index, rows, like):

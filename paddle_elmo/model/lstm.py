@@ -87,27 +87,37 @@ class LstmStack(nn.Layer):
         outputs, finals = [], []
         gate_buffer = {}  # inference: one buffer for the gate products of every group of every layer
         for i, (layer, (h, c)) in enumerate(zip(self.layers, states)):
-            if dropout:
-                x = kernels.dropout(x, self.dropout, self.kernels, seeds[i])
-            out, final = self._run_layer(layer, x, batch_sizes, h, c, gate_buffer)
-            if self.use_skip and i > 0:
-                out = out + x
+            residual, drop = self.use_skip and i > 0, ((self.dropout, seeds[i]) if dropout else None)
+            # Training on the kernel with its own masks (seed None: Paddle's): the kernel drops x and
+            # adds the residual itself, no op around its calls forward or backward.
+            fused = self._trains_on_kernel(layer, x, h, c) and (drop is None or drop[1] is not None)
+            inputs = x if fused or drop is None else kernels.dropout(x, drop[0], self.kernels, drop[1])
+            out, final = self._run_layer(layer, inputs, batch_sizes, h, c, gate_buffer, drop if fused else None,
+                                         residual and fused)
+            if residual and not fused:  # the input after its dropout (bilm-tf's dropout wraps the residual cell)
+                out = out + inputs
             if not top_only or i == len(self.layers) - 1:  # back to [batch, time, P], zeros at padding
                 outputs.append(unpack_rows(out, unpack).reshape([batch, time, -1]))
             finals.append(final)
             x = out
         return outputs, finals
 
-    def _run_layer(self, layer, x, batch_sizes, h, c, gate_buffer):
+    def _trains_on_kernel(self, layer, x, h, c):
+        """Whether the layer runs on the training kernel (layer_recurrence): on the kernels' device, with gradients."""
+        inference = not kernels.tracks_grad([x, layer.W, layer.W_P, layer.B, h, c])
+        return self.kernels.for_tensor(x) is not None and not inference
+
+    def _run_layer(self, layer, x, batch_sizes, h, c, gate_buffer, drop=None, residual=False):
         """x: packed [tokens, input_dim] -> (packed outputs [tokens, P], final (h [batch, P], c [batch, D])).
         gate_buffer: forward's dict holding the inference gate buffer (gate_products) when the
-        kernel does not run it."""
+        kernel does not run it. drop (None, or (p, seed): kernels.dropout's) and residual (outputs
+        h + x): the training kernel's, which drops x and adds it itself (only where it runs)."""
         bias = layer.bias()
         inference = not kernels.tracks_grad([x, layer.W, layer.W_P, layer.B, h, c])
         on_kernel = self.kernels.for_tensor(x) is not None
         # Training on the kernel reads the whole W (layer_recurrence): no split, whose copies cost
         # in the forward and whose concat in the backward.
-        whole_w = on_kernel and not inference
+        whole_w = on_kernel and not inference  # as _trains_on_kernel
         if not whole_w:
             w_input, w_hidden = split_rows(layer.W, [layer.input_dim, layer.projection_dim])
         if inference and on_kernel:
@@ -129,8 +139,10 @@ class LstmStack(nn.Layer):
         for (first, last), x_group in zip(groups, xs):
             sizes = batch_sizes[first:last]
             if whole_w:  # the kernel copies out the final states
+                # the group's first element's index in x: the masks of one dropout over the layer's input
+                masks = None if drop is None else (drop[1], drop[0], int(batch_sizes[:first].sum()) * x.shape[1])
                 h_all, c_all, (h, c) = kernels.layer_recurrence(x_group, layer.W, bias, sizes, h, c, layer.W_P,
-                                                                self.cell_clip, self.proj_clip)
+                                                                self.cell_clip, self.proj_clip, masks, residual)
             else:
                 gates = gate_products(x_group, w_input, gate_buffer if inference else None)  # bias: recurrence's
                 h_all, c_all = kernels.recurrence(gates, bias, sizes, h, c, w_hidden, layer.W_P,
