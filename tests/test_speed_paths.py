@@ -480,6 +480,35 @@ def test_training_kernel_drops_its_input_and_adds_the_residual_as_the_ops_did(re
     assert residual or 0 < (d_x[before:] == 0).mean() < 0.8  # some elements dropped, not all
 
 
+def test_training_kernel_adds_the_forget_bias_as_the_layers_bias_did():
+    """layer_recurrence given B and the forget bias (added by the kernel) against B + forget bias in
+    Paddle's add before the call (LstmLayer.bias()): the same bits, values and gradients, B's too,
+    with a -0.0 in B (the sum's +0.0 where the offset is 0)."""
+    rng = np.random.RandomState(7)
+    I, D, P, B, sizes = 3, 6, 4, 5, [4, 4, 3, 1]
+    b = rng.normal(0, 1, 4 * D).astype(np.float32)
+    b[0] = -0.0
+    forget = np.zeros(4 * D, dtype=np.float32)
+    forget[2 * D:3 * D] = 1.0
+    arrays = [rng.normal(0, 2, (sum(sizes), I)), b, rng.normal(0, 0.5, (I + P, 4 * D)),
+              rng.normal(0, 0.5, (D, P)), rng.normal(0, 1, (B, P)), rng.normal(0, 2, (B, D))]
+    results = []
+    for in_kernel in (True, False):
+        x, bias, w, w_proj, h0, c0 = [paddle.to_tensor(np.asarray(a, dtype=np.float32), stop_gradient=False)
+                                      for a in arrays]
+        forget_t = paddle.to_tensor(forget)
+        if in_kernel:
+            h, c, (h_last, c_last) = kernels.layer_recurrence(x, w, bias, sizes, h0, c0, w_proj, 1.5, 0.4,
+                                                              forget_bias=forget_t)
+        else:
+            h, c, (h_last, c_last) = kernels.layer_recurrence(x, w, bias + forget_t, sizes, h0, c0, w_proj, 1.5, 0.4)
+        loss_rng = np.random.RandomState(9)
+        (h * paddle.to_tensor(loss_rng.normal(size=h.shape).astype(np.float32))).sum().backward()
+        results.append([h.numpy(), c.numpy()] + [t.grad.numpy() for t in (x, bias, w, w_proj, h0, c0)])
+    for name, got, want in zip(['h', 'c', 'd x', 'd bias', 'd w', 'd w_proj', 'd h0', 'd c0'], *results):
+        np.testing.assert_array_equal(got, want, err_msg=name)
+
+
 def test_recurrence_with_gradients_on_given_products_runs_paddle_ops():
     """kernels.recurrence on given gate products with gradients tracked runs the loop (the kernel's
     training form takes the layer's inputs): the kernels' setting gives the same numbers as Paddle's."""

@@ -454,13 +454,27 @@ std::vector<Tensor> LstmForward(const Tensor& gates_x, const Tensor& bias, const
 // dropped [tokens, I], the product's input, is returned for the backward. With residual (I = P),
 // sum [tokens, P] = h + the product's input (dropped, as bilm-tf's dropout wraps its residual
 // cell), the layer's output of a residual connection.
-std::vector<Tensor> LstmTrainingForward(const Tensor& x_in, const Tensor& w_in, const Tensor& bias,
+// bias_offset [4D] (or [0]: none) is added to bias here, as the layer's forget bias: no add op
+// forward or backward (the gradient of the sum is the bias's).
+std::vector<Tensor> LstmTrainingForward(const Tensor& x_in, const Tensor& w_in, const Tensor& bias_in,
                                         const Tensor& w_proj, const Tensor& h0, const Tensor& c0,
-                                        const std::vector<int64_t>& batch_sizes, float cell_clip, float proj_clip,
-                                        int64_t seed, float p, int64_t first, bool residual) {
+                                        const Tensor& bias_offset_in, const std::vector<int64_t>& batch_sizes,
+                                        float cell_clip, float proj_clip, int64_t seed, float p, int64_t first,
+                                        bool residual) {
   const Tensor x = x_in.contiguous(), w = w_in.contiguous();
   CheckLayerInputs(x, w, w_proj);
   const int64_t I = x.shape()[1], P = w_proj.shape()[1];
+  Tensor bias = bias_in.contiguous();
+  const Tensor bias_offset = bias_offset_in.contiguous();
+  if (bias_offset.numel() != 0) {
+    PD_CHECK(bias_offset.numel() == bias.numel() && bias_offset.dtype() == paddle::DataType::FLOAT32,
+             "lstm kernel: the bias offset must be float32 [4D] like the bias");
+    Tensor sum = Empty({bias.numel()});
+    const float *bv = bias.data<float>(), *ov = bias_offset.data<float>();
+    float* sv = sum.data<float>();
+    for (int64_t e = 0; e < bias.numel(); ++e) sv[e] = bv[e] + ov[e];
+    bias = sum;
+  }
   PD_CHECK(!residual || I == P, "lstm kernel: a residual connection needs input_dim = P");
   Tensor dropped = Empty({p > 0.f ? x.shape()[0] : 0, I});
   if (p > 0.f) {
@@ -674,7 +688,7 @@ PD_BUILD_OP(elmo_lstm_forward)
     .SetKernelFn(PD_KERNEL(LstmForward));
 
 PD_BUILD_OP(elmo_lstm_training_forward)
-    .Inputs({"X", "W", "Bias", "WProj", "H0", "C0"})
+    .Inputs({"X", "W", "Bias", "WProj", "H0", "C0", "BiasOffset"})
     .Outputs({"H", "C", "Acts", "M", "HLast", "CLast", "Sum", "Dropped"})
     .Attrs({"batch_sizes: std::vector<int64_t>", "cell_clip: float", "proj_clip: float", "seed: int64_t",
             "p: float", "first: int64_t", "residual: bool"})

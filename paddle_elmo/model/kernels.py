@@ -185,7 +185,8 @@ def recurrence(gates_x, bias, batch_sizes, h0, c0, w_hidden, w_proj, cell_clip, 
     return tuple(ops.elmo_lstm_forward(gates_x, bias, w_hidden, w_proj, h0, c0, sizes, *_clips(cell_clip, proj_clip)))
 
 
-def layer_recurrence(x, w, bias, batch_sizes, h0, c0, w_proj, cell_clip, proj_clip, dropout=None, residual=False):
+def layer_recurrence(x, w, bias, batch_sizes, h0, c0, w_proj, cell_clip, proj_clip, dropout=None, residual=False,
+                     forget_bias=None):
     """recurrence() in training on the CPU kernel, from the layer's inputs x [tokens, input_dim] and its
     whole W [input_dim + P, 4D] (W_input over W_hidden) -> (h [tokens, P], c [tokens, D],
     (h_last [B, P], c_last [B, D])): each row's state after its last step, h0 / c0 for rows that did
@@ -195,8 +196,9 @@ def layer_recurrence(x, w, bias, batch_sizes, h0, c0, w_proj, cell_clip, proj_cl
     that seed and p, x's first element being element `first` of the tensor dropout() would drop
     (the same numbers as dropout() on the layer's input, split into groups of steps after it).
     residual: the first result is h + x after its dropout (input_dim = P), as a residual connection's
-    output (bilm-tf's dropout wraps the residual cell). Both run inside the kernel's two calls, with
-    no op of their own forward or backward.
+    output (bilm-tf's dropout wraps the residual cell). forget_bias: None, or a constant [4D] the
+    kernel adds to bias (LstmLayer.forget_bias: the add is LstmLayer.bias()'s). These run inside the
+    kernel's two calls, with no op of their own forward or backward.
 
     The kernel makes x @ W_input itself on W's rows, so W is never split (the split's copies and
     its backward's concat), and its backward takes the input product's gradients with the
@@ -205,7 +207,8 @@ def layer_recurrence(x, w, bias, batch_sizes, h0, c0, w_proj, cell_clip, proj_cl
     other parameters are recurrence's.
     """
     seed, p, first = dropout if dropout is not None else (0, 0.0, 0)
-    h, c, h_last, c_last = _KernelRecurrence.apply(x, w, bias, w_proj, h0, c0, [int(n) for n in batch_sizes],
+    offset = paddle.empty([0], dtype=bias.dtype) if forget_bias is None else forget_bias
+    h, c, h_last, c_last = _KernelRecurrence.apply(x, w, bias, w_proj, h0, c0, offset, [int(n) for n in batch_sizes],
                                                    *_clips(cell_clip, proj_clip), int(seed), float(p), int(first),
                                                    bool(residual))
     return h, c, (with_initial_rows(h_last, h0), with_initial_rows(c_last, c0))
@@ -242,10 +245,10 @@ class _KernelRecurrence(PyLayer):
     product's input (x, or the kernel's dropped copy of it) and h."""
 
     @staticmethod
-    def forward(ctx, x, w, bias, w_proj, h0, c0, sizes, cell_clip, proj_clip, seed, p, first, residual):
+    def forward(ctx, x, w, bias, w_proj, h0, c0, bias_offset, sizes, cell_clip, proj_clip, seed, p, first, residual):
         args = (sizes, cell_clip, proj_clip, seed, p, first, residual)
         h, c, acts, m, h_last, c_last, out, dropped = kernel().elmo_lstm_training_forward(x, w, bias, w_proj, h0,
-                                                                                          c0, *args)
+                                                                                          c0, bias_offset, *args)
         # An output no loss reads (the language model's cells, its detached final states) gets None,
         # not a zero tensor filled by Paddle: the kernel takes an empty cell gradient as zero.
         ctx.set_materialize_grads(False)
@@ -267,7 +270,7 @@ class _KernelRecurrence(PyLayer):
         grad_skip = grad_out if residual and grad_out is not None else empty(h)  # the residual's input's
         grad_h = paddle.zeros_like(h) if grad_h is None else grad_h
         grad_c = empty(c) if grad_c is None else grad_c
-        return _needed_grads(ctx, kernel().elmo_lstm_backward(*saved, grad_h, grad_c, grad_skip, *args))
+        return (*_needed_grads(ctx, kernel().elmo_lstm_backward(*saved, grad_h, grad_c, grad_skip, *args)), None)
 
 
 def _add_rows(grad, index, rows, like):

@@ -112,12 +112,12 @@ class LstmStack(nn.Layer):
         gate_buffer: forward's dict holding the inference gate buffer (gate_products) when the
         kernel does not run it. drop (None, or (p, seed): kernels.dropout's) and residual (outputs
         h + x): the training kernel's, which drops x and adds it itself (only where it runs)."""
-        bias = layer.bias()
         inference = not kernels.tracks_grad([x, layer.W, layer.W_P, layer.B, h, c])
         on_kernel = self.kernels.for_tensor(x) is not None
         # Training on the kernel reads the whole W (layer_recurrence): no split, whose copies cost
-        # in the forward and whose concat in the backward.
+        # in the forward and whose concat in the backward; it adds the forget bias to B itself.
         whole_w = on_kernel and not inference  # as _trains_on_kernel
+        bias = layer.B if whole_w else layer.bias()
         if not whole_w:
             w_input, w_hidden = split_rows(layer.W, [layer.input_dim, layer.projection_dim])
         if inference and on_kernel:
@@ -142,7 +142,8 @@ class LstmStack(nn.Layer):
                 # the group's first element's index in x: the masks of one dropout over the layer's input
                 masks = None if drop is None else (drop[1], drop[0], int(batch_sizes[:first].sum()) * x.shape[1])
                 h_all, c_all, (h, c) = kernels.layer_recurrence(x_group, layer.W, bias, sizes, h, c, layer.W_P,
-                                                                self.cell_clip, self.proj_clip, masks, residual)
+                                                                self.cell_clip, self.proj_clip, masks, residual,
+                                                                layer.forget_bias)
             else:
                 gates = gate_products(x_group, w_input, gate_buffer if inference else None)  # bias: recurrence's
                 h_all, c_all = kernels.recurrence(gates, bias, sizes, h, c, w_hidden, layer.W_P,
