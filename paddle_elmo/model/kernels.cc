@@ -21,7 +21,9 @@
 // In training (LstmTrainingForward, LstmBackward) the kernel takes x [tokens, I] and the layer's whole
 // W [I + P, 4D] (W_input over W_hidden) instead of gates_x and w_hidden: it makes x W_input itself,
 // and its backward gives the two blocks' gradients in one product per step ([dx | dh_prev]) and one
-// after the loop (grad_w), with no copies of the blocks.
+// after the loop (grad_w), with no copies of the blocks; it also drops x with the Dropout kernel's
+// mask, adds the residual and the forget bias and copies out the final states (the ops that ran
+// around each call, each with its own dispatch, forward and backward).
 // In inference (LstmInference) the kernel takes x [tokens, I] and w_input [I, 4D] instead of gates_x
 // and makes the products one block of steps at a time, so that a block's gates are alive, not the
 // layer's; it keeps no cells and returns each row's last state.

@@ -1,7 +1,8 @@
 """CPU kernels (kernels.cc) for the hot spots of Paddle's CPU ops, and the Paddle-op versions they replace.
 
     h_all, c_all = recurrence(gates_x, bias, batch_sizes, h0, c0, w_hidden, w_proj, cell_clip, proj_clip, kernels)
-    h_all, c_all = layer_recurrence(x, w, bias, batch_sizes, h0, c0, w_proj, cell_clip, proj_clip)  # training, CPU
+    h_all, c_all, (h, c) = layer_recurrence(x, w, bias, batch_sizes, h0, c0, w_proj, cell_clip, proj_clip,
+                                            dropout, residual, forget_bias)  # training, CPU
     h_all, (h, c) = streamed_recurrence(x, w_input, bias, batch_sizes, block_ends, h0, c0, w_hidden, w_proj,
                                         cell_clip, proj_clip, kernels)   # inference on CPU: block by block
     y = char_cnn(char_ids, spans, embed, weights, biases, relu, max_chars, pad_id)   # [tokens, N]
@@ -20,7 +21,9 @@ As a Python loop it costs tens of Paddle ops per step (forward and backward), ea
 single-threaded overhead on CPU; the kernel does a step in two matmuls and one pass over the gates.
 layer_recurrence is the kernel's training form: it takes the layer's inputs x [tokens, I] and its
 whole W (W_input over W_hidden) and makes x @ W_input itself, so that the backward takes both
-blocks' gradients in the recurrence's own products (no split of W, no separate product's backward).
+blocks' gradients in the recurrence's own products (no split of W, no separate product's backward);
+it also drops x (dropout's kernel masks), adds the residual and the forget bias, and copies out the
+final states, so that no dropout, add or gather runs around its calls, forward or backward.
 streamed_recurrence is its inference form: it takes the layer's inputs x [tokens, I] and W_input,
 and makes each block of steps' products just before it runs them, so that one block's gates are
 alive, not the layer's; it keeps no cells and returns each row's last state.
