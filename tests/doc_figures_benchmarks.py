@@ -195,6 +195,7 @@ FLOORS64 = 'floors64_2026-11-29/'  # the fourth session of 2026-11-29, the same 
 CHARSUMS64 = 'charsums64_2026-11-29/'  # the fifth: the char CNN from the call's distinct chars
 JOINT64 = 'joint64_2026-11-29/'  # the seventh: the joint LSTM kernel, the ops around the kernels
 FUSED64 = 'fused64_2026-11-29/'  # the eighth: the char CNN's bias and relu in its kernel, the parts broken down
+FOLDED64 = 'folded64_2026-11-30/'  # the ninth: the ops around the LSTM training kernel folded into it
 
 
 def json_shares(h, path, label, what):
@@ -307,7 +308,7 @@ def intel_roofline():
 
 
 AVX2_FLOORS = 'AMD EPYC AVX2-only (415cb89, 2026-11-30)'  # the speed tables' classes, as their rows name them
-AVX2_PRETRAIN = 'AMD EPYC AVX2-only (415cb89, 2026-11-30)'
+AVX2_PRETRAIN = 'AMD EPYC AVX2-only (3016ccc, 2026-11-30)'
 AVX512_EVENING = 'AMD EPYC AVX-512 (feea978 to 2f341a6, 2026-11-27)'
 
 
@@ -345,7 +346,7 @@ def rows(h):
         row('embedding peak, Intel', "The Intel run printed a peak of {peak:,} MB: not the embedding's",
             INTEL_FILES + 'bench_embed_original.txt', intel_embed),
         row('pretraining floors, AVX2', class_row(AVX2_PRETRAIN, f'{ranged("r32")} / {{q32:.1f}}%', f'{ranged("r128")} / {{q128:.1f}}%'),
-            FUSED64 + 'profile_pretrain_small.json: figures', lambda: pretrain_floors(h, FUSED64)),
+            FOLDED64 + 'profile_pretrain_small.json: figures', lambda: pretrain_floors(h, FOLDED64)),
         row('pretraining floors, AMD AVX-512', class_row(AVX512_EVENING, f'not measured / {ranged("r32")}',
                                                          f'not measured / {ranged("r128")}'), EVENING_FILES, lambda: amd_pretrain(h)),
         row('pretraining floors, Intel', '| Intel Xeon AVX-512+VNNI (243c401, 2026-11-28) | 2 | {intel32}% (one run, the old '
@@ -353,21 +354,21 @@ def rows(h):
             '{rate_low:.1f}-{rate_high:.1f} |', INTEL_FILES + 'profile_pretrain_small.txt: the step rows; '
             'bench_pretrain_small_{1,2}.txt', lambda: intel_pretrain() | intel_roofline()),
         row('pretraining parts, AVX2', "the LSTMs' forward {lf:.1f} against {lf_roof:.1f} and backward {lb:.0f} against "
-            "{lb_roof:.0f}, the softmax's forward {sf:.1f} against {sf_roof:.1f}, the token layer's forward {tf:.0f} against "
-            '{tf_roof:.1f}', FUSED64 + 'profile_pretrain_small.txt: the 32-row table', lambda: floors_parts(h, FUSED64, FUSED64)),
-        row('32 rows against the seventh session', 'At 32 rows the step took {step:.0f} ms against the seventh session\'s {before_step:.0f}, its '
+            "{lb_roof:.0f}, the softmax's forward {sf:.1f} against {sf_roof:.1f}, the token layer's forward {tf:.1f} against "
+            '{tf_roof:.1f}', FOLDED64 + 'profile_pretrain_small.txt: the 32-row table', lambda: floors_parts(h, FOLDED64, FUSED64)),
+        row('32 rows against the eighth session', 'At 32 rows the step took {step:.0f} ms against the eighth session\'s {before_step:.0f}, its '
             'roofline timed at {roof:.0f} against {before_roof:.0f}: the share {r32_median:.1f}%',
-            FUSED64 + ' and ' + JOINT64 + 'profile_pretrain_small.txt: the 32-row step; ' + FUSED64 + 'profile_pretrain_small.json',
-            lambda: step_against(h, FUSED64) | {f'before_{k}': v for k, v in step_against(h, JOINT64).items()}
-            | pretrain_floors(h, FUSED64)),
-        row('128 rows against the seventh session', 'At 128 rows the step took {step:,.0f} ms against {before_step:,.0f}, its roofline timed at '
-            '{roof:,.0f} against {before_roof:,.0f}: the share rose to {r128_median:.1f}%',
-            FUSED64 + ' and ' + JOINT64 + 'profile_pretrain_small.txt: the 128-row step; ' + FUSED64 + 'profile_pretrain_small.json',
-            lambda: step_against(h, FUSED64, 128) | {f'before_{k}': v for k, v in step_against(h, JOINT64, 128).items()}
-            | pretrain_floors(h, FUSED64)),
+            FOLDED64 + ' and ' + FUSED64 + 'profile_pretrain_small.txt: the 32-row step; ' + FOLDED64 + 'profile_pretrain_small.json',
+            lambda: step_against(h, FOLDED64) | {f'before_{k}': v for k, v in step_against(h, FUSED64).items()}
+            | pretrain_floors(h, FOLDED64)),
+        row('128 rows against the eighth session', 'At 128 rows the step took {step:,.0f} ms against {before_step:,.0f}, its roofline timed at '
+            '{roof:,.0f} against {before_roof:,.0f}: the share {r128_median:.1f}%',
+            FOLDED64 + ' and ' + FUSED64 + 'profile_pretrain_small.txt: the 128-row step; ' + FOLDED64 + 'profile_pretrain_small.json',
+            lambda: step_against(h, FOLDED64, 128) | {f'before_{k}': v for k, v in step_against(h, FUSED64, 128).items()}
+            | pretrain_floors(h, FOLDED64)),
         row('the session A/B', 'Interleaved against the session\'s start, the step took {s32:.3f} / {s128:.3f} of its time',
-            FUSED64 + 'ab_session_{32,128}.txt: the step rows',
-            lambda: (lambda r: {'s32': r[32], 's128': r[128]})(ab_steps(h, FUSED64 + 'ab_session_32.txt', FUSED64 + 'ab_session_128.txt'))),
+            FOLDED64 + 'ab_session_{32,128}.txt: the step rows',
+            lambda: (lambda r: {'s32': r[32], 's128': r[128]})(ab_steps(h, FOLDED64 + 'ab_session_32.txt', FOLDED64 + 'ab_session_128.txt'))),
         row('int8, AVX2', '| AMD EPYC AVX2-only, no VNNI (343ced8, 2026-11-29) | {runs} | {library:,.0f} | {float:,.0f} '
             '({float_x:.2f}x) | {int8:,.0f} ({int8_x:.2f}x) | {rate_low:.1f}-{rate_high:.1f} |',
             FLOORS64 + 'bench_export_original.json: figures', lambda: export_rounds(h, FLOORS64 + 'bench_export_original.json')),
@@ -401,11 +402,11 @@ def rows(h):
                'avx512_rate': export_json(h, f'{EVENING}/export_int8.json')['rate'],
                'intel': intel_export()['int8_x'], 'intel_rate': intel_export()['rate']}),
         row('roofline shares, AVX2', '| pretraining, small: {r32_median:.1f}% at 32 rows, {r128_median:.1f}% at 128; embedding, '
-            'original size: {r64_median:.1f}% at batches of 64 (medians of 3 runs) |', FUSED64 + 'profile_pretrain_small.json, '
-            + FUSED64 + 'profile_embed_original.json: figures', lambda: pretrain_floors(h, FUSED64) | embed_floors(h, FUSED64)),
+            'original size: {r64_median:.1f}% at batches of 64 (medians of 3 runs) |', FOLDED64 + 'profile_pretrain_small.json, '
+            + FUSED64 + 'profile_embed_original.json: figures', lambda: pretrain_floors(h, FOLDED64) | embed_floors(h, FUSED64)),
         row('roofline shares, AVX2: the rates', '| AMD EPYC AVX2-only, {rate_low:.1f}-{rate_high:.1f} / {embed_low:.1f}-'
-            '{embed_high:.1f} |', FUSED64 + 'profile_pretrain_small.json, ' + FUSED64 + 'profile_embed_original.json: figures',
-            lambda: pretrain_floors(h, FUSED64) | {'embed_low': embed_floors(h, FUSED64)['rate_low'],
+            '{embed_high:.1f} |', FOLDED64 + 'profile_pretrain_small.json, ' + FUSED64 + 'profile_embed_original.json: figures',
+            lambda: pretrain_floors(h, FOLDED64) | {'embed_low': embed_floors(h, FUSED64)['rate_low'],
                                                     'embed_high': embed_floors(h, FUSED64)['rate_high']}),
         row('the recipe per token', '| -{prior:.1f}% with the unigram prior (the preset\'s now); -{recipe:.1f}% with the '
             'recipe |', 'recipe45_2026-11-26/results.jsonl: dev_perplexity (tests/test_doc_figures.unigram_prior)',
