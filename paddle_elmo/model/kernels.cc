@@ -564,8 +564,8 @@ std::vector<Tensor> LstmInference(const Tensor& x_in, const Tensor& w_input, con
 // Gradients of LstmTrainingForward from grad_h [tokens, P] and grad_c [tokens, D] (or [0, D]: no
 // loss reads the cells, their gradient is zero and never filled), and grad_skip [tokens, P] (or
 // [0, P]: none), the gradient of a residual connection's output, which x (the product's input,
-// x [tokens, I] here, dropped by the forward when p > 0) takes too. With p > 0 x's gradient goes
-// through the forward's dropout mask (its seed, p and first) to the layer's undropped input.
+// x [tokens, I] here: the dropped copy when the forward dropped it) takes too. With dropout, x's
+// gradient goes through the forward's mask (its seed, p and first) to the layer's undropped input.
 // -> grad_x [tokens, I], grad_w [I + P, 4D], grad_bias [4D], grad_w_proj [D, P], grad_h0 [B, P],
 //    grad_c0 [B, D].
 // W's two blocks take their gradients together: each step's gate gradient dg [n, 4D] meets all of
